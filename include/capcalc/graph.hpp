@@ -1,0 +1,98 @@
+// capcalc::Graph — a model after loading: every layer with its inferred output shape and its
+// exact per-layer counts (parameters, MACs, other FLOPs, elements moved, backward work).
+//
+// Conventions: 1 MAC (multiply-accumulate) = 2 FLOPs. "Other FLOPs" are the FLOPs that are not
+// MACs (elementwise, normalisation, softmax, pooling) and are kept apart so both are visible:
+// flops = 2 * macs + other_flops. Counts are for the whole batch the graph was built with and
+// are exact 64-bit integers; an overflow is an error, never a wrap.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace capcalc {
+
+/// A tensor shape, outermost axis first (NCHW for images, [batch, seq, features] for sequences).
+using Shape = std::vector<std::int64_t>;
+
+/// "[1, 3, 224, 224]".
+std::string shape_to_string(const Shape& shape);
+
+/// Number of elements (checked; throws capcalc::OverflowError on overflow).
+std::int64_t element_count(const Shape& shape);
+
+/// Work and traffic of one layer, for the batch the graph was built with. Element counts are
+/// precision-free; multiply by bytes per element to get bytes.
+struct LayerCounts {
+  std::int64_t params = 0;                ///< Trainable parameters owned by this layer.
+  std::int64_t macs = 0;                  ///< Forward multiply-accumulates (matrix-unit work).
+  std::int64_t other_flops = 0;           ///< Forward FLOPs that are not MACs (vector-unit work).
+  std::int64_t input_elements = 0;        ///< Activation elements read.
+  std::int64_t weight_elements_read = 0;  ///< Parameter elements read (an embedding reads rows).
+  std::int64_t output_elements = 0;       ///< Elements written.
+  std::int64_t backward_macs = 0;         ///< MACs of the gradients (inputs and weights).
+  std::int64_t backward_other_flops = 0;  ///< Non-MAC FLOPs of the backward pass.
+
+  /// Forward FLOPs: 2 per MAC plus the other FLOPs (checked).
+  std::int64_t flops() const;
+  /// Backward FLOPs: 2 per backward MAC plus the backward other FLOPs (checked).
+  std::int64_t backward_flops() const;
+  /// Elements moved by the forward pass: inputs and weights read, outputs written (checked).
+  std::int64_t moved_elements() const;
+};
+
+/// One node of the graph.
+struct Layer {
+  std::string name;                 ///< Full name, e.g. "layer1.0.conv1".
+  std::string op;                   ///< Operator, e.g. "conv2d".
+  std::vector<std::int32_t> inputs; ///< Value ids (see Graph::value_shape).
+  Shape output;                     ///< Inferred output shape.
+  LayerCounts counts;               ///< Exact counts for this layer.
+  bool view = false;                ///< Costs nothing: a reshape/flatten/dropout aliases its input.
+  std::string definition;           ///< JSON pointer of its definition (for messages).
+};
+
+/// A named model input.
+struct GraphInput {
+  std::string name;
+  Shape shape;
+};
+
+/// The whole model. Values are numbered inputs first (0 .. inputs.size()-1), then one per layer.
+struct Graph {
+  std::string name;
+  std::string description;
+  std::string source;
+  std::vector<GraphInput> inputs;
+  std::vector<Layer> layers;
+  std::vector<std::int32_t> outputs;          ///< Value ids of the model's outputs.
+  std::map<std::string, std::int64_t> dims;   ///< Symbolic dimensions as resolved.
+  std::int64_t batch = 1;                     ///< dims["batch"], or 1 if the model has none.
+
+  const Shape& value_shape(std::int32_t value) const;
+  std::string value_name(std::int32_t value) const;
+  std::int32_t layer_value(std::size_t layer_index) const {
+    return static_cast<std::int32_t>(inputs.size() + layer_index);
+  }
+};
+
+/// Sums over all layers (for the whole batch).
+struct GraphTotals {
+  std::int64_t params = 0;
+  std::int64_t macs = 0;
+  std::int64_t other_flops = 0;
+  std::int64_t flops = 0;
+  std::int64_t backward_macs = 0;
+  std::int64_t backward_flops = 0;
+  std::int64_t moved_elements = 0;
+  std::int64_t activation_elements = 0;  ///< Sum of all non-view layer outputs (kept for backward).
+  std::int64_t peak_live_elements = 0;   ///< Largest set of activations alive at once (inference).
+};
+
+/// Totals, with liveness for the peak: a value is alive from the layer that makes it to its
+/// last reader (model outputs to the end). Views share their input's storage.
+GraphTotals graph_totals(const Graph& graph);
+
+}  // namespace capcalc

@@ -1,0 +1,113 @@
+// The hardware table: CPUs, GPUs, TPUs and other accelerators with their dense peak rates per
+// precision, memory, bandwidth and the free parameters of the performance model.
+//
+// The JSON format is documented in data/README.md ("The hardware table"). JSON figures are in
+// human units (TFLOP/s, GB, GB/s); these structs hold SI base units (FLOP/s, bytes, bytes/s).
+// Peaks are dense: 2:4 structured sparsity is the separate factor sparsity_2_4_speedup.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace capcalc {
+
+enum class DeviceType { kCpu, kGpu, kTpu, kAccelerator };
+inline constexpr std::size_t kDeviceTypeCount = 4;
+
+/// Number formats a device can compute in.
+enum class Precision { kFp64, kFp32, kTf32, kFp16, kBf16, kFp8, kInt8, kInt4 };
+inline constexpr std::size_t kPrecisionCount = 8;
+
+std::string_view precision_name(Precision precision);  ///< "fp32", "bf16", ...
+std::optional<Precision> parse_precision(std::string_view name);
+std::vector<std::string_view> precision_names();
+std::string_view device_type_name(DeviceType type);    ///< "cpu", "gpu", "tpu", "accelerator"
+std::optional<DeviceType> parse_device_type(std::string_view name);
+
+/// Storage bytes of one weight element (fp32 4, fp16 2, int4 0.5).
+double weight_bytes_per_element(Precision precision);
+/// Storage bytes of one activation element (int4 weights run with fp16 activations).
+double activation_bytes_per_element(Precision precision);
+
+/// Dense peak rates for one precision; 0 where the device has no such unit.
+struct PeakRate {
+  double vector_flops_per_s = 0;  ///< SIMD / CUDA cores / VPU.
+  double matrix_flops_per_s = 0;  ///< Tensor cores / MXU / AMX / XMX / MFMA.
+};
+
+/// An interconnect link.
+struct Link {
+  std::string name;                   ///< "NVLink 4", "PCIe 5.0 x16".
+  double bandwidth_bytes_per_s = 0;   ///< As the source states it; see `direction`.
+  std::string direction;              ///< "bidirectional" or "per_direction".
+};
+
+/// An indicative on-demand price.
+struct Price {
+  double usd_per_hour = 0;  ///< Per device-hour.
+  std::string date;         ///< "YYYY-MM" when the price was seen.
+  std::string source;
+};
+
+/// One device of the table.
+struct Device {
+  std::string id;                    ///< Kebab-case, e.g. "a100-sxm4-80gb".
+  std::string name;                  ///< Vendor's name.
+  std::vector<std::string> aliases;  ///< Other names `--gpu` accepts.
+  DeviceType type = DeviceType::kGpu;
+  std::string vendor;
+  int release_year = 0;              ///< 0 if unknown.
+  std::array<PeakRate, kPrecisionCount> dense_peak{};  ///< Indexed by Precision.
+  double sparsity_2_4_speedup = 1;   ///< Matrix-op gain from 2:4 sparsity; 1 = no support.
+  double memory_bytes = 0;
+  double memory_bandwidth_bytes_per_s = 0;
+  double cache_bytes = 0;            ///< On-chip L2/SRAM; 0 if unknown.
+  double tdp_w = 0;                  ///< 0 if unknown.
+  std::optional<Link> intra_node;
+  std::optional<Link> inter_node;
+  std::optional<Price> price;
+  std::vector<std::string> sources;  ///< URLs of the figures.
+  std::string notes;
+
+  const PeakRate& peak(Precision precision) const {
+    return dense_peak[static_cast<std::size_t>(precision)];
+  }
+  bool supports(Precision precision) const {
+    return peak(precision).vector_flops_per_s > 0 || peak(precision).matrix_flops_per_s > 0;
+  }
+  std::vector<Precision> precisions() const;  ///< Those the device supports.
+};
+
+/// Free parameters of the performance model for one device type (data, not code).
+struct PerformanceParams {
+  double matrix_efficiency = 0.7;   ///< Fraction of the matrix peak large matrix products reach.
+  double vector_efficiency = 0.6;   ///< Fraction of the vector peak elementwise work reaches.
+  double memory_efficiency = 0.8;   ///< Fraction of the peak bandwidth streaming kernels reach.
+  double layer_overhead_s = 4e-6;   ///< Fixed cost per kernel (launch, dispatch).
+};
+
+/// The whole table.
+struct HardwareTable {
+  std::string version;  ///< e.g. "2026.12".
+  std::string updated;  ///< Date of the last change of figures.
+  std::array<PerformanceParams, kDeviceTypeCount> performance{};  ///< Indexed by DeviceType.
+  std::vector<Device> devices;
+
+  /// By id or alias, ignoring case and treating '-', '_' and ' ' alike; nullptr if none.
+  const Device* find(std::string_view name) const;
+  /// The device, or a capcalc::Error listing the closest names ("did you mean").
+  const Device& get(std::string_view name) const;
+  const PerformanceParams& performance_for(DeviceType type) const {
+    return performance[static_cast<std::size_t>(type)];
+  }
+};
+
+/// Parses a hardware table; problems are capcalc::Error with file and JSON pointer.
+HardwareTable parse_hardware(std::string_view text, const std::string& file);
+HardwareTable load_hardware(const std::string& path);
+
+}  // namespace capcalc

@@ -1,0 +1,39 @@
+// The CLI's subcommands and the options they share. Each subcommand has an add_ function
+// that registers it and a run_ function that does the work; the library computes, these
+// functions only parse flags, call it and print what it renders.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capcalc/graph.hpp"
+#include "capcalc/hardware.hpp"
+#include "capcalc/model.hpp"
+
+namespace capcalc::cli {
+
+/// Options that pick and shape a model.
+struct ModelArgs {
+  std::string path;
+  std::optional<std::int64_t> batch;
+  std::vector<std::string> sets;  ///< "name=value"
+  std::string causal = "full";
+};
+
+void add_model_options(CLI::App& sub, ModelArgs& args);
+Graph load_model_from(const ModelArgs& args);
+
+/// The hardware table to read: --hardware, else $CAPCALC_DATA_DIR/hardware.json, else the
+/// installed data next to the binary, else the source tree's data/.
+std::string hardware_path(const std::string& flag);
+
+/// "--precision fp16" -> Precision (the flag's values are checked by CLI11).
+Precision precision_from(const std::string& name);
+
+void add_estimate_command(CLI::App& app);
+void add_layers_command(CLI::App& app);
+
+}  // namespace capcalc::cli

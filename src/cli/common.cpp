@@ -1,0 +1,76 @@
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+
+#include "capcalc/error.hpp"
+#include "commands.hpp"
+
+namespace capcalc::cli {
+namespace {
+
+bool exists(const std::string& path) { return std::ifstream(path).good(); }
+
+std::string executable_dir() {
+  std::string buffer(4096, '\0');
+  const ssize_t length = readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
+  if (length <= 0) return "";
+  buffer.resize(static_cast<std::size_t>(length));
+  const std::size_t slash = buffer.rfind('/');
+  return slash == std::string::npos ? "" : buffer.substr(0, slash);
+}
+
+}  // namespace
+
+void add_model_options(CLI::App& sub, ModelArgs& args) {
+  sub.add_option("model", args.path, "Model file (capcalc JSON)")->required();
+  sub.add_option("-b,--batch", args.batch, "Batch size: sets the model's \"batch\" dimension")
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--set", args.sets, "Set a model dimension, e.g. --set seq=2048 (repeatable)");
+  sub.add_option("--causal", args.causal,
+                 "Count causal attention as full (every pair, as dense kernels do) or half")
+      ->check(CLI::IsMember({"full", "half"}))
+      ->capture_default_str();
+}
+
+Graph load_model_from(const ModelArgs& args) {
+  ModelOptions options;
+  for (const std::string& set : args.sets) {
+    const std::size_t eq = set.find('=');
+    const std::string name = set.substr(0, eq);
+    if (eq == std::string::npos || name.empty()) {
+      throw Error({}, fmt::format("--set expects NAME=VALUE, got \"{}\"", set));
+    }
+    const std::string value = set.substr(eq + 1);
+    char* end = nullptr;
+    errno = 0;
+    const long long parsed = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || errno == ERANGE || parsed <= 0) {
+      throw Error({}, fmt::format("--set {}: expected a positive integer, got \"{}\"", name, value));
+    }
+    options.dims[name] = parsed;
+  }
+  if (args.batch) options.dims["batch"] = *args.batch;
+  options.counting.causal = args.causal == "half" ? CausalCounting::kHalf : CausalCounting::kFull;
+  return load_model(args.path, options);
+}
+
+std::string hardware_path(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* dir = std::getenv("CAPCALC_DATA_DIR"); dir != nullptr && *dir != '\0') {
+    return std::string(dir) + "/hardware.json";
+  }
+  const std::string installed = executable_dir() + "/../share/capcalc/hardware.json";
+  if (exists(installed)) return installed;
+  return std::string(CAPCALC_SOURCE_DATA_DIR) + "/hardware.json";
+}
+
+Precision precision_from(const std::string& name) {
+  if (auto precision = parse_precision(name)) return *precision;
+  throw Error({}, fmt::format("unknown precision \"{}\"", name));
+}
+
+}  // namespace capcalc::cli

@@ -1,0 +1,64 @@
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+
+#include "capcalc/predict.hpp"
+#include "capcalc/report.hpp"
+#include "commands.hpp"
+
+namespace capcalc::cli {
+namespace {
+
+struct LayersOptions {
+  ModelArgs model;
+  std::string device;
+  std::string hardware;
+  std::string precision = "fp32";
+  std::string format = "table";
+};
+
+void run_layers(const LayersOptions& options) {
+  const Graph graph = load_model_from(options.model);
+  const GraphTotals totals = graph_totals(graph);
+  Workload workload;
+  workload.precision = precision_from(options.precision);
+  ReportInput input{graph, totals, workload};
+  std::optional<HardwareTable> table;
+  std::optional<Estimate> result;
+  if (!options.device.empty()) {
+    table = load_hardware(hardware_path(options.hardware));
+    input.device = &table->get(options.device);
+    input.params = &table->performance_for(input.device->type);
+    result = estimate(graph, *input.device, *input.params, workload);
+    input.estimate = &*result;
+  }
+  std::string text;
+  if (options.format == "json") {
+    text = render_layers_json(input);
+  } else if (options.format == "csv") {
+    text = render_layers_csv(input);
+  } else {
+    text = render_layers_text(input);
+  }
+  fmt::print("{}", text);
+}
+
+}  // namespace
+
+void add_layers_command(CLI::App& app) {
+  auto options = std::make_shared<LayersOptions>();
+  CLI::App* sub = app.add_subcommand("layers", "Per-layer shapes and counts (and times with --gpu)");
+  add_model_options(*sub, options->model);
+  sub->add_option("-g,--gpu,--hw,--device", options->device, "Add per-layer times on this device");
+  sub->add_option("--hardware", options->hardware, "Hardware table (JSON)");
+  sub->add_option("-p,--precision", options->precision, "Number format (sets bytes per element)")
+      ->check(CLI::IsMember(precision_names()))
+      ->capture_default_str();
+  sub->add_option("-f,--format", options->format, "Output format")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str();
+  sub->callback([options] { run_layers(*options); });
+}
+
+}  // namespace capcalc::cli

@@ -1,0 +1,95 @@
+#include "capcalc/graph.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "checked.hpp"
+
+namespace capcalc {
+
+std::string shape_to_string(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+std::int64_t element_count(const Shape& shape) {
+  std::int64_t count = 1;
+  for (std::int64_t dim : shape) count = checked_mul(count, dim);
+  return count;
+}
+
+std::int64_t LayerCounts::flops() const { return checked_add(checked_mul(macs, 2), other_flops); }
+
+std::int64_t LayerCounts::backward_flops() const {
+  return checked_add(checked_mul(backward_macs, 2), backward_other_flops);
+}
+
+std::int64_t LayerCounts::moved_elements() const {
+  return checked_add(checked_add(input_elements, weight_elements_read), output_elements);
+}
+
+const Shape& Graph::value_shape(std::int32_t value) const {
+  const auto index = static_cast<std::size_t>(value);
+  if (index < inputs.size()) return inputs[index].shape;
+  return layers[index - inputs.size()].output;
+}
+
+std::string Graph::value_name(std::int32_t value) const {
+  const auto index = static_cast<std::size_t>(value);
+  if (index < inputs.size()) return inputs[index].name;
+  return layers[index - inputs.size()].name;
+}
+
+GraphTotals graph_totals(const Graph& graph) {
+  GraphTotals totals;
+  for (const Layer& layer : graph.layers) {
+    const LayerCounts& c = layer.counts;
+    totals.params = checked_add(totals.params, c.params);
+    totals.macs = checked_add(totals.macs, c.macs);
+    totals.other_flops = checked_add(totals.other_flops, c.other_flops);
+    totals.backward_macs = checked_add(totals.backward_macs, c.backward_macs);
+    totals.backward_flops = checked_add(totals.backward_flops, c.backward_flops());
+    totals.moved_elements = checked_add(totals.moved_elements, c.moved_elements());
+    if (!layer.view) {
+      totals.activation_elements = checked_add(totals.activation_elements, element_count(layer.output));
+    }
+  }
+  totals.flops = checked_add(checked_mul(totals.macs, 2), totals.other_flops);
+
+  // Liveness. A view shares the storage of the value it reads; storage lives from the step
+  // that creates it to the last step that reads it (or any view of it); model inputs from the
+  // start, model outputs to the end.
+  const std::size_t values = graph.inputs.size() + graph.layers.size();
+  const std::size_t steps = graph.layers.size();
+  std::vector<std::size_t> storage(values);
+  std::vector<std::size_t> last_use(values, 0);
+  for (std::size_t v = 0; v < values; ++v) storage[v] = v;
+  for (std::size_t i = 0; i < steps; ++i) {
+    const Layer& layer = graph.layers[i];
+    const std::size_t value = graph.inputs.size() + i;
+    if (layer.view) storage[value] = storage[static_cast<std::size_t>(layer.inputs.front())];
+    last_use[storage[value]] = std::max(last_use[storage[value]], i);
+    for (std::int32_t input : layer.inputs) {
+      const std::size_t root = storage[static_cast<std::size_t>(input)];
+      last_use[root] = std::max(last_use[root], i);
+    }
+  }
+  for (std::int32_t output : graph.outputs) last_use[storage[static_cast<std::size_t>(output)]] = steps;
+
+  std::vector<std::vector<std::size_t>> frees(steps + 1);
+  std::int64_t live = 0;
+  for (std::size_t v = 0; v < values; ++v) {
+    if (storage[v] != v) continue;
+    frees[last_use[v]].push_back(v);
+    if (v < graph.inputs.size()) live = checked_add(live, element_count(graph.inputs[v].shape));
+  }
+  std::int64_t peak = live;
+  for (std::size_t i = 0; i < steps; ++i) {
+    const Layer& layer = graph.layers[i];
+    if (!layer.view) live = checked_add(live, element_count(layer.output));
+    peak = std::max(peak, live);
+    for (std::size_t v : frees[i]) live -= element_count(graph.value_shape(static_cast<std::int32_t>(v)));
+  }
+  totals.peak_live_elements = peak;
+  return totals;
+}
+
+}  // namespace capcalc

@@ -1,0 +1,305 @@
+#include "capcalc/hardware.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include "capcalc/error.hpp"
+#include "json_view.hpp"
+#include "spellcheck.hpp"
+
+namespace capcalc {
+namespace {
+
+constexpr double kTera = 1e12;
+constexpr double kGiga = 1e9;
+constexpr double kMega = 1e6;
+constexpr double kMicro = 1e-6;
+
+constexpr std::array<std::string_view, kPrecisionCount> kPrecisionNames = {
+    "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"};
+constexpr std::array<std::string_view, kDeviceTypeCount> kDeviceTypeNames = {"cpu", "gpu", "tpu",
+                                                                             "accelerator"};
+
+const std::vector<std::string_view> kDeviceKeys = {
+    "id",       "name",  "aliases", "type",   "vendor", "release_year", "dense_peak_tflops",
+    "sparsity_2_4_speedup", "memory_gb", "memory_bandwidth_gb_per_s", "cache_mb", "tdp_w",
+    "interconnect", "price_per_hour_usd", "sources", "notes", "comment"};
+
+// Lookup key: lower case, with '-', '_' and ' ' the same.
+std::string normalise(std::string_view name) {
+  std::string key;
+  key.reserve(name.size());
+  for (char c : name) {
+    if (c == '_' || c == ' ') c = '-';
+    key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return key;
+}
+
+bool is_kebab(std::string_view id) {
+  if (id.empty() || id.front() == '-' || id.back() == '-') return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+void reject_unknown(const JsonView& object, const std::vector<std::string_view>& known,
+                    std::string_view what) {
+  for (const auto& item : object.json().items()) {
+    if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
+    object.at(item.key()).fail(
+        with_suggestion(fmt::format("unknown key \"{}\" in {}", item.key(), what), item.key(), known));
+  }
+}
+
+double optional_positive(const JsonView& device, std::string_view key, double scale) {
+  if (auto value = device.find(key)) return value->as_positive_number() * scale;
+  return 0;
+}
+
+std::optional<Link> parse_link(const std::optional<JsonView>& link) {
+  if (!link) return std::nullopt;
+  reject_unknown(*link, {"name", "bandwidth_gb_per_s", "direction", "comment"}, "a link");
+  Link result;
+  result.name = link->at("name").as_string();
+  result.bandwidth_bytes_per_s = link->at("bandwidth_gb_per_s").as_positive_number() * kGiga;
+  const JsonView direction = link->at("direction");
+  result.direction = direction.as_string();
+  if (result.direction != "bidirectional" && result.direction != "per_direction") {
+    direction.fail(fmt::format("expected \"bidirectional\" or \"per_direction\", got \"{}\"",
+                               result.direction));
+  }
+  return result;
+}
+
+Device parse_device(const JsonView& entry) {
+  entry.expect_object();
+  reject_unknown(entry, kDeviceKeys, "a device");
+  Device device;
+  const JsonView id = entry.at("id");
+  device.id = id.as_string();
+  if (!is_kebab(device.id)) id.fail(fmt::format("id \"{}\" must be kebab-case (a-z, 0-9, -)", device.id));
+  device.name = entry.at("name").as_string();
+  if (auto aliases = entry.find("aliases")) {
+    for (std::size_t i = 0; i < aliases->array_size(); ++i) {
+      device.aliases.push_back(aliases->at(i).as_string());
+    }
+  }
+  const JsonView type = entry.at("type");
+  const std::optional<DeviceType> parsed_type = parse_device_type(type.as_string());
+  if (!parsed_type) {
+    type.fail(with_suggestion(fmt::format("unknown device type \"{}\"", type.as_string()),
+                              type.as_string(), {kDeviceTypeNames.begin(), kDeviceTypeNames.end()}));
+  }
+  device.type = *parsed_type;
+  device.vendor = entry.at("vendor").as_string();
+  if (auto year = entry.find("release_year")) device.release_year = static_cast<int>(year->as_positive_int());
+
+  const JsonView peaks = entry.at("dense_peak_tflops");
+  peaks.expect_object();
+  for (const auto& item : peaks.json().items()) {
+    const JsonView rates = peaks.at(item.key());
+    const std::optional<Precision> precision = parse_precision(item.key());
+    if (!precision) {
+      rates.fail(with_suggestion(fmt::format("unknown precision \"{}\"", item.key()), item.key(),
+                                 precision_names()));
+    }
+    reject_unknown(rates, {"vector", "matrix"}, "a peak");
+    PeakRate& rate = device.dense_peak[static_cast<std::size_t>(*precision)];
+    rate.vector_flops_per_s = optional_positive(rates, "vector", kTera);
+    rate.matrix_flops_per_s = optional_positive(rates, "matrix", kTera);
+    if (rate.vector_flops_per_s == 0 && rate.matrix_flops_per_s == 0) {
+      rates.fail("give a \"vector\" or a \"matrix\" peak");
+    }
+  }
+  if (device.precisions().empty()) peaks.fail("a device needs at least one precision");
+
+  if (auto sparsity = entry.find("sparsity_2_4_speedup")) {
+    device.sparsity_2_4_speedup = sparsity->as_positive_number();
+    if (device.sparsity_2_4_speedup < 1) sparsity->fail("a speedup must be at least 1");
+  }
+  device.memory_bytes = entry.at("memory_gb").as_positive_number() * kGiga;
+  device.memory_bandwidth_bytes_per_s =
+      entry.at("memory_bandwidth_gb_per_s").as_positive_number() * kGiga;
+  device.cache_bytes = optional_positive(entry, "cache_mb", kMega);
+  device.tdp_w = optional_positive(entry, "tdp_w", 1);
+  if (auto links = entry.find("interconnect")) {
+    reject_unknown(*links, {"intra_node", "inter_node", "comment"}, "an interconnect");
+    device.intra_node = parse_link(links->find("intra_node"));
+    device.inter_node = parse_link(links->find("inter_node"));
+  }
+  if (auto price = entry.find("price_per_hour_usd")) {
+    reject_unknown(*price, {"value", "date", "source"}, "a price");
+    device.price = Price{price->at("value").as_positive_number(), price->at("date").as_string(),
+                         price->at("source").as_string()};
+  }
+  const JsonView sources = entry.at("sources");
+  for (std::size_t i = 0; i < sources.array_size(); ++i) {
+    device.sources.push_back(sources.at(i).as_string());
+  }
+  if (device.sources.empty()) sources.fail("every device needs at least one source");
+  if (auto notes = entry.find("notes")) device.notes = notes->as_string();
+  return device;
+}
+
+PerformanceParams parse_performance(const JsonView& params) {
+  reject_unknown(params,
+                 {"matrix_efficiency", "vector_efficiency", "memory_efficiency",
+                  "layer_overhead_us", "comment"},
+                 "performance parameters");
+  PerformanceParams result;
+  const auto fraction = [&](std::string_view key) {
+    const JsonView value = params.at(key);
+    const double x = value.as_positive_number();
+    if (x > 1) value.fail(fmt::format("an efficiency is a fraction in (0, 1], got {}", x));
+    return x;
+  };
+  result.matrix_efficiency = fraction("matrix_efficiency");
+  result.vector_efficiency = fraction("vector_efficiency");
+  result.memory_efficiency = fraction("memory_efficiency");
+  const JsonView overhead = params.at("layer_overhead_us");
+  result.layer_overhead_s = overhead.as_number() * kMicro;
+  if (result.layer_overhead_s < 0) overhead.fail("an overhead cannot be negative");
+  return result;
+}
+
+}  // namespace
+
+std::string_view precision_name(Precision precision) {
+  return kPrecisionNames[static_cast<std::size_t>(precision)];
+}
+
+std::optional<Precision> parse_precision(std::string_view name) {
+  const std::string key = normalise(name);
+  for (std::size_t i = 0; i < kPrecisionCount; ++i) {
+    if (kPrecisionNames[i] == key) return static_cast<Precision>(i);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string_view> precision_names() { return {kPrecisionNames.begin(), kPrecisionNames.end()}; }
+
+std::string_view device_type_name(DeviceType type) {
+  return kDeviceTypeNames[static_cast<std::size_t>(type)];
+}
+
+std::optional<DeviceType> parse_device_type(std::string_view name) {
+  for (std::size_t i = 0; i < kDeviceTypeCount; ++i) {
+    if (kDeviceTypeNames[i] == name) return static_cast<DeviceType>(i);
+  }
+  return std::nullopt;
+}
+
+double weight_bytes_per_element(Precision precision) {
+  switch (precision) {
+    case Precision::kFp64:
+      return 8;
+    case Precision::kFp32:
+    case Precision::kTf32:  // TF32 is a compute mode; storage stays fp32.
+      return 4;
+    case Precision::kFp16:
+    case Precision::kBf16:
+      return 2;
+    case Precision::kFp8:
+    case Precision::kInt8:
+      return 1;
+    case Precision::kInt4:
+      return 0.5;
+  }
+  return 4;
+}
+
+double activation_bytes_per_element(Precision precision) {
+  return precision == Precision::kInt4 ? 2 : weight_bytes_per_element(precision);
+}
+
+std::vector<Precision> Device::precisions() const {
+  std::vector<Precision> result;
+  for (std::size_t i = 0; i < kPrecisionCount; ++i) {
+    if (supports(static_cast<Precision>(i))) result.push_back(static_cast<Precision>(i));
+  }
+  return result;
+}
+
+const Device* HardwareTable::find(std::string_view name) const {
+  const std::string key = normalise(name);
+  for (const Device& device : devices) {
+    if (normalise(device.id) == key) return &device;
+    for (const std::string& alias : device.aliases) {
+      if (normalise(alias) == key) return &device;
+    }
+  }
+  return nullptr;
+}
+
+const Device& HardwareTable::get(std::string_view name) const {
+  if (const Device* device = find(name)) return *device;
+  std::vector<std::string> keys;
+  for (const Device& device : devices) {
+    keys.push_back(device.id);
+    for (const std::string& alias : device.aliases) keys.push_back(alias);
+  }
+  std::vector<std::string_view> known(keys.begin(), keys.end());
+  std::string message = fmt::format("unknown device \"{}\"", name);
+  if (auto guess = closest_match(name, known)) {
+    message += fmt::format("; did you mean \"{}\"?", *guess);
+  }
+  message += fmt::format(" (closest: {}; `capcalc hw list` shows all)",
+                         fmt::join(closest_matches(normalise(name), known, 4), ", "));
+  throw Error({}, message);
+}
+
+HardwareTable parse_hardware(std::string_view text, const std::string& file) {
+  const nlohmann::json document = parse_json_text(text, file);
+  const JsonView root(document, file);
+  root.expect_object();
+  reject_unknown(root, {"$schema", "schema_version", "version", "updated", "performance_model",
+                        "devices", "comment"},
+                 "the hardware table");
+  const JsonView version = root.at("schema_version");
+  if (version.as_positive_int() != 1) version.fail("unsupported schema_version; expected 1");
+
+  HardwareTable table;
+  if (auto text_version = root.find("version")) table.version = text_version->as_string();
+  if (auto updated = root.find("updated")) table.updated = updated->as_string();
+  if (auto performance = root.find("performance_model")) {
+    performance->expect_object();
+    for (const auto& item : performance->json().items()) {
+      const JsonView params = performance->at(item.key());
+      const std::optional<DeviceType> type = parse_device_type(item.key());
+      if (!type) {
+        params.fail(with_suggestion(fmt::format("unknown device type \"{}\"", item.key()), item.key(),
+                                    {kDeviceTypeNames.begin(), kDeviceTypeNames.end()}));
+      }
+      table.performance[static_cast<std::size_t>(*type)] = parse_performance(params);
+    }
+  }
+
+  const JsonView devices = root.at("devices");
+  std::map<std::string, std::string> owner;  // Normalised name -> device id, for uniqueness.
+  for (std::size_t i = 0; i < devices.array_size(); ++i) {
+    const JsonView entry = devices.at(i);
+    Device device = parse_device(entry);
+    std::vector<std::string> names{device.id};
+    names.insert(names.end(), device.aliases.begin(), device.aliases.end());
+    for (std::size_t n = 0; n < names.size(); ++n) {
+      const auto [it, fresh] = owner.emplace(normalise(names[n]), device.id);
+      if (!fresh && !(n > 0 && it->second == device.id && normalise(names[n]) == normalise(device.id))) {
+        const JsonView where = n == 0 ? entry.at("id") : entry.at("aliases").at(n - 1);
+        where.fail(fmt::format("the name \"{}\" is already used by device \"{}\"", names[n],
+                               it->second));
+      }
+    }
+    table.devices.push_back(std::move(device));
+  }
+  return table;
+}
+
+HardwareTable load_hardware(const std::string& path) {
+  return parse_hardware(read_text_file(path), path);
+}
+
+}  // namespace capcalc

@@ -1,0 +1,155 @@
+#include "json_view.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "capcalc/error.hpp"
+
+namespace capcalc {
+namespace {
+
+// nlohmann reports a byte offset; editors want a line and a column.
+void locate(std::string_view text, std::size_t offset, int& line, int& column) {
+  line = 1;
+  column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+}
+
+// nlohmann's text looks like "[json.exception.parse_error.101] parse error at line 3,
+// column 14: syntax error while parsing value - unexpected ','; expected ...". Keep only the
+// description after the location.
+std::string describe_parse_error(const std::string& what) {
+  const std::size_t at = what.find(": ");
+  std::string description = at == std::string::npos ? what : what.substr(at + 2);
+  if (description.rfind("syntax error", 0) != 0 && description.rfind("invalid", 0) != 0) {
+    description = "syntax error: " + description;
+  }
+  return description;
+}
+
+std::string short_dump(const nlohmann::json& value) {
+  std::string text = value.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
+}  // namespace
+
+std::string json_type_name(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::object:
+      return "an object";
+    case nlohmann::json::value_t::array:
+      return "an array";
+    case nlohmann::json::value_t::string:
+      return "a string";
+    case nlohmann::json::value_t::boolean:
+      return "a boolean";
+    default:
+      return "a number";
+  }
+}
+
+nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    SourceLocation where{file, "", 0, 0};
+    // The byte offset is one past the offending character.
+    locate(text, e.byte > 0 ? e.byte - 1 : 0, where.line, where.column);
+    throw Error(where, describe_parse_error(e.what()));
+  }
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error({path, "", 0, 0}, "cannot open file");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw Error({path, "", 0, 0}, "cannot read file");
+  return buffer.str();
+}
+
+void JsonView::fail(const std::string& message) const {
+  std::string pointer = where_.to_string();
+  if (pointer.empty()) pointer = "/";
+  throw Error({*file_, pointer, 0, 0}, message);
+}
+
+void JsonView::expect_object() const {
+  if (!value_->is_object()) fail("expected an object, got " + json_type_name(*value_));
+}
+
+std::optional<JsonView> JsonView::find(std::string_view key) const {
+  expect_object();
+  const auto it = value_->find(key);
+  if (it == value_->end()) return std::nullopt;
+  return JsonView(*it, *file_, where_ / std::string(key));
+}
+
+JsonView JsonView::at(std::string_view key) const {
+  if (auto member = find(key)) return *member;
+  fail(fmt::format("missing required key \"{}\"", key));
+}
+
+std::size_t JsonView::array_size() const {
+  if (!value_->is_array()) fail("expected an array, got " + json_type_name(*value_));
+  return value_->size();
+}
+
+JsonView JsonView::at(std::size_t index) const {
+  if (index >= array_size()) fail(fmt::format("index {} is out of range", index));
+  return JsonView((*value_)[index], *file_, where_ / index);
+}
+
+std::string JsonView::as_string() const {
+  if (!value_->is_string()) fail("expected a string, got " + json_type_name(*value_));
+  return value_->get<std::string>();
+}
+
+double JsonView::as_number() const {
+  if (!value_->is_number()) fail("expected a number, got " + json_type_name(*value_));
+  return value_->get<double>();
+}
+
+double JsonView::as_positive_number() const {
+  const double value = as_number();
+  if (!(value > 0)) fail(fmt::format("expected a positive number, got {}", short_dump(*value_)));
+  return value;
+}
+
+std::int64_t JsonView::as_integer() const {
+  if (!value_->is_number_integer()) {
+    fail(fmt::format("expected an integer, got {}", short_dump(*value_)));
+  }
+  if (value_->is_number_unsigned() &&
+      value_->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    fail(fmt::format("integer {} is too large", short_dump(*value_)));
+  }
+  return value_->get<std::int64_t>();
+}
+
+std::int64_t JsonView::as_positive_int() const {
+  if (!value_->is_number_integer() || as_integer() <= 0) {
+    fail(fmt::format("expected a positive integer, got {}", short_dump(*value_)));
+  }
+  return value_->get<std::int64_t>();
+}
+
+bool JsonView::as_bool() const {
+  if (!value_->is_boolean()) fail("expected true or false, got " + json_type_name(*value_));
+  return value_->get<bool>();
+}
+
+}  // namespace capcalc

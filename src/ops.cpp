@@ -1,0 +1,920 @@
+#include "ops.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "checked.hpp"
+#include "spellcheck.hpp"
+
+namespace capcalc {
+
+// ---------------------------------------------------------------------------------------------
+// Attributes
+
+Attributes::Attributes(const JsonView& layer, const NameScope& scope, std::string layer_name)
+    : layer_(layer), scope_(scope), layer_name_(std::move(layer_name)) {}
+
+std::optional<JsonView> Attributes::get(std::string_view key) {
+  read_.emplace_back(key);
+  return layer_.find(key);
+}
+
+bool Attributes::has(std::string_view key) { return get(key).has_value(); }
+
+bool Attributes::is_string(std::string_view key) {
+  const std::optional<JsonView> value = get(key);
+  return value && value->is_string();
+}
+
+std::int64_t Attributes::evaluate(const JsonView& value) const {
+  if (value.is_string()) {
+    try {
+      return evaluate_expression(value.as_string(), scope_);
+    } catch (const ExpressionError& e) {
+      value.fail(e.what());
+    } catch (const OverflowError&) {
+      value.fail("expression overflows a 64-bit integer");
+    }
+  }
+  if (!value.json().is_number_integer()) {
+    value.fail("expected an integer or an expression string, got " + json_type_name(value.json()));
+  }
+  return value.as_integer();
+}
+
+std::int64_t Attributes::integer(std::string_view key) {
+  if (auto value = get(key)) return evaluate(*value);
+  layer_.fail(fmt::format("layer \"{}\": missing required attribute \"{}\"", layer_name_, key));
+}
+
+std::int64_t Attributes::integer(std::string_view key, std::int64_t fallback) {
+  if (auto value = get(key)) return evaluate(*value);
+  return fallback;
+}
+
+std::int64_t Attributes::positive(std::string_view key) {
+  const std::int64_t value = integer(key);
+  if (value <= 0) fail_at(key, fmt::format("expected a positive integer, got {}", value));
+  return value;
+}
+
+std::int64_t Attributes::positive(std::string_view key, std::int64_t fallback) {
+  if (!has(key)) return fallback;
+  return positive(key);
+}
+
+std::optional<std::int64_t> Attributes::optional_positive(std::string_view key) {
+  if (!has(key)) return std::nullopt;
+  return positive(key);
+}
+
+std::int64_t Attributes::non_negative(std::string_view key, std::int64_t fallback) {
+  const std::int64_t value = integer(key, fallback);
+  if (value < 0) fail_at(key, fmt::format("expected a non-negative integer, got {}", value));
+  return value;
+}
+
+double Attributes::number(std::string_view key, double fallback) {
+  if (auto value = get(key)) return value->as_number();
+  return fallback;
+}
+
+bool Attributes::flag(std::string_view key, bool fallback) {
+  if (auto value = get(key)) return value->as_bool();
+  return fallback;
+}
+
+std::string Attributes::text(std::string_view key, std::string fallback) {
+  if (auto value = get(key)) return value->as_string();
+  return fallback;
+}
+
+std::optional<std::string> Attributes::optional_text(std::string_view key) {
+  if (auto value = get(key)) return value->as_string();
+  return std::nullopt;
+}
+
+std::vector<std::int64_t> Attributes::per_axis(std::string_view key, std::size_t count,
+                                               std::int64_t fallback, std::int64_t minimum) {
+  std::vector<std::int64_t> values(count, fallback);
+  const std::optional<JsonView> value = get(key);
+  if (!value) return values;
+  if (value->is_array()) {
+    if (value->array_size() != count) {
+      value->fail(fmt::format("expected {} values, got {}", count, value->array_size()));
+    }
+    for (std::size_t i = 0; i < count; ++i) values[i] = evaluate(value->at(i));
+  } else {
+    std::fill(values.begin(), values.end(), evaluate(*value));
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    if (values[i] < minimum) {
+      value->fail(fmt::format("expected {} integer{}, got {}",
+                              minimum > 0 ? "positive" : "non-negative", count > 1 ? "s" : "",
+                              values[i]));
+    }
+  }
+  return values;
+}
+
+std::vector<std::int64_t> Attributes::integer_list(std::string_view key) {
+  const std::optional<JsonView> value = get(key);
+  if (!value) {
+    layer_.fail(fmt::format("layer \"{}\": missing required attribute \"{}\"", layer_name_, key));
+  }
+  std::vector<std::int64_t> values;
+  for (std::size_t i = 0; i < value->array_size(); ++i) values.push_back(evaluate(value->at(i)));
+  return values;
+}
+
+void Attributes::fail_at(std::string_view key, const std::string& message) const {
+  const std::string text = fmt::format("layer \"{}\": {}", layer_name_, message);
+  if (auto value = layer_.find(key)) value->fail(text);
+  layer_.fail(text);
+}
+
+void Attributes::fail(const std::string& message) const {
+  layer_.fail(fmt::format("layer \"{}\": {}", layer_name_, message));
+}
+
+void Attributes::reject_unknown(const std::vector<std::string_view>& structural,
+                                std::string_view op_name) const {
+  for (const auto& item : layer_.json().items()) {
+    const std::string& key = item.key();
+    if (std::find(structural.begin(), structural.end(), key) != structural.end()) continue;
+    if (std::find(read_.begin(), read_.end(), key) != read_.end()) continue;
+    std::vector<std::string_view> known(structural.begin(), structural.end());
+    for (const std::string& name : read_) known.emplace_back(name);
+    const std::string message =
+        fmt::format("layer \"{}\": unknown attribute \"{}\" for {}", layer_name_, key, op_name);
+    layer_.at(key).fail(with_suggestion(message, key, known));
+  }
+}
+
+bool OpContext::any_input_needs_grad() const {
+  return std::any_of(input_needs_grad.begin(), input_needs_grad.end(), [](bool b) { return b; });
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Shape helpers
+
+std::size_t axis_index(OpContext& ctx, std::string_view key, std::int64_t axis, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  const std::int64_t normal = axis < 0 ? axis + r : axis;
+  if (normal < 0 || normal >= r) {
+    ctx.attrs.fail_at(key, fmt::format("axis {} is out of range for a tensor of rank {}", axis,
+                                       rank));
+  }
+  return static_cast<std::size_t>(normal);
+}
+
+const Shape& expect_rank(OpContext& ctx, std::size_t input, std::size_t rank,
+                         std::string_view layout) {
+  const Shape& shape = *ctx.inputs[input];
+  if (shape.size() != rank) {
+    ctx.fail(fmt::format("expected an input of rank {} {}, got {}", rank, layout,
+                         shape_to_string(shape)));
+  }
+  return shape;
+}
+
+const Shape& expect_min_rank(OpContext& ctx, std::size_t input, std::size_t rank) {
+  const Shape& shape = *ctx.inputs[input];
+  if (shape.size() < rank) {
+    ctx.fail(fmt::format("expected an input of rank {} or more, got {}", rank,
+                         shape_to_string(shape)));
+  }
+  return shape;
+}
+
+std::int64_t sum_input_elements(const OpContext& ctx) {
+  std::int64_t total = 0;
+  for (const Shape* shape : ctx.inputs) total = checked_add(total, element_count(*shape));
+  return total;
+}
+
+// Counts for an op that reads its inputs, writes its output and does `per_output` non-MAC
+// FLOPs per output element; the backward pass costs twice the other FLOPs.
+OpResult elementwise(OpContext& ctx, Shape output, std::int64_t per_output) {
+  OpResult result;
+  result.counts.input_elements = sum_input_elements(ctx);
+  result.counts.output_elements = element_count(output);
+  result.counts.other_flops = checked_mul(result.counts.output_elements, per_output);
+  result.counts.backward_other_flops = checked_mul(result.counts.other_flops, 2);
+  result.output = std::move(output);
+  return result;
+}
+
+OpResult view_of(Shape output) {
+  OpResult result;
+  result.output = std::move(output);
+  result.view = true;
+  return result;
+}
+
+// Backward of a layer with weights: the weight gradient costs the forward MACs, the input
+// gradient costs them again unless no input needs a gradient.
+void weighted_backward(const OpContext& ctx, LayerCounts& counts) {
+  counts.backward_macs =
+      ctx.any_input_needs_grad() ? checked_mul(counts.macs, 2) : counts.macs;
+  counts.backward_other_flops = checked_mul(counts.other_flops, 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolutions
+
+// Output length of a convolution or pooling window along one axis (PyTorch's formula).
+std::int64_t window_output(OpContext& ctx, std::int64_t in, std::int64_t kernel,
+                           std::int64_t stride, std::int64_t pad_total, std::int64_t dilation,
+                           bool ceil_mode) {
+  const std::int64_t span = dilation * (kernel - 1) + 1;
+  const std::int64_t room = in + pad_total - span;
+  if (room < 0) {
+    ctx.fail(fmt::format("window of {} (kernel {}, dilation {}) is larger than the padded input "
+                         "of {}",
+                         span, kernel, dilation, in + pad_total));
+  }
+  std::int64_t out = room / stride + 1;
+  if (ceil_mode && room % stride != 0) {
+    ++out;
+    // PyTorch: the last window must start inside the input or the left padding.
+    if ((out - 1) * stride >= in + pad_total / 2) --out;
+  }
+  return out;
+}
+
+struct Padding {
+  std::vector<std::int64_t> total;  // Both sides together, per spatial axis.
+  bool same = false;
+};
+
+Padding read_padding(OpContext& ctx, std::size_t spatial) {
+  Padding padding;
+  if (ctx.attrs.is_string("padding")) {
+    const std::string mode = ctx.attrs.text("padding", "");
+    if (mode == "same" || mode == "valid") {
+      padding.same = mode == "same";
+      padding.total.assign(spatial, 0);
+      return padding;
+    }
+    // Any other string is an integer expression.
+  }
+  for (std::int64_t p : ctx.attrs.per_axis("padding", spatial, 0, 0)) padding.total.push_back(2 * p);
+  return padding;
+}
+
+// conv1d / conv2d / conv_transpose2d share this: `spatial` axes after [N, C].
+OpResult convolution(OpContext& ctx, std::size_t spatial, bool transposed) {
+  const std::string layout = spatial == 1 ? "[N, C, L]" : "[N, C, H, W]";
+  const Shape& in = expect_rank(ctx, 0, spatial + 2, layout);
+  const std::int64_t out_channels = ctx.attrs.positive("out_channels");
+  if (!ctx.attrs.has("kernel")) ctx.attrs.integer("kernel");  // Reports it as missing.
+  const std::vector<std::int64_t> kernel = ctx.attrs.per_axis("kernel", spatial, 1, 1);
+  const std::vector<std::int64_t> stride = ctx.attrs.per_axis("stride", spatial, 1, 1);
+  const std::vector<std::int64_t> dilation = ctx.attrs.per_axis("dilation", spatial, 1, 1);
+  const std::int64_t groups = ctx.attrs.positive("groups", 1);
+  const bool bias = ctx.attrs.flag("bias", true);
+  std::vector<std::int64_t> output_padding(spatial, 0);
+  if (transposed) output_padding = ctx.attrs.per_axis("output_padding", spatial, 0, 0);
+  const Padding padding = transposed ? Padding{[&] {
+    std::vector<std::int64_t> total;
+    for (std::int64_t p : ctx.attrs.per_axis("padding", spatial, 0, 0)) total.push_back(2 * p);
+    return total;
+  }()}
+                                     : read_padding(ctx, spatial);
+
+  const std::int64_t in_channels = in[1];
+  if (auto declared = ctx.attrs.optional_positive("in_channels"); declared && *declared != in_channels) {
+    ctx.attrs.fail_at("in_channels", fmt::format("in_channels is {} but the input {} has {}",
+                                                 *declared, shape_to_string(in), in_channels));
+  }
+  if (in_channels % groups != 0 || out_channels % groups != 0) {
+    ctx.attrs.fail_at("groups", fmt::format("groups = {} must divide both in_channels ({}) and "
+                                            "out_channels ({})",
+                                            groups, in_channels, out_channels));
+  }
+
+  Shape out{in[0], out_channels};
+  for (std::size_t a = 0; a < spatial; ++a) {
+    const std::int64_t size = in[a + 2];
+    if (transposed) {
+      if (output_padding[a] >= std::max(stride[a], dilation[a])) {
+        ctx.attrs.fail_at("output_padding", "output_padding must be smaller than stride or "
+                                            "dilation");
+      }
+      const std::int64_t o = (size - 1) * stride[a] - padding.total[a] +
+                             dilation[a] * (kernel[a] - 1) + output_padding[a] + 1;
+      if (o <= 0) ctx.fail(fmt::format("output size {} along axis {} is not positive", o, a + 2));
+      out.push_back(o);
+    } else if (padding.same) {
+      out.push_back((size + stride[a] - 1) / stride[a]);  // TensorFlow's "same": ceil(in / s).
+    } else {
+      out.push_back(window_output(ctx, size, kernel[a], stride[a], padding.total[a], dilation[a],
+                                  false));
+    }
+  }
+
+  std::int64_t kernel_elements = 1;
+  for (std::int64_t k : kernel) kernel_elements = checked_mul(kernel_elements, k);
+
+  OpResult result;
+  LayerCounts& c = result.counts;
+  const std::int64_t out_elements = element_count(out);
+  if (transposed) {
+    // Each input element scatters into C_out/groups · k outputs.
+    c.macs = checked_mul(element_count(in), out_channels / groups, kernel_elements);
+    c.params = checked_mul(in_channels, out_channels / groups, kernel_elements);
+  } else {
+    c.macs = checked_mul(out_elements, in_channels / groups, kernel_elements);
+    c.params = checked_mul(out_channels, in_channels / groups, kernel_elements);
+  }
+  if (bias) {
+    c.params = checked_add(c.params, out_channels);
+    c.other_flops = out_elements;
+  }
+  c.input_elements = element_count(in);
+  c.weight_elements_read = c.params;
+  c.output_elements = out_elements;
+  weighted_backward(ctx, c);
+  result.output = std::move(out);
+  return result;
+}
+
+OpResult infer_conv1d(OpContext& ctx) { return convolution(ctx, 1, false); }
+OpResult infer_conv2d(OpContext& ctx) { return convolution(ctx, 2, false); }
+OpResult infer_conv_transpose2d(OpContext& ctx) { return convolution(ctx, 2, true); }
+
+// ---------------------------------------------------------------------------------------------
+// Dense layers
+
+OpResult infer_linear(OpContext& ctx) {
+  const Shape& in = expect_min_rank(ctx, 0, 1);
+  const std::int64_t in_features = in.back();
+  const std::int64_t out_features = ctx.attrs.positive("out_features");
+  const bool bias = ctx.attrs.flag("bias", true);
+  if (auto declared = ctx.attrs.optional_positive("in_features");
+      declared && *declared != in_features) {
+    ctx.attrs.fail_at("in_features", fmt::format("in_features is {} but the input {} has {}",
+                                                 *declared, shape_to_string(in), in_features));
+  }
+  bool tied = false;
+  if (auto target = ctx.attrs.optional_text("tied_to")) {
+    const Layer* layer = ctx.find_layer(*target);
+    if (layer == nullptr || layer->op != "embedding") {
+      ctx.attrs.fail_at("tied_to",
+                        fmt::format("tied_to must name an earlier embedding layer, got \"{}\"",
+                                    *target));
+    }
+    const std::int64_t rows = layer->counts.params / layer->output.back();
+    if (layer->output.back() != in_features || rows != out_features) {
+      ctx.attrs.fail_at("tied_to", fmt::format("cannot tie a {}x{} linear to embedding \"{}\" of "
+                                               "{}x{}",
+                                               in_features, out_features, *target, rows,
+                                               layer->output.back()));
+    }
+    tied = true;
+  }
+
+  Shape out = in;
+  out.back() = out_features;
+  OpResult result;
+  LayerCounts& c = result.counts;
+  const std::int64_t rows = element_count(in) / in_features;
+  c.output_elements = element_count(out);
+  c.macs = checked_mul(rows, in_features, out_features);
+  c.weight_elements_read = checked_mul(in_features, out_features);
+  c.params = tied ? 0 : c.weight_elements_read;
+  if (bias) {
+    c.params = checked_add(c.params, out_features);
+    c.weight_elements_read = checked_add(c.weight_elements_read, out_features);
+    c.other_flops = c.output_elements;
+  }
+  c.input_elements = element_count(in);
+  weighted_backward(ctx, c);
+  result.output = std::move(out);
+  return result;
+}
+
+// NumPy broadcasting of two shapes; empty optional if they do not broadcast.
+std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const std::int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    out[out.size() - 1 - i] = std::max(x, y);
+  }
+  return out;
+}
+
+OpResult infer_matmul(OpContext& ctx) {
+  const Shape& a = expect_min_rank(ctx, 0, 2);
+  const Shape& b = expect_min_rank(ctx, 1, 2);
+  const bool transpose_b = ctx.attrs.flag("transpose_b", false);
+  const std::int64_t m = a[a.size() - 2];
+  const std::int64_t k = a.back();
+  const std::int64_t kb = transpose_b ? b.back() : b[b.size() - 2];
+  const std::int64_t n = transpose_b ? b[b.size() - 2] : b.back();
+  if (k != kb) {
+    ctx.fail(fmt::format("cannot multiply {} by {}{}: inner sizes {} and {} differ",
+                         shape_to_string(a), shape_to_string(b),
+                         transpose_b ? " (transposed)" : "", k, kb));
+  }
+  const Shape batch_a(a.begin(), a.end() - 2);
+  const Shape batch_b(b.begin(), b.end() - 2);
+  const std::optional<Shape> batch = broadcast(batch_a, batch_b);
+  if (!batch) {
+    ctx.fail(fmt::format("batch axes of {} and {} do not broadcast", shape_to_string(a),
+                         shape_to_string(b)));
+  }
+  Shape out = *batch;
+  out.push_back(m);
+  out.push_back(n);
+
+  OpResult result;
+  LayerCounts& c = result.counts;
+  c.macs = checked_mul(element_count(*batch), m, n, k);
+  c.input_elements = sum_input_elements(ctx);
+  c.output_elements = element_count(out);
+  // Each operand that needs a gradient costs one product of the forward's size.
+  for (bool needs : ctx.input_needs_grad) {
+    if (needs) c.backward_macs = checked_add(c.backward_macs, c.macs);
+  }
+  result.output = std::move(out);
+  return result;
+}
+
+OpResult infer_embedding(OpContext& ctx) {
+  const Shape& ids = *ctx.inputs[0];
+  const std::int64_t rows = ctx.attrs.positive("num_embeddings");
+  const std::int64_t dim = ctx.attrs.positive("embedding_dim");
+  Shape out = ids;
+  out.push_back(dim);
+  OpResult result;
+  LayerCounts& c = result.counts;
+  c.params = checked_mul(rows, dim);
+  c.input_elements = element_count(ids);
+  c.output_elements = element_count(out);
+  c.weight_elements_read = c.output_elements;  // A gather reads one row per id.
+  c.backward_other_flops = c.output_elements;  // The weight gradient scatter-adds each row.
+  result.output = std::move(out);
+  return result;
+}
+
+// Query/key pairs scored by one head, given query length s, key length s_kv (the last s
+// queries of s_kv positions when s < s_kv, as with a KV cache) and the counting option.
+std::int64_t attention_pairs(std::int64_t s, std::int64_t s_kv, bool causal, std::int64_t window,
+                             CausalCounting counting) {
+  if (!causal || counting == CausalCounting::kFull) return checked_mul(s, s_kv);
+  // Query i (0-based) sees positions up to offset + i, the last `window` of them.
+  const std::int64_t offset = s_kv - s;
+  const std::int64_t w = window > 0 ? window : s_kv;
+  // Queries with offset + i + 1 <= w see offset + i + 1 keys; the rest see w.
+  const std::int64_t growing = std::clamp<std::int64_t>(w - offset, 0, s);
+  const std::int64_t ramp =
+      checked_add(checked_mul(growing, offset), checked_mul(growing, growing + 1) / 2);
+  return checked_add(ramp, checked_mul(s - growing, w));
+}
+
+OpResult infer_attention(OpContext& ctx) {
+  const Shape& x = expect_rank(ctx, 0, 3, "[batch, seq, features]");
+  const Shape& kv = ctx.inputs.size() > 1 ? expect_rank(ctx, 1, 3, "[batch, seq, features]") : x;
+  if (kv[0] != x[0]) {
+    ctx.fail(fmt::format("query {} and key/value {} have different batch sizes",
+                         shape_to_string(x), shape_to_string(kv)));
+  }
+  const std::int64_t batch = x[0];
+  const std::int64_t s = x[1];
+  const std::int64_t d_model = x[2];
+  const std::int64_t s_kv = kv[1];
+  const std::int64_t d_kv = kv[2];
+  const std::int64_t heads = ctx.attrs.positive("heads");
+  const std::int64_t kv_heads = ctx.attrs.positive("kv_heads", heads);
+  if (heads % kv_heads != 0) {
+    ctx.attrs.fail_at("kv_heads", fmt::format("kv_heads = {} must divide heads = {}", kv_heads,
+                                              heads));
+  }
+  if (!ctx.attrs.has("head_dim") && d_model % heads != 0) {
+    ctx.attrs.fail_at("heads", fmt::format("features {} are not divisible by heads = {}; give "
+                                           "head_dim",
+                                           d_model, heads));
+  }
+  const std::int64_t head_dim = ctx.attrs.positive("head_dim", d_model / heads);
+  const std::int64_t d_out = ctx.attrs.positive("out_features", d_model);
+  const bool causal = ctx.attrs.flag("causal", false);
+  const std::int64_t window = ctx.attrs.non_negative("window", 0);
+  const bool bias = ctx.attrs.flag("bias", true);
+  if (window > 0 && !causal) ctx.attrs.fail_at("window", "a window needs \"causal\": true");
+  if (causal && s > s_kv) {
+    ctx.fail(fmt::format("causal attention with {} queries over {} keys", s, s_kv));
+  }
+
+  const std::int64_t q_width = checked_mul(heads, head_dim);
+  const std::int64_t kv_width = checked_mul(kv_heads, head_dim);
+  const std::int64_t pairs = attention_pairs(s, s_kv, causal, window, ctx.options.causal);
+  const std::int64_t projection_macs =
+      checked_add(checked_add(checked_mul(batch, s, d_model, q_width),
+                              checked_mul(2, batch, s_kv, d_kv, kv_width)),
+                  checked_mul(batch, s, q_width, d_out));
+  const std::int64_t score_macs = checked_mul(batch, heads, pairs, head_dim);  // Q·Kᵀ; AV same.
+  const std::int64_t scores = checked_mul(batch, heads, pairs);
+
+  Shape out{batch, s, d_out};
+  OpResult result;
+  LayerCounts& c = result.counts;
+  c.params = checked_add(checked_add(checked_mul(d_model, q_width), checked_mul(2, d_kv, kv_width)),
+                         checked_mul(q_width, d_out));
+  // Scale and softmax on every score: 1 + 5 FLOPs.
+  c.other_flops = checked_mul(scores, 6);
+  if (bias) {
+    c.params = checked_add(c.params, q_width + 2 * kv_width + d_out);
+    c.other_flops = checked_add(c.other_flops,
+                                checked_add(checked_mul(batch, s, q_width + d_out),
+                                            checked_mul(batch, s_kv, 2 * kv_width)));
+  }
+  c.macs = checked_add(projection_macs, checked_mul(score_macs, 2));
+  c.input_elements = sum_input_elements(ctx);
+  c.weight_elements_read = c.params;
+  c.output_elements = element_count(out);
+  // Q, K, V and the attention output are written and read once each; the scores stay on chip
+  // (fused attention kernels).
+  const std::int64_t intermediates =
+      checked_add(checked_mul(2, batch, s, q_width), checked_mul(2, batch, s_kv, kv_width));
+  c.input_elements = checked_add(c.input_elements, intermediates);
+  c.output_elements = checked_add(c.output_elements, intermediates);
+  // Weights: weight gradient always, input gradient if needed. Both products: 2 operands each.
+  c.backward_macs = checked_add(
+      ctx.any_input_needs_grad() ? checked_mul(projection_macs, 2) : projection_macs,
+      checked_mul(score_macs, 4));
+  c.backward_other_flops = checked_mul(c.other_flops, 2);
+  result.output = std::move(out);
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalisation
+
+OpResult infer_layernorm(OpContext& ctx) {
+  const Shape& in = expect_min_rank(ctx, 0, 1);
+  const bool affine = ctx.attrs.flag("affine", true);
+  const bool bias = ctx.attrs.flag("bias", true);
+  OpResult result = elementwise(ctx, in, 8);
+  result.counts.params = affine ? checked_mul(in.back(), bias ? 2 : 1) : 0;
+  result.counts.weight_elements_read = result.counts.params;
+  return result;
+}
+
+OpResult infer_rmsnorm(OpContext& ctx) {
+  const Shape& in = expect_min_rank(ctx, 0, 1);
+  OpResult result = elementwise(ctx, in, 4);
+  result.counts.params = in.back();
+  result.counts.weight_elements_read = result.counts.params;
+  return result;
+}
+
+OpResult infer_batchnorm(OpContext& ctx) {
+  const Shape& in = expect_min_rank(ctx, 0, 2);
+  // Inference folds the statistics into one scale and shift per channel.
+  OpResult result = elementwise(ctx, in, 2);
+  result.counts.params = checked_mul(in[1], 2);
+  result.counts.weight_elements_read = checked_mul(in[1], 4);  // Scale, shift, mean, variance.
+  return result;
+}
+
+OpResult infer_groupnorm(OpContext& ctx) {
+  const Shape& in = expect_min_rank(ctx, 0, 2);
+  const std::int64_t groups = ctx.attrs.positive("groups");
+  if (in[1] % groups != 0) {
+    ctx.attrs.fail_at("groups", fmt::format("groups = {} must divide the {} channels of {}",
+                                            groups, in[1], shape_to_string(in)));
+  }
+  OpResult result = elementwise(ctx, in, 8);
+  result.counts.params = checked_mul(in[1], 2);
+  result.counts.weight_elements_read = result.counts.params;
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise
+
+template <std::int64_t kFlopsPerElement>
+OpResult infer_unary(OpContext& ctx) {
+  return elementwise(ctx, *ctx.inputs[0], kFlopsPerElement);
+}
+
+OpResult infer_softmax(OpContext& ctx) {
+  const Shape& in = expect_min_rank(ctx, 0, 1);
+  axis_index(ctx, "axis", ctx.attrs.integer("axis", -1), in.size());
+  return elementwise(ctx, in, 5);  // Max, subtract, exp, sum, divide.
+}
+
+OpResult infer_binary(OpContext& ctx) {
+  Shape out = *ctx.inputs[0];
+  for (std::size_t i = 1; i < ctx.inputs.size(); ++i) {
+    const std::optional<Shape> next = broadcast(out, *ctx.inputs[i]);
+    if (!next) {
+      ctx.fail(fmt::format("shapes {} and {} do not broadcast", shape_to_string(out),
+                           shape_to_string(*ctx.inputs[i])));
+    }
+    out = *next;
+  }
+  return elementwise(ctx, out, static_cast<std::int64_t>(ctx.inputs.size()) - 1);
+}
+
+OpResult infer_concat(OpContext& ctx) {
+  const Shape& first = expect_min_rank(ctx, 0, 1);
+  const std::size_t axis = axis_index(ctx, "axis", ctx.attrs.integer("axis", 1), first.size());
+  Shape out = first;
+  for (std::size_t i = 1; i < ctx.inputs.size(); ++i) {
+    const Shape& next = *ctx.inputs[i];
+    bool ok = next.size() == first.size();
+    for (std::size_t a = 0; ok && a < first.size(); ++a) ok = a == axis || next[a] == first[a];
+    if (!ok) {
+      ctx.fail(fmt::format("cannot concatenate {} and {} on axis {}", shape_to_string(first),
+                           shape_to_string(next), axis));
+    }
+    out[axis] = checked_add(out[axis], next[axis]);
+  }
+  return elementwise(ctx, out, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pooling
+
+OpResult pooling(OpContext& ctx, bool max_pool) {
+  const Shape& in = expect_rank(ctx, 0, 4, "[N, C, H, W]");
+  if (!ctx.attrs.has("kernel")) ctx.attrs.integer("kernel");  // Reports it as missing.
+  const std::vector<std::int64_t> kernel = ctx.attrs.per_axis("kernel", 2, 1, 1);
+  const std::vector<std::int64_t> stride =
+      ctx.attrs.has("stride") ? ctx.attrs.per_axis("stride", 2, 1, 1) : kernel;
+  const std::vector<std::int64_t> padding = ctx.attrs.per_axis("padding", 2, 0, 0);
+  const std::vector<std::int64_t> dilation =
+      max_pool ? ctx.attrs.per_axis("dilation", 2, 1, 1) : std::vector<std::int64_t>{1, 1};
+  const bool ceil_mode = ctx.attrs.flag("ceil_mode", false);
+  if (!max_pool) ctx.attrs.flag("count_include_pad", true);
+  Shape out{in[0], in[1]};
+  for (std::size_t a = 0; a < 2; ++a) {
+    if (2 * padding[a] > kernel[a]) {
+      ctx.attrs.fail_at("padding", "padding must be at most half the kernel");
+    }
+    out.push_back(
+        window_output(ctx, in[a + 2], kernel[a], stride[a], 2 * padding[a], dilation[a], ceil_mode));
+  }
+  return elementwise(ctx, out, kernel[0] * kernel[1]);
+}
+
+OpResult infer_maxpool2d(OpContext& ctx) { return pooling(ctx, true); }
+OpResult infer_avgpool2d(OpContext& ctx) { return pooling(ctx, false); }
+
+// Sum of the adaptive pooling bins' lengths along one axis (PyTorch's bin edges).
+std::int64_t adaptive_bin_total(std::int64_t in, std::int64_t out) {
+  std::int64_t total = 0;
+  for (std::int64_t i = 0; i < out; ++i) {
+    const std::int64_t start = (i * in) / out;
+    const std::int64_t end = ((i + 1) * in + out - 1) / out;
+    total += end - start;
+  }
+  return total;
+}
+
+OpResult infer_adaptive_avgpool2d(OpContext& ctx) {
+  const Shape& in = expect_rank(ctx, 0, 4, "[N, C, H, W]");
+  if (!ctx.attrs.has("output_size")) ctx.attrs.integer("output_size");
+  const std::vector<std::int64_t> size = ctx.attrs.per_axis("output_size", 2, 1, 1);
+  Shape out{in[0], in[1], size[0], size[1]};
+  OpResult result = elementwise(ctx, out, 0);
+  result.counts.other_flops = checked_mul(in[0], in[1], adaptive_bin_total(in[2], size[0]),
+                                          adaptive_bin_total(in[3], size[1]));
+  result.counts.backward_other_flops = checked_mul(result.counts.other_flops, 2);
+  return result;
+}
+
+OpResult infer_global_avgpool(OpContext& ctx) {
+  const Shape& in = expect_min_rank(ctx, 0, 3);
+  Shape out = in;
+  for (std::size_t a = 2; a < out.size(); ++a) out[a] = 1;
+  OpResult result = elementwise(ctx, out, 0);
+  result.counts.other_flops = element_count(in);
+  result.counts.backward_other_flops = checked_mul(result.counts.other_flops, 2);
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape-only operators (views: no traffic, no time)
+
+OpResult infer_flatten(OpContext& ctx) {
+  const Shape& in = *ctx.inputs[0];
+  if (in.empty()) ctx.fail("cannot flatten a scalar");
+  const std::size_t start = axis_index(ctx, "start_dim", ctx.attrs.integer("start_dim", 1), in.size());
+  const std::size_t end = axis_index(ctx, "end_dim", ctx.attrs.integer("end_dim", -1), in.size());
+  if (end < start) ctx.attrs.fail_at("end_dim", "end_dim is before start_dim");
+  Shape out(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(start));
+  std::int64_t merged = 1;
+  for (std::size_t a = start; a <= end; ++a) merged = checked_mul(merged, in[a]);
+  out.push_back(merged);
+  out.insert(out.end(), in.begin() + static_cast<std::ptrdiff_t>(end) + 1, in.end());
+  return view_of(std::move(out));
+}
+
+OpResult infer_reshape(OpContext& ctx) {
+  const Shape& in = *ctx.inputs[0];
+  Shape out = ctx.attrs.integer_list("shape");
+  const std::int64_t total = element_count(in);
+  std::int64_t known = 1;
+  std::optional<std::size_t> free_axis;
+  for (std::size_t a = 0; a < out.size(); ++a) {
+    if (out[a] == -1 && !free_axis) {
+      free_axis = a;
+    } else if (out[a] <= 0) {
+      ctx.attrs.fail_at("shape", fmt::format("entry {} of shape must be positive (or a single -1), "
+                                             "got {}",
+                                             a, out[a]));
+    } else {
+      known = checked_mul(known, out[a]);
+    }
+  }
+  if (free_axis && total % known == 0) out[*free_axis] = total / known;
+  if (element_count(out) != total || (free_axis && total % known != 0)) {
+    ctx.attrs.fail_at("shape", fmt::format("cannot reshape {} ({} elements) to {}",
+                                           shape_to_string(in), total, shape_to_string(out)));
+  }
+  return view_of(std::move(out));
+}
+
+OpResult infer_transpose(OpContext& ctx) {
+  Shape out = *ctx.inputs[0];
+  const std::size_t a = axis_index(ctx, "dim0", ctx.attrs.integer("dim0"), out.size());
+  const std::size_t b = axis_index(ctx, "dim1", ctx.attrs.integer("dim1"), out.size());
+  std::swap(out[a], out[b]);
+  return view_of(std::move(out));
+}
+
+OpResult infer_permute(OpContext& ctx) {
+  const Shape& in = *ctx.inputs[0];
+  const std::vector<std::int64_t> dims = ctx.attrs.integer_list("dims");
+  if (dims.size() != in.size()) {
+    ctx.attrs.fail_at("dims", fmt::format("dims has {} entries but the input {} has rank {}",
+                                          dims.size(), shape_to_string(in), in.size()));
+  }
+  Shape out;
+  std::vector<bool> seen(in.size(), false);
+  for (std::int64_t d : dims) {
+    const std::size_t a = axis_index(ctx, "dims", d, in.size());
+    if (seen[a]) ctx.attrs.fail_at("dims", fmt::format("axis {} appears twice", d));
+    seen[a] = true;
+    out.push_back(in[a]);
+  }
+  return view_of(std::move(out));
+}
+
+OpResult infer_select(OpContext& ctx) {
+  const Shape& in = expect_min_rank(ctx, 0, 1);
+  const std::size_t axis = axis_index(ctx, "axis", ctx.attrs.integer("axis"), in.size());
+  const std::int64_t index = ctx.attrs.integer("index");
+  if (index < -in[axis] || index >= in[axis]) {
+    ctx.attrs.fail_at("index", fmt::format("index {} is out of range for axis {} of size {}",
+                                           index, axis, in[axis]));
+  }
+  Shape out = in;
+  out.erase(out.begin() + static_cast<std::ptrdiff_t>(axis));
+  return view_of(std::move(out));
+}
+
+OpResult infer_slice(OpContext& ctx) {
+  const Shape& in = expect_min_rank(ctx, 0, 1);
+  const std::size_t axis = axis_index(ctx, "axis", ctx.attrs.integer("axis"), in.size());
+  const std::int64_t size = in[axis];
+  const std::int64_t start = std::clamp<std::int64_t>(ctx.attrs.integer("start", 0), -size, size);
+  const std::int64_t end = std::clamp<std::int64_t>(ctx.attrs.integer("end", size), -size, size);
+  const std::int64_t step = ctx.attrs.positive("step", 1);
+  const std::int64_t from = start < 0 ? start + size : start;
+  const std::int64_t to = end < 0 ? end + size : end;
+  if (to <= from) ctx.fail(fmt::format("slice [{}:{}] of axis {} (size {}) is empty", start, end, axis, size));
+  Shape out = in;
+  out[axis] = (to - from + step - 1) / step;
+  return view_of(std::move(out));
+}
+
+OpResult infer_identity(OpContext& ctx) {
+  const double p = ctx.attrs.number("p", 0.0);
+  if (p < 0 || p >= 1) ctx.attrs.fail_at("p", fmt::format("p must be in [0, 1), got {}", p));
+  return view_of(*ctx.inputs[0]);
+}
+
+OpResult infer_upsample(OpContext& ctx) {
+  const Shape& in = expect_rank(ctx, 0, 4, "[N, C, H, W]");
+  const std::string mode = ctx.attrs.text("mode", "nearest");
+  if (mode != "nearest" && mode != "bilinear") {
+    ctx.attrs.fail_at("mode", with_suggestion(fmt::format("unknown mode \"{}\"", mode), mode,
+                                              {"nearest", "bilinear"}));
+  }
+  const bool by_size = ctx.attrs.has("size");
+  const bool by_scale = ctx.attrs.has("scale_factor");
+  if (by_size == by_scale) ctx.fail("give exactly one of \"size\" and \"scale_factor\"");
+  Shape out{in[0], in[1], 0, 0};
+  if (by_size) {
+    const std::vector<std::int64_t> size = ctx.attrs.per_axis("size", 2, 1, 1);
+    out[2] = size[0];
+    out[3] = size[1];
+  } else {
+    const std::vector<std::int64_t> scale = ctx.attrs.per_axis("scale_factor", 2, 1, 1);
+    out[2] = checked_mul(in[2], scale[0]);
+    out[3] = checked_mul(in[3], scale[1]);
+  }
+  // Bilinear: 4 weights applied and summed (4 mul + 3 add) per output element.
+  return elementwise(ctx, out, mode == "bilinear" ? 7 : 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Learned tokens and positions (ViT, BERT, GPT-2)
+
+OpResult infer_class_token(OpContext& ctx) {
+  const Shape& in = expect_rank(ctx, 0, 3, "[batch, seq, features]");
+  const std::int64_t tokens = ctx.attrs.positive("tokens", 1);
+  Shape out = in;
+  out[1] = checked_add(out[1], tokens);
+  OpResult result = elementwise(ctx, out, 0);
+  result.counts.params = checked_mul(tokens, in[2]);
+  result.counts.weight_elements_read = result.counts.params;
+  return result;
+}
+
+OpResult infer_position_embedding(OpContext& ctx) {
+  const Shape& in = expect_min_rank(ctx, 0, 2);
+  const std::int64_t positions = ctx.attrs.positive("positions");
+  const std::int64_t seq = in[in.size() - 2];
+  if (seq > positions) {
+    ctx.attrs.fail_at("positions", fmt::format("sequence length {} exceeds the {} learned "
+                                               "positions",
+                                               seq, positions));
+  }
+  OpResult result = elementwise(ctx, in, 1);
+  result.counts.params = checked_mul(positions, in.back());
+  result.counts.weight_elements_read = checked_mul(seq, in.back());
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table
+
+constexpr int kAny = -1;
+
+constexpr std::array kOps = {
+    OpKind{"conv1d", 1, 1, infer_conv1d},
+    OpKind{"conv2d", 1, 1, infer_conv2d},
+    OpKind{"conv_transpose2d", 1, 1, infer_conv_transpose2d},
+    OpKind{"linear", 1, 1, infer_linear},
+    OpKind{"matmul", 2, 2, infer_matmul},
+    OpKind{"embedding", 1, 1, infer_embedding},
+    OpKind{"attention", 1, 2, infer_attention},
+    OpKind{"layernorm", 1, 1, infer_layernorm},
+    OpKind{"rmsnorm", 1, 1, infer_rmsnorm},
+    OpKind{"batchnorm", 1, 1, infer_batchnorm},
+    OpKind{"groupnorm", 1, 1, infer_groupnorm},
+    OpKind{"relu", 1, 1, infer_unary<1>},
+    OpKind{"gelu", 1, 1, infer_unary<8>},  // tanh form: x³, 3 mul, 2 add, tanh.
+    OpKind{"silu", 1, 1, infer_unary<5>},  // Sigmoid (4) and a multiply.
+    OpKind{"sigmoid", 1, 1, infer_unary<4>},  // Negate, exp, add, divide.
+    OpKind{"tanh", 1, 1, infer_unary<5>},
+    OpKind{"softmax", 1, 1, infer_softmax},
+    OpKind{"add", 2, kAny, infer_binary},
+    OpKind{"mul", 2, kAny, infer_binary},
+    OpKind{"concat", 1, kAny, infer_concat},
+    OpKind{"maxpool2d", 1, 1, infer_maxpool2d},
+    OpKind{"avgpool2d", 1, 1, infer_avgpool2d},
+    OpKind{"adaptive_avgpool2d", 1, 1, infer_adaptive_avgpool2d},
+    OpKind{"global_avgpool", 1, 1, infer_global_avgpool},
+    OpKind{"flatten", 1, 1, infer_flatten},
+    OpKind{"reshape", 1, 1, infer_reshape},
+    OpKind{"transpose", 1, 1, infer_transpose},
+    OpKind{"permute", 1, 1, infer_permute},
+    OpKind{"select", 1, 1, infer_select},
+    OpKind{"slice", 1, 1, infer_slice},
+    OpKind{"dropout", 1, 1, infer_identity},
+    OpKind{"identity", 1, 1, infer_identity},
+    OpKind{"upsample", 1, 1, infer_upsample},
+    OpKind{"class_token", 1, 1, infer_class_token},
+    OpKind{"position_embedding", 1, 1, infer_position_embedding},
+};
+
+}  // namespace
+
+const OpKind* find_op(std::string_view name) {
+  for (const OpKind& kind : kOps) {
+    if (kind.name == name) return &kind;
+  }
+  return nullptr;
+}
+
+std::vector<std::string_view> op_names() {
+  std::vector<std::string_view> names;
+  names.reserve(kOps.size());
+  for (const OpKind& kind : kOps) names.push_back(kind.name);
+  return names;
+}
+
+}  // namespace capcalc

@@ -1,0 +1,345 @@
+#include "capcalc/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "capcalc/units.hpp"
+#include "table.hpp"
+
+namespace capcalc {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Align = TextTable::Align;
+
+double per_sample(std::int64_t value, std::int64_t batch) {
+  return static_cast<double>(value) / static_cast<double>(batch);
+}
+
+// Bytes a layer moves at the workload's precision (activations and weights may differ).
+double layer_bytes(const LayerCounts& c, Precision precision) {
+  return static_cast<double>(c.input_elements + c.output_elements) *
+             activation_bytes_per_element(precision) +
+         static_cast<double>(c.weight_elements_read) * weight_bytes_per_element(precision);
+}
+
+std::string percent(double fraction) { return fmt::format("{:.1f} %", 100 * fraction); }
+
+// The peak the model's MACs run at, for "achieved x % of peak".
+double matrix_peak(const Device& device, Precision precision) {
+  const PeakRate& peak = device.peak(precision);
+  return peak.matrix_flops_per_s > 0 ? peak.matrix_flops_per_s : peak.vector_flops_per_s;
+}
+
+std::string describe_peak(const Device& device, Precision precision) {
+  const PeakRate& peak = device.peak(precision);
+  std::vector<std::string> parts;
+  if (peak.matrix_flops_per_s > 0) {
+    parts.push_back(format_rate(peak.matrix_flops_per_s, "FLOP/s") + " matrix");
+  }
+  if (peak.vector_flops_per_s > 0) {
+    parts.push_back(format_rate(peak.vector_flops_per_s, "FLOP/s") + " vector");
+  }
+  return fmt::format("{} dense {}", precision_name(precision), fmt::join(parts, ", "));
+}
+
+Json model_json(const ReportInput& in) {
+  const Graph& g = in.graph;
+  const GraphTotals& t = in.totals;
+  const double act = activation_bytes_per_element(in.workload.precision);
+  Json model;
+  model["name"] = g.name;
+  model["params"] = t.params;
+  model["macs"] = per_sample(t.macs, g.batch);
+  model["flops"] = per_sample(t.flops, g.batch);
+  model["other_flops"] = per_sample(t.other_flops, g.batch);
+  model["backward_flops"] = per_sample(t.backward_flops, g.batch);
+  model["batch"] = g.batch;
+  model["macs_per_batch"] = t.macs;
+  model["flops_per_batch"] = t.flops;
+  model["weight_bytes"] = static_cast<double>(t.params) * weight_bytes_per_element(in.workload.precision);
+  model["activation_bytes"] = static_cast<double>(t.activation_elements) * act;
+  model["peak_activation_bytes"] = static_cast<double>(t.peak_live_elements) * act;
+  model["layers"] = g.layers.size();
+  model["dims"] = g.dims;
+  return model;
+}
+
+Json device_json(const Device& d) {
+  Json device;
+  device["id"] = d.id;
+  device["name"] = d.name;
+  device["type"] = std::string(device_type_name(d.type));
+  device["memory_bytes"] = d.memory_bytes;
+  device["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth_bytes_per_s;
+  Json peaks = Json::object();
+  for (Precision p : d.precisions()) {
+    Json rate = Json::object();
+    if (d.peak(p).vector_flops_per_s > 0) rate["vector_flops_per_s"] = d.peak(p).vector_flops_per_s;
+    if (d.peak(p).matrix_flops_per_s > 0) rate["matrix_flops_per_s"] = d.peak(p).matrix_flops_per_s;
+    peaks[std::string(precision_name(p))] = rate;
+  }
+  device["dense_peak"] = peaks;
+  return device;
+}
+
+Json layer_json(const ReportInput& in, std::size_t i) {
+  const Layer& layer = in.graph.layers[i];
+  const LayerCounts& c = layer.counts;
+  Json row;
+  row["name"] = layer.name;
+  row["op"] = layer.op;
+  row["output_shape"] = layer.output;
+  row["params"] = c.params;
+  row["macs"] = c.macs;
+  row["flops"] = c.flops();
+  row["other_flops"] = c.other_flops;
+  row["backward_flops"] = c.backward_flops();
+  const double bytes = layer_bytes(c, in.workload.precision);
+  row["bytes"] = bytes;
+  row["intensity_flops_per_byte"] = bytes > 0 ? static_cast<double>(c.flops()) / bytes : 0.0;
+  if (in.estimate != nullptr) {
+    const LayerEstimate& e = in.estimate->layers[i];
+    row["time_s"] = e.time_s;
+    row["compute_s"] = e.compute_s;
+    row["memory_s"] = e.memory_s;
+    row["overhead_s"] = e.overhead_s;
+    row["bound"] = std::string(bound_name(e.bound));
+  }
+  return row;
+}
+
+// Share of the total time spent in layers of each bound.
+struct BoundShare {
+  std::size_t layers = 0;
+  double time_s = 0;
+};
+
+}  // namespace
+
+std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) {
+  const Graph& g = in.graph;
+  const GraphTotals& t = in.totals;
+  const Device& d = *in.device;
+  const Estimate& e = *in.estimate;
+  const PerformanceParams& p = *in.params;
+  const Precision precision = in.workload.precision;
+  const bool training = in.workload.mode == Mode::kTraining;
+  const auto batch = static_cast<double>(g.batch);
+
+  std::string out;
+  out += fmt::format("{} on {} ({})\n", g.name, d.name, d.id);
+  out += fmt::format("  workload     {}, {}, batch {}\n", mode_name(in.workload.mode),
+                     precision_name(precision), g.batch);
+
+  out += "\nModel (per sample; 1 MAC = 2 FLOPs)\n";
+  out += fmt::format("  parameters   {} ({})\n", format_grouped(t.params),
+                     format_count(static_cast<double>(t.params)));
+  out += fmt::format("  MACs         {} ({} forward)\n", format_count(per_sample(t.macs, g.batch)),
+                     format_grouped(t.macs / g.batch));
+  out += fmt::format("  FLOPs        {} forward = 2 x MACs + {} other (elementwise, norms, "
+                     "softmax)\n",
+                     format_count(per_sample(t.flops, g.batch)),
+                     format_count(per_sample(t.other_flops, g.batch)));
+  if (training) {
+    out += fmt::format("  backward     {} FLOPs\n", format_count(per_sample(t.backward_flops, g.batch)));
+  }
+  out += fmt::format("  weights      {} at {}\n",
+                     format_bytes(e.memory.weight_bytes), precision_name(precision));
+
+  out += "\nDevice\n";
+  out += fmt::format("  compute      {}\n", describe_peak(d, precision));
+  out += fmt::format("  memory       {} at {}\n", format_bytes(d.memory_bytes),
+                     format_rate(d.memory_bandwidth_bytes_per_s, "B/s"));
+
+  out += fmt::format("\nEstimate (roofline per layer; efficiency matrix {:.0f} %, vector {:.0f} %, "
+                     "memory {:.0f} %; {} per kernel)\n",
+                     100 * p.matrix_efficiency, 100 * p.vector_efficiency,
+                     100 * p.memory_efficiency, format_duration(p.layer_overhead_s));
+  out += fmt::format("  {:<12} {} per {} of {}\n", training ? "step time" : "latency",
+                     format_duration(e.latency_s), training ? "step" : "batch", g.batch);
+  if (training) {
+    out += fmt::format("  optimizer    {} (Adam update)\n", format_duration(e.optimizer_s));
+  }
+  out += fmt::format("  throughput   {} samples/s\n", format_count(e.throughput_per_s));
+  const double peak = matrix_peak(d, precision);
+  out += fmt::format("  achieved     {} ({} of the {} peak)\n",
+                     format_rate(e.achieved_flops_per_s, "FLOP/s"),
+                     percent(e.achieved_flops_per_s / peak), precision_name(precision));
+
+  const MemoryEstimate& m = e.memory;
+  std::string breakdown = fmt::format("weights {}", format_bytes(m.weight_bytes));
+  if (training) {
+    breakdown += fmt::format(" + gradients {} + optimizer {} + saved activations {}",
+                             format_bytes(m.gradient_bytes), format_bytes(m.optimizer_bytes),
+                             format_bytes(m.activation_bytes));
+  } else {
+    breakdown += fmt::format(" + peak activations {}", format_bytes(m.activation_bytes));
+  }
+  out += fmt::format("  memory       {} of {}: {} ({})\n", format_bytes(m.total_bytes),
+                     format_bytes(d.memory_bytes), e.fits ? "fits" : "DOES NOT FIT", breakdown);
+
+  std::array<BoundShare, 4> shares{};
+  for (const LayerEstimate& layer : e.layers) {
+    if (layer.bound == Bound::kNone) continue;
+    shares[static_cast<std::size_t>(layer.bound)].layers++;
+    shares[static_cast<std::size_t>(layer.bound)].time_s += layer.time_s;
+  }
+  std::vector<std::string> parts;
+  for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kOverhead}) {
+    const BoundShare& s = shares[static_cast<std::size_t>(b)];
+    if (s.layers == 0) continue;
+    parts.push_back(fmt::format("{} {} layers ({} of time)", bound_name(b), s.layers,
+                                percent(s.time_s / e.latency_s)));
+  }
+  out += fmt::format("  bound        {}\n", fmt::join(parts, ", "));
+
+  // The layers that dominate.
+  std::vector<std::size_t> order(g.layers.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return e.layers[a].time_s > e.layers[b].time_s;
+  });
+  const std::size_t shown = std::min(top_layers, order.size());
+  if (shown > 0) {
+    out += fmt::format("\nHeaviest layers (top {} of {}; `capcalc layers` lists all)\n", shown,
+                       g.layers.size());
+    TextTable table;
+    table.add_column("layer", Align::kLeft);
+    table.add_column("op", Align::kLeft);
+    table.add_column("output", Align::kLeft);
+    table.add_column("GFLOPs", Align::kRight);
+    table.add_column("time", Align::kRight);
+    table.add_column("share", Align::kRight);
+    table.add_column("bound", Align::kLeft);
+    for (std::size_t k = 0; k < shown; ++k) {
+      const std::size_t i = order[k];
+      const LayerEstimate& le = e.layers[i];
+      table.add_row({g.layers[i].name, g.layers[i].op, shape_to_string(g.layers[i].output),
+                     fmt::format("{:.3f}", le.flops / 1e9), format_duration(le.time_s),
+                     percent(le.time_s / e.latency_s), std::string(bound_name(le.bound))});
+    }
+    out += table.render("  ");
+  }
+  (void)batch;
+  return out;
+}
+
+std::string render_estimate_json(const ReportInput& in) {
+  const Estimate& e = *in.estimate;
+  Json doc;
+  doc["schema_version"] = kOutputSchemaVersion;
+  doc["model"] = model_json(in);
+  doc["device"] = device_json(*in.device);
+  Json workload;
+  workload["mode"] = std::string(mode_name(in.workload.mode));
+  workload["precision"] = std::string(precision_name(in.workload.precision));
+  workload["batch"] = in.graph.batch;
+  doc["workload"] = workload;
+  Json est;
+  est["latency_s"] = e.latency_s;
+  est["throughput_per_s"] = e.throughput_per_s;
+  est["flops_per_step"] = e.flops;
+  est["bytes_per_step"] = e.bytes;
+  est["achieved_flops_per_s"] = e.achieved_flops_per_s;
+  est["optimizer_s"] = e.optimizer_s;
+  est["memory_bytes"] = e.memory.total_bytes;
+  est["fits"] = e.fits;
+  Json memory;
+  memory["weight_bytes"] = e.memory.weight_bytes;
+  memory["gradient_bytes"] = e.memory.gradient_bytes;
+  memory["optimizer_bytes"] = e.memory.optimizer_bytes;
+  memory["activation_bytes"] = e.memory.activation_bytes;
+  est["memory"] = memory;
+  Json params;
+  params["matrix_efficiency"] = in.params->matrix_efficiency;
+  params["vector_efficiency"] = in.params->vector_efficiency;
+  params["memory_efficiency"] = in.params->memory_efficiency;
+  params["layer_overhead_s"] = in.params->layer_overhead_s;
+  est["performance_model"] = params;
+  doc["estimate"] = est;
+  Json layers = Json::array();
+  for (std::size_t i = 0; i < in.graph.layers.size(); ++i) layers.push_back(layer_json(in, i));
+  doc["layers"] = layers;
+  return doc.dump(2) + "\n";
+}
+
+std::string render_layers_text(const ReportInput& in) {
+  const Graph& g = in.graph;
+  TextTable table;
+  table.add_column("layer", Align::kLeft);
+  table.add_column("op", Align::kLeft);
+  table.add_column("output", Align::kLeft);
+  table.add_column("params", Align::kRight);
+  table.add_column("MACs", Align::kRight);
+  table.add_column("bytes", Align::kRight);
+  table.add_column("FLOP/B", Align::kRight);
+  if (in.estimate != nullptr) {
+    table.add_column("time", Align::kRight);
+    table.add_column("bound", Align::kLeft);
+  }
+  for (std::size_t i = 0; i < g.layers.size(); ++i) {
+    const Layer& layer = g.layers[i];
+    const LayerCounts& c = layer.counts;
+    const double bytes = layer_bytes(c, in.workload.precision);
+    std::vector<std::string> row{
+        layer.name,
+        layer.op,
+        shape_to_string(layer.output),
+        c.params > 0 ? format_count(static_cast<double>(c.params)) : "-",
+        c.macs > 0 ? format_count(static_cast<double>(c.macs)) : "-",
+        layer.view ? "-" : format_bytes(bytes),
+        bytes > 0 ? fmt::format("{:.1f}", static_cast<double>(c.flops()) / bytes) : "-"};
+    if (in.estimate != nullptr) {
+      const LayerEstimate& e = in.estimate->layers[i];
+      row.push_back(layer.view ? "-" : format_duration(e.time_s));
+      row.emplace_back(bound_name(e.bound));
+    }
+    table.add_row(std::move(row));
+  }
+  const GraphTotals& t = in.totals;
+  std::string out = fmt::format("{}: {} layers, batch {}, {} (bytes at {})\n", g.name, g.layers.size(),
+                                g.batch, in.device ? in.device->name : "no device",
+                                precision_name(in.workload.precision));
+  out += table.render();
+  out += fmt::format("total: {} params, {} MACs, {} FLOPs\n", format_grouped(t.params),
+                     format_grouped(t.macs), format_grouped(t.flops));
+  return out;
+}
+
+std::string render_layers_json(const ReportInput& in) {
+  Json doc;
+  doc["schema_version"] = kOutputSchemaVersion;
+  doc["model"] = model_json(in);
+  doc["precision"] = std::string(precision_name(in.workload.precision));
+  if (in.device != nullptr) doc["device"] = device_json(*in.device);
+  Json layers = Json::array();
+  for (std::size_t i = 0; i < in.graph.layers.size(); ++i) layers.push_back(layer_json(in, i));
+  doc["layers"] = layers;
+  return doc.dump(2) + "\n";
+}
+
+std::string render_layers_csv(const ReportInput& in) {
+  std::string out = "name,op,output_shape,params,macs,flops,bytes";
+  if (in.estimate != nullptr) out += ",time_s,bound";
+  out += "\n";
+  for (std::size_t i = 0; i < in.graph.layers.size(); ++i) {
+    const Layer& layer = in.graph.layers[i];
+    const LayerCounts& c = layer.counts;
+    // Shapes hold commas: quote them.
+    out += fmt::format("{},{},\"{}\",{},{},{},{:.0f}", layer.name, layer.op,
+                       fmt::join(layer.output, "x"), c.params, c.macs, c.flops(),
+                       layer_bytes(c, in.workload.precision));
+    if (in.estimate != nullptr) {
+      out += fmt::format(",{:.9g},{}", in.estimate->layers[i].time_s,
+                         bound_name(in.estimate->layers[i].bound));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace capcalc

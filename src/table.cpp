@@ -1,0 +1,43 @@
+#include "table.hpp"
+
+#include <algorithm>
+
+namespace capcalc {
+
+std::size_t display_width(const std::string& text) {
+  std::size_t width = 0;
+  for (char c : text) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++width;  // Skip continuation bytes.
+  }
+  return width;
+}
+
+std::string TextTable::render(const std::string& indent) const {
+  std::vector<std::size_t> widths(headers_.size(), 0);
+  for (std::size_t c = 0; c < headers_.size(); ++c) widths[c] = display_width(headers_[c]);
+  for (const auto& row : rows_) {
+    for (std::size_t c = 0; c < row.size() && c < widths.size(); ++c) {
+      widths[c] = std::max(widths[c], display_width(row[c]));
+    }
+  }
+  std::string out;
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string text = indent;
+    for (std::size_t c = 0; c < widths.size(); ++c) {
+      const std::string cell = c < cells.size() ? cells[c] : "";
+      const std::string pad(widths[c] - display_width(cell), ' ');
+      if (c > 0) text += "  ";
+      text += aligns_[c] == Align::kRight ? pad + cell : cell + pad;
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out += text + "\n";
+  };
+  line(headers_);
+  std::vector<std::string> rule;
+  for (std::size_t width : widths) rule.emplace_back(width, '-');
+  line(rule);
+  for (const auto& row : rows_) line(row);
+  return out;
+}
+
+}  // namespace capcalc
