@@ -19,6 +19,23 @@ double per_sample(std::int64_t value, std::int64_t batch) {
   return static_cast<double>(value) / static_cast<double>(batch);
 }
 
+// Counts are linear in the batch, so a per-sample count is a whole number; JSON keeps it exact.
+Json per_sample_json(std::int64_t value, std::int64_t batch) {
+  if (value % batch == 0) return value / batch;
+  return per_sample(value, batch);
+}
+
+// RFC 4180: quote a field holding a comma, a quote or a line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
 // Bytes a layer moves at the workload's precision (activations and weights may differ).
 double layer_bytes(const LayerCounts& c, Precision precision) {
   return static_cast<double>(c.input_elements + c.output_elements) *
@@ -53,10 +70,10 @@ Json model_json(const ReportInput& in) {
   Json model;
   model["name"] = g.name;
   model["params"] = t.params;
-  model["macs"] = per_sample(t.macs, g.batch);
-  model["flops"] = per_sample(t.flops, g.batch);
-  model["other_flops"] = per_sample(t.other_flops, g.batch);
-  model["backward_flops"] = per_sample(t.backward_flops, g.batch);
+  model["macs"] = per_sample_json(t.macs, g.batch);
+  model["flops"] = per_sample_json(t.flops, g.batch);
+  model["other_flops"] = per_sample_json(t.other_flops, g.batch);
+  model["backward_flops"] = per_sample_json(t.backward_flops, g.batch);
   model["batch"] = g.batch;
   model["macs_per_batch"] = t.macs;
   model["flops_per_batch"] = t.flops;
@@ -128,7 +145,6 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   const PerformanceParams& p = *in.params;
   const Precision precision = in.workload.precision;
   const bool training = in.workload.mode == Mode::kTraining;
-  const auto batch = static_cast<double>(g.batch);
 
   std::string out;
   out += fmt::format("{} on {} ({})\n", g.name, d.name, d.id);
@@ -140,8 +156,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
                      format_count(static_cast<double>(t.params)));
   out += fmt::format("  MACs         {} ({} forward)\n", format_count(per_sample(t.macs, g.batch)),
                      format_grouped(t.macs / g.batch));
-  out += fmt::format("  FLOPs        {} forward = 2 x MACs + {} other (elementwise, norms, "
-                     "softmax)\n",
+  out += fmt::format("  FLOPs        {} forward = 2 x MACs + {} other (elementwise, norms)\n",
                      format_count(per_sample(t.flops, g.batch)),
                      format_count(per_sample(t.other_flops, g.batch)));
   if (training) {
@@ -155,8 +170,8 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   out += fmt::format("  memory       {} at {}\n", format_bytes(d.memory_bytes),
                      format_rate(d.memory_bandwidth_bytes_per_s, "B/s"));
 
-  out += fmt::format("\nEstimate (roofline per layer; efficiency matrix {:.0f} %, vector {:.0f} %, "
-                     "memory {:.0f} %; {} per kernel)\n",
+  out += fmt::format("\nEstimate (roofline per layer)\n  model        matrix {:.0f} %, vector {:.0f} %, "
+                     "memory {:.0f} % of peak; {} per kernel\n",
                      100 * p.matrix_efficiency, 100 * p.vector_efficiency,
                      100 * p.memory_efficiency, format_duration(p.layer_overhead_s));
   out += fmt::format("  {:<12} {} per {} of {}\n", training ? "step time" : "latency",
@@ -173,14 +188,15 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   const MemoryEstimate& m = e.memory;
   std::string breakdown = fmt::format("weights {}", format_bytes(m.weight_bytes));
   if (training) {
-    breakdown += fmt::format(" + gradients {} + optimizer {} + saved activations {}",
+    breakdown += fmt::format(" + gradients {}\n                 + optimizer {} + saved activations {}",
                              format_bytes(m.gradient_bytes), format_bytes(m.optimizer_bytes),
                              format_bytes(m.activation_bytes));
   } else {
     breakdown += fmt::format(" + peak activations {}", format_bytes(m.activation_bytes));
   }
-  out += fmt::format("  memory       {} of {}: {} ({})\n", format_bytes(m.total_bytes),
-                     format_bytes(d.memory_bytes), e.fits ? "fits" : "DOES NOT FIT", breakdown);
+  out += fmt::format("  memory       {} of {}: {}\n", format_bytes(m.total_bytes),
+                     format_bytes(d.memory_bytes), e.fits ? "fits" : "DOES NOT FIT");
+  out += fmt::format("               = {}\n", breakdown);
 
   std::array<BoundShare, 4> shares{};
   for (const LayerEstimate& layer : e.layers) {
@@ -192,10 +208,12 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kOverhead}) {
     const BoundShare& s = shares[static_cast<std::size_t>(b)];
     if (s.layers == 0) continue;
-    parts.push_back(fmt::format("{} {} layers ({} of time)", bound_name(b), s.layers,
+    parts.push_back(fmt::format("{:<8} {:>5} layers, {:>7} of the time", bound_name(b), s.layers,
                                 percent(s.time_s / e.latency_s)));
   }
-  out += fmt::format("  bound        {}\n", fmt::join(parts, ", "));
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    out += fmt::format("  {:<12} {}\n", k == 0 ? "bound" : "", parts[k]);
+  }
 
   // The layers that dominate.
   std::vector<std::size_t> order(g.layers.size());
@@ -224,7 +242,6 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
     }
     out += table.render("  ");
   }
-  (void)batch;
   return out;
 }
 
@@ -329,8 +346,8 @@ std::string render_layers_csv(const ReportInput& in) {
   for (std::size_t i = 0; i < in.graph.layers.size(); ++i) {
     const Layer& layer = in.graph.layers[i];
     const LayerCounts& c = layer.counts;
-    // Shapes hold commas: quote them.
-    out += fmt::format("{},{},\"{}\",{},{},{},{:.0f}", layer.name, layer.op,
+    // Shapes are written 1x3x224x224, so only names may need quoting.
+    out += fmt::format("{},{},{},{},{},{},{:.0f}", csv_field(layer.name), layer.op,
                        fmt::join(layer.output, "x"), c.params, c.macs, c.flops(),
                        layer_bytes(c, in.workload.precision));
     if (in.estimate != nullptr) {

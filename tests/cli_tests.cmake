@@ -1,0 +1,74 @@
+# CLI golden tests: what a user sees, exit code included. Bad input must give a located
+# one-line message on stderr, exit code 2 and nothing on stdout.
+
+# capcalc_cli_ok(name stdout_regex args...)
+function(capcalc_cli_ok name stdout_regex)
+  add_test(NAME cli.${name}
+           COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli> "-DARGS=${ARGN}"
+                   -DEXPECT_CODE=0 "-DSTDOUT_REGEX=${stdout_regex}"
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endfunction()
+
+# capcalc_cli_error(name stderr_regex args...): exit 2, message on stderr, stdout empty.
+function(capcalc_cli_error name stderr_regex)
+  add_test(NAME cli.${name}
+           COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli> "-DARGS=${ARGN}"
+                   -DEXPECT_CODE=2 "-DSTDERR_REGEX=${stderr_regex}" -DSTDOUT_EMPTY=ON
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endfunction()
+
+set(cases tests/cli)
+
+# The README's main job and its acceptance figures.
+capcalc_cli_ok(main_job "resnet50 on NVIDIA A100 80GB SXM4.*parameters   25,557,032.*latency.*fits"
+               estimate data/models/resnet50.json --gpu A100)
+capcalc_cli_ok(estimate_json "\"params\": 25557032,.*\"macs\": 4089184256,.*\"latency_s\":.*\"fits\": true"
+               estimate data/models/resnet50.json --gpu A100 --format json)
+capcalc_cli_ok(estimate_cpu "on Intel Core i9-13900K"
+               estimate data/models/resnet18.json --gpu i9-13900k)
+capcalc_cli_ok(estimate_tpu "on Google Cloud TPU v4.*bf16"
+               estimate data/models/bert_base.json --hw "TPU v4" --precision bf16)
+capcalc_cli_ok(estimate_training "training, bf16, batch 32.*step time.*optimizer.*gradients"
+               estimate data/models/resnet50.json --device h100 --mode training --precision bf16 --batch 32)
+capcalc_cli_ok(estimate_set_dim "\"dims\": {\n *\"batch\": 1,\n *\"seq\": 512"
+               estimate data/models/gpt2.json --gpu A100 --set seq=1024 --set seq=512 --format json)
+capcalc_cli_ok(layers_table "layer1.0.conv2 +conv2d +\\[1, 64, 56, 56\\].*total: 25,557,032 params"
+               layers data/models/resnet50.json)
+capcalc_cli_ok(layers_csv "^name,op,output_shape,params,macs,flops,bytes,time_s,bound\nconv1,conv2d,1x64x112x112,9408,118013952,"
+               layers data/models/resnet50.json --format csv --gpu A100)
+capcalc_cli_ok(version "capcalc [0-9]+\\.[0-9]+\\.[0-9]+" --version)
+
+# Bad input, one class each.
+capcalc_cli_error(missing_file "^capcalc: error: tests/cli/no_such.json: cannot open file\n$"
+                  estimate ${cases}/no_such.json --gpu A100)
+capcalc_cli_error(syntax_error "^capcalc: error: tests/cli/syntax_error.json:4:3: syntax error while parsing object key - unexpected"
+                  estimate ${cases}/syntax_error.json --gpu A100)
+capcalc_cli_error(bad_value "tests/cli/bad_kernel.json:/layers/0/kernel: layer \"c1\": expected a positive integer, got -1\n$"
+                  layers ${cases}/bad_kernel.json)
+capcalc_cli_error(wrong_type "tests/cli/wrong_type.json:/layers/0/out_channels: expected an integer or an expression string, got an array"
+                  layers ${cases}/wrong_type.json)
+capcalc_cli_error(unknown_op "tests/cli/unknown_op.json:/layers/1/op: layer \"act\": unknown operator \"reul\"; did you mean \"relu\"\\?"
+                  layers ${cases}/unknown_op.json)
+capcalc_cli_error(unknown_attribute "unknown attribute \"kernal\" for conv2d; did you mean \"kernel\"\\?"
+                  layers ${cases}/unknown_attribute.json)
+capcalc_cli_error(shape_mismatch "tests/cli/shape_mismatch.json:/layers/2: layer \"sum\": shapes \\[1, 8, 32, 32\\] and \\[1, 16, 32, 32\\] do not broadcast"
+                  layers ${cases}/shape_mismatch.json)
+capcalc_cli_error(unknown_device "unknown device \"h100-sm\"; did you mean \"h100-sxm\"\\?"
+                  estimate data/models/resnet50.json --gpu h100-sm)
+capcalc_cli_error(unknown_dim "the model has no dimension \"sq\" to set; did you mean \"seq\"\\?"
+                  estimate data/models/gpt2.json --gpu A100 --set sq=4096)
+capcalc_cli_error(bad_set "--set expects NAME=VALUE, got \"seq\""
+                  layers data/models/gpt2.json --set seq)
+capcalc_cli_error(unsupported_precision "has no tf32 peak in the hardware table"
+                  estimate data/models/resnet50.json --gpu V100 --precision tf32)
+capcalc_cli_error(bad_precision_flag "--precision: fp33 not in"
+                  estimate data/models/resnet50.json --gpu A100 --precision fp33)
+capcalc_cli_error(no_subcommand "A subcommand is required")
+capcalc_cli_error(overflow "layer \"huge\": a count does not fit in a 64-bit integer"
+                  layers ${cases}/overflow.json)
+capcalc_cli_error(bad_hardware_file "tests/cli/bad_hardware.json:/devices/0/memory_gb: expected a positive number, got -80"
+                  estimate data/models/tiny_cnn.json --gpu bad --hardware ${cases}/bad_hardware.json)
+capcalc_cli_error(not_json_at_all "tests/cli/binary.json:1:1: syntax error"
+                  layers ${cases}/binary.json)

@@ -1,0 +1,45 @@
+#include "json_view.hpp"
+
+#include "capcalc/error.hpp"
+#include "catch.hpp"
+
+using namespace capcalc;
+
+TEST_CASE("parse_json_text reports syntax errors as file:line:col without nlohmann text",
+          "[json]") {
+  const std::string file = "m.json";
+  try {
+    parse_json_text("{\n  \"a\": 1,\n  \"b\": ,\n}", file);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK(what.rfind("m.json:3:8: ", 0) == 0);
+    CHECK(e.where().line == 3);
+    CHECK(e.where().column == 8);
+    CHECK(what.find("json.exception") == std::string::npos);
+    CHECK(what.find("parse error at") == std::string::npos);
+  }
+  REQUIRE_THROWS_WITH(parse_json_text("", file), ContainsSubstring("m.json:1:1: "));
+  REQUIRE_THROWS_WITH(parse_json_text("[1, 2", file), ContainsSubstring("m.json:1:"));
+}
+
+TEST_CASE("read_text_file names a missing file", "[json]") {
+  REQUIRE_THROWS_WITH(read_text_file("/nonexistent/model.json"),
+                      "/nonexistent/model.json: cannot open file");
+}
+
+TEST_CASE("JsonView accessors fail with the JSON pointer", "[json]") {
+  const std::string file = "f.json";
+  const nlohmann::json doc = nlohmann::json::parse(R"({"a": {"b": [1, -2, "x", 1.5]}})");
+  const JsonView root(doc, file);
+  const JsonView list = root.at("a").at("b");
+  CHECK(list.at(std::size_t{0}).as_positive_int() == 1);
+  REQUIRE_THROWS_WITH(list.at(1).as_positive_int(),
+                      "f.json:/a/b/1: expected a positive integer, got -2");
+  REQUIRE_THROWS_WITH(list.at(2).as_number(), "f.json:/a/b/2: expected a number, got a string");
+  REQUIRE_THROWS_WITH(list.at(3).as_integer(), "f.json:/a/b/3: expected an integer, got 1.5");
+  REQUIRE_THROWS_WITH(root.at("missing"), "f.json:/: missing required key \"missing\"");
+  REQUIRE_THROWS_WITH(list.at(9), "f.json:/a/b: index 9 is out of range");
+  REQUIRE_THROWS_WITH(root.at("a").as_string(), "f.json:/a: expected a string, got an object");
+  CHECK_FALSE(root.find("nope").has_value());
+}

@@ -1,0 +1,97 @@
+#include "capcalc/report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "capcalc/model.hpp"
+#include "catch.hpp"
+
+using namespace capcalc;
+
+namespace {
+
+const char* kModel = R"({"format": "capcalc-model/1", "name": "small",
+  "dims": {"batch": 2},
+  "inputs": [{"name": "image", "shape": ["batch", 3, 8, 8]}],
+  "layers": [
+    {"name": "conv,1", "op": "conv2d", "out_channels": 4, "kernel": 3, "padding": 1},
+    {"name": "relu", "op": "relu"},
+    {"name": "flat", "op": "flatten"},
+    {"name": "fc", "op": "linear", "out_features": 10}]})";
+
+Device test_device() {
+  Device d;
+  d.id = "test-gpu";
+  d.name = "Test GPU";
+  d.dense_peak[static_cast<std::size_t>(Precision::kFp32)] = {10e12, 0};
+  d.memory_bytes = 1e9;
+  d.memory_bandwidth_bytes_per_s = 1e11;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("report: estimate JSON carries the documented keys, per sample", "[report]") {
+  const Graph g = parse_model(kModel, "small.json");
+  const GraphTotals t = graph_totals(g);
+  const Device d = test_device();
+  const PerformanceParams p;
+  const Estimate e = estimate(g, d, p, Workload{});
+  const auto doc = nlohmann::json::parse(render_estimate_json({g, t, Workload{}, &d, &p, &e}));
+  CHECK(doc["schema_version"] == kOutputSchemaVersion);
+  // conv: 2*4*8*8 outputs x 3*3*3 MACs; fc: 2 x 256 x 10.
+  const std::int64_t macs = 2 * 4 * 8 * 8 * 27 + 2 * 256 * 10;
+  CHECK(doc["model"]["macs"] == macs / 2);  // Per sample.
+  CHECK(doc["model"]["macs_per_batch"] == macs);
+  CHECK(doc["model"]["params"] == (4 * 27 + 4) + (256 * 10 + 10));
+  CHECK(doc["model"]["flops"] == t.flops / 2);
+  CHECK(doc["estimate"]["latency_s"].get<double>() == Approx(e.latency_s));
+  CHECK(doc["estimate"]["throughput_per_s"].get<double>() == Approx(2 / e.latency_s));
+  CHECK(doc["estimate"]["memory_bytes"].get<double>() == Approx(e.memory.total_bytes));
+  CHECK(doc["estimate"]["fits"] == true);
+  CHECK(doc["layers"].size() == 4);
+  CHECK(doc["layers"][2]["bound"] == "-");  // flatten is a view.
+  CHECK(doc["device"]["id"] == "test-gpu");
+}
+
+TEST_CASE("report: estimate text shows the summary, the fit and the heaviest layers",
+          "[report]") {
+  const Graph g = parse_model(kModel, "small.json");
+  const GraphTotals t = graph_totals(g);
+  const Device d = test_device();
+  const PerformanceParams p;
+  const Estimate e = estimate(g, d, p, Workload{});
+  const std::string text = render_estimate_text({g, t, Workload{}, &d, &p, &e}, 2);
+  CHECK_THAT(text, ContainsSubstring("small on Test GPU (test-gpu)"));
+  CHECK_THAT(text, ContainsSubstring("parameters   2,682"));
+  CHECK_THAT(text, ContainsSubstring(": fits"));
+  CHECK_THAT(text, ContainsSubstring("Heaviest layers (top 2 of 4"));
+  // Lines fit an 80-column terminal.
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    const std::string line = text.substr(start, end - start);
+    std::size_t width = 0;
+    for (char c : line) width += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+    INFO(line);
+    CHECK(width <= 80);
+    start = end + 1;
+  }
+}
+
+TEST_CASE("report: layers CSV quotes names and writes shapes as AxB", "[report]") {
+  const Graph g = parse_model(kModel, "small.json");
+  const GraphTotals t = graph_totals(g);
+  const std::string csv = render_layers_csv({g, t, Workload{}});
+  CHECK_THAT(csv, ContainsSubstring("name,op,output_shape,params,macs,flops,bytes\n"));
+  CHECK_THAT(csv, ContainsSubstring("\"conv,1\",conv2d,2x4x8x8,112,13824,"));
+  CHECK_THAT(csv, ContainsSubstring("\nflat,flatten,2x256,0,0,0,0\n"));
+}
+
+TEST_CASE("report: layers table lists every layer and the totals", "[report]") {
+  const Graph g = parse_model(kModel, "small.json");
+  const GraphTotals t = graph_totals(g);
+  const std::string text = render_layers_text({g, t, Workload{}});
+  CHECK_THAT(text, ContainsSubstring("conv,1"));
+  CHECK_THAT(text, ContainsSubstring("[2, 10]"));
+  CHECK_THAT(text, ContainsSubstring("total: 2,682 params, 18,944 MACs"));
+}

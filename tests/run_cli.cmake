@@ -1,0 +1,23 @@
+# Runs the capcalc CLI once and checks what a user would see.
+#   -DCLI=<binary> -DARGS=<;-list> -DEXPECT_CODE=<n>
+#   [-DSTDOUT_REGEX=..] [-DSTDERR_REGEX=..] [-DSTDOUT_EMPTY=ON]
+execute_process(COMMAND ${CLI} ${ARGS}
+                RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(report "command: capcalc ${ARGS}\nexit code: ${code}\nstdout:\n${out}\nstderr:\n${err}")
+if(NOT code STREQUAL EXPECT_CODE)
+  message(FATAL_ERROR "expected exit code ${EXPECT_CODE}\n${report}")
+endif()
+if(DEFINED STDOUT_REGEX AND NOT out MATCHES "${STDOUT_REGEX}")
+  message(FATAL_ERROR "stdout does not match '${STDOUT_REGEX}'\n${report}")
+endif()
+if(DEFINED STDERR_REGEX AND NOT err MATCHES "${STDERR_REGEX}")
+  message(FATAL_ERROR "stderr does not match '${STDERR_REGEX}'\n${report}")
+endif()
+if(STDOUT_EMPTY AND NOT out STREQUAL "")
+  message(FATAL_ERROR "stdout should be empty on an error\n${report}")
+endif()
+foreach(bad "terminate called" "Segmentation fault" "AddressSanitizer" "runtime error:" "json.exception")
+  if(out MATCHES "${bad}" OR err MATCHES "${bad}")
+    message(FATAL_ERROR "output contains '${bad}'\n${report}")
+  endif()
+endforeach()
