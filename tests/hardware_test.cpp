@@ -1,0 +1,531 @@
+// Tests for the hardware table: invariants that every entry of data/hardware.json must keep,
+// datasheet figures pinned with their sources, lookup by alias, and the located error messages of
+// parse_hardware for malformed input.
+#include "capcalc/hardware.hpp"
+
+#include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "capcalc/error.hpp"
+#include "catch.hpp"
+#include "json_view.hpp"
+#include "test_data.hpp"
+
+using capcalc::Device;
+using capcalc::DeviceType;
+using capcalc::HardwareTable;
+using capcalc::Precision;
+
+namespace {
+
+constexpr double kTera = 1e12;
+constexpr double kGiga = 1e9;
+
+const HardwareTable& table() {
+  static const HardwareTable loaded =
+      capcalc::load_hardware(capcalc::test::data_path("hardware.json"));
+  return loaded;
+}
+
+const nlohmann::json& raw_table() {
+  static const nlohmann::json raw = capcalc::parse_json_text(
+      capcalc::read_text_file(capcalc::test::data_path("hardware.json")), "hardware.json");
+  return raw;
+}
+
+const Device& device(const std::string& id) { return table().get(id); }
+
+double tflops(const Device& d, Precision p, bool matrix) {
+  const capcalc::PeakRate& rate = d.peak(p);
+  return (matrix ? rate.matrix_flops_per_s : rate.vector_flops_per_s) / kTera;
+}
+
+// what() of the capcalc::Error thrown by `f`, or a marker if none was thrown.
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const capcalc::Error& e) {
+    return e.what();
+  }
+  return "<no capcalc::Error>";
+}
+
+// A valid one-device table; tests break one thing at a time.
+nlohmann::json minimal_table() {
+  return nlohmann::json::parse(R"({
+    "schema_version": 1,
+    "devices": [{
+      "id": "dev-a", "name": "Device A", "aliases": ["Alpha"], "type": "gpu", "vendor": "acme",
+      "dense_peak_tflops": {"fp32": {"vector": 10}, "fp16": {"vector": 20, "matrix": 100}},
+      "memory_gb": 16, "memory_bandwidth_gb_per_s": 500,
+      "sources": ["https://example.com/device-a"]
+    }]})");
+}
+
+HardwareTable parse(const nlohmann::json& json) {
+  return capcalc::parse_hardware(json.dump(2), "hw.json");
+}
+
+bool is_kebab(const std::string& id) {
+  if (id.empty() || id.front() == '-' || id.back() == '-') return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok) return false;
+  }
+  return id.find("--") == std::string::npos;
+}
+
+bool starts_with_http(const std::string& url) {
+  return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Invariants over every entry.
+
+TEST_CASE("the hardware table loads and has at least 35 devices", "[hardware]") {
+  REQUIRE(table().devices.size() >= 35);
+  CHECK(table().devices.size() == raw_table().at("devices").size());
+  CHECK_FALSE(table().version.empty());
+  CHECK_FALSE(table().updated.empty());
+}
+
+TEST_CASE("every device has a kebab-case unique id and unique names", "[hardware]") {
+  std::set<std::string> ids;
+  for (const Device& d : table().devices) {
+    CAPTURE(d.id);
+    CHECK(is_kebab(d.id));
+    CHECK(ids.insert(d.id).second);
+    CHECK_FALSE(d.name.empty());
+    CHECK_FALSE(d.vendor.empty());
+    // Each id and alias resolves back to its own device.
+    CHECK(table().find(d.id) == &d);
+    for (const std::string& alias : d.aliases) {
+      CAPTURE(alias);
+      CHECK(table().find(alias) == &d);
+    }
+  }
+}
+
+TEST_CASE("every device has positive memory, bandwidth and peak figures", "[hardware]") {
+  for (const Device& d : table().devices) {
+    CAPTURE(d.id);
+    CHECK(d.memory_bytes > 0);
+    CHECK(d.memory_bandwidth_bytes_per_s > 0);
+    CHECK(d.cache_bytes >= 0);
+    CHECK(d.tdp_w >= 0);
+    CHECK_FALSE(d.precisions().empty());
+    for (const capcalc::PeakRate& rate : d.dense_peak) {
+      CHECK(std::isfinite(rate.vector_flops_per_s));
+      CHECK(std::isfinite(rate.matrix_flops_per_s));
+      CHECK(rate.vector_flops_per_s >= 0);
+      CHECK(rate.matrix_flops_per_s >= 0);
+    }
+    if (d.release_year != 0) {
+      CHECK(d.release_year >= 2000);
+      CHECK(d.release_year <= 2030);
+    }
+  }
+}
+
+TEST_CASE("every precision listed in the JSON has a peak, and only those", "[hardware]") {
+  const nlohmann::json& devices = raw_table().at("devices");
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const Device& d = table().devices[i];
+    CAPTURE(d.id);
+    const nlohmann::json& peaks = devices[i].at("dense_peak_tflops");
+    for (const auto& item : peaks.items()) {
+      CAPTURE(item.key());
+      const std::optional<Precision> precision = capcalc::parse_precision(item.key());
+      REQUIRE(precision.has_value());
+      CHECK(d.supports(*precision));
+      CHECK((item.value().contains("vector") || item.value().contains("matrix")));
+    }
+    CHECK(d.precisions().size() == peaks.size());
+  }
+}
+
+TEST_CASE("on GPUs the matrix peak is at least the vector peak within a precision",
+          "[hardware]") {
+  for (const Device& d : table().devices) {
+    if (d.type != DeviceType::kGpu) continue;
+    CAPTURE(d.id);
+    for (Precision p : d.precisions()) {
+      const capcalc::PeakRate& rate = d.peak(p);
+      if (rate.vector_flops_per_s > 0 && rate.matrix_flops_per_s > 0) {
+        CAPTURE(capcalc::precision_name(p));
+        CHECK(rate.matrix_flops_per_s >= rate.vector_flops_per_s);
+      }
+    }
+  }
+}
+
+TEST_CASE("sparsity factors, sources, links and prices are well formed", "[hardware]") {
+  for (const Device& d : table().devices) {
+    CAPTURE(d.id);
+    CHECK(d.sparsity_2_4_speedup >= 1);
+    REQUIRE_FALSE(d.sources.empty());
+    for (const std::string& url : d.sources) {
+      CAPTURE(url);
+      CHECK(starts_with_http(url));
+    }
+    for (const std::optional<capcalc::Link>* link : {&d.intra_node, &d.inter_node}) {
+      if (!link->has_value()) continue;
+      CHECK_FALSE((*link)->name.empty());
+      CHECK((*link)->bandwidth_bytes_per_s > 0);
+      CHECK(((*link)->direction == "bidirectional" || (*link)->direction == "per_direction"));
+    }
+    if (d.price) {
+      CHECK(d.price->usd_per_hour > 0);
+      CHECK(d.price->date.size() >= 7);  // "YYYY-MM"
+      CHECK(starts_with_http(d.price->source));
+    }
+  }
+}
+
+TEST_CASE("every device type has performance parameters in (0, 1]", "[hardware]") {
+  for (DeviceType type : {DeviceType::kCpu, DeviceType::kGpu, DeviceType::kTpu,
+                          DeviceType::kAccelerator}) {
+    const capcalc::PerformanceParams& params = table().performance_for(type);
+    CAPTURE(capcalc::device_type_name(type));
+    for (double fraction :
+         {params.matrix_efficiency, params.vector_efficiency, params.memory_efficiency}) {
+      CHECK(fraction > 0);
+      CHECK(fraction <= 1);
+    }
+    CHECK(params.layer_overhead_s >= 0);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Datasheet figures. JSON is in TFLOP/s and GB/s; the structs hold FLOP/s and bytes/s.
+
+TEST_CASE("A100 figures match the NVIDIA A100 datasheet", "[hardware]") {
+  // https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf
+  // FP32 19.5 TFLOPS; FP16 tensor 312 (624* with sparsity); FP64 tensor 19.5;
+  // A100 80GB SXM 2,039 GB/s; A100 40GB 1,555 GB/s.
+  const Device& a100_80 = device("a100-sxm4-80gb");
+  CHECK(a100_80.peak(Precision::kFp32).vector_flops_per_s == Approx(19.5 * kTera));
+  CHECK(tflops(a100_80, Precision::kFp16, true) == Approx(624.0 / 2));  // Dense = sparse / 2.
+  CHECK(tflops(a100_80, Precision::kFp64, true) == Approx(19.5));
+  CHECK(a100_80.sparsity_2_4_speedup == Approx(2.0));
+  CHECK(a100_80.memory_bandwidth_bytes_per_s == Approx(2039 * kGiga));
+  CHECK(a100_80.memory_bytes == Approx(80 * kGiga));
+
+  const Device& a100_40 = device("a100-sxm4-40gb");
+  CHECK(a100_40.memory_bandwidth_bytes_per_s == Approx(1555 * kGiga));
+  CHECK(a100_40.memory_bytes == Approx(40 * kGiga));
+}
+
+TEST_CASE("V100 figures match the Tesla V100 datasheet", "[hardware]") {
+  // https://images.nvidia.com/content/technologies/volta/pdf/tesla-volta-v100-datasheet-letter-fnl-web.pdf
+  // SXM2: tensor 125 TFLOPS (FP16 multiply), FP32 15.7, FP64 7.8, 900 GB/s.
+  const Device& v100 = device("v100-sxm2-16gb");
+  CHECK(tflops(v100, Precision::kFp16, true) == Approx(125));
+  CHECK(tflops(v100, Precision::kFp32, false) == Approx(15.7));
+  CHECK(v100.memory_bandwidth_bytes_per_s == Approx(900 * kGiga));
+  CHECK_FALSE(v100.supports(Precision::kBf16));  // Volta tensor cores have no BF16.
+  // https://wikimili.com/en/NVLink: 6 links x 50 GB/s bidirectional = 300 GB/s per V100.
+  REQUIRE(v100.intra_node.has_value());
+  CHECK(v100.intra_node->bandwidth_bytes_per_s == Approx(6 * 50 * kGiga));
+  CHECK(v100.intra_node->direction == "bidirectional");
+}
+
+TEST_CASE("H100 SXM and H200 store the dense half of the datasheet's sparse figures",
+          "[hardware]") {
+  // https://archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html (NVIDIA table): BF16 1,979*,
+  // FP8 3,958*, "* shown with sparsity, 1/2 lower without"; 3,350 GB/s; 700 W.
+  // https://glennklockwood.com/garden/processors/h100: BF16 matrix 989.4 dense.
+  const Device& h100 = device("h100-sxm");
+  CHECK(tflops(h100, Precision::kBf16, true) == Approx(989.4));
+  CHECK(tflops(h100, Precision::kBf16, true) == Approx(1979.0 / 2).epsilon(0.001));
+  CHECK(tflops(h100, Precision::kFp8, true) == Approx(3958.0 / 2).epsilon(0.001));
+  CHECK(h100.memory_bandwidth_bytes_per_s == Approx(3350 * kGiga));
+  CHECK(h100.tdp_w == Approx(700));
+
+  // https://lzwjava.github.io/nvidia-h200-gpu-specs-en: same compute, 141 GB, 4.8 TB/s.
+  const Device& h200 = device("h200");
+  CHECK(tflops(h200, Precision::kBf16, true) == Approx(989.4));
+  CHECK(h200.memory_bytes == Approx(141 * kGiga));
+  CHECK(h200.memory_bandwidth_bytes_per_s == Approx(4800 * kGiga));
+}
+
+TEST_CASE("H100 NVL lists only its sourced FP8 figure", "[hardware]") {
+  // https://www.spheron.network/blog/h100-nvl-vs-sxm5-vs-pcie-form-factor-guide/:
+  // 3,341 TFLOPS FP8 with sparsity per GPU, 94 GB HBM3, NVLink bridge 600 GB/s bidirectional.
+  const Device& nvl = device("h100-nvl");
+  CHECK(tflops(nvl, Precision::kFp8, true) == Approx(3341.0 / 2));
+  CHECK(nvl.memory_bytes == Approx(94 * kGiga));
+  CHECK(nvl.precisions() == std::vector<Precision>{Precision::kFp8});
+}
+
+TEST_CASE("T4, L4 and B200 figures match their sources", "[hardware]") {
+  // https://geektopia.es/es/technology/2018/09/13/noticias/nvidia-presenta-la-nueva-tesla-t4-basada-en-turing-orientada-a-inteligencia-artificial.html
+  // T4: 8.1 TFLOPS FP32, 65 TFLOPS FP16 tensor, 130 TOPS INT8, 260 TOPS INT4.
+  // https://sysrqmts.com/en/gpus/nvidia/tesla/t4: 320 GB/s, 70 W.
+  const Device& t4 = device("t4");
+  CHECK(tflops(t4, Precision::kFp32, false) == Approx(8.1));
+  CHECK(tflops(t4, Precision::kFp16, true) == Approx(65));
+  CHECK(tflops(t4, Precision::kInt8, true) == Approx(130));
+  CHECK(tflops(t4, Precision::kInt4, true) == Approx(260));
+  CHECK(t4.memory_bandwidth_bytes_per_s == Approx(320 * kGiga));
+  CHECK(t4.sparsity_2_4_speedup == Approx(1.0));  // Turing: no structured sparsity.
+
+  // https://grokipedia.com/page/NVIDIA_L4_vs_L40S: FP16 tensor 242* and FP8 485* (sparse),
+  // 24 GB at 300 GB/s, 72 W.
+  const Device& l4 = device("l4");
+  CHECK(tflops(l4, Precision::kFp16, true) == Approx(242.0 / 2));
+  CHECK(tflops(l4, Precision::kFp8, true) == Approx(485.0 / 2).epsilon(0.005));
+  CHECK(l4.memory_bandwidth_bytes_per_s == Approx(300 * kGiga));
+  CHECK(l4.tdp_w == Approx(72));
+
+  // https://glennklockwood.com/garden/processors/B200: HGX B200 at 1000 W, BF16 2250 dense.
+  const Device& b200 = device("b200");
+  CHECK(tflops(b200, Precision::kBf16, true) == Approx(2250));
+  CHECK(tflops(b200, Precision::kFp8, true) == Approx(4500));
+}
+
+TEST_CASE("TPU figures match the Cloud TPU documentation", "[hardware]") {
+  // https://cloud.google.com/tpu/docs/v4: 275 TFLOPS bf16 per chip, 32 GiB HBM2, 1200 GB/s.
+  const Device& v4 = device("tpu-v4");
+  CHECK(v4.type == DeviceType::kTpu);
+  CHECK(tflops(v4, Precision::kBf16, true) == Approx(275));
+  CHECK(v4.memory_bytes == Approx(32.0 * 1024 * 1024 * 1024).epsilon(0.001));  // 32 GiB.
+  // https://cloud.google.com/tpu/docs/v5e: 197 TFLOPs bf16, 393 TOPs int8, 16 GB at 819 GBps,
+  // 400 GBps bidirectional ICI per chip.
+  const Device& v5e = device("tpu-v5e");
+  CHECK(tflops(v5e, Precision::kBf16, true) == Approx(197));
+  CHECK(tflops(v5e, Precision::kInt8, true) == Approx(393));
+  CHECK(v5e.memory_bandwidth_bytes_per_s == Approx(819 * kGiga));
+  REQUIRE(v5e.intra_node.has_value());
+  CHECK(v5e.intra_node->bandwidth_bytes_per_s == Approx(400 * kGiga));
+}
+
+TEST_CASE("MI300X stores AMD's dense figures", "[hardware]") {
+  // https://raw.githubusercontent.com/alpharomercoma/MI300X-vs-H200/6077fdc7bfc215171c33435b7cd76ca4c5f2b236/METHODOLOGY.md
+  // BF16 dense 1307.4, FP8 dense 2614.9, 192 GB, 5.3 TB/s, 750 W TBP.
+  const Device& mi300x = device("mi300x");
+  CHECK(tflops(mi300x, Precision::kBf16, true) == Approx(1307.4));
+  CHECK(tflops(mi300x, Precision::kFp8, true) == Approx(2614.9));
+  CHECK(mi300x.memory_bytes == Approx(192 * kGiga));
+  CHECK(mi300x.memory_bandwidth_bytes_per_s == Approx(5300 * kGiga));
+  CHECK(mi300x.tdp_w == Approx(750));
+  CHECK(mi300x.sparsity_2_4_speedup == Approx(2.0));
+}
+
+TEST_CASE("CPU peaks follow cores x clock x FLOP per cycle", "[hardware]") {
+  // i9-13900K has no AVX-512 (disabled on hybrid Raptor Lake) and no AMX, so no matrix peak:
+  // https://www.sisoftware.co.uk/2022/10/19/intel-13th-gen-core-raptorlake-i9-13900ks/
+  // Base clocks: 8 P-cores at 3.0 GHz with two 256-bit FMA (32 FP32 FLOP/cycle) plus 16 E-cores
+  // at 2.2 GHz with 16 FP32 FLOP/cycle.
+  const Device& i9 = device("i9-13900k");
+  CHECK(i9.type == DeviceType::kCpu);
+  CHECK(i9.notes.find("No AVX-512") != std::string::npos);
+  for (Precision p : i9.precisions()) {
+    CHECK(i9.peak(p).matrix_flops_per_s == 0);
+  }
+  const double fp32_gflops = 8 * 3.0 * 32 + 16 * 2.2 * 16;
+  CHECK(tflops(i9, Precision::kFp32, false) == Approx(fp32_gflops / 1000).epsilon(0.001));
+  CHECK(tflops(i9, Precision::kFp64, false) == Approx(fp32_gflops / 2000).epsilon(0.001));
+
+  // Xeon Platinum 8480+: 56 cores at 2.0 GHz base (StorageReview spec table,
+  // https://www.storagereview.com/fr/review/intel-xeon-platinum-8592-processor-review-dell-poweredge-r760),
+  // AVX-512 with two FMA units = 64 FP32 FLOP/cycle; AMX 1024 BF16 FLOP/cycle/core.
+  const Device& xeon = device("xeon-platinum-8480plus");
+  CHECK(tflops(xeon, Precision::kFp32, false) == Approx(56 * 2.0 * 64 / 1000));
+  CHECK(tflops(xeon, Precision::kBf16, true) == Approx(56 * 2.0 * 1024 / 1000).epsilon(0.001));
+  // 8 channels of DDR5-4800, 8 bytes wide.
+  CHECK(xeon.memory_bandwidth_bytes_per_s == Approx(8 * 8 * 4800e6));
+}
+
+TEST_CASE("A10G carries an indicative dated price", "[hardware]") {
+  // https://www.factualminds.com/blog/amazon-ec2-on-demand-pricing-instance-families-2026/:
+  // g5.xlarge (1x A10G) $1.006/hr on-demand, us-east-1, June 2026.
+  const Device& a10g = device("a10g");
+  REQUIRE(a10g.price.has_value());
+  CHECK(a10g.price->usd_per_hour == Approx(1.006));
+  CHECK(a10g.price->date == "2026-06");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lookup.
+
+TEST_CASE("lookup ignores case and treats -, _ and space alike", "[hardware]") {
+  const Device* a100 = table().find("a100-sxm4-80gb");
+  REQUIRE(a100 != nullptr);
+  CHECK(table().find("a100") == a100);
+  CHECK(table().find("A100") == a100);  // The documented default for plain "A100".
+  CHECK(table().find("A100-80GB") == a100);
+  CHECK(table().find("a100 80gb") == a100);
+  CHECK(table().find("A100_80GB") == a100);
+  CHECK(table().find("A100-SXM4-80GB") == a100);
+  CHECK(table().find("a100-40gb") == table().find("a100-sxm4-40gb"));
+  CHECK(table().find("h100") == table().find("h100-sxm"));
+  CHECK(table().find("no-such-device") == nullptr);
+  CHECK(&table().get("Tesla T4") == table().find("t4"));
+}
+
+TEST_CASE("an unknown device is an error that suggests a close name", "[hardware]") {
+  const std::string message = error_of([] { (void)table().get("h100-sm"); });
+  CHECK_THAT(message, ContainsSubstring("unknown device \"h100-sm\""));
+  CHECK_THAT(message, ContainsSubstring("did you mean \"h100-sxm\"?"));
+  CHECK_THAT(message, ContainsSubstring("`capcalc hw list` shows all"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// parse_hardware errors: located, compiler style, no nlohmann text.
+
+TEST_CASE("parse_hardware accepts the minimal table", "[hardware][errors]") {
+  const HardwareTable parsed = parse(minimal_table());
+  REQUIRE(parsed.devices.size() == 1);
+  const Device& d = parsed.devices[0];
+  CHECK(d.id == "dev-a");
+  CHECK(d.peak(Precision::kFp16).matrix_flops_per_s == Approx(100 * kTera));
+  CHECK(d.sparsity_2_4_speedup == 1);  // Absent means no support.
+  CHECK(parsed.find("ALPHA") == &d);
+  // Absent performance_model: the documented defaults.
+  CHECK(parsed.performance_for(DeviceType::kGpu).matrix_efficiency == Approx(0.7));
+}
+
+TEST_CASE("a syntax error names file:line:col", "[hardware][errors]") {
+  const std::string text = "{\n  \"schema_version\": 1,\n  \"devices\": [,]\n}\n";
+  const std::string message = error_of([&] { capcalc::parse_hardware(text, "hw.json"); });
+  CHECK(message ==
+        "hw.json:3:15: syntax error while parsing value - unexpected ','; expected '[', '{', or "
+        "a literal");
+}
+
+TEST_CASE("parse_hardware errors name the JSON pointer", "[hardware][errors]") {
+  SECTION("wrong type") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["memory_gb"] = "16";
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/memory_gb: expected a number, got a string");
+  }
+  SECTION("negative figure") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["memory_bandwidth_gb_per_s"] = -5;
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/memory_bandwidth_gb_per_s: expected a positive number, got -5");
+  }
+  SECTION("negative peak") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["dense_peak_tflops"]["fp32"]["vector"] = -1;
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/dense_peak_tflops/fp32/vector: expected a positive number, got -1");
+  }
+  SECTION("unknown precision") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["dense_peak_tflops"]["bf61"] = {{"matrix", 10}};
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/dense_peak_tflops/bf61: unknown precision \"bf61\"; "
+          "did you mean \"bf16\"?");
+  }
+  SECTION("a precision without a rate") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["dense_peak_tflops"]["fp8"] = nlohmann::json::object();
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/dense_peak_tflops/fp8: give a \"vector\" or a \"matrix\" peak");
+  }
+  SECTION("unknown key") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["memory_gbs"] = 16;
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/memory_gbs: unknown key \"memory_gbs\" in a device; "
+          "did you mean \"memory_gb\"?");
+  }
+  SECTION("unknown device type") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["type"] = "gpy";
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/type: unknown device type \"gpy\"; did you mean \"gpu\"?");
+  }
+  SECTION("id not kebab-case") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["id"] = "Dev_A";
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/id: id \"Dev_A\" must be kebab-case (a-z, 0-9, -)");
+  }
+  SECTION("missing sources") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0].erase("sources");
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0: missing required key \"sources\"");
+  }
+  SECTION("empty sources") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["sources"] = nlohmann::json::array();
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/sources: every device needs at least one source");
+  }
+  SECTION("sparsity below 1") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["sparsity_2_4_speedup"] = 0.5;
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/sparsity_2_4_speedup: a speedup must be at least 1");
+  }
+  SECTION("bad link direction") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["interconnect"] = {
+        {"intra_node", {{"name", "NVLink"}, {"bandwidth_gb_per_s", 900}, {"direction", "both"}}}};
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/interconnect/intra_node/direction: expected \"bidirectional\" or "
+          "\"per_direction\", got \"both\"");
+  }
+  SECTION("efficiency above 1") {
+    nlohmann::json json = minimal_table();
+    json["performance_model"] = {{"gpu",
+                                  {{"matrix_efficiency", 1.5},
+                                   {"vector_efficiency", 0.5},
+                                   {"memory_efficiency", 0.5},
+                                   {"layer_overhead_us", 4}}}};
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/performance_model/gpu/matrix_efficiency: an efficiency is a fraction in "
+          "(0, 1], got 1.5");
+  }
+  SECTION("unsupported schema version") {
+    nlohmann::json json = minimal_table();
+    json["schema_version"] = 2;
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/schema_version: unsupported schema_version; expected 1");
+  }
+}
+
+TEST_CASE("names must be unique across the table, ignoring case and separators",
+          "[hardware][errors]") {
+  SECTION("an alias used by another device") {
+    nlohmann::json json = minimal_table();
+    nlohmann::json second = json["devices"][0];
+    second["id"] = "dev-b";
+    second["aliases"] = {"alpha"};
+    json["devices"].push_back(second);
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/1/aliases/0: the name \"alpha\" is already used by device \"dev-a\"");
+  }
+  SECTION("an alias spelling another device's id") {
+    nlohmann::json json = minimal_table();
+    nlohmann::json second = json["devices"][0];
+    second["id"] = "dev-b";
+    second["aliases"] = {"DEV_A"};
+    json["devices"].push_back(second);
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/1/aliases/0: the name \"DEV_A\" is already used by device \"dev-a\"");
+  }
+  SECTION("a duplicate id") {
+    nlohmann::json json = minimal_table();
+    nlohmann::json second = json["devices"][0];
+    second["aliases"] = nlohmann::json::array();
+    json["devices"].push_back(second);
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/1/id: the name \"dev-a\" is already used by device \"dev-a\"");
+  }
+}
+
+TEST_CASE("load_hardware reports a missing file", "[hardware][errors]") {
+  CHECK(error_of([] { capcalc::load_hardware("no/such/hardware.json"); }) ==
+        "no/such/hardware.json: cannot open file");
+}
