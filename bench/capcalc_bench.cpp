@@ -33,7 +33,12 @@ namespace {
 
 const std::string kDataDir = CAPCALC_BENCH_DATA_DIR;
 constexpr std::string_view kDeviceName = "A100";  // An alias of a100-sxm4-80gb.
-constexpr capcalc::Workload kWorkload{capcalc::Precision::kFp16, capcalc::Mode::kInference};
+capcalc::Workload fp16_inference() {
+  capcalc::Workload workload;
+  workload.precision = capcalc::Precision::kFp16;
+  return workload;
+}
+const capcalc::Workload kWorkload = fp16_inference();
 
 // Reads a whole file (the bench's own: the library's reader lives in a private header).
 std::string read_file(const std::string& path) {

@@ -26,7 +26,11 @@ constexpr std::array<std::string_view, kDeviceTypeCount> kDeviceTypeNames = {"cp
 const std::vector<std::string_view> kDeviceKeys = {
     "id",       "name",  "aliases", "type",   "vendor", "release_year", "dense_peak_tflops",
     "sparsity_2_4_speedup", "memory_gb", "memory_bandwidth_gb_per_s", "cache_mb", "tdp_w",
-    "interconnect", "price_per_hour_usd", "sources", "notes", "comment"};
+    "interconnect", "price_per_hour_usd", "sources", "notes", "performance", "comment"};
+
+const std::vector<std::string_view> kPerformanceKeys = {
+    "matrix_efficiency", "vector_efficiency", "memory_efficiency", "eager_overhead_us",
+    "compiled_overhead_us", "comment"};
 
 // Lookup key: lower case, with '-', '_' and ' ' the same.
 std::string normalise(std::string_view name) {
@@ -74,6 +78,8 @@ std::optional<Link> parse_link(const std::optional<JsonView>& link) {
   }
   return result;
 }
+
+PerformanceOverride parse_override(const JsonView& params);
 
 Device parse_device(const JsonView& entry) {
   entry.expect_object();
@@ -142,27 +148,60 @@ Device parse_device(const JsonView& entry) {
   }
   if (device.sources.empty()) sources.fail("every device needs at least one source");
   if (auto notes = entry.find("notes")) device.notes = notes->as_string();
+  if (auto performance = entry.find("performance")) {
+    reject_unknown(*performance, kPerformanceKeys, "a device's performance parameters");
+    device.performance = parse_override(*performance);
+  }
   return device;
 }
 
-PerformanceParams parse_performance(const JsonView& params) {
-  reject_unknown(params,
-                 {"matrix_efficiency", "vector_efficiency", "memory_efficiency",
-                  "layer_overhead_us", "comment"},
-                 "performance parameters");
-  PerformanceParams result;
-  const auto fraction = [&](std::string_view key) {
-    const JsonView value = params.at(key);
-    const double x = value.as_positive_number();
-    if (x > 1) value.fail(fmt::format("an efficiency is a fraction in (0, 1], got {}", x));
+// The performance keys of a device type or a device; each is optional.
+PerformanceOverride parse_override(const JsonView& params) {
+  PerformanceOverride result;
+  const auto fraction = [&](std::string_view key) -> std::optional<double> {
+    const std::optional<JsonView> value = params.find(key);
+    if (!value) return std::nullopt;
+    const double x = value->as_positive_number();
+    if (x > 1) value->fail(fmt::format("an efficiency is a fraction in (0, 1], got {}", x));
     return x;
+  };
+  const auto overhead = [&](std::string_view key) -> std::optional<double> {
+    const std::optional<JsonView> value = params.find(key);
+    if (!value) return std::nullopt;
+    const double us = value->as_number();
+    if (us < 0) value->fail("an overhead cannot be negative");
+    return us * kMicro;
   };
   result.matrix_efficiency = fraction("matrix_efficiency");
   result.vector_efficiency = fraction("vector_efficiency");
   result.memory_efficiency = fraction("memory_efficiency");
-  const JsonView overhead = params.at("layer_overhead_us");
-  result.layer_overhead_s = overhead.as_number() * kMicro;
-  if (result.layer_overhead_s < 0) overhead.fail("an overhead cannot be negative");
+  result.eager_overhead_s = overhead("eager_overhead_us");
+  result.compiled_overhead_s = overhead("compiled_overhead_us");
+  return result;
+}
+
+void apply(PerformanceParams& params, const PerformanceOverride& o) {
+  params.matrix_efficiency = o.matrix_efficiency.value_or(params.matrix_efficiency);
+  params.vector_efficiency = o.vector_efficiency.value_or(params.vector_efficiency);
+  params.memory_efficiency = o.memory_efficiency.value_or(params.memory_efficiency);
+  params.eager_overhead_s = o.eager_overhead_s.value_or(params.eager_overhead_s);
+  params.compiled_overhead_s = o.compiled_overhead_s.value_or(params.compiled_overhead_s);
+}
+
+PerformanceParams parse_performance(const JsonView& params) {
+  std::vector<std::string_view> keys = kPerformanceKeys;
+  keys.emplace_back("default_profile");
+  reject_unknown(params, keys, "performance parameters");
+  PerformanceParams result;
+  apply(result, parse_override(params));
+  if (auto profile = params.find("default_profile")) {
+    const std::optional<Profile> parsed = parse_profile(profile->as_string());
+    if (!parsed) {
+      profile->fail(fmt::format("expected \"eager\" or \"compiled\", got \"{}\"",
+                                profile->as_string()));
+    }
+    result.default_profile = *parsed;
+  }
   return result;
 }
 
@@ -268,6 +307,7 @@ HardwareTable parse_hardware(std::string_view text, const std::string& file) {
   if (auto performance = root.find("performance_model")) {
     performance->expect_object();
     for (const auto& item : performance->json().items()) {
+      if (item.key() == "comment") continue;
       const JsonView params = performance->at(item.key());
       const std::optional<DeviceType> type = parse_device_type(item.key());
       if (!type) {
@@ -275,6 +315,7 @@ HardwareTable parse_hardware(std::string_view text, const std::string& file) {
                                     {kDeviceTypeNames.begin(), kDeviceTypeNames.end()}));
       }
       table.performance[static_cast<std::size_t>(*type)] = parse_performance(params);
+      table.performance_given[static_cast<std::size_t>(*type)] = true;
     }
   }
 
@@ -300,6 +341,44 @@ HardwareTable parse_hardware(std::string_view text, const std::string& file) {
 
 HardwareTable load_hardware(const std::string& path) {
   return parse_hardware(read_text_file(path), path);
+}
+
+HardwareTable load_hardware(const std::string& path, const std::vector<std::string>& overlays) {
+  HardwareTable table = load_hardware(path);
+  for (const std::string& overlay : overlays) merge_hardware(table, load_hardware(overlay));
+  return table;
+}
+
+void merge_hardware(HardwareTable& base, HardwareTable overlay) {
+  for (std::size_t t = 0; t < kDeviceTypeCount; ++t) {
+    if (overlay.performance_given[t]) {
+      base.performance[t] = overlay.performance[t];
+      base.performance_given[t] = true;
+    }
+  }
+  std::vector<Device> merged = std::move(overlay.devices);
+  for (Device& device : base.devices) {
+    const bool replaced = std::any_of(merged.begin(), merged.end(),
+                                      [&](const Device& d) { return d.id == device.id; });
+    if (!replaced) merged.push_back(std::move(device));
+  }
+  base.devices = std::move(merged);
+}
+
+PerformanceParams HardwareTable::performance_for(const Device& device) const {
+  PerformanceParams params = performance_for(device.type);
+  apply(params, device.performance);
+  return params;
+}
+
+std::string_view profile_name(Profile profile) {
+  return profile == Profile::kEager ? "eager" : "compiled";
+}
+
+std::optional<Profile> parse_profile(std::string_view name) {
+  if (name == "eager") return Profile::kEager;
+  if (name == "compiled") return Profile::kCompiled;
+  return std::nullopt;
 }
 
 }  // namespace capcalc

@@ -3,22 +3,33 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "capcalc/error.hpp"
 
 namespace capcalc {
 namespace {
 
-// Adam in one fused pass: read weights, gradients and both moments, write weights and moments
-// (7 fp32 tensors); a low-precision gradient read and weight copy written cost about the same.
-constexpr double kAdamBytesPerParam = 28;
-// Adam's moments (2 x fp32), plus fp32 master weights when training below fp32.
-constexpr double kAdamStateBytesPerParam = 8;
-constexpr double kMasterWeightBytesPerParam = 4;
+constexpr double kMasterWeightBytesPerParam = 4;  // fp32 copy under mixed precision.
+
+// Elementwise layers a compiler fuses into a neighbouring kernel. Batchnorm folds into the
+// preceding convolution at inference only.
+bool fusable(const Layer& layer, Mode mode) {
+  static const std::vector<std::string_view> kFusable = {
+      "relu", "gelu", "silu", "sigmoid", "tanh", "add", "mul", "position_embedding", "softmax",
+      "layernorm", "rmsnorm"};
+  if (layer.op == "batchnorm") return mode == Mode::kInference;
+  return std::find(kFusable.begin(), kFusable.end(), layer.op) != kFusable.end();
+}
+
+// 2:4 sparsity applies to the weights of convolutions and linear layers.
+bool has_sparse_weights(const Layer& layer) {
+  return layer.counts.params > 0 && layer.counts.macs > 0 && layer.op != "attention";
+}
 
 struct Rates {
-  double matrix_flops_per_s = 0;  // Achievable, for MACs.
-  double vector_flops_per_s = 0;  // Achievable, for other FLOPs.
+  double matrix_flops_per_s = 0;  // Achievable, for MACs on matrix units.
+  double vector_flops_per_s = 0;  // Achievable, for other FLOPs (and MACs without matrix units).
   double bytes_per_s = 0;         // Achievable bandwidth.
 };
 
@@ -32,36 +43,55 @@ Rates achievable_rates(const Device& device, const PerformanceParams& params, Pr
   const PeakRate& peak = device.peak(precision);
   const PeakRate& fp32 = device.peak(Precision::kFp32);
   Rates rates;
-  // MACs run on matrix units when the device has them for this precision.
-  rates.matrix_flops_per_s = peak.matrix_flops_per_s > 0
-                                 ? peak.matrix_flops_per_s * params.matrix_efficiency
-                                 : peak.vector_flops_per_s * params.vector_efficiency;
-  // Elementwise work runs on vector units: this precision's, else fp32's (tf32 and the integer
-  // formats have none of their own), else the matrix units.
+  // Vector units: this precision's, else fp32's (tf32 and the integer formats have none of
+  // their own), else the matrix units.
   double vector = peak.vector_flops_per_s;
   if (vector == 0) vector = fp32.vector_flops_per_s;
   if (vector == 0) vector = peak.matrix_flops_per_s;
   rates.vector_flops_per_s = vector * params.vector_efficiency;
+  rates.matrix_flops_per_s = peak.matrix_flops_per_s * params.matrix_efficiency;
   rates.bytes_per_s = device.memory_bandwidth_bytes_per_s * params.memory_efficiency;
   return rates;
 }
 
-// Roofline time of one kernel (or a few): max(compute, memory) + overhead.
-LayerEstimate roofline(double macs, double other_flops, double bytes, double kernels,
-                       const Rates& rates, const PerformanceParams& params) {
+struct Work {
+  double macs = 0;
+  double other_flops = 0;
+  double bytes = 0;
+  double kernels = 1;
+};
+
+LayerEstimate roofline(const Work& w, bool matrix, double sparsity, bool fused, const Rates& rates,
+                       double floor_s) {
   LayerEstimate e;
-  e.flops = 2 * macs + other_flops;
-  e.bytes = bytes;
-  e.compute_s = 2 * macs / rates.matrix_flops_per_s + other_flops / rates.vector_flops_per_s;
-  e.memory_s = bytes / rates.bytes_per_s;
-  e.overhead_s = kernels * params.layer_overhead_s;
-  e.time_s = std::max(e.compute_s, e.memory_s) + e.overhead_s;
-  if (e.overhead_s > std::max(e.compute_s, e.memory_s)) {
+  e.matrix_units = matrix;
+  e.flops = 2 * w.macs + w.other_flops;
+  e.bytes = fused ? 0 : w.bytes;
+  const double mac_rate = matrix ? rates.matrix_flops_per_s * sparsity : rates.vector_flops_per_s;
+  e.compute_s = 2 * w.macs / mac_rate + w.other_flops / rates.vector_flops_per_s;
+  e.memory_s = e.bytes / rates.bytes_per_s;
+  if (fused) {
+    e.time_s = e.compute_s;
+    e.bound = Bound::kFused;
+    return e;
+  }
+  e.overhead_s = w.kernels * floor_s;
+  e.time_s = std::max({e.compute_s, e.memory_s, e.overhead_s});
+  if (e.overhead_s >= std::max(e.compute_s, e.memory_s)) {
     e.bound = Bound::kOverhead;
   } else {
     e.bound = e.compute_s >= e.memory_s ? Bound::kCompute : Bound::kMemory;
   }
   return e;
+}
+
+void add(LayerEstimate& total, const LayerEstimate& part) {
+  total.flops += part.flops;
+  total.bytes += part.bytes;
+  total.compute_s += part.compute_s;
+  total.memory_s += part.memory_s;
+  total.overhead_s += part.overhead_s;
+  total.time_s += part.time_s;
 }
 
 }  // namespace
@@ -74,6 +104,8 @@ std::string_view bound_name(Bound bound) {
       return "memory";
     case Bound::kOverhead:
       return "overhead";
+    case Bound::kFused:
+      return "fused";
     case Bound::kNone:
       break;
   }
@@ -82,14 +114,71 @@ std::string_view bound_name(Bound bound) {
 
 std::string_view mode_name(Mode mode) { return mode == Mode::kTraining ? "training" : "inference"; }
 
+std::string_view optimizer_name(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::kSgd:
+      return "sgd";
+    case Optimizer::kMomentum:
+      return "momentum";
+    case Optimizer::kAdam:
+      break;
+  }
+  return "adam";
+}
+
+std::optional<Optimizer> parse_optimizer(std::string_view name) {
+  if (name == "sgd") return Optimizer::kSgd;
+  if (name == "momentum") return Optimizer::kMomentum;
+  if (name == "adam" || name == "adamw") return Optimizer::kAdam;
+  return std::nullopt;
+}
+
+// fp32 state: momentum keeps one buffer, Adam two.
+double optimizer_state_bytes(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::kSgd:
+      return 0;
+    case Optimizer::kMomentum:
+      return 4;
+    case Optimizer::kAdam:
+      break;
+  }
+  return 8;
+}
+
+// One fused pass over fp32 tensors: SGD reads weights and gradients and writes weights (3 x 4
+// bytes); momentum also reads and writes its buffer (5 x 4); Adam both moments (7 x 4).
+double optimizer_update_bytes(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::kSgd:
+      return 12;
+    case Optimizer::kMomentum:
+      return 20;
+    case Optimizer::kAdam:
+      break;
+  }
+  return 28;
+}
+
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
                   const Workload& workload) {
+  if (workload.devices < 1) throw Error({}, "the number of devices must be at least 1");
   const Rates rates = achievable_rates(device, params, workload.precision);
   const double act_bytes = activation_bytes_per_element(workload.precision);
   const double weight_bytes = weight_bytes_per_element(workload.precision);
   const bool training = workload.mode == Mode::kTraining;
+  const bool has_matrix = rates.matrix_flops_per_s > 0;
 
   Estimate result;
+  result.profile = workload.profile.value_or(params.default_profile);
+  const double floor_s = params.overhead_s(result.profile);
+  const bool compiled = result.profile == Profile::kCompiled;
+  // 2:4 sparsity: half the weight MACs and values (plus 2 bits of index per kept value),
+  // where the hardware supports it.
+  const bool sparse = workload.sparsity == Sparsity::k2of4;
+  result.sparsity_speedup = sparse && has_matrix ? device.sparsity_2_4_speedup : 1;
+  const double sparse_weight_bytes = 0.5 * (weight_bytes + 0.25);
+
   result.layers.reserve(graph.layers.size());
   for (const Layer& layer : graph.layers) {
     if (layer.view) {
@@ -97,22 +186,29 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       continue;
     }
     const LayerCounts& c = layer.counts;
-    const double bytes = static_cast<double>(c.input_elements + c.output_elements) * act_bytes +
-                         static_cast<double>(c.weight_elements_read) * weight_bytes;
-    LayerEstimate e = roofline(static_cast<double>(c.macs), static_cast<double>(c.other_flops),
-                               bytes, 1, rates, params);
+    const double outputs = static_cast<double>(element_count(layer.output));
+    const bool matrix =
+        has_matrix && c.macs > 0 && static_cast<double>(c.macs) / outputs >= kMinMatrixReduction;
+    const bool sparse_layer = sparse && has_sparse_weights(layer);
+    const double speedup = sparse_layer && matrix ? result.sparsity_speedup : 1;
+    const bool fused = compiled && fusable(layer, workload.mode);
+    const double layer_weight_bytes = sparse_layer ? sparse_weight_bytes : weight_bytes;
+
+    Work forward;
+    forward.macs = static_cast<double>(c.macs);
+    forward.other_flops = static_cast<double>(c.other_flops);
+    forward.bytes = static_cast<double>(c.input_elements + c.output_elements) * act_bytes +
+                    static_cast<double>(c.weight_elements_read) * layer_weight_bytes;
+    LayerEstimate e = roofline(forward, matrix, speedup, fused, rates, floor_s);
     if (training) {
       // Backward: its own FLOPs, about twice the forward traffic (read the output gradient and
-      // saved inputs, write the input and weight gradients), two kernels.
-      const LayerEstimate b =
-          roofline(static_cast<double>(c.backward_macs), static_cast<double>(c.backward_other_flops),
-                   2 * bytes, 2, rates, params);
-      e.flops += b.flops;
-      e.bytes += b.bytes;
-      e.compute_s += b.compute_s;
-      e.memory_s += b.memory_s;
-      e.overhead_s += b.overhead_s;
-      e.time_s += b.time_s;
+      // the saved inputs, write the input and weight gradients), two kernels.
+      Work backward;
+      backward.macs = static_cast<double>(c.backward_macs);
+      backward.other_flops = static_cast<double>(c.backward_other_flops);
+      backward.bytes = 2 * forward.bytes;
+      backward.kernels = 2;
+      add(e, roofline(backward, matrix, speedup, fused, rates, floor_s));
     }
     result.layers.push_back(e);
   }
@@ -124,14 +220,17 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     result.flops += e.flops;
     result.bytes += e.bytes;
   }
+
   MemoryEstimate& memory = result.memory;
-  memory.weight_bytes = params_count * weight_bytes;
+  memory.weight_bytes = params_count * (sparse ? sparse_weight_bytes : weight_bytes);
+  const auto batch = static_cast<double>(graph.batch);
   if (training) {
-    result.optimizer_s = params_count * kAdamBytesPerParam / rates.bytes_per_s + params.layer_overhead_s;
+    const double update_bytes = params_count * optimizer_update_bytes(workload.optimizer);
+    result.optimizer_s = std::max(update_bytes / rates.bytes_per_s, floor_s);
     result.latency_s += result.optimizer_s;
-    result.bytes += params_count * kAdamBytesPerParam;
+    result.bytes += update_bytes;
     memory.gradient_bytes = params_count * weight_bytes;
-    memory.optimizer_bytes = params_count * kAdamStateBytesPerParam;
+    memory.optimizer_bytes = params_count * optimizer_state_bytes(workload.optimizer);
     if (weight_bytes < 4) memory.optimizer_bytes += params_count * kMasterWeightBytesPerParam;
     memory.activation_bytes = static_cast<double>(totals.activation_elements) * act_bytes;
   } else {
@@ -139,10 +238,36 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   }
   memory.total_bytes =
       memory.weight_bytes + memory.gradient_bytes + memory.optimizer_bytes + memory.activation_bytes;
+  // Activations are linear in the batch; everything else does not depend on it.
+  memory.per_sample_bytes = memory.activation_bytes / batch;
   result.fits = memory.total_bytes <= device.memory_bytes;
-  result.throughput_per_s = result.latency_s > 0 ? static_cast<double>(graph.batch) / result.latency_s : 0;
+  if (graph.dims.count("batch") == 0) {
+    result.max_batch = -1;
+  } else {
+    const double fixed = memory.total_bytes - memory.activation_bytes;
+    result.max_batch = fixed >= device.memory_bytes || memory.per_sample_bytes <= 0
+                           ? 0
+                           : static_cast<std::int64_t>(std::floor((device.memory_bytes - fixed) /
+                                                                  memory.per_sample_bytes));
+  }
+  result.throughput_per_s =
+      result.latency_s > 0 ? batch * static_cast<double>(workload.devices) / result.latency_s : 0;
   result.achieved_flops_per_s = result.latency_s > 0 ? result.flops / result.latency_s : 0;
   return result;
+}
+
+TrainingTotals training_totals(const Estimate& step, std::int64_t batch, std::int64_t devices,
+                               const TrainingRun& run) {
+  TrainingTotals totals;
+  const double global_batch = static_cast<double>(batch) * static_cast<double>(devices);
+  totals.steps = std::ceil(run.samples / global_batch);
+  totals.time_s = totals.steps * step.latency_s;
+  totals.device_hours = totals.time_s * static_cast<double>(devices) / 3600;
+  if (run.price_per_device_hour_usd) {
+    totals.cost_usd = totals.device_hours * *run.price_per_device_hour_usd;
+  }
+  if (run.power_w > 0) totals.energy_kwh = totals.device_hours * run.power_w / 1000;
+  return totals;
 }
 
 }  // namespace capcalc

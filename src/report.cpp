@@ -135,6 +135,115 @@ struct BoundShare {
   double time_s = 0;
 };
 
+std::string price_text(const Device& d, const TrainingRun& run) {
+  if (!run.price_per_device_hour_usd) return "";
+  if (d.price && *run.price_per_device_hour_usd == d.price->usd_per_hour) {
+    return fmt::format("${:.2f}/h ({}, {})", d.price->usd_per_hour, d.price->source, d.price->date);
+  }
+  return fmt::format("${:.2f}/h (--price-per-hour)", *run.price_per_device_hour_usd);
+}
+
+std::string render_training_text(const ReportInput& in) {
+  const TrainingTotals& t = *in.training;
+  const TrainingRun& run = *in.run;
+  std::string out = fmt::format("\nTraining run ({} samples)\n", format_count(run.samples));
+  out += fmt::format("  steps        {} of {} x {} device{}\n", format_grouped(static_cast<std::int64_t>(t.steps)),
+                     in.graph.batch, in.workload.devices, in.workload.devices == 1 ? "" : "s");
+  out += fmt::format("  time         {}\n", format_duration(t.time_s));
+  out += fmt::format("  device-hours {:.1f} h\n", t.device_hours);
+  if (t.cost_usd) {
+    out += fmt::format("  cost         ${:.0f} at {}\n", *t.cost_usd, price_text(*in.device, run));
+  } else {
+    out += "  cost         unknown: the table has no price for this device (--price-per-hour)\n";
+  }
+  if (t.energy_kwh) {
+    out += fmt::format("  energy       {:.1f} kWh at {:.0f} W TDP per device (an upper bound)\n",
+                       *t.energy_kwh, run.power_w);
+  } else {
+    out += "  energy       unknown: the table has no TDP for this device\n";
+  }
+  return out;
+}
+
+std::string render_explain_text(const ReportInput& in) {
+  const Device& d = *in.device;
+  const PerformanceParams& p = *in.params;
+  const Estimate& e = *in.estimate;
+  const Precision precision = in.workload.precision;
+  const PeakRate& peak = d.peak(precision);
+  const bool training = in.workload.mode == Mode::kTraining;
+  std::string out = "\nHow these figures were computed\n";
+  out += "  per layer    time = max(compute, memory, floor)\n";
+  out += "               compute = 2 x MACs / matrix rate + other FLOPs / vector rate\n";
+  out += "               memory = (inputs + weights read + outputs) x bytes / bandwidth\n";
+  if (peak.matrix_flops_per_s > 0) {
+    out += fmt::format("  matrix rate  {} {} matrix peak x {:.2f} = {}\n",
+                       format_rate(peak.matrix_flops_per_s, "FLOP/s"), precision_name(precision),
+                       p.matrix_efficiency,
+                       format_rate(peak.matrix_flops_per_s * p.matrix_efficiency, "FLOP/s"));
+    out += fmt::format("               for layers with >= {:.0f} MACs per output (not depthwise)\n",
+                       kMinMatrixReduction);
+  } else {
+    out += fmt::format("  matrix rate  none for {}: MACs run on vector units\n",
+                       precision_name(precision));
+  }
+  double vector = peak.vector_flops_per_s;
+  std::string vector_source = std::string(precision_name(precision));
+  if (vector == 0) {
+    vector = d.peak(Precision::kFp32).vector_flops_per_s;
+    vector_source = "fp32";
+  }
+  if (vector == 0) {
+    vector = peak.matrix_flops_per_s;
+    vector_source += " (matrix; no vector peak known)";
+  }
+  out += fmt::format("  vector rate  {} {} vector peak x {:.2f} = {}\n",
+                     format_rate(vector, "FLOP/s"), vector_source, p.vector_efficiency,
+                     format_rate(vector * p.vector_efficiency, "FLOP/s"));
+  out += fmt::format("  bandwidth    {} x {:.2f} = {}; {} B per activation, {} B per weight\n",
+                     format_rate(d.memory_bandwidth_bytes_per_s, "B/s"), p.memory_efficiency,
+                     format_rate(d.memory_bandwidth_bytes_per_s * p.memory_efficiency, "B/s"),
+                     activation_bytes_per_element(precision), weight_bytes_per_element(precision));
+  out += fmt::format("  floor        {} per kernel ({} profile; eager {}, compiled {})\n",
+                     format_duration(p.overhead_s(e.profile)), profile_name(e.profile),
+                     format_duration(p.eager_overhead_s), format_duration(p.compiled_overhead_s));
+  if (e.profile == Profile::kCompiled) {
+    out += "               compiled: elementwise layers fused (no traffic, no floor)\n";
+  }
+  if (training) {
+    out += "  backward     weight-gradient MACs + input-gradient MACs (none for layers that read\n"
+           "               only model inputs), 2 x forward traffic, 2 kernels per layer\n";
+    out += fmt::format("  optimizer    {}: {:.0f} B/param moved at the achievable bandwidth\n",
+                       optimizer_name(in.workload.optimizer),
+                       optimizer_update_bytes(in.workload.optimizer));
+    out += fmt::format("  memory       weights + gradients at {} B/param, {} state {:.0f} B/param{}\n",
+                       weight_bytes_per_element(precision), optimizer_name(in.workload.optimizer),
+                       optimizer_state_bytes(in.workload.optimizer),
+                       weight_bytes_per_element(precision) < 4 ? " + fp32 master 4 B/param" : "");
+    out += "               + every layer output saved for backward\n";
+    if (auto seq = in.graph.dims.find("seq"); seq != in.graph.dims.end()) {
+      // Kaplan et al. 2020: training costs about 6 FLOPs per parameter per token.
+      const double per_token = e.flops / static_cast<double>(in.graph.batch * seq->second);
+      out += fmt::format("  check        {} FLOPs per token (fwd + bwd) vs 6 x params = {}\n",
+                         format_count(per_token),
+                         format_count(6 * static_cast<double>(in.totals.params)));
+    }
+  } else {
+    out += "  memory       weights + the peak of live activations (liveness over the graph)\n";
+  }
+  if (in.workload.devices > 1) {
+    out += fmt::format("  devices      {} data-parallel devices, ideal scaling (no communication "
+                       "time)\n",
+                       in.workload.devices);
+  }
+  if (in.training != nullptr) {
+    out += "  run          steps = ceil(samples / (batch x devices)); time = steps x step time\n";
+    out += "               device-hours = time x devices; cost = device-hours x price\n";
+    out += "               energy = device-hours x TDP (devices rarely run at TDP: an upper bound)\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) {
@@ -148,8 +257,21 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
 
   std::string out;
   out += fmt::format("{} on {} ({})\n", g.name, d.name, d.id);
-  out += fmt::format("  workload     {}, {}, batch {}\n", mode_name(in.workload.mode),
-                     precision_name(precision), g.batch);
+  std::string workload = fmt::format("{}, {}, batch {}, {} profile", mode_name(in.workload.mode),
+                                     precision_name(precision), g.batch, profile_name(e.profile));
+  if (in.workload.devices > 1) workload += fmt::format(", {} devices", in.workload.devices);
+  out += fmt::format("  workload     {}\n", workload);
+  if (in.workload.sparsity == Sparsity::kUnstructured) {
+    out += "  sparsity     unstructured: no speedup on dense hardware, counted as dense\n";
+  }
+  if (in.workload.sparsity == Sparsity::k2of4) {
+    out += e.sparsity_speedup > 1
+               ? fmt::format("  sparsity     2:4 on conv/linear weights: {:.1f}x on their matrix "
+                             "MACs\n",
+                             e.sparsity_speedup)
+               : std::string("  sparsity     2:4 requested, but this device has no 2:4 support: "
+                             "no speedup\n");
+  }
 
   out += "\nModel (per sample; 1 MAC = 2 FLOPs)\n";
   out += fmt::format("  parameters   {} ({})\n", format_grouped(t.params),
@@ -171,13 +293,14 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
                      format_rate(d.memory_bandwidth_bytes_per_s, "B/s"));
 
   out += fmt::format("\nEstimate (roofline per layer)\n  model        matrix {:.0f} %, vector {:.0f} %, "
-                     "memory {:.0f} % of peak; {} per kernel\n",
+                     "memory {:.0f} % of peak; {} floor\n",
                      100 * p.matrix_efficiency, 100 * p.vector_efficiency,
-                     100 * p.memory_efficiency, format_duration(p.layer_overhead_s));
+                     100 * p.memory_efficiency, format_duration(p.overhead_s(e.profile)));
   out += fmt::format("  {:<12} {} per {} of {}\n", training ? "step time" : "latency",
                      format_duration(e.latency_s), training ? "step" : "batch", g.batch);
   if (training) {
-    out += fmt::format("  optimizer    {} (Adam update)\n", format_duration(e.optimizer_s));
+    out += fmt::format("  optimizer    {} ({} update)\n", format_duration(e.optimizer_s),
+                       optimizer_name(in.workload.optimizer));
   }
   out += fmt::format("  throughput   {} samples/s\n", format_count(e.throughput_per_s));
   const double peak = matrix_peak(d, precision);
@@ -197,15 +320,21 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   out += fmt::format("  memory       {} of {}: {}\n", format_bytes(m.total_bytes),
                      format_bytes(d.memory_bytes), e.fits ? "fits" : "DOES NOT FIT");
   out += fmt::format("               = {}\n", breakdown);
+  if (e.max_batch > 0) {
+    out += fmt::format("  max batch    {} fits in {}\n", format_grouped(e.max_batch),
+                       format_bytes(d.memory_bytes));
+  } else if (e.max_batch == 0) {
+    out += "  max batch    none: the weights and state alone do not fit\n";
+  }
 
-  std::array<BoundShare, 4> shares{};
+  std::array<BoundShare, 5> shares{};
   for (const LayerEstimate& layer : e.layers) {
     if (layer.bound == Bound::kNone) continue;
     shares[static_cast<std::size_t>(layer.bound)].layers++;
     shares[static_cast<std::size_t>(layer.bound)].time_s += layer.time_s;
   }
   std::vector<std::string> parts;
-  for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kOverhead}) {
+  for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kOverhead, Bound::kFused}) {
     const BoundShare& s = shares[static_cast<std::size_t>(b)];
     if (s.layers == 0) continue;
     parts.push_back(fmt::format("{:<8} {:>5} layers, {:>7} of the time", bound_name(b), s.layers,
@@ -214,6 +343,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   for (std::size_t k = 0; k < parts.size(); ++k) {
     out += fmt::format("  {:<12} {}\n", k == 0 ? "bound" : "", parts[k]);
   }
+  if (in.training != nullptr) out += render_training_text(in);
 
   // The layers that dominate.
   std::vector<std::size_t> order(g.layers.size());
@@ -242,6 +372,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
     }
     out += table.render("  ");
   }
+  if (in.explain) out += render_explain_text(in);
   return out;
 }
 
@@ -255,6 +386,14 @@ std::string render_estimate_json(const ReportInput& in) {
   workload["mode"] = std::string(mode_name(in.workload.mode));
   workload["precision"] = std::string(precision_name(in.workload.precision));
   workload["batch"] = in.graph.batch;
+  workload["profile"] = std::string(profile_name(e.profile));
+  workload["devices"] = in.workload.devices;
+  workload["sparsity"] = in.workload.sparsity == Sparsity::k2of4           ? "2:4"
+                         : in.workload.sparsity == Sparsity::kUnstructured ? "unstructured"
+                                                                            : "dense";
+  if (in.workload.mode == Mode::kTraining) {
+    workload["optimizer"] = std::string(optimizer_name(in.workload.optimizer));
+  }
   doc["workload"] = workload;
   Json est;
   est["latency_s"] = e.latency_s;
@@ -275,8 +414,23 @@ std::string render_estimate_json(const ReportInput& in) {
   params["matrix_efficiency"] = in.params->matrix_efficiency;
   params["vector_efficiency"] = in.params->vector_efficiency;
   params["memory_efficiency"] = in.params->memory_efficiency;
-  params["layer_overhead_s"] = in.params->layer_overhead_s;
+  params["overhead_s"] = in.params->overhead_s(e.profile);
   est["performance_model"] = params;
+  est["max_batch"] = e.max_batch;
+  est["sparsity_speedup"] = e.sparsity_speedup;
+  if (in.training != nullptr) {
+    Json run;
+    run["samples"] = in.run->samples;
+    run["steps"] = in.training->steps;
+    run["time_s"] = in.training->time_s;
+    run["device_hours"] = in.training->device_hours;
+    run["cost_usd"] = in.training->cost_usd ? Json(*in.training->cost_usd) : Json(nullptr);
+    run["price_per_device_hour_usd"] = in.run->price_per_device_hour_usd
+                                           ? Json(*in.run->price_per_device_hour_usd)
+                                           : Json(nullptr);
+    run["energy_kwh"] = in.training->energy_kwh ? Json(*in.training->energy_kwh) : Json(nullptr);
+    est["training"] = run;
+  }
   doc["estimate"] = est;
   Json layers = Json::array();
   for (std::size_t i = 0; i < in.graph.layers.size(); ++i) layers.push_back(layer_json(in, i));

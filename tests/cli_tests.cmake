@@ -72,3 +72,40 @@ capcalc_cli_error(bad_hardware_file "tests/cli/bad_hardware.json:/devices/0/memo
                   estimate data/models/tiny_cnn.json --gpu bad --hardware ${cases}/bad_hardware.json)
 capcalc_cli_error(not_json_at_all "tests/cli/binary.json:1:1: syntax error"
                   layers ${cases}/binary.json)
+
+# Issue 3: training runs, hardware listing, user hardware files.
+capcalc_cli_ok(training_run "step time.*throughput.*Training run \\(115 M samples\\).*time .*device-hours .*cost +\\$[0-9]+ at \\$1.99/h.*energy +[0-9.]+ kWh at 400 W"
+               estimate data/models/resnet50.json --mode training --dataset-size 1281167 --epochs 90 --gpu A100-80GB --batch 256 --precision bf16)
+capcalc_cli_ok(training_run_json "\"training\": {\n *\"samples\": 115305030\\.0,\n *\"steps\": 450411\\.0,.*\"device_hours\":.*\"cost_usd\":.*\"energy_kwh\":"
+               estimate data/models/resnet50.json --mode training --dataset-size 1281167 --epochs 90 --gpu A100-80GB --batch 256 --format json)
+capcalc_cli_ok(training_tokens "Training run \\(488 k samples\\)"
+               estimate data/models/gpt2.json --mode training --tokens 500e6 --gpu h100 --precision bf16 --batch 8)
+capcalc_cli_ok(explain "How these figures were computed.*matrix rate +312 TFLOP/s bf16 matrix peak"
+               estimate data/models/resnet50.json --gpu A100 --precision bf16 --explain)
+capcalc_cli_ok(compiled_profile "compiled profile.*fused"
+               estimate data/models/resnet50.json --gpu A100 --precision fp16 --profile compiled)
+capcalc_cli_ok(sparsity_unsupported "2:4 requested, but this device has no 2:4 support: no speedup"
+               estimate data/models/resnet50.json --gpu V100 --precision fp16 --sparsity 2:4)
+capcalc_cli_ok(sparsity_unstructured "unstructured: no speedup on dense hardware"
+               estimate data/models/resnet50.json --gpu A100 --precision fp16 --sparsity unstructured)
+capcalc_cli_ok(hw_list "t4 +gpu +16 +320.*h100-sxm +gpu +80 +3350 +67 +989.4.*[0-9]+ devices"
+               hw list --type gpu)
+capcalc_cli_ok(hw_list_csv "^id,name,type,vendor,memory_gb,memory_bandwidth_gb_per_s,fp64_vector_tflops"
+               hw list --format csv)
+capcalc_cli_ok(hw_list_json "\"schema_version\": 1,.*\"devices\": \\[.*\"id\": \"i9-13900k\""
+               hw list --type cpu --format json)
+capcalc_cli_ok(hw_show "NVIDIA A100 80GB SXM4 \\(a100-sxm4-80gb\\).*bf16 +39 +312.*sources"
+               hw show a100)
+capcalc_cli_ok(hw_show_json "\"id\": \"tpu-v4\""
+               hw show "TPU v4" --format json)
+capcalc_cli_ok(hardware_file_override "My A100.*matrix 50 %"
+               estimate data/models/tiny_cnn.json --gpu A100 --hardware-file tests/cli/my_hardware.json)
+capcalc_cli_ok(hardware_file_new "\"id\": \"my-box\""
+               hw show my-box --format json --hardware-file tests/cli/my_hardware.json)
+capcalc_cli_error(hw_unknown "unknown device \"a1000\"; did you mean" hw show a1000)
+capcalc_cli_error(tokens_without_seq "--tokens needs a model with a \"seq\" dimension"
+                  estimate data/models/resnet50.json --gpu A100 --mode training --tokens 1e9)
+capcalc_cli_error(run_without_training "add --mode training"
+                  estimate data/models/resnet50.json --gpu A100 --dataset-size 1000)
+capcalc_cli_error(hardware_file_missing "tests/cli/nope.json: cannot open file"
+                  hw list --hardware-file tests/cli/nope.json)

@@ -197,7 +197,9 @@ TEST_CASE("every device type has performance parameters in (0, 1]", "[hardware]"
       CHECK(fraction > 0);
       CHECK(fraction <= 1);
     }
-    CHECK(params.layer_overhead_s >= 0);
+    CHECK(params.eager_overhead_s >= 0);
+    CHECK(params.compiled_overhead_s >= 0);
+    CHECK(params.compiled_overhead_s <= params.eager_overhead_s);
   }
 }
 
@@ -482,7 +484,7 @@ TEST_CASE("parse_hardware errors name the JSON pointer", "[hardware][errors]") {
                                   {{"matrix_efficiency", 1.5},
                                    {"vector_efficiency", 0.5},
                                    {"memory_efficiency", 0.5},
-                                   {"layer_overhead_us", 4}}}};
+                                   {"eager_overhead_us", 4}}}};
     CHECK(error_of([&] { parse(json); }) ==
           "hw.json:/performance_model/gpu/matrix_efficiency: an efficiency is a fraction in "
           "(0, 1], got 1.5");
@@ -528,4 +530,32 @@ TEST_CASE("names must be unique across the table, ignoring case and separators",
 TEST_CASE("load_hardware reports a missing file", "[hardware][errors]") {
   CHECK(error_of([] { capcalc::load_hardware("no/such/hardware.json"); }) ==
         "no/such/hardware.json: cannot open file");
+}
+
+TEST_CASE("merge_hardware: a user entry with the same id replaces the built-in one",
+          "[hardware][merge]") {
+  HardwareTable base = capcalc::load_hardware(capcalc::test::data_path("hardware.json"));
+  const std::size_t count = base.devices.size();
+  const std::string overlay_text = R"({"schema_version": 1,
+    "performance_model": {"gpu": {"matrix_efficiency": 0.5}},
+    "devices": [
+      {"id": "a100-sxm4-80gb", "name": "My A100", "aliases": ["A100"], "type": "gpu",
+       "vendor": "nvidia", "dense_peak_tflops": {"fp32": {"vector": 19.5}},
+       "memory_gb": 80, "memory_bandwidth_gb_per_s": 2039,
+       "performance": {"memory_efficiency": 0.9},
+       "sources": ["https://example.invalid/mine"]},
+      {"id": "my-box", "name": "My box", "type": "cpu", "vendor": "me",
+       "dense_peak_tflops": {"fp32": {"vector": 1}}, "memory_gb": 64,
+       "memory_bandwidth_gb_per_s": 50, "sources": ["https://example.invalid/probe"]}]})";
+  capcalc::merge_hardware(base, capcalc::parse_hardware(overlay_text, "mine.json"));
+  CHECK(base.devices.size() == count + 1);
+  REQUIRE(base.find("A100") != nullptr);
+  CHECK(base.find("A100")->name == "My A100");
+  CHECK(base.find("a100-sxm4-80gb")->name == "My A100");
+  CHECK(base.find("my box") != nullptr);
+  // The overlay's gpu parameters replace the built-in ones; the device override applies on top.
+  const capcalc::PerformanceParams p = base.performance_for(*base.find("A100"));
+  CHECK(p.matrix_efficiency == Approx(0.5));
+  CHECK(p.memory_efficiency == Approx(0.9));
+  CHECK(base.performance_for(*base.find("h100")).memory_efficiency != Approx(0.9));
 }

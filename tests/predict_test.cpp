@@ -28,7 +28,8 @@ PerformanceParams round_params() {
   p.matrix_efficiency = 0.5;
   p.vector_efficiency = 0.5;
   p.memory_efficiency = 0.5;
-  p.layer_overhead_s = 1e-6;
+  p.eager_overhead_s = 1e-6;
+  p.compiled_overhead_s = 1e-7;
   return p;
 }
 
@@ -54,7 +55,7 @@ TEST_CASE("predict: a large GEMM is compute-bound on matrix units", "[predict]")
   CHECK(e.layers[0].compute_s == Approx(2 * macs / (100e12 * 0.5)));
   CHECK(e.layers[0].memory_s == Approx(bytes / (1e12 * 0.5)));
   CHECK(e.layers[0].bound == Bound::kCompute);
-  CHECK(e.latency_s == Approx(2 * macs / 50e12 + 1e-6));
+  CHECK(e.latency_s == Approx(2 * macs / 50e12));  // max(compute, memory, floor).
   CHECK(e.throughput_per_s == Approx(4096 / e.latency_s));
   CHECK(e.flops == Approx(2 * macs));
 }
@@ -73,7 +74,7 @@ TEST_CASE("predict: batch-1 matrix-vector work is memory-bound", "[predict]") {
   const Estimate e = estimate(g, round_device(), round_params(), w);
   CHECK(e.layers[0].bound == Bound::kMemory);
   const double bytes = (8192.0 + 8192 + 8192.0 * 8192) * 2;
-  CHECK(e.latency_s == Approx(bytes / 0.5e12 + 1e-6));
+  CHECK(e.latency_s == Approx(bytes / 0.5e12));
 }
 
 TEST_CASE("predict: tiny layers are overhead-bound", "[predict]") {
@@ -104,7 +105,7 @@ TEST_CASE("predict: training adds backward, Adam state and saved activations", "
   const double params = 1024.0 * 1024;
   // The layer reads a model input: weight gradient only, so backward MACs = forward MACs.
   CHECK(step.flops == Approx(fwd.flops * 2 + 0));
-  CHECK(step.optimizer_s == Approx(params * 28 / 0.5e12 + 1e-6));
+  CHECK(step.optimizer_s == Approx(params * 28 / 0.5e12));  // Adam: 7 fp32 tensors.
   CHECK(step.memory.gradient_bytes == Approx(params * 2));
   CHECK(step.memory.optimizer_bytes == Approx(params * (8 + 4)));  // Moments + fp32 master.
   CHECK(step.memory.activation_bytes == Approx(64.0 * 1024 * 2));  // The layer's output.
@@ -124,4 +125,124 @@ TEST_CASE("predict: not fitting is reported", "[predict]") {
   const Graph g = one_linear(1, 100000, 100000);  // 1e10 weights = 40 GB at fp32.
   const Estimate e = estimate(g, round_device(), round_params(), Workload{});
   CHECK_FALSE(e.fits);
+}
+
+namespace {
+
+Graph parse(const std::string& layers, const std::string& input = "[\"batch\", 64, 32, 32]") {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "t", "dims": {"batch": 8},
+    "inputs": [{"name": "x", "shape": )" + input + R"(}], "layers": [)" + layers + "]}",
+                     "t.json");
+}
+
+}  // namespace
+
+TEST_CASE("predict: depthwise convolutions run on vector units", "[predict]") {
+  // 9 MACs per output (3x3 depthwise) is below kMinMatrixReduction; a dense 3x3 has 576.
+  const Graph g = parse(R"({"op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1,
+                            "groups": 64, "bias": false},
+                           {"op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1,
+                            "bias": false})");
+  Workload w;
+  w.precision = Precision::kFp16;
+  const Estimate e = estimate(g, round_device(), round_params(), w);
+  CHECK_FALSE(e.layers[0].matrix_units);
+  CHECK(e.layers[0].compute_s == Approx(2.0 * 8 * 64 * 32 * 32 * 9 / (20e12 * 0.5)));
+  CHECK(e.layers[1].matrix_units);
+}
+
+TEST_CASE("predict: the compiled profile fuses elementwise layers and lowers the floor",
+          "[predict]") {
+  const Graph g = parse(R"({"op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1},
+                           {"op": "batchnorm"}, {"op": "relu"})");
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.profile = Profile::kEager;
+  const Estimate eager = estimate(g, round_device(), round_params(), w);
+  w.profile = Profile::kCompiled;
+  const Estimate compiled = estimate(g, round_device(), round_params(), w);
+  CHECK(eager.layers[2].bound != Bound::kFused);
+  CHECK(compiled.layers[1].bound == Bound::kFused);
+  CHECK(compiled.layers[2].bound == Bound::kFused);
+  CHECK(compiled.layers[2].bytes == 0);
+  // A fused layer keeps its arithmetic: relu's 1 FLOP per element at the vector rate.
+  CHECK(compiled.layers[2].time_s == Approx(8.0 * 64 * 32 * 32 / (20e12 * 0.5)));
+  CHECK(compiled.latency_s < eager.latency_s);
+  CHECK(compiled.profile == Profile::kCompiled);
+  // Unset: the device type's default.
+  w.profile.reset();
+  CHECK(estimate(g, round_device(), round_params(), w).profile == Profile::kEager);
+}
+
+TEST_CASE("predict: 2:4 sparsity speeds up weight MACs only where the hardware supports it",
+          "[predict]") {
+  const Graph g = one_linear(8192, 8192, 8192);
+  Workload w;
+  w.precision = Precision::kFp16;
+  Device supported = round_device();
+  supported.sparsity_2_4_speedup = 2;
+  const Estimate dense = estimate(g, supported, round_params(), w);
+  w.sparsity = Sparsity::k2of4;
+  const Estimate sparse = estimate(g, supported, round_params(), w);
+  CHECK(sparse.sparsity_speedup == 2);
+  CHECK(sparse.layers[0].compute_s == Approx(dense.layers[0].compute_s / 2));
+  // Kept half of the weights at 2 bytes plus 2 bits of index each.
+  CHECK(sparse.memory.weight_bytes == Approx(8192.0 * 8192 * 0.5 * 2.25));
+  const Estimate unsupported = estimate(g, round_device(), round_params(), w);
+  CHECK(unsupported.sparsity_speedup == 1);
+  CHECK(unsupported.layers[0].compute_s == Approx(dense.layers[0].compute_s));
+  w.sparsity = Sparsity::kUnstructured;  // Dense hardware gains nothing.
+  CHECK(estimate(g, supported, round_params(), w).latency_s == Approx(dense.latency_s));
+}
+
+TEST_CASE("predict: optimizer state and update traffic per optimizer", "[predict]") {
+  const Graph g = one_linear(4, 1000, 1000);
+  Workload w;
+  w.mode = Mode::kTraining;
+  w.optimizer = Optimizer::kSgd;
+  CHECK(estimate(g, round_device(), round_params(), w).memory.optimizer_bytes == 0);
+  w.optimizer = Optimizer::kMomentum;
+  CHECK(estimate(g, round_device(), round_params(), w).memory.optimizer_bytes == Approx(4e6));
+  w.optimizer = Optimizer::kAdam;  // fp32 training: no master copy.
+  CHECK(estimate(g, round_device(), round_params(), w).memory.optimizer_bytes == Approx(8e6));
+  CHECK(optimizer_update_bytes(Optimizer::kSgd) == 12);
+  CHECK(parse_optimizer("adamw") == Optimizer::kAdam);
+}
+
+TEST_CASE("predict: the largest batch that fits", "[predict]") {
+  const Graph g = one_linear(8, 1000, 500);  // Activations per sample: (1000 + 500) x 4 B.
+  const Estimate e = estimate(g, round_device(), round_params(), Workload{});
+  const double weights = 1000.0 * 500 * 4;
+  CHECK(e.max_batch == static_cast<std::int64_t>((16e9 - weights) / (1500.0 * 4)));
+}
+
+TEST_CASE("predict: data parallelism scales throughput ideally", "[predict]") {
+  const Graph g = one_linear(64, 1024, 1024);
+  Workload w;
+  w.devices = 8;
+  const Estimate one = estimate(g, round_device(), round_params(), Workload{});
+  const Estimate eight = estimate(g, round_device(), round_params(), w);
+  CHECK(eight.latency_s == Approx(one.latency_s));
+  CHECK(eight.throughput_per_s == Approx(8 * one.throughput_per_s));
+}
+
+TEST_CASE("training_totals: steps, time, device-hours, cost and energy", "[predict]") {
+  Estimate step;
+  step.latency_s = 0.5;
+  TrainingRun run;
+  run.samples = 1281167.0 * 90;  // ImageNet-1k, 90 epochs.
+  run.price_per_device_hour_usd = 2.0;
+  run.power_w = 400;
+  const TrainingTotals t = training_totals(step, 256, 8, run);
+  const double steps = std::ceil(1281167.0 * 90 / (256 * 8));
+  CHECK(t.steps == steps);
+  CHECK(t.time_s == Approx(steps * 0.5));
+  CHECK(t.device_hours == Approx(steps * 0.5 * 8 / 3600));
+  CHECK(*t.cost_usd == Approx(t.device_hours * 2));
+  CHECK(*t.energy_kwh == Approx(t.device_hours * 0.4));
+  run.price_per_device_hour_usd.reset();
+  run.power_w = 0;
+  const TrainingTotals bare = training_totals(step, 256, 8, run);
+  CHECK_FALSE(bare.cost_usd.has_value());
+  CHECK_FALSE(bare.energy_kwh.has_value());
 }

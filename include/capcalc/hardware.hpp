@@ -53,6 +53,41 @@ struct Price {
   std::string source;
 };
 
+/// How the model is run: one kernel per layer from a framework (PyTorch eager), or compiled
+/// (TensorRT, torch.compile, XLA) with elementwise layers fused into their neighbours and a
+/// cheaper launch per kernel.
+enum class Profile { kEager, kCompiled };
+std::string_view profile_name(Profile profile);  ///< "eager", "compiled".
+std::optional<Profile> parse_profile(std::string_view name);
+
+/// Free parameters of the performance model for one device type (data, not code).
+struct PerformanceParams {
+  double matrix_efficiency = 0.7;     ///< Fraction of the matrix peak large products reach.
+  double vector_efficiency = 0.6;     ///< Fraction of the vector peak elementwise work reaches.
+  double memory_efficiency = 0.8;     ///< Fraction of the peak bandwidth streaming reaches.
+  double eager_overhead_s = 10e-6;    ///< Per kernel, framework eager (dispatch + launch).
+  double compiled_overhead_s = 3e-6;  ///< Per kernel, compiled (graph launch).
+  Profile default_profile = Profile::kEager;  ///< The profile when none is asked for.
+
+  double overhead_s(Profile profile) const {
+    return profile == Profile::kEager ? eager_overhead_s : compiled_overhead_s;
+  }
+};
+
+/// A device's own values for some performance parameters (from `capcalc calibrate` or a user
+/// file); unset ones come from the device type's.
+struct PerformanceOverride {
+  std::optional<double> matrix_efficiency;
+  std::optional<double> vector_efficiency;
+  std::optional<double> memory_efficiency;
+  std::optional<double> eager_overhead_s;
+  std::optional<double> compiled_overhead_s;
+  bool empty() const {
+    return !matrix_efficiency && !vector_efficiency && !memory_efficiency && !eager_overhead_s &&
+           !compiled_overhead_s;
+  }
+};
+
 /// One device of the table.
 struct Device {
   std::string id;                    ///< Kebab-case, e.g. "a100-sxm4-80gb".
@@ -72,6 +107,7 @@ struct Device {
   std::optional<Price> price;
   std::vector<std::string> sources;  ///< URLs of the figures.
   std::string notes;
+  PerformanceOverride performance;   ///< The device's own performance parameters, if any.
 
   const PeakRate& peak(Precision precision) const {
     return dense_peak[static_cast<std::size_t>(precision)];
@@ -82,19 +118,12 @@ struct Device {
   std::vector<Precision> precisions() const;  ///< Those the device supports.
 };
 
-/// Free parameters of the performance model for one device type (data, not code).
-struct PerformanceParams {
-  double matrix_efficiency = 0.7;   ///< Fraction of the matrix peak large matrix products reach.
-  double vector_efficiency = 0.6;   ///< Fraction of the vector peak elementwise work reaches.
-  double memory_efficiency = 0.8;   ///< Fraction of the peak bandwidth streaming kernels reach.
-  double layer_overhead_s = 4e-6;   ///< Fixed cost per kernel (launch, dispatch).
-};
-
 /// The whole table.
 struct HardwareTable {
   std::string version;  ///< e.g. "2026.12".
   std::string updated;  ///< Date of the last change of figures.
   std::array<PerformanceParams, kDeviceTypeCount> performance{};  ///< Indexed by DeviceType.
+  std::array<bool, kDeviceTypeCount> performance_given{};  ///< Types the file gave values for.
   std::vector<Device> devices;
 
   /// By id or alias, ignoring case and treating '-', '_' and ' ' alike; nullptr if none.
@@ -104,10 +133,20 @@ struct HardwareTable {
   const PerformanceParams& performance_for(DeviceType type) const {
     return performance[static_cast<std::size_t>(type)];
   }
+  /// The device type's parameters with the device's own overrides applied.
+  PerformanceParams performance_for(const Device& device) const;
 };
 
 /// Parses a hardware table; problems are capcalc::Error with file and JSON pointer.
 HardwareTable parse_hardware(std::string_view text, const std::string& file);
 HardwareTable load_hardware(const std::string& path);
+
+/// Puts a user's table on top of `base`: a device with the same id replaces the built-in one,
+/// new devices come first (so their aliases win), and the performance parameters the overlay
+/// gives for a device type replace the base's.
+void merge_hardware(HardwareTable& base, HardwareTable overlay);
+
+/// The table at `path` with each of `overlays` merged on top, in order.
+HardwareTable load_hardware(const std::string& path, const std::vector<std::string>& overlays);
 
 }  // namespace capcalc

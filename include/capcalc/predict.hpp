@@ -1,14 +1,23 @@
 // Predicting time and memory of a model (a Graph) on a device, with a roofline per layer.
 //
-// Each layer's time is max(compute time, memory time) + a fixed overhead, where
-//   compute time = 2·MACs / (matrix peak · matrix_efficiency)
-//                + other FLOPs / (vector peak · vector_efficiency)
+// Each layer (kernel) takes
+//   time = max(compute time, memory time, overhead floor)
+//   compute time = 2·MACs / (matrix peak · matrix_efficiency) + other FLOPs / (vector peak ·
+//                  vector_efficiency)
 //   memory time  = bytes moved / (bandwidth · memory_efficiency)
-// and the efficiencies and the overhead are the few global parameters of the device's type,
-// stored in the hardware table (`performance_model`). Training adds the backward pass (its own
-// FLOPs, twice the forward traffic, two kernels per layer) and the optimizer update.
+// MACs run on matrix units (tensor cores, MXU, AMX) when the device has them for the precision
+// and the layer's reduction length (MACs per output element) is at least kMinMatrixReduction;
+// depthwise convolutions run on vector units. The floor is the per-kernel dispatch and launch
+// cost of the implementation profile: framework eager (PyTorch) or compiled (TensorRT,
+// torch.compile, XLA). Compiled also fuses elementwise layers into their neighbours: their
+// traffic and floor vanish, their arithmetic stays. The efficiencies and floors are the few
+// global parameters per device type, stored in the hardware table.
+//
+// Training adds the backward pass (its own FLOPs, twice the forward traffic, two kernels per
+// layer) and the optimizer update (memory-bound), per device, with ideal data parallelism.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,22 +27,42 @@
 namespace capcalc {
 
 enum class Mode { kInference, kTraining };
+enum class Optimizer { kSgd, kMomentum, kAdam };
+/// Weight sparsity. Only 2:4 structured sparsity speeds up hardware that supports it;
+/// unstructured pruning runs at dense speed on dense hardware (counted as dense, said so).
+enum class Sparsity { kDense, k2of4, kUnstructured };
 
 /// What limits a layer.
 enum class Bound {
   kCompute,   ///< Arithmetic takes longest.
   kMemory,    ///< Memory traffic takes longest.
-  kOverhead,  ///< The fixed per-kernel cost exceeds both (small layers).
+  kOverhead,  ///< The per-kernel floor exceeds both (small layers).
+  kFused,     ///< Fused into a neighbour (compiled profile): arithmetic only.
   kNone,      ///< A view (reshape, flatten, dropout): no work.
 };
 
-std::string_view bound_name(Bound bound);  ///< "compute", "memory", "overhead", "-".
+std::string_view bound_name(Bound bound);  ///< "compute", "memory", "overhead", "fused", "-".
 std::string_view mode_name(Mode mode);     ///< "inference", "training".
+std::string_view optimizer_name(Optimizer optimizer);  ///< "sgd", "momentum", "adam".
+std::optional<Optimizer> parse_optimizer(std::string_view name);  ///< Also takes "adamw".
+
+/// A matrix product with fewer MACs per output than this runs on vector units (tensor cores
+/// need a reduction of a few tiles; depthwise 3x3 convolutions have 9).
+inline constexpr double kMinMatrixReduction = 16;
+
+/// Optimizer state bytes per parameter (fp32 moments) and bytes moved per parameter by one
+/// fused update (read weights, gradients and state; write weights and state).
+double optimizer_state_bytes(Optimizer optimizer);
+double optimizer_update_bytes(Optimizer optimizer);
 
 /// How the model is run.
 struct Workload {
   Precision precision = Precision::kFp32;  ///< Weights, activations and math.
   Mode mode = Mode::kInference;
+  std::optional<Profile> profile;          ///< Unset: the device type's default.
+  Sparsity sparsity = Sparsity::kDense;    ///< 2:4 structured sparsity of conv/linear weights.
+  Optimizer optimizer = Optimizer::kAdam;  ///< Training only.
+  std::int64_t devices = 1;                ///< Data-parallel devices (ideal scaling).
 };
 
 /// Time of one layer for one step (forward; forward + backward in training).
@@ -42,35 +71,58 @@ struct LayerEstimate {
   double bytes = 0;        ///< Bytes moved.
   double compute_s = 0;
   double memory_s = 0;
-  double overhead_s = 0;
-  double time_s = 0;       ///< Roofline time plus overhead.
+  double overhead_s = 0;   ///< The floor that applied.
+  double time_s = 0;
+  bool matrix_units = false;  ///< Whether its MACs ran on matrix units.
   Bound bound = Bound::kNone;
 };
 
-/// Memory needed on the device, in bytes.
+/// Memory needed on one device, in bytes.
 struct MemoryEstimate {
   double weight_bytes = 0;
   double gradient_bytes = 0;    ///< Training only.
-  double optimizer_bytes = 0;   ///< Training only: Adam's two moments plus fp32 master weights.
+  double optimizer_bytes = 0;   ///< Training only: optimizer state plus fp32 master weights.
   double activation_bytes = 0;  ///< Peak live (inference) or saved for backward (training).
   double total_bytes = 0;
+  double per_sample_bytes = 0;  ///< The part that grows with the batch.
 };
 
-/// The prediction for one step over the graph's batch.
+/// The prediction for one step over the graph's batch on one device.
 struct Estimate {
   std::vector<LayerEstimate> layers;  ///< Parallel to Graph::layers.
-  double optimizer_s = 0;             ///< Training: the Adam update.
+  Profile profile = Profile::kEager;  ///< The profile used.
+  double optimizer_s = 0;             ///< Training: the optimizer update.
   double latency_s = 0;               ///< Inference: one forward pass; training: one step.
-  double throughput_per_s = 0;        ///< Samples per second (batch / latency).
-  double flops = 0;                   ///< FLOPs executed per step.
-  double bytes = 0;                   ///< Bytes moved per step.
-  double achieved_flops_per_s = 0;    ///< flops / latency.
+  double throughput_per_s = 0;        ///< Samples per second over all devices.
+  double flops = 0;                   ///< FLOPs executed per step per device.
+  double bytes = 0;                   ///< Bytes moved per step per device.
+  double achieved_flops_per_s = 0;    ///< flops / latency, per device.
+  double sparsity_speedup = 1;        ///< The 2:4 factor applied to weight MACs (1: none).
   MemoryEstimate memory;
   bool fits = false;                  ///< memory.total_bytes <= device memory.
+  std::int64_t max_batch = 0;         ///< Largest batch that fits (0: none; -1: no batch dim).
 };
 
 /// Predicts one step. Throws capcalc::Error if the device cannot compute in the precision.
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
                   const Workload& workload);
+
+/// A whole training run.
+struct TrainingRun {
+  double samples = 0;               ///< Samples processed (dataset size × epochs, or tokens / seq).
+  std::optional<double> price_per_device_hour_usd;  ///< Unset: no cost.
+  double power_w = 0;               ///< Per device (TDP); 0: no energy.
+};
+
+struct TrainingTotals {
+  double steps = 0;          ///< Optimizer steps (global batch = batch × devices).
+  double time_s = 0;         ///< Wall-clock time.
+  double device_hours = 0;   ///< time × devices.
+  std::optional<double> cost_usd;
+  std::optional<double> energy_kwh;  ///< At the devices' TDP: an upper bound.
+};
+
+TrainingTotals training_totals(const Estimate& step, std::int64_t batch, std::int64_t devices,
+                               const TrainingRun& run);
 
 }  // namespace capcalc

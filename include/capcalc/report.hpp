@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
@@ -24,6 +25,9 @@ struct ReportInput {
   const Device* device = nullptr;
   const PerformanceParams* params = nullptr;
   const Estimate* estimate = nullptr;
+  const TrainingRun* run = nullptr;         ///< A whole training run, if asked for.
+  const TrainingTotals* training = nullptr; ///< Its totals.
+  bool explain = false;                     ///< Show the formulas and assumptions.
 };
 
 /// `capcalc estimate`: summary, device, estimate, the `top_layers` heaviest layers.
@@ -35,5 +39,15 @@ std::string render_estimate_json(const ReportInput& input);
 std::string render_layers_text(const ReportInput& input);
 std::string render_layers_json(const ReportInput& input);
 std::string render_layers_csv(const ReportInput& input);
+
+/// `capcalc hw list`: one row per device (dense peaks in TFLOP/s, the larger of matrix and
+/// vector for each precision).
+std::string render_hardware_text(const std::vector<const Device*>& devices);
+std::string render_hardware_json(const HardwareTable& table, const std::vector<const Device*>& devices);
+std::string render_hardware_csv(const std::vector<const Device*>& devices);
+
+/// `capcalc hw show`: every figure of one device, with its sources.
+std::string render_device_text(const Device& device, const PerformanceParams& params);
+std::string render_device_json(const Device& device, const PerformanceParams& params);
 
 }  // namespace capcalc

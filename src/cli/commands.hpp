@@ -30,10 +30,22 @@ Graph load_model_from(const ModelArgs& args);
 /// installed data next to the binary, else the source tree's data/.
 std::string hardware_path(const std::string& flag);
 
+/// Options that pick the hardware table and the user's additions to it.
+struct HardwareArgs {
+  std::string table;               ///< --hardware: replaces the built-in table.
+  std::vector<std::string> files;  ///< --hardware-file (repeatable): merged on top.
+};
+
+void add_hardware_options(CLI::App& sub, HardwareArgs& args);
+/// The table, with $CAPCALC_HARDWARE_PATH (a ':'-separated list) and then each
+/// --hardware-file merged on top: an entry with the same id replaces the built-in one.
+HardwareTable load_table(const HardwareArgs& args);
+
 /// "--precision fp16" -> Precision (the flag's values are checked by CLI11).
 Precision precision_from(const std::string& name);
 
 void add_estimate_command(CLI::App& app);
 void add_layers_command(CLI::App& app);
+void add_hw_command(CLI::App& app);
 
 }  // namespace capcalc::cli

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <algorithm>
 #include <fstream>
 
 #include "capcalc/error.hpp"
@@ -66,6 +67,28 @@ std::string hardware_path(const std::string& flag) {
   const std::string installed = executable_dir() + "/../share/capcalc/hardware.json";
   if (exists(installed)) return installed;
   return std::string(CAPCALC_SOURCE_DATA_DIR) + "/hardware.json";
+}
+
+void add_hardware_options(CLI::App& sub, HardwareArgs& args) {
+  sub.add_option("--hardware", args.table, "Hardware table to use instead of the built-in one");
+  sub.add_option("--hardware-file", args.files,
+                 "Extra devices or overrides (same id replaces); repeatable. Also "
+                 "$CAPCALC_HARDWARE_PATH, a ':'-separated list");
+}
+
+HardwareTable load_table(const HardwareArgs& args) {
+  std::vector<std::string> overlays;
+  if (const char* env = std::getenv("CAPCALC_HARDWARE_PATH"); env != nullptr) {
+    const std::string list = env;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+      const std::size_t end = std::min(list.find(':', start), list.size());
+      if (end > start) overlays.push_back(list.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  overlays.insert(overlays.end(), args.files.begin(), args.files.end());
+  return load_hardware(hardware_path(args.table), overlays);
 }
 
 Precision precision_from(const std::string& name) {

@@ -13,7 +13,7 @@ namespace {
 struct LayersOptions {
   ModelArgs model;
   std::string device;
-  std::string hardware;
+  HardwareArgs hardware;
   std::string precision = "fp32";
   std::string format = "table";
 };
@@ -26,11 +26,13 @@ void run_layers(const LayersOptions& options) {
   ReportInput input{graph, totals, workload};
   std::optional<HardwareTable> table;
   std::optional<Estimate> result;
+  std::optional<PerformanceParams> params;
   if (!options.device.empty()) {
-    table = load_hardware(hardware_path(options.hardware));
+    table = load_table(options.hardware);
     input.device = &table->get(options.device);
-    input.params = &table->performance_for(input.device->type);
-    result = estimate(graph, *input.device, *input.params, workload);
+    params = table->performance_for(*input.device);
+    input.params = &*params;
+    result = estimate(graph, *input.device, *params, workload);
     input.estimate = &*result;
   }
   std::string text;
@@ -51,7 +53,7 @@ void add_layers_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("layers", "Per-layer shapes and counts (and times with --gpu)");
   add_model_options(*sub, options->model);
   sub->add_option("-g,--gpu,--hw,--device", options->device, "Add per-layer times on this device");
-  sub->add_option("--hardware", options->hardware, "Hardware table (JSON)");
+  add_hardware_options(*sub, options->hardware);
   sub->add_option("-p,--precision", options->precision, "Number format (sets bytes per element)")
       ->check(CLI::IsMember(precision_names()))
       ->capture_default_str();

@@ -17,6 +17,7 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   capcalc::cli::add_estimate_command(app);
   capcalc::cli::add_layers_command(app);
+  capcalc::cli::add_hw_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,215 @@
+// Rendering of the hardware table (`capcalc hw list` and `capcalc hw show`).
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "capcalc/report.hpp"
+#include "capcalc/units.hpp"
+#include "table.hpp"
+
+namespace capcalc {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Align = TextTable::Align;
+
+constexpr double kTera = 1e12;
+constexpr double kGiga = 1e9;
+
+// The larger of the matrix and vector dense peaks, in TFLOP/s; "-" if the device lacks it.
+std::string best_peak(const Device& d, Precision p) {
+  const double best = std::max(d.peak(p).matrix_flops_per_s, d.peak(p).vector_flops_per_s);
+  return best > 0 ? fmt::format("{:.4g}", best / kTera) : "-";
+}
+
+std::string optional_number(double value, double scale, const char* format) {
+  return value > 0 ? fmt::format(fmt::runtime(format), value / scale) : "-";
+}
+
+// Greedy word wrap to `width` columns; lines after the first are indented by `indent`.
+std::string wrap(const std::string& text, std::size_t width, std::size_t indent) {
+  std::string out;
+  std::size_t column = indent;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (column > indent && column + 1 + display_width(word) > width) {
+      out += "\n" + std::string(indent, ' ');
+      column = indent;
+    } else if (column > indent) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += display_width(word);
+    start = end + 1;
+  }
+  return out + "\n";
+}
+
+Json link_json(const Link& link) {
+  Json j;
+  j["name"] = link.name;
+  j["bandwidth_bytes_per_s"] = link.bandwidth_bytes_per_s;
+  j["direction"] = link.direction;
+  return j;
+}
+
+Json device_full_json(const Device& d) {
+  Json j;
+  j["id"] = d.id;
+  j["name"] = d.name;
+  j["aliases"] = d.aliases;
+  j["type"] = std::string(device_type_name(d.type));
+  j["vendor"] = d.vendor;
+  if (d.release_year > 0) j["release_year"] = d.release_year;
+  Json peaks = Json::object();
+  for (Precision p : d.precisions()) {
+    Json rate = Json::object();
+    if (d.peak(p).vector_flops_per_s > 0) rate["vector_flops_per_s"] = d.peak(p).vector_flops_per_s;
+    if (d.peak(p).matrix_flops_per_s > 0) rate["matrix_flops_per_s"] = d.peak(p).matrix_flops_per_s;
+    peaks[std::string(precision_name(p))] = rate;
+  }
+  j["dense_peak"] = peaks;
+  j["sparsity_2_4_speedup"] = d.sparsity_2_4_speedup;
+  j["memory_bytes"] = d.memory_bytes;
+  j["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth_bytes_per_s;
+  if (d.cache_bytes > 0) j["cache_bytes"] = d.cache_bytes;
+  if (d.tdp_w > 0) j["tdp_w"] = d.tdp_w;
+  if (d.intra_node) j["intra_node"] = link_json(*d.intra_node);
+  if (d.inter_node) j["inter_node"] = link_json(*d.inter_node);
+  if (d.price) {
+    j["price_per_hour_usd"] = {{"value", d.price->usd_per_hour},
+                               {"date", d.price->date},
+                               {"source", d.price->source}};
+  }
+  j["sources"] = d.sources;
+  if (!d.notes.empty()) j["notes"] = d.notes;
+  return j;
+}
+
+}  // namespace
+
+std::string render_hardware_text(const std::vector<const Device*>& devices) {
+  TextTable table;
+  table.add_column("id", Align::kLeft);
+  table.add_column("type", Align::kLeft);
+  table.add_column("GB", Align::kRight);
+  table.add_column("GB/s", Align::kRight);
+  table.add_column("fp32", Align::kRight);
+  table.add_column("bf16", Align::kRight);
+  table.add_column("fp8", Align::kRight);
+  table.add_column("int8", Align::kRight);
+  table.add_column("W", Align::kRight);
+  for (const Device* d : devices) {
+    table.add_row({d->id, std::string(device_type_name(d->type)),
+                   fmt::format("{:.4g}", d->memory_bytes / kGiga),
+                   fmt::format("{:.4g}", d->memory_bandwidth_bytes_per_s / kGiga),
+                   best_peak(*d, Precision::kFp32),
+                   d->supports(Precision::kBf16) ? best_peak(*d, Precision::kBf16)
+                                                 : best_peak(*d, Precision::kFp16),
+                   best_peak(*d, Precision::kFp8), best_peak(*d, Precision::kInt8),
+                   optional_number(d->tdp_w, 1, "{:.0f}")});
+  }
+  std::string out = table.render();
+  out += fmt::format("{} devices; dense peaks in TFLOP/s (TOPS for int8), the larger of matrix "
+                     "and vector units;\nbf16 shows fp16 where a device has no bf16. "
+                     "`capcalc hw show ID` for every figure and its sources.\n",
+                     devices.size());
+  return out;
+}
+
+std::string render_hardware_json(const HardwareTable& table,
+                                 const std::vector<const Device*>& devices) {
+  Json doc;
+  doc["schema_version"] = kOutputSchemaVersion;
+  doc["version"] = table.version;
+  doc["updated"] = table.updated;
+  Json list = Json::array();
+  for (const Device* d : devices) list.push_back(device_full_json(*d));
+  doc["devices"] = list;
+  return doc.dump(2) + "\n";
+}
+
+std::string render_hardware_csv(const std::vector<const Device*>& devices) {
+  std::string out = "id,name,type,vendor,memory_gb,memory_bandwidth_gb_per_s";
+  for (std::string_view p : precision_names()) out += fmt::format(",{0}_vector_tflops,{0}_matrix_tflops", p);
+  out += ",sparsity_2_4_speedup,tdp_w\n";
+  for (const Device* d : devices) {
+    std::string name = d->name;
+    if (name.find(',') != std::string::npos) name = "\"" + name + "\"";
+    out += fmt::format("{},{},{},{},{:.6g},{:.6g}", d->id, name, device_type_name(d->type),
+                       d->vendor, d->memory_bytes / kGiga, d->memory_bandwidth_bytes_per_s / kGiga);
+    for (std::size_t i = 0; i < kPrecisionCount; ++i) {
+      const PeakRate& rate = d->dense_peak[i];
+      out += rate.vector_flops_per_s > 0 ? fmt::format(",{:.6g}", rate.vector_flops_per_s / kTera) : ",";
+      out += rate.matrix_flops_per_s > 0 ? fmt::format(",{:.6g}", rate.matrix_flops_per_s / kTera) : ",";
+    }
+    out += fmt::format(",{:.6g},{}\n", d->sparsity_2_4_speedup,
+                       d->tdp_w > 0 ? fmt::format("{:.0f}", d->tdp_w) : "");
+  }
+  return out;
+}
+
+std::string render_device_text(const Device& d, const PerformanceParams& params) {
+  std::string out = fmt::format("{} ({})\n", d.name, d.id);
+  out += fmt::format("  type         {}, {}{}\n", device_type_name(d.type), d.vendor,
+                     d.release_year > 0 ? fmt::format(", {}", d.release_year) : "");
+  if (!d.aliases.empty()) out += fmt::format("  aliases      {}\n", fmt::join(d.aliases, ", "));
+  out += fmt::format("  memory       {} at {}\n", format_bytes(d.memory_bytes),
+                     format_rate(d.memory_bandwidth_bytes_per_s, "B/s"));
+  if (d.cache_bytes > 0) out += fmt::format("  cache        {}\n", format_bytes(d.cache_bytes));
+  if (d.tdp_w > 0) out += fmt::format("  power        {:.0f} W\n", d.tdp_w);
+  out += "\n  dense peak (TFLOP/s; TOPS for integers)\n";
+  TextTable table;
+  table.add_column("precision", Align::kLeft);
+  table.add_column("vector", Align::kRight);
+  table.add_column("matrix", Align::kRight);
+  for (Precision p : d.precisions()) {
+    table.add_row({std::string(precision_name(p)),
+                   optional_number(d.peak(p).vector_flops_per_s, kTera, "{:.4g}"),
+                   optional_number(d.peak(p).matrix_flops_per_s, kTera, "{:.4g}")});
+  }
+  out += table.render("    ");
+  out += d.sparsity_2_4_speedup > 1
+             ? fmt::format("  2:4 sparsity {:.1f}x on matrix units\n", d.sparsity_2_4_speedup)
+             : "  2:4 sparsity no hardware support\n";
+  const auto link = [&](const char* label, const std::optional<Link>& l) {
+    if (l) {
+      out += fmt::format("  {:<12} {}, {} ({})\n", label, l->name,
+                         format_rate(l->bandwidth_bytes_per_s, "B/s"), l->direction);
+    }
+  };
+  link("intra-node", d.intra_node);
+  link("inter-node", d.inter_node);
+  if (d.price) {
+    out += fmt::format("  price        ${:.2f} per hour ({}, {})\n", d.price->usd_per_hour,
+                       d.price->source, d.price->date);
+  }
+  out += fmt::format("  model        matrix {:.0f} %, vector {:.0f} %, memory {:.0f} %; floor "
+                     "{} eager, {} compiled\n",
+                     100 * params.matrix_efficiency, 100 * params.vector_efficiency,
+                     100 * params.memory_efficiency, format_duration(params.eager_overhead_s),
+                     format_duration(params.compiled_overhead_s));
+  if (!d.notes.empty()) out += "  notes        " + wrap(d.notes, 78, 15);
+  out += "  sources\n";
+  for (const std::string& source : d.sources) out += fmt::format("    {}\n", source);
+  return out;
+}
+
+std::string render_device_json(const Device& d, const PerformanceParams& params) {
+  Json doc;
+  doc["schema_version"] = kOutputSchemaVersion;
+  doc["device"] = device_full_json(d);
+  doc["performance_model"] = {{"matrix_efficiency", params.matrix_efficiency},
+                              {"vector_efficiency", params.vector_efficiency},
+                              {"memory_efficiency", params.memory_efficiency},
+                              {"eager_overhead_s", params.eager_overhead_s},
+                              {"compiled_overhead_s", params.compiled_overhead_s},
+                              {"default_profile", std::string(profile_name(params.default_profile))}};
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace capcalc
