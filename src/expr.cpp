@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cstdint>
 
 #include "checked.hpp"
 #include "spellcheck.hpp"
@@ -16,6 +17,9 @@ namespace {
 //                          primary := integer | name | '(' expr ')'
 class Parser {
  public:
+  // Nesting limit; a level of parentheses counts 2 (expression and sign), a unary sign 1.
+  static constexpr int kMaxDepth = 128;
+
   Parser(std::string_view text, const NameScope& scope) : text_(text), scope_(scope) {}
 
   std::int64_t parse() {
@@ -42,13 +46,16 @@ class Parser {
   }
 
   std::int64_t expression() {
-    if (++depth_ > 64) fail("nested too deeply");
+    if (++depth_ > kMaxDepth) fail("nested too deeply");
     std::int64_t value = term();
     for (;;) {
       if (accept("+")) {
         value = checked_add(value, term());
       } else if (accept("-")) {
-        value = checked_add(value, checked_mul(-1, term()));
+        const std::int64_t rhs = term();
+        std::int64_t difference = 0;
+        if (__builtin_sub_overflow(value, rhs, &difference)) throw OverflowError();
+        value = difference;
       } else {
         break;
       }
@@ -63,18 +70,23 @@ class Parser {
       if (accept("*")) {
         value = checked_mul(value, unary());
       } else if (accept("//")) {
-        const std::int64_t divisor = nonzero(unary());
+        const std::int64_t divisor = divisor_for(value, unary());
         std::int64_t quotient = value / divisor;
         if ((value % divisor != 0) && ((value < 0) != (divisor < 0))) --quotient;
         value = quotient;
       } else if (accept("/")) {
-        const std::int64_t divisor = nonzero(unary());
+        const std::int64_t divisor = divisor_for(value, unary());
         if (value % divisor != 0) {
           fail(fmt::format("{} / {} is not a whole number (use // to round down)", value, divisor));
         }
         value /= divisor;
       } else if (accept("%")) {
-        value %= nonzero(unary());
+        // Python's modulo, the partner of `//`: the result takes the divisor's sign, so that
+        // (a // b) * b + a % b == a.
+        const std::int64_t divisor = divisor_for(value, unary());
+        std::int64_t remainder = value % divisor;
+        if (remainder != 0 && ((remainder < 0) != (divisor < 0))) remainder += divisor;
+        value = remainder;
       } else {
         break;
       }
@@ -82,15 +94,27 @@ class Parser {
     return value;
   }
 
-  std::int64_t nonzero(std::int64_t divisor) const {
+  // A divisor that is safe to use with `dividend`: not zero, and not the one quotient that
+  // overflows (INT64_MIN / -1, which also traps in `%` on x86).
+  std::int64_t divisor_for(std::int64_t dividend, std::int64_t divisor) const {
     if (divisor == 0) fail("division by zero");
+    if (divisor == -1 && dividend == INT64_MIN) throw OverflowError();
     return divisor;
   }
 
   std::int64_t unary() {
-    if (accept("-")) return checked_mul(-1, unary());
-    if (accept("+")) return unary();
-    return primary();
+    // Counted like parentheses: "- - - ... 1" must not exhaust the stack.
+    if (++depth_ > kMaxDepth) fail("nested too deeply");
+    std::int64_t value = 0;
+    if (accept("-")) {
+      value = checked_mul(-1, unary());
+    } else if (accept("+")) {
+      value = unary();
+    } else {
+      value = primary();
+    }
+    --depth_;
+    return value;
   }
 
   std::int64_t primary() {

@@ -103,7 +103,8 @@ std::vector<std::int64_t> Attributes::per_axis(std::string_view key, std::size_t
   if (!value) return values;
   if (value->is_array()) {
     if (value->array_size() != count) {
-      value->fail(fmt::format("expected {} values, got {}", count, value->array_size()));
+      value->fail(fmt::format("layer \"{}\": expected {} values, got {}", layer_name_, count,
+                              value->array_size()));
     }
     for (std::size_t i = 0; i < count; ++i) values[i] = evaluate(value->at(i));
   } else {
@@ -111,9 +112,9 @@ std::vector<std::int64_t> Attributes::per_axis(std::string_view key, std::size_t
   }
   for (std::size_t i = 0; i < count; ++i) {
     if (values[i] < minimum) {
-      value->fail(fmt::format("expected {} integer{}, got {}",
-                              minimum > 0 ? "positive" : "non-negative", count > 1 ? "s" : "",
-                              values[i]));
+      const JsonView where = value->is_array() ? value->at(i) : *value;
+      where.fail(fmt::format("layer \"{}\": expected a {} integer, got {}", layer_name_,
+                             minimum > 0 ? "positive" : "non-negative", values[i]));
     }
   }
   return values;
@@ -516,10 +517,10 @@ OpResult infer_attention(OpContext& ctx) {
   const std::int64_t q_width = checked_mul(heads, head_dim);
   const std::int64_t kv_width = checked_mul(kv_heads, head_dim);
   const std::int64_t pairs = attention_pairs(s, s_kv, causal, window, ctx.options.causal);
-  const std::int64_t projection_macs =
-      checked_add(checked_add(checked_mul(batch, s, d_model, q_width),
-                              checked_mul(2, batch, s_kv, d_kv, kv_width)),
-                  checked_mul(batch, s, q_width, d_out));
+  const std::int64_t q_macs = checked_mul(batch, s, d_model, q_width);
+  const std::int64_t kv_macs = checked_mul(2, batch, s_kv, d_kv, kv_width);
+  const std::int64_t out_macs = checked_mul(batch, s, q_width, d_out);
+  const std::int64_t projection_macs = checked_add(checked_add(q_macs, kv_macs), out_macs);
   const std::int64_t score_macs = checked_mul(batch, heads, pairs, head_dim);  // Q·Kᵀ; AV same.
   const std::int64_t scores = checked_mul(batch, heads, pairs);
 
@@ -531,10 +532,11 @@ OpResult infer_attention(OpContext& ctx) {
   // Scale and softmax on every score: 1 + 5 FLOPs.
   c.other_flops = checked_mul(scores, 6);
   if (bias) {
-    c.params = checked_add(c.params, q_width + 2 * kv_width + d_out);
+    c.params = checked_add(c.params,
+                           checked_add(checked_add(q_width, checked_mul(2, kv_width)), d_out));
     c.other_flops = checked_add(c.other_flops,
-                                checked_add(checked_mul(batch, s, q_width + d_out),
-                                            checked_mul(batch, s_kv, 2 * kv_width)));
+                                checked_add(checked_mul(batch, s, checked_add(q_width, d_out)),
+                                            checked_mul(batch, s_kv, 2, kv_width)));
   }
   c.macs = checked_add(projection_macs, checked_mul(score_macs, 2));
   c.input_elements = sum_input_elements(ctx);
@@ -546,10 +548,14 @@ OpResult infer_attention(OpContext& ctx) {
       checked_add(checked_mul(2, batch, s, q_width), checked_mul(2, batch, s_kv, kv_width));
   c.input_elements = checked_add(c.input_elements, intermediates);
   c.output_elements = checked_add(c.output_elements, intermediates);
-  // Weights: weight gradient always, input gradient if needed. Both products: 2 operands each.
+  // Projections: the weight gradient always; the input gradient of the Q (K, V) projection
+  // only if the query (key/value) input needs one. The output projection's input gradient is
+  // always needed: it flows back into the Q, K and V weights. Q·Kᵀ and AV: 2 operands each.
+  const bool q_grad = ctx.input_needs_grad[0];
+  const bool kv_grad = ctx.input_needs_grad.size() > 1 ? ctx.input_needs_grad[1] : q_grad;
   c.backward_macs = checked_add(
-      ctx.any_input_needs_grad() ? checked_mul(projection_macs, 2) : projection_macs,
-      checked_mul(score_macs, 4));
+      checked_add(checked_mul(q_macs, q_grad ? 2 : 1), checked_mul(kv_macs, kv_grad ? 2 : 1)),
+      checked_add(checked_mul(out_macs, 2), checked_mul(score_macs, 4)));
   c.backward_other_flops = checked_mul(c.other_flops, 2);
   result.output = std::move(out);
   return result;

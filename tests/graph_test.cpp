@@ -1,0 +1,177 @@
+// capcalc::Graph helpers (src/graph.cpp): totals, liveness of activations, shape strings. The
+// graphs are built by hand so that every expected peak can be followed step by step.
+#include "capcalc/graph.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "capcalc/model.hpp"
+#include "catch.hpp"
+#include "checked.hpp"
+
+namespace {
+
+using capcalc::Graph;
+using capcalc::graph_totals;
+using capcalc::GraphInput;
+using capcalc::Layer;
+using capcalc::Shape;
+
+// Appends a layer of `elements` output elements reading `inputs` (value ids); returns its id.
+std::int32_t add(Graph& g, const std::string& name, std::vector<std::int32_t> inputs,
+                 std::int64_t elements, bool view = false) {
+  Layer layer;
+  layer.name = name;
+  layer.op = view ? "flatten" : "relu";
+  layer.inputs = std::move(inputs);
+  layer.output = Shape{elements};
+  layer.view = view;
+  g.layers.push_back(layer);
+  return g.layer_value(g.layers.size() - 1);
+}
+
+Graph with_input(std::int64_t elements) {
+  Graph g;
+  g.inputs.push_back(GraphInput{"x", Shape{elements}});
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("graph: shape_to_string and element_count", "[graph]") {
+  CHECK(capcalc::shape_to_string(Shape{1, 3, 224, 224}) == "[1, 3, 224, 224]");
+  CHECK(capcalc::shape_to_string(Shape{7}) == "[7]");
+  CHECK(capcalc::shape_to_string(Shape{}) == "[]");
+  CHECK(capcalc::element_count(Shape{1, 3, 224, 224}) == 3 * 224 * 224);
+  CHECK(capcalc::element_count(Shape{}) == 1);  // A scalar.
+  REQUIRE_THROWS_AS(capcalc::element_count(Shape{1LL << 32, 1LL << 32}), capcalc::OverflowError);
+}
+
+TEST_CASE("graph: value ids number the inputs first, then the layers", "[graph]") {
+  Graph g = with_input(4);
+  g.inputs.push_back(GraphInput{"y", Shape{2, 3}});
+  const std::int32_t a = add(g, "a", {0}, 9);
+  CHECK(a == 2);
+  CHECK(g.value_name(0) == "x");
+  CHECK(g.value_name(1) == "y");
+  CHECK(g.value_name(2) == "a");
+  CHECK(g.value_shape(1) == Shape{2, 3});
+  CHECK(g.value_shape(2) == Shape{9});
+}
+
+TEST_CASE("graph: graph_totals sums every layer", "[graph]") {
+  Graph g = with_input(10);
+  add(g, "a", {0}, 20);
+  add(g, "b", {1}, 30);
+  add(g, "v", {2}, 30, true);
+  g.outputs = {3};
+  capcalc::LayerCounts& a = g.layers[0].counts;
+  a = {100, 1000, 50, 10, 100, 20, 2000, 100};
+  capcalc::LayerCounts& b = g.layers[1].counts;
+  b = {7, 3, 4, 20, 7, 30, 6, 8};
+  CHECK(a.flops() == 2 * 1000 + 50);
+  CHECK(a.backward_flops() == 2 * 2000 + 100);
+  CHECK(a.moved_elements() == 10 + 100 + 20);
+
+  const capcalc::GraphTotals t = graph_totals(g);
+  CHECK(t.params == 107);
+  CHECK(t.macs == 1003);
+  CHECK(t.other_flops == 54);
+  CHECK(t.flops == 2 * 1003 + 54);
+  CHECK(t.backward_macs == 2006);
+  CHECK(t.backward_flops == (2 * 2000 + 100) + (2 * 6 + 8));
+  CHECK(t.moved_elements == (10 + 100 + 20) + (20 + 7 + 30));
+  CHECK(t.activation_elements == 20 + 30);  // The view adds no storage.
+}
+
+TEST_CASE("graph: a sum that overflows is an error, not a wrap", "[graph]") {
+  Graph g = with_input(1);
+  add(g, "a", {0}, 1);
+  add(g, "b", {1}, 1);
+  g.outputs = {2};
+  g.layers[0].counts.macs = INT64_MAX / 2 + 1;
+  g.layers[1].counts.macs = INT64_MAX / 2 + 1;
+  REQUIRE_THROWS_AS(graph_totals(g), capcalc::OverflowError);
+}
+
+TEST_CASE("graph: peak live elements of a chain", "[graph]") {
+  // x(10) -> a(20) -> b(30) -> c(5), output c.
+  //   step a: x + a = 30, then x dies -> 20
+  //   step b: a + b = 50, then a dies -> 30
+  //   step c: b + c = 35, then b dies -> 5
+  Graph g = with_input(10);
+  const std::int32_t a = add(g, "a", {0}, 20);
+  const std::int32_t b = add(g, "b", {a}, 30);
+  g.outputs = {add(g, "c", {b}, 5)};
+  CHECK(graph_totals(g).peak_live_elements == 50);
+}
+
+TEST_CASE("graph: a residual keeps its source alive until the add", "[graph]") {
+  // x(4) -> a(100) -> r(10) -> c(10) -> add(c, a) = s(100), output s.
+  //   step a: 4 + 100 = 104, x dies -> 100
+  //   step r: 100 + 10 = 110
+  //   step c: 110 + 10 = 120, r dies -> 110
+  //   step s: 110 + 100 = 210 (a is still alive for the add), a and c die ->
+  //   100
+  Graph g = with_input(4);
+  const std::int32_t a = add(g, "a", {0}, 100);
+  const std::int32_t r = add(g, "r", {a}, 10);
+  const std::int32_t c = add(g, "c", {r}, 10);
+  g.outputs = {add(g, "s", {c, a}, 100)};
+  CHECK(graph_totals(g).peak_live_elements == 210);
+
+  // The same chain without the skip: a dies after r reads it, so the last step holds c + s.
+  Graph plain = with_input(4);
+  const std::int32_t pa = add(plain, "a", {0}, 100);
+  const std::int32_t pr = add(plain, "r", {pa}, 10);
+  const std::int32_t pc = add(plain, "c", {pr}, 10);
+  plain.outputs = {add(plain, "s", {pc}, 100)};
+  // step a 104 -> 100; step r 110 -> 10; step c 20 -> 10; step s 110.
+  CHECK(graph_totals(plain).peak_live_elements == 110);
+}
+
+TEST_CASE("graph: views share their input's storage and extend its life", "[graph]") {
+  // x(1) -> a(20) -> v = view(a) -> b(5) reads v; d(7) reads v; output d.
+  //   step a: 1 + 20 = 21, x dies -> 20
+  //   step v: a view adds nothing -> 20 (a copy would make it 40)
+  //   step b: 20 + 5 = 25, b is never read again -> 20
+  //   step d: 20 + 7 = 27 (a lives on through the view), a dies -> 7
+  Graph g = with_input(1);
+  const std::int32_t a = add(g, "a", {0}, 20);
+  const std::int32_t v = add(g, "v", {a}, 20, true);
+  add(g, "b", {v}, 5);
+  g.outputs = {add(g, "d", {v}, 7)};
+  const capcalc::GraphTotals t = graph_totals(g);
+  CHECK(t.peak_live_elements == 27);
+  CHECK(t.activation_elements == 20 + 5 + 7);
+
+  // A view that is a model output keeps its storage to the end.
+  //   step a: 4 + 50 = 54 (x is read again at step c)
+  //   step v: 54
+  //   step c: 54 + 3 = 57, x dies -> 53; a stays (its view is an output)
+  Graph out = with_input(4);
+  const std::int32_t oa = add(out, "a", {0}, 50);
+  const std::int32_t ov = add(out, "v", {oa}, 50, true);
+  const std::int32_t oc = add(out, "c", {0}, 3);
+  out.outputs = {ov, oc};
+  CHECK(graph_totals(out).peak_live_elements == 57);
+}
+
+TEST_CASE("graph: liveness of a parsed model", "[graph]") {
+  // x [1, 8] -> fc1 [1, 32] -> relu [1, 32] -> fc2 [1, 4].
+  //   fc1: 8 + 32 = 40, x dies -> 32; relu: 32 + 32 = 64, fc1 dies -> 32; fc2:
+  //   32 + 4 = 36.
+  const char* text = R"({"format": "capcalc-model/1", "name": "mlp",
+      "inputs": [{"name": "x", "shape": [1, 8]}],
+      "layers": [{"name": "fc1", "op": "linear", "out_features": 32},
+                 {"name": "act", "op": "relu"},
+                 {"name": "fc2", "op": "linear", "out_features": 4}]})";
+  const Graph g = capcalc::parse_model(text, "m.json");
+  const capcalc::GraphTotals t = graph_totals(g);
+  CHECK(t.peak_live_elements == 64);
+  CHECK(t.activation_elements == 32 + 32 + 4);
+  CHECK(t.params == (8 * 32 + 32) + (32 * 4 + 4));
+  CHECK(t.macs == 8 * 32 + 32 * 4);
+  CHECK(t.other_flops == 32 + 32 + 4);  // Bias, relu, bias.
+}
