@@ -439,6 +439,7 @@ OpResult infer_matmul(OpContext& ctx) {
   OpResult result;
   LayerCounts& c = result.counts;
   c.macs = checked_mul(element_count(*batch), m, n, k);
+  c.score_macs = c.macs;
   c.input_elements = sum_input_elements(ctx);
   c.output_elements = element_count(out);
   // Each operand that needs a gradient costs one product of the forward's size.
@@ -539,6 +540,7 @@ OpResult infer_attention(OpContext& ctx) {
                                             checked_mul(batch, s_kv, 2, kv_width)));
   }
   c.macs = checked_add(projection_macs, checked_mul(score_macs, 2));
+  c.score_macs = checked_mul(score_macs, 2);
   c.input_elements = sum_input_elements(ctx);
   c.weight_elements_read = c.params;
   c.output_elements = element_count(out);

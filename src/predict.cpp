@@ -18,20 +18,40 @@ bool fusable(const Layer& layer, Mode mode) {
   static const std::vector<std::string_view> kFusable = {
       "relu", "gelu", "silu", "sigmoid", "tanh", "add", "mul", "position_embedding", "softmax",
       "layernorm", "rmsnorm"};
-  if (layer.op == "batchnorm") return mode == Mode::kInference;
+  if (layer.op == "batchnorm") return mode == Mode::kInference;  // Folded into the conv.
   return std::find(kFusable.begin(), kFusable.end(), layer.op) != kFusable.end();
 }
 
-// 2:4 sparsity applies to the weights of convolutions and linear layers.
+// Matrix units work on tiles: a product whose output width N or reduction K is not a multiple
+// of the tile wastes the rest of it (tile quantisation; NVIDIA's "Matrix Multiplication
+// Background" guide: 128-wide output tiles, 64-deep reduction slices on tensor cores).
+double tile_utilisation(double n, double k) {
+  const auto fill = [](double size, double tile) { return size / (std::ceil(size / tile) * tile); };
+  return fill(n, kMatrixTileN) * fill(k, kMatrixTileK);
+}
+
+// 2:4 sparsity applies to weights: layers with parameters and weight MACs.
 bool has_sparse_weights(const Layer& layer) {
-  return layer.counts.params > 0 && layer.counts.macs > 0 && layer.op != "attention";
+  return layer.counts.params > 0 && layer.counts.macs > layer.counts.score_macs;
 }
 
 struct Rates {
-  double matrix_flops_per_s = 0;  // Achievable, for MACs on matrix units.
+  double matrix_flops_per_s = 0;  // Achievable, for weight MACs on matrix units.
+  double score_flops_per_s = 0;   // Achievable, for activation x activation MACs (attention).
   double vector_flops_per_s = 0;  // Achievable, for other FLOPs (and MACs without matrix units).
   double bytes_per_s = 0;         // Achievable bandwidth.
 };
+
+// 8-bit and 4-bit formats quantise weights and GEMM inputs; attention's products of two
+// activations (QKᵀ, AV) stay in 16 bits in the common stacks (Transformer Engine's FP8
+// recipe, TensorRT's fused MHA), so they run at the 16-bit matrix rate.
+double score_matrix_peak(const Device& device, Precision precision) {
+  const bool narrow = precision == Precision::kFp8 || precision == Precision::kInt8 ||
+                      precision == Precision::kInt4;
+  if (!narrow) return device.peak(precision).matrix_flops_per_s;
+  return std::max(device.peak(Precision::kBf16).matrix_flops_per_s,
+                  device.peak(Precision::kFp16).matrix_flops_per_s);
+}
 
 Rates achievable_rates(const Device& device, const PerformanceParams& params, Precision precision) {
   if (!device.supports(precision)) {
@@ -50,25 +70,31 @@ Rates achievable_rates(const Device& device, const PerformanceParams& params, Pr
   if (vector == 0) vector = peak.matrix_flops_per_s;
   rates.vector_flops_per_s = vector * params.vector_efficiency;
   rates.matrix_flops_per_s = peak.matrix_flops_per_s * params.matrix_efficiency;
+  double score = score_matrix_peak(device, precision);
+  if (score == 0) score = peak.matrix_flops_per_s;
+  rates.score_flops_per_s = score * params.matrix_efficiency;
   rates.bytes_per_s = device.memory_bandwidth_bytes_per_s * params.memory_efficiency;
   return rates;
 }
 
 struct Work {
-  double macs = 0;
+  double macs = 0;        // Weight MACs.
+  double score_macs = 0;  // Activation x activation MACs.
   double other_flops = 0;
   double bytes = 0;
   double kernels = 1;
 };
 
-LayerEstimate roofline(const Work& w, bool matrix, double sparsity, bool fused, const Rates& rates,
-                       double floor_s) {
+LayerEstimate roofline(const Work& w, bool matrix, double matrix_speed, bool fused,
+                       const Rates& rates, double floor_s) {
   LayerEstimate e;
   e.matrix_units = matrix;
-  e.flops = 2 * w.macs + w.other_flops;
+  e.flops = 2 * (w.macs + w.score_macs) + w.other_flops;
   e.bytes = fused ? 0 : w.bytes;
-  const double mac_rate = matrix ? rates.matrix_flops_per_s * sparsity : rates.vector_flops_per_s;
-  e.compute_s = 2 * w.macs / mac_rate + w.other_flops / rates.vector_flops_per_s;
+  const double mac_rate = matrix ? rates.matrix_flops_per_s * matrix_speed : rates.vector_flops_per_s;
+  const double score_rate = matrix ? rates.score_flops_per_s : rates.vector_flops_per_s;
+  e.compute_s = 2 * w.macs / mac_rate + 2 * w.score_macs / score_rate +
+                w.other_flops / rates.vector_flops_per_s;
   e.memory_s = e.bytes / rates.bytes_per_s;
   if (fused) {
     e.time_s = e.compute_s;
@@ -190,25 +216,36 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     const bool matrix =
         has_matrix && c.macs > 0 && static_cast<double>(c.macs) / outputs >= kMinMatrixReduction;
     const bool sparse_layer = sparse && has_sparse_weights(layer);
-    const double speedup = sparse_layer && matrix ? result.sparsity_speedup : 1;
+    // The output width N is the channel axis of NCHW convolutions, the last axis otherwise;
+    // the reduction K is MACs per output. Attention mixes several products: no penalty.
+    const double n = layer.output.size() == 4 && layer.op != "attention"
+                         ? static_cast<double>(layer.output[1])
+                         : static_cast<double>(layer.output.back());
+    const double k = static_cast<double>(c.macs) / outputs;
+    const double utilisation = layer.op == "attention" || !matrix ? 1 : tile_utilisation(n, k);
+    const double speed = utilisation * (sparse_layer && matrix ? result.sparsity_speedup : 1);
     const bool fused = compiled && fusable(layer, workload.mode);
     const double layer_weight_bytes = sparse_layer ? sparse_weight_bytes : weight_bytes;
 
     Work forward;
-    forward.macs = static_cast<double>(c.macs);
+    forward.macs = static_cast<double>(c.macs - c.score_macs);
+    forward.score_macs = static_cast<double>(c.score_macs);
     forward.other_flops = static_cast<double>(c.other_flops);
     forward.bytes = static_cast<double>(c.input_elements + c.output_elements) * act_bytes +
                     static_cast<double>(c.weight_elements_read) * layer_weight_bytes;
-    LayerEstimate e = roofline(forward, matrix, speedup, fused, rates, floor_s);
+    LayerEstimate e = roofline(forward, matrix, speed, fused, rates, floor_s);
     if (training) {
       // Backward: its own FLOPs, about twice the forward traffic (read the output gradient and
       // the saved inputs, write the input and weight gradients), two kernels.
       Work backward;
-      backward.macs = static_cast<double>(c.backward_macs);
+      // Each product of two activations needs both operands' gradients: twice its forward.
+      backward.score_macs = std::min(static_cast<double>(c.backward_macs), 2 * forward.score_macs);
+      backward.macs = static_cast<double>(c.backward_macs) - backward.score_macs;
       backward.other_flops = static_cast<double>(c.backward_other_flops);
       backward.bytes = 2 * forward.bytes;
       backward.kernels = 2;
-      add(e, roofline(backward, matrix, speedup, fused, rates, floor_s));
+      // A fused forward still leaves a backward that reads what it saved: not fused.
+      add(e, roofline(backward, matrix, speed, false, rates, floor_s));
     }
     result.layers.push_back(e);
   }

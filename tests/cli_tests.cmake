@@ -109,3 +109,17 @@ capcalc_cli_error(run_without_training "add --mode training"
                   estimate data/models/resnet50.json --gpu A100 --dataset-size 1000)
 capcalc_cli_error(hardware_file_missing "tests/cli/nope.json: cannot open file"
                   hw list --hardware-file tests/cli/nope.json)
+
+# The validation set: every case predicted with the global parameters. The limits come from
+# the measured figures (median 16.0 %, worst 4.15x at the time of writing) with a margin:
+# a change that makes predictions clearly worse fails here.
+capcalc_cli_ok(validate "76 cases: median \\|error\\| [0-9.]+ %, worst [0-9.]+x"
+               validate --max-median-error 0.20 --max-worst-factor 5)
+add_test(NAME cli.validate_gate_fails
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=validate;--max-median-error;0.01" -DEXPECT_CODE=1
+                 "-DSTDERR_REGEX=median \\|error\\| .* exceeds the limit 1.0 %"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+capcalc_cli_error(validate_bad_file "tests/cli/bad_measurements.json:/cases/0/metric: unknown metric \"througput_per_s\"; did you mean \"throughput_per_s\"\\?"
+                  validate --measurements tests/cli/bad_measurements.json)

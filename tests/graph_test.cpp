@@ -60,6 +60,27 @@ TEST_CASE("graph: value ids number the inputs first, then the layers", "[graph]"
   CHECK(g.value_shape(2) == Shape{9});
 }
 
+namespace {
+
+// Named fields, so that a new field in LayerCounts cannot shift these values.
+capcalc::LayerCounts counts(std::int64_t params, std::int64_t macs, std::int64_t other_flops,
+                            std::int64_t input_elements, std::int64_t weight_elements_read,
+                            std::int64_t output_elements, std::int64_t backward_macs,
+                            std::int64_t backward_other_flops) {
+  capcalc::LayerCounts c;
+  c.params = params;
+  c.macs = macs;
+  c.other_flops = other_flops;
+  c.input_elements = input_elements;
+  c.weight_elements_read = weight_elements_read;
+  c.output_elements = output_elements;
+  c.backward_macs = backward_macs;
+  c.backward_other_flops = backward_other_flops;
+  return c;
+}
+
+}  // namespace
+
 TEST_CASE("graph: graph_totals sums every layer", "[graph]") {
   Graph g = with_input(10);
   add(g, "a", {0}, 20);
@@ -67,9 +88,9 @@ TEST_CASE("graph: graph_totals sums every layer", "[graph]") {
   add(g, "v", {2}, 30, true);
   g.outputs = {3};
   capcalc::LayerCounts& a = g.layers[0].counts;
-  a = {100, 1000, 50, 10, 100, 20, 2000, 100};
+  a = counts(100, 1000, 50, 10, 100, 20, 2000, 100);
   capcalc::LayerCounts& b = g.layers[1].counts;
-  b = {7, 3, 4, 20, 7, 30, 6, 8};
+  b = counts(7, 3, 4, 20, 7, 30, 6, 8);
   CHECK(a.flops() == 2 * 1000 + 50);
   CHECK(a.backward_flops() == 2 * 2000 + 100);
   CHECK(a.moved_elements() == 10 + 100 + 20);

@@ -187,7 +187,7 @@ TEST_CASE("sparsity factors, sources, links and prices are well formed", "[hardw
   }
 }
 
-TEST_CASE("every device type has performance parameters in (0, 1]", "[hardware]") {
+TEST_CASE("every device type has performance parameters between 0 and 1", "[hardware]") {
   for (DeviceType type : {DeviceType::kCpu, DeviceType::kGpu, DeviceType::kTpu,
                           DeviceType::kAccelerator}) {
     const capcalc::PerformanceParams& params = table().performance_for(type);

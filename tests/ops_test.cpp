@@ -760,7 +760,7 @@ TEST_CASE("ops: adaptive_avgpool2d sums PyTorch's bins exactly", "[ops]") {
   CHECK(even.counts.other_flops == 512 * 14 * 14);
 }
 
-TEST_CASE("ops: global_avgpool keeps [N, C, 1, 1]", "[ops]") {
+TEST_CASE("ops: global_avgpool keeps N, C, 1, 1", "[ops]") {
   const Layer l = only("[2, 16, 7, 7]", R"({"op": "global_avgpool"})");
   REQUIRE(l.output == Shape{2, 16, 1, 1});
   CHECK(l.counts.other_flops == 2 * 16 * 7 * 7);  // H * W per output element.

@@ -28,6 +28,8 @@ std::int64_t element_count(const Shape& shape);
 struct LayerCounts {
   std::int64_t params = 0;                ///< Trainable parameters owned by this layer.
   std::int64_t macs = 0;                  ///< Forward multiply-accumulates (matrix-unit work).
+  std::int64_t score_macs = 0;            ///< Of `macs`: products of two activations (QKᵀ, AV,
+                                          ///< matmul), which carry no weights.
   std::int64_t other_flops = 0;           ///< Forward FLOPs that are not MACs (vector-unit work).
   std::int64_t input_elements = 0;        ///< Activation elements read.
   std::int64_t weight_elements_read = 0;  ///< Parameter elements read (an embedding reads rows).

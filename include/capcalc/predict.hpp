@@ -7,7 +7,8 @@
 //   memory time  = bytes moved / (bandwidth · memory_efficiency)
 // MACs run on matrix units (tensor cores, MXU, AMX) when the device has them for the precision
 // and the layer's reduction length (MACs per output element) is at least kMinMatrixReduction;
-// depthwise convolutions run on vector units. The floor is the per-kernel dispatch and launch
+// depthwise convolutions run on vector units. On matrix units the rate is scaled by tile
+// utilisation: output widths and reductions that are not multiples of the tile waste it. The floor is the per-kernel dispatch and launch
 // cost of the implementation profile: framework eager (PyTorch) or compiled (TensorRT,
 // torch.compile, XLA). Compiled also fuses elementwise layers into their neighbours: their
 // traffic and floor vanish, their arithmetic stays. The efficiencies and floors are the few
@@ -49,6 +50,11 @@ std::optional<Optimizer> parse_optimizer(std::string_view name);  ///< Also take
 /// A matrix product with fewer MACs per output than this runs on vector units (tensor cores
 /// need a reduction of a few tiles; depthwise 3x3 convolutions have 9).
 inline constexpr double kMinMatrixReduction = 16;
+
+/// Tile sizes of matrix units: a product's output width is computed in tiles of kMatrixTileN
+/// and its reduction in slices of kMatrixTileK; partial tiles waste the rest.
+inline constexpr double kMatrixTileN = 128;
+inline constexpr double kMatrixTileK = 64;
 
 /// Optimizer state bytes per parameter (fp32 moments) and bytes moved per parameter by one
 /// fused update (read weights, gradients and state; write weights and state).

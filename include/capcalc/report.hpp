@@ -11,6 +11,7 @@
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/validate.hpp"
 
 namespace capcalc {
 
@@ -49,5 +50,9 @@ std::string render_hardware_csv(const std::vector<const Device*>& devices);
 /// `capcalc hw show`: every figure of one device, with its sources.
 std::string render_device_text(const Device& device, const PerformanceParams& params);
 std::string render_device_json(const Device& device, const PerformanceParams& params);
+
+/// `capcalc validate`: each case predicted vs measured, then the median and worst error.
+std::string render_validation_text(const ValidationSummary& summary);
+std::string render_validation_json(const ValidationSummary& summary);
 
 }  // namespace capcalc

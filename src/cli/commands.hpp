@@ -47,5 +47,11 @@ Precision precision_from(const std::string& name);
 void add_estimate_command(CLI::App& app);
 void add_layers_command(CLI::App& app);
 void add_hw_command(CLI::App& app);
+/// `validate` sets `exit_code` to 1 when a --max-* limit is exceeded.
+void add_validate_command(CLI::App& app, int& exit_code);
+
+/// The data directory: $CAPCALC_DATA_DIR, else the installed share/capcalc next to the binary,
+/// else the source tree's data/.
+std::string data_dir();
 
 }  // namespace capcalc::cli

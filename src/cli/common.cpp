@@ -59,14 +59,15 @@ Graph load_model_from(const ModelArgs& args) {
   return load_model(args.path, options);
 }
 
+std::string data_dir() {
+  if (const char* dir = std::getenv("CAPCALC_DATA_DIR"); dir != nullptr && *dir != '\0') return dir;
+  const std::string installed = executable_dir() + "/../share/capcalc";
+  if (exists(installed + "/hardware.json")) return installed;
+  return CAPCALC_SOURCE_DATA_DIR;
+}
+
 std::string hardware_path(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* dir = std::getenv("CAPCALC_DATA_DIR"); dir != nullptr && *dir != '\0') {
-    return std::string(dir) + "/hardware.json";
-  }
-  const std::string installed = executable_dir() + "/../share/capcalc/hardware.json";
-  if (exists(installed)) return installed;
-  return std::string(CAPCALC_SOURCE_DATA_DIR) + "/hardware.json";
+  return flag.empty() ? data_dir() + "/hardware.json" : flag;
 }
 
 void add_hardware_options(CLI::App& sub, HardwareArgs& args) {

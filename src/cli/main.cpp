@@ -18,13 +18,15 @@ int run(int argc, char** argv) {
   capcalc::cli::add_estimate_command(app);
   capcalc::cli::add_layers_command(app);
   capcalc::cli::add_hw_command(app);
+  int exit_code = 0;
+  capcalc::cli::add_validate_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // Prints --help/--version or the usage error.
     return code == 0 ? 0 : kExitBadInput;
   }
-  return 0;
+  return exit_code;
 }
 
 }  // namespace

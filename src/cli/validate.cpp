@@ -1,0 +1,66 @@
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+
+#include "capcalc/report.hpp"
+#include "capcalc/validate.hpp"
+#include "commands.hpp"
+
+namespace capcalc::cli {
+namespace {
+
+struct ValidateOptions {
+  HardwareArgs hardware;
+  std::string measurements;
+  std::string models;
+  std::string format = "table";
+  std::optional<double> max_median_error;
+  std::optional<double> max_worst_factor;
+};
+
+int run_validate(const ValidateOptions& options) {
+  const HardwareTable table = load_table(options.hardware);
+  const std::string measurements = options.measurements.empty()
+                                       ? data_dir() + "/validation/measurements.json"
+                                       : options.measurements;
+  const std::vector<Measurement> cases = load_measurements(measurements);
+  const ValidationSummary summary =
+      validate(cases, table, options.models.empty() ? data_dir() + "/models" : options.models);
+  fmt::print("{}", options.format == "json" ? render_validation_json(summary)
+                                            : render_validation_text(summary));
+  bool failed = false;
+  if (options.max_median_error && summary.median_abs_error > *options.max_median_error) {
+    fmt::print(stderr, "capcalc: validate: median |error| {:.1f} % exceeds the limit {:.1f} %\n",
+               100 * summary.median_abs_error, 100 * *options.max_median_error);
+    failed = true;
+  }
+  if (options.max_worst_factor && summary.worst_factor > *options.max_worst_factor) {
+    fmt::print(stderr, "capcalc: validate: worst error {:.2f}x exceeds the limit {:.2f}x\n",
+               summary.worst_factor, *options.max_worst_factor);
+    failed = true;
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<ValidateOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "validate", "Predict every published measurement of the validation set; print the errors");
+  add_hardware_options(*sub, options->hardware);
+  sub->add_option("--measurements", options->measurements,
+                  "Measurement file (default: data/validation/measurements.json)");
+  sub->add_option("--models", options->models, "Directory of the model files (default: data/models)");
+  sub->add_option("-f,--format", options->format, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  sub->add_option("--max-median-error", options->max_median_error,
+                  "Exit 1 if the median |error| exceeds this fraction (e.g. 0.15)");
+  sub->add_option("--max-worst-factor", options->max_worst_factor,
+                  "Exit 1 if any case is off by more than this factor (e.g. 2)");
+  sub->callback([options, &exit_code] { exit_code = run_validate(*options); });
+}
+
+}  // namespace capcalc::cli

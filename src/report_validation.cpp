@@ -1,0 +1,93 @@
+// Rendering of `capcalc validate`.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "capcalc/report.hpp"
+#include "capcalc/units.hpp"
+#include "table.hpp"
+
+namespace capcalc {
+namespace {
+
+std::string format_value(Metric metric, double value) {
+  switch (metric) {
+    case Metric::kLatency:
+      return format_duration(value);
+    case Metric::kMfu:
+      return fmt::format("{:.1f} %", 100 * value);
+    case Metric::kGpuHours:
+      return format_count(value) + " h";
+    case Metric::kTflopsPerDevice:
+      return fmt::format("{:.0f} TF/s", value);
+    case Metric::kThroughput:
+    case Metric::kTokensPerSecond:
+      break;
+  }
+  return format_count(value) + "/s";
+}
+
+std::string_view short_metric(Metric metric) {
+  switch (metric) {
+    case Metric::kThroughput:
+      return "samples/s";
+    case Metric::kLatency:
+      return "latency";
+    case Metric::kTokensPerSecond:
+      return "tokens/s";
+    case Metric::kMfu:
+      return "MFU";
+    case Metric::kTflopsPerDevice:
+      return "TFLOP/s";
+    case Metric::kGpuHours:
+      return "GPU-hours";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string render_validation_text(const ValidationSummary& summary) {
+  using Align = TextTable::Align;
+  TextTable table;
+  table.add_column("case", Align::kLeft);
+  table.add_column("metric", Align::kLeft);
+  table.add_column("measured", Align::kRight);
+  table.add_column("predicted", Align::kRight);
+  table.add_column("error", Align::kRight);
+  for (const ValidationResult& r : summary.results) {
+    const Measurement& m = *r.measurement;
+    table.add_row({m.id, std::string(short_metric(m.metric)), format_value(m.metric, m.value),
+                   format_value(m.metric, r.predicted), fmt::format("{:+.0f} %", 100 * (r.ratio - 1))});
+  }
+  std::string out = table.render();
+  out += fmt::format("{} cases: median |error| {:.1f} %, worst {:.2f}x, {} within 2x\n",
+                     summary.results.size(), 100 * summary.median_abs_error, summary.worst_factor,
+                     summary.within_2x);
+  return out;
+}
+
+std::string render_validation_json(const ValidationSummary& summary) {
+  nlohmann::ordered_json doc;
+  doc["schema_version"] = kOutputSchemaVersion;
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  for (const ValidationResult& r : summary.results) {
+    const Measurement& m = *r.measurement;
+    nlohmann::ordered_json row;
+    row["id"] = m.id;
+    row["metric"] = std::string(metric_name(m.metric));
+    row["measured"] = m.value;
+    row["predicted"] = r.predicted;
+    row["ratio"] = r.ratio;
+    row["source"] = m.source;
+    cases.push_back(row);
+  }
+  doc["cases"] = cases;
+  doc["median_abs_error"] = summary.median_abs_error;
+  doc["worst_factor"] = summary.worst_factor;
+  doc["within_2x"] = summary.within_2x;
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace capcalc

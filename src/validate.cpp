@@ -1,0 +1,182 @@
+#include "capcalc/validate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "capcalc/error.hpp"
+#include "capcalc/model.hpp"
+#include "capcalc/predict.hpp"
+#include "json_view.hpp"
+#include "spellcheck.hpp"
+
+namespace capcalc {
+namespace {
+
+struct MetricName {
+  std::string_view name;
+  Metric metric;
+};
+
+constexpr std::array kMetrics = {
+    MetricName{"throughput_per_s", Metric::kThroughput},
+    MetricName{"latency_s", Metric::kLatency},
+    MetricName{"tokens_per_s", Metric::kTokensPerSecond},
+    MetricName{"mfu", Metric::kMfu},
+    MetricName{"tflops_per_device", Metric::kTflopsPerDevice},
+    MetricName{"gpu_hours", Metric::kGpuHours},
+};
+
+const std::vector<std::string_view> kCaseKeys = {
+    "id",     "model",  "dims",   "device",   "devices", "precision", "mode",  "metric", "value",
+    "unit",   "per",    "tokens", "software", "profile", "source",    "quote", "notes"};
+
+Measurement parse_case(const JsonView& entry) {
+  entry.expect_object();
+  for (const auto& item : entry.json().items()) {
+    if (std::find(kCaseKeys.begin(), kCaseKeys.end(), item.key()) == kCaseKeys.end()) {
+      entry.at(item.key()).fail(with_suggestion(
+          fmt::format("unknown key \"{}\" in a measurement", item.key()), item.key(), kCaseKeys));
+    }
+  }
+  Measurement m;
+  m.id = entry.at("id").as_string();
+  m.model = entry.at("model").as_string();
+  if (auto dims = entry.find("dims")) {
+    dims->expect_object();
+    for (const auto& item : dims->json().items()) m.dims[item.key()] = dims->at(item.key()).as_positive_int();
+  }
+  m.device = entry.at("device").as_string();
+  if (auto devices = entry.find("devices")) m.devices = devices->as_positive_int();
+  const JsonView precision = entry.at("precision");
+  const std::optional<Precision> p = parse_precision(precision.as_string());
+  if (!p) precision.fail(with_suggestion("unknown precision \"" + precision.as_string() + "\"",
+                                         precision.as_string(), precision_names()));
+  m.precision = *p;
+  const JsonView mode = entry.at("mode");
+  if (mode.as_string() != "training" && mode.as_string() != "inference") {
+    mode.fail("expected \"training\" or \"inference\", got \"" + mode.as_string() + "\"");
+  }
+  m.training = mode.as_string() == "training";
+  if (auto profile = entry.find("profile")) {
+    const std::optional<Profile> parsed = parse_profile(profile->as_string());
+    if (!parsed) profile->fail("expected \"eager\" or \"compiled\", got \"" + profile->as_string() + "\"");
+    m.profile = *parsed;
+  }
+  const JsonView metric = entry.at("metric");
+  const std::string metric_text = metric.as_string();
+  const auto found = std::find_if(kMetrics.begin(), kMetrics.end(),
+                                  [&](const MetricName& n) { return n.name == metric_text; });
+  if (found == kMetrics.end()) {
+    std::vector<std::string_view> names;
+    for (const MetricName& n : kMetrics) names.push_back(n.name);
+    metric.fail(with_suggestion("unknown metric \"" + metric_text + "\"", metric_text, names));
+  }
+  m.metric = found->metric;
+  if (auto per = entry.find("per"); per && !per->is_null()) m.per_device = per->as_string() == "device";
+  m.value = entry.at("value").as_positive_number();
+  if (auto tokens = entry.find("tokens"); tokens && !tokens->is_null()) {
+    m.tokens = tokens->as_positive_number();
+  }
+  if (m.metric == Metric::kGpuHours && !m.tokens) entry.fail("a gpu_hours case needs \"tokens\"");
+  m.source = entry.at("source").as_string();
+  return m;
+}
+
+std::int64_t seq_of(const Graph& graph, const Measurement& m) {
+  const auto it = graph.dims.find("seq");
+  if (it == graph.dims.end()) {
+    throw Error({m.model}, fmt::format("measurement \"{}\" needs a model with a \"seq\" dimension", m.id));
+  }
+  return it->second;
+}
+
+double predict_case(const Measurement& m, const HardwareTable& table, const std::string& models_dir) {
+  const Device& device = table.get(m.device);
+  ModelOptions options;
+  options.dims = m.dims;
+  const Graph graph = load_model(models_dir + "/" + m.model, options);
+  Workload workload;
+  workload.precision = m.precision;
+  workload.mode = m.training ? Mode::kTraining : Mode::kInference;
+  workload.profile = m.profile;
+  workload.devices = m.devices;
+  const Estimate e = estimate(graph, device, table.performance_for(device), workload);
+  const auto devices = static_cast<double>(m.devices);
+  const double per_device_samples = e.throughput_per_s / devices;
+  const PeakRate& peak = device.peak(m.precision);
+  const double matrix_peak = peak.matrix_flops_per_s > 0 ? peak.matrix_flops_per_s : peak.vector_flops_per_s;
+  switch (m.metric) {
+    case Metric::kThroughput:
+      return m.per_device ? per_device_samples : e.throughput_per_s;
+    case Metric::kLatency:
+      return e.latency_s;
+    case Metric::kTokensPerSecond: {
+      const auto seq = static_cast<double>(seq_of(graph, m));
+      return (m.per_device ? per_device_samples : e.throughput_per_s) * seq;
+    }
+    case Metric::kMfu:
+      return e.achieved_flops_per_s / matrix_peak;
+    case Metric::kTflopsPerDevice:
+      return e.achieved_flops_per_s / 1e12;
+    case Metric::kGpuHours: {
+      const double samples = *m.tokens / static_cast<double>(seq_of(graph, m));
+      return samples / per_device_samples / 3600;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string_view metric_name(Metric metric) {
+  for (const MetricName& n : kMetrics) {
+    if (n.metric == metric) return n.name;
+  }
+  return "?";
+}
+
+std::vector<Measurement> load_measurements(const std::string& path) {
+  const nlohmann::json document = parse_json_text(read_text_file(path), path);
+  const JsonView root(document, path);
+  root.expect_object();
+  const JsonView version = root.at("schema_version");
+  if (version.as_positive_int() != 1) version.fail("unsupported schema_version; expected 1");
+  const JsonView cases = root.at("cases");
+  std::vector<Measurement> result;
+  for (std::size_t i = 0; i < cases.array_size(); ++i) {
+    result.push_back(parse_case(cases.at(i)));
+    for (std::size_t j = 0; j + 1 < result.size(); ++j) {
+      if (result[j].id == result.back().id) {
+        cases.at(i).at("id").fail(fmt::format("the id \"{}\" is used twice", result.back().id));
+      }
+    }
+  }
+  return result;
+}
+
+ValidationSummary validate(const std::vector<Measurement>& measurements,
+                           const HardwareTable& table, const std::string& models_dir) {
+  ValidationSummary summary;
+  std::vector<double> errors;
+  for (const Measurement& m : measurements) {
+    ValidationResult r;
+    r.measurement = &m;
+    r.predicted = predict_case(m, table, models_dir);
+    r.ratio = r.predicted / m.value;
+    const double factor = std::max(r.ratio, 1 / r.ratio);
+    summary.worst_factor = std::max(summary.worst_factor, factor);
+    if (factor <= 2) ++summary.within_2x;
+    errors.push_back(std::fabs(r.ratio - 1));
+    summary.results.push_back(r);
+  }
+  if (!errors.empty()) {
+    std::sort(errors.begin(), errors.end());
+    const std::size_t n = errors.size();
+    summary.median_abs_error = n % 2 == 1 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
+  }
+  return summary;
+}
+
+}  // namespace capcalc
