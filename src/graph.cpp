@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "checked.hpp"
 
@@ -49,10 +50,29 @@ GraphTotals graph_totals(const Graph& graph) {
     totals.backward_flops = checked_add(totals.backward_flops, c.backward_flops());
     totals.moved_elements = checked_add(totals.moved_elements, c.moved_elements());
     if (!layer.view) {
-      totals.activation_elements = checked_add(totals.activation_elements, element_count(layer.output));
+      totals.activation_elements = checked_add(
+          totals.activation_elements, checked_add(element_count(layer.output), c.saved_elements));
     }
   }
   totals.flops = checked_add(checked_mul(totals.macs, 2), totals.other_flops);
+
+  // Checkpointing keeps each group's result and recomputes one group at a time.
+  std::map<std::int32_t, std::int64_t> inside;  // Group -> its non-view outputs.
+  std::map<std::int32_t, std::int64_t> result;  // Group -> its last layer's output.
+  for (const Layer& layer : graph.layers) {
+    const std::int64_t elements = element_count(layer.output);
+    if (!layer.view) {
+      inside[layer.group] =
+          checked_add(inside[layer.group], checked_add(elements, layer.counts.saved_elements));
+    }
+    result[layer.group] = elements;
+  }
+  std::int64_t largest = 0;
+  for (const auto& [group, elements] : inside) largest = std::max(largest, elements);
+  totals.checkpointed_elements = largest;
+  for (const auto& [group, elements] : result) {
+    totals.checkpointed_elements = checked_add(totals.checkpointed_elements, elements);
+  }
 
   // Liveness. A view shares the storage of the value it reads; storage lives from the step
   // that creates it to the last step that reads it (or any view of it); model inputs from the

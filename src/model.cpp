@@ -282,6 +282,7 @@ class Builder {
     std::vector<std::int32_t> inputs = resolve_inputs(entry, env);
     std::int32_t result = -1;
     for (std::int64_t r = 0; r < repeat; ++r) {
+      if (env.depth == 0) group_ = next_group_++;  // Each top-level instance is a group.
       const std::string local =
           repeat_value ? fmt::format("{}.{}", name, first_index + r) : name;
       const std::string full = env.prefix + local;
@@ -343,6 +344,7 @@ class Builder {
     layer.counts = result.counts;
     layer.view = result.view;
     layer.definition = entry.pointer();
+    layer.group = group_;
     needs_grad_.push_back(needs_grad || layer.counts.params > 0);
     graph_.layers.push_back(std::move(layer));
     return graph_.layer_value(graph_.layers.size() - 1);
@@ -439,6 +441,8 @@ class Builder {
   DimScope dim_scope_;
   std::optional<JsonView> blocks_;
   std::vector<bool> needs_grad_;  // Per value: does its gradient need computing?
+  std::int32_t group_ = 0;        // Group of the layers being added.
+  std::int32_t next_group_ = 0;
 };
 
 }  // namespace

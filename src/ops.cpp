@@ -550,6 +550,7 @@ OpResult infer_attention(OpContext& ctx) {
       checked_add(checked_mul(2, batch, s, q_width), checked_mul(2, batch, s_kv, kv_width));
   c.input_elements = checked_add(c.input_elements, intermediates);
   c.output_elements = checked_add(c.output_elements, intermediates);
+  c.saved_elements = intermediates / 2;  // Q, K, V and context, once each.
   // Projections: the weight gradient always; the input gradient of the Q (K, V) projection
   // only if the query (key/value) input needs one. The output projection's input gradient is
   // always needed: it flows back into the Q, K and V weights. Q·Kᵀ and AV: 2 operands each.

@@ -234,6 +234,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     forward.bytes = static_cast<double>(c.input_elements + c.output_elements) * act_bytes +
                     static_cast<double>(c.weight_elements_read) * layer_weight_bytes;
     LayerEstimate e = roofline(forward, matrix, speed, fused, rates, floor_s);
+    if (training && workload.checkpointing) result.recompute_s += e.time_s;
     if (training) {
       // Backward: its own FLOPs, about twice the forward traffic (read the output gradient and
       // the saved inputs, write the input and weight gradients), two kernels.
@@ -269,7 +270,11 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     memory.gradient_bytes = params_count * weight_bytes;
     memory.optimizer_bytes = params_count * optimizer_state_bytes(workload.optimizer);
     if (weight_bytes < 4) memory.optimizer_bytes += params_count * kMasterWeightBytesPerParam;
-    memory.activation_bytes = static_cast<double>(totals.activation_elements) * act_bytes;
+    memory.activation_bytes =
+        static_cast<double>(workload.checkpointing ? totals.checkpointed_elements
+                                                   : totals.activation_elements) *
+        act_bytes;
+    result.latency_s += result.recompute_s;
   } else {
     memory.activation_bytes = static_cast<double>(totals.peak_live_elements) * act_bytes;
   }

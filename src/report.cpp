@@ -220,7 +220,10 @@ std::string render_explain_text(const ReportInput& in) {
                        weight_bytes_per_element(precision), optimizer_name(in.workload.optimizer),
                        optimizer_state_bytes(in.workload.optimizer),
                        weight_bytes_per_element(precision) < 4 ? " + fp32 master 4 B/param" : "");
-    out += "               + every layer output saved for backward\n";
+    out += in.workload.checkpointing
+               ? "               + each top-level block's output, and one block's internals\n"
+                 "               while it is recomputed (one more forward per step)\n"
+               : "               + every layer output saved for backward\n";
     if (auto seq = in.graph.dims.find("seq"); seq != in.graph.dims.end()) {
       // Kaplan et al. 2020: training costs about 6 FLOPs per parameter per token.
       const double per_token = e.flops / static_cast<double>(in.graph.batch * seq->second);
@@ -301,6 +304,10 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   if (training) {
     out += fmt::format("  optimizer    {} ({} update)\n", format_duration(e.optimizer_s),
                        optimizer_name(in.workload.optimizer));
+    if (in.workload.checkpointing) {
+      out += fmt::format("  recompute    {} (activation checkpointing: the forward again)\n",
+                         format_duration(e.recompute_s));
+    }
   }
   out += fmt::format("  throughput   {} samples/s\n", format_count(e.throughput_per_s));
   const double peak = matrix_peak(d, precision);
@@ -311,8 +318,9 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   const MemoryEstimate& m = e.memory;
   std::string breakdown = fmt::format("weights {}", format_bytes(m.weight_bytes));
   if (training) {
-    breakdown += fmt::format(" + gradients {}\n                 + optimizer {} + saved activations {}",
+    breakdown += fmt::format(" + gradients {}\n                 + optimizer {} + {} {}",
                              format_bytes(m.gradient_bytes), format_bytes(m.optimizer_bytes),
+                             in.workload.checkpointing ? "checkpoints" : "saved activations",
                              format_bytes(m.activation_bytes));
   } else {
     breakdown += fmt::format(" + peak activations {}", format_bytes(m.activation_bytes));
@@ -388,6 +396,7 @@ std::string render_estimate_json(const ReportInput& in) {
   workload["batch"] = in.graph.batch;
   workload["profile"] = std::string(profile_name(e.profile));
   workload["devices"] = in.workload.devices;
+  workload["checkpointing"] = in.workload.checkpointing;
   workload["sparsity"] = in.workload.sparsity == Sparsity::k2of4           ? "2:4"
                          : in.workload.sparsity == Sparsity::kUnstructured ? "unstructured"
                                                                             : "dense";
@@ -402,6 +411,7 @@ std::string render_estimate_json(const ReportInput& in) {
   est["bytes_per_step"] = e.bytes;
   est["achieved_flops_per_s"] = e.achieved_flops_per_s;
   est["optimizer_s"] = e.optimizer_s;
+  est["recompute_s"] = e.recompute_s;
   est["memory_bytes"] = e.memory.total_bytes;
   est["fits"] = e.fits;
   Json memory;

@@ -68,6 +68,45 @@ std::string render_validation_text(const ValidationSummary& summary) {
   return out;
 }
 
+std::string render_calibration_text(const CalibrationResult& result) {
+  using Align = TextTable::Align;
+  TextTable fits;
+  fits.add_column("device", Align::kLeft);
+  fits.add_column("records", Align::kRight);
+  fits.add_column("speed", Align::kRight);
+  fits.add_column("matrix", Align::kRight);
+  fits.add_column("vector", Align::kRight);
+  fits.add_column("memory", Align::kRight);
+  for (const CalibrationFit& f : result.fits) {
+    fits.add_row({f.device_id, std::to_string(f.records), fmt::format("{:.3f}x", f.speed_factor),
+                  fmt::format("{:.3f}", f.fitted.matrix_efficiency.value_or(0)),
+                  fmt::format("{:.3f}", f.fitted.vector_efficiency.value_or(0)),
+                  fmt::format("{:.3f}", f.fitted.memory_efficiency.value_or(0))});
+  }
+  TextTable records;
+  records.add_column("record", Align::kLeft);
+  records.add_column("measured", Align::kRight);
+  records.add_column("before", Align::kRight);
+  records.add_column("after", Align::kRight);
+  for (std::size_t i = 0; i < result.before.results.size(); ++i) {
+    const ValidationResult& b = result.before.results[i];
+    const ValidationResult& a = result.after.results[i];
+    const Measurement& m = *b.measurement;
+    records.add_row({m.id, format_value(m.metric, m.value),
+                     fmt::format("{:+.1f} %", 100 * (b.ratio - 1)),
+                     fmt::format("{:+.1f} %", 100 * (a.ratio - 1))});
+  }
+  std::string out = "Fitted (speed: measured / predicted before the fit; efficiencies after)\n";
+  out += fits.render("  ");
+  out += "\nRecords (error of the prediction, before and after)\n";
+  out += records.render("  ");
+  out += fmt::format("fit error: median |error| {:.1f} % before, {:.1f} % after; worst {:.2f}x "
+                     "before, {:.2f}x after\n",
+                     100 * result.before.median_abs_error, 100 * result.after.median_abs_error,
+                     result.before.worst_factor, result.after.worst_factor);
+  return out;
+}
+
 std::string render_validation_json(const ValidationSummary& summary) {
   nlohmann::ordered_json doc;
   doc["schema_version"] = kOutputSchemaVersion;

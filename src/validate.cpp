@@ -96,7 +96,10 @@ double predict_case(const Measurement& m, const HardwareTable& table, const std:
   const Device& device = table.get(m.device);
   ModelOptions options;
   options.dims = m.dims;
-  const Graph graph = load_model(models_dir + "/" + m.model, options);
+  // A bare file name is looked up in the models directory; a path is used as it is.
+  const std::string path =
+      m.model.find('/') == std::string::npos ? models_dir + "/" + m.model : m.model;
+  const Graph graph = load_model(path, options);
   Workload workload;
   workload.precision = m.precision;
   workload.mode = m.training ? Mode::kTraining : Mode::kInference;

@@ -123,3 +123,13 @@ add_test(NAME cli.validate_gate_fails
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_cli_error(validate_bad_file "tests/cli/bad_measurements.json:/cases/0/metric: unknown metric \"througput_per_s\"; did you mean \"throughput_per_s\"\\?"
                   validate --measurements tests/cli/bad_measurements.json)
+
+# calibrate: fit a device to records, write a hardware file, use it.
+add_test(NAME cli.calibrate_round_trip
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 -DRECORDS=${CMAKE_CURRENT_SOURCE_DIR}/cli/records.json
+                 -DOUT=${CMAKE_CURRENT_BINARY_DIR}/calibrated.json
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/calibrate_round_trip.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+capcalc_cli_error(calibrate_unknown_device "unknown device \"a1000\"; did you mean"
+                  calibrate tests/cli/records_bad_device.json)

@@ -246,3 +246,60 @@ TEST_CASE("training_totals: steps, time, device-hours, cost and energy", "[predi
   CHECK_FALSE(bare.cost_usd.has_value());
   CHECK_FALSE(bare.energy_kwh.has_value());
 }
+
+TEST_CASE("predict: training activations of a transformer layer match Korthikanti et al.",
+          "[predict]") {
+  // Korthikanti et al. 2022 (arXiv:2205.05198), eq. 1: a GPT layer keeps
+  // s·b·h·(34 + 5·a·s/h) bytes at 16-bit for backward; with fused attention (no stored score
+  // matrix) the second term is gone: 34·s·b·h. capcalc saves layer outputs and attention's
+  // Q, K, V and context; it keeps no dropout masks (2·s·b·h of the 34).
+  const std::int64_t s = 1024;
+  const std::int64_t b = 4;
+  const std::int64_t h = 1024;
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "layer",
+    "dims": {"batch": 4, "seq": 1024},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [
+      {"name": "ln1", "op": "layernorm"},
+      {"name": "attn", "op": "attention", "heads": 16},
+      {"name": "res1", "op": "add", "inputs": ["attn", "x"]},
+      {"name": "ln2", "op": "layernorm"},
+      {"name": "fc1", "op": "linear", "out_features": 4096},
+      {"name": "act", "op": "gelu"},
+      {"name": "fc2", "op": "linear", "out_features": 1024},
+      {"name": "res2", "op": "add", "inputs": ["fc2", "res1"]}]})",
+                              "layer.json");
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.mode = Mode::kTraining;
+  const Estimate e = estimate(g, round_device(), round_params(), w);
+  const double paper = 34.0 * s * b * h;
+  CHECK(e.memory.activation_bytes == Approx(32.0 * s * b * h));  // 16 sbh elements x 2 B.
+  CHECK(std::fabs(e.memory.activation_bytes / paper - 1) < 0.1);
+}
+
+TEST_CASE("predict: activation checkpointing trades a forward pass for memory", "[predict]") {
+  // Two blocks of two linears: checkpoints are the blocks' outputs, plus one block's
+  // internals while it is recomputed.
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "ckpt",
+    "dims": {"batch": 16},
+    "inputs": [{"name": "x", "shape": ["batch", 1000]}],
+    "blocks": {"mlp": {"layers": [
+      {"name": "up", "op": "linear", "out_features": 4000},
+      {"name": "down", "op": "linear", "out_features": 1000}]}},
+    "layers": [{"name": "b", "block": "mlp", "repeat": 2}]})",
+                              "ckpt.json");
+  Workload w;
+  w.mode = Mode::kTraining;
+  const Estimate all = estimate(g, round_device(), round_params(), w);
+  w.checkpointing = true;
+  const Estimate ckpt = estimate(g, round_device(), round_params(), w);
+  CHECK(all.memory.activation_bytes == Approx(16.0 * (4000 + 1000) * 2 * 4));
+  CHECK(ckpt.memory.activation_bytes == Approx(16.0 * (1000 * 2 + (4000 + 1000)) * 4));
+  double forward = 0;
+  for (const LayerEstimate& layer : estimate(g, round_device(), round_params(), Workload{}).layers) {
+    forward += layer.time_s;
+  }
+  CHECK(ckpt.recompute_s == Approx(forward));
+  CHECK(ckpt.latency_s == Approx(all.latency_s + forward));
+}

@@ -36,6 +36,8 @@ struct LayerCounts {
   std::int64_t output_elements = 0;       ///< Elements written.
   std::int64_t backward_macs = 0;         ///< MACs of the gradients (inputs and weights).
   std::int64_t backward_other_flops = 0;  ///< Non-MAC FLOPs of the backward pass.
+  std::int64_t saved_elements = 0;        ///< Kept for backward beyond the output (attention's
+                                          ///< Q, K, V and context).
 
   /// Forward FLOPs: 2 per MAC plus the other FLOPs (checked).
   std::int64_t flops() const;
@@ -54,6 +56,8 @@ struct Layer {
   LayerCounts counts;               ///< Exact counts for this layer.
   bool view = false;                ///< Costs nothing: a reshape/flatten/dropout aliases its input.
   std::string definition;           ///< JSON pointer of its definition (for messages).
+  std::int32_t group = 0;           ///< The top-level entry (block call instance) it comes from:
+                                    ///< the unit of activation checkpointing.
 };
 
 /// A named model input.
@@ -89,8 +93,11 @@ struct GraphTotals {
   std::int64_t backward_macs = 0;
   std::int64_t backward_flops = 0;
   std::int64_t moved_elements = 0;
-  std::int64_t activation_elements = 0;  ///< Sum of all non-view layer outputs (kept for backward).
+  std::int64_t activation_elements = 0;  ///< Non-view outputs + saved elements (for backward).
   std::int64_t peak_live_elements = 0;   ///< Largest set of activations alive at once (inference).
+  /// With activation checkpointing per top-level entry: the entries' outputs, plus the
+  /// internals of the largest entry while it is recomputed.
+  std::int64_t checkpointed_elements = 0;
 };
 
 /// Totals, with liveness for the peak: a value is alive from the layer that makes it to its

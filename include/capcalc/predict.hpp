@@ -69,6 +69,8 @@ struct Workload {
   Sparsity sparsity = Sparsity::kDense;    ///< 2:4 structured sparsity of conv/linear weights.
   Optimizer optimizer = Optimizer::kAdam;  ///< Training only.
   std::int64_t devices = 1;                ///< Data-parallel devices (ideal scaling).
+  bool checkpointing = false;              ///< Training: recompute activations per top-level
+                                           ///< entry (block) instead of keeping them all.
 };
 
 /// Time of one layer for one step (forward; forward + backward in training).
@@ -98,6 +100,7 @@ struct Estimate {
   std::vector<LayerEstimate> layers;  ///< Parallel to Graph::layers.
   Profile profile = Profile::kEager;  ///< The profile used.
   double optimizer_s = 0;             ///< Training: the optimizer update.
+  double recompute_s = 0;             ///< Training with checkpointing: the forward again.
   double latency_s = 0;               ///< Inference: one forward pass; training: one step.
   double throughput_per_s = 0;        ///< Samples per second over all devices.
   double flops = 0;                   ///< FLOPs executed per step per device.

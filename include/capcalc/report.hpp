@@ -11,6 +11,7 @@
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/calibrate.hpp"
 #include "capcalc/validate.hpp"
 
 namespace capcalc {
@@ -54,5 +55,8 @@ std::string render_device_json(const Device& device, const PerformanceParams& pa
 /// `capcalc validate`: each case predicted vs measured, then the median and worst error.
 std::string render_validation_text(const ValidationSummary& summary);
 std::string render_validation_json(const ValidationSummary& summary);
+
+/// `capcalc calibrate`: the fitted factor per device and the error before and after.
+std::string render_calibration_text(const CalibrationResult& result);
 
 }  // namespace capcalc

@@ -47,6 +47,7 @@ Precision precision_from(const std::string& name);
 void add_estimate_command(CLI::App& app);
 void add_layers_command(CLI::App& app);
 void add_hw_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
 /// `validate` sets `exit_code` to 1 when a --max-* limit is exceeded.
 void add_validate_command(CLI::App& app, int& exit_code);
 

@@ -28,6 +28,7 @@ struct EstimateOptions {
   std::string format = "table";
   std::size_t top = 10;
   bool explain = false;
+  bool checkpointing = false;
 };
 
 // Samples in the training run, from --dataset-size x --epochs or --tokens / seq.
@@ -59,6 +60,10 @@ void run_estimate(const EstimateOptions& options) {
                                                            : Sparsity::kDense;
   workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
   workload.devices = options.devices;
+  workload.checkpointing = options.checkpointing;
+  if (options.checkpointing && workload.mode != Mode::kTraining) {
+    throw Error({}, "--checkpointing is for training: add --mode training");
+  }
   const PerformanceParams params = table.performance_for(device);
   const Estimate result = estimate(graph, device, params, workload);
   const GraphTotals totals = graph_totals(graph);
@@ -131,6 +136,8 @@ void add_estimate_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--top", options->top, "How many of the heaviest layers to list")
       ->capture_default_str();
+  sub->add_flag("--checkpointing", options->checkpointing,
+                "Training: keep only each top-level block's output, recompute the rest");
   sub->add_flag("--explain", options->explain, "Show the formulas and assumptions behind each figure");
   sub->callback([options] { run_estimate(*options); });
 }

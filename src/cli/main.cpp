@@ -18,6 +18,7 @@ int run(int argc, char** argv) {
   capcalc::cli::add_estimate_command(app);
   capcalc::cli::add_layers_command(app);
   capcalc::cli::add_hw_command(app);
+  capcalc::cli::add_calibrate_command(app);
   int exit_code = 0;
   capcalc::cli::add_validate_command(app, exit_code);
   try {

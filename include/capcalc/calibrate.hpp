@@ -1,0 +1,42 @@
+// Fitting a device's efficiency from a user's own measurements ("an AI capacity table").
+//
+// The records use the measurement format of data/validation (model, dims, device, precision,
+// mode, profile, metric, value). For each device, one speed factor f is fitted so that the
+// geometric mean of predicted / measured speed is 1: the device's efficiencies are divided by
+// f (capped at 1) and its per-kernel floors multiplied by f, repeated until it settles. The
+// result is a hardware file whose entries replace the built-in ones (`--hardware-file`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "capcalc/hardware.hpp"
+#include "capcalc/validate.hpp"
+
+namespace capcalc {
+
+/// The fit for one device.
+struct CalibrationFit {
+  std::string device_id;
+  std::size_t records = 0;
+  double speed_factor = 1;  ///< Fitted: measured speed / predicted speed before the fit.
+  PerformanceOverride fitted;
+};
+
+struct CalibrationResult {
+  std::vector<CalibrationFit> fits;
+  ValidationSummary before;  ///< The records against the table as given.
+  ValidationSummary after;   ///< Against the calibrated devices.
+  HardwareTable calibrated;  ///< The input table with the fitted overrides applied.
+};
+
+/// Fits every device that has records. `records` must outlive the result (summaries point
+/// into it).
+CalibrationResult calibrate(const std::vector<Measurement>& records, const HardwareTable& table,
+                            const std::string& models_dir);
+
+/// A hardware file (schema_version 1) holding `devices`, in the table's units, with their
+/// performance overrides: what `capcalc calibrate -o` writes.
+std::string render_hardware_file(const std::vector<const Device*>& devices);
+
+}  // namespace capcalc

@@ -1,0 +1,59 @@
+#include <fmt/format.h>
+
+#include <fstream>
+#include <memory>
+
+#include "capcalc/calibrate.hpp"
+#include "capcalc/error.hpp"
+#include "capcalc/report.hpp"
+#include "commands.hpp"
+
+namespace capcalc::cli {
+namespace {
+
+struct CalibrateOptions {
+  std::string records;
+  HardwareArgs hardware;
+  std::string models;
+  std::string output;
+};
+
+void run_calibrate(const CalibrateOptions& options) {
+  const HardwareTable table = load_table(options.hardware);
+  const std::vector<Measurement> records = load_measurements(options.records);
+  if (records.empty()) throw Error({options.records}, "no records to fit");
+  const CalibrationResult result =
+      calibrate(records, table, options.models.empty() ? data_dir() + "/models" : options.models);
+  std::vector<const Device*> fitted;
+  for (const CalibrationFit& fit : result.fits) fitted.push_back(result.calibrated.find(fit.device_id));
+  const std::string file = render_hardware_file(fitted);
+  const std::string summary = render_calibration_text(result);
+  if (!options.output.empty()) {
+    std::ofstream out(options.output, std::ios::binary);
+    out << file;
+    out.close();
+    if (!out) throw Error({options.output}, "cannot write file");
+  }
+  fmt::print("{}", summary);
+  if (!options.output.empty()) {
+    fmt::print("wrote {}: use it with --hardware-file {}\n", options.output, options.output);
+  }
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
+  auto options = std::make_shared<CalibrateOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "calibrate", "Fit devices' efficiency to your own measurements; write a hardware file");
+  sub->add_option("records", options->records,
+                  "Measured records (the format of data/validation/measurements.json)")
+      ->required();
+  add_hardware_options(*sub, options->hardware);
+  sub->add_option("--models", options->models,
+                  "Directory for bare model names (default: data/models); paths are used as given");
+  sub->add_option("-o,--output", options->output, "Write the calibrated devices to this file");
+  sub->callback([options] { run_calibrate(*options); });
+}
+
+}  // namespace capcalc::cli

@@ -1,0 +1,93 @@
+// calibrate: records made with known, slower parameters must be fitted back.
+#include "capcalc/calibrate.hpp"
+
+#include "capcalc/model.hpp"
+#include "capcalc/predict.hpp"
+#include "catch.hpp"
+#include "test_data.hpp"
+
+using namespace capcalc;
+
+namespace {
+
+Measurement record(const std::string& id, std::int64_t batch, bool training, double value) {
+  Measurement m;
+  m.id = id;
+  m.model = "resnet50.json";
+  m.dims["batch"] = batch;
+  m.device = "A100";
+  m.precision = Precision::kFp16;
+  m.training = training;
+  m.metric = Metric::kThroughput;
+  m.value = value;
+  return m;
+}
+
+// What the A100 would measure if its efficiencies were `scale` times the table's and its
+// floors 1/scale times: the "truth" the fit should find.
+double truth(const HardwareTable& table, std::int64_t batch, bool training, double scale) {
+  const Device& d = table.get("A100");
+  PerformanceParams p = table.performance_for(d);
+  p.matrix_efficiency *= scale;
+  p.vector_efficiency *= scale;
+  p.memory_efficiency *= scale;
+  p.eager_overhead_s /= scale;
+  p.compiled_overhead_s /= scale;
+  ModelOptions options;
+  options.dims["batch"] = batch;
+  const Graph g = load_model(test::data_path("models/resnet50.json"), options);
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.mode = training ? Mode::kTraining : Mode::kInference;
+  w.profile = Profile::kEager;
+  return estimate(g, d, p, w).throughput_per_s;
+}
+
+}  // namespace
+
+TEST_CASE("calibrate recovers a device's speed from its records", "[calibrate]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const double scale = 0.6;
+  const std::vector<Measurement> records = {
+      record("train-64", 64, true, truth(table, 64, true, scale)),
+      record("train-256", 256, true, truth(table, 256, true, scale)),
+      record("infer-1", 1, false, truth(table, 1, false, scale)),
+      record("infer-128", 128, false, truth(table, 128, false, scale)),
+  };
+  const CalibrationResult result = calibrate(records, table, test::data_path("models"));
+  REQUIRE(result.fits.size() == 1);
+  const CalibrationFit& fit = result.fits[0];
+  CHECK(fit.device_id == "a100-sxm4-80gb");
+  CHECK(fit.records == 4);
+  // Every record is reproduced, and the efficiencies are the scaled ones.
+  CHECK(result.before.median_abs_error > 0.3);
+  CHECK(result.after.median_abs_error < 0.01);
+  CHECK(result.after.worst_factor < 1.01);
+  const PerformanceParams base = table.performance_for(table.get("A100"));
+  CHECK(*fit.fitted.matrix_efficiency == Approx(base.matrix_efficiency * scale).epsilon(0.01));
+  CHECK(*fit.fitted.memory_efficiency == Approx(base.memory_efficiency * scale).epsilon(0.01));
+  CHECK(*fit.fitted.eager_overhead_s == Approx(base.eager_overhead_s / scale).epsilon(0.01));
+  CHECK(fit.speed_factor == Approx(scale).epsilon(0.01));
+}
+
+TEST_CASE("calibrate's hardware file loads back and carries the fit", "[calibrate]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const std::vector<Measurement> records = {record("one", 256, true, 1000)};
+  const CalibrationResult result = calibrate(records, table, test::data_path("models"));
+  const Device* fitted = result.calibrated.find("a100-sxm4-80gb");
+  REQUIRE(fitted != nullptr);
+  const HardwareTable reloaded = parse_hardware(render_hardware_file({fitted}), "cal.json");
+  REQUIRE(reloaded.devices.size() == 1);
+  const Device& d = reloaded.devices[0];
+  CHECK(d.id == "a100-sxm4-80gb");
+  CHECK(d.memory_bandwidth_bytes_per_s == Approx(fitted->memory_bandwidth_bytes_per_s));
+  CHECK(d.peak(Precision::kFp16).matrix_flops_per_s ==
+        Approx(fitted->peak(Precision::kFp16).matrix_flops_per_s));
+  CHECK(*d.performance.matrix_efficiency == Approx(*fitted->performance.matrix_efficiency));
+  CHECK(d.sources == fitted->sources);
+  // Merged on top of the built-in table, the estimate reproduces the record.
+  HardwareTable merged = table;
+  merge_hardware(merged, reloaded);
+  const ValidationSummary check = validate(records, merged, test::data_path("models"));
+  CHECK(check.results[0].ratio == Approx(1).epsilon(0.005));
+}
