@@ -39,11 +39,22 @@ std::string Graph::value_name(std::int32_t value) const {
   return layers[index - inputs.size()].name;
 }
 
+std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context) {
+  std::int64_t total = 0;
+  for (const Layer& layer : graph.layers) {
+    const LayerCounts& c = layer.counts;
+    const std::int64_t kept = c.kv_cache_window > 0 ? std::min(context, c.kv_cache_window) : context;
+    total = checked_add(total, checked_mul(c.kv_cache_per_token, kept));
+  }
+  return total;
+}
+
 GraphTotals graph_totals(const Graph& graph) {
   GraphTotals totals;
   for (const Layer& layer : graph.layers) {
     const LayerCounts& c = layer.counts;
     totals.params = checked_add(totals.params, c.params);
+    totals.active_params = checked_add(totals.active_params, c.active_params);
     totals.macs = checked_add(totals.macs, c.macs);
     totals.other_flops = checked_add(totals.other_flops, c.other_flops);
     totals.backward_macs = checked_add(totals.backward_macs, c.backward_macs);

@@ -246,7 +246,8 @@ double weight_bytes_per_element(Precision precision) {
     case Precision::kInt8:
       return 1;
     case Precision::kInt4:
-      return 0.5;
+      // 4 bits plus one fp16 scale per group of 128 weights (GPTQ/AWQ layout): 4.125 bits.
+      return 0.5 + 2.0 / 128;
   }
   return 4;
 }

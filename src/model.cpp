@@ -9,6 +9,8 @@
 #include "capcalc/error.hpp"
 #include "checked.hpp"
 #include "expr.hpp"
+#include "import/onnx.hpp"
+#include "import/hf_config.hpp"
 #include "json_view.hpp"
 #include "ops.hpp"
 #include "spellcheck.hpp"
@@ -342,6 +344,7 @@ class Builder {
     layer.inputs = inputs;
     layer.output = std::move(result.output);
     layer.counts = result.counts;
+    layer.counts.active_params = result.active_params.value_or(layer.counts.params);
     layer.view = result.view;
     layer.definition = entry.pointer();
     layer.group = group_;
@@ -447,15 +450,31 @@ class Builder {
 
 }  // namespace
 
-Graph parse_model(std::string_view text, const std::string& file, const ModelOptions& options) {
-  const nlohmann::json document = parse_json_text(text, file);
+namespace {
+
+// The native format's one entry point: every input format ends here as a native document.
+Graph build_model(const nlohmann::json& document, const std::string& file,
+                  const ModelOptions& options) {
   Graph graph;
   const JsonView root(document, file);
   Builder(graph, root, options).build();
   return graph;
 }
 
+}  // namespace
+
+Graph parse_model(std::string_view text, const std::string& file, const ModelOptions& options) {
+  const nlohmann::json document = parse_json_text(text, file);
+  if (is_hf_config(document)) return build_model(hf_config_to_model(document, file), file, options);
+  return build_model(document, file, options);
+}
+
 Graph load_model(const std::string& path, const ModelOptions& options) {
+  // ONNX by extension: protobuf has no reliable magic number.
+  constexpr std::string_view kOnnx = ".onnx";
+  if (path.size() >= kOnnx.size() && path.compare(path.size() - kOnnx.size(), kOnnx.size(), kOnnx) == 0) {
+    return load_onnx_model(path, options);
+  }
   return parse_model(read_text_file(path), path, options);
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "checked.hpp"
+#include "count_formulas.hpp"
 #include "spellcheck.hpp"
 
 namespace capcalc {
@@ -202,10 +203,8 @@ std::int64_t sum_input_elements(const OpContext& ctx) {
 // FLOPs per output element; the backward pass costs twice the other FLOPs.
 OpResult elementwise(OpContext& ctx, Shape output, std::int64_t per_output) {
   OpResult result;
-  result.counts.input_elements = sum_input_elements(ctx);
-  result.counts.output_elements = element_count(output);
-  result.counts.other_flops = checked_mul(result.counts.output_elements, per_output);
-  result.counts.backward_other_flops = checked_mul(result.counts.other_flops, 2);
+  result.counts =
+      formulas::elementwise_counts(sum_input_elements(ctx), element_count(output), per_output);
   result.output = std::move(output);
   return result;
 }
@@ -220,9 +219,7 @@ OpResult view_of(Shape output) {
 // Backward of a layer with weights: the weight gradient costs the forward MACs, the input
 // gradient costs them again unless no input needs a gradient.
 void weighted_backward(const OpContext& ctx, LayerCounts& counts) {
-  counts.backward_macs =
-      ctx.any_input_needs_grad() ? checked_mul(counts.macs, 2) : counts.macs;
-  counts.backward_other_flops = checked_mul(counts.other_flops, 2);
+  formulas::add_weighted_backward(counts, ctx.any_input_needs_grad());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -324,22 +321,8 @@ OpResult convolution(OpContext& ctx, std::size_t spatial, bool transposed) {
 
   OpResult result;
   LayerCounts& c = result.counts;
-  const std::int64_t out_elements = element_count(out);
-  if (transposed) {
-    // Each input element scatters into C_out/groups · k outputs.
-    c.macs = checked_mul(element_count(in), out_channels / groups, kernel_elements);
-    c.params = checked_mul(in_channels, out_channels / groups, kernel_elements);
-  } else {
-    c.macs = checked_mul(out_elements, in_channels / groups, kernel_elements);
-    c.params = checked_mul(out_channels, in_channels / groups, kernel_elements);
-  }
-  if (bias) {
-    c.params = checked_add(c.params, out_channels);
-    c.other_flops = out_elements;
-  }
-  c.input_elements = element_count(in);
-  c.weight_elements_read = c.params;
-  c.output_elements = out_elements;
+  c = formulas::conv_counts({element_count(in), element_count(out), in_channels, out_channels,
+                             groups, kernel_elements, bias, transposed});
   weighted_backward(ctx, c);
   result.output = std::move(out);
   return result;
@@ -385,16 +368,7 @@ OpResult infer_linear(OpContext& ctx) {
   OpResult result;
   LayerCounts& c = result.counts;
   const std::int64_t rows = element_count(in) / in_features;
-  c.output_elements = element_count(out);
-  c.macs = checked_mul(rows, in_features, out_features);
-  c.weight_elements_read = checked_mul(in_features, out_features);
-  c.params = tied ? 0 : c.weight_elements_read;
-  if (bias) {
-    c.params = checked_add(c.params, out_features);
-    c.weight_elements_read = checked_add(c.weight_elements_read, out_features);
-    c.other_flops = c.output_elements;
-  }
-  c.input_elements = element_count(in);
+  c = formulas::linear_counts(rows, in_features, out_features, bias, tied);
   weighted_backward(ctx, c);
   result.output = std::move(out);
   return result;
@@ -437,15 +411,10 @@ OpResult infer_matmul(OpContext& ctx) {
   out.push_back(n);
 
   OpResult result;
-  LayerCounts& c = result.counts;
-  c.macs = checked_mul(element_count(*batch), m, n, k);
-  c.score_macs = c.macs;
-  c.input_elements = sum_input_elements(ctx);
-  c.output_elements = element_count(out);
-  // Each operand that needs a gradient costs one product of the forward's size.
-  for (bool needs : ctx.input_needs_grad) {
-    if (needs) c.backward_macs = checked_add(c.backward_macs, c.macs);
-  }
+  const auto needing_grad = static_cast<int>(
+      std::count(ctx.input_needs_grad.begin(), ctx.input_needs_grad.end(), true));
+  result.counts = formulas::matmul_counts(element_count(*batch), m, n, k, sum_input_elements(ctx),
+                                          element_count(out), needing_grad);
   result.output = std::move(out);
   return result;
 }
@@ -510,6 +479,9 @@ OpResult infer_attention(OpContext& ctx) {
   const bool causal = ctx.attrs.flag("causal", false);
   const std::int64_t window = ctx.attrs.non_negative("window", 0);
   const bool bias = ctx.attrs.flag("bias", true);
+  // Qwen2 has biases on the Q, K and V projections but none on the output projection.
+  const bool qkv_bias = ctx.attrs.flag("qkv_bias", bias);
+  const bool out_bias = ctx.attrs.flag("out_bias", bias);
   if (window > 0 && !causal) ctx.attrs.fail_at("window", "a window needs \"causal\": true");
   if (causal && s > s_kv) {
     ctx.fail(fmt::format("causal attention with {} queries over {} keys", s, s_kv));
@@ -517,7 +489,14 @@ OpResult infer_attention(OpContext& ctx) {
 
   const std::int64_t q_width = checked_mul(heads, head_dim);
   const std::int64_t kv_width = checked_mul(kv_heads, head_dim);
-  const std::int64_t pairs = attention_pairs(s, s_kv, causal, window, ctx.options.causal);
+  // With a KV cache (LLM decode), self-attention's keys are the cached positions plus the new
+  // ones; only the new tokens are projected, and kernels read exactly the cached keys (inside
+  // the window), so pairs are counted exactly.
+  const bool self_attention = ctx.inputs.size() == 1;
+  const std::int64_t cached = self_attention ? ctx.options.kv_cache_length : 0;
+  const std::int64_t keys = checked_add(s_kv, cached);
+  const std::int64_t pairs =
+      attention_pairs(s, keys, causal, window, cached > 0 ? CausalCounting::kHalf : ctx.options.causal);
   const std::int64_t q_macs = checked_mul(batch, s, d_model, q_width);
   const std::int64_t kv_macs = checked_mul(2, batch, s_kv, d_kv, kv_width);
   const std::int64_t out_macs = checked_mul(batch, s, q_width, d_out);
@@ -532,12 +511,14 @@ OpResult infer_attention(OpContext& ctx) {
                          checked_mul(q_width, d_out));
   // Scale and softmax on every score: 1 + 5 FLOPs.
   c.other_flops = checked_mul(scores, 6);
-  if (bias) {
-    c.params = checked_add(c.params,
-                           checked_add(checked_add(q_width, checked_mul(2, kv_width)), d_out));
-    c.other_flops = checked_add(c.other_flops,
-                                checked_add(checked_mul(batch, s, checked_add(q_width, d_out)),
-                                            checked_mul(batch, s_kv, 2, kv_width)));
+  if (qkv_bias) {
+    c.params = checked_add(c.params, checked_add(q_width, checked_mul(2, kv_width)));
+    c.other_flops = checked_add(c.other_flops, checked_add(checked_mul(batch, s, q_width),
+                                                           checked_mul(batch, s_kv, 2, kv_width)));
+  }
+  if (out_bias) {
+    c.params = checked_add(c.params, d_out);
+    c.other_flops = checked_add(c.other_flops, checked_mul(batch, s, d_out));
   }
   c.macs = checked_add(projection_macs, checked_mul(score_macs, 2));
   c.score_macs = checked_mul(score_macs, 2);
@@ -551,6 +532,15 @@ OpResult infer_attention(OpContext& ctx) {
   c.input_elements = checked_add(c.input_elements, intermediates);
   c.output_elements = checked_add(c.output_elements, intermediates);
   c.saved_elements = intermediates / 2;  // Q, K, V and context, once each.
+  if (self_attention) {
+    c.kv_cache_per_token = checked_mul(2, kv_width);
+    c.kv_cache_window = window;
+  }
+  if (cached > 0) {
+    // Read the cache (the last `window` positions at most); the new K, V are already counted.
+    const std::int64_t read = window > 0 ? std::min(cached, window) : cached;
+    c.kv_cache_read_elements = checked_mul(batch, read, 2, kv_width);
+  }
   // Projections: the weight gradient always; the input gradient of the Q (K, V) projection
   // only if the query (key/value) input needs one. The output projection's input gradient is
   // always needed: it flows back into the Q, K and V weights. Q·Kᵀ and AV: 2 operands each.
@@ -571,7 +561,7 @@ OpResult infer_layernorm(OpContext& ctx) {
   const Shape& in = expect_min_rank(ctx, 0, 1);
   const bool affine = ctx.attrs.flag("affine", true);
   const bool bias = ctx.attrs.flag("bias", true);
-  OpResult result = elementwise(ctx, in, 8);
+  OpResult result = elementwise(ctx, in, formulas::kLayerNormFlops);
   result.counts.params = affine ? checked_mul(in.back(), bias ? 2 : 1) : 0;
   result.counts.weight_elements_read = result.counts.params;
   return result;
@@ -579,7 +569,7 @@ OpResult infer_layernorm(OpContext& ctx) {
 
 OpResult infer_rmsnorm(OpContext& ctx) {
   const Shape& in = expect_min_rank(ctx, 0, 1);
-  OpResult result = elementwise(ctx, in, 4);
+  OpResult result = elementwise(ctx, in, formulas::kRmsNormFlops);
   result.counts.params = in.back();
   result.counts.weight_elements_read = result.counts.params;
   return result;
@@ -588,7 +578,7 @@ OpResult infer_rmsnorm(OpContext& ctx) {
 OpResult infer_batchnorm(OpContext& ctx) {
   const Shape& in = expect_min_rank(ctx, 0, 2);
   // Inference folds the statistics into one scale and shift per channel.
-  OpResult result = elementwise(ctx, in, 2);
+  OpResult result = elementwise(ctx, in, formulas::kBatchNormFlops);
   result.counts.params = checked_mul(in[1], 2);
   result.counts.weight_elements_read = checked_mul(in[1], 4);  // Scale, shift, mean, variance.
   return result;
@@ -601,7 +591,7 @@ OpResult infer_groupnorm(OpContext& ctx) {
     ctx.attrs.fail_at("groups", fmt::format("groups = {} must divide the {} channels of {}",
                                             groups, in[1], shape_to_string(in)));
   }
-  OpResult result = elementwise(ctx, in, 8);
+  OpResult result = elementwise(ctx, in, formulas::kGroupNormFlops);
   result.counts.params = checked_mul(in[1], 2);
   result.counts.weight_elements_read = result.counts.params;
   return result;
@@ -618,7 +608,7 @@ OpResult infer_unary(OpContext& ctx) {
 OpResult infer_softmax(OpContext& ctx) {
   const Shape& in = expect_min_rank(ctx, 0, 1);
   axis_index(ctx, "axis", ctx.attrs.integer("axis", -1), in.size());
-  return elementwise(ctx, in, 5);  // Max, subtract, exp, sum, divide.
+  return elementwise(ctx, in, formulas::kSoftmaxFlops);
 }
 
 OpResult infer_binary(OpContext& ctx) {
@@ -835,7 +825,7 @@ OpResult infer_upsample(OpContext& ctx) {
     out[3] = checked_mul(in[3], scale[1]);
   }
   // Bilinear: 4 weights applied and summed (4 mul + 3 add) per output element.
-  return elementwise(ctx, out, mode == "bilinear" ? 7 : 0);
+  return elementwise(ctx, out, mode == "bilinear" ? formulas::kBilinearFlops : 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -868,6 +858,67 @@ OpResult infer_position_embedding(OpContext& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Mixture of experts (Mixtral's sparse MoE block)
+
+// A router (Linear d -> experts, no bias) picks experts_per_token experts per token; each
+// expert is a SwiGLU MLP down(silu(gate(x)) * up(x)) with `hidden` units, no biases. Shazeer et
+// al. 2017 (arXiv:1701.06538); Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088), and
+// Hugging Face's MixtralSparseMoeBlock. Params count every expert; MACs only the chosen ones.
+OpResult infer_moe(OpContext& ctx) {
+  const Shape& in = expect_min_rank(ctx, 0, 1);
+  const std::int64_t experts = ctx.attrs.positive("experts");
+  const std::int64_t top_k = ctx.attrs.positive("experts_per_token");
+  const std::int64_t hidden = ctx.attrs.positive("hidden");
+  const std::string kind = ctx.attrs.text("kind", "swiglu");
+  if (kind != "swiglu") {
+    ctx.attrs.fail_at("kind", with_suggestion(fmt::format("unknown expert kind \"{}\"", kind),
+                                              kind, {"swiglu"}));
+  }
+  if (top_k > experts) {
+    ctx.attrs.fail_at("experts_per_token",
+                      fmt::format("experts_per_token = {} exceeds experts = {}", top_k, experts));
+  }
+  const std::int64_t d = in.back();
+  const std::int64_t tokens = element_count(in) / d;
+  const std::int64_t router = checked_mul(d, experts);
+  const std::int64_t expert = checked_mul(3, d, hidden);  // gate, up (d x hidden), down.
+  const std::int64_t routed = checked_mul(tokens, top_k);  // Token-expert pairs.
+
+  OpResult result;
+  LayerCounts& c = result.counts;
+  c.params = checked_add(checked_mul(experts, expert), router);
+  result.active_params = checked_add(checked_mul(top_k, expert), router);
+  const std::int64_t router_macs = checked_mul(tokens, router);
+  const std::int64_t gate_up_macs = checked_mul(routed, 2, d, hidden);
+  const std::int64_t down_macs = checked_mul(routed, d, hidden);
+  c.macs = checked_add(router_macs, checked_add(gate_up_macs, down_macs));
+  // Softmax over the router logits (5 per expert), then per token-expert pair SiLU (5) and the
+  // gating multiply (1) per hidden unit, and the routing weight's scale and the sum (2) per
+  // output feature.
+  c.other_flops = checked_add(checked_mul(tokens, experts, 5),
+                              checked_mul(routed, checked_add(checked_mul(6, hidden),
+                                                              checked_mul(2, d))));
+  // The experts a batch touches: at most one per token-expert pair (balanced routing).
+  c.weight_elements_read =
+      checked_add(router, checked_mul(std::min(experts, routed), expert));
+  // Router logits, and per pair the gate and up outputs and their product: written once,
+  // read once, and kept for backward.
+  const std::int64_t intermediates =
+      checked_add(checked_mul(tokens, experts), checked_mul(routed, 3, hidden));
+  c.output_elements = checked_add(element_count(in), intermediates);
+  c.input_elements = checked_add(element_count(in), intermediates);
+  c.saved_elements = intermediates;
+  // Weight gradients always; the router's and the gate/up input gradients only if the input
+  // needs one; the down projection's input gradient always (it leads to the gate/up weights).
+  const std::int64_t input_side = checked_add(router_macs, gate_up_macs);
+  c.backward_macs = checked_add(checked_mul(input_side, ctx.any_input_needs_grad() ? 2 : 1),
+                                checked_mul(down_macs, 2));
+  c.backward_other_flops = checked_mul(c.other_flops, 2);
+  result.output = in;
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table
 
 constexpr int kAny = -1;
@@ -884,11 +935,11 @@ constexpr std::array kOps = {
     OpKind{"rmsnorm", 1, 1, infer_rmsnorm},
     OpKind{"batchnorm", 1, 1, infer_batchnorm},
     OpKind{"groupnorm", 1, 1, infer_groupnorm},
-    OpKind{"relu", 1, 1, infer_unary<1>},
-    OpKind{"gelu", 1, 1, infer_unary<8>},  // tanh form: x³, 3 mul, 2 add, tanh.
-    OpKind{"silu", 1, 1, infer_unary<5>},  // Sigmoid (4) and a multiply.
-    OpKind{"sigmoid", 1, 1, infer_unary<4>},  // Negate, exp, add, divide.
-    OpKind{"tanh", 1, 1, infer_unary<5>},
+    OpKind{"relu", 1, 1, infer_unary<formulas::kReluFlops>},
+    OpKind{"gelu", 1, 1, infer_unary<formulas::kGeluFlops>},
+    OpKind{"silu", 1, 1, infer_unary<formulas::kSiluFlops>},
+    OpKind{"sigmoid", 1, 1, infer_unary<formulas::kSigmoidFlops>},
+    OpKind{"tanh", 1, 1, infer_unary<formulas::kTanhFlops>},
     OpKind{"softmax", 1, 1, infer_softmax},
     OpKind{"add", 2, kAny, infer_binary},
     OpKind{"mul", 2, kAny, infer_binary},
@@ -908,6 +959,7 @@ constexpr std::array kOps = {
     OpKind{"upsample", 1, 1, infer_upsample},
     OpKind{"class_token", 1, 1, infer_class_token},
     OpKind{"position_embedding", 1, 1, infer_position_embedding},
+    OpKind{"moe", 1, 1, infer_moe},
 };
 
 }  // namespace

@@ -83,6 +83,8 @@ struct OpResult {
   Shape output;
   LayerCounts counts;
   bool view = false;
+  /// Parameters used per token, when fewer than counts.params (moe); unset: all of them.
+  std::optional<std::int64_t> active_params;
 };
 
 /// One row of the operator table.

@@ -15,9 +15,12 @@ constexpr double kMasterWeightBytesPerParam = 4;  // fp32 copy under mixed preci
 // Elementwise layers a compiler fuses into a neighbouring kernel. Batchnorm folds into the
 // preceding convolution at inference only.
 bool fusable(const Layer& layer, Mode mode) {
+  // Native operators, and the ONNX names of elementwise work (lower-cased op types).
   static const std::vector<std::string_view> kFusable = {
       "relu", "gelu", "silu", "sigmoid", "tanh", "add", "mul", "position_embedding", "softmax",
-      "layernorm", "rmsnorm"};
+      "layernorm", "rmsnorm", "sub", "div", "pow", "sqrt", "erf", "clip", "hardswish",
+      "hardsigmoid", "reducemean", "where", "layernormalization", "exp", "neg", "reciprocal",
+      "leakyrelu"};
   if (layer.op == "batchnorm") return mode == Mode::kInference;  // Folded into the conv.
   return std::find(kFusable.begin(), kFusable.end(), layer.op) != kFusable.end();
 }
@@ -191,7 +194,11 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   if (workload.devices < 1) throw Error({}, "the number of devices must be at least 1");
   const Rates rates = achievable_rates(device, params, workload.precision);
   const double act_bytes = activation_bytes_per_element(workload.precision);
-  const double weight_bytes = weight_bytes_per_element(workload.precision);
+  const double weight_bytes =
+      weight_bytes_per_element(workload.weight_precision.value_or(workload.precision));
+  const double kv_bytes = workload.kv_precision
+                              ? activation_bytes_per_element(*workload.kv_precision)
+                              : act_bytes;
   const bool training = workload.mode == Mode::kTraining;
   const bool has_matrix = rates.matrix_flops_per_s > 0;
 
@@ -232,7 +239,8 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     forward.score_macs = static_cast<double>(c.score_macs);
     forward.other_flops = static_cast<double>(c.other_flops);
     forward.bytes = static_cast<double>(c.input_elements + c.output_elements) * act_bytes +
-                    static_cast<double>(c.weight_elements_read) * layer_weight_bytes;
+                    static_cast<double>(c.weight_elements_read) * layer_weight_bytes +
+                    static_cast<double>(c.kv_cache_read_elements) * kv_bytes;
     LayerEstimate e = roofline(forward, matrix, speed, fused, rates, floor_s);
     if (training && workload.checkpointing) result.recompute_s += e.time_s;
     if (training) {
@@ -296,6 +304,49 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       result.latency_s > 0 ? batch * static_cast<double>(workload.devices) / result.latency_s : 0;
   result.achieved_flops_per_s = result.latency_s > 0 ? result.flops / result.latency_s : 0;
   return result;
+}
+
+ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device& device,
+                                 const PerformanceParams& params, const Workload& workload,
+                                 const ServingRequest& request) {
+  if (request.prompt_tokens < 1 || request.output_tokens < 1) {
+    throw Error({}, "prompt and output tokens must be at least 1");
+  }
+  ServingEstimate s;
+  const Graph prefill = build(request.prompt_tokens, 0);
+  s.prefill = estimate(prefill, device, params, workload);
+  // Decode steps 1 .. output-1 read caches of prompt .. prompt + output - 2 tokens.
+  s.mean_context = request.prompt_tokens + (request.output_tokens - 1) / 2;
+  const Graph decode = build(1, s.mean_context);
+  s.decode = estimate(decode, device, params, workload);
+  const auto batch = static_cast<double>(prefill.batch);
+  s.ttft_s = s.prefill.latency_s;
+  s.decode_step_s = s.decode.latency_s;
+  s.tokens_per_s_per_sequence = 1 / s.decode_step_s;
+  s.tokens_per_s = batch / s.decode_step_s;
+  s.request_latency_s =
+      s.ttft_s + static_cast<double>(request.output_tokens - 1) * s.decode_step_s;
+
+  const double kv_bytes = workload.kv_precision
+                              ? activation_bytes_per_element(*workload.kv_precision)
+                              : activation_bytes_per_element(workload.precision);
+  const std::int64_t context = request.prompt_tokens + request.output_tokens;
+  s.kv_bytes_per_token = static_cast<double>(kv_cache_elements(prefill, 1)) * kv_bytes;
+  const double kv_per_sequence = static_cast<double>(kv_cache_elements(prefill, context)) * kv_bytes;
+  s.kv_bytes = kv_per_sequence * batch;
+  const double weights = s.prefill.memory.weight_bytes;
+  const double activations = s.prefill.memory.activation_bytes;
+  s.memory_bytes = weights + s.kv_bytes + activations;
+  s.fits = s.memory_bytes <= device.memory_bytes;
+  const double free_bytes = device.memory_bytes - weights;
+  const double per_sequence = kv_per_sequence + activations / batch;
+  s.max_batch = free_bytes > 0 && per_sequence > 0
+                    ? static_cast<std::int64_t>(std::floor(free_bytes / per_sequence))
+                    : 0;
+  s.max_cached_tokens = free_bytes > 0 && s.kv_bytes_per_token > 0
+                            ? static_cast<std::int64_t>(std::floor(free_bytes / s.kv_bytes_per_token))
+                            : 0;
+  return s;
 }
 
 TrainingTotals training_totals(const Estimate& step, std::int64_t batch, std::int64_t devices,

@@ -70,6 +70,7 @@ Json model_json(const ReportInput& in) {
   Json model;
   model["name"] = g.name;
   model["params"] = t.params;
+  model["active_params"] = t.active_params;
   model["macs"] = per_sample_json(t.macs, g.batch);
   model["flops"] = per_sample_json(t.flops, g.batch);
   model["other_flops"] = per_sample_json(t.other_flops, g.batch);
@@ -82,6 +83,11 @@ Json model_json(const ReportInput& in) {
   model["peak_activation_bytes"] = static_cast<double>(t.peak_live_elements) * act;
   model["layers"] = g.layers.size();
   model["dims"] = g.dims;
+  if (!g.unknown_ops.empty()) {  // Operators counted as zero (ONNX import).
+    Json unknown = Json::object();
+    for (const UnknownOperator& op : g.unknown_ops) unknown[op.op] = op.nodes;
+    model["unknown_ops"] = unknown;
+  }
   return model;
 }
 
@@ -135,6 +141,14 @@ struct BoundShare {
   double time_s = 0;
 };
 
+// The bound that takes most of an estimate's time.
+std::string dominant_bound(const Estimate& e) {
+  std::array<double, 5> time{};
+  for (const LayerEstimate& layer : e.layers) time[static_cast<std::size_t>(layer.bound)] += layer.time_s;
+  const auto it = std::max_element(time.begin(), time.begin() + 3);
+  return std::string(bound_name(static_cast<Bound>(it - time.begin())));
+}
+
 std::string price_text(const Device& d, const TrainingRun& run) {
   if (!run.price_per_device_hour_usd) return "";
   if (d.price && *run.price_per_device_hour_usd == d.price->usd_per_hour) {
@@ -162,6 +176,35 @@ std::string render_training_text(const ReportInput& in) {
   } else {
     out += "  energy       unknown: the table has no TDP for this device\n";
   }
+  return out;
+}
+
+std::string render_serving_text(const ReportInput& in) {
+  const ServingEstimate& s = *in.serving;
+  const ServingRequest& r = *in.request;
+  const std::int64_t batch = in.graph.batch;
+  std::string out = fmt::format("\nLLM serving ({} sequence{} x {} prompt + {} generated tokens)\n",
+                                batch, batch == 1 ? "" : "s", r.prompt_tokens, r.output_tokens);
+  out += fmt::format("  prefill      {} ({}-bound, {} of the {} peak)\n", format_duration(s.ttft_s),
+                     s.prefill.achieved_flops_per_s >= 0 ? dominant_bound(s.prefill) : "-",
+                     percent(s.prefill.achieved_flops_per_s /
+                             matrix_peak(*in.device, in.workload.precision)),
+                     precision_name(in.workload.precision));
+  out += fmt::format("  TTFT         {}\n", format_duration(s.ttft_s));
+  out += fmt::format("  decode step  {} per token at {} cached tokens ({}-bound)\n",
+                     format_duration(s.decode_step_s), format_grouped(s.mean_context),
+                     dominant_bound(s.decode));
+  out += fmt::format("  decode       {} tokens/s per sequence, {} tokens/s in total\n",
+                     format_count(s.tokens_per_s_per_sequence), format_count(s.tokens_per_s));
+  out += fmt::format("  request      {} end to end\n", format_duration(s.request_latency_s));
+  out += fmt::format("  KV cache     {} per token, {} for the batch at full context\n",
+                     format_bytes(s.kv_bytes_per_token), format_bytes(s.kv_bytes));
+  out += fmt::format("  memory       {} of {}: {} (weights + KV cache + prefill activations)\n",
+                     format_bytes(s.memory_bytes), format_bytes(in.device->memory_bytes),
+                     s.fits ? "fits" : "DOES NOT FIT");
+  out += fmt::format("  capacity     {} sequences of {} tokens, or {} cached tokens in all\n",
+                     format_grouped(s.max_batch), r.prompt_tokens + r.output_tokens,
+                     format_grouped(s.max_cached_tokens));
   return out;
 }
 
@@ -352,6 +395,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
     out += fmt::format("  {:<12} {}\n", k == 0 ? "bound" : "", parts[k]);
   }
   if (in.training != nullptr) out += render_training_text(in);
+  if (in.serving != nullptr) out += render_serving_text(in);
 
   // The layers that dominate.
   std::vector<std::size_t> order(g.layers.size());
@@ -397,6 +441,11 @@ std::string render_estimate_json(const ReportInput& in) {
   workload["profile"] = std::string(profile_name(e.profile));
   workload["devices"] = in.workload.devices;
   workload["checkpointing"] = in.workload.checkpointing;
+  workload["weight_precision"] =
+      std::string(precision_name(in.workload.weight_precision.value_or(in.workload.precision)));
+  if (in.workload.kv_precision) {
+    workload["kv_precision"] = std::string(precision_name(*in.workload.kv_precision));
+  }
   workload["sparsity"] = in.workload.sparsity == Sparsity::k2of4           ? "2:4"
                          : in.workload.sparsity == Sparsity::kUnstructured ? "unstructured"
                                                                             : "dense";
@@ -428,6 +477,26 @@ std::string render_estimate_json(const ReportInput& in) {
   est["performance_model"] = params;
   est["max_batch"] = e.max_batch;
   est["sparsity_speedup"] = e.sparsity_speedup;
+  if (in.serving != nullptr) {
+    const ServingEstimate& sv = *in.serving;
+    Json llm;
+    llm["prompt_tokens"] = in.request->prompt_tokens;
+    llm["output_tokens"] = in.request->output_tokens;
+    llm["prefill_s"] = sv.prefill.latency_s;
+    llm["ttft_s"] = sv.ttft_s;
+    llm["decode_step_s"] = sv.decode_step_s;
+    llm["mean_context_tokens"] = sv.mean_context;
+    llm["decode_tokens_per_s_per_sequence"] = sv.tokens_per_s_per_sequence;
+    llm["decode_tokens_per_s"] = sv.tokens_per_s;
+    llm["request_latency_s"] = sv.request_latency_s;
+    llm["kv_cache_bytes_per_token"] = sv.kv_bytes_per_token;
+    llm["kv_cache_bytes"] = sv.kv_bytes;
+    llm["memory_bytes"] = sv.memory_bytes;
+    llm["fits"] = sv.fits;
+    llm["max_batch"] = sv.max_batch;
+    llm["max_cached_tokens"] = sv.max_cached_tokens;
+    est["llm"] = llm;
+  }
   if (in.training != nullptr) {
     Json run;
     run["samples"] = in.run->samples;

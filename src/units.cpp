@@ -2,8 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <utility>
+
+#include "capcalc/error.hpp"
 
 namespace capcalc {
 namespace {
@@ -29,7 +35,156 @@ std::string with_prefix(double value, const std::string& unit) {
   return three_digits(scaled) + separator + prefix + unit;
 }
 
+// One unit a parser accepts and its factor to the base unit.
+struct UnitFactor {
+  std::string_view unit;
+  double factor;
+};
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return text;
+}
+
+[[noreturn]] void bad_quantity(std::string_view what, std::string_view text, std::string_view expected) {
+  throw Error({}, fmt::format("invalid {} \"{}\": expected {}", what, text, expected));
+}
+
+// Splits "20 ms" into 20 and "ms". The number is digits with an optional fraction and
+// exponent; strtod alone would also take "inf", "nan" and hexadecimal.
+std::pair<double, std::string_view> split_number(std::string_view what, std::string_view text,
+                                                 std::string_view expected) {
+  const std::string_view trimmed = trim(text);
+  std::size_t i = 0;
+  std::size_t digits = 0;
+  const auto scan_digits = [&] {
+    while (i < trimmed.size() && std::isdigit(static_cast<unsigned char>(trimmed[i]))) {
+      ++i;
+      ++digits;
+    }
+  };
+  scan_digits();
+  if (i < trimmed.size() && trimmed[i] == '.') {
+    ++i;
+    scan_digits();
+  }
+  if (digits == 0) bad_quantity(what, text, expected);
+  // An exponent only if digits follow: "5e" is not a number, "1e9" is.
+  if (i < trimmed.size() && (trimmed[i] == 'e' || trimmed[i] == 'E')) {
+    std::size_t j = i + 1;
+    if (j < trimmed.size() && (trimmed[j] == '+' || trimmed[j] == '-')) ++j;
+    if (j < trimmed.size() && std::isdigit(static_cast<unsigned char>(trimmed[j]))) {
+      i = j;
+      while (i < trimmed.size() && std::isdigit(static_cast<unsigned char>(trimmed[i]))) ++i;
+    }
+  }
+  const std::string number(trimmed.substr(0, i));
+  const double value = std::strtod(number.c_str(), nullptr);
+  if (!std::isfinite(value)) bad_quantity(what, text, expected);
+  return {value, trim(trimmed.substr(i))};
+}
+
+template <std::size_t N>
+double parse_with_units(std::string_view what, std::string_view text,
+                        const std::array<UnitFactor, N>& units, std::string_view expected) {
+  const auto [value, unit] = split_number(what, text, expected);
+  for (const UnitFactor& u : units) {
+    if (u.unit == unit) return value * u.factor;
+  }
+  bad_quantity(what, text, expected);
+}
+
+constexpr std::array kCountSuffixes = {
+    UnitFactor{"", 1},     UnitFactor{"k", 1e3},  UnitFactor{"K", 1e3},
+    UnitFactor{"M", 1e6},  UnitFactor{"G", 1e9},  UnitFactor{"T", 1e12},
+};
+constexpr std::string_view kCountExpected =
+    "a number with an optional suffix k, M, G or T (e.g. 100M, 1e9)";
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+double parse_duration(std::string_view text) {
+  static constexpr std::array kUnits = {
+      UnitFactor{"", 1},         UnitFactor{"ns", 1e-9},    UnitFactor{"us", 1e-6},
+      UnitFactor{"\u00b5s", 1e-6}, UnitFactor{"\u03bcs", 1e-6},  // Micro sign and Greek mu.
+      UnitFactor{"ms", 1e-3},    UnitFactor{"s", 1},
+      UnitFactor{"min", 60},     UnitFactor{"h", 3600},     UnitFactor{"d", 86400},
+  };
+  return parse_with_units("duration", text, kUnits,
+                          "a number and a unit ns, us, ms, s, min, h or d (e.g. 20ms, 3d)");
+}
+
+double parse_bytes(std::string_view text) {
+  static constexpr std::array kUnits = {
+      UnitFactor{"", 1},           UnitFactor{"B", 1},
+      UnitFactor{"kB", 1e3},       UnitFactor{"KB", 1e3},
+      UnitFactor{"MB", 1e6},       UnitFactor{"GB", 1e9},
+      UnitFactor{"TB", 1e12},      UnitFactor{"KiB", 1024.0},
+      UnitFactor{"MiB", 1048576.0}, UnitFactor{"GiB", 1073741824.0},
+      UnitFactor{"TiB", 1099511627776.0},
+  };
+  return parse_with_units("size", text, kUnits,
+                          "a number and a unit B, kB, MB, GB, TB (powers of 1000) or KiB, MiB, "
+                          "GiB, TiB (powers of 1024), e.g. 16GiB");
+}
+
+double parse_count(std::string_view text) {
+  return parse_with_units("count", text, kCountSuffixes, kCountExpected);
+}
+
+double parse_money(std::string_view text) {
+  constexpr std::string_view kExpected = "an amount in US dollars (e.g. 500USD, $500, 500)";
+  std::string_view amount = trim(text);
+  if (!amount.empty() && amount.front() == '$') {
+    amount.remove_prefix(1);
+  } else if (amount.size() >= 3 && iequals(amount.substr(amount.size() - 3), "usd")) {
+    amount.remove_suffix(3);
+  }
+  const auto [value, suffix] = split_number("amount", amount, kExpected);
+  for (const UnitFactor& u : kCountSuffixes) {
+    if (u.unit == suffix) return value * u.factor;
+  }
+  bad_quantity("amount", text, kExpected);
+}
+
+double parse_rate(std::string_view text) {
+  constexpr std::string_view kExpected =
+      "a count per unit of time (e.g. 1000/s, 1k/s, 60/min, 3600/h)";
+  static constexpr std::array kPer = {
+      UnitFactor{"s", 1}, UnitFactor{"min", 60}, UnitFactor{"h", 3600},
+  };
+  const std::string_view trimmed = trim(text);
+  const std::size_t slash = trimmed.find('/');
+  const std::string_view count = slash == std::string_view::npos ? trimmed : trimmed.substr(0, slash);
+  double per = 1;
+  if (slash != std::string_view::npos) {
+    const std::string_view unit = trim(trimmed.substr(slash + 1));
+    bool found = false;
+    for (const UnitFactor& u : kPer) {
+      if (u.unit == unit) {
+        per = u.factor;
+        found = true;
+      }
+    }
+    if (!found) bad_quantity("rate", text, kExpected);
+  }
+  const auto [value, suffix] = split_number("rate", count, kExpected);
+  for (const UnitFactor& u : kCountSuffixes) {
+    if (u.unit == suffix) return value * u.factor / per;
+  }
+  bad_quantity("rate", text, kExpected);
+}
 
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds)) return "inf";
@@ -63,6 +218,16 @@ std::string format_grouped(std::int64_t value) {
     out.push_back(digits[i]);
   }
   return value < 0 ? "-" + out : out;
+}
+
+std::string format_usd(double usd) {
+  if (std::fabs(usd) >= 999.5) return "$" + format_grouped(std::llround(usd));
+  if (std::fabs(usd) < 1 && usd != 0) {
+    // Three significant digits, zeros kept: $0.150, $0.0123.
+    const int decimals = std::min(8, 2 - static_cast<int>(std::floor(std::log10(std::fabs(usd)))));
+    return fmt::format("${:.{}f}", usd, decimals);
+  }
+  return "$" + three_digits(usd);
 }
 
 }  // namespace capcalc

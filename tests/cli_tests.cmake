@@ -124,6 +124,21 @@ add_test(NAME cli.validate_gate_fails
 capcalc_cli_error(validate_bad_file "tests/cli/bad_measurements.json:/cases/0/metric: unknown metric \"througput_per_s\"; did you mean \"throughput_per_s\"\\?"
                   validate --measurements tests/cli/bad_measurements.json)
 
+# capcalc probe: this machine as a hardware-table entry. Each run takes about 0.3 s.
+capcalc_cli_ok(probe_json "^\\{\n  \"schema_version\": 1,.*\"aliases\": \\[\n +\"local\"\n +\\],\n +\"type\": \"cpu\",.*\"fp32\": \\{\n +\"vector\": [0-9.e-]+\n.*\"memory_bandwidth_gb_per_s\": [0-9.e+-]+,.*\"vector_efficiency\": 1\\.0"
+               probe --seconds 0.3)
+capcalc_cli_ok(probe_table "^probe-[a-z0-9-]+: .* \\(probed\\), [0-9]+ threads\n  fp32 .*FLOP/s.*  fp64 .*FLOP/s.*  memory .*B/s +triad"
+               probe --seconds 0.3 --format table)
+capcalc_cli_error(probe_bad_seconds "--seconds: Value 0 not in range" probe --seconds 0)
+capcalc_cli_error(probe_unwritable "^capcalc: error: tests/cli/no_such_dir/probe.json: cannot open file for writing\n$"
+                  probe -o tests/cli/no_such_dir/probe.json)
+add_test(NAME cli.probe_round_trip
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 -DOUT=${CMAKE_CURRENT_BINARY_DIR}/probe_round_trip.json
+                 -DMODEL=data/models/tiny_cnn.json
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/probe_round_trip.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
 # calibrate: fit a device to records, write a hardware file, use it.
 add_test(NAME cli.calibrate_round_trip
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
@@ -133,3 +148,83 @@ add_test(NAME cli.calibrate_round_trip
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_cli_error(calibrate_unknown_device "unknown device \"a1000\"; did you mean"
                   calibrate tests/cli/records_bad_device.json)
+
+# compare: one row per device; JSON and CSV carry the same rows.
+capcalc_cli_ok(compare_gpus_by_cost "resnet50 \\(25.6 M params\\), inference, fp32, batch 1: [0-9]+ devices, by cost\ndevice +latency +samples/s +memory +of GB +fits +bound +\\$/1M +kWh\n-+.*\nt4 .*h100-nvl .*-  +-  +-\n.*h100-nvl: no fp32"
+               compare data/models/resnet50.json --type gpu --sort cost)
+capcalc_cli_ok(compare_csv "^model,device,device_name,type,batch,precision,mode,supported,note,latency_s,throughput_per_s,run_time_s,memory_bytes,device_memory_bytes,fits,devices_to_fit,bound,price_per_device_hour_usd,cost_basis,cost_usd,energy_kwh\nresnet50,"
+               compare data/models/resnet50.json --type gpu --sort cost --format csv)
+capcalc_cli_ok(compare_json "^\\{\n  \"schema_version\": 1,.*\"cost_basis\": \"per_million_samples\",.*\"rows\": \\[.*\"device\": \"t4\",.*\"supported\": false,\n *\"note\": \"no fp32"
+               compare data/models/resnet50.json --type gpu --sort cost --format json)
+capcalc_cli_ok(compare_sweep "device +batch +prec +latency.*\nt4 +1 +fp16 .*\nt4 +1 +bf16 +- .*\nt4 +8 +fp16 .*t4: no bf16 \\(has"
+               compare data/models/resnet50.json --hw T4,A100 --batch 1,8 --precision fp16,bf16 --sort table)
+capcalc_cli_ok(compare_training_run "training, bf16, batch 256, run of 115 M samples: 2 devices.*step +samples/s +run +memory.*\\$/run"
+               compare data/models/resnet50.json --hw A100,H100 --mode training --precision bf16 --batch 256 --dataset-size 1281167 --epochs 90)
+capcalc_cli_ok(compare_no_fit "no \\([0-9]+\\)"
+               compare data/models/llama2_7b.json --hw T4,H100 --mode training --precision fp16)
+capcalc_cli_ok(compare_markdown "^\\*\\*resnet50.*\\*\\*\n\n\\| device \\| latency \\|.*\n\\| --- \\| ---: \\|"
+               compare data/models/resnet50.json --hw T4,A100 --format markdown)
+capcalc_cli_error(compare_no_devices "give exactly one of --hw LIST, --type TYPE or --all"
+                  compare data/models/resnet50.json)
+capcalc_cli_error(compare_unknown_device "unknown device \"a1000\"; did you mean"
+                  compare data/models/resnet50.json --hw T4,a1000)
+capcalc_cli_error(compare_run_without_training "add --mode training"
+                  compare data/models/resnet50.json --hw T4 --dataset-size 1000)
+
+# check: budget gates. 0 every budget holds, 1 one is exceeded, 2 bad input.
+capcalc_cli_ok(check_flags_pass "ok +resnet50 on a100-sxm4-80gb \\(inference, fp32, batch 1\\): latency .* within max 20ms.*all 7 budgets hold"
+               check data/models/resnet50.json --hw A100 --max-latency 20ms --min-throughput 10/s --max-memory 16GiB --max-cost 500USD --max-params 100M --max-macs 5G --must-fit)
+add_test(NAME cli.check_flags_fail
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=check;data/models/resnet50.json;--hw;A100,T4;--max-latency;1us;--max-params;100M" -DEXPECT_CODE=1
+                 "-DSTDOUT_REGEX=FAIL  resnet50 on a100-sxm4-80gb \\(inference, fp32, batch 1\\): latency .* exceeds max 1us by .*\\(.*%\\).*ok +resnet50 on t4.*parameters 25.6 M within max 100M.*2 of 4 budgets exceeded"
+                 "-DSTDERR_REGEX=capcalc: check: resnet50 on t4: latency .* exceeds max 1us"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+capcalc_cli_ok(check_budget_pass "all 18 budgets hold"
+               check --budget tests/cli/budget_pass.json)
+add_test(NAME cli.check_budget_fail
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=check;--budget;tests/cli/budget_fail.json" -DEXPECT_CODE=1
+                 "-DSTDOUT_REGEX=FAIL  tiny-latency on t4.*FAIL  tiny-latency on a100-sxm4-80gb.*2 of 4 budgets exceeded"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+add_test(NAME cli.check_junit_fail
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=check;--budget;tests/cli/budget_fail.json;--format;junit" -DEXPECT_CODE=1
+                 "-DSTDOUT_REGEX=^<\\?xml version=\"1.0\" encoding=\"UTF-8\"\\?>\n<testsuites name=\"capcalc check\" tests=\"4\" failures=\"2\">.*<failure message=\"latency"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+capcalc_cli_ok(check_markdown "^\\*\\*capcalc check: all 18 budgets hold\\*\\*\n\n\\| \\| budget \\|"
+               check --budget tests/cli/budget_pass.json --format markdown)
+capcalc_cli_ok(check_json "^\\{\n  \"schema_version\": 1,\n  \"passed\": true,"
+               check --budget tests/cli/budget_pass.json --format json)
+capcalc_cli_error(check_bad_limit "--max-latency: invalid duration \"20 parsecs\": expected a number and a unit"
+                  check data/models/resnet50.json --hw A100 --max-latency "20 parsecs")
+capcalc_cli_error(check_no_limits "no limits: give --max-latency"
+                  check data/models/resnet50.json --hw A100)
+capcalc_cli_error(check_no_input "give a MODEL with limit flags, or --budget FILE" check)
+capcalc_cli_error(check_train_time_without_run "max_train_time needs a training run"
+                  check data/models/resnet50.json --hw A100 --max-train-time 3d)
+capcalc_cli_error(check_budget_bad_key "tests/cli/budget_bad_key.json:/budgets/0/limits/max_latncy: unknown key \"max_latncy\"; did you mean \"max_latency\"\\?"
+                  check --budget tests/cli/budget_bad_key.json)
+capcalc_cli_error(check_budget_bad_device "tests/cli/budget_bad_device.json:/budgets/0/devices/1: unknown device \"a1000\""
+                  check --budget tests/cli/budget_bad_device.json)
+capcalc_cli_error(check_budget_missing "tests/cli/budget_nope.json: cannot open file"
+                  check --budget tests/cli/budget_nope.json)
+# JUnit output is well-formed XML (xmllint from libxml2-utils).
+find_program(XMLLINT xmllint)
+if(XMLLINT)
+  add_test(NAME cli.check_junit_xmllint
+           COMMAND sh -c "\"$1\" check --budget tests/cli/budget_fail.json --format junit -o \"$2\"; test $? -eq 1 && \"$3\" --noout \"$2\""
+                   sh $<TARGET_FILE:capcalc_cli> ${CMAKE_CURRENT_BINARY_DIR}/check_junit.xml ${XMLLINT}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endif()
+
+# LLM serving: prefill, TTFT, decode and the KV cache.
+capcalc_cli_ok(serving "LLM serving \\(1 sequence x 512 prompt \\+ 128 generated tokens\\).*prefill .*TTFT .*decode step .*tokens/s per sequence.*KV cache +524 kB per token"
+               estimate data/models/llama2_7b.json --gpu A100-80GB --prompt-tokens 512 --output-tokens 128 --precision fp16)
+capcalc_cli_ok(serving_json "\"llm\": {\n *\"prompt_tokens\": 512,\n *\"output_tokens\": 128,\n *\"prefill_s\":.*\"ttft_s\":.*\"decode_step_s\":.*\"decode_tokens_per_s\":.*\"kv_cache_bytes_per_token\": 524288\\.0"
+               estimate data/models/llama2_7b.json --gpu A100-80GB --prompt-tokens 512 --output-tokens 128 --precision fp16 --format json)
+capcalc_cli_error(serving_no_seq "--prompt-tokens needs a model with a \"seq\" dimension"
+                  estimate data/models/resnet50.json --gpu A100 --prompt-tokens 10)

@@ -303,3 +303,78 @@ TEST_CASE("predict: activation checkpointing trades a forward pass for memory", 
   CHECK(ckpt.recompute_s == Approx(forward));
   CHECK(ckpt.latency_s == Approx(all.latency_s + forward));
 }
+
+namespace {
+
+// A two-layer decoder with GQA: d 512, 8 heads of 64, 2 KV heads.
+Graph decoder(std::int64_t seq, std::int64_t cached, std::int64_t window = 0) {
+  ModelOptions options;
+  options.dims["seq"] = seq;
+  options.counting.kv_cache_length = cached;
+  const std::string attention = window > 0
+      ? R"({"op": "attention", "heads": 8, "kv_heads": 2, "causal": true, "bias": false, "window": )" +
+            std::to_string(window) + "}"
+      : R"({"op": "attention", "heads": 8, "kv_heads": 2, "causal": true, "bias": false})";
+  return parse_model(R"({"format": "capcalc-model/1", "name": "dec", "dims": {"batch": 4, "seq": 16},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 512]}],
+    "blocks": {"layer": {"layers": [)" + attention + R"(,
+      {"op": "linear", "out_features": 512, "bias": false}]}},
+    "layers": [{"name": "h", "block": "layer", "repeat": 2}]})",
+                     "dec.json", options);
+}
+
+}  // namespace
+
+TEST_CASE("serving: the KV cache is GQA-aware and honours the window", "[predict][serving]") {
+  // 2 layers x (K + V) x 2 KV heads x 64 = 512 elements per token.
+  CHECK(kv_cache_elements(decoder(16, 0), 1) == 2 * 2 * 2 * 64);
+  CHECK(kv_cache_elements(decoder(16, 0), 1000) == 1000 * 512);
+  CHECK(kv_cache_elements(decoder(16, 0, 256), 1000) == 256 * 512);
+  // Decode reads the cache: 4 sequences x 1000 cached x 256 elements per layer.
+  const Graph step = decoder(1, 1000);
+  CHECK(step.layers[0].counts.kv_cache_read_elements == 4 * 1000 * 2 * 2 * 64);
+  // Scores: each new token against the 1000 cached keys and itself, per head.
+  CHECK(step.layers[0].counts.score_macs == 2 * 4 * 8 * 1001 * 64);
+}
+
+TEST_CASE("serving: prefill, decode, TTFT and capacity", "[predict][serving]") {
+  ServingRequest request;
+  request.prompt_tokens = 100;
+  request.output_tokens = 21;
+  Workload w;
+  w.precision = Precision::kFp16;
+  const ServingEstimate s = estimate_serving(
+      [](std::int64_t seq, std::int64_t cached) { return decoder(seq, cached); }, round_device(),
+      round_params(), w, request);
+  CHECK(s.mean_context == 110);  // Steps read 100 .. 119 cached tokens.
+  CHECK(s.ttft_s == Approx(s.prefill.latency_s));
+  CHECK(s.decode_step_s == Approx(s.decode.latency_s));
+  CHECK(s.request_latency_s == Approx(s.ttft_s + 20 * s.decode_step_s));
+  CHECK(s.tokens_per_s == Approx(4 / s.decode_step_s));
+  CHECK(s.kv_bytes_per_token == Approx(512 * 2));
+  CHECK(s.kv_bytes == Approx(4.0 * 121 * 512 * 2));
+  const double weights = 2.0 * (4 * 512 * 512 - 2 * 512 * 384 + 512 * 512) * 2;
+  CHECK(s.prefill.memory.weight_bytes == Approx(weights));
+  CHECK(s.max_cached_tokens == static_cast<std::int64_t>((16e9 - weights) / (512 * 2)));
+  // A narrower KV cache holds more tokens.
+  w.kv_precision = Precision::kFp8;
+  const ServingEstimate fp8 = estimate_serving(
+      [](std::int64_t seq, std::int64_t cached) { return decoder(seq, cached); }, round_device(),
+      round_params(), w, request);
+  CHECK(fp8.kv_bytes_per_token == Approx(512));
+}
+
+TEST_CASE("serving: weight-only int4 stores 4.125 bits per weight", "[predict][serving]") {
+  CHECK(weight_bytes_per_element(Precision::kInt4) == Approx(0.515625));
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.weight_precision = Precision::kInt4;
+  const Estimate e = estimate(decoder(1, 100), round_device(), round_params(), w);
+  const Estimate dense = [&] {
+    Workload fp16;
+    fp16.precision = Precision::kFp16;
+    return estimate(decoder(1, 100), round_device(), round_params(), fp16);
+  }();
+  CHECK(e.memory.weight_bytes == Approx(dense.memory.weight_bytes * 0.515625 / 2));
+  CHECK(e.bytes < dense.bytes);
+}

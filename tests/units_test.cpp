@@ -1,5 +1,7 @@
 #include "capcalc/units.hpp"
 
+#include "capcalc/error.hpp"
+
 #include "catch.hpp"
 
 using namespace capcalc;
@@ -35,4 +37,92 @@ TEST_CASE("format_rate and format_grouped", "[units]") {
   CHECK(format_grouped(25557032) == "25,557,032");
   CHECK(format_grouped(-1234) == "-1,234");
   CHECK(format_grouped(12) == "12");
+}
+
+TEST_CASE("parse_duration takes ns to days", "[units][parse]") {
+  CHECK(parse_duration("20ms") == Approx(0.020));
+  CHECK(parse_duration("20 ms") == Approx(0.020));
+  CHECK(parse_duration("5ns") == Approx(5e-9));
+  CHECK(parse_duration("842us") == Approx(842e-6));
+  CHECK(parse_duration("842µs") == Approx(842e-6));
+  CHECK(parse_duration("1.5s") == Approx(1.5));
+  CHECK(parse_duration("10min") == Approx(600));
+  CHECK(parse_duration("3h") == Approx(3 * 3600.0));
+  CHECK(parse_duration("3d") == Approx(3 * 86400.0));
+  CHECK(parse_duration("2") == Approx(2));
+  CHECK(parse_duration("1e-3s") == Approx(1e-3));
+  REQUIRE_THROWS_WITH(parse_duration("20 parsecs"),
+                      "invalid duration \"20 parsecs\": expected a number and a unit ns, us, ms, "
+                      "s, min, h or d (e.g. 20ms, 3d)");
+  REQUIRE_THROWS_AS(parse_duration("ms"), capcalc::Error);
+  REQUIRE_THROWS_AS(parse_duration("-5ms"), capcalc::Error);
+  REQUIRE_THROWS_AS(parse_duration(""), capcalc::Error);
+  REQUIRE_THROWS_AS(parse_duration("inf"), capcalc::Error);
+}
+
+TEST_CASE("parse_bytes keeps decimal and binary units apart", "[units][parse]") {
+  CHECK(parse_bytes("512B") == 512);
+  CHECK(parse_bytes("512") == 512);
+  CHECK(parse_bytes("1kB") == 1e3);
+  CHECK(parse_bytes("1KB") == 1e3);
+  CHECK(parse_bytes("16GB") == 16e9);
+  CHECK(parse_bytes("2TB") == 2e12);
+  CHECK(parse_bytes("1KiB") == 1024);
+  CHECK(parse_bytes("1 MiB") == 1024.0 * 1024);
+  CHECK(parse_bytes("16GiB") == 16.0 * 1024 * 1024 * 1024);
+  CHECK(parse_bytes("1TiB") == 1024.0 * 1024 * 1024 * 1024);
+  CHECK(parse_bytes("16GiB") != parse_bytes("16GB"));
+  REQUIRE_THROWS_WITH(parse_bytes("16 gigs"), ContainsSubstring("invalid size \"16 gigs\": expected"));
+  REQUIRE_THROWS_AS(parse_bytes("16Gb"), capcalc::Error);  // Bits are not bytes.
+  REQUIRE_THROWS_AS(parse_bytes("GiB"), capcalc::Error);
+}
+
+TEST_CASE("parse_count takes SI suffixes, plain numbers and exponents", "[units][parse]") {
+  CHECK(parse_count("100M") == 100e6);
+  CHECK(parse_count("5G") == 5e9);
+  CHECK(parse_count("1.5k") == 1500);
+  CHECK(parse_count("2T") == 2e12);
+  CHECK(parse_count("25557032") == 25557032);
+  CHECK(parse_count("1e9") == 1e9);
+  CHECK(parse_count("1E9") == 1e9);
+  REQUIRE_THROWS_WITH(parse_count("5X"), "invalid count \"5X\": expected a number with an optional "
+                                         "suffix k, M, G or T (e.g. 100M, 1e9)");
+  REQUIRE_THROWS_AS(parse_count("0x10"), capcalc::Error);
+  REQUIRE_THROWS_AS(parse_count("nan"), capcalc::Error);
+}
+
+TEST_CASE("parse_money takes USD, a dollar sign or a plain number", "[units][parse]") {
+  CHECK(parse_money("500USD") == 500);
+  CHECK(parse_money("500 usd") == 500);
+  CHECK(parse_money("$500") == 500);
+  CHECK(parse_money("$1.5k") == 1500);
+  CHECK(parse_money("500") == 500);
+  CHECK(parse_money("0.25") == 0.25);
+  REQUIRE_THROWS_WITH(parse_money("500EUR"),
+                      "invalid amount \"500EUR\": expected an amount in US dollars (e.g. 500USD, "
+                      "$500, 500)");
+  REQUIRE_THROWS_AS(parse_money("$"), capcalc::Error);
+}
+
+TEST_CASE("parse_rate takes a count per second, minute or hour", "[units][parse]") {
+  CHECK(parse_rate("1000/s") == 1000);
+  CHECK(parse_rate("1k/s") == 1000);
+  CHECK(parse_rate("1.5k / s") == 1500);
+  CHECK(parse_rate("60/min") == Approx(1));
+  CHECK(parse_rate("3600/h") == Approx(1));
+  CHECK(parse_rate("250") == 250);
+  REQUIRE_THROWS_WITH(parse_rate("1000/day"),
+                      "invalid rate \"1000/day\": expected a count per unit of time (e.g. 1000/s, "
+                      "1k/s, 60/min, 3600/h)");
+  REQUIRE_THROWS_AS(parse_rate("/s"), capcalc::Error);
+  REQUIRE_THROWS_AS(parse_rate("fast"), capcalc::Error);
+}
+
+TEST_CASE("format_usd", "[units]") {
+  CHECK(format_usd(0.5534) == "$0.553");
+  CHECK(format_usd(0.01234) == "$0.0123");
+  CHECK(format_usd(0.15) == "$0.150");
+  CHECK(format_usd(12.34) == "$12.3");
+  CHECK(format_usd(553.4) == "$553");
+  CHECK(format_usd(1234.5) == "$1,235");
 }

@@ -27,6 +27,9 @@ std::int64_t element_count(const Shape& shape);
 /// precision-free; multiply by bytes per element to get bytes.
 struct LayerCounts {
   std::int64_t params = 0;                ///< Trainable parameters owned by this layer.
+  std::int64_t active_params = 0;         ///< Of `params`: those each token uses. The loader sets
+                                          ///< it to `params` except for `moe` (the router and the
+                                          ///< experts_per_token chosen experts).
   std::int64_t macs = 0;                  ///< Forward multiply-accumulates (matrix-unit work).
   std::int64_t score_macs = 0;            ///< Of `macs`: products of two activations (QKᵀ, AV,
                                           ///< matmul), which carry no weights.
@@ -38,6 +41,9 @@ struct LayerCounts {
   std::int64_t backward_other_flops = 0;  ///< Non-MAC FLOPs of the backward pass.
   std::int64_t saved_elements = 0;        ///< Kept for backward beyond the output (attention's
                                           ///< Q, K, V and context).
+  std::int64_t kv_cache_per_token = 0;    ///< Self-attention: K and V elements cached per token.
+  std::int64_t kv_cache_window = 0;       ///< Sliding window of that cache (0: the whole context).
+  std::int64_t kv_cache_read_elements = 0;  ///< Decode: cached K, V elements read.
 
   /// Forward FLOPs: 2 per MAC plus the other FLOPs (checked).
   std::int64_t flops() const;
@@ -66,6 +72,12 @@ struct GraphInput {
   Shape shape;
 };
 
+/// Operators an importer did not know, counted as zero (never silently: the CLI warns).
+struct UnknownOperator {
+  std::string op;         ///< As the file names it, e.g. "com.example.Foo" or "NonMaxSuppression".
+  std::int64_t nodes = 0; ///< How many nodes use it.
+};
+
 /// The whole model. Values are numbered inputs first (0 .. inputs.size()-1), then one per layer.
 struct Graph {
   std::string name;
@@ -76,6 +88,8 @@ struct Graph {
   std::vector<std::int32_t> outputs;          ///< Value ids of the model's outputs.
   std::map<std::string, std::int64_t> dims;   ///< Symbolic dimensions as resolved.
   std::int64_t batch = 1;                     ///< dims["batch"], or 1 if the model has none.
+  /// Unknown operators (ONNX import), in order of first use; their layers count zero.
+  std::vector<UnknownOperator> unknown_ops;
 
   const Shape& value_shape(std::int32_t value) const;
   std::string value_name(std::int32_t value) const;
@@ -87,6 +101,8 @@ struct Graph {
 /// Sums over all layers (for the whole batch).
 struct GraphTotals {
   std::int64_t params = 0;
+  std::int64_t active_params = 0;  ///< Parameters used per token (= params unless the model has
+                                   ///< mixture-of-experts layers).
   std::int64_t macs = 0;
   std::int64_t other_flops = 0;
   std::int64_t flops = 0;
@@ -99,6 +115,10 @@ struct GraphTotals {
   /// internals of the largest entry while it is recomputed.
   std::int64_t checkpointed_elements = 0;
 };
+
+/// Elements of the KV cache of one sequence of `context` tokens (each layer keeps at most its
+/// window).
+std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context);
 
 /// Totals, with liveness for the peak: a value is alive from the layer that makes it to its
 /// last reader (model outputs to the end). Views share their input's storage.

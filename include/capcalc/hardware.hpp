@@ -28,7 +28,8 @@ std::vector<std::string_view> precision_names();
 std::string_view device_type_name(DeviceType type);    ///< "cpu", "gpu", "tpu", "accelerator"
 std::optional<DeviceType> parse_device_type(std::string_view name);
 
-/// Storage bytes of one weight element (fp32 4, fp16 2, int4 0.5).
+/// Storage bytes of one weight element (fp32 4, fp16 2, int8 1, int4 4.125 bits with one fp16
+/// scale per group of 128).
 double weight_bytes_per_element(Precision precision);
 /// Storage bytes of one activation element (int4 weights run with fp16 activations).
 double activation_bytes_per_element(Precision precision);

@@ -25,18 +25,28 @@ enum class CausalCounting {
 /// Options that change counts.
 struct CountOptions {
   CausalCounting causal = CausalCounting::kFull;
+  /// LLM decode: self-attention layers also attend to this many cached positions (0: none).
+  std::int64_t kv_cache_length = 0;
 };
 
 /// What the user sets from outside the file.
 struct ModelOptions {
   std::map<std::string, std::int64_t> dims;  ///< Overrides of the file's dims ("batch", "seq").
   CountOptions counting;
+  /// ONNX: whole input shapes by input name ("pixel_values" -> {1, 3, 224, 224}); they win
+  /// over the file's dims for that input.
+  std::map<std::string, std::vector<std::int64_t>> input_shapes;
+  /// ONNX: an operator capcalc does not know is an error instead of a zero-count layer.
+  bool strict = false;
 };
 
-/// Parses a model from JSON text; `file` names it in messages.
+/// Parses a model from JSON text; `file` names it in messages. The text may also be a Hugging
+/// Face config.json (data/README.md, "Hugging Face config.json"): it is translated into the
+/// native format first.
 Graph parse_model(std::string_view text, const std::string& file, const ModelOptions& options = {});
 
-/// Reads and parses a model file.
+/// Reads and parses a model file: ONNX for a ".onnx" name (when built with ONNX support;
+/// otherwise a capcalc::Error says so), capcalc's JSON otherwise.
 Graph load_model(const std::string& path, const ModelOptions& options = {});
 
 /// Names of the operators the native format accepts, in table order.

@@ -18,6 +18,7 @@
 // layer) and the optimizer update (memory-bound), per device, with ideal data parallelism.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +72,9 @@ struct Workload {
   std::int64_t devices = 1;                ///< Data-parallel devices (ideal scaling).
   bool checkpointing = false;              ///< Training: recompute activations per top-level
                                            ///< entry (block) instead of keeping them all.
+  std::optional<Precision> weight_precision;  ///< Weight storage (int4/int8 weight-only
+                                              ///< quantisation); unset: `precision`.
+  std::optional<Precision> kv_precision;      ///< KV cache storage; unset: activations'.
 };
 
 /// Time of one layer for one step (forward; forward + backward in training).
@@ -115,6 +119,40 @@ struct Estimate {
 /// Predicts one step. Throws capcalc::Error if the device cannot compute in the precision.
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
                   const Workload& workload);
+
+/// An LLM serving request: `batch` concurrent sequences of a prompt and generated tokens.
+struct ServingRequest {
+  std::int64_t prompt_tokens = 512;
+  std::int64_t output_tokens = 128;
+};
+
+/// Prefill and decode of a request.
+struct ServingEstimate {
+  Estimate prefill;                     ///< The prompt, all sequences at once.
+  Estimate decode;                      ///< One decode step at the mean context.
+  std::int64_t mean_context = 0;        ///< Cached tokens in the mean decode step.
+  double ttft_s = 0;                    ///< Time to first token: the prefill.
+  double decode_step_s = 0;             ///< Per generated token, all sequences.
+  double tokens_per_s_per_sequence = 0; ///< Decode tokens per second of one sequence.
+  double tokens_per_s = 0;              ///< Decode tokens per second of the batch.
+  double request_latency_s = 0;         ///< Prefill + (output_tokens - 1) decode steps.
+  double kv_bytes_per_token = 0;        ///< One token of one sequence (all layers, K and V).
+  double kv_bytes = 0;                  ///< The whole batch at full context.
+  double memory_bytes = 0;              ///< Weights + KV cache + prefill activations.
+  bool fits = false;
+  std::int64_t max_batch = 0;           ///< Sequences of this context that fit.
+  std::int64_t max_cached_tokens = 0;   ///< Tokens of KV cache that fit beside the weights.
+};
+
+/// Builds the graph for a sequence length and a KV-cache length (the model with its "seq"
+/// dimension set and CountOptions::kv_cache_length).
+using ServingGraphBuilder = std::function<Graph(std::int64_t seq, std::int64_t cached)>;
+
+/// Predicts prefill (seq = prompt) and decode (seq = 1 over the cache; its cost is affine in
+/// the context, so the mean step is the step at the mean context).
+ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device& device,
+                                 const PerformanceParams& params, const Workload& workload,
+                                 const ServingRequest& request);
 
 /// A whole training run.
 struct TrainingRun {

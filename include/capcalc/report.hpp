@@ -30,6 +30,8 @@ struct ReportInput {
   const TrainingRun* run = nullptr;         ///< A whole training run, if asked for.
   const TrainingTotals* training = nullptr; ///< Its totals.
   bool explain = false;                     ///< Show the formulas and assumptions.
+  const ServingRequest* request = nullptr;  ///< An LLM serving request, if asked for.
+  const ServingEstimate* serving = nullptr; ///< Its prefill/decode prediction.
 };
 
 /// `capcalc estimate`: summary, device, estimate, the `top_layers` heaviest layers.

@@ -21,10 +21,14 @@ struct ModelArgs {
   std::optional<std::int64_t> batch;
   std::vector<std::string> sets;  ///< "name=value"
   std::string causal = "full";
+  std::vector<std::string> input_shapes;  ///< ONNX: "name=1x3x224x224"
+  bool strict = false;                    ///< ONNX: unknown operators are an error.
 };
 
 void add_model_options(CLI::App& sub, ModelArgs& args);
-Graph load_model_from(const ModelArgs& args);
+/// Loads the model; warns on stderr about operators counted as zero (ONNX).
+/// `kv_cache_length`: LLM decode over that many cached tokens (CountOptions).
+Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length = 0);
 
 /// The hardware table to read: --hardware, else $CAPCALC_DATA_DIR/hardware.json, else the
 /// installed data next to the binary, else the source tree's data/.
@@ -48,8 +52,12 @@ void add_estimate_command(CLI::App& app);
 void add_layers_command(CLI::App& app);
 void add_hw_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
+void add_probe_command(CLI::App& app);
 /// `validate` sets `exit_code` to 1 when a --max-* limit is exceeded.
 void add_validate_command(CLI::App& app, int& exit_code);
+void add_compare_command(CLI::App& app);
+/// `check` sets `exit_code` to 1 when a budget is exceeded.
+void add_check_command(CLI::App& app, int& exit_code);
 
 /// The data directory: $CAPCALC_DATA_DIR, else the installed share/capcalc next to the binary,
 /// else the source tree's data/.

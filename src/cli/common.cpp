@@ -27,7 +27,8 @@ std::string executable_dir() {
 }  // namespace
 
 void add_model_options(CLI::App& sub, ModelArgs& args) {
-  sub.add_option("model", args.path, "Model file (capcalc JSON)")->required();
+  sub.add_option("model", args.path, "Model file (capcalc JSON, or ONNX by the .onnx extension)")
+      ->required();
   sub.add_option("-b,--batch", args.batch, "Batch size: sets the model's \"batch\" dimension")
       ->check(CLI::PositiveNumber);
   sub.add_option("--set", args.sets, "Set a model dimension, e.g. --set seq=2048 (repeatable)");
@@ -35,9 +36,14 @@ void add_model_options(CLI::App& sub, ModelArgs& args) {
                  "Count causal attention as full (every pair, as dense kernels do) or half")
       ->check(CLI::IsMember({"full", "half"}))
       ->capture_default_str();
+  sub.add_option("--input-shape", args.input_shapes,
+                 "ONNX: set a whole input shape, e.g. --input-shape pixel_values=1x3x224x224 "
+                 "(repeatable)");
+  sub.add_flag("--strict", args.strict,
+               "ONNX: an operator capcalc does not know is an error, not a zero-count layer");
 }
 
-Graph load_model_from(const ModelArgs& args) {
+Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
   ModelOptions options;
   for (const std::string& set : args.sets) {
     const std::size_t eq = set.find('=');
@@ -56,7 +62,42 @@ Graph load_model_from(const ModelArgs& args) {
   }
   if (args.batch) options.dims["batch"] = *args.batch;
   options.counting.causal = args.causal == "half" ? CausalCounting::kHalf : CausalCounting::kFull;
-  return load_model(args.path, options);
+  options.counting.kv_cache_length = kv_cache_length;
+  for (const std::string& item : args.input_shapes) {
+    const std::size_t eq = item.rfind('=');
+    const std::string name = item.substr(0, eq);
+    std::vector<std::int64_t> shape;
+    bool ok = eq != std::string::npos && !name.empty() && eq + 1 < item.size();
+    for (std::size_t start = eq + 1; ok && start <= item.size();) {
+      const std::size_t x = std::min(item.find('x', start), item.size());
+      const std::string dim = item.substr(start, x - start);
+      char* end = nullptr;
+      errno = 0;
+      const long long parsed = std::strtoll(dim.c_str(), &end, 10);
+      ok = !dim.empty() && *end == '\0' && errno != ERANGE && parsed > 0;
+      shape.push_back(parsed);
+      start = x + 1;
+    }
+    if (!ok) {
+      throw Error({}, fmt::format("--input-shape expects NAME=DxDx..., positive sizes (e.g. "
+                                  "pixel_values=1x3x224x224), got \"{}\"",
+                                  item));
+    }
+    options.input_shapes[name] = shape;
+  }
+  options.strict = args.strict;
+  Graph graph = load_model(args.path, options);
+  if (!graph.unknown_ops.empty()) {
+    std::int64_t nodes = 0;
+    std::vector<std::string> parts;
+    for (const UnknownOperator& op : graph.unknown_ops) {
+      nodes += op.nodes;
+      parts.push_back(fmt::format("{} ({})", op.op, op.nodes));
+    }
+    fmt::print(stderr, "warning: {} node{} of unknown operators counted as zero: {}\n", nodes,
+               nodes == 1 ? "" : "s", fmt::join(parts, ", "));
+  }
+  return graph;
 }
 
 std::string data_dir() {

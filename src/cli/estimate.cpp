@@ -29,6 +29,10 @@ struct EstimateOptions {
   std::size_t top = 10;
   bool explain = false;
   bool checkpointing = false;
+  std::optional<std::int64_t> prompt_tokens;
+  std::optional<std::int64_t> output_tokens;
+  std::string weight_precision;
+  std::string kv_precision;
 };
 
 // Samples in the training run, from --dataset-size x --epochs or --tokens / seq.
@@ -50,7 +54,17 @@ std::optional<double> run_samples(const EstimateOptions& options, const Graph& g
 void run_estimate(const EstimateOptions& options) {
   const HardwareTable table = load_table(options.hardware);
   const Device& device = table.get(options.device);
-  const Graph graph = load_model_from(options.model);
+  // Serving: the estimate's graph is the prefill (seq = the prompt).
+  const bool serving_request = options.prompt_tokens || options.output_tokens;
+  ModelArgs model_args = options.model;
+  if (serving_request) {
+    if (load_model_from(options.model).dims.count("seq") == 0) {
+      throw Error({options.model.path},
+                  "--prompt-tokens needs a model with a \"seq\" dimension (a language model)");
+    }
+    model_args.sets.push_back("seq=" + std::to_string(options.prompt_tokens.value_or(512)));
+  }
+  const Graph graph = load_model_from(model_args);
   Workload workload;
   workload.precision = precision_from(options.precision);
   workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
@@ -61,6 +75,8 @@ void run_estimate(const EstimateOptions& options) {
   workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
   workload.devices = options.devices;
   workload.checkpointing = options.checkpointing;
+  if (!options.weight_precision.empty()) workload.weight_precision = precision_from(options.weight_precision);
+  if (!options.kv_precision.empty()) workload.kv_precision = precision_from(options.kv_precision);
   if (options.checkpointing && workload.mode != Mode::kTraining) {
     throw Error({}, "--checkpointing is for training: add --mode training");
   }
@@ -85,6 +101,25 @@ void run_estimate(const EstimateOptions& options) {
     run_totals = training_totals(result, graph.batch, workload.devices, run);
     input.run = &run;
     input.training = &run_totals;
+  }
+  ServingRequest request;
+  ServingEstimate serving;
+  if (serving_request) {
+    if (workload.mode != Mode::kInference) {
+      throw Error({}, "--prompt-tokens and --output-tokens describe serving: use --mode inference");
+    }
+    request.prompt_tokens = options.prompt_tokens.value_or(512);
+    request.output_tokens = options.output_tokens.value_or(128);
+    ModelArgs args = options.model;
+    serving = estimate_serving(
+        [&](std::int64_t seq, std::int64_t cached) {
+          ModelArgs shaped = args;
+          shaped.sets.push_back("seq=" + std::to_string(seq));
+          return load_model_from(shaped, cached);
+        },
+        device, params, workload, request);
+    input.request = &request;
+    input.serving = &serving;
   }
   // Render fully before printing: nothing half-written reaches stdout on an error.
   const std::string text = options.format == "json" ? render_estimate_json(input)
@@ -136,6 +171,17 @@ void add_estimate_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--top", options->top, "How many of the heaviest layers to list")
       ->capture_default_str();
+  sub->add_option("--prompt-tokens", options->prompt_tokens,
+                  "LLM serving: prompt tokens per sequence (prefill); --batch is the sequences")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--output-tokens", options->output_tokens,
+                  "LLM serving: generated tokens per sequence (decode)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--weight-precision", options->weight_precision,
+                  "Weight storage if it differs (int4/int8 weight-only quantisation)")
+      ->check(CLI::IsMember(precision_names()));
+  sub->add_option("--kv-precision", options->kv_precision, "KV cache storage (default: activations')")
+      ->check(CLI::IsMember(precision_names()));
   sub->add_flag("--checkpointing", options->checkpointing,
                 "Training: keep only each top-level block's output, recompute the rest");
   sub->add_flag("--explain", options->explain, "Show the formulas and assumptions behind each figure");

@@ -19,8 +19,11 @@ int run(int argc, char** argv) {
   capcalc::cli::add_layers_command(app);
   capcalc::cli::add_hw_command(app);
   capcalc::cli::add_calibrate_command(app);
+  capcalc::cli::add_probe_command(app);
   int exit_code = 0;
   capcalc::cli::add_validate_command(app, exit_code);
+  capcalc::cli::add_compare_command(app);
+  capcalc::cli::add_check_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

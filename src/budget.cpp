@@ -1,0 +1,415 @@
+#include "capcalc/budget.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "capcalc/units.hpp"
+#include "json_view.hpp"
+#include "spellcheck.hpp"
+
+namespace capcalc {
+namespace {
+
+constexpr std::array<std::string_view, 8> kLimitNames = {
+    "max_latency", "min_throughput", "max_memory", "max_cost",
+    "max_train_time", "max_params", "max_macs", "must_fit"};
+
+bool is_min(LimitKind kind) { return kind == LimitKind::kMinThroughput; }
+
+// A value of the kind's quantity, in the units people read.
+std::string format_value(LimitKind kind, double value) {
+  switch (kind) {
+    case LimitKind::kMaxLatency:
+    case LimitKind::kMaxTrainTime:
+      return format_duration(value);
+    case LimitKind::kMinThroughput:
+      return format_count(value) + "/s";  // "995/s", "1.53 k/s"
+    case LimitKind::kMaxMemory:
+    case LimitKind::kMustFit:
+      return format_bytes(value);
+    case LimitKind::kMaxCost:
+      return format_usd(value);
+    case LimitKind::kMaxParams:
+    case LimitKind::kMaxMacs:
+      return format_count(value);
+  }
+  return fmt::format("{}", value);
+}
+
+// What the value is, for messages: "latency", "cost per 1M samples", ...
+std::string quantity_name(LimitKind kind, Mode mode, CostBasis basis) {
+  switch (kind) {
+    case LimitKind::kMaxLatency:
+      return mode == Mode::kTraining ? "step time" : "latency";
+    case LimitKind::kMinThroughput:
+      return "throughput";
+    case LimitKind::kMaxMemory:
+    case LimitKind::kMustFit:
+      return "memory";
+    case LimitKind::kMaxCost:
+      return basis == CostBasis::kPerRun ? "cost of the run" : "cost per 1M samples";
+    case LimitKind::kMaxTrainTime:
+      return "training time";
+    case LimitKind::kMaxParams:
+      return "parameters";
+    case LimitKind::kMaxMacs:
+      return "MACs per sample";
+  }
+  return "value";
+}
+
+std::string parent_dir(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+// Keys a budget (or "defaults") may hold.
+constexpr std::array<std::string_view, 14> kBudgetKeys = {
+    "name",   "model",        "devices", "batch",  "set",    "precision",          "mode",
+    "profile", "data_parallel", "dataset_size", "epochs", "tokens", "price_per_hour_usd",
+    "limits"};
+
+void check_keys(const JsonView& object, const std::vector<std::string_view>& known) {
+  object.expect_object();
+  for (const auto& item : object.json().items()) {
+    if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
+      object.at(item.key()).fail(
+          with_suggestion(fmt::format("unknown key \"{}\"", item.key()), item.key(), known));
+    }
+  }
+}
+
+// The budget's member, else the defaults' member.
+std::optional<JsonView> lookup(const JsonView& budget, const std::optional<JsonView>& defaults,
+                               std::string_view key) {
+  if (auto own = budget.find(key)) return own;
+  if (defaults) return defaults->find(key);
+  return std::nullopt;
+}
+
+Limit parse_limit_value(LimitKind kind, const JsonView& value) {
+  if (kind == LimitKind::kMustFit) {
+    Limit limit;
+    limit.kind = kind;
+    limit.text = value.as_bool() ? "true" : "false";
+    return limit;
+  }
+  if (value.is_number()) {
+    Limit limit;
+    limit.kind = kind;
+    limit.value = value.as_number();
+    if (limit.value < 0) value.fail(fmt::format("{} must not be negative", limit_name(kind)));
+    limit.text = fmt::format("{}", limit.value);
+    return limit;
+  }
+  if (!value.is_string()) {
+    value.fail(fmt::format("expected a string with a unit or a number, got {}",
+                           json_type_name(value.json())));
+  }
+  try {
+    return parse_limit(kind, value.as_string());
+  } catch (const Error& e) {
+    value.fail(e.message());
+  }
+}
+
+// Merges `limits` into `out`: a kind already there is replaced.
+void add_limits(const JsonView& limits, std::vector<Limit>& out) {
+  const std::vector<std::string_view> names = limit_names();
+  check_keys(limits, names);
+  for (const auto& item : limits.json().items()) {
+    const LimitKind kind = *parse_limit_kind(item.key());
+    Limit limit = parse_limit_value(kind, limits.at(item.key()));
+    // must_fit: false means no limit.
+    const bool keep = kind != LimitKind::kMustFit || limit.text == "true";
+    out.erase(std::remove_if(out.begin(), out.end(), [&](const Limit& l) { return l.kind == kind; }),
+              out.end());
+    if (keep) out.push_back(std::move(limit));
+  }
+}
+
+Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
+                 const std::string& file) {
+  const std::vector<std::string_view> keys(kBudgetKeys.begin(), kBudgetKeys.end());
+  check_keys(view, keys);
+  Budget budget;
+  budget.where = {file, view.pointer()};
+  const auto model = view.at("model");
+  const std::string path = model.as_string();
+  budget.model_path = !path.empty() && path.front() == '/' ? path : parent_dir(file) + path;
+  if (auto name = view.find("name")) budget.name = name->as_string();
+
+  const auto devices = lookup(view, defaults, "devices");
+  if (!devices) view.fail("missing \"devices\" (here or in \"defaults\")");
+  if (devices->array_size() == 0) devices->fail("expected at least one device");
+  for (std::size_t i = 0; i < devices->array_size(); ++i) {
+    budget.devices.push_back(devices->at(i).as_string());
+    budget.device_where.push_back({file, devices->at(i).pointer()});
+  }
+  if (auto batch = lookup(view, defaults, "batch")) {
+    budget.model_options.dims["batch"] = batch->as_positive_int();
+  }
+  // Defaults' dimensions first, the budget's on top.
+  for (const std::optional<JsonView>& source : {defaults, std::optional<JsonView>(view)}) {
+    if (!source) continue;
+    if (auto set = source->find("set")) {
+      set->expect_object();
+      for (const auto& item : set->json().items()) {
+        budget.model_options.dims[item.key()] = set->at(item.key()).as_positive_int();
+      }
+    }
+  }
+  if (auto precision = lookup(view, defaults, "precision")) {
+    const std::string name = precision->as_string();
+    const auto parsed = parse_precision(name);
+    if (!parsed) {
+      precision->fail(with_suggestion(fmt::format("unknown precision \"{}\"", name), name,
+                                      precision_names()));
+    }
+    budget.precision = *parsed;
+  }
+  Workload& workload = budget.request.workload;
+  if (auto mode = lookup(view, defaults, "mode")) {
+    const std::string name = mode->as_string();
+    if (name != "inference" && name != "training") {
+      mode->fail(fmt::format("expected \"inference\" or \"training\", got \"{}\"", name));
+    }
+    workload.mode = name == "training" ? Mode::kTraining : Mode::kInference;
+  }
+  if (auto profile = lookup(view, defaults, "profile")) {
+    workload.profile = parse_profile(profile->as_string());
+    if (!workload.profile) profile->fail("expected \"eager\" or \"compiled\"");
+  }
+  if (auto parallel = lookup(view, defaults, "data_parallel")) {
+    workload.devices = parallel->as_positive_int();
+  }
+  if (auto size = lookup(view, defaults, "dataset_size")) {
+    budget.request.run.dataset_size = size->as_positive_number();
+  }
+  if (auto epochs = lookup(view, defaults, "epochs")) {
+    budget.request.run.epochs = epochs->as_positive_number();
+  }
+  if (auto tokens = lookup(view, defaults, "tokens")) {
+    budget.request.run.tokens = tokens->as_positive_number();
+  }
+  if (auto price = lookup(view, defaults, "price_per_hour_usd")) {
+    budget.request.price_per_hour_usd = price->as_positive_number();
+  }
+  if (!budget.request.run.empty() && workload.mode != Mode::kTraining) {
+    view.fail("\"dataset_size\" and \"tokens\" describe a training run: add \"mode\": \"training\"");
+  }
+  budget.request.model_file = budget.model_path;
+  if (defaults) {
+    if (auto limits = defaults->find("limits")) add_limits(*limits, budget.limits);
+  }
+  if (auto limits = view.find("limits")) add_limits(*limits, budget.limits);
+  std::stable_sort(budget.limits.begin(), budget.limits.end(),
+                   [](const Limit& a, const Limit& b) { return a.kind < b.kind; });
+  if (budget.limits.empty()) view.fail("no limits (give \"limits\" here or in \"defaults\")");
+  return budget;
+}
+
+std::string workload_text(const Graph& graph, Precision precision, const Workload& workload) {
+  std::string text = fmt::format("{}, {}, batch {}", mode_name(workload.mode),
+                                 precision_name(precision), graph.batch);
+  if (workload.devices > 1) text += fmt::format(", {} devices", workload.devices);
+  return text;
+}
+
+}  // namespace
+
+std::string_view limit_name(LimitKind kind) { return kLimitNames[static_cast<std::size_t>(kind)]; }
+
+std::vector<std::string_view> limit_names() { return {kLimitNames.begin(), kLimitNames.end()}; }
+
+std::optional<LimitKind> parse_limit_kind(std::string_view name) {
+  for (std::size_t i = 0; i < kLimitNames.size(); ++i) {
+    if (kLimitNames[i] == name) return static_cast<LimitKind>(i);
+  }
+  return std::nullopt;
+}
+
+Limit parse_limit(LimitKind kind, std::string_view text) {
+  Limit limit;
+  limit.kind = kind;
+  limit.text = std::string(text);
+  switch (kind) {
+    case LimitKind::kMaxLatency:
+    case LimitKind::kMaxTrainTime:
+      limit.value = parse_duration(text);
+      break;
+    case LimitKind::kMinThroughput:
+      limit.value = parse_rate(text);
+      break;
+    case LimitKind::kMaxMemory:
+      limit.value = parse_bytes(text);
+      break;
+    case LimitKind::kMaxCost:
+      limit.value = parse_money(text);
+      break;
+    case LimitKind::kMaxParams:
+    case LimitKind::kMaxMacs:
+      limit.value = parse_count(text);
+      break;
+    case LimitKind::kMustFit:
+      limit.text = "true";
+      break;
+  }
+  return limit;
+}
+
+std::vector<Budget> parse_budget(std::string_view text, const std::string& file) {
+  const nlohmann::json document = parse_json_text(text, file);
+  const JsonView root(document, file);
+  check_keys(root, {"$schema", "schema_version", "defaults", "budgets"});
+  if (auto version = root.find("schema_version")) {
+    if (version->as_integer() != 1) version->fail("unsupported schema_version (expected 1)");
+  }
+  std::optional<JsonView> defaults = root.find("defaults");
+  if (defaults) {
+    std::vector<std::string_view> keys(kBudgetKeys.begin(), kBudgetKeys.end());
+    keys.erase(std::remove(keys.begin(), keys.end(), "name"), keys.end());
+    keys.erase(std::remove(keys.begin(), keys.end(), "model"), keys.end());
+    check_keys(*defaults, keys);
+  }
+  const JsonView budgets = root.at("budgets");
+  if (budgets.array_size() == 0) budgets.fail("expected at least one budget");
+  std::vector<Budget> out;
+  for (std::size_t i = 0; i < budgets.array_size(); ++i) {
+    out.push_back(parse_one(budgets.at(i), defaults, file));
+  }
+  return out;
+}
+
+std::vector<Budget> load_budget(const std::string& path) {
+  return parse_budget(read_text_file(path), path);
+}
+
+std::size_t CheckReport::failures() const {
+  return static_cast<std::size_t>(
+      std::count_if(results.begin(), results.end(), [](const CheckResult& r) { return !r.passed; }));
+}
+
+std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
+                                      const PerformanceParams& params, Precision precision,
+                                      const CompareRequest& request,
+                                      const std::vector<Limit>& limits,
+                                      const std::string& budget_name) {
+  const CompareRow row = compare_row(graph, device, params, precision, request);
+  if (!row.supported) {
+    throw Error({}, fmt::format("{} has {}", device.name, row.note));
+  }
+  const GraphTotals totals = graph_totals(graph);
+  const Mode mode = request.workload.mode;
+  const CostBasis basis = row.run_time_s ? CostBasis::kPerRun : CostBasis::kPerMillionSamples;
+  std::vector<CheckResult> out;
+  for (const Limit& limit : limits) {
+    CheckResult result;
+    result.budget = budget_name.empty() ? graph.name : budget_name;
+    result.model = graph.name;
+    result.device = device.id;
+    result.workload = workload_text(graph, precision, request.workload);
+    result.limit = limit;
+    std::string unknown_reason;
+    double bound = limit.value;
+    switch (limit.kind) {
+      case LimitKind::kMaxLatency:
+        result.value = row.latency_s;
+        break;
+      case LimitKind::kMinThroughput:
+        result.value = row.throughput_per_s;
+        break;
+      case LimitKind::kMaxMemory:
+        result.value = row.memory_bytes;
+        break;
+      case LimitKind::kMaxCost:
+        result.value = row.cost_usd;
+        if (!row.cost_usd) unknown_reason = "no price in the hardware table (give a price per hour)";
+        break;
+      case LimitKind::kMaxTrainTime:
+        if (!row.run_time_s) {
+          throw Error({}, "max_train_time needs a training run: mode training with dataset_size "
+                          "(--dataset-size) or tokens (--tokens)");
+        }
+        result.value = row.run_time_s;
+        break;
+      case LimitKind::kMaxParams:
+        result.value = static_cast<double>(totals.params);
+        break;
+      case LimitKind::kMaxMacs:
+        result.value = static_cast<double>(totals.macs) / static_cast<double>(graph.batch);
+        break;
+      case LimitKind::kMustFit:
+        result.value = row.memory_bytes;
+        bound = row.device_memory_bytes;
+        break;
+    }
+    const std::string quantity = quantity_name(limit.kind, mode, basis);
+    if (!result.value) {
+      result.passed = false;
+      result.value_text = "unknown";
+      result.message = fmt::format("{} unknown: {}", quantity, unknown_reason);
+      out.push_back(std::move(result));
+      continue;
+    }
+    const double value = *result.value;
+    result.value_text = format_value(limit.kind, value);
+    const double headroom = is_min(limit.kind) ? value - bound : bound - value;
+    result.passed = headroom >= 0;
+    const double fraction = bound > 0 ? std::fabs(headroom) / bound : 0;
+    const std::string amount = format_value(limit.kind, std::fabs(headroom));
+    result.margin_text = fmt::format("{}, {:.1f} %", amount, 100 * fraction);
+    const std::string over = fmt::format("{} ({:.1f} %)", amount, 100 * fraction);
+    if (limit.kind == LimitKind::kMustFit) {
+      const std::string memory = format_bytes(row.device_memory_bytes);
+      result.message =
+          result.passed
+              ? fmt::format("memory {} fits in {} (margin {})", result.value_text, memory,
+                            result.margin_text)
+              : fmt::format("memory {} does not fit in {}: over by {}; needs at least {} devices",
+                            result.value_text, memory, over, row.devices_to_fit);
+    } else {
+      const std::string_view side = is_min(limit.kind) ? "min" : "max";
+      if (result.passed) {
+        result.message = fmt::format("{} {} within {} {} (margin {})", quantity, result.value_text,
+                                     side, limit.text, result.margin_text);
+      } else {
+        result.message = fmt::format("{} {} {} {} {} by {}", quantity, result.value_text,
+                                     is_min(limit.kind) ? "is below" : "exceeds", side, limit.text,
+                                     over);
+      }
+    }
+    out.push_back(std::move(result));
+  }
+  return out;
+}
+
+CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTable& table) {
+  CheckReport report;
+  for (const Budget& budget : budgets) {
+    const Graph graph = load_model(budget.model_path, budget.model_options);
+    for (std::size_t i = 0; i < budget.devices.size(); ++i) {
+      const Device* device = nullptr;
+      try {
+        device = &table.get(budget.devices[i]);
+      } catch (const Error& e) {
+        throw Error(budget.device_where[i], e.message());
+      }
+      std::vector<CheckResult> results;
+      try {
+        results = check_limits(graph, *device, table.performance_for(*device), budget.precision,
+                               budget.request, budget.limits, budget.name);
+      } catch (const Error& e) {
+        if (!e.where().file.empty()) throw;
+        throw Error(budget.where, e.message());
+      }
+      for (CheckResult& r : results) report.results.push_back(std::move(r));
+    }
+  }
+  return report;
+}
+
+}  // namespace capcalc

@@ -1,0 +1,180 @@
+#include <fmt/format.h>
+
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "capcalc/budget.hpp"
+#include "capcalc/error.hpp"
+#include "capcalc/report_compare.hpp"
+#include "commands.hpp"
+
+namespace capcalc::cli {
+namespace {
+
+struct CheckOptions {
+  ModelArgs model;
+  HardwareArgs hardware;
+  std::string budget;
+  std::vector<std::string> devices;
+  std::string precision = "fp32";
+  std::string mode = "inference";
+  std::string profile;
+  std::int64_t data_parallel = 1;
+  RunSize run;
+  std::optional<double> price_per_hour;
+  // Limits as written; parsed by the library's unit parsers.
+  std::vector<std::pair<LimitKind, std::string>> limits;
+  bool must_fit = false;
+  std::string format = "text";
+  std::string output;
+};
+
+// The limits given as flags, in the order of limit_names().
+std::vector<Limit> flag_limits(const CheckOptions& options) {
+  std::vector<Limit> out;
+  for (const auto& [kind, text] : options.limits) {
+    try {
+      out.push_back(parse_limit(kind, text));
+    } catch (const Error& e) {
+      std::string flag = "--" + std::string(limit_name(kind));
+      for (char& c : flag) c = c == '_' ? '-' : c;
+      throw Error({}, fmt::format("{}: {}", flag, e.message()));
+    }
+  }
+  if (options.must_fit) out.push_back(parse_limit(LimitKind::kMustFit, "true"));
+  return out;
+}
+
+CheckReport check_flags(const CheckOptions& options, const HardwareTable& table) {
+  if (options.devices.empty()) throw Error({}, "check MODEL needs --hw DEVICE[,DEVICE...]");
+  const std::vector<Limit> limits = flag_limits(options);
+  if (limits.empty()) {
+    throw Error({}, "no limits: give --max-latency, --min-throughput, --max-memory, --max-cost, "
+                    "--max-train-time, --max-params, --max-macs or --must-fit");
+  }
+  CompareRequest request;
+  request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
+  if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
+  request.workload.devices = options.data_parallel;
+  request.run = options.run;
+  request.price_per_hour_usd = options.price_per_hour;
+  request.model_file = options.model.path;
+  if (!request.run.empty() && request.workload.mode != Mode::kTraining) {
+    throw Error({}, "--dataset-size and --tokens describe a training run: add --mode training");
+  }
+  const Graph graph = load_model_from(options.model);
+  const Precision precision = precision_from(options.precision);
+  CheckReport report;
+  for (const std::string& name : options.devices) {
+    const Device& device = table.get(name);
+    for (CheckResult& r : check_limits(graph, device, table.performance_for(device), precision,
+                                       request, limits, graph.name)) {
+      report.results.push_back(std::move(r));
+    }
+  }
+  return report;
+}
+
+int run_check(const CheckOptions& options) {
+  const bool has_model = !options.model.path.empty();
+  const bool has_budget = !options.budget.empty();
+  if (has_model == has_budget) throw Error({}, "give a MODEL with limit flags, or --budget FILE");
+  if (has_budget && (!options.limits.empty() || options.must_fit || !options.devices.empty())) {
+    throw Error({}, "--budget FILE holds the devices and limits: drop --hw and the limit flags");
+  }
+  const HardwareTable table = load_table(options.hardware);
+  const CheckReport report =
+      has_budget ? check_budgets(load_budget(options.budget), table) : check_flags(options, table);
+  std::string text;
+  if (options.format == "json") {
+    text = render_check_json(report);
+  } else if (options.format == "junit") {
+    text = render_check_junit(report);
+  } else if (options.format == "markdown") {
+    text = render_check_markdown(report);
+  } else {
+    text = render_check_text(report);
+  }
+  if (options.output.empty()) {
+    fmt::print("{}", text);
+  } else {
+    std::ofstream file(options.output);
+    if (!file) throw Error({options.output}, "cannot open file for writing");
+    file << text;
+  }
+  if (!report.passed()) {
+    for (const CheckResult& r : report.results) {
+      if (!r.passed) {
+        fmt::print(stderr, "capcalc: check: {} on {}: {}\n", r.budget, r.device, r.message);
+      }
+    }
+  }
+  return report.passed() ? 0 : 1;
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<CheckOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "check", "Budget gates for CI: exit 1 if a model exceeds a limit on a device");
+  sub->add_option("model", options->model.path, "Model file (capcalc JSON); or use --budget");
+  sub->add_option("--budget", options->budget,
+                  "Budget file (JSON): models x devices x limits (see README)");
+  sub->add_option("-b,--batch", options->model.batch, "Batch size")->check(CLI::PositiveNumber);
+  sub->add_option("--set", options->model.sets, "Set a model dimension, e.g. --set seq=2048");
+  sub->add_option("-g,--hw,--gpu,--device", options->devices,
+                  "Devices, comma-separated ids or aliases")
+      ->delimiter(',');
+  add_hardware_options(*sub, options->hardware);
+  sub->add_option("-p,--precision", options->precision, "Number format")
+      ->check(CLI::IsMember(precision_names()))
+      ->capture_default_str();
+  sub->add_option("-m,--mode", options->mode, "inference or training")
+      ->check(CLI::IsMember({"inference", "training"}))
+      ->capture_default_str();
+  sub->add_option("--profile", options->profile, "eager or compiled")
+      ->check(CLI::IsMember({"eager", "compiled"}));
+  sub->add_option("--devices", options->data_parallel, "Data-parallel devices (ideal scaling)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--epochs", options->run.epochs, "Training run: epochs (default 1)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--tokens", options->run.tokens, "Training run: total tokens")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--price-per-hour", options->price_per_hour, "USD per device-hour")
+      ->check(CLI::PositiveNumber);
+  struct LimitFlag {
+    LimitKind kind;
+    const char* flag;
+    const char* help;
+  };
+  static constexpr LimitFlag kFlags[] = {
+      {LimitKind::kMaxLatency, "--max-latency", "Latency or step time, e.g. 20ms"},
+      {LimitKind::kMinThroughput, "--min-throughput", "Samples per second, e.g. 1000/s"},
+      {LimitKind::kMaxMemory, "--max-memory", "Memory on one device, e.g. 16GiB or 16GB"},
+      {LimitKind::kMaxCost, "--max-cost",
+       "USD for the training run, or per 1M samples without one, e.g. 500USD"},
+      {LimitKind::kMaxTrainTime, "--max-train-time", "Training run time, e.g. 3d"},
+      {LimitKind::kMaxParams, "--max-params", "Parameters, e.g. 100M"},
+      {LimitKind::kMaxMacs, "--max-macs", "Forward MACs per sample, e.g. 5G"},
+  };
+  for (const LimitFlag& flag : kFlags) {
+    const LimitKind kind = flag.kind;
+    sub->add_option_function<std::string>(
+        flag.flag, [options, kind](const std::string& text) {
+          options->limits.emplace_back(kind, text);
+        },
+        flag.help);
+  }
+  sub->add_flag("--must-fit", options->must_fit, "The model must fit in one device's memory");
+  sub->add_option("-f,--format", options->format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "junit", "markdown"}))
+      ->capture_default_str();
+  sub->add_option("-o,--output", options->output, "Write the report to FILE instead of stdout");
+  sub->callback([options, &exit_code] { exit_code = run_check(*options); });
+}
+
+}  // namespace capcalc::cli

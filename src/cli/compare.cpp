@@ -1,0 +1,147 @@
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+
+#include "capcalc/compare.hpp"
+#include "capcalc/error.hpp"
+#include "capcalc/report_compare.hpp"
+#include "commands.hpp"
+
+namespace capcalc::cli {
+namespace {
+
+struct CompareOptions {
+  ModelArgs model;
+  HardwareArgs hardware;
+  std::vector<std::string> devices;
+  std::string type;
+  bool all = false;
+  std::string sort = "time";
+  std::string mode = "inference";
+  std::vector<std::string> precisions;
+  std::vector<std::int64_t> batches;
+  std::string profile;
+  std::string optimizer = "adam";
+  std::int64_t data_parallel = 1;
+  RunSize run;
+  std::optional<double> price_per_hour;
+  std::string format = "table";
+};
+
+std::vector<const Device*> pick_devices(const CompareOptions& options, const HardwareTable& table) {
+  const int ways = (options.devices.empty() ? 0 : 1) + (options.type.empty() ? 0 : 1) +
+                   (options.all ? 1 : 0);
+  if (ways != 1) throw Error({}, "give exactly one of --hw LIST, --type TYPE or --all");
+  std::vector<const Device*> out;
+  if (!options.devices.empty()) {
+    for (const std::string& name : options.devices) out.push_back(&table.get(name));
+    return out;
+  }
+  for (const Device& device : table.devices) {
+    if (options.all || device_type_name(device.type) == options.type) out.push_back(&device);
+  }
+  if (out.empty()) throw Error({}, fmt::format("no device of type \"{}\" in the table", options.type));
+  return out;
+}
+
+void run_compare(const CompareOptions& options) {
+  const HardwareTable table = load_table(options.hardware);
+  const std::vector<const Device*> devices = pick_devices(options, table);
+  std::vector<Graph> graphs;
+  if (options.batches.empty()) {
+    graphs.push_back(load_model_from(options.model));
+  } else {
+    for (std::int64_t batch : options.batches) {
+      ModelArgs args = options.model;
+      args.batch = batch;
+      graphs.push_back(load_model_from(args));
+    }
+  }
+  std::vector<Precision> precisions;
+  for (const std::string& name : options.precisions) precisions.push_back(precision_from(name));
+  if (precisions.empty()) precisions.push_back(Precision::kFp32);
+
+  CompareRequest request;
+  request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
+  if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
+  request.workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
+  request.workload.devices = options.data_parallel;
+  request.run = options.run;
+  request.price_per_hour_usd = options.price_per_hour;
+  request.model_file = options.model.path;
+  const CompareSort sort = parse_compare_sort(options.sort).value_or(CompareSort::kTime);
+  const CompareTable result = compare_devices(graphs, devices, table, precisions, request, sort);
+  std::string text;
+  if (options.format == "json") {
+    text = render_compare_json(result);
+  } else if (options.format == "csv") {
+    text = render_compare_csv(result);
+  } else if (options.format == "markdown") {
+    text = render_compare_markdown(result);
+  } else {
+    text = render_compare_text(result);
+  }
+  fmt::print("{}", text);
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app) {
+  auto options = std::make_shared<CompareOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "compare", "One model on many devices: time, throughput, memory, fit, cost, energy");
+  sub->add_option("model", options->model.path, "Model file (capcalc JSON)")->required();
+  sub->add_option("--set", options->model.sets,
+                  "Set a model dimension, e.g. --set seq=2048 (repeatable)");
+  sub->add_option("--causal", options->model.causal, "Count causal attention as full or half")
+      ->check(CLI::IsMember({"full", "half"}))
+      ->capture_default_str();
+  sub->add_option("-g,--hw,--gpu,--device", options->devices,
+                  "Devices to compare, comma-separated ids or aliases (A100,H100,T4)")
+      ->delimiter(',');
+  sub->add_option("--type", options->type, "Every device of this type")
+      ->check(CLI::IsMember({"cpu", "gpu", "tpu", "accelerator"}));
+  sub->add_flag("--all", options->all, "Every device in the table");
+  add_hardware_options(*sub, options->hardware);
+  sub->add_option("--sort", options->sort,
+                  "Order of rows (unknown values last): table, time, throughput, cost, memory "
+                  "(most to spare first), energy")
+      ->check(CLI::IsMember({"table", "time", "throughput", "cost", "memory", "energy"}))
+      ->capture_default_str();
+  sub->add_option("-m,--mode", options->mode, "inference (a forward pass) or training (a step)")
+      ->check(CLI::IsMember({"inference", "training"}))
+      ->capture_default_str();
+  sub->add_option("-p,--precision", options->precisions,
+                  "Number format (default fp32); a comma-separated list is a sweep")
+      ->delimiter(',')
+      ->check(CLI::IsMember(precision_names()));
+  sub->add_option("-b,--batch", options->batches,
+                  "Batch size; a comma-separated list (1,8,64) is a sweep")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--profile", options->profile, "eager or compiled; default: the device type's")
+      ->check(CLI::IsMember({"eager", "compiled"}));
+  sub->add_option("--optimizer", options->optimizer, "Training optimizer")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
+      ->capture_default_str();
+  sub->add_option("--devices", options->data_parallel, "Data-parallel devices (ideal scaling)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--epochs", options->run.epochs, "Training run: epochs (default 1)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--tokens", options->run.tokens,
+                  "Training run: total tokens (samples = tokens / seq)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--price-per-hour", options->price_per_hour,
+                  "USD per device-hour for every device (default: the table's prices)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("-f,--format", options->format, "Output format")
+      ->check(CLI::IsMember({"table", "json", "csv", "markdown"}))
+      ->capture_default_str();
+  sub->callback([options] { run_compare(*options); });
+}
+
+}  // namespace capcalc::cli

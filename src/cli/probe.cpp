@@ -1,0 +1,69 @@
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "capcalc/error.hpp"
+#include "capcalc/probe.hpp"
+#include "commands.hpp"
+
+namespace capcalc::cli {
+namespace {
+
+struct ProbeCliOptions {
+  double seconds = 3.0;
+  unsigned threads = 0;
+  std::string output;
+  std::string format = "json";
+};
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error({path}, "cannot open file for writing");
+  out << text;
+  out.close();
+  if (!out) throw Error({path}, "cannot write file");
+}
+
+void run_probe(const ProbeCliOptions& options) {
+  // Fail before spending seconds measuring; append mode leaves an existing file as it is.
+  if (!options.output.empty() && !std::ofstream(options.output, std::ios::app)) {
+    throw Error({options.output}, "cannot open file for writing");
+  }
+  ProbeOptions probe;
+  probe.seconds = options.seconds;
+  probe.threads = options.threads;
+  const ProbeResult result = probe_machine(probe);
+  if (!options.output.empty()) {
+    write_file(options.output, render_probe_json(result));
+    if (options.format == "table") fmt::print("{}", render_probe_text(result));
+    fmt::print(stderr, "capcalc: wrote {}: {}; use it with --gpu local --hardware-file {}\n",
+               options.output, render_probe_summary(result), options.output);
+    return;
+  }
+  fmt::print("{}", options.format == "table" ? render_probe_text(result)
+                                             : render_probe_json(result));
+}
+
+}  // namespace
+
+void add_probe_command(CLI::App& app) {
+  auto options = std::make_shared<ProbeCliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "probe", "Measure this machine (FMA rate, memory bandwidth) as a hardware-table entry");
+  sub->add_option("-s,--seconds", options->seconds, "Time budget of the whole probe")
+      ->check(CLI::Range(0.01, 600.0))
+      ->capture_default_str();
+  sub->add_option("-j,--threads", options->threads, "Threads (default: one per logical core)")
+      ->check(CLI::Range(1u, 1024u));
+  sub->add_option("-o,--output", options->output,
+                  "Write the JSON to this file (a summary goes to stderr)");
+  sub->add_option("-f,--format", options->format,
+                  "stdout: the hardware table (json) or a summary for people (table)")
+      ->check(CLI::IsMember({"json", "table"}))
+      ->capture_default_str();
+  sub->callback([options] { run_probe(*options); });
+}
+
+}  // namespace capcalc::cli

@@ -1,0 +1,202 @@
+#include "capcalc/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "capcalc/error.hpp"
+
+namespace capcalc {
+namespace {
+
+constexpr double kSecondsPerHour = 3600;
+
+// The bound that takes most of the step: per-layer times summed by bound. Fused and view
+// layers take no time of their own.
+Bound dominant_bound(const Estimate& estimate) {
+  std::array<double, 3> seconds{};  // compute, memory, overhead
+  for (const LayerEstimate& layer : estimate.layers) {
+    if (layer.bound == Bound::kCompute) seconds[0] += layer.time_s;
+    if (layer.bound == Bound::kMemory) seconds[1] += layer.time_s;
+    if (layer.bound == Bound::kOverhead) seconds[2] += layer.time_s;
+  }
+  if (seconds[0] == 0 && seconds[1] == 0 && seconds[2] == 0) return Bound::kNone;
+  if (seconds[0] >= seconds[1] && seconds[0] >= seconds[2]) return Bound::kCompute;
+  return seconds[1] >= seconds[2] ? Bound::kMemory : Bound::kOverhead;
+}
+
+std::string missing_precision_note(const Device& device, Precision precision) {
+  std::vector<std::string_view> has;
+  for (Precision p : device.precisions()) has.push_back(precision_name(p));
+  return fmt::format("no {} (has {})", precision_name(precision), fmt::join(has, ", "));
+}
+
+// The value a row is sorted by, smaller first; nullopt sorts last.
+std::optional<double> sort_key(const CompareRow& row, CompareSort sort) {
+  if (sort == CompareSort::kTable) return 0.0;
+  if (!row.supported) return std::nullopt;
+  switch (sort) {
+    case CompareSort::kTable:
+      return 0.0;
+    case CompareSort::kTime:
+      return row.latency_s;
+    case CompareSort::kThroughput:
+      return -row.throughput_per_s;
+    case CompareSort::kCost:
+      return row.cost_usd;
+    case CompareSort::kMemory:
+      return row.memory_bytes - row.device_memory_bytes;
+    case CompareSort::kEnergy:
+      return row.energy_kwh;
+  }
+  return std::nullopt;
+}
+
+bool key_less(const std::optional<double>& a, const std::optional<double>& b) {
+  if (!a) return false;
+  if (!b) return true;
+  return *a < *b;
+}
+
+constexpr std::array<std::string_view, 6> kSortNames = {"table",  "time",   "throughput",
+                                                        "cost",   "memory", "energy"};
+
+}  // namespace
+
+std::string_view cost_basis_name(CostBasis basis) {
+  return basis == CostBasis::kPerRun ? "per_run" : "per_million_samples";
+}
+
+std::optional<CompareSort> parse_compare_sort(std::string_view name) {
+  for (std::size_t i = 0; i < kSortNames.size(); ++i) {
+    if (kSortNames[i] == name) return static_cast<CompareSort>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view compare_sort_name(CompareSort sort) {
+  return kSortNames[static_cast<std::size_t>(sort)];
+}
+
+std::optional<double> run_samples(const RunSize& size, const Graph& graph,
+                                  const std::string& model_file) {
+  if (size.tokens) {
+    if (size.dataset_size) throw Error({}, "give --tokens or --dataset-size, not both");
+    if (size.epochs) throw Error({}, "--epochs needs --dataset-size, not --tokens");
+    const auto seq = graph.dims.find("seq");
+    if (seq == graph.dims.end()) {
+      throw Error({model_file}, "--tokens needs a model with a \"seq\" dimension (tokens per sample)");
+    }
+    return *size.tokens / static_cast<double>(seq->second);
+  }
+  if (size.dataset_size) return *size.dataset_size * size.epochs.value_or(1);
+  if (size.epochs) throw Error({}, "--epochs needs --dataset-size");
+  return std::nullopt;
+}
+
+CompareRow compare_row(const Graph& graph, const Device& device, const PerformanceParams& params,
+                       Precision precision, const CompareRequest& request) {
+  CompareRow row;
+  row.device = &device;
+  row.batch = graph.batch;
+  row.precision = precision;
+  row.device_memory_bytes = device.memory_bytes;
+  row.price_per_device_hour_usd = request.price_per_hour_usd;
+  if (!row.price_per_device_hour_usd && device.price) {
+    row.price_per_device_hour_usd = device.price->usd_per_hour;
+  }
+  if (!device.supports(precision)) {
+    row.supported = false;
+    row.note = missing_precision_note(device, precision);
+    return row;
+  }
+  Workload workload = request.workload;
+  workload.precision = precision;
+  const Estimate result = estimate(graph, device, params, workload);
+  row.latency_s = result.latency_s;
+  row.throughput_per_s = result.throughput_per_s;
+  row.memory_bytes = result.memory.total_bytes;
+  row.fits = result.fits;
+  row.devices_to_fit =
+      device.memory_bytes > 0
+          ? std::max<std::int64_t>(
+                1, static_cast<std::int64_t>(std::ceil(row.memory_bytes / device.memory_bytes)))
+          : 1;
+  row.bound = dominant_bound(result);
+
+  const double devices = static_cast<double>(workload.devices);
+  const std::optional<double> samples =
+      workload.mode == Mode::kTraining ? run_samples(request.run, graph, request.model_file)
+                                       : std::nullopt;
+  if (samples) {
+    TrainingRun run;
+    run.samples = *samples;
+    run.price_per_device_hour_usd = row.price_per_device_hour_usd;
+    run.power_w = device.tdp_w;
+    const TrainingTotals totals = training_totals(result, graph.batch, workload.devices, run);
+    row.run_time_s = totals.time_s;
+    row.cost_usd = totals.cost_usd;
+    row.energy_kwh = totals.energy_kwh;
+  } else if (result.throughput_per_s > 0) {
+    // Device-hours for 1e6 samples: throughput is over all devices, each one is paid for.
+    const double device_hours = kCostSamples / result.throughput_per_s * devices / kSecondsPerHour;
+    if (row.price_per_device_hour_usd) {
+      row.cost_usd = device_hours * *row.price_per_device_hour_usd;
+    }
+    if (device.tdp_w > 0) row.energy_kwh = device_hours * device.tdp_w / 1000;
+  }
+  return row;
+}
+
+CompareTable compare_devices(const std::vector<Graph>& graphs,
+                             const std::vector<const Device*>& devices,
+                             const HardwareTable& table, const std::vector<Precision>& precisions,
+                             const CompareRequest& request, CompareSort sort) {
+  if (graphs.empty()) throw Error({}, "compare: no batch to compare at");
+  if (precisions.empty()) throw Error({}, "compare: no precision to compare in");
+  if (devices.empty()) throw Error({}, "compare: no devices to compare");
+  CompareTable out;
+  out.model = graphs.front().name;
+  out.params = graph_totals(graphs.front()).params;
+  out.mode = request.workload.mode;
+  out.sort = sort;
+  out.batch_sweep = graphs.size() > 1;
+  out.precision_sweep = precisions.size() > 1;
+  if (request.workload.mode == Mode::kTraining) {
+    out.run_samples = run_samples(request.run, graphs.front(), request.model_file);
+  } else if (!request.run.empty()) {
+    throw Error({}, "--dataset-size and --tokens describe a training run: add --mode training");
+  }
+  out.cost_basis = out.run_samples ? CostBasis::kPerRun : CostBasis::kPerMillionSamples;
+
+  // Device-major groups, each in sweep order (batch, then precision).
+  std::vector<std::vector<CompareRow>> groups;
+  for (const Device* device : devices) {
+    const PerformanceParams params = table.performance_for(*device);
+    std::vector<CompareRow> group;
+    for (const Graph& graph : graphs) {
+      for (Precision precision : precisions) {
+        group.push_back(compare_row(graph, *device, params, precision, request));
+      }
+    }
+    groups.push_back(std::move(group));
+  }
+  // A device's first supported row stands for it; a device with none goes last.
+  const auto group_key = [sort](const std::vector<CompareRow>& group) {
+    for (const CompareRow& row : group) {
+      if (row.supported) return sort_key(row, sort);
+    }
+    return std::optional<double>();
+  };
+  std::stable_sort(groups.begin(), groups.end(),
+                   [&](const auto& a, const auto& b) { return key_less(group_key(a), group_key(b)); });
+  for (auto& group : groups) {
+    for (CompareRow& row : group) out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace capcalc

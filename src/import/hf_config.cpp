@@ -1,0 +1,647 @@
+#include "import/hf_config.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "capcalc/error.hpp"
+
+#include "json_view.hpp"
+#include "spellcheck.hpp"
+
+namespace capcalc {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::string_view kNativeFormat = "capcalc-model/1";
+// The default "seq": the model's context, capped so that long-context models
+// (32k, 128k) are counted at a typical training and prefill length unless --set
+// seq=N says otherwise.
+constexpr std::int64_t kDefaultSeqCap = 2048;
+
+// What the translator builds; one emitter per family.
+enum class Family {
+  kDecoder,  // Pre-norm RMSNorm decoder with a gated MLP (Llama and its
+             // descendants).
+  kGpt2,     // Pre-LN, learned positions, fused-bias attention, GELU MLP.
+  kNeox,     // Pre-LN, rotary, parallel (or sequential) attention + MLP, separate
+             // embed_out.
+  kBert,     // Post-LN encoder with token types and a pooler (BertModel).
+};
+
+struct Spec {
+  std::string model_type;
+  Family family = Family::kDecoder;
+  std::int64_t vocab = 0;
+  std::int64_t hidden = 0;
+  std::int64_t layers = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t intermediate = 0;
+  std::int64_t max_positions = 0;
+  std::string activation = "silu";  // The MLP's (gated for kDecoder).
+  bool qkv_bias = false;
+  bool out_bias = false;
+  bool mlp_bias = false;
+  bool tied = false;
+  bool parallel_residual = false;
+  std::int64_t experts = 0;  // > 0: the MLP is a mixture of experts.
+  std::int64_t experts_per_token = 0;
+  std::int64_t type_vocab = 0;        // BERT's token types.
+  std::vector<std::int64_t> windows;  // Per layer: sliding window, 0 for full attention.
+};
+
+// Located reads of a config's keys. A JSON null counts as absent: transformers
+// writes "head_dim": null and "sliding_window": null for "not set".
+class Config {
+ public:
+  Config(const Json& document, const std::string& file) : root_(document, file) {}
+
+  std::optional<JsonView> find(std::string_view key) const {
+    std::optional<JsonView> value = root_.find(key);
+    if (value && value->is_null()) return std::nullopt;
+    return value;
+  }
+
+  std::int64_t required(std::string_view key) const {
+    if (auto value = find(key)) return value->as_positive_int();
+    fail(key, fmt::format("missing required key \"{}\" (model_type \"{}\")", key, model_type_));
+  }
+
+  std::int64_t positive(std::string_view key, std::int64_t fallback) const {
+    if (auto value = find(key)) return value->as_positive_int();
+    return fallback;
+  }
+
+  std::optional<std::int64_t> optional_positive(std::string_view key) const {
+    if (auto value = find(key)) return value->as_positive_int();
+    return std::nullopt;
+  }
+
+  bool flag(std::string_view key, bool fallback) const {
+    if (auto value = find(key)) return value->as_bool();
+    return fallback;
+  }
+
+  std::optional<std::string> text(std::string_view key) const {
+    if (auto value = find(key)) return value->as_string();
+    return std::nullopt;
+  }
+
+  [[noreturn]] void fail(std::string_view key, const std::string& message) const {
+    throw Error({root_.file(), fmt::format("/{}", key), 0, 0}, message);
+  }
+
+  const JsonView& root() const { return root_; }
+  void set_model_type(std::string model_type) { model_type_ = std::move(model_type); }
+
+ private:
+  JsonView root_;
+  std::string model_type_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reading configs. Defaults are transformers' (the *Config classes' __init__
+// arguments).
+
+// The MLP activation: transformers' ACT2FN names, reduced to capcalc's
+// operators.
+std::string activation_of(const Config& config, std::string_view key, std::string fallback) {
+  const std::string name = config.text(key).value_or(fallback);
+  if (name == "silu" || name == "swish") return "silu";
+  if (name.rfind("gelu", 0) == 0) return "gelu";  // gelu, gelu_new, gelu_pytorch_tanh, ...
+  if (name == "relu") return "relu";
+  config.fail(key, with_suggestion(fmt::format("unsupported activation \"{}\" (supported: silu, "
+                                               "swish, relu, gelu and its variants)",
+                                               name),
+                                   name, {"silu", "swish", "relu", "gelu", "gelu_new"}));
+}
+
+// Heads, key/value heads (GQA/MQA) and head size, checked here so that errors
+// point into the config rather than the generated model.
+void read_heads(const Config& config, Spec& spec, std::string_view heads_key) {
+  spec.heads = config.required(heads_key);
+  spec.kv_heads = config.positive("num_key_value_heads", spec.heads);
+  if (spec.heads % spec.kv_heads != 0) {
+    config.fail("num_key_value_heads", fmt::format("num_key_value_heads = {} must divide {} = {}",
+                                                   spec.kv_heads, heads_key, spec.heads));
+  }
+  if (auto head_dim = config.optional_positive("head_dim")) {
+    spec.head_dim = *head_dim;
+  } else if (spec.hidden % spec.heads != 0) {
+    config.fail(heads_key, fmt::format("hidden size {} is not divisible by {} = {}; give "
+                                       "head_dim",
+                                       spec.hidden, heads_key, spec.heads));
+  } else {
+    spec.head_dim = spec.hidden / spec.heads;
+  }
+}
+
+// Sliding windows per layer. "layer_types" (newer transformers) names each
+// layer's kind; otherwise every layer gets `sliding_window` when `enabled`,
+// from `first_sliding` on.
+void read_windows(const Config& config, Spec& spec, bool enabled, std::int64_t first_sliding = 0) {
+  const std::int64_t window = enabled ? config.positive("sliding_window", 0) : 0;
+  spec.windows.assign(static_cast<std::size_t>(spec.layers), 0);
+  if (auto types = config.find("layer_types")) {
+    if (types->array_size() != static_cast<std::size_t>(spec.layers)) {
+      types->fail(fmt::format("expected {} entries (num_hidden_layers), got {}", spec.layers,
+                              types->array_size()));
+    }
+    for (std::size_t i = 0; i < spec.windows.size(); ++i) {
+      const std::string kind = types->at(i).as_string();
+      if (kind == "sliding_attention") {
+        spec.windows[i] = window;
+      } else if (kind != "full_attention") {
+        types->at(i).fail(
+            fmt::format("unknown layer type \"{}\" (expected \"full_attention\" or "
+                        "\"sliding_attention\")",
+                        kind));
+      }
+    }
+    return;
+  }
+  for (std::int64_t i = first_sliding; i < spec.layers; ++i) {
+    spec.windows[static_cast<std::size_t>(i)] = window;
+  }
+}
+
+// Llama 1/2/3 and the decoders that share its layout.
+void read_decoder(const Config& config, Spec& spec) {
+  spec.family = Family::kDecoder;
+  spec.vocab = config.required("vocab_size");
+  spec.hidden = config.required("hidden_size");
+  spec.layers = config.required("num_hidden_layers");
+  spec.intermediate = config.required("intermediate_size");
+  spec.max_positions = config.required("max_position_embeddings");
+  read_heads(config, spec, "num_attention_heads");
+  spec.activation = activation_of(config, "hidden_act", "silu");
+  spec.windows.assign(static_cast<std::size_t>(spec.layers), 0);
+}
+
+void read_llama(const Config& config, Spec& spec) {
+  read_decoder(config, spec);
+  // LlamaAttention: bias=config.attention_bias on q, k, v and o; LlamaMLP:
+  // config.mlp_bias.
+  spec.qkv_bias = spec.out_bias = config.flag("attention_bias", false);
+  spec.mlp_bias = config.flag("mlp_bias", false);
+  spec.tied = config.flag("tie_word_embeddings", false);
+}
+
+void read_mistral(const Config& config, Spec& spec) {
+  read_decoder(config, spec);
+  spec.tied = config.flag("tie_word_embeddings", false);
+  read_windows(config, spec, true);
+}
+
+void read_mixtral(const Config& config, Spec& spec) {
+  read_mistral(config, spec);
+  spec.experts = config.positive("num_local_experts", 8);
+  spec.experts_per_token = config.positive("num_experts_per_tok", 2);
+  if (spec.experts_per_token > spec.experts) {
+    config.fail("num_experts_per_tok", fmt::format("num_experts_per_tok = {} exceeds "
+                                                   "num_local_experts = {}",
+                                                   spec.experts_per_token, spec.experts));
+  }
+}
+
+void read_qwen2(const Config& config, Spec& spec) {
+  read_decoder(config, spec);
+  // Qwen2Attention: q_proj, k_proj, v_proj with bias, o_proj without.
+  spec.qkv_bias = true;
+  spec.out_bias = false;
+  spec.tied = config.flag("tie_word_embeddings", false);
+  // Sliding windows only with use_sliding_window, on the layers from
+  // max_window_layers up.
+  read_windows(config, spec, config.flag("use_sliding_window", false),
+               config.positive("max_window_layers", 28));
+}
+
+void read_gemma(const Config& config, Spec& spec) {
+  read_decoder(config, spec);
+  if (!config.find("head_dim")) spec.head_dim = 256;  // GemmaConfig's default.
+  // GemmaMLP uses hidden_activation (GeGLU, tanh approximation); older configs
+  // hidden_act.
+  spec.activation =
+      activation_of(config, config.find("hidden_activation") ? "hidden_activation" : "hidden_act",
+                    "gelu_pytorch_tanh");
+  spec.qkv_bias = spec.out_bias = config.flag("attention_bias", false);
+  spec.tied = config.flag("tie_word_embeddings", true);
+}
+
+void read_phi3(const Config& config, Spec& spec) {
+  read_decoder(config,
+               spec);  // Fused qkv_proj and gate_up_proj: the same counts.
+  spec.tied = config.flag("tie_word_embeddings", false);
+  read_windows(config, spec, true);
+}
+
+void read_gpt2(const Config& config, Spec& spec) {
+  spec.family = Family::kGpt2;
+  spec.vocab = config.required("vocab_size");
+  spec.hidden = config.required("n_embd");
+  spec.layers = config.required("n_layer");
+  spec.max_positions = config.required("n_positions");
+  read_heads(config, spec, "n_head");
+  spec.intermediate = config.positive("n_inner", 4 * spec.hidden);
+  spec.activation = activation_of(config, "activation_function", "gelu_new");
+  spec.qkv_bias = spec.out_bias = spec.mlp_bias = true;
+  spec.tied = config.flag("tie_word_embeddings", true);
+  spec.windows.assign(static_cast<std::size_t>(spec.layers), 0);
+}
+
+void read_gpt_neox(const Config& config, Spec& spec) {
+  spec.family = Family::kNeox;
+  spec.vocab = config.required("vocab_size");
+  spec.hidden = config.required("hidden_size");
+  spec.layers = config.required("num_hidden_layers");
+  spec.intermediate = config.required("intermediate_size");
+  spec.max_positions = config.required("max_position_embeddings");
+  read_heads(config, spec, "num_attention_heads");
+  spec.activation = activation_of(config, "hidden_act", "gelu");
+  spec.qkv_bias = spec.out_bias = config.flag("attention_bias", true);
+  spec.mlp_bias = true;
+  spec.parallel_residual = config.flag("use_parallel_residual", true);
+  spec.tied = config.flag("tie_word_embeddings", false);
+  spec.windows.assign(static_cast<std::size_t>(spec.layers), 0);
+}
+
+void read_bert(const Config& config, Spec& spec) {
+  spec.family = Family::kBert;
+  spec.vocab = config.required("vocab_size");
+  spec.hidden = config.required("hidden_size");
+  spec.layers = config.required("num_hidden_layers");
+  spec.intermediate = config.required("intermediate_size");
+  spec.max_positions = config.required("max_position_embeddings");
+  read_heads(config, spec, "num_attention_heads");
+  spec.activation = activation_of(config, "hidden_act", "gelu");
+  spec.type_vocab = config.positive("type_vocab_size", 2);
+  if (auto kind = config.text("position_embedding_type"); kind && *kind != "absolute") {
+    config.fail(
+        "position_embedding_type",
+        fmt::format("unsupported position_embedding_type \"{}\"; only \"absolute\"", *kind));
+  }
+  spec.qkv_bias = spec.out_bias = spec.mlp_bias = true;
+  spec.windows.assign(static_cast<std::size_t>(spec.layers), 0);
+}
+
+struct ModelType {
+  std::string_view name;
+  std::string_view class_prefix;  // transformers' class names:
+                                  // <prefix>ForCausalLM, <prefix>Model.
+  void (*read)(const Config&, Spec&);
+};
+
+// Sorted by name.
+constexpr std::array kModelTypes = {
+    ModelType{"bert", "Bert", read_bert},          ModelType{"gemma", "Gemma", read_gemma},
+    ModelType{"gpt2", "GPT2", read_gpt2},          ModelType{"gpt_neox", "GPTNeoX", read_gpt_neox},
+    ModelType{"llama", "Llama", read_llama},       ModelType{"mistral", "Mistral", read_mistral},
+    ModelType{"mixtral", "Mixtral", read_mixtral}, ModelType{"phi3", "Phi3", read_phi3},
+    ModelType{"qwen2", "Qwen2", read_qwen2},
+};
+
+const ModelType* find_type(std::string_view name) {
+  for (const ModelType& type : kModelTypes) {
+    if (type.name == name) return &type;
+  }
+  return nullptr;
+}
+
+// "LlamaForCausalLM" -> llama. The prefix must be followed by "For", "Model" or
+// "LMHeadModel", so that "Qwen2MoeForCausalLM" is not taken for qwen2.
+const ModelType* type_of_class(std::string_view name) {
+  for (const ModelType& type : kModelTypes) {
+    if (name.substr(0, type.class_prefix.size()) != type.class_prefix) continue;
+    const std::string_view rest = name.substr(type.class_prefix.size());
+    if (rest.substr(0, 3) == "For" || rest == "Model" || rest == "LMHeadModel") return &type;
+  }
+  return nullptr;
+}
+
+std::string supported_list() {
+  std::vector<std::string_view> names = hf_model_types();
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+const ModelType& model_type_of(const Config& config) {
+  if (auto model_type = config.find("model_type")) {
+    const std::string name = model_type->as_string();
+    if (const ModelType* type = find_type(name)) return *type;
+    model_type->fail(with_suggestion(
+        fmt::format("unsupported model_type \"{}\" (supported: {})", name, supported_list()), name,
+        hf_model_types()));
+  }
+  const JsonView classes = config.root().at("architectures");
+  if (classes.array_size() == 0) classes.fail("expected at least one architecture class name");
+  const std::string name = classes.at(0).as_string();
+  if (const ModelType* type = type_of_class(name)) return *type;
+  classes.at(0).fail(
+      fmt::format("unsupported architecture \"{}\" and no model_type (supported "
+                  "model_type values: {})",
+                  name, supported_list()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Emitting the native document. Layer names follow transformers' state_dict
+// names (as the hand-written models in data/models do), so `capcalc layers`
+// reads like the checkpoint.
+
+Json layer(std::string_view name, std::string_view op) {
+  return Json{{"name", std::string(name)}, {"op", std::string(op)}};
+}
+
+Json with_input(Json entry, std::string_view input) {
+  entry["input"] = input;
+  return entry;
+}
+
+Json with_inputs(Json entry, std::vector<std::string> inputs) {
+  entry["inputs"] = std::move(inputs);
+  return entry;
+}
+
+Json linear(std::string_view name, std::int64_t out, bool bias) {
+  Json entry = layer(name, "linear");
+  entry["out_features"] = out;
+  entry["bias"] = bias;
+  return entry;
+}
+
+Json attention(std::string_view name, const Spec& spec, bool causal) {
+  Json entry = layer(name, "attention");
+  entry["heads"] = spec.heads;
+  entry["kv_heads"] = spec.kv_heads;
+  entry["head_dim"] = spec.head_dim;
+  entry["causal"] = causal;
+  if (causal) entry["window"] = "window";
+  if (spec.qkv_bias == spec.out_bias) {
+    entry["bias"] = spec.qkv_bias;
+  } else {
+    entry["qkv_bias"] = spec.qkv_bias;
+    entry["out_bias"] = spec.out_bias;
+  }
+  return entry;
+}
+
+Json embedding(std::string_view name, std::int64_t rows, std::int64_t dim) {
+  Json entry = layer(name, "embedding");
+  entry["num_embeddings"] = rows;
+  entry["embedding_dim"] = dim;
+  return entry;
+}
+
+Json lm_head(std::string_view name, const Spec& spec, std::string_view embedding_name) {
+  Json entry = linear(name, spec.vocab, false);
+  if (spec.tied) entry["tied_to"] = embedding_name;
+  return entry;
+}
+
+// The decoder layers as block calls: one repeated call when every layer has the
+// same window, else one call per layer ("layers.0", "layers.1", ...) with its
+// own.
+void add_layer_calls(Json& layers, std::string_view name, std::string_view block,
+                     const Spec& spec) {
+  const bool uniform = std::all_of(spec.windows.begin(), spec.windows.end(),
+                                   [&](std::int64_t w) { return w == spec.windows.front(); });
+  if (uniform) {
+    Json call{{"name", name}, {"block", block}, {"repeat", spec.layers}};
+    if (spec.windows.front() > 0) call["args"] = Json{{"window", spec.windows.front()}};
+    layers.push_back(std::move(call));
+    return;
+  }
+  for (std::size_t i = 0; i < spec.windows.size(); ++i) {
+    Json call{{"name", fmt::format("{}.{}", name, i)}, {"block", block}};
+    if (spec.windows[i] > 0) call["args"] = Json{{"window", spec.windows[i]}};
+    layers.push_back(std::move(call));
+  }
+}
+
+Json decoder_block(const Spec& spec) {
+  Json body = Json::array();
+  body.push_back(layer("input_layernorm", "rmsnorm"));
+  body.push_back(attention("self_attn", spec, true));
+  body.push_back(with_inputs(layer("attn_add", "add"), {"self_attn", "x"}));
+  body.push_back(layer("post_attention_layernorm", "rmsnorm"));
+  std::string mlp_out = "mlp.down_proj";
+  if (spec.experts > 0) {
+    // MixtralSparseMoeBlock: router "gate" and SwiGLU experts w1 (gate), w3
+    // (up), w2 (down).
+    Json moe = layer("block_sparse_moe", "moe");
+    moe["experts"] = spec.experts;
+    moe["experts_per_token"] = spec.experts_per_token;
+    moe["hidden"] = spec.intermediate;
+    moe["kind"] = "swiglu";
+    body.push_back(std::move(moe));
+    mlp_out = "block_sparse_moe";
+  } else {
+    // down(act(gate(x)) * up(x)): SwiGLU (silu) or GeGLU (gelu).
+    body.push_back(linear("mlp.gate_proj", spec.intermediate, spec.mlp_bias));
+    body.push_back(layer("mlp.act", spec.activation));
+    body.push_back(with_input(linear("mlp.up_proj", spec.intermediate, spec.mlp_bias),
+                              "post_attention_layernorm"));
+    body.push_back(with_inputs(layer("mlp.gated", "mul"), {"mlp.act", "mlp.up_proj"}));
+    body.push_back(linear("mlp.down_proj", spec.hidden, spec.mlp_bias));
+  }
+  body.push_back(with_inputs(layer("mlp_add", "add"), {mlp_out, "attn_add"}));
+  return Json{{"args", {{"window", 0}}}, {"layers", std::move(body)}};
+}
+
+void emit_decoder(const Spec& spec, Json& model) {
+  model["blocks"] = Json{{"decoder_layer", decoder_block(spec)}};
+  Json layers = Json::array();
+  layers.push_back(embedding("embed_tokens", spec.vocab, spec.hidden));
+  add_layer_calls(layers, "layers", "decoder_layer", spec);
+  layers.push_back(layer("norm", "rmsnorm"));
+  layers.push_back(lm_head("lm_head", spec, "embed_tokens"));
+  model["layers"] = std::move(layers);
+}
+
+void emit_gpt2(const Spec& spec, Json& model) {
+  Json body = Json::array();
+  body.push_back(layer("ln_1", "layernorm"));
+  body.push_back(attention("attn", spec, true));
+  body.push_back(with_inputs(layer("attn_add", "add"), {"attn", "x"}));
+  body.push_back(layer("ln_2", "layernorm"));
+  body.push_back(linear("mlp.c_fc", spec.intermediate, true));
+  body.push_back(layer("mlp.act", spec.activation));
+  body.push_back(linear("mlp.c_proj", spec.hidden, true));
+  body.push_back(with_inputs(layer("mlp_add", "add"), {"mlp.c_proj", "attn_add"}));
+  model["blocks"] = Json{{"block", {{"args", {{"window", 0}}}, {"layers", std::move(body)}}}};
+  Json layers = Json::array();
+  layers.push_back(embedding("wte", spec.vocab, spec.hidden));
+  Json positions = layer("wpe", "position_embedding");
+  positions["positions"] = spec.max_positions;
+  layers.push_back(std::move(positions));
+  add_layer_calls(layers, "h", "block", spec);
+  layers.push_back(layer("ln_f", "layernorm"));
+  layers.push_back(lm_head("lm_head", spec, "wte"));
+  model["layers"] = std::move(layers);
+}
+
+void emit_neox(const Spec& spec, Json& model) {
+  // GPTNeoXLayer: x + attn(ln1(x)) + mlp(ln2(x)) with use_parallel_residual,
+  // else sequential.
+  Json body = Json::array();
+  body.push_back(layer("input_layernorm", "layernorm"));
+  body.push_back(attention("attention", spec, true));
+  std::string mlp_input = "x";
+  if (!spec.parallel_residual) {
+    body.push_back(with_inputs(layer("attn_add", "add"), {"attention", "x"}));
+    mlp_input = "attn_add";
+  }
+  body.push_back(with_input(layer("post_attention_layernorm", "layernorm"), mlp_input));
+  body.push_back(linear("mlp.dense_h_to_4h", spec.intermediate, true));
+  body.push_back(layer("mlp.act", spec.activation));
+  body.push_back(linear("mlp.dense_4h_to_h", spec.hidden, true));
+  if (spec.parallel_residual) {
+    body.push_back(with_inputs(layer("residual", "add"), {"attention", "mlp.dense_4h_to_h", "x"}));
+  } else {
+    body.push_back(with_inputs(layer("mlp_add", "add"), {"mlp.dense_4h_to_h", "attn_add"}));
+  }
+  model["blocks"] =
+      Json{{"gpt_neox_layer", {{"args", {{"window", 0}}}, {"layers", std::move(body)}}}};
+  Json layers = Json::array();
+  layers.push_back(embedding("embed_in", spec.vocab, spec.hidden));
+  add_layer_calls(layers, "layers", "gpt_neox_layer", spec);
+  layers.push_back(layer("final_layer_norm", "layernorm"));
+  layers.push_back(lm_head("embed_out", spec, "embed_in"));
+  model["layers"] = std::move(layers);
+}
+
+void emit_bert(const Spec& spec, Json& model) {
+  Json body = Json::array();
+  body.push_back(attention("attention", spec, false));
+  body.push_back(with_inputs(layer("attention_add", "add"), {"attention", "x"}));
+  body.push_back(layer("attention_layernorm", "layernorm"));
+  body.push_back(linear("intermediate", spec.intermediate, true));
+  body.push_back(layer("act", spec.activation));
+  body.push_back(linear("output", spec.hidden, true));
+  body.push_back(with_inputs(layer("output_add", "add"), {"output", "attention_layernorm"}));
+  body.push_back(layer("output_layernorm", "layernorm"));
+  model["blocks"] = Json{{"encoder_layer", {{"layers", std::move(body)}}}};
+  model["inputs"].push_back(Json{{"name", "token_type_ids"}, {"shape", {"batch", "seq"}}});
+  Json layers = Json::array();
+  layers.push_back(
+      with_input(embedding("embeddings.word_embeddings", spec.vocab, spec.hidden), "input_ids"));
+  Json positions = layer("embeddings.position_embeddings", "position_embedding");
+  positions["positions"] = spec.max_positions;
+  layers.push_back(std::move(positions));
+  layers.push_back(
+      with_input(embedding("embeddings.token_type_embeddings", spec.type_vocab, spec.hidden),
+                 "token_type_ids"));
+  layers.push_back(
+      with_inputs(layer("embeddings.add", "add"),
+                  {"embeddings.position_embeddings", "embeddings.token_type_embeddings"}));
+  layers.push_back(layer("embeddings.layernorm", "layernorm"));
+  layers.push_back(
+      Json{{"name", "encoder.layer"}, {"block", "encoder_layer"}, {"repeat", spec.layers}});
+  Json first = layer("pooler.first_token", "select");
+  first["axis"] = 1;
+  first["index"] = 0;
+  layers.push_back(std::move(first));
+  layers.push_back(linear("pooler.dense", spec.hidden, true));
+  layers.push_back(layer("pooler.tanh", "tanh"));
+  model["layers"] = std::move(layers);
+  model["outputs"] = {fmt::format("encoder.layer.{}", spec.layers - 1), "pooler.tanh"};
+}
+
+std::string describe(const Spec& spec) {
+  std::string text = fmt::format(
+      "Translated from a Hugging Face config.json (model_type \"{}\"): {} "
+      "layers, hidden {}, "
+      "{} heads ({} key/value heads, head_dim {}), {} {}, vocab {}",
+      spec.model_type, spec.layers, spec.hidden, spec.heads, spec.kv_heads, spec.head_dim,
+      spec.experts > 0
+          ? fmt::format("{} experts (top {}) of intermediate", spec.experts, spec.experts_per_token)
+          : std::string("intermediate"),
+      spec.intermediate, spec.vocab);
+  switch (spec.family) {
+    case Family::kDecoder:
+    case Family::kNeox:
+      text += fmt::format(
+          ", rotary positions (no parameters; their elementwise FLOPs are not "
+          "counted), {} LM head",
+          spec.tied ? "tied" : "untied");
+      break;
+    case Family::kGpt2:
+      text += fmt::format(", {} learned positions, {} LM head", spec.max_positions,
+                          spec.tied ? "tied" : "untied");
+      break;
+    case Family::kBert:
+      text += fmt::format(", {} learned positions, BertModel with pooler (no pre-training heads)",
+                          spec.max_positions);
+      break;
+  }
+  if (spec.model_type == "gemma") {
+    text +=
+        "; the embedding's scaling by sqrt(hidden) is elementwise and not "
+        "counted";
+  }
+  return text + ".";
+}
+
+}  // namespace
+
+bool is_hf_config(const nlohmann::json& document) {
+  if (!document.is_object()) return false;
+  if (!document.contains("model_type") && !document.contains("architectures")) return false;
+  const auto format = document.find("format");
+  return format == document.end() || !format->is_string() ||
+         format->get<std::string>() != kNativeFormat;
+}
+
+std::vector<std::string_view> hf_model_types() {
+  std::vector<std::string_view> names;
+  names.reserve(kModelTypes.size());
+  for (const ModelType& type : kModelTypes)
+    names.push_back(type.name);
+  return names;
+}
+
+nlohmann::json hf_config_to_model(const nlohmann::json& config, const std::string& file) {
+  Config reader(config, file);
+  reader.root().expect_object();
+  const ModelType& type = model_type_of(reader);
+  reader.set_model_type(std::string(type.name));
+  Spec spec;
+  spec.model_type = std::string(type.name);
+  type.read(reader, spec);
+
+  Json model;
+  model["format"] = kNativeFormat;
+  // The file's stem ("llama2_7b_hf"): configs rarely carry their own name.
+  const std::string name = std::filesystem::path(file).stem().string();
+  model["name"] = name.empty() ? spec.model_type : name;
+  model["description"] = describe(spec);
+  model["source"] = fmt::format(
+      "{}: a Hugging Face config.json, as transformers builds it "
+      "(model_type \"{}\")",
+      file, spec.model_type);
+  model["dims"] = Json{{"batch", 1}, {"seq", std::min(spec.max_positions, kDefaultSeqCap)}};
+  model["inputs"] = Json::array({Json{{"name", "input_ids"}, {"shape", {"batch", "seq"}}}});
+  switch (spec.family) {
+    case Family::kDecoder:
+      emit_decoder(spec, model);
+      break;
+    case Family::kGpt2:
+      emit_gpt2(spec, model);
+      break;
+    case Family::kNeox:
+      emit_neox(spec, model);
+      break;
+    case Family::kBert:
+      emit_bert(spec, model);
+      break;
+  }
+  return model;
+}
+
+}  // namespace capcalc

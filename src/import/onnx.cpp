@@ -1,0 +1,1083 @@
+#include "import/onnx.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "capcalc/error.hpp"
+#include "checked.hpp"
+#include "count_formulas.hpp"
+#include "spellcheck.hpp"
+
+#if CAPCALC_WITH_ONNX
+#include <fcntl.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+
+namespace capcalc {
+
+#if !CAPCALC_WITH_ONNX
+
+bool onnx_supported() { return false; }
+
+Graph parse_onnx_model(std::string_view, const std::string& file, const ModelOptions&) {
+  throw Error({file, "", 0, 0},
+              "this capcalc was built without ONNX support (CMake option CAPCALC_WITH_ONNX)");
+}
+
+Graph load_onnx_model(const std::string& path, const ModelOptions& options) {
+  return parse_onnx_model({}, path, options);
+}
+
+#else
+
+bool onnx_supported() { return true; }
+
+namespace {
+
+// Names exporters give the batch axis; --batch (dims["batch"]) sets any of them.
+const std::vector<std::string_view> kBatchNames = {"batch", "batch_size", "batchsize", "bs",
+                                                   "n", "b", "batch_dim", "unk__batch"};
+
+bool is_batch_name(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return std::find(kBatchNames.begin(), kBatchNames.end(), lower) != kBatchNames.end();
+}
+
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+// What a tensor is, for counting: activations flow from the model inputs and become layers'
+// inputs; constants (initializers, Constant nodes and anything computed from constants only)
+// are folded away; metadata (Shape, Size) only feeds shape arithmetic.
+enum class Kind { kActivation, kConstant, kMeta };
+
+struct Value {
+  Kind kind = Kind::kConstant;
+  std::int32_t id = -1;            // Graph value id, for activations.
+  bool needs_grad = false;         // For activations: does its gradient need computing?
+  std::vector<std::string> roots;  // For constants: the parameter initializers it comes from.
+};
+
+Value meta_value() {
+  Value value;
+  value.kind = Kind::kMeta;
+  return value;
+}
+
+// Element types whose initializers hold trainable parameters (weights, possibly quantised);
+// integer index and shape tensors never do.
+bool is_parameter_type(std::int32_t type) {
+  using T = onnx::TensorProto;
+  return type == T::FLOAT || type == T::DOUBLE || type == T::FLOAT16 || type == T::BFLOAT16 ||
+         type == T::INT8 || type == T::UINT8;
+}
+
+// How a known operator is counted.
+enum class Rule {
+  kConv,
+  kConvTranspose,
+  kGemm,
+  kMatMul,
+  kEinsum,
+  kBatchNorm,
+  kLayerNorm,
+  kGroupNorm,
+  kUnary,       // `flops` per output element.
+  kBinary,      // inputs - 1 per output element (NumPy broadcasting).
+  kSoftmax,
+  kReduce,      // One FLOP per input element.
+  kPool,        // kernel elements per output element.
+  kGlobalPool,  // One FLOP per input element.
+  kCopy,        // Reads and writes, no FLOPs (concat, pad, tile).
+  kView,        // Costs nothing (reshape, transpose, slice, cast, ...).
+  kGather,      // A view of an activation, or an embedding lookup of a constant table.
+  kSplit,       // One view layer per output.
+  kResize,
+  kMeta,        // Shape, Size: the output is metadata, no layer.
+  kConstant,    // Constant, ConstantOfShape, Range: folded, no layer.
+};
+
+struct OpRule {
+  std::string_view op_type;
+  Rule rule;
+  std::string_view name;  // The layer's op: the native operator's name where there is one.
+  std::int64_t flops = 0;
+  bool shape_passthrough = false;  // Output shape = input shape, for ops ONNX 1.12 lacks.
+};
+
+using formulas::kBatchNormFlops;
+using formulas::kGeluFlops;
+using formulas::kReluFlops;
+using formulas::kSigmoidFlops;
+using formulas::kTanhFlops;
+
+// ONNX op_type -> counting rule. Non-native elementwise costs: Clip does a min and a max (2),
+// HardSigmoid max(0, min(1, a·x + b)) (4), HardSwish that and a multiply (5); Erf, Elu,
+// Softplus and other transcendental functions count as tanh (5); Exp, Log, Sqrt,
+// Reciprocal, Neg, Abs and the like one FLOP each.
+const std::vector<OpRule> kRules = {
+    {"Conv", Rule::kConv, "conv"},
+    {"ConvTranspose", Rule::kConvTranspose, "conv_transpose"},
+    {"Gemm", Rule::kGemm, "linear"},
+    {"MatMul", Rule::kMatMul, "matmul"},
+    {"Einsum", Rule::kEinsum, "einsum"},
+    {"BatchNormalization", Rule::kBatchNorm, "batchnorm", kBatchNormFlops},
+    {"LayerNormalization", Rule::kLayerNorm, "layernorm", formulas::kLayerNormFlops},
+    {"SimplifiedLayerNormalization", Rule::kLayerNorm, "rmsnorm", formulas::kRmsNormFlops, true},
+    {"InstanceNormalization", Rule::kGroupNorm, "groupnorm", formulas::kGroupNormFlops},
+    {"GroupNormalization", Rule::kGroupNorm, "groupnorm", formulas::kGroupNormFlops, true},
+    {"Relu", Rule::kUnary, "relu", kReluFlops},
+    {"LeakyRelu", Rule::kUnary, "leakyrelu", kReluFlops},
+    {"Clip", Rule::kUnary, "clip", 2},
+    {"Sigmoid", Rule::kUnary, "sigmoid", kSigmoidFlops},
+    {"HardSigmoid", Rule::kUnary, "hardsigmoid", 4},
+    {"HardSwish", Rule::kUnary, "hardswish", 5},
+    {"Tanh", Rule::kUnary, "tanh", kTanhFlops},
+    {"Erf", Rule::kUnary, "erf", kTanhFlops},
+    {"Gelu", Rule::kUnary, "gelu", kGeluFlops, true},
+    {"FastGelu", Rule::kUnary, "gelu", kGeluFlops, true},
+    {"Elu", Rule::kUnary, "elu", kTanhFlops},
+    {"Selu", Rule::kUnary, "selu", kTanhFlops},
+    {"Softplus", Rule::kUnary, "softplus", kTanhFlops},
+    {"Mish", Rule::kUnary, "mish", 2 * kTanhFlops, true},
+    {"Exp", Rule::kUnary, "exp", 1},
+    {"Log", Rule::kUnary, "log", 1},
+    {"Sqrt", Rule::kUnary, "sqrt", 1},
+    {"Reciprocal", Rule::kUnary, "reciprocal", 1},
+    {"Neg", Rule::kUnary, "neg", 1},
+    {"Abs", Rule::kUnary, "abs", 1},
+    {"Floor", Rule::kUnary, "floor", 1},
+    {"Ceil", Rule::kUnary, "ceil", 1},
+    {"Round", Rule::kUnary, "round", 1},
+    {"Sin", Rule::kUnary, "sin", 1},
+    {"Cos", Rule::kUnary, "cos", 1},
+    {"Not", Rule::kUnary, "not", 1},
+    {"Sign", Rule::kUnary, "sign", 1},
+    {"Add", Rule::kBinary, "add"},
+    {"Sub", Rule::kBinary, "sub"},
+    {"Mul", Rule::kBinary, "mul"},
+    {"Div", Rule::kBinary, "div"},
+    {"Pow", Rule::kBinary, "pow"},
+    {"Max", Rule::kBinary, "max"},
+    {"Min", Rule::kBinary, "min"},
+    {"Sum", Rule::kBinary, "add"},
+    {"Mean", Rule::kBinary, "mean"},
+    {"Mod", Rule::kBinary, "mod"},
+    {"PRelu", Rule::kBinary, "prelu"},
+    {"Where", Rule::kBinary, "where"},
+    {"Equal", Rule::kBinary, "equal"},
+    {"Less", Rule::kBinary, "less"},
+    {"LessOrEqual", Rule::kBinary, "lessorequal"},
+    {"Greater", Rule::kBinary, "greater"},
+    {"GreaterOrEqual", Rule::kBinary, "greaterorequal"},
+    {"And", Rule::kBinary, "and"},
+    {"Or", Rule::kBinary, "or"},
+    {"Softmax", Rule::kSoftmax, "softmax", formulas::kSoftmaxFlops},
+    {"LogSoftmax", Rule::kSoftmax, "softmax", formulas::kSoftmaxFlops},
+    {"ReduceMean", Rule::kReduce, "reducemean"},
+    {"ReduceSum", Rule::kReduce, "reducesum"},
+    {"ReduceMax", Rule::kReduce, "reducemax"},
+    {"ReduceMin", Rule::kReduce, "reducemin"},
+    {"ReduceProd", Rule::kReduce, "reduceprod"},
+    {"ReduceL1", Rule::kReduce, "reducel1"},
+    {"ReduceL2", Rule::kReduce, "reducel2"},
+    {"ReduceSumSquare", Rule::kReduce, "reducesumsquare"},
+    {"ReduceLogSumExp", Rule::kReduce, "reducelogsumexp"},
+    {"ArgMax", Rule::kReduce, "argmax"},
+    {"ArgMin", Rule::kReduce, "argmin"},
+    {"CumSum", Rule::kReduce, "cumsum"},
+    {"MaxPool", Rule::kPool, "maxpool"},
+    {"AveragePool", Rule::kPool, "avgpool"},
+    {"LpPool", Rule::kPool, "lppool"},
+    {"GlobalAveragePool", Rule::kGlobalPool, "global_avgpool"},
+    {"GlobalMaxPool", Rule::kGlobalPool, "global_maxpool"},
+    {"Concat", Rule::kCopy, "concat"},
+    {"Pad", Rule::kCopy, "pad"},
+    {"Tile", Rule::kCopy, "tile"},
+    {"Split", Rule::kSplit, "split"},
+    {"Slice", Rule::kView, "slice"},
+    {"Gather", Rule::kGather, "gather"},
+    {"GatherElements", Rule::kView, "gather"},
+    {"GatherND", Rule::kView, "gather"},
+    {"Reshape", Rule::kView, "reshape"},
+    {"Flatten", Rule::kView, "flatten"},
+    {"Transpose", Rule::kView, "transpose"},
+    {"Squeeze", Rule::kView, "squeeze"},
+    {"Unsqueeze", Rule::kView, "unsqueeze"},
+    {"Expand", Rule::kView, "expand"},
+    {"Identity", Rule::kView, "identity"},
+    {"Dropout", Rule::kView, "dropout"},
+    {"Cast", Rule::kView, "cast"},
+    {"CastLike", Rule::kView, "cast"},
+    {"DepthToSpace", Rule::kView, "depthtospace"},
+    {"SpaceToDepth", Rule::kView, "spacetodepth"},
+    {"Resize", Rule::kResize, "upsample"},
+    {"Upsample", Rule::kResize, "upsample"},
+    {"Shape", Rule::kMeta, "shape"},
+    {"Size", Rule::kMeta, "size"},
+    {"Constant", Rule::kConstant, "constant"},
+    {"ConstantOfShape", Rule::kConstant, "constantofshape"},
+    {"Range", Rule::kConstant, "range"},
+    {"EyeLike", Rule::kConstant, "eyelike"},
+};
+
+const OpRule* find_rule(const onnx::NodeProto& node) {
+  const std::string& domain = node.domain();
+  if (!domain.empty() && domain != "ai.onnx" && domain != "com.microsoft") return nullptr;
+  for (const OpRule& rule : kRules) {
+    if (rule.op_type == node.op_type()) return &rule;
+  }
+  return nullptr;
+}
+
+std::string qualified_op(const onnx::NodeProto& node) {
+  if (node.domain().empty() || node.domain() == "ai.onnx") return node.op_type();
+  return node.domain() + "." + node.op_type();
+}
+
+// Inputs with a param slot count as the layer's parameters; the others (running statistics,
+// shapes, axes, bounds, scales) are read but are not parameters.
+bool is_param_slot(Rule rule, const std::string& op_type, int slot) {
+  switch (rule) {
+    case Rule::kBatchNorm:
+      return slot == 1 || slot == 2;  // Scale and bias; mean and variance are buffers.
+    case Rule::kView:
+    case Rule::kSplit:
+    case Rule::kResize:
+    case Rule::kReduce:
+    case Rule::kSoftmax:
+      return false;
+    case Rule::kUnary:
+      return false;  // Clip's bounds, nothing else.
+    case Rule::kCopy:
+      return op_type == "Concat";  // A learned token concatenated (ViT); not pads or repeats.
+    default:
+      return true;
+  }
+}
+
+std::int64_t attribute_int(const onnx::NodeProto& node, std::string_view name,
+                           std::int64_t fallback) {
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() == name) return a.i();
+  }
+  return fallback;
+}
+
+std::vector<std::int64_t> attribute_ints(const onnx::NodeProto& node, std::string_view name) {
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+  }
+  return {};
+}
+
+std::string attribute_string(const onnx::NodeProto& node, std::string_view name,
+                             std::string fallback) {
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() == name) return a.s();
+  }
+  return fallback;
+}
+
+std::int64_t product(const Shape& shape, std::size_t from = 0) {
+  std::int64_t p = 1;
+  for (std::size_t i = from; i < shape.size(); ++i) p = checked_mul(p, shape[i]);
+  return p;
+}
+
+// A tensor's shape as ONNX knows it; dims are -1 where unknown.
+struct KnownShape {
+  Shape dims;
+  std::vector<std::string> params;  // dim_param per axis ("" if none).
+  bool complete() const {
+    return std::all_of(dims.begin(), dims.end(), [](std::int64_t d) { return d >= 0; });
+  }
+};
+
+KnownShape from_proto(const onnx::TensorShapeProto& proto) {
+  KnownShape shape;
+  for (const auto& dim : proto.dim()) {
+    shape.dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    shape.params.push_back(dim.has_dim_param() ? dim.dim_param() : "");
+  }
+  return shape;
+}
+
+class Importer {
+ public:
+  Importer(onnx::ModelProto& model, const std::string& file, const ModelOptions& options)
+      : model_(model), graph_proto_(*model.mutable_graph()), file_(file), options_(options) {}
+
+  Graph build() {
+    validate();
+    for (const auto& init : graph_proto_.initializer()) initializers_[init.name()] = &init;
+    bind_inputs();
+    infer_shapes();
+    collect_shapes();
+    for (const auto& init : graph_proto_.initializer()) {
+      Value value;
+      value.kind = Kind::kConstant;
+      if (is_parameter_type(init.data_type()) && init.dims_size() > 0) value.roots = {init.name()};
+      values_[init.name()] = value;
+    }
+    for (const auto& node : graph_proto_.node()) {
+      for (const std::string& input : node.input()) used_.insert(input);
+    }
+    for (const auto& output : graph_proto_.output()) used_.insert(output.name());
+    for (int i = 0; i < graph_proto_.node_size(); ++i) add_node(graph_proto_.node(i), i);
+    for (const auto& output : graph_proto_.output()) {
+      const auto it = values_.find(output.name());
+      if (it != values_.end() && it->second.kind == Kind::kActivation) {
+        graph_.outputs.push_back(it->second.id);
+      }
+    }
+    if (graph_.outputs.empty() && !graph_.layers.empty()) {
+      graph_.outputs.push_back(graph_.layer_value(graph_.layers.size() - 1));
+    }
+    if (options_.strict && !graph_.unknown_ops.empty()) {
+      std::vector<std::string> parts;
+      std::int64_t nodes = 0;
+      for (const UnknownOperator& op : graph_.unknown_ops) {
+        parts.push_back(fmt::format("{} ({})", op.op, op.nodes));
+        nodes += op.nodes;
+      }
+      fail("", fmt::format("{} node{} of unknown operators (strict mode): {}", nodes,
+                           nodes == 1 ? "" : "s", fmt::join(parts, ", ")));
+    }
+    return std::move(graph_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& pointer, const std::string& message) const {
+    throw Error({file_, pointer, 0, 0}, message);
+  }
+
+  void validate() {
+    if (!model_.has_graph() || graph_proto_.node_size() == 0) {
+      fail("", "not an ONNX model: it has no graph nodes (corrupt, truncated or not ONNX?)");
+    }
+    for (const auto& opset : model_.opset_import()) {
+      if (opset.domain().empty() || opset.domain() == "ai.onnx") opset_ = opset.version();
+    }
+    if (opset_ <= 0) fail("", "not an ONNX model: it imports no ai.onnx opset (truncated?)");
+    graph_.name = graph_proto_.name().empty() ? "onnx_model" : graph_proto_.name();
+    graph_.description = model_.doc_string();
+    graph_.source = model_.producer_name().empty()
+                        ? "ONNX"
+                        : fmt::format("ONNX, exported by {} {}", model_.producer_name(),
+                                      model_.producer_version());
+  }
+
+  // Sets every dynamic input dim from the options, so that shape inference sees numbers.
+  void bind_inputs() {
+    std::vector<std::string> input_names;
+    std::set<std::string> dim_params;
+    bool has_batch = false;
+    for (const auto& input : graph_proto_.input()) {
+      if (initializers_.count(input.name()) != 0) continue;
+      input_names.push_back(input.name());
+      if (!input.type().has_tensor_type()) continue;
+      for (const auto& dim : input.type().tensor_type().shape().dim()) {
+        if (dim.has_dim_param()) {
+          dim_params.insert(dim.dim_param());
+          has_batch = has_batch || is_batch_name(dim.dim_param());
+        }
+      }
+    }
+    for (const auto& [name, value] : options_.dims) {
+      if (value <= 0) fail("", fmt::format("dimension \"{}\" must be positive, got {}", name, value));
+      if (dim_params.count(name) != 0 || (name == "batch" && has_batch)) continue;
+      if (name == "batch" && !options_.input_shapes.empty()) continue;
+      std::vector<std::string_view> known(dim_params.begin(), dim_params.end());
+      std::string message = with_suggestion(
+          fmt::format("the model has no dimension \"{}\" to set", name), name, known);
+      message += known.empty() ? " (its inputs have fixed shapes)"
+                               : fmt::format(" (its dynamic dims: {})", fmt::join(known, ", "));
+      fail("", message);
+    }
+    for (const auto& [name, shape] : options_.input_shapes) {
+      if (std::find(input_names.begin(), input_names.end(), name) == input_names.end()) {
+        std::vector<std::string_view> known(input_names.begin(), input_names.end());
+        fail("", with_suggestion(fmt::format("the model has no input \"{}\" (its inputs: {})", name,
+                                             fmt::join(input_names, ", ")),
+                                 name, known));
+      }
+    }
+
+    for (int i = 0; i < graph_proto_.input_size(); ++i) {
+      onnx::ValueInfoProto& input = *graph_proto_.mutable_input(i);
+      if (initializers_.count(input.name()) != 0) continue;
+      const std::string pointer = fmt::format("/graph/input/{}", i);
+      if (!input.type().has_tensor_type() || !input.type().tensor_type().has_shape()) {
+        if (options_.input_shapes.count(input.name()) == 0) {
+          fail(pointer, fmt::format("input \"{}\" has no shape; give one (--input-shape {}=...)",
+                                    input.name(), input.name()));
+        }
+      }
+      onnx::TensorShapeProto& shape = *input.mutable_type()->mutable_tensor_type()->mutable_shape();
+      if (auto given = options_.input_shapes.find(input.name());
+          given != options_.input_shapes.end()) {
+        if (shape.dim_size() != 0 && static_cast<std::size_t>(shape.dim_size()) != given->second.size()) {
+          fail(pointer, fmt::format("input \"{}\" has rank {}, but its --input-shape has {} dims",
+                                    input.name(), shape.dim_size(), given->second.size()));
+        }
+        std::vector<std::string> params;
+        for (const auto& dim : shape.dim()) params.push_back(dim.has_dim_param() ? dim.dim_param() : "");
+        shape.clear_dim();
+        for (std::int64_t d : given->second) {
+          const std::size_t axis = static_cast<std::size_t>(shape.dim_size());
+          if (axis < params.size() && !params[axis].empty()) {
+            graph_.dims[params[axis]] = d;
+            if (is_batch_name(params[axis])) {
+              graph_.batch = d;
+              graph_.dims["batch"] = d;
+            }
+          }
+          if (d <= 0) {
+            fail(pointer, fmt::format("input \"{}\": shape entries must be positive, got {}",
+                                      input.name(), d));
+          }
+          shape.add_dim()->set_dim_value(d);
+        }
+      }
+      GraphInput graph_input;
+      graph_input.name = input.name();
+      for (int a = 0; a < shape.dim_size(); ++a) {
+        onnx::TensorShapeProto_Dimension& dim = *shape.mutable_dim(a);
+        if (dim.has_dim_value() && dim.dim_value() > 0) {
+          graph_input.shape.push_back(dim.dim_value());
+          continue;
+        }
+        if (!dim.has_dim_param()) {
+          fail(pointer, fmt::format("input \"{}\": axis {} has no size; set the shape "
+                                    "(--input-shape {}=...)",
+                                    input.name(), a, input.name()));
+        }
+        const std::string param = dim.dim_param();
+        std::optional<std::int64_t> value;
+        if (auto it = options_.dims.find(param); it != options_.dims.end()) {
+          value = it->second;
+        } else if (is_batch_name(param)) {
+          const auto batch = options_.dims.find("batch");
+          value = batch != options_.dims.end() ? batch->second : 1;  // Batch defaults to 1.
+        }
+        if (!value) {
+          fail(pointer, fmt::format("input \"{}\": dimension \"{}\" (axis {}) is not set; give "
+                                    "--set {}=N or --input-shape {}=...",
+                                    input.name(), param, a, param, input.name()));
+        }
+        if (is_batch_name(param)) {
+          graph_.batch = *value;
+          graph_.dims["batch"] = *value;
+        }
+        graph_.dims[param] = *value;
+        dim.set_dim_value(*value);  // Clears dim_param (a oneof).
+        graph_input.shape.push_back(*value);
+      }
+      Value value;
+      value.kind = Kind::kActivation;
+      value.id = static_cast<std::int32_t>(graph_.inputs.size());
+      values_[graph_input.name] = value;
+      graph_.inputs.push_back(std::move(graph_input));
+    }
+    if (graph_.inputs.empty()) fail("/graph/input", "the model has no inputs (only initializers)");
+  }
+
+  // ONNX shape inference, with data propagation for shape arithmetic (Shape -> Gather ->
+  // Concat -> Reshape). Operators ONNX does not know get their first input's shape, and
+  // inference runs again from there.
+  void infer_shapes() {
+    // ONNX refuses nodes of a domain the model does not import; custom domains are common.
+    std::set<std::string> domains;
+    for (const auto& opset : model_.opset_import()) domains.insert(opset.domain());
+    for (const auto& node : graph_proto_.node()) {
+      if (domains.insert(node.domain()).second) {
+        auto* opset = model_.add_opset_import();
+        opset->set_domain(node.domain());
+        opset->set_version(1);
+      }
+    }
+    // Inference needs the values of small constants only (shapes, axes, scales); dropping
+    // the weights' data keeps it from copying them.
+    for (auto& init : *graph_proto_.mutable_initializer()) {
+      std::int64_t elements = 1;
+      for (std::int64_t d : init.dims()) elements = d > 0 && elements < 1'000'000 ? elements * d : elements;
+      if (elements > 4096) {
+        init.clear_raw_data();
+        init.clear_float_data();
+        init.clear_double_data();
+        init.clear_int32_data();
+        init.clear_external_data();
+      }
+    }
+    const onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*error_mode=*/0,
+                                                /*enable_data_propagation=*/true);
+    for (int round = 0; round < 16; ++round) {
+      try {
+        onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), inference);
+      } catch (const std::exception& e) {
+        fail("", fmt::format("ONNX shape inference failed: {}", e.what()));
+      }
+      collect_shapes();
+      bool added = false;
+      for (const auto& node : graph_proto_.node()) {
+        if (node.input_size() == 0 || node.output_size() == 0) continue;
+        const OpRule* rule = find_rule(node);
+        const bool has_schema =
+            onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset_), node.domain()) != nullptr;
+        const bool einsum = rule != nullptr && rule->rule == Rule::kEinsum;
+        if (has_schema && !einsum && (rule == nullptr || !rule->shape_passthrough)) continue;
+        const auto in = shapes_.find(node.input(0));
+        const auto out = shapes_.find(node.output(0));
+        if (in == shapes_.end() || !in->second.complete()) continue;
+        if (out != shapes_.end() && out->second.complete()) continue;
+        std::optional<Shape> shape = in->second.dims;
+        if (einsum) shape = einsum_output(node);
+        if (!shape) continue;
+        std::vector<onnx::ValueInfoProto*> infos;
+        for (auto& existing : *graph_proto_.mutable_value_info()) {
+          if (existing.name() == node.output(0)) infos.push_back(&existing);
+        }
+        for (auto& existing : *graph_proto_.mutable_output()) {
+          if (existing.name() == node.output(0)) infos.push_back(&existing);
+        }
+        if (infos.empty()) {
+          infos.push_back(graph_proto_.add_value_info());
+          infos.back()->set_name(node.output(0));
+          infos.back()->mutable_type()->mutable_tensor_type()->set_elem_type(
+              onnx::TensorProto::FLOAT);
+        }
+        for (onnx::ValueInfoProto* info : infos) {
+          auto& tensor = *info->mutable_type()->mutable_tensor_type();
+          tensor.clear_shape();
+          for (std::int64_t d : *shape) tensor.mutable_shape()->add_dim()->set_dim_value(d);
+        }
+        assumed_.insert(node.output(0));
+        added = true;
+      }
+      if (!added) break;
+    }
+  }
+
+  void collect_shapes() {
+    shapes_.clear();
+    const auto add = [&](const onnx::ValueInfoProto& info) {
+      if (info.type().has_tensor_type() && info.type().tensor_type().has_shape()) {
+        shapes_[info.name()] = from_proto(info.type().tensor_type().shape());
+      }
+    };
+    for (const auto& info : graph_proto_.input()) add(info);
+    for (const auto& info : graph_proto_.value_info()) add(info);
+    for (const auto& info : graph_proto_.output()) add(info);
+    for (const auto& init : graph_proto_.initializer()) {
+      KnownShape shape;
+      shape.dims.assign(init.dims().begin(), init.dims().end());
+      shape.params.assign(shape.dims.size(), "");
+      shapes_[init.name()] = shape;
+    }
+  }
+
+  Shape shape_of(const std::string& tensor, const onnx::NodeProto& node, int index) const {
+    const auto it = shapes_.find(tensor);
+    const std::string where = fmt::format("/graph/node/{}", index);
+    if (it == shapes_.end()) {
+      fail(where, fmt::format("node \"{}\" ({}): ONNX shape inference could not infer the shape "
+                              "of \"{}\"",
+                              node_name(node, index), qualified_op(node), tensor));
+    }
+    for (std::size_t a = 0; a < it->second.dims.size(); ++a) {
+      if (it->second.dims[a] < 0) {
+        const std::string& param = it->second.params[a];
+        fail(where, fmt::format("node \"{}\" ({}): axis {} of \"{}\" has no known size{}",
+                                node_name(node, index), qualified_op(node), a, tensor,
+                                param.empty() ? "" : fmt::format(" (\"{}\")", param)));
+      }
+    }
+    return it->second.dims;
+  }
+
+  static std::string node_name(const onnx::NodeProto& node, int index) {
+    return node.name().empty() ? fmt::format("{}_{}", node.op_type(), index) : node.name();
+  }
+
+  std::int32_t group_of(const std::string& name) {
+    // Exporters name nodes by module path ("/layer1/layer1.0/conv1/Conv"): the first two
+    // levels are the unit of activation checkpointing, like a top-level block call.
+    std::string key = name;
+    if (!name.empty() && name[0] == '/') {
+      const std::size_t second = name.find('/', 1);
+      const std::size_t third = second == std::string::npos ? second : name.find('/', second + 1);
+      key = name.substr(0, third);
+    }
+    const auto [it, inserted] = groups_.emplace(key, static_cast<std::int32_t>(groups_.size()));
+    return it->second;
+  }
+
+  void add_node(const onnx::NodeProto& node, int index) {
+    const OpRule* rule = find_rule(node);
+    bool any_activation = false;
+    bool all_meta = true;
+    for (const std::string& input : node.input()) {
+      if (input.empty()) continue;
+      const Value& value = value_of(input, node, index);
+      any_activation = any_activation || value.kind == Kind::kActivation;
+      all_meta = all_meta && value.kind == Kind::kMeta;
+    }
+    if (rule != nullptr && rule->rule == Rule::kMeta) {
+      for (const std::string& output : node.output()) values_[output] = meta_value();
+      return;
+    }
+    if (!any_activation || (rule != nullptr && rule->rule == Rule::kConstant)) {
+      // Folded: computed from constants only. Parameters flow through to whoever uses it.
+      Value folded;
+      if (all_meta && node.input_size() > 0) folded.kind = Kind::kMeta;
+      for (const std::string& input : node.input()) {
+        if (input.empty()) continue;
+        const Value& value = values_.at(input);
+        folded.roots.insert(folded.roots.end(), value.roots.begin(), value.roots.end());
+      }
+      for (const std::string& output : node.output()) values_[output] = folded;
+      return;
+    }
+
+    const std::string name = node_name(node, index);
+    Layer layer;
+    layer.name = name;
+    layer.definition = fmt::format("/graph/node/{}", index);
+    layer.group = group_of(name);
+    bool any_needs_grad = false;
+    bool has_weights = false;
+    std::vector<Shape> shapes;
+    std::vector<bool> constant;
+    std::int64_t activation_elements = 0;
+    std::int64_t constant_elements = 0;
+    std::int64_t params = 0;
+    int operands_needing_grad = 0;
+    for (int slot = 0; slot < node.input_size(); ++slot) {
+      const std::string& input = node.input(slot);
+      if (input.empty()) {
+        shapes.emplace_back();
+        constant.push_back(true);
+        continue;
+      }
+      const Value& value = values_.at(input);
+      const bool is_activation = value.kind == Kind::kActivation;
+      constant.push_back(!is_activation);
+      if (value.kind == Kind::kMeta) {
+        shapes.emplace_back();
+        continue;
+      }
+      shapes.push_back(shape_of(input, node, index));
+      if (is_activation) {
+        layer.inputs.push_back(value.id);
+        any_needs_grad = any_needs_grad || value.needs_grad;
+        operands_needing_grad += value.needs_grad ? 1 : 0;
+        activation_elements = checked_add(activation_elements, element_count(shapes.back()));
+      } else {
+        constant_elements = checked_add(constant_elements, element_count(shapes.back()));
+        if (rule != nullptr && is_param_slot(rule->rule, node.op_type(), slot)) {
+          for (const std::string& root : value.roots) {
+            has_weights = true;
+            if (counted_.insert(root).second) {
+              params = checked_add(params, element_count(shapes_.at(root).dims));
+            }
+          }
+        }
+      }
+    }
+
+    if (rule == nullptr) {
+      note_unknown(qualified_op(node));
+      layer.op = lowercase(qualified_op(node));
+      layer.view = false;
+      const std::string& out = node.output_size() > 0 ? node.output(0) : node.input(0);
+      const auto known = shapes_.find(out);
+      layer.output = known != shapes_.end() && known->second.complete() ? known->second.dims
+                                                                          : shapes.front();
+      finish(node, std::move(layer), any_needs_grad);
+      return;
+    }
+
+    const Shape out = shape_of(node.output(0), node, index);
+    const std::int64_t out_elements = element_count(out);
+    LayerCounts c;
+    std::string op(rule->name);
+    bool view = false;
+    switch (rule->rule) {
+      case Rule::kConv:
+      case Rule::kConvTranspose: {
+        const Shape& x = shapes.at(0);
+        const Shape& w = shapes.at(1);
+        if (x.size() < 3 || w.size() != x.size()) {
+          fail(layer.definition, fmt::format("node \"{}\": expected [N, C, ...] input and weight, "
+                                             "got {} and {}",
+                                             name, shape_to_string(x), shape_to_string(w)));
+        }
+        const std::int64_t groups = attribute_int(node, "group", 1);
+        const bool transposed = rule->rule == Rule::kConvTranspose;
+        const std::int64_t out_channels = transposed ? checked_mul(w[1], groups) : w[0];
+        const bool bias = node.input_size() > 2 && !node.input(2).empty();
+        c = formulas::conv_counts({element_count(x), out_elements, x[1], out_channels, groups,
+                                   product(w, 2), bias, transposed});
+        formulas::add_weighted_backward(c, any_needs_grad);
+        op = fmt::format("{}{}d", rule->name, x.size() - 2);
+        break;
+      }
+      case Rule::kGemm: {
+        const Shape& a = shapes.at(0);
+        const Shape& b = shapes.at(1);
+        if (a.size() != 2 || b.size() != 2) {
+          fail(layer.definition, fmt::format("node \"{}\": Gemm needs 2-D operands, got {} and {}",
+                                             name, shape_to_string(a), shape_to_string(b)));
+        }
+        const bool trans_a = attribute_int(node, "transA", 0) != 0;
+        const bool trans_b = attribute_int(node, "transB", 0) != 0;
+        const std::int64_t m = trans_a ? a[1] : a[0];
+        const std::int64_t k = trans_a ? a[0] : a[1];
+        const std::int64_t n = trans_b ? b[0] : b[1];
+        const bool bias = node.input_size() > 2 && !node.input(2).empty();
+        if (constant[0] || constant[1]) {
+          c = formulas::linear_counts(m, k, n, bias, false);
+          formulas::add_weighted_backward(c, any_needs_grad);
+        } else {
+          op = "matmul";
+          c = formulas::matmul_counts(1, m, n, k, activation_elements, out_elements,
+                                      operands_needing_grad);
+          if (bias) c.other_flops = out_elements;
+        }
+        break;
+      }
+      case Rule::kMatMul: {
+        Shape a = shapes.at(0);
+        Shape b = shapes.at(1);
+        if (a.empty() || b.empty()) fail(layer.definition, "MatMul of a scalar");
+        const std::int64_t k = a.back();
+        const std::int64_t m = a.size() >= 2 ? a[a.size() - 2] : 1;
+        const std::int64_t n = b.size() >= 2 ? b.back() : 1;
+        if (constant[1] && b.size() == 2 && !constant[0]) {
+          // x @ W: a dense layer without bias (exporters add the bias as a separate Add).
+          op = "linear";
+          c = formulas::linear_counts(element_count(a) / k, k, n, false, false);
+          formulas::add_weighted_backward(c, any_needs_grad);
+        } else if (constant[0] || constant[1]) {
+          op = "linear";
+          c.macs = checked_mul(out_elements, k);
+          c.input_elements = activation_elements;
+          c.weight_elements_read = constant_elements;
+          c.output_elements = out_elements;
+          formulas::add_weighted_backward(c, any_needs_grad);
+        } else {
+          c = formulas::matmul_counts(out_elements / checked_mul(m, n), m, n, k,
+                                      activation_elements, out_elements, operands_needing_grad);
+        }
+        break;
+      }
+      case Rule::kEinsum: {
+        const std::int64_t macs = einsum_macs(node, shapes, name, layer.definition);
+        if (node.input_size() == 1) {
+          if (element_count(shapes.at(0)) == out_elements) {
+            view = true;
+          } else {
+            c = formulas::elementwise_counts(activation_elements, out_elements, 0);
+            c.other_flops = element_count(shapes.at(0));
+            c.backward_other_flops = checked_mul(c.other_flops, 2);
+          }
+        } else if (constant[0] || constant[1]) {
+          c.macs = macs;
+          c.input_elements = activation_elements;
+          c.weight_elements_read = constant_elements;
+          c.output_elements = out_elements;
+          formulas::add_weighted_backward(c, any_needs_grad);
+        } else {
+          c = formulas::matmul_counts(macs, 1, 1, 1, activation_elements, out_elements,
+                                      operands_needing_grad);
+        }
+        break;
+      }
+      case Rule::kBatchNorm:
+      case Rule::kLayerNorm:
+      case Rule::kGroupNorm:
+      case Rule::kUnary:
+      case Rule::kSoftmax:
+        c = formulas::elementwise_counts(activation_elements, out_elements, rule->flops);
+        c.weight_elements_read = constant_elements;
+        break;
+      case Rule::kBinary:
+        c = formulas::elementwise_counts(activation_elements, out_elements,
+                                         std::max(1, node.input_size() - 1));
+        c.weight_elements_read = constant_elements;
+        break;
+      case Rule::kReduce:
+      case Rule::kGlobalPool:
+        c = formulas::elementwise_counts(activation_elements, out_elements, 0);
+        c.other_flops = element_count(shapes.at(0));  // One per input element, as global_avgpool.
+        c.backward_other_flops = checked_mul(c.other_flops, 2);
+        break;
+      case Rule::kPool: {
+        std::int64_t kernel = 1;
+        for (std::int64_t k : attribute_ints(node, "kernel_shape")) kernel = checked_mul(kernel, k);
+        c = formulas::elementwise_counts(activation_elements, out_elements, kernel);
+        op = fmt::format("{}{}d", rule->name, shapes.at(0).size() - 2);
+        break;
+      }
+      case Rule::kCopy:
+        c = formulas::elementwise_counts(activation_elements, out_elements, 0);
+        c.weight_elements_read = constant_elements;
+        break;
+      case Rule::kResize: {
+        const std::string mode = attribute_string(node, "mode", "nearest");
+        // Linear: 4 weights applied and summed (bilinear); cubic: 16 weights (4·4 mul, 15 add).
+        const std::int64_t flops =
+            mode == "linear" || mode == "bilinear" ? formulas::kBilinearFlops
+            : mode == "cubic"                      ? 31
+                                                   : 0;
+        c = formulas::elementwise_counts(activation_elements, out_elements, flops);
+        break;
+      }
+      case Rule::kGather:
+        if (constant[0] && !constant[1]) {
+          // An embedding lookup: reads one row per id (data/README.md, `embedding`).
+          op = "embedding";
+          c.input_elements = activation_elements;
+          c.output_elements = out_elements;
+          c.weight_elements_read = out_elements;
+          c.backward_other_flops = out_elements;
+        } else {
+          view = true;
+        }
+        break;
+      case Rule::kView:
+      case Rule::kSplit:
+        view = true;
+        break;
+      case Rule::kMeta:
+      case Rule::kConstant:
+        break;
+    }
+    c.params = params;
+    c.active_params = params;  // No mixture of experts in ONNX graphs.
+    layer.op = op;
+    layer.output = out;
+    layer.counts = c;
+    layer.view = view;
+    finish(node, std::move(layer), any_needs_grad || has_weights);
+  }
+
+  // Adds the layer for output 0, and a view layer for each further output that is used.
+  void finish(const onnx::NodeProto& node, Layer layer, bool needs_grad) {
+    const std::string base = layer.name;
+    const std::int32_t group = layer.group;
+    const std::vector<std::int32_t> inputs = layer.inputs;
+    graph_.layers.push_back(std::move(layer));
+    const auto define = [&](const std::string& output) {
+      Value value;
+      value.kind = Kind::kActivation;
+      value.id = graph_.layer_value(graph_.layers.size() - 1);
+      value.needs_grad = needs_grad;
+      values_[output] = value;
+    };
+    if (node.output_size() > 0) define(node.output(0));
+    for (int i = 1; i < node.output_size(); ++i) {
+      const std::string& output = node.output(i);
+      if (output.empty() || used_.count(output) == 0) continue;
+      Layer extra;
+      extra.name = fmt::format("{}:{}", base, i);
+      extra.op = graph_.layers.back().op;
+      extra.inputs = inputs;
+      extra.view = true;
+      extra.group = group;
+      extra.definition = graph_.layers.back().definition;
+      const auto it = shapes_.find(output);
+      extra.output = it != shapes_.end() && it->second.complete() ? it->second.dims : Shape{};
+      graph_.layers.push_back(std::move(extra));
+      define(output);
+    }
+  }
+
+  // The output shape of an einsum whose inputs are all known (ONNX 1.12 infers only its rank).
+  std::optional<Shape> einsum_output(const onnx::NodeProto& node) const {
+    std::vector<Shape> shapes;
+    for (const std::string& input : node.input()) {
+      const auto it = shapes_.find(input);
+      if (it == shapes_.end() || !it->second.complete()) return std::nullopt;
+      shapes.push_back(it->second.dims);
+    }
+    std::string equation = attribute_string(node, "equation", "");
+    equation.erase(std::remove(equation.begin(), equation.end(), ' '), equation.end());
+    const std::size_t arrow = equation.find("->");
+    if (arrow == std::string::npos) return std::nullopt;  // Implicit output: not supported.
+    std::map<std::string, std::int64_t> sizes;
+    std::size_t ellipsis_rank = 0;
+    einsum_sizes(equation.substr(0, arrow), shapes, sizes, ellipsis_rank, "", "");
+    Shape out;
+    for (const std::string& label : einsum_labels(equation.substr(arrow + 2), ellipsis_rank)) {
+      const auto it = sizes.find(label);
+      if (it == sizes.end()) return std::nullopt;
+      out.push_back(it->second);
+    }
+    return out;
+  }
+
+  // Labels of one einsum term; "..." expands to `ellipsis` labels "...k", counted from the right.
+  static std::vector<std::string> einsum_labels(const std::string& term, std::size_t ellipsis) {
+    std::vector<std::string> labels;
+    for (std::size_t i = 0; i < term.size(); ++i) {
+      if (term.compare(i, 3, "...") == 0) {
+        for (std::size_t e = ellipsis; e > 0; --e) labels.push_back(fmt::format("...{}", e));
+        i += 2;
+      } else {
+        labels.emplace_back(1, term[i]);
+      }
+    }
+    return labels;
+  }
+
+  // The size of every label of the einsum's left side, given the operands' shapes.
+  void einsum_sizes(const std::string& lhs, const std::vector<Shape>& shapes,
+                    std::map<std::string, std::int64_t>& sizes, std::size_t& ellipsis_rank,
+                    const std::string& name, const std::string& where) const {
+    std::vector<std::string> terms;
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t comma = lhs.find(',', start);
+      terms.push_back(lhs.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (terms.size() != shapes.size()) {
+      fail(where, fmt::format("node \"{}\": einsum \"{}\" has {} operands but the node has {} "
+                              "inputs",
+                              name, lhs, terms.size(), shapes.size()));
+    }
+    for (std::size_t t = 0; t < terms.size(); ++t) {
+      const std::string& term = terms[t];
+      const bool dots = term.find("...") != std::string::npos;
+      const std::size_t named = term.size() - (dots ? 3 : 0);
+      if (named > shapes[t].size() || (!dots && named != shapes[t].size())) {
+        fail(where, fmt::format("node \"{}\": einsum term \"{}\" does not fit {}", name, term,
+                                shape_to_string(shapes[t])));
+      }
+      const std::size_t extra = dots ? shapes[t].size() - named : 0;
+      ellipsis_rank = std::max(ellipsis_rank, extra);
+      const std::vector<std::string> labels = einsum_labels(term, extra);
+      for (std::size_t a = 0; a < labels.size(); ++a) {
+        std::int64_t& size = sizes[labels[a]];
+        size = std::max(size, shapes[t][a]);
+      }
+    }
+  }
+
+  // MACs of a two-operand einsum: the product of the sizes of every index that appears
+  // (each output element sums over the contracted indices). "..." stands for the same
+  // leading axes in every operand.
+  std::int64_t einsum_macs(const onnx::NodeProto& node, const std::vector<Shape>& shapes,
+                           const std::string& name, const std::string& where) const {
+    std::string equation = attribute_string(node, "equation", "");
+    equation.erase(std::remove(equation.begin(), equation.end(), ' '), equation.end());
+    std::map<std::string, std::int64_t> sizes;
+    std::size_t ellipsis_rank = 0;
+    einsum_sizes(equation.substr(0, equation.find("->")), shapes, sizes, ellipsis_rank, name,
+                 where);
+    std::int64_t macs = 1;
+    for (const auto& [label, size] : sizes) macs = checked_mul(macs, size);
+    return macs;
+  }
+
+  const Value& value_of(const std::string& tensor, const onnx::NodeProto& node, int index) {
+    const auto it = values_.find(tensor);
+    if (it == values_.end()) {
+      fail(fmt::format("/graph/node/{}", index),
+           fmt::format("node \"{}\" ({}) reads \"{}\", which no input, initializer or earlier "
+                       "node defines",
+                       node_name(node, index), qualified_op(node), tensor));
+    }
+    return it->second;
+  }
+
+  void note_unknown(const std::string& op) {
+    for (UnknownOperator& known : graph_.unknown_ops) {
+      if (known.op == op) {
+        ++known.nodes;
+        return;
+      }
+    }
+    graph_.unknown_ops.push_back({op, 1});
+  }
+
+  onnx::ModelProto& model_;
+  onnx::GraphProto& graph_proto_;
+  const std::string& file_;
+  const ModelOptions& options_;
+  Graph graph_;
+  std::int64_t opset_ = 0;
+  std::map<std::string, const onnx::TensorProto*> initializers_;
+  std::map<std::string, KnownShape> shapes_;
+  std::map<std::string, Value> values_;
+  std::set<std::string> used_;
+  std::set<std::string> counted_;   // Parameter initializers already counted.
+  std::set<std::string> assumed_;   // Outputs whose shape was assumed (unknown operators).
+  std::map<std::string, std::int32_t> groups_;
+};
+
+}  // namespace
+
+Graph parse_onnx_model(std::string_view bytes, const std::string& file,
+                       const ModelOptions& options) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<std::size_t>(INT32_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    throw Error({file, "", 0, 0},
+                "not a valid ONNX model: the protobuf does not parse (corrupt or truncated file?)");
+  }
+  try {
+    return Importer(model, file, options).build();
+  } catch (const OverflowError&) {
+    throw Error({file, "", 0, 0}, "a count does not fit in a 64-bit integer");
+  }
+}
+
+Graph load_onnx_model(const std::string& path, const ModelOptions& options) {
+  // Mapped, not read: a 200 MB file would otherwise be copied once more before parsing.
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw Error({path, "", 0, 0}, "cannot open file");
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    throw Error({path, "", 0, 0}, "cannot read file");
+  }
+  const auto size = static_cast<std::size_t>(info.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return parse_onnx_model({}, path, options);
+  }
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (data == MAP_FAILED) throw Error({path, "", 0, 0}, "cannot read file");
+  struct Unmap {
+    void* data;
+    std::size_t size;
+    ~Unmap() { ::munmap(data, size); }
+  } unmap{data, size};
+  return parse_onnx_model(std::string_view(static_cast<const char*>(data), size), path, options);
+}
+
+#endif  // CAPCALC_WITH_ONNX
+
+}  // namespace capcalc

@@ -1,0 +1,394 @@
+// Rendering of `capcalc compare` and `capcalc check`.
+#include "capcalc/report_compare.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "capcalc/report.hpp"
+#include "capcalc/units.hpp"
+#include "table.hpp"
+
+namespace capcalc {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Align = TextTable::Align;
+
+// kWh with 3 significant digits and no unit (the header has it): "0.435", "1.01", "1,234".
+std::string energy_text(double kwh) {
+  if (kwh >= 999.5) return format_grouped(static_cast<std::int64_t>(std::llround(kwh)));
+  if (kwh >= 100) return fmt::format("{:.0f}", kwh);
+  if (kwh >= 10) return fmt::format("{:.1f}", kwh);
+  if (kwh >= 1) return fmt::format("{:.2f}", kwh);
+  if (kwh >= 0.01) return fmt::format("{:.3f}", kwh);
+  return fmt::format("{:.2g}", kwh);
+}
+
+std::string fits_text(const CompareRow& row) {
+  if (row.fits) return "yes";
+  return fmt::format("no ({})", row.devices_to_fit);
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+std::string csv_number(const std::optional<double>& value) {
+  return value ? fmt::format("{:.6g}", *value) : "";
+}
+
+Json json_number(const std::optional<double>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+std::string time_header(const CompareTable& table) {
+  return table.mode == Mode::kTraining ? "step" : "latency";
+}
+
+std::string cost_header(const CompareTable& table) {
+  return table.cost_basis == CostBasis::kPerRun ? "$/run" : "$/1M";
+}
+
+// The cells of one row, in column order; `columns` decides which optional ones appear.
+struct Columns {
+  bool batch = false;
+  bool precision = false;
+  bool run = false;
+};
+
+Columns columns_of(const CompareTable& table) {
+  return {table.batch_sweep, table.precision_sweep, table.cost_basis == CostBasis::kPerRun};
+}
+
+std::vector<std::string> headers(const CompareTable& table, const Columns& c) {
+  std::vector<std::string> h = {"device"};
+  if (c.batch) h.emplace_back("batch");
+  if (c.precision) h.emplace_back("prec");
+  h.push_back(time_header(table));
+  h.emplace_back("samples/s");
+  if (c.run) h.emplace_back("run");
+  h.insert(h.end(), {"memory", "of GB", "fits", "bound", cost_header(table), "kWh"});
+  return h;
+}
+
+std::vector<std::string> cells(const CompareRow& row, const Columns& c) {
+  std::vector<std::string> out = {row.device->id};
+  if (c.batch) out.push_back(std::to_string(row.batch));
+  if (c.precision) out.emplace_back(precision_name(row.precision));
+  const std::string of = fmt::format("{:.4g}", row.device_memory_bytes / 1e9);
+  if (!row.supported) {
+    out.insert(out.end(), {"-", "-"});
+    if (c.run) out.emplace_back("-");
+    out.insert(out.end(), {"-", of, "-", "-", "-", "-"});
+    return out;
+  }
+  out.push_back(format_duration(row.latency_s));
+  out.push_back(format_count(row.throughput_per_s));
+  if (c.run) out.push_back(row.run_time_s ? format_duration(*row.run_time_s) : "-");
+  out.push_back(format_bytes(row.memory_bytes));
+  out.push_back(of);
+  out.push_back(fits_text(row));
+  out.emplace_back(bound_name(row.bound));
+  out.push_back(row.cost_usd ? format_usd(*row.cost_usd) : "-");
+  out.push_back(row.energy_kwh ? energy_text(*row.energy_kwh) : "-");
+  return out;
+}
+
+std::string title(const CompareTable& table) {
+  std::string text = fmt::format("{} ({} params), {}", table.model,
+                                 format_count(static_cast<double>(table.params)),
+                                 mode_name(table.mode));
+  if (!table.rows.empty()) {
+    const CompareRow& first = table.rows.front();
+    if (!table.precision_sweep) text += fmt::format(", {}", precision_name(first.precision));
+    if (!table.batch_sweep) text += fmt::format(", batch {}", first.batch);
+  }
+  if (table.run_samples) {
+    text += fmt::format(", run of {} samples", format_count(*table.run_samples));
+  }
+  std::map<std::string, bool> devices;
+  for (const CompareRow& row : table.rows) devices[row.device->id] = true;
+  text += fmt::format(": {} devices", devices.size());
+  if (table.sort != CompareSort::kTable) {
+    text += fmt::format(", by {}", compare_sort_name(table.sort));
+  }
+  return text + "\n";
+}
+
+Json row_json(const CompareRow& row, Mode mode) {
+  Json j;
+  j["device"] = row.device->id;
+  j["device_name"] = row.device->name;
+  j["type"] = std::string(device_type_name(row.device->type));
+  j["batch"] = row.batch;
+  j["precision"] = std::string(precision_name(row.precision));
+  j["mode"] = std::string(mode_name(mode));
+  j["supported"] = row.supported;
+  j["note"] = row.note.empty() ? Json(nullptr) : Json(row.note);
+  const auto known = [&](double value) { return row.supported ? Json(value) : Json(nullptr); };
+  j["latency_s"] = known(row.latency_s);
+  j["throughput_per_s"] = known(row.throughput_per_s);
+  j["run_time_s"] = json_number(row.run_time_s);
+  j["memory_bytes"] = known(row.memory_bytes);
+  j["device_memory_bytes"] = row.device_memory_bytes;
+  j["fits"] = row.supported ? Json(row.fits) : Json(nullptr);
+  j["devices_to_fit"] = row.supported ? Json(row.devices_to_fit) : Json(nullptr);
+  j["bound"] = row.supported ? Json(std::string(bound_name(row.bound))) : Json(nullptr);
+  j["price_per_device_hour_usd"] = json_number(row.price_per_device_hour_usd);
+  j["cost_usd"] = json_number(row.cost_usd);
+  j["energy_kwh"] = json_number(row.energy_kwh);
+  return j;
+}
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// Greedy word wrap to `width` columns.
+std::string wrap(const std::string& text, std::size_t width) {
+  std::string out;
+  std::size_t column = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (column > 0 && column + 1 + display_width(word) > width) {
+      out += "\n";
+      column = 0;
+    } else if (column > 0) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += display_width(word);
+    start = end + 1;
+  }
+  return out + "\n";
+}
+
+std::string check_line(const CheckResult& r) {
+  return fmt::format("{} on {} ({}): {}", r.budget, r.device, r.workload, r.message);
+}
+
+}  // namespace
+
+std::string render_compare_text(const CompareTable& table) {
+  const Columns c = columns_of(table);
+  TextTable text;
+  const std::vector<std::string> h = headers(table, c);
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    const bool left = h[i] == "device" || h[i] == "prec" || h[i] == "fits" || h[i] == "bound";
+    text.add_column(h[i], left ? Align::kLeft : Align::kRight);
+  }
+  std::vector<std::string> notes;
+  bool any_misfit = false;
+  for (const CompareRow& row : table.rows) {
+    text.add_row(cells(row, c));
+    const std::string note = fmt::format("{}: {}", row.device->id, row.note);
+    if (!row.supported && std::find(notes.begin(), notes.end(), note) == notes.end()) {
+      notes.push_back(note);  // Once per device, not once per sweep row.
+    }
+    if (row.supported && !row.fits) any_misfit = true;
+  }
+  std::string footer = "memory: needed on one device, of the device's memory";
+  if (any_misfit) footer += "; fits \"no (N)\": at least N devices by memory alone (a lower bound)";
+  footer += table.cost_basis == CostBasis::kPerRun ? ". Cost and energy of the whole run"
+                                                   : ". Cost and energy per 1M samples";
+  footer += " at indicative prices and at TDP (an upper bound); \"-\": unknown.";
+  std::string out = title(table) + text.render() + wrap(footer, 80);
+  for (const std::string& note : notes) out += "  " + note + "\n";
+  return out;
+}
+
+std::string render_compare_json(const CompareTable& table) {
+  Json j;
+  j["schema_version"] = kOutputSchemaVersion;
+  j["model"] = {{"name", table.model}, {"params", table.params}};
+  j["mode"] = std::string(mode_name(table.mode));
+  j["sort"] = std::string(compare_sort_name(table.sort));
+  j["cost_basis"] = std::string(cost_basis_name(table.cost_basis));
+  j["run_samples"] = json_number(table.run_samples);
+  Json rows = Json::array();
+  for (const CompareRow& row : table.rows) rows.push_back(row_json(row, table.mode));
+  j["rows"] = rows;
+  return j.dump(2) + "\n";
+}
+
+std::string render_compare_csv(const CompareTable& table) {
+  std::string out =
+      "model,device,device_name,type,batch,precision,mode,supported,note,latency_s,"
+      "throughput_per_s,run_time_s,memory_bytes,device_memory_bytes,fits,devices_to_fit,bound,"
+      "price_per_device_hour_usd,cost_basis,cost_usd,energy_kwh\n";
+  for (const CompareRow& r : table.rows) {
+    const auto known = [&](double value) {
+      return r.supported ? csv_number(value) : std::string();
+    };
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(table.model),
+        r.device->id, csv_field(r.device->name), device_type_name(r.device->type), r.batch,
+        precision_name(r.precision), mode_name(table.mode), r.supported ? "true" : "false",
+        csv_field(r.note), known(r.latency_s), known(r.throughput_per_s), csv_number(r.run_time_s),
+        known(r.memory_bytes), csv_number(r.device_memory_bytes),
+        r.supported ? (r.fits ? "true" : "false") : "",
+        r.supported ? std::to_string(r.devices_to_fit) : "",
+        r.supported ? std::string(bound_name(r.bound)) : "",
+        csv_number(r.price_per_device_hour_usd), cost_basis_name(table.cost_basis),
+        csv_number(r.cost_usd), csv_number(r.energy_kwh));
+  }
+  return out;
+}
+
+std::string render_compare_markdown(const CompareTable& table) {
+  const Columns c = columns_of(table);
+  const std::vector<std::string> h = headers(table, c);
+  std::string out = "**" + markdown_cell(title(table).substr(0, title(table).size() - 1)) + "**\n\n|";
+  std::string rule = "|";
+  for (const std::string& header : h) {
+    out += " " + markdown_cell(header) + " |";
+    const bool left = header == "device" || header == "prec" || header == "fits" || header == "bound";
+    rule += left ? " --- |" : " ---: |";
+  }
+  out += "\n" + rule + "\n";
+  for (const CompareRow& row : table.rows) {
+    out += "|";
+    for (const std::string& cell : cells(row, c)) out += " " + markdown_cell(cell) + " |";
+    out += "\n";
+  }
+  for (const CompareRow& row : table.rows) {
+    if (!row.supported) out += fmt::format("\n- {}: {}", row.device->id, row.note);
+  }
+  return out + "\n";
+}
+
+std::string render_check_text(const CheckReport& report) {
+  std::string out;
+  for (const CheckResult& r : report.results) {
+    if (!r.passed) out += "FAIL  " + check_line(r) + "\n";
+  }
+  for (const CheckResult& r : report.results) {
+    if (r.passed) out += "ok    " + check_line(r) + "\n";
+  }
+  const std::size_t failures = report.failures();
+  if (failures == 0) {
+    out += fmt::format("all {} budgets hold\n", report.results.size());
+  } else {
+    out += fmt::format("{} of {} budgets exceeded\n", failures, report.results.size());
+  }
+  return out;
+}
+
+std::string render_check_json(const CheckReport& report) {
+  Json j;
+  j["schema_version"] = kOutputSchemaVersion;
+  j["passed"] = report.passed();
+  j["checks"] = report.results.size();
+  j["failures"] = report.failures();
+  Json results = Json::array();
+  for (const CheckResult& r : report.results) {
+    Json item;
+    item["budget"] = r.budget;
+    item["model"] = r.model;
+    item["device"] = r.device;
+    item["workload"] = r.workload;
+    item["limit"] = std::string(limit_name(r.limit.kind));
+    item["limit_text"] = r.limit.text;
+    item["limit_value"] = r.limit.kind == LimitKind::kMustFit ? Json(nullptr) : Json(r.limit.value);
+    item["value"] = json_number(r.value);
+    item["passed"] = r.passed;
+    item["message"] = r.message;
+    results.push_back(item);
+  }
+  j["results"] = results;
+  return j.dump(2) + "\n";
+}
+
+std::string render_check_junit(const CheckReport& report) {
+  // One testsuite per budget, in the order budgets first appear.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const CheckResult*>> suites;
+  for (const CheckResult& r : report.results) {
+    if (suites.find(r.budget) == suites.end()) order.push_back(r.budget);
+    suites[r.budget].push_back(&r);
+  }
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format("<testsuites name=\"capcalc check\" tests=\"{}\" failures=\"{}\">\n",
+                     report.results.size(), report.failures());
+  for (const std::string& name : order) {
+    const auto& results = suites[name];
+    std::size_t failures = 0;
+    for (const CheckResult* r : results) failures += r->passed ? 0 : 1;
+    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n", xml_escape(name),
+                       results.size(), failures);
+    for (const CheckResult* r : results) {
+      out += fmt::format("    <testcase classname=\"{}\" name=\"{}\"",
+                         xml_escape(r->model + "." + r->device),
+                         xml_escape(fmt::format("{} {} ({})", limit_name(r->limit.kind),
+                                                r->limit.text, r->workload)));
+      if (r->passed) {
+        out += "/>\n";
+      } else {
+        out += fmt::format(">\n      <failure message=\"{0}\" type=\"budget\">{0}</failure>\n"
+                           "    </testcase>\n",
+                           xml_escape(r->message));
+      }
+    }
+    out += "  </testsuite>\n";
+  }
+  return out + "</testsuites>\n";
+}
+
+std::string render_check_markdown(const CheckReport& report) {
+  const std::size_t failures = report.failures();
+  std::string out = failures == 0
+                        ? fmt::format("**capcalc check: all {} budgets hold**\n\n", report.results.size())
+                        : fmt::format("**capcalc check: {} of {} budgets exceeded**\n\n", failures,
+                                      report.results.size());
+  out += "| | budget | device | workload | limit | value | margin |\n";
+  out += "| --- | --- | --- | --- | --- | ---: | ---: |\n";
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const CheckResult& r : report.results) {
+      if (r.passed != (pass == 1)) continue;
+      const std::string margin =
+          r.margin_text.empty() ? "-" : (r.passed ? "" : "-") + r.margin_text;
+      out += fmt::format("| {} | {} | {} | {} | {} {} | {} | {} |\n", r.passed ? "ok" : "**FAIL**",
+                         markdown_cell(r.budget), markdown_cell(r.device),
+                         markdown_cell(r.workload), limit_name(r.limit.kind),
+                         markdown_cell(r.limit.text), markdown_cell(r.value_text),
+                         markdown_cell(margin));
+    }
+  }
+  return out;
+}
+
+}  // namespace capcalc

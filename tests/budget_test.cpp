@@ -1,0 +1,120 @@
+#include "capcalc/budget.hpp"
+
+#include "capcalc/model.hpp"
+#include "capcalc/report_compare.hpp"
+#include "catch.hpp"
+#include "test_data.hpp"
+
+using namespace capcalc;
+
+namespace {
+
+const HardwareTable& table() {
+  static const HardwareTable t = load_hardware(test::data_path("hardware.json"));
+  return t;
+}
+
+std::vector<CheckResult> check(const std::vector<Limit>& limits, const char* device = "A100",
+                               const CompareRequest& request = {}) {
+  const Graph graph = load_model(test::data_path("models/resnet50.json"));
+  const Device& d = table().get(device);
+  return check_limits(graph, d, table().performance_for(d), Precision::kFp32, request, limits, "");
+}
+
+}  // namespace
+
+TEST_CASE("parse_limit uses the unit parser of the kind", "[budget]") {
+  CHECK(parse_limit(LimitKind::kMaxLatency, "20ms").value == Approx(0.02));
+  CHECK(parse_limit(LimitKind::kMinThroughput, "1k/s").value == 1000);
+  CHECK(parse_limit(LimitKind::kMaxMemory, "16GiB").value == 16.0 * 1024 * 1024 * 1024);
+  CHECK(parse_limit(LimitKind::kMaxCost, "500USD").value == 500);
+  CHECK(parse_limit(LimitKind::kMaxTrainTime, "3d").value == 3 * 86400.0);
+  CHECK(parse_limit(LimitKind::kMaxParams, "100M").value == 100e6);
+  CHECK(parse_limit(LimitKind::kMaxMacs, "5G").value == 5e9);
+  CHECK(parse_limit(LimitKind::kMaxLatency, "20ms").text == "20ms");
+  REQUIRE_THROWS_WITH(parse_limit(LimitKind::kMaxMemory, "16 gigs"),
+                      ContainsSubstring("invalid size \"16 gigs\""));
+}
+
+TEST_CASE("limits pass or fail with the value and the margin", "[budget]") {
+  // resnet50: 25,557,032 parameters, 4.09 G MACs (torchvision model card).
+  const auto results = check({parse_limit(LimitKind::kMaxParams, "100M"),
+                              parse_limit(LimitKind::kMaxMacs, "4G"),
+                              parse_limit(LimitKind::kMustFit, "true")});
+  REQUIRE(results.size() == 3);
+  CHECK(results[0].passed);
+  CHECK(*results[0].value == 25557032);
+  CHECK(results[0].message == "parameters 25.6 M within max 100M (margin 74.4 M, 74.4 %)");
+  CHECK_FALSE(results[1].passed);
+  CHECK(results[1].message == "MACs per sample 4.09 G exceeds max 4G by 89.2 M (2.2 %)");
+  CHECK(results[2].passed);
+  CHECK_THAT(results[2].message, ContainsSubstring("fits in 80.0 GB"));
+  CheckReport report{results};
+  CHECK(report.failures() == 1);
+  CHECK_FALSE(report.passed());
+}
+
+TEST_CASE("min throughput fails below the limit", "[budget]") {
+  const auto results = check({parse_limit(LimitKind::kMinThroughput, "1G/s")});
+  CHECK_FALSE(results[0].passed);
+  CHECK_THAT(results[0].message, ContainsSubstring("is below min 1G/s by"));
+}
+
+TEST_CASE("max_train_time needs a run", "[budget]") {
+  REQUIRE_THROWS_WITH(check({parse_limit(LimitKind::kMaxTrainTime, "3d")}),
+                      ContainsSubstring("max_train_time needs a training run"));
+}
+
+TEST_CASE("a budget file merges defaults and resolves models next to it", "[budget]") {
+  const char* text = R"({
+    "schema_version": 1,
+    "defaults": {"devices": ["t4"], "precision": "fp16", "limits": {"must_fit": true}},
+    "budgets": [
+      {"name": "serving", "model": "models/resnet50.json", "batch": 8,
+       "limits": {"max_latency": "20ms", "max_memory": 16000000000}},
+      {"model": "models/resnet18.json", "devices": ["a100", "h100"], "limits": {"must_fit": false,
+       "max_params": "20M"}}
+    ]})";
+  const std::vector<Budget> budgets = parse_budget(text, test::data_path("budget.json"));
+  REQUIRE(budgets.size() == 2);
+  CHECK(budgets[0].model_path == test::data_path("models/resnet50.json"));
+  CHECK(budgets[0].devices == std::vector<std::string>{"t4"});
+  CHECK(budgets[0].precision == Precision::kFp16);
+  CHECK(budgets[0].model_options.dims.at("batch") == 8);
+  CHECK(budgets[0].limits.size() == 3);
+  CHECK(budgets[1].limits.size() == 1);  // must_fit false drops the default.
+  CHECK(budgets[1].devices.size() == 2);
+  const CheckReport report = check_budgets(budgets, table());
+  CHECK(report.results.size() == 3 + 2);
+  // resnet18: 11,689,512 parameters (torchvision model card) < 20M.
+  CHECK(report.results[3].passed);
+}
+
+TEST_CASE("budget file errors are located", "[budget]") {
+  REQUIRE_THROWS_WITH(
+      parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["t4"],
+                                    "limits": {"max_latncy": "20ms"}}]})", "b.json"),
+      "b.json:/budgets/0/limits/max_latncy: unknown key \"max_latncy\"; did you mean "
+      "\"max_latency\"?");
+  REQUIRE_THROWS_WITH(
+      parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["t4"],
+                                    "limits": {"max_latency": "20 parsecs"}}]})", "b.json"),
+      ContainsSubstring("b.json:/budgets/0/limits/max_latency: invalid duration \"20 parsecs\""));
+  REQUIRE_THROWS_WITH(parse_budget(R"({"budgets": [{"model": "m.json", "limits": {"must_fit": true}}]})",
+                                   "b.json"),
+                      "b.json:/budgets/0: missing \"devices\" (here or in \"defaults\")");
+}
+
+TEST_CASE("check reports render as text, JSON, JUnit and Markdown", "[budget][report]") {
+  const CheckReport report{check({parse_limit(LimitKind::kMaxParams, "10M"),
+                                  parse_limit(LimitKind::kMaxMacs, "5G")})};
+  const std::string text = render_check_text(report);
+  CHECK_THAT(text, ContainsSubstring("FAIL  resnet50 on a100-sxm4-80gb (inference, fp32, batch 1): "
+                                     "parameters 25.6 M exceeds max 10M"));
+  CHECK_THAT(text, ContainsSubstring("1 of 2 budgets exceeded"));
+  const std::string junit = render_check_junit(report);
+  CHECK_THAT(junit, ContainsSubstring("<testsuites name=\"capcalc check\" tests=\"2\" failures=\"1\">"));
+  CHECK_THAT(junit, ContainsSubstring("<failure message=\"parameters 25.6 M exceeds max 10M"));
+  CHECK_THAT(render_check_json(report), ContainsSubstring("\"passed\": false"));
+  CHECK_THAT(render_check_markdown(report), ContainsSubstring("| **FAIL** | resnet50 |"));
+}

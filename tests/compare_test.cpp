@@ -1,0 +1,161 @@
+#include "capcalc/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "capcalc/error.hpp"
+#include "capcalc/model.hpp"
+#include "capcalc/report_compare.hpp"
+#include "catch.hpp"
+#include "table.hpp"
+#include "test_data.hpp"
+
+using namespace capcalc;
+
+namespace {
+
+const HardwareTable& table() {
+  static const HardwareTable t = load_hardware(test::data_path("hardware.json"));
+  return t;
+}
+
+Graph resnet50(std::int64_t batch = 1) {
+  ModelOptions options;
+  options.dims["batch"] = batch;
+  return load_model(test::data_path("models/resnet50.json"), options);
+}
+
+std::vector<const Device*> gpus() {
+  std::vector<const Device*> out;
+  for (const Device& d : table().devices) {
+    if (d.type == DeviceType::kGpu) out.push_back(&d);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a compare row agrees with estimate() and adds cost and energy", "[compare]") {
+  const Graph graph = resnet50();
+  const Device& a100 = table().get("A100");
+  const PerformanceParams params = table().performance_for(a100);
+  const CompareRow row = compare_row(graph, a100, params, Precision::kFp16, {});
+  Workload workload;
+  workload.precision = Precision::kFp16;
+  const Estimate expected = estimate(graph, a100, params, workload);
+  CHECK(row.supported);
+  CHECK(row.latency_s == expected.latency_s);
+  CHECK(row.throughput_per_s == expected.throughput_per_s);
+  CHECK(row.memory_bytes == expected.memory.total_bytes);
+  CHECK(row.fits);
+  CHECK(row.devices_to_fit == 1);
+  REQUIRE(a100.price);
+  REQUIRE(row.cost_usd);
+  // 1e6 samples take 1e6 / throughput seconds, paid per device-hour.
+  const double hours = 1e6 / expected.throughput_per_s / 3600;
+  CHECK(*row.cost_usd == Approx(hours * a100.price->usd_per_hour));
+  REQUIRE(row.energy_kwh);
+  CHECK(*row.energy_kwh == Approx(hours * a100.tdp_w / 1000));
+}
+
+TEST_CASE("a device without the precision is a row with a note", "[compare]") {
+  const Graph graph = resnet50();
+  const Device& t4 = table().get("T4");
+  const CompareRow row = compare_row(graph, t4, table().performance_for(t4), Precision::kBf16, {});
+  CHECK_FALSE(row.supported);
+  CHECK(row.note == "no bf16 (has fp64, fp32, fp16, int8, int4)");
+  CHECK_FALSE(row.cost_usd);
+}
+
+TEST_CASE("devices needed is ceil(memory / device memory)", "[compare]") {
+  const Graph graph = load_model(test::data_path("models/llama2_7b.json"));
+  const Device& t4 = table().get("T4");
+  CompareRequest request;
+  request.workload.mode = Mode::kTraining;
+  const CompareRow row = compare_row(graph, t4, table().performance_for(t4), Precision::kFp16, request);
+  CHECK_FALSE(row.fits);
+  CHECK(row.devices_to_fit ==
+        static_cast<std::int64_t>(std::ceil(row.memory_bytes / t4.memory_bytes)));
+  CHECK(row.devices_to_fit > 1);
+}
+
+TEST_CASE("sorting by cost puts devices without a price last", "[compare]") {
+  const std::vector<Graph> graphs = {resnet50()};
+  const CompareTable result =
+      compare_devices(graphs, gpus(), table(), {Precision::kFp32}, {}, CompareSort::kCost);
+  REQUIRE(result.rows.size() == gpus().size());
+  bool seen_unknown = false;
+  double last = 0;
+  for (const CompareRow& row : result.rows) {
+    if (!row.cost_usd) {
+      seen_unknown = true;
+      continue;
+    }
+    CHECK_FALSE(seen_unknown);  // No priced row after an unpriced one.
+    CHECK(*row.cost_usd >= last);
+    last = *row.cost_usd;
+  }
+}
+
+TEST_CASE("a sweep has one row per device x value, a device's rows together", "[compare]") {
+  const std::vector<Graph> graphs = {resnet50(32), resnet50(64)};
+  const std::vector<const Device*> devices = {&table().get("T4"), &table().get("H100")};
+  const CompareTable result = compare_devices(graphs, devices, table(),
+                                              {Precision::kFp16, Precision::kBf16}, {},
+                                              CompareSort::kTime);
+  REQUIRE(result.rows.size() == 8);
+  CHECK(result.batch_sweep);
+  CHECK(result.precision_sweep);
+  CHECK(result.rows[0].device->id == "h100-sxm");  // Faster, so first.
+  CHECK(result.rows[3].device->id == "h100-sxm");
+  CHECK(result.rows[4].device->id == "t4");
+  CHECK(result.rows[4].batch == 32);
+  CHECK(result.rows[5].precision == Precision::kBf16);
+  CHECK_FALSE(result.rows[5].supported);
+  CHECK(result.rows[6].batch == 64);
+}
+
+TEST_CASE("a training run gives run time and cost per run", "[compare]") {
+  const std::vector<Graph> graphs = {resnet50(256)};
+  CompareRequest request;
+  request.workload.mode = Mode::kTraining;
+  request.run.dataset_size = 1281167;
+  request.run.epochs = 90;
+  const std::vector<const Device*> devices = {&table().get("A100")};
+  const CompareTable result =
+      compare_devices(graphs, devices, table(), {Precision::kBf16}, request, CompareSort::kTime);
+  CHECK(result.cost_basis == CostBasis::kPerRun);
+  REQUIRE(result.rows[0].run_time_s);
+  CHECK(*result.rows[0].run_time_s == Approx(std::ceil(1281167.0 * 90 / 256) * result.rows[0].latency_s));
+  request.workload.mode = Mode::kInference;
+  REQUIRE_THROWS_WITH(
+      compare_devices(graphs, devices, table(), {Precision::kBf16}, request, CompareSort::kTime),
+      "--dataset-size and --tokens describe a training run: add --mode training");
+}
+
+TEST_CASE("the compare table fits 80 columns, JSON and CSV carry the same rows", "[compare][report]") {
+  const std::vector<Graph> graphs = {resnet50()};
+  const CompareTable result =
+      compare_devices(graphs, gpus(), table(), {Precision::kFp32}, {}, CompareSort::kCost);
+  const std::string text = render_compare_text(result);
+  std::size_t start = 0;
+  std::size_t lines = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    const std::string line = text.substr(start, end - start);
+    CHECK(display_width(line) <= 80);
+    start = end + 1;
+    ++lines;
+  }
+  CHECK(lines >= result.rows.size() + 3);
+  const std::string csv = render_compare_csv(result);
+  CHECK(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')) == result.rows.size() + 1);
+  const std::string json = render_compare_json(result);
+  CHECK_THAT(json, ContainsSubstring("\"schema_version\": 1"));
+  std::size_t devices_in_json = 0;
+  for (std::size_t at = json.find("\"device\":"); at != std::string::npos;
+       at = json.find("\"device\":", at + 1)) {
+    ++devices_in_json;
+  }
+  CHECK(devices_in_json == result.rows.size());
+}

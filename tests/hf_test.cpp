@@ -1,0 +1,486 @@
+// Hugging Face config.json inputs (src/import/hf_config.cpp) against the
+// published parameter counts of the checkpoints, the hand-written models of
+// data/models, the counting formulas, and located errors; plus the
+// operator-table rows they need (moe, attention's qkv_bias/out_bias).
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "capcalc/error.hpp"
+#include "capcalc/graph.hpp"
+#include "capcalc/model.hpp"
+#include "capcalc/predict.hpp"
+#include "capcalc/report.hpp"
+
+#include "catch.hpp"
+#include "import/hf_config.hpp"
+#include "json_view.hpp"
+#include "test_data.hpp"
+
+namespace {
+
+using capcalc::Graph;
+using capcalc::GraphTotals;
+using capcalc::ModelOptions;
+
+Graph load(const std::string& file, const ModelOptions& options = {}) {
+  return capcalc::load_model(capcalc::test::data_path("models/" + file), options);
+}
+
+GraphTotals totals_of(const std::string& file, const ModelOptions& options = {}) {
+  return capcalc::graph_totals(load(file, options));
+}
+
+ModelOptions with_seq(std::int64_t seq) {
+  ModelOptions options;
+  options.dims["seq"] = seq;
+  return options;
+}
+
+// The config file itself, to read its facts in the tests.
+nlohmann::json config_of(const std::string& file) {
+  const std::string path = capcalc::test::data_path("models/" + file);
+  return capcalc::parse_json_text(capcalc::read_text_file(path), path);
+}
+
+const capcalc::Layer& layer_named(const Graph& graph, const std::string& name) {
+  for (const capcalc::Layer& layer : graph.layers) {
+    if (layer.name == name) return layer;
+  }
+  FAIL("no layer " << name);
+  return graph.layers.front();
+}
+
+// A Llama-style decoder's forward MACs for one sequence of s tokens, full
+// causal counting: per token Q and O (d x H*hd each), K and V (d x KV*hd each),
+// the MLP (3 d f, SwiGLU) and the LM head (d V); per layer QK^T and AV (s^2
+// H*hd each).
+std::int64_t decoder_macs(std::int64_t s, std::int64_t layers, std::int64_t d, std::int64_t heads,
+                          std::int64_t kv_heads, std::int64_t head_dim, std::int64_t f,
+                          std::int64_t vocab) {
+  const std::int64_t projections = 2 * d * heads * head_dim + 2 * d * kv_heads * head_dim;
+  const std::int64_t per_token = layers * (projections + 3 * d * f) + d * vocab;
+  return s * per_token + layers * 2 * s * s * heads * head_dim;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Published parameter counts (the sum of the checkpoints' tensors, as the Hub's
+// safetensors metadata reports it), each from its config file in data/models.
+
+TEST_CASE("hf: Llama-2-7B config has 6,738,415,616 parameters", "[hf][zoo]") {
+  // https://huggingface.co/meta-llama/Llama-2-7b-hf (safetensors: 6,738,415,616
+  // params).
+  const GraphTotals t = totals_of("llama2_7b_hf.json");
+  CHECK(t.params == 6738415616);
+  CHECK(t.active_params == t.params);
+  // Default seq: min(max_position_embeddings 4096, 2048).
+  CHECK(t.macs == decoder_macs(2048, 32, 4096, 32, 32, 128, 11008, 32000));
+}
+
+TEST_CASE(
+    "hf: Mistral-7B-v0.1 config has 7,241,732,096 parameters (GQA, "
+    "sliding window)",
+    "[hf][zoo]") {
+  // https://huggingface.co/mistralai/Mistral-7B-v0.1 (safetensors:
+  // 7,241,732,096 params; the same figure is llama.cpp's
+  // general.parameter_count for its GGUF conversions).
+  const GraphTotals t = totals_of("mistral_7b_hf.json");
+  CHECK(t.params == 7241732096);
+  CHECK(t.macs == decoder_macs(2048, 32, 4096, 32, 8, 128, 14336, 32000));
+  // The 4096 window matters only past 4096 tokens, and only when counting the
+  // causal half: query i sees min(i + 1, 4096) keys (Jiang et al. 2023,
+  // arXiv:2310.06825, section 2).
+  ModelOptions half = with_seq(8192);
+  half.counting.causal = capcalc::CausalCounting::kHalf;
+  const Graph g = load("mistral_7b_hf.json", half);
+  const std::int64_t s = 8192;
+  const std::int64_t w = 4096;
+  const std::int64_t pairs = w * (w + 1) / 2 + (s - w) * w;
+  const capcalc::Layer& attn = layer_named(g, "layers.0.self_attn");
+  CHECK(attn.counts.score_macs == 2 * 32 * pairs * 128);
+}
+
+TEST_CASE("hf: GPT-2 config has 124,439,808 parameters and matches gpt2.json", "[hf][zoo]") {
+  // https://huggingface.co/openai-community/gpt2 (GPT2LMHeadModel, tied head:
+  // 124,439,808).
+  const GraphTotals hf = totals_of("gpt2_hf.json");
+  CHECK(hf.params == 124439808);
+  const GraphTotals native = totals_of("gpt2.json");
+  CHECK(hf.macs == native.macs);
+  CHECK(hf.flops == native.flops);
+  CHECK(hf.backward_flops == native.backward_flops);
+  CHECK(hf.moved_elements == native.moved_elements);
+}
+
+TEST_CASE("hf: bert-base-uncased config has BertModel's 109,482,240 parameters", "[hf][zoo]") {
+  // https://huggingface.co/google-bert/bert-base-uncased: BertModel (encoder +
+  // pooler, no pre-training heads) has 109,482,240 parameters, the "110M" of
+  // Devlin et al. 2019, Table 1.
+  const Graph g = load("bert_base_hf.json");
+  CHECK(g.dims.at("seq") == 512);  // min(max_position_embeddings 512, 2048).
+  CHECK(capcalc::graph_totals(g).params == 109482240);
+  // The same counts as the hand-written data/models/bert_base.json at its seq
+  // 128.
+  const GraphTotals hf = totals_of("bert_base_hf.json", with_seq(128));
+  const GraphTotals native = totals_of("bert_base.json");
+  CHECK(hf.params == native.params);
+  CHECK(hf.macs == native.macs);
+  CHECK(hf.flops == native.flops);
+  CHECK(hf.backward_flops == native.backward_flops);
+}
+
+TEST_CASE("hf: Mixtral-8x7B config has 46,702,792,704 parameters, 12.9 B active", "[hf][zoo]") {
+  // https://huggingface.co/mistralai/Mixtral-8x7B-v0.1 (safetensors:
+  // 46,702,792,704 params); "12.9B active parameters per token":
+  // https://mistral.ai/news/mixtral-of-experts/ and Jiang et al. 2024
+  // (arXiv:2401.04088).
+  const GraphTotals t = totals_of("mixtral_8x7b_hf.json");
+  CHECK(t.params == 46702792704);
+  // Active: everything but the experts, plus 2 of the 8 SwiGLU experts (3 d f
+  // each) per layer.
+  const std::int64_t d = 4096;
+  const std::int64_t f = 14336;
+  const std::int64_t expert = 3 * d * f;
+  const std::int64_t active = 46702792704 - 32 * (8 - 2) * expert;
+  CHECK(active == 12879925248);
+  CHECK(t.active_params == active);
+  CHECK(std::abs(static_cast<double>(t.active_params) - 12.9e9) / 12.9e9 < 0.005);
+  // Forward MACs per token: attention projections, router d x 8, two experts,
+  // LM head.
+  const std::int64_t s = 2048;
+  const std::int64_t per_token = 32 * (2 * d * d + 2 * d * 1024 + d * 8 + 2 * expert) + d * 32000;
+  CHECK(t.macs == s * per_token + 32 * 2 * s * s * d);
+}
+
+TEST_CASE("hf: Qwen2-7B config has 7,615,616,512 parameters (q/k/v biases only)", "[hf][zoo]") {
+  // https://huggingface.co/Qwen/Qwen2-7B ("7.62B params"); exactly
+  // 7,615,616,512, the total of the checkpoint's tensors (the same shapes as
+  // Qwen2.5-7B, whose safetensors total this is).
+  const GraphTotals t = totals_of("qwen2_7b_hf.json");
+  CHECK(t.params == 7615616512);
+  // Qwen2Attention: q_proj, k_proj, v_proj with bias, o_proj without.
+  const Graph g = load("qwen2_7b_hf.json");
+  const std::int64_t d = 3584;
+  const std::int64_t kv = 4 * 128;
+  CHECK(layer_named(g, "layers.0.self_attn").counts.params ==
+        2 * d * d + 2 * d * kv + (d + 2 * kv));
+}
+
+TEST_CASE("hf: gemma-7b config has 8,537,680,896 parameters (head_dim 256, tied)", "[hf][zoo]") {
+  // https://huggingface.co/google/gemma-7b ("8.54B params"); exactly
+  // 8,537,680,896 in keras-hub's gemma_7b_en preset
+  // (keras_hub/src/models/gemma/gemma_presets.py).
+  const Graph g = load("gemma_7b_hf.json");
+  CHECK(capcalc::graph_totals(g).params == 8537680896);
+  CHECK(layer_named(g, "lm_head").counts.params == 0);     // Tied to embed_tokens.
+  CHECK(layer_named(g, "layers.0.mlp.act").op == "gelu");  // GeGLU.
+  // 16 heads of 256: Q is 3072 -> 4096, not 3072 -> 3072.
+  CHECK(layer_named(g, "layers.0.self_attn").counts.params == 4 * 3072 * 4096);
+}
+
+TEST_CASE("hf: Phi-3-mini config has 3,821,079,552 parameters", "[hf][zoo]") {
+  // https://huggingface.co/microsoft/Phi-3-mini-4k-instruct ("3.82B params");
+  // exactly 3,821,079,552 in keras-hub's phi3_mini_4k_instruct_en preset
+  // (phi3_presets.py).
+  CHECK(totals_of("phi3_mini_hf.json").params == 3821079552);
+}
+
+TEST_CASE("hf: pythia-160m config has 162,322,944 parameters (parallel residual)", "[hf][zoo]") {
+  // https://huggingface.co/EleutherAI/pythia-160m; the Pythia suite's table
+  // (https://github.com/EleutherAI/pythia) gives 162,322,944 total parameters.
+  const Graph g = load("pythia_160m_hf.json");
+  CHECK(capcalc::graph_totals(g).params == 162322944);
+  CHECK(layer_named(g, "embed_out").counts.params == 50304 * 768);  // Not tied.
+  // Parallel residual: x + attention(ln1(x)) + mlp(ln2(x)), both norms reading
+  // x.
+  const capcalc::Layer& residual = layer_named(g, "layers.0.residual");
+  CHECK(residual.inputs.size() == 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Same treatment as hand-written files.
+
+TEST_CASE("hf: the Llama-2-7B config and llama2_7b.json give identical graphs", "[hf][model]") {
+  const Graph hf = load("llama2_7b_hf.json", with_seq(4096));  // llama2_7b.json's seq.
+  const Graph native = load("llama2_7b.json");
+  REQUIRE(hf.layers.size() == native.layers.size());
+  for (std::size_t i = 0; i < hf.layers.size(); ++i) {
+    INFO(native.layers[i].name);
+    CHECK(hf.layers[i].name == native.layers[i].name);
+    CHECK(hf.layers[i].output == native.layers[i].output);
+    CHECK(hf.layers[i].counts.params == native.layers[i].counts.params);
+    CHECK(hf.layers[i].counts.macs == native.layers[i].counts.macs);
+    CHECK(hf.layers[i].counts.other_flops == native.layers[i].counts.other_flops);
+    CHECK(hf.layers[i].counts.backward_macs == native.layers[i].counts.backward_macs);
+  }
+  const GraphTotals a = capcalc::graph_totals(hf);
+  const GraphTotals b = capcalc::graph_totals(native);
+  CHECK(a.params == b.params);
+  CHECK(a.macs == b.macs);
+  CHECK(a.flops == b.flops);
+  CHECK(a.backward_flops == b.backward_flops);
+  CHECK(a.moved_elements == b.moved_elements);
+  CHECK(a.activation_elements == b.activation_elements);
+  CHECK(a.peak_live_elements == b.peak_live_elements);
+}
+
+TEST_CASE("hf: dims batch and seq have defaults and can be overridden", "[hf][model]") {
+  const Graph defaults = load("llama2_7b_hf.json");
+  CHECK(defaults.dims.at("batch") == 1);
+  CHECK(defaults.dims.at("seq") == 2048);                    // min(4096, 2048).
+  CHECK(load("gpt2_hf.json").dims.at("seq") == 1024);        // min(1024, 2048).
+  CHECK(load("mistral_7b_hf.json").dims.at("seq") == 2048);  // min(32768, 2048).
+
+  ModelOptions options;
+  options.dims["batch"] = 3;
+  options.dims["seq"] = 512;
+  const Graph g = load("llama2_7b_hf.json", options);
+  CHECK(g.batch == 3);
+  CHECK(g.inputs.front().shape == capcalc::Shape{3, 512});
+  CHECK(capcalc::graph_totals(g).macs ==
+        3 * decoder_macs(512, 32, 4096, 32, 32, 128, 11008, 32000));
+
+  // GPT-2's positions are learned: a longer seq than n_positions is an error.
+  CHECK_THROWS_WITH(load("gpt2_hf.json", with_seq(4096)),
+                    ContainsSubstring("sequence length 4096 exceeds the 1024 learned positions"));
+  // An unknown dimension lists the ones there are.
+  ModelOptions unknown;
+  unknown.dims["sq"] = 8;
+  CHECK_THROWS_WITH(load("gpt2_hf.json", unknown), ContainsSubstring("its dims: batch, seq"));
+}
+
+TEST_CASE("hf: a config without model_type is recognised by its architectures", "[hf][model]") {
+  nlohmann::json config = config_of("mistral_7b_hf.json");
+  config.erase("model_type");
+  const Graph g = capcalc::parse_model(config.dump(), "cfg.json");
+  CHECK(capcalc::graph_totals(g).params == 7241732096);
+  // A native file is never taken for a config, whatever else it holds.
+  CHECK_FALSE(capcalc::is_hf_config(
+      nlohmann::json{{"format", "capcalc-model/1"}, {"model_type", "llama"}}));
+  CHECK(capcalc::is_hf_config(nlohmann::json{{"model_type", "llama"}}));
+  CHECK_FALSE(capcalc::is_hf_config(nlohmann::json{{"name", "x"}}));
+}
+
+TEST_CASE("hf: sliding windows per layer (Qwen2's max_window_layers, layer_types)", "[hf][model]") {
+  const nlohmann::json base = {{"model_type", "qwen2"},    {"vocab_size", 64},
+                               {"hidden_size", 32},        {"intermediate_size", 64},
+                               {"num_hidden_layers", 4},   {"num_attention_heads", 4},
+                               {"num_key_value_heads", 2}, {"max_position_embeddings", 256},
+                               {"sliding_window", 16},     {"use_sliding_window", true},
+                               {"max_window_layers", 2}};
+  const nlohmann::json model = capcalc::hf_config_to_model(base, "q.json");
+  const auto& layers = model["layers"];
+  REQUIRE(layers.size() == 1 + 4 + 2);  // Embedding, one call per layer, norm, head.
+  CHECK(layers[1]["name"] == "layers.0");
+  CHECK_FALSE(layers[1].contains("args"));
+  CHECK_FALSE(layers[2].contains("args"));
+  CHECK(layers[3]["args"]["window"] == 16);
+  CHECK(layers[4]["args"]["window"] == 16);
+
+  nlohmann::json typed = base;
+  typed["layer_types"] = {"sliding_attention", "full_attention", "full_attention",
+                          "full_attention"};
+  const nlohmann::json by_type = capcalc::hf_config_to_model(typed, "q.json");
+  CHECK(by_type["layers"][1]["args"]["window"] == 16);
+  CHECK_FALSE(by_type["layers"][2].contains("args"));
+
+  typed["layer_types"][2] = "sliding";
+  CHECK_THROWS_WITH(capcalc::hf_config_to_model(typed, "q.json"),
+                    "q.json:/layer_types/2: unknown layer type \"sliding\" (expected "
+                    "\"full_attention\" or \"sliding_attention\")");
+
+  // Without use_sliding_window every layer attends to everything.
+  nlohmann::json off = base;
+  off["use_sliding_window"] = false;
+  CHECK(capcalc::hf_config_to_model(off, "q.json")["layers"][1]["repeat"] == 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors point into the config.
+
+TEST_CASE(
+    "hf: an unsupported model_type names the file, /model_type and the "
+    "supported ones",
+    "[hf][model][errors]") {
+  const std::string text = R"({"model_type": "lama", "hidden_size": 8})";
+  CHECK_THROWS_AS(capcalc::parse_model(text, "cfg.json"), capcalc::Error);
+  CHECK_THROWS_WITH(capcalc::parse_model(text, "cfg.json"),
+                    "cfg.json:/model_type: unsupported model_type \"lama\" (supported: bert, "
+                    "gemma, gpt2, gpt_neox, llama, mistral, mixtral, phi3, qwen2); did you "
+                    "mean "
+                    "\"llama\"?");
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(R"({"architectures": ["T5ForConditionalGeneration"]})", "cfg.json"),
+      ContainsSubstring("cfg.json:/architectures/0: unsupported architecture "
+                        "\"T5ForConditionalGeneration\" and no model_type"));
+}
+
+TEST_CASE("hf: missing and bad keys name their JSON pointer", "[hf][model][errors]") {
+  nlohmann::json config = config_of("llama2_7b_hf.json");
+  config.erase("intermediate_size");
+  CHECK_THROWS_WITH(capcalc::parse_model(config.dump(), "cfg.json"),
+                    "cfg.json:/intermediate_size: missing required key \"intermediate_size\" "
+                    "(model_type \"llama\")");
+
+  config = config_of("llama2_7b_hf.json");
+  config["num_key_value_heads"] = 5;
+  CHECK_THROWS_WITH(capcalc::parse_model(config.dump(), "cfg.json"),
+                    "cfg.json:/num_key_value_heads: num_key_value_heads = 5 must divide "
+                    "num_attention_heads = 32");
+
+  config = config_of("llama2_7b_hf.json");
+  config["hidden_size"] = -1;
+  CHECK_THROWS_WITH(capcalc::parse_model(config.dump(), "cfg.json"),
+                    "cfg.json:/hidden_size: expected a positive integer, got -1");
+
+  config = config_of("llama2_7b_hf.json");
+  config["hidden_act"] = "mish";
+  CHECK_THROWS_WITH(capcalc::parse_model(config.dump(), "cfg.json"),
+                    ContainsSubstring("cfg.json:/hidden_act: unsupported activation \"mish\""));
+
+  // A null is "not set", as transformers writes it: head_dim falls back to
+  // hidden / heads.
+  config = config_of("llama2_7b_hf.json");
+  config["head_dim"] = nullptr;
+  CHECK(capcalc::graph_totals(capcalc::parse_model(config.dump(), "cfg.json")).params ==
+        6738415616);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training FLOPs against the standard estimate.
+
+TEST_CASE("hf: training FLOPs per token agree with 6N + 12 n_layer d_attn seq", "[hf][zoo]") {
+  // Kaplan et al. 2020 (arXiv:2001.08361), Table 1: forward 2N + 2 n_layer
+  // n_ctx d_attn FLOPs per token with attention over the causal half; backward
+  // twice the forward (Hoffmann et al. 2022, arXiv:2203.15556, appendix F).
+  // Counted full (as capcalc does by default), the attention term doubles: 6N +
+  // 12 n_layer n_ctx d_attn. N counts the weights used in matrix products: all
+  // parameters except an untied input embedding (a gather); the LM head is
+  // included (Chinchilla counts it). What the formula leaves out (norms,
+  // activations, softmax, residual adds, about 0.1-0.3 % here) stays within the
+  // 1 % tolerance.
+  for (const std::string file : {"llama2_7b_hf.json", "mistral_7b_hf.json", "qwen2_7b_hf.json",
+                                 "gemma_7b_hf.json", "phi3_mini_hf.json"}) {
+    INFO(file);
+    const nlohmann::json config = config_of(file);
+    const Graph g = load(file);
+    const GraphTotals t = capcalc::graph_totals(g);
+    const auto seq = static_cast<double>(g.dims.at("seq"));
+    const auto tokens = static_cast<double>(g.batch) * seq;
+    const double d = config["hidden_size"].get<double>();
+    const double heads = config["num_attention_heads"].get<double>();
+    const double head_dim =
+        config.contains("head_dim") ? config["head_dim"].get<double>() : d / heads;
+    const double layers = config["num_hidden_layers"].get<double>();
+    const bool tied = config.value("tie_word_embeddings", file == "gemma_7b_hf.json");
+    const double embedding = config["vocab_size"].get<double>() * d;
+    const double n = static_cast<double>(t.params) - (tied ? 0.0 : embedding);
+    const double expected = 6 * n + 12 * layers * heads * head_dim * seq;
+    const double counted = static_cast<double>(t.flops + t.backward_flops) / tokens;
+    CHECK(std::abs(counted - expected) / expected < 0.01);
+    CHECK(counted > expected);  // The leftovers only add.
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operator-table rows: moe, and attention's split biases.
+
+namespace {
+
+std::string one_layer(const std::string& shape, const std::string& layer) {
+  return R"({"format": "capcalc-model/1", "name": "t", "inputs": [{"name": "x", "shape": )" +
+         shape + R"(}], "layers": [{"name": "pre", "op": "rmsnorm"}, )" + layer + "]}";
+}
+
+}  // namespace
+
+TEST_CASE("ops: moe counts every expert's parameters and the chosen experts' MACs", "[ops]") {
+  // Router d x E; each expert gate and up (d x h) and down (h x d), SwiGLU
+  // (Mixtral).
+  const std::int64_t b = 2, s = 5, d = 16, e = 4, k = 2, h = 24;
+  const Graph g =
+      capcalc::parse_model(one_layer("[2, 5, 16]", R"({"name": "moe", "op": "moe", "experts": 4,
+                 "experts_per_token": 2, "hidden": 24, "kind": "swiglu"})"),
+                           "m.json");
+  const capcalc::Layer& moe = g.layers.back();
+  const std::int64_t tokens = b * s;
+  CHECK(moe.output == capcalc::Shape{b, s, d});
+  CHECK(moe.counts.params == e * 3 * d * h + d * e);
+  CHECK(moe.counts.active_params == k * 3 * d * h + d * e);
+  CHECK(moe.counts.macs == tokens * (d * e + k * 3 * d * h));
+  // Softmax over the router (5 E), per chosen expert SiLU + gate (6 h), scale +
+  // sum (2 d).
+  CHECK(moe.counts.other_flops == tokens * (5 * e + k * (6 * h + 2 * d)));
+  // Weight and input gradients of every product (the input needs a gradient
+  // here).
+  CHECK(moe.counts.backward_macs == 2 * moe.counts.macs);
+  const GraphTotals t = capcalc::graph_totals(g);
+  CHECK(t.params == d + moe.counts.params);
+  CHECK(t.active_params == d + moe.counts.active_params);
+
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(one_layer("[2, 5, 16]", R"({"name": "moe", "op": "moe", "experts": 4,
+                 "experts_per_token": 5, "hidden": 24})"),
+                           "m.json"),
+      "m.json:/layers/1/experts_per_token: layer \"moe\": experts_per_token = "
+      "5 exceeds "
+      "experts = 4");
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(one_layer("[2, 5, 16]", R"({"name": "moe", "op": "moe", "experts": 4,
+                 "experts_per_token": 2, "hidden": 24, "kind": "swiglue"})"),
+                           "m.json"),
+      "m.json:/layers/1/kind: layer \"moe\": unknown expert kind \"swiglue\"; "
+      "did you mean "
+      "\"swiglu\"?");
+}
+
+TEST_CASE("ops: attention qkv_bias and out_bias split the projection biases", "[ops]") {
+  // D = 16, 4 heads of 4, 2 key/value heads: Q 16, K and V 8 each, output 16.
+  const std::int64_t b = 1, s = 3, d = 16, kv_width = 8;
+  const std::int64_t weights = d * d + 2 * d * kv_width + d * d;
+  auto attention = [&](const std::string& biases) {
+    return capcalc::parse_model(one_layer("[1, 3, 16]",
+                                          R"({"name": "a", "op": "attention", "heads": 4,
+                          "kv_heads": 2, "causal": true)" +
+                                              biases + "}"),
+                                "m.json")
+        .layers.back()
+        .counts;
+  };
+  const capcalc::LayerCounts none = attention(R"(, "bias": false)");
+  const capcalc::LayerCounts qkv = attention(R"(, "qkv_bias": true, "out_bias": false)");
+  const capcalc::LayerCounts out = attention(R"(, "bias": false, "out_bias": true)");
+  const capcalc::LayerCounts all = attention("");
+  CHECK(none.params == weights);
+  CHECK(qkv.params == weights + d + 2 * kv_width);
+  CHECK(out.params == weights + d);
+  CHECK(all.params == weights + d + 2 * kv_width + d);
+  // One add per biased output element.
+  CHECK(qkv.other_flops - none.other_flops == b * s * (d + 2 * kv_width));
+  CHECK(out.other_flops - none.other_flops == b * s * d);
+  CHECK(all.other_flops - none.other_flops == b * s * (2 * d + 2 * kv_width));
+}
+
+TEST_CASE("report: estimate JSON carries model.active_params", "[hf][report]") {
+  const Graph g =
+      capcalc::parse_model(one_layer("[1, 4, 16]", R"({"name": "moe", "op": "moe", "experts": 8,
+                 "experts_per_token": 2, "hidden": 32})"),
+                           "m.json");
+  const GraphTotals t = capcalc::graph_totals(g);
+  capcalc::Device d;
+  d.id = "test-gpu";
+  d.name = "Test GPU";
+  d.dense_peak[static_cast<std::size_t>(capcalc::Precision::kFp32)] = {10e12, 0};
+  d.memory_bytes = 1e9;
+  d.memory_bandwidth_bytes_per_s = 1e11;
+  const capcalc::PerformanceParams p;
+  const capcalc::Estimate e = capcalc::estimate(g, d, p, capcalc::Workload{});
+  const auto doc =
+      nlohmann::json::parse(capcalc::render_estimate_json({g, t, capcalc::Workload{}, &d, &p, &e}));
+  CHECK(doc["model"]["params"] == 16 + 8 * 3 * 16 * 32 + 16 * 8);
+  CHECK(doc["model"]["active_params"] == 16 + 2 * 3 * 16 * 32 + 16 * 8);
+}

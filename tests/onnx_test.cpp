@@ -1,0 +1,530 @@
+// ONNX import: models are built here with the protobuf API (no binary fixtures), written to a
+// temporary file and loaded with capcalc::load_model; counts are checked against the formulas
+// of data/README.md and against the same model in the native format.
+#include <onnx/onnx_pb.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "capcalc/error.hpp"
+#include "capcalc/graph.hpp"
+#include "capcalc/model.hpp"
+#include "catch.hpp"
+
+namespace {
+
+using capcalc::Graph;
+using capcalc::ModelOptions;
+using Dim = std::variant<std::int64_t, std::string>;
+
+// A small helper over onnx::ModelProto (opset 17, IR version 8).
+class OnnxModel {
+ public:
+  explicit OnnxModel(const std::string& name) {
+    model_.set_ir_version(8);
+    model_.set_producer_name("capcalc-test");
+    auto* opset = model_.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(17);
+    model_.mutable_graph()->set_name(name);
+  }
+
+  onnx::GraphProto& graph() { return *model_.mutable_graph(); }
+
+  void input(const std::string& name, const std::vector<Dim>& dims) {
+    auto* info = graph().add_input();
+    info->set_name(name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* shape = tensor->mutable_shape();
+    for (const Dim& d : dims) {
+      if (const auto* v = std::get_if<std::int64_t>(&d)) {
+        shape->add_dim()->set_dim_value(*v);
+      } else {
+        shape->add_dim()->set_dim_param(std::get<std::string>(d));
+      }
+    }
+  }
+
+  void output(const std::string& name) {
+    auto* info = graph().add_output();
+    info->set_name(name);
+    info->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+
+  // A float weight: dims only, as with external data (shape inference needs no values).
+  onnx::TensorProto& weight(const std::string& name, const std::vector<std::int64_t>& dims) {
+    auto* t = graph().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (std::int64_t d : dims) t->add_dims(d);
+    return *t;
+  }
+
+  // An int64 1-D constant (Reshape shapes, axes).
+  void ints(const std::string& name, const std::vector<std::int64_t>& values) {
+    auto* t = graph().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<std::int64_t>(values.size()));
+    for (std::int64_t v : values) t->add_int64_data(v);
+  }
+
+  // A float scalar (rank 0): a constant, not a parameter.
+  void scalar(const std::string& name, float value) {
+    auto* t = graph().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_float_data(value);
+  }
+
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs, const std::string& name = "") {
+    auto* n = graph().add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? outputs.front() : name);
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) n->add_output(o);
+    return *n;
+  }
+
+  static void attr(onnx::NodeProto& n, const std::string& name, std::int64_t value) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(value);
+  }
+  static void attr(onnx::NodeProto& n, const std::string& name,
+                   const std::vector<std::int64_t>& values) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (std::int64_t v : values) a->add_ints(v);
+  }
+  static void attr(onnx::NodeProto& n, const std::string& name, const std::string& value) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+  }
+
+  std::string bytes() const { return model_.SerializeAsString(); }
+
+  // Writes the model to a temporary .onnx file and returns its path.
+  std::string save(const std::string& stem) const {
+    const std::string path = temp_path(stem);
+    std::ofstream out(path, std::ios::binary);
+    const std::string data = bytes();
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    return path;
+  }
+
+  static std::string temp_path(const std::string& stem) {
+    return std::string(P_tmpdir) + "/capcalc_onnx_test_" + stem + ".onnx";
+  }
+
+  Graph load(const std::string& stem, const ModelOptions& options = {}) const {
+    return capcalc::load_model(save(stem), options);
+  }
+
+ private:
+  onnx::ModelProto model_;
+};
+
+const capcalc::Layer& layer_named(const Graph& g, const std::string& name) {
+  for (const auto& layer : g.layers) {
+    if (layer.name == name) return layer;
+  }
+  FAIL("no layer " << name);
+  return g.layers.front();
+}
+
+// Conv(3->16, 3x3, pad 1) + BN + Relu + MaxPool 2 + GlobalAveragePool + Flatten + Gemm(16->10).
+OnnxModel small_cnn() {
+  OnnxModel m("small_cnn");
+  m.input("x", {std::string("batch"), std::int64_t{3}, std::int64_t{32}, std::int64_t{32}});
+  m.weight("conv.w", {16, 3, 3, 3});
+  m.weight("conv.b", {16});
+  auto& conv = m.node("Conv", {"x", "conv.w", "conv.b"}, {"c"}, "conv");
+  OnnxModel::attr(conv, "kernel_shape", std::vector<std::int64_t>{3, 3});
+  OnnxModel::attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  for (const char* p : {"bn.scale", "bn.bias", "bn.mean", "bn.var"}) m.weight(p, {16});
+  m.node("BatchNormalization", {"c", "bn.scale", "bn.bias", "bn.mean", "bn.var"}, {"bn"}, "bn");
+  m.node("Relu", {"bn"}, {"relu"}, "relu");
+  auto& pool = m.node("MaxPool", {"relu"}, {"pool"}, "pool");
+  OnnxModel::attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  OnnxModel::attr(pool, "strides", std::vector<std::int64_t>{2, 2});
+  m.node("GlobalAveragePool", {"pool"}, {"gap"}, "gap");
+  m.node("Flatten", {"gap"}, {"flat"}, "flat");
+  m.weight("fc.w", {10, 16});
+  m.weight("fc.b", {10});
+  auto& fc = m.node("Gemm", {"flat", "fc.w", "fc.b"}, {"y"}, "fc");
+  OnnxModel::attr(fc, "transB", std::int64_t{1});
+  m.output("y");
+  return m;
+}
+
+constexpr const char* kSmallCnnNative = R"({"format": "capcalc-model/1", "name": "small_cnn",
+  "dims": {"batch": 1}, "inputs": [{"name": "x", "shape": ["batch", 3, 32, 32]}],
+  "layers": [
+    {"name": "conv", "op": "conv2d", "out_channels": 16, "kernel": 3, "padding": 1},
+    {"name": "bn", "op": "batchnorm"}, {"name": "relu", "op": "relu"},
+    {"name": "pool", "op": "maxpool2d", "kernel": 2}, {"name": "gap", "op": "global_avgpool"},
+    {"name": "flat", "op": "flatten"}, {"name": "fc", "op": "linear", "out_features": 10}]})";
+
+}  // namespace
+
+TEST_CASE("onnx: a small CNN has the native format's shapes and counts", "[onnx]") {
+  ModelOptions options;
+  options.dims["batch"] = 2;  // --batch 2
+  const Graph g = small_cnn().load("small_cnn", options);
+  const Graph native = capcalc::parse_model(kSmallCnnNative, "small_cnn.json", options);
+
+  REQUIRE(g.layers.size() == native.layers.size());
+  CHECK(g.batch == 2);
+  CHECK(g.unknown_ops.empty());
+  for (std::size_t i = 0; i < g.layers.size(); ++i) {
+    const auto& a = g.layers[i];
+    const auto& b = native.layers[i];
+    INFO(a.name);
+    CHECK(a.op == b.op);
+    CHECK(a.output == b.output);
+    CHECK(a.view == b.view);
+    CHECK(a.counts.params == b.counts.params);
+    CHECK(a.counts.macs == b.counts.macs);
+    CHECK(a.counts.other_flops == b.counts.other_flops);
+    CHECK(a.counts.moved_elements() == b.counts.moved_elements());
+    CHECK(a.counts.backward_macs == b.counts.backward_macs);
+    CHECK(a.counts.backward_other_flops == b.counts.backward_other_flops);
+  }
+  // By formula (data/README.md): conv 16·3·3·3 + 16, BN 2·16 (statistics are buffers), fc 16·10+10.
+  const auto totals = capcalc::graph_totals(g);
+  CHECK(totals.params == 16 * 27 + 16 + 2 * 16 + 160 + 10);
+  CHECK(totals.macs == 2 * (16 * 32 * 32 * 27 + 160));
+  CHECK(layer_named(g, "pool").output == capcalc::Shape{2, 16, 16, 16});
+  CHECK(layer_named(g, "fc").output == capcalc::Shape{2, 10});
+}
+
+namespace {
+
+// One pre-LN transformer encoder layer (d = 64, 4 heads of 16, FFN 256), as PyTorch exports
+// it: MatMul + Add projections, Reshape/Transpose to heads, Q·Kᵀ as MatMul of a transposed K,
+// Div by √d, Softmax, MatMul with V, LayerNormalization, Gelu.
+OnnxModel encoder_layer() {
+  OnnxModel m("encoder");
+  m.input("x", {std::string("batch"), std::string("sequence"), std::int64_t{64}});
+  const auto linear = [&](const std::string& name, const std::string& in, std::int64_t k,
+                          std::int64_t n) {
+    m.weight(name + ".w", {k, n});
+    m.weight(name + ".b", {n});
+    m.node("MatMul", {in, name + ".w"}, {name + ".mm"});
+    m.node("Add", {name + ".mm", name + ".b"}, {name});
+  };
+  const auto layer_norm = [&](const std::string& name, const std::string& in) {
+    m.weight(name + ".g", {64});
+    m.weight(name + ".beta", {64});
+    auto& ln = m.node("LayerNormalization", {in, name + ".g", name + ".beta"}, {name});
+    OnnxModel::attr(ln, "axis", std::int64_t{-1});
+  };
+  m.ints("heads_shape", {0, 0, 4, 16});
+  m.ints("merge_shape", {0, 0, 64});
+  m.scalar("scale", 4.0F);
+  layer_norm("ln1", "x");
+  for (const char* p : {"q", "k", "v"}) {
+    linear(p, "ln1", 64, 64);
+    m.node("Reshape", {p, "heads_shape"}, {std::string(p) + ".heads"});
+  }
+  auto& tq = m.node("Transpose", {"q.heads"}, {"qh"});
+  OnnxModel::attr(tq, "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+  auto& tk = m.node("Transpose", {"k.heads"}, {"kt"});
+  OnnxModel::attr(tk, "perm", std::vector<std::int64_t>{0, 2, 3, 1});
+  auto& tv = m.node("Transpose", {"v.heads"}, {"vh"});
+  OnnxModel::attr(tv, "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+  m.node("MatMul", {"qh", "kt"}, {"scores"});
+  m.node("Div", {"scores", "scale"}, {"scaled"});
+  auto& softmax = m.node("Softmax", {"scaled"}, {"probs"});
+  OnnxModel::attr(softmax, "axis", std::int64_t{-1});
+  m.node("MatMul", {"probs", "vh"}, {"context.heads"});
+  auto& tc = m.node("Transpose", {"context.heads"}, {"context.t"});
+  OnnxModel::attr(tc, "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+  m.node("Reshape", {"context.t", "merge_shape"}, {"context"});
+  linear("o", "context", 64, 64);
+  m.node("Add", {"x", "o"}, {"res1"});
+  layer_norm("ln2", "res1");
+  linear("ffn1", "ln2", 64, 256);
+  m.node("Gelu", {"ffn1"}, {"gelu"});
+  linear("ffn2", "gelu", 256, 64);
+  m.node("Add", {"res1", "ffn2"}, {"y"});
+  m.output("y");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: a transformer encoder layer counts as the native attention layer", "[onnx]") {
+  ModelOptions options;
+  options.dims["batch"] = 2;
+  options.dims["sequence"] = 10;  // --set sequence=10
+  const Graph g = encoder_layer().load("encoder", options);
+  CHECK(g.unknown_ops.empty());
+  CHECK(g.dims.at("sequence") == 10);
+  CHECK(layer_named(g, "scores").output == capcalc::Shape{2, 4, 10, 10});
+  CHECK(layer_named(g, "scores").op == "matmul");
+  CHECK(layer_named(g, "q.mm").op == "linear");
+  CHECK(layer_named(g, "gelu").op == "gelu");
+  CHECK(layer_named(g, "y").output == capcalc::Shape{2, 10, 64});
+
+  // The same layer in the native format: attention (with biases) + layernorms + linears.
+  const char* native_text = R"({"format": "capcalc-model/1", "name": "encoder",
+    "dims": {"batch": 1, "sequence": 1},
+    "inputs": [{"name": "x", "shape": ["batch", "sequence", 64]}],
+    "layers": [
+      {"name": "ln1", "op": "layernorm"}, {"name": "attn", "op": "attention", "heads": 4},
+      {"name": "res1", "op": "add", "inputs": ["x", "attn"]}, {"name": "ln2", "op": "layernorm"},
+      {"name": "ffn1", "op": "linear", "out_features": 256}, {"name": "gelu", "op": "gelu"},
+      {"name": "ffn2", "op": "linear", "out_features": 64},
+      {"name": "y", "op": "add", "inputs": ["res1", "ffn2"]}]})";
+  const Graph native = capcalc::parse_model(native_text, "encoder.json", options);
+  const auto a = capcalc::graph_totals(g);
+  const auto b = capcalc::graph_totals(native);
+  // params: 2 layernorms 2·2·64, 4 projections 4·(64·64 + 64), FFN 64·256 + 256 + 256·64 + 64.
+  CHECK(a.params == 2 * 2 * 64 + 4 * (64 * 64 + 64) + 64 * 256 + 256 + 256 * 64 + 64);
+  CHECK(a.params == b.params);
+  // MACs: projections 4·B·S·64·64, Q·Kᵀ and AV 2·B·H·S·S·16, FFN 2·B·S·64·256.
+  const std::int64_t B = 2, S = 10;
+  CHECK(a.macs == 4 * B * S * 64 * 64 + 2 * B * 4 * S * S * 16 + 2 * B * S * 64 * 256);
+  CHECK(a.macs == b.macs);
+  std::int64_t score_macs = 0;
+  for (const auto& layer : g.layers) score_macs += layer.counts.score_macs;
+  CHECK(score_macs == 2 * B * 4 * S * S * 16);
+  // Other FLOPs: scale (Div) + softmax = 6 per score, bias adds, residuals, norms, gelu — as
+  // the native attention layer counts them.
+  CHECK(a.other_flops == b.other_flops);
+}
+
+TEST_CASE("onnx: a dynamic dim that is not set names the input and the dim", "[onnx]") {
+  REQUIRE_THROWS_WITH(encoder_layer().load("encoder_unset"),
+                      Catch::Contains("input \"x\": dimension \"sequence\" (axis 1) is not set"));
+  ModelOptions options;
+  options.dims["seq"] = 8;
+  REQUIRE_THROWS_WITH(encoder_layer().load("encoder_typo", options),
+                      Catch::Contains("no dimension \"seq\"") &&
+                          Catch::Contains("dynamic dims: batch, sequence"));
+}
+
+TEST_CASE("onnx: --input-shape sets a whole input shape", "[onnx]") {
+  ModelOptions options;
+  options.input_shapes["x"] = {3, 3, 64, 64};
+  const Graph g = small_cnn().load("small_cnn_shape", options);
+  CHECK(g.inputs.at(0).shape == capcalc::Shape{3, 3, 64, 64});
+  CHECK(g.batch == 3);
+  CHECK(layer_named(g, "conv").counts.macs == 3 * 16 * 64 * 64 * 27);
+  options.input_shapes = {{"image", {1, 3, 8, 8}}};
+  REQUIRE_THROWS_WITH(small_cnn().load("small_cnn_badshape", options),
+                      Catch::Contains("no input \"image\""));
+}
+
+TEST_CASE("onnx: a shared initializer is counted once", "[onnx]") {
+  OnnxModel m("shared");
+  m.input("x", {std::int64_t{4}, std::int64_t{32}});
+  m.weight("w", {32, 32});
+  m.node("MatMul", {"x", "w"}, {"h"});
+  m.node("Relu", {"h"}, {"r"});
+  m.node("MatMul", {"r", "w"}, {"y"});  // Weight tying: the same initializer again.
+  m.output("y");
+  const Graph g = m.load("shared");
+  const auto totals = capcalc::graph_totals(g);
+  CHECK(totals.params == 32 * 32);
+  CHECK(totals.macs == 2 * 4 * 32 * 32);
+  CHECK(layer_named(g, "y").counts.weight_elements_read == 32 * 32);  // Still read.
+}
+
+TEST_CASE("onnx: einsum products", "[onnx]") {
+  OnnxModel m("einsum");
+  m.input("a", {std::int64_t{2}, std::int64_t{4}, std::int64_t{8}, std::int64_t{16}});
+  m.input("b", {std::int64_t{2}, std::int64_t{4}, std::int64_t{12}, std::int64_t{16}});
+  m.input("c", {std::int64_t{3}, std::int64_t{5}, std::int64_t{7}});
+  m.input("d", {std::int64_t{3}, std::int64_t{7}, std::int64_t{9}});
+  auto& e1 = m.node("Einsum", {"a", "b"}, {"qk"});
+  OnnxModel::attr(e1, "equation", std::string("bhqd,bhkd->bhqk"));
+  auto& e2 = m.node("Einsum", {"c", "d"}, {"cd"});
+  OnnxModel::attr(e2, "equation", std::string("bij,bjk->bik"));
+  m.output("qk");
+  m.output("cd");
+  const Graph g = m.load("einsum");
+  CHECK(layer_named(g, "qk").output == capcalc::Shape{2, 4, 8, 12});
+  CHECK(layer_named(g, "qk").counts.macs == 2 * 4 * 8 * 12 * 16);
+  CHECK(layer_named(g, "qk").counts.score_macs == 2 * 4 * 8 * 12 * 16);
+  CHECK(layer_named(g, "cd").counts.macs == 3 * 5 * 7 * 9);
+}
+
+TEST_CASE("onnx: a decomposed layer norm is counted op by op", "[onnx]") {
+  OnnxModel m("decomposed_ln");
+  m.input("x", {std::int64_t{2}, std::int64_t{10}, std::int64_t{64}});
+  m.ints("axes", {-1});
+  m.scalar("two", 2.0F);
+  m.scalar("eps", 1e-5F);
+  m.weight("g", {64});
+  m.weight("b", {64});
+  auto& mean = m.node("ReduceMean", {"x"}, {"mean"});
+  OnnxModel::attr(mean, "axes", std::vector<std::int64_t>{-1});
+  m.node("Sub", {"x", "mean"}, {"centered"});
+  m.node("Pow", {"centered", "two"}, {"sq"});
+  auto& var = m.node("ReduceMean", {"sq"}, {"var"});
+  OnnxModel::attr(var, "axes", std::vector<std::int64_t>{-1});
+  m.node("Add", {"var", "eps"}, {"var_eps"});
+  m.node("Sqrt", {"var_eps"}, {"std"});
+  m.node("Div", {"centered", "std"}, {"normed"});
+  m.node("Mul", {"normed", "g"}, {"scaled"});
+  m.node("Add", {"scaled", "b"}, {"y"});
+  m.output("y");
+  const Graph g = m.load("decomposed_ln");
+  CHECK(g.unknown_ops.empty());
+  const std::int64_t n = 2 * 10 * 64, rows = 2 * 10;
+  // ReduceMean: 1 per input element (x2); Sub, Pow, Div, Mul, Add: 1 per output; Add eps and
+  // Sqrt on [2, 10, 1]: 1 per row each.
+  CHECK(capcalc::graph_totals(g).other_flops == 2 * n + 5 * n + 2 * rows);
+  CHECK(capcalc::graph_totals(g).params == 2 * 64);  // Scalars are constants, not parameters.
+  CHECK(layer_named(g, "mean").output == capcalc::Shape{2, 10, 1});
+}
+
+TEST_CASE("onnx: unknown operators are listed, and an error with strict", "[onnx]") {
+  OnnxModel m("unknown");
+  m.input("x", {std::int64_t{1}, std::int64_t{16}});
+  auto& custom = m.node("FancyNorm", {"x"}, {"f"});
+  custom.set_domain("com.example");
+  m.node("Relu", {"f"}, {"y"});
+  m.output("y");
+  const Graph g = m.load("unknown");
+  REQUIRE(g.unknown_ops.size() == 1);
+  CHECK(g.unknown_ops[0].op == "com.example.FancyNorm");
+  CHECK(g.unknown_ops[0].nodes == 1);
+  CHECK(layer_named(g, "f").counts.flops() == 0);
+  CHECK(layer_named(g, "y").output == capcalc::Shape{1, 16});  // Assumed: the input's shape.
+  ModelOptions strict;
+  strict.strict = true;
+  REQUIRE_THROWS_WITH(m.load("unknown_strict", strict),
+                      Catch::Contains("1 node of unknown operators (strict mode): "
+                                      "com.example.FancyNorm (1)"));
+}
+
+TEST_CASE("onnx: corrupt and truncated files are errors naming the file", "[onnx]") {
+  const std::string corrupt = OnnxModel::temp_path("corrupt");
+  std::ofstream(corrupt, std::ios::binary) << "this is not a protobuf \xff\xff\xff\xff";
+  REQUIRE_THROWS_AS(capcalc::load_model(corrupt), capcalc::Error);
+  REQUIRE_THROWS_WITH(capcalc::load_model(corrupt), Catch::StartsWith(corrupt + ": "));
+
+  const std::string bytes = small_cnn().bytes();
+  const std::string truncated = OnnxModel::temp_path("truncated");
+  std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  REQUIRE_THROWS_WITH(capcalc::load_model(truncated), Catch::StartsWith(truncated + ": "));
+
+  REQUIRE_THROWS_WITH(capcalc::load_model(OnnxModel::temp_path("missing")),
+                      Catch::EndsWith("missing.onnx: cannot open file"));
+}
+
+namespace {
+
+// torchvision's ResNet-50 (v1.5: stride on the 3x3 conv), as torch.onnx.export writes it with
+// BatchNorm folded out: Conv + BatchNormalization + Relu, bottlenecks with a projection on the
+// first block of each stage, GlobalAveragePool, Flatten, Gemm.
+OnnxModel resnet50() {
+  OnnxModel m("resnet50");
+  m.input("x", {std::string("batch"), std::int64_t{3}, std::int64_t{224}, std::int64_t{224}});
+  int counter = 0;
+  const auto conv_bn = [&](const std::string& in, std::int64_t c_in, std::int64_t c_out,
+                           std::int64_t k, std::int64_t stride, bool relu) {
+    const std::string id = "n" + std::to_string(counter++);
+    m.weight(id + ".w", {c_out, c_in, k, k});
+    auto& conv = m.node("Conv", {in, id + ".w"}, {id + ".conv"});
+    OnnxModel::attr(conv, "kernel_shape", std::vector<std::int64_t>{k, k});
+    OnnxModel::attr(conv, "strides", std::vector<std::int64_t>{stride, stride});
+    const std::int64_t p = k / 2;
+    OnnxModel::attr(conv, "pads", std::vector<std::int64_t>{p, p, p, p});
+    for (const char* s : {".s", ".b", ".m", ".v"}) m.weight(id + s, {c_out});
+    m.node("BatchNormalization", {id + ".conv", id + ".s", id + ".b", id + ".m", id + ".v"},
+           {id + ".bn"});
+    if (!relu) return id + ".bn";
+    m.node("Relu", {id + ".bn"}, {id + ".relu"});
+    return id + ".relu";
+  };
+  std::string x = conv_bn("x", 3, 64, 7, 2, true);
+  auto& pool = m.node("MaxPool", {x}, {"pool"});
+  OnnxModel::attr(pool, "kernel_shape", std::vector<std::int64_t>{3, 3});
+  OnnxModel::attr(pool, "strides", std::vector<std::int64_t>{2, 2});
+  OnnxModel::attr(pool, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  x = "pool";
+  std::int64_t channels = 64;
+  const std::int64_t widths[] = {64, 128, 256, 512};
+  const int blocks[] = {3, 4, 6, 3};
+  for (int stage = 0; stage < 4; ++stage) {
+    for (int b = 0; b < blocks[stage]; ++b) {
+      const std::int64_t width = widths[stage];
+      const std::int64_t stride = b == 0 && stage > 0 ? 2 : 1;
+      std::string h = conv_bn(x, channels, width, 1, 1, true);
+      h = conv_bn(h, width, width, 3, stride, true);
+      h = conv_bn(h, width, 4 * width, 1, 1, false);
+      const std::string shortcut = b == 0 ? conv_bn(x, channels, 4 * width, 1, stride, false) : x;
+      const std::string id = "add" + std::to_string(counter++);
+      m.node("Add", {h, shortcut}, {id});
+      m.node("Relu", {id}, {id + ".relu"});
+      x = id + ".relu";
+      channels = 4 * width;
+    }
+  }
+  m.node("GlobalAveragePool", {x}, {"gap"});
+  m.node("Flatten", {"gap"}, {"flat"});
+  m.weight("fc.w", {1000, 2048});
+  m.weight("fc.b", {1000});
+  auto& fc = m.node("Gemm", {"flat", "fc.w", "fc.b"}, {"logits"});
+  OnnxModel::attr(fc, "transB", std::int64_t{1});
+  m.output("logits");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: a ResNet-50 graph has torchvision's parameters and MACs", "[onnx]") {
+  const Graph g = resnet50().load("resnet50");
+  const auto totals = capcalc::graph_totals(g);
+  // torchvision.models.resnet50 (IMAGENET1K_V1) docs table: 25,557,032 params, 4.09 "GFLOPS"
+  // (which are MACs): https://pytorch.org/vision/stable/models/generated/torchvision.models.resnet50.html
+  CHECK(totals.params == 25'557'032);
+  CHECK(static_cast<double>(totals.macs) == Approx(4.09e9).epsilon(0.01));
+  CHECK(layer_named(g, "logits").output == capcalc::Shape{1, 1000});
+  // The native zoo's resnet50.json counts the same.
+  const Graph native = capcalc::load_model(std::string(CAPCALC_TEST_DATA_DIR) + "/models/resnet50.json");
+  CHECK(totals.macs == capcalc::graph_totals(native).macs);
+  CHECK(totals.other_flops == capcalc::graph_totals(native).other_flops);
+}
+
+TEST_CASE("onnx: load speed on a large model", "[onnx][.perf]") {
+  // 200 MB of float weights with their data (raw_data), 400 MatMul + Relu layers.
+  OnnxModel m("large");
+  m.input("x", {std::int64_t{1}, std::int64_t{512}});
+  std::string x = "x";
+  const std::int64_t layers = 200;
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const std::string id = "l" + std::to_string(i);
+    m.weight(id + ".w", {512, 512}).set_raw_data(std::string(512 * 512 * 4, '\1'));
+    m.node("MatMul", {x, id + ".w"}, {id + ".mm"});
+    m.node("Relu", {id + ".mm"}, {id});
+    x = id;
+  }
+  m.output(x);
+  const std::string path = m.save("large");
+  const std::string bytes = m.bytes();
+  const auto start = std::chrono::steady_clock::now();
+  const Graph g = capcalc::load_model(path);
+  const double megabytes = static_cast<double>(bytes.size()) / 1e6;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(capcalc::graph_totals(g).params == layers * 512 * 512);
+  WARN("loaded " << megabytes << " MB, " << g.layers.size() << " layers in " << seconds
+                 << " s: " << megabytes / seconds << " MB/s");
+}
