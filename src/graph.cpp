@@ -116,7 +116,8 @@ GraphTotals graph_totals(const Graph& graph) {
   for (std::size_t i = 0; i < steps; ++i) {
     const Layer& layer = graph.layers[i];
     if (!layer.view) live = checked_add(live, element_count(layer.output));
-    peak = std::max(peak, live);
+    // Workspace: what a layer holds only while it runs (attention's Q, K, V and context).
+    peak = std::max(peak, checked_add(live, layer.counts.saved_elements));
     for (std::size_t v : frees[i]) live -= element_count(graph.value_shape(static_cast<std::int32_t>(v)));
   }
   totals.peak_live_elements = peak;

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "capcalc/units.hpp"
+#include "report_json.hpp"
 #include "table.hpp"
 
 namespace capcalc {
@@ -23,17 +24,6 @@ double per_sample(std::int64_t value, std::int64_t batch) {
 Json per_sample_json(std::int64_t value, std::int64_t batch) {
   if (value % batch == 0) return value / batch;
   return per_sample(value, batch);
-}
-
-// RFC 4180: quote a field holding a comma, a quote or a line break.
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
 }
 
 // Bytes a layer moves at the workload's precision (activations and weights may differ).
@@ -98,14 +88,7 @@ Json device_json(const Device& d) {
   device["type"] = std::string(device_type_name(d.type));
   device["memory_bytes"] = d.memory_bytes;
   device["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth_bytes_per_s;
-  Json peaks = Json::object();
-  for (Precision p : d.precisions()) {
-    Json rate = Json::object();
-    if (d.peak(p).vector_flops_per_s > 0) rate["vector_flops_per_s"] = d.peak(p).vector_flops_per_s;
-    if (d.peak(p).matrix_flops_per_s > 0) rate["matrix_flops_per_s"] = d.peak(p).matrix_flops_per_s;
-    peaks[std::string(precision_name(p))] = rate;
-  }
-  device["dense_peak"] = peaks;
+  device["dense_peak"] = dense_peak_json(d);
   return device;
 }
 

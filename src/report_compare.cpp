@@ -33,16 +33,6 @@ std::string fits_text(const CompareRow& row) {
   return fmt::format("no ({})", row.devices_to_fit);
 }
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
 std::string csv_number(const std::optional<double>& value) {
   return value ? fmt::format("{:.6g}", *value) : "";
 }
@@ -174,29 +164,6 @@ std::string markdown_cell(const std::string& text) {
   return out;
 }
 
-// Greedy word wrap to `width` columns.
-std::string wrap(const std::string& text, std::size_t width) {
-  std::string out;
-  std::size_t column = 0;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    if (column > 0 && column + 1 + display_width(word) > width) {
-      out += "\n";
-      column = 0;
-    } else if (column > 0) {
-      out += ' ';
-      ++column;
-    }
-    out += word;
-    column += display_width(word);
-    start = end + 1;
-  }
-  return out + "\n";
-}
-
 std::string check_line(const CheckResult& r) {
   return fmt::format("{} on {} ({}): {}", r.budget, r.device, r.workload, r.message);
 }
@@ -226,7 +193,7 @@ std::string render_compare_text(const CompareTable& table) {
   footer += table.cost_basis == CostBasis::kPerRun ? ". Cost and energy of the whole run"
                                                    : ". Cost and energy per 1M samples";
   footer += " at indicative prices and at TDP (an upper bound); \"-\": unknown.";
-  std::string out = title(table) + text.render() + wrap(footer, 80);
+  std::string out = title(table) + text.render() + wrap_text(footer, 80);
   for (const std::string& note : notes) out += "  " + note + "\n";
   return out;
 }

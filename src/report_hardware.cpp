@@ -5,6 +5,7 @@
 
 #include "capcalc/report.hpp"
 #include "capcalc/units.hpp"
+#include "report_json.hpp"
 #include "table.hpp"
 
 namespace capcalc {
@@ -26,29 +27,6 @@ std::string optional_number(double value, double scale, const char* format) {
   return value > 0 ? fmt::format(fmt::runtime(format), value / scale) : "-";
 }
 
-// Greedy word wrap to `width` columns; lines after the first are indented by `indent`.
-std::string wrap(const std::string& text, std::size_t width, std::size_t indent) {
-  std::string out;
-  std::size_t column = indent;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    if (column > indent && column + 1 + display_width(word) > width) {
-      out += "\n" + std::string(indent, ' ');
-      column = indent;
-    } else if (column > indent) {
-      out += ' ';
-      ++column;
-    }
-    out += word;
-    column += display_width(word);
-    start = end + 1;
-  }
-  return out + "\n";
-}
-
 Json link_json(const Link& link) {
   Json j;
   j["name"] = link.name;
@@ -65,14 +43,7 @@ Json device_full_json(const Device& d) {
   j["type"] = std::string(device_type_name(d.type));
   j["vendor"] = d.vendor;
   if (d.release_year > 0) j["release_year"] = d.release_year;
-  Json peaks = Json::object();
-  for (Precision p : d.precisions()) {
-    Json rate = Json::object();
-    if (d.peak(p).vector_flops_per_s > 0) rate["vector_flops_per_s"] = d.peak(p).vector_flops_per_s;
-    if (d.peak(p).matrix_flops_per_s > 0) rate["matrix_flops_per_s"] = d.peak(p).matrix_flops_per_s;
-    peaks[std::string(precision_name(p))] = rate;
-  }
-  j["dense_peak"] = peaks;
+  j["dense_peak"] = dense_peak_json(d);
   j["sparsity_2_4_speedup"] = d.sparsity_2_4_speedup;
   j["memory_bytes"] = d.memory_bytes;
   j["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth_bytes_per_s;
@@ -91,6 +62,17 @@ Json device_full_json(const Device& d) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json dense_peak_json(const Device& d) {
+  nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
+  for (Precision p : d.precisions()) {
+    nlohmann::ordered_json rate = nlohmann::ordered_json::object();
+    if (d.peak(p).vector_flops_per_s > 0) rate["vector_flops_per_s"] = d.peak(p).vector_flops_per_s;
+    if (d.peak(p).matrix_flops_per_s > 0) rate["matrix_flops_per_s"] = d.peak(p).matrix_flops_per_s;
+    peaks[std::string(precision_name(p))] = rate;
+  }
+  return peaks;
+}
 
 std::string render_hardware_text(const std::vector<const Device*>& devices) {
   TextTable table;
@@ -193,7 +175,7 @@ std::string render_device_text(const Device& d, const PerformanceParams& params)
                      100 * params.matrix_efficiency, 100 * params.vector_efficiency,
                      100 * params.memory_efficiency, format_duration(params.eager_overhead_s),
                      format_duration(params.compiled_overhead_s));
-  if (!d.notes.empty()) out += "  notes        " + wrap(d.notes, 78, 15);
+  if (!d.notes.empty()) out += "  notes        " + wrap_text(d.notes, 78, 15);
   out += "  sources\n";
   for (const std::string& source : d.sources) out += fmt::format("    {}\n", source);
   return out;

@@ -28,4 +28,11 @@ class TextTable {
 /// Display width of UTF-8 text (code points; capcalc prints no wide characters).
 std::size_t display_width(const std::string& text);
 
+/// Greedy word wrap to `width` columns; lines after the first are indented by `indent`
+/// (the first line is assumed to start there too). Ends with a newline.
+std::string wrap_text(const std::string& text, std::size_t width, std::size_t indent = 0);
+
+/// RFC 4180: quotes a CSV field holding a comma, a quote or a line break.
+std::string csv_field(const std::string& text);
+
 }  // namespace capcalc

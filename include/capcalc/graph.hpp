@@ -121,7 +121,8 @@ struct GraphTotals {
 std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context);
 
 /// Totals, with liveness for the peak: a value is alive from the layer that makes it to its
-/// last reader (model outputs to the end). Views share their input's storage.
+/// last reader (model outputs to the end); views share their input's storage; a layer's own
+/// workspace (saved_elements) counts while it runs.
 GraphTotals graph_totals(const Graph& graph);
 
 }  // namespace capcalc
