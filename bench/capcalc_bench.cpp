@@ -11,8 +11,6 @@
 //
 // `capcalc_bench --capcalc_once=N` skips Google Benchmark and runs the pipeline once on the
 // N-layer model, for measuring peak memory: /usr/bin/time -v capcalc_bench --capcalc_once=100000
-#include <benchmark/benchmark.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +20,8 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+
+#include <benchmark/benchmark.h>
 
 #include "capcalc/error.hpp"
 #include "capcalc/graph.hpp"
@@ -54,7 +54,9 @@ const capcalc::HardwareTable& hardware() {
   return table;
 }
 
-const capcalc::Device& device() { return hardware().get(kDeviceName); }
+const capcalc::Device& device() {
+  return hardware().get(kDeviceName);
+}
 
 const capcalc::PerformanceParams& params() {
   return hardware().performance_for(device().type);
@@ -135,7 +137,8 @@ void set_layer_counters(benchmark::State& state, std::size_t layers) {
 void BM_EndToEnd_ResNet50(benchmark::State& state) {
   const std::string& text = resnet50_text();
   std::size_t layers = 0;
-  for (auto _ : state) benchmark::DoNotOptimize(run_pipeline(text, "resnet50.json", &layers));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(run_pipeline(text, "resnet50.json", &layers));
   set_layer_counters(state, layers);
 }
 BENCHMARK(BM_EndToEnd_ResNet50)->Unit(benchmark::kMicrosecond);
@@ -167,13 +170,18 @@ BENCHMARK(BM_CountAndEstimate_ResNet50)->Unit(benchmark::kMicrosecond);
 // --- generated chains of N layers ------------------------------------------------------------
 
 void generated_sizes(benchmark::internal::Benchmark* b) {
-  b->Arg(1'000)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond)->Complexity(benchmark::oN);
+  b->Arg(1'000)
+      ->Arg(10'000)
+      ->Arg(100'000)
+      ->Unit(benchmark::kMillisecond)
+      ->Complexity(benchmark::oN);
 }
 
 void BM_EndToEnd_Generated(benchmark::State& state) {
   const std::string& text = generated_text(state.range(0));
   std::size_t layers = 0;
-  for (auto _ : state) benchmark::DoNotOptimize(run_pipeline(text, "chain.json", &layers));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(run_pipeline(text, "chain.json", &layers));
   set_layer_counters(state, layers);
   state.SetComplexityN(state.range(0));
 }

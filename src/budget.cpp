@@ -1,12 +1,13 @@
 #include "capcalc/budget.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "capcalc/units.hpp"
+
 #include "json_view.hpp"
 #include "spellcheck.hpp"
 
@@ -14,10 +15,12 @@ namespace capcalc {
 namespace {
 
 constexpr std::array<std::string_view, 8> kLimitNames = {
-    "max_latency", "min_throughput", "max_memory", "max_cost",
-    "max_train_time", "max_params", "max_macs", "must_fit"};
+    "max_latency",    "min_throughput", "max_memory", "max_cost",
+    "max_train_time", "max_params",     "max_macs",   "must_fit"};
 
-bool is_min(LimitKind kind) { return kind == LimitKind::kMinThroughput; }
+bool is_min(LimitKind kind) {
+  return kind == LimitKind::kMinThroughput;
+}
 
 // A value of the kind's quantity, in the units people read.
 std::string format_value(LimitKind kind, double value) {
@@ -68,16 +71,15 @@ std::string parent_dir(const std::string& path) {
 
 // Keys a budget (or "defaults") may hold.
 constexpr std::array<std::string_view, 14> kBudgetKeys = {
-    "name",   "model",        "devices", "batch",  "set",    "precision",          "mode",
-    "profile", "data_parallel", "dataset_size", "epochs", "tokens", "price_per_hour_usd",
-    "limits"};
+    "name",    "model",         "devices",      "batch",  "set",    "precision",          "mode",
+    "profile", "data_parallel", "dataset_size", "epochs", "tokens", "price_per_hour_usd", "limits"};
 
 void check_keys(const JsonView& object, const std::vector<std::string_view>& known) {
   object.expect_object();
   for (const auto& item : object.json().items()) {
     if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
-      object.at(item.key()).fail(
-          with_suggestion(fmt::format("unknown key \"{}\"", item.key()), item.key(), known));
+      object.at(item.key())
+          .fail(with_suggestion(fmt::format("unknown key \"{}\"", item.key()), item.key(), known));
     }
   }
 }
@@ -125,8 +127,9 @@ void add_limits(const JsonView& limits, std::vector<Limit>& out) {
     Limit limit = parse_limit_value(kind, limits.at(item.key()));
     // must_fit: false means no limit.
     const bool keep = kind != LimitKind::kMustFit || limit.text == "true";
-    out.erase(std::remove_if(out.begin(), out.end(), [&](const Limit& l) { return l.kind == kind; }),
-              out.end());
+    out.erase(
+        std::remove_if(out.begin(), out.end(), [&](const Limit& l) { return l.kind == kind; }),
+        out.end());
     if (keep) out.push_back(std::move(limit));
   }
 }
@@ -166,8 +169,8 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
     const std::string name = precision->as_string();
     const auto parsed = parse_precision(name);
     if (!parsed) {
-      precision->fail(with_suggestion(fmt::format("unknown precision \"{}\"", name), name,
-                                      precision_names()));
+      precision->fail(
+          with_suggestion(fmt::format("unknown precision \"{}\"", name), name, precision_names()));
     }
     budget.precision = *parsed;
   }
@@ -199,7 +202,8 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
     budget.request.price_per_hour_usd = price->as_positive_number();
   }
   if (!budget.request.run.empty() && workload.mode != Mode::kTraining) {
-    view.fail("\"dataset_size\" and \"tokens\" describe a training run: add \"mode\": \"training\"");
+    view.fail(
+        "\"dataset_size\" and \"tokens\" describe a training run: add \"mode\": \"training\"");
   }
   budget.request.model_file = budget.model_path;
   if (defaults) {
@@ -221,9 +225,13 @@ std::string workload_text(const Graph& graph, Precision precision, const Workloa
 
 }  // namespace
 
-std::string_view limit_name(LimitKind kind) { return kLimitNames[static_cast<std::size_t>(kind)]; }
+std::string_view limit_name(LimitKind kind) {
+  return kLimitNames[static_cast<std::size_t>(kind)];
+}
 
-std::vector<std::string_view> limit_names() { return {kLimitNames.begin(), kLimitNames.end()}; }
+std::vector<std::string_view> limit_names() {
+  return {kLimitNames.begin(), kLimitNames.end()};
+}
 
 std::optional<LimitKind> parse_limit_kind(std::string_view name) {
   for (std::size_t i = 0; i < kLimitNames.size(); ++i) {
@@ -289,8 +297,8 @@ std::vector<Budget> load_budget(const std::string& path) {
 }
 
 std::size_t CheckReport::failures() const {
-  return static_cast<std::size_t>(
-      std::count_if(results.begin(), results.end(), [](const CheckResult& r) { return !r.passed; }));
+  return static_cast<std::size_t>(std::count_if(results.begin(), results.end(),
+                                                [](const CheckResult& r) { return !r.passed; }));
 }
 
 std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
@@ -327,12 +335,14 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
         break;
       case LimitKind::kMaxCost:
         result.value = row.cost_usd;
-        if (!row.cost_usd) unknown_reason = "no price in the hardware table (give a price per hour)";
+        if (!row.cost_usd)
+          unknown_reason = "no price in the hardware table (give a price per hour)";
         break;
       case LimitKind::kMaxTrainTime:
         if (!row.run_time_s) {
-          throw Error({}, "max_train_time needs a training run: mode training with dataset_size "
-                          "(--dataset-size) or tokens (--tokens)");
+          throw Error({},
+                      "max_train_time needs a training run: mode training with dataset_size "
+                      "(--dataset-size) or tokens (--tokens)");
         }
         result.value = row.run_time_s;
         break;
@@ -377,9 +387,9 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
         result.message = fmt::format("{} {} within {} {} (margin {})", quantity, result.value_text,
                                      side, limit.text, result.margin_text);
       } else {
-        result.message = fmt::format("{} {} {} {} {} by {}", quantity, result.value_text,
-                                     is_min(limit.kind) ? "is below" : "exceeds", side, limit.text,
-                                     over);
+        result.message =
+            fmt::format("{} {} {} {} {} by {}", quantity, result.value_text,
+                        is_min(limit.kind) ? "is below" : "exceeds", side, limit.text, over);
       }
     }
     out.push_back(std::move(result));
@@ -406,7 +416,8 @@ CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTabl
         if (!e.where().file.empty()) throw;
         throw Error(budget.where, e.message());
       }
-      for (CheckResult& r : results) report.results.push_back(std::move(r));
+      for (CheckResult& r : results)
+        report.results.push_back(std::move(r));
     }
   }
   return report;

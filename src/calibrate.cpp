@@ -1,9 +1,9 @@
 #include "capcalc/calibrate.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace capcalc {
@@ -53,7 +53,8 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
     for (int iteration = 0; iteration < kMaxIterations; ++iteration) {
       const ValidationSummary now = validate(own, result.calibrated, models_dir);
       double log_sum = 0;
-      for (const ValidationResult& r : now.results) log_sum += std::log(predicted_speedup(r));
+      for (const ValidationResult& r : now.results)
+        log_sum += std::log(predicted_speedup(r));
       const double f = std::exp(log_sum / static_cast<double>(now.results.size()));
       fit.speed_factor /= f;
       params.matrix_efficiency = std::min(1.0, params.matrix_efficiency / f);
@@ -77,8 +78,9 @@ std::string render_hardware_file(const std::vector<const Device*>& devices) {
   using Json = nlohmann::ordered_json;
   Json doc;
   doc["schema_version"] = 1;
-  doc["comment"] = "Written by capcalc calibrate: entries replace the built-in devices of the "
-                   "same id when passed with --hardware-file.";
+  doc["comment"] =
+      "Written by capcalc calibrate: entries replace the built-in devices of the "
+      "same id when passed with --hardware-file.";
   Json list = Json::array();
   for (const Device* d : devices) {
     Json e;
@@ -102,7 +104,8 @@ std::string render_hardware_file(const std::vector<const Device*>& devices) {
     if (d->cache_bytes > 0) e["cache_mb"] = d->cache_bytes / 1e6;
     if (d->tdp_w > 0) e["tdp_w"] = d->tdp_w;
     const auto link = [](const Link& l) {
-      return Json{{"name", l.name}, {"bandwidth_gb_per_s", l.bandwidth_bytes_per_s / 1e9},
+      return Json{{"name", l.name},
+                  {"bandwidth_gb_per_s", l.bandwidth_bytes_per_s / 1e9},
                   {"direction", l.direction}};
     };
     if (d->intra_node || d->inter_node) {
@@ -112,7 +115,8 @@ std::string render_hardware_file(const std::vector<const Device*>& devices) {
       e["interconnect"] = links;
     }
     if (d->price) {
-      e["price_per_hour_usd"] = {{"value", d->price->usd_per_hour}, {"date", d->price->date},
+      e["price_per_hour_usd"] = {{"value", d->price->usd_per_hour},
+                                 {"date", d->price->date},
                                  {"source", d->price->source}};
     }
     e["sources"] = d->sources;

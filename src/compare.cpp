@@ -1,11 +1,11 @@
 #include "capcalc/compare.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+
+#include <fmt/format.h>
 
 #include "capcalc/error.hpp"
 
@@ -30,7 +30,8 @@ Bound dominant_bound(const Estimate& estimate) {
 
 std::string missing_precision_note(const Device& device, Precision precision) {
   std::vector<std::string_view> has;
-  for (Precision p : device.precisions()) has.push_back(precision_name(p));
+  for (Precision p : device.precisions())
+    has.push_back(precision_name(p));
   return fmt::format("no {} (has {})", precision_name(precision), fmt::join(has, ", "));
 }
 
@@ -61,8 +62,8 @@ bool key_less(const std::optional<double>& a, const std::optional<double>& b) {
   return *a < *b;
 }
 
-constexpr std::array<std::string_view, 6> kSortNames = {"table",  "time",   "throughput",
-                                                        "cost",   "memory", "energy"};
+constexpr std::array<std::string_view, 6> kSortNames = {"table", "time",   "throughput",
+                                                        "cost",  "memory", "energy"};
 
 }  // namespace
 
@@ -88,7 +89,8 @@ std::optional<double> run_samples(const RunSize& size, const Graph& graph,
     if (size.epochs) throw Error({}, "--epochs needs --dataset-size, not --tokens");
     const auto seq = graph.dims.find("seq");
     if (seq == graph.dims.end()) {
-      throw Error({model_file}, "--tokens needs a model with a \"seq\" dimension (tokens per sample)");
+      throw Error({model_file},
+                  "--tokens needs a model with a \"seq\" dimension (tokens per sample)");
     }
     return *size.tokens / static_cast<double>(seq->second);
   }
@@ -128,9 +130,9 @@ CompareRow compare_row(const Graph& graph, const Device& device, const Performan
   row.bound = dominant_bound(result);
 
   const double devices = static_cast<double>(workload.devices);
-  const std::optional<double> samples =
-      workload.mode == Mode::kTraining ? run_samples(request.run, graph, request.model_file)
-                                       : std::nullopt;
+  const std::optional<double> samples = workload.mode == Mode::kTraining
+                                            ? run_samples(request.run, graph, request.model_file)
+                                            : std::nullopt;
   if (samples) {
     TrainingRun run;
     run.samples = *samples;
@@ -152,8 +154,8 @@ CompareRow compare_row(const Graph& graph, const Device& device, const Performan
 }
 
 CompareTable compare_devices(const std::vector<Graph>& graphs,
-                             const std::vector<const Device*>& devices,
-                             const HardwareTable& table, const std::vector<Precision>& precisions,
+                             const std::vector<const Device*>& devices, const HardwareTable& table,
+                             const std::vector<Precision>& precisions,
                              const CompareRequest& request, CompareSort sort) {
   if (graphs.empty()) throw Error({}, "compare: no batch to compare at");
   if (precisions.empty()) throw Error({}, "compare: no precision to compare in");
@@ -191,10 +193,12 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
     }
     return std::optional<double>();
   };
-  std::stable_sort(groups.begin(), groups.end(),
-                   [&](const auto& a, const auto& b) { return key_less(group_key(a), group_key(b)); });
+  std::stable_sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) {
+    return key_less(group_key(a), group_key(b));
+  });
   for (auto& group : groups) {
-    for (CompareRow& row : group) out.rows.push_back(std::move(row));
+    for (CompareRow& row : group)
+      out.rows.push_back(std::move(row));
   }
   return out;
 }

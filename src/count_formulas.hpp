@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "capcalc/graph.hpp"
+
 #include "checked.hpp"
 
 namespace capcalc::formulas {
@@ -21,7 +22,7 @@ constexpr std::int64_t kLayerNormFlops = 8;
 constexpr std::int64_t kRmsNormFlops = 4;
 constexpr std::int64_t kBatchNormFlops = 2;  // Inference: one scale and shift per element.
 constexpr std::int64_t kGroupNormFlops = 8;
-constexpr std::int64_t kBilinearFlops = 7;   // 4 weights applied and summed.
+constexpr std::int64_t kBilinearFlops = 7;  // 4 weights applied and summed.
 
 /// An op that reads `input_elements`, writes `output_elements` and does `per_output` non-MAC
 /// FLOPs per output element; backward costs twice the other FLOPs.
@@ -95,9 +96,9 @@ inline LayerCounts linear_counts(std::int64_t rows, std::int64_t in_features,
 
 /// A product of two activations, [..., m, k] @ [..., k, n]: MACs = batch · m · n · k, all of
 /// them score MACs; each operand that needs a gradient costs one product of the same size.
-inline LayerCounts matmul_counts(std::int64_t batch, std::int64_t m, std::int64_t n,
-                                 std::int64_t k, std::int64_t input_elements,
-                                 std::int64_t output_elements, int operands_needing_grad) {
+inline LayerCounts matmul_counts(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
+                                 std::int64_t input_elements, std::int64_t output_elements,
+                                 int operands_needing_grad) {
   LayerCounts c;
   c.macs = checked_mul(batch, m, n, k);
   c.score_macs = c.macs;

@@ -1,9 +1,9 @@
 #include "expr.hpp"
 
-#include <fmt/format.h>
-
 #include <cctype>
 #include <cstdint>
+
+#include <fmt/format.h>
 
 #include "checked.hpp"
 #include "spellcheck.hpp"
@@ -35,7 +35,8 @@ class Parser {
   }
 
   void skip_space() {
-    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_])))
+      ++pos_;
   }
 
   bool accept(std::string_view token) {

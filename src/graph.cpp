@@ -1,23 +1,28 @@
 #include "capcalc/graph.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <map>
+
+#include <fmt/format.h>
 
 #include "checked.hpp"
 
 namespace capcalc {
 
-std::string shape_to_string(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+std::string shape_to_string(const Shape& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
 
 std::int64_t element_count(const Shape& shape) {
   std::int64_t count = 1;
-  for (std::int64_t dim : shape) count = checked_mul(count, dim);
+  for (std::int64_t dim : shape)
+    count = checked_mul(count, dim);
   return count;
 }
 
-std::int64_t LayerCounts::flops() const { return checked_add(checked_mul(macs, 2), other_flops); }
+std::int64_t LayerCounts::flops() const {
+  return checked_add(checked_mul(macs, 2), other_flops);
+}
 
 std::int64_t LayerCounts::backward_flops() const {
   return checked_add(checked_mul(backward_macs, 2), backward_other_flops);
@@ -43,7 +48,8 @@ std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context) {
   std::int64_t total = 0;
   for (const Layer& layer : graph.layers) {
     const LayerCounts& c = layer.counts;
-    const std::int64_t kept = c.kv_cache_window > 0 ? std::min(context, c.kv_cache_window) : context;
+    const std::int64_t kept =
+        c.kv_cache_window > 0 ? std::min(context, c.kv_cache_window) : context;
     total = checked_add(total, checked_mul(c.kv_cache_per_token, kept));
   }
   return total;
@@ -79,7 +85,8 @@ GraphTotals graph_totals(const Graph& graph) {
     result[layer.group] = elements;
   }
   std::int64_t largest = 0;
-  for (const auto& [group, elements] : inside) largest = std::max(largest, elements);
+  for (const auto& [group, elements] : inside)
+    largest = std::max(largest, elements);
   totals.checkpointed_elements = largest;
   for (const auto& [group, elements] : result) {
     totals.checkpointed_elements = checked_add(totals.checkpointed_elements, elements);
@@ -92,7 +99,8 @@ GraphTotals graph_totals(const Graph& graph) {
   const std::size_t steps = graph.layers.size();
   std::vector<std::size_t> storage(values);
   std::vector<std::size_t> last_use(values, 0);
-  for (std::size_t v = 0; v < values; ++v) storage[v] = v;
+  for (std::size_t v = 0; v < values; ++v)
+    storage[v] = v;
   for (std::size_t i = 0; i < steps; ++i) {
     const Layer& layer = graph.layers[i];
     const std::size_t value = graph.inputs.size() + i;
@@ -103,7 +111,8 @@ GraphTotals graph_totals(const Graph& graph) {
       last_use[root] = std::max(last_use[root], i);
     }
   }
-  for (std::int32_t output : graph.outputs) last_use[storage[static_cast<std::size_t>(output)]] = steps;
+  for (std::int32_t output : graph.outputs)
+    last_use[storage[static_cast<std::size_t>(output)]] = steps;
 
   std::vector<std::vector<std::size_t>> frees(steps + 1);
   std::int64_t live = 0;
@@ -118,7 +127,8 @@ GraphTotals graph_totals(const Graph& graph) {
     if (!layer.view) live = checked_add(live, element_count(layer.output));
     // Workspace: what a layer holds only while it runs (attention's Q, K, V and context).
     peak = std::max(peak, checked_add(live, layer.counts.saved_elements));
-    for (std::size_t v : frees[i]) live -= element_count(graph.value_shape(static_cast<std::int32_t>(v)));
+    for (std::size_t v : frees[i])
+      live -= element_count(graph.value_shape(static_cast<std::int32_t>(v)));
   }
   totals.peak_live_elements = peak;
   return totals;

@@ -1,12 +1,13 @@
 #include "capcalc/hardware.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cctype>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "capcalc/error.hpp"
+
 #include "json_view.hpp"
 #include "spellcheck.hpp"
 
@@ -23,14 +24,28 @@ constexpr std::array<std::string_view, kPrecisionCount> kPrecisionNames = {
 constexpr std::array<std::string_view, kDeviceTypeCount> kDeviceTypeNames = {"cpu", "gpu", "tpu",
                                                                              "accelerator"};
 
-const std::vector<std::string_view> kDeviceKeys = {
-    "id",       "name",  "aliases", "type",   "vendor", "release_year", "dense_peak_tflops",
-    "sparsity_2_4_speedup", "memory_gb", "memory_bandwidth_gb_per_s", "cache_mb", "tdp_w",
-    "interconnect", "price_per_hour_usd", "sources", "notes", "performance", "comment"};
+const std::vector<std::string_view> kDeviceKeys = {"id",
+                                                   "name",
+                                                   "aliases",
+                                                   "type",
+                                                   "vendor",
+                                                   "release_year",
+                                                   "dense_peak_tflops",
+                                                   "sparsity_2_4_speedup",
+                                                   "memory_gb",
+                                                   "memory_bandwidth_gb_per_s",
+                                                   "cache_mb",
+                                                   "tdp_w",
+                                                   "interconnect",
+                                                   "price_per_hour_usd",
+                                                   "sources",
+                                                   "notes",
+                                                   "performance",
+                                                   "comment"};
 
-const std::vector<std::string_view> kPerformanceKeys = {
-    "matrix_efficiency", "vector_efficiency", "memory_efficiency", "eager_overhead_us",
-    "compiled_overhead_us", "comment"};
+const std::vector<std::string_view> kPerformanceKeys = {"matrix_efficiency",    "vector_efficiency",
+                                                        "memory_efficiency",    "eager_overhead_us",
+                                                        "compiled_overhead_us", "comment"};
 
 // Lookup key: lower case, with '-', '_' and ' ' the same.
 std::string normalise(std::string_view name) {
@@ -54,8 +69,9 @@ void reject_unknown(const JsonView& object, const std::vector<std::string_view>&
                     std::string_view what) {
   for (const auto& item : object.json().items()) {
     if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
-    object.at(item.key()).fail(
-        with_suggestion(fmt::format("unknown key \"{}\" in {}", item.key(), what), item.key(), known));
+    object.at(item.key())
+        .fail(with_suggestion(fmt::format("unknown key \"{}\" in {}", item.key(), what), item.key(),
+                              known));
   }
 }
 
@@ -87,7 +103,8 @@ Device parse_device(const JsonView& entry) {
   Device device;
   const JsonView id = entry.at("id");
   device.id = id.as_string();
-  if (!is_kebab(device.id)) id.fail(fmt::format("id \"{}\" must be kebab-case (a-z, 0-9, -)", device.id));
+  if (!is_kebab(device.id))
+    id.fail(fmt::format("id \"{}\" must be kebab-case (a-z, 0-9, -)", device.id));
   device.name = entry.at("name").as_string();
   if (auto aliases = entry.find("aliases")) {
     for (std::size_t i = 0; i < aliases->array_size(); ++i) {
@@ -98,11 +115,13 @@ Device parse_device(const JsonView& entry) {
   const std::optional<DeviceType> parsed_type = parse_device_type(type.as_string());
   if (!parsed_type) {
     type.fail(with_suggestion(fmt::format("unknown device type \"{}\"", type.as_string()),
-                              type.as_string(), {kDeviceTypeNames.begin(), kDeviceTypeNames.end()}));
+                              type.as_string(),
+                              {kDeviceTypeNames.begin(), kDeviceTypeNames.end()}));
   }
   device.type = *parsed_type;
   device.vendor = entry.at("vendor").as_string();
-  if (auto year = entry.find("release_year")) device.release_year = static_cast<int>(year->as_positive_int());
+  if (auto year = entry.find("release_year"))
+    device.release_year = static_cast<int>(year->as_positive_int());
 
   const JsonView peaks = entry.at("dense_peak_tflops");
   peaks.expect_object();
@@ -197,8 +216,8 @@ PerformanceParams parse_performance(const JsonView& params) {
   if (auto profile = params.find("default_profile")) {
     const std::optional<Profile> parsed = parse_profile(profile->as_string());
     if (!parsed) {
-      profile->fail(fmt::format("expected \"eager\" or \"compiled\", got \"{}\"",
-                                profile->as_string()));
+      profile->fail(
+          fmt::format("expected \"eager\" or \"compiled\", got \"{}\"", profile->as_string()));
     }
     result.default_profile = *parsed;
   }
@@ -219,7 +238,9 @@ std::optional<Precision> parse_precision(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<std::string_view> precision_names() { return {kPrecisionNames.begin(), kPrecisionNames.end()}; }
+std::vector<std::string_view> precision_names() {
+  return {kPrecisionNames.begin(), kPrecisionNames.end()};
+}
 
 std::string_view device_type_name(DeviceType type) {
   return kDeviceTypeNames[static_cast<std::size_t>(type)];
@@ -280,7 +301,8 @@ const Device& HardwareTable::get(std::string_view name) const {
   std::vector<std::string> keys;
   for (const Device& device : devices) {
     keys.push_back(device.id);
-    for (const std::string& alias : device.aliases) keys.push_back(alias);
+    for (const std::string& alias : device.aliases)
+      keys.push_back(alias);
   }
   std::vector<std::string_view> known(keys.begin(), keys.end());
   std::string message = fmt::format("unknown device \"{}\"", name);
@@ -296,8 +318,9 @@ HardwareTable parse_hardware(std::string_view text, const std::string& file) {
   const nlohmann::json document = parse_json_text(text, file);
   const JsonView root(document, file);
   root.expect_object();
-  reject_unknown(root, {"$schema", "schema_version", "version", "updated", "performance_model",
-                        "devices", "comment"},
+  reject_unknown(root,
+                 {"$schema", "schema_version", "version", "updated", "performance_model", "devices",
+                  "comment"},
                  "the hardware table");
   const JsonView version = root.at("schema_version");
   if (version.as_positive_int() != 1) version.fail("unsupported schema_version; expected 1");
@@ -312,7 +335,8 @@ HardwareTable parse_hardware(std::string_view text, const std::string& file) {
       const JsonView params = performance->at(item.key());
       const std::optional<DeviceType> type = parse_device_type(item.key());
       if (!type) {
-        params.fail(with_suggestion(fmt::format("unknown device type \"{}\"", item.key()), item.key(),
+        params.fail(with_suggestion(fmt::format("unknown device type \"{}\"", item.key()),
+                                    item.key(),
                                     {kDeviceTypeNames.begin(), kDeviceTypeNames.end()}));
       }
       table.performance[static_cast<std::size_t>(*type)] = parse_performance(params);
@@ -329,10 +353,11 @@ HardwareTable parse_hardware(std::string_view text, const std::string& file) {
     names.insert(names.end(), device.aliases.begin(), device.aliases.end());
     for (std::size_t n = 0; n < names.size(); ++n) {
       const auto [it, fresh] = owner.emplace(normalise(names[n]), device.id);
-      if (!fresh && !(n > 0 && it->second == device.id && normalise(names[n]) == normalise(device.id))) {
+      if (!fresh &&
+          !(n > 0 && it->second == device.id && normalise(names[n]) == normalise(device.id))) {
         const JsonView where = n == 0 ? entry.at("id") : entry.at("aliases").at(n - 1);
-        where.fail(fmt::format("the name \"{}\" is already used by device \"{}\"", names[n],
-                               it->second));
+        where.fail(
+            fmt::format("the name \"{}\" is already used by device \"{}\"", names[n], it->second));
       }
     }
     table.devices.push_back(std::move(device));
@@ -346,7 +371,8 @@ HardwareTable load_hardware(const std::string& path) {
 
 HardwareTable load_hardware(const std::string& path, const std::vector<std::string>& overlays) {
   HardwareTable table = load_hardware(path);
-  for (const std::string& overlay : overlays) merge_hardware(table, load_hardware(overlay));
+  for (const std::string& overlay : overlays)
+    merge_hardware(table, load_hardware(overlay));
   return table;
 }
 

@@ -1,9 +1,9 @@
 #include "json_view.hpp"
 
-#include <fmt/format.h>
-
 #include <fstream>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "capcalc/error.hpp"
 

@@ -1,16 +1,17 @@
 #include "capcalc/model.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <memory>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "capcalc/error.hpp"
+
 #include "checked.hpp"
 #include "expr.hpp"
-#include "import/onnx.hpp"
 #include "import/hf_config.hpp"
+#include "import/onnx.hpp"
 #include "json_view.hpp"
 #include "ops.hpp"
 #include "spellcheck.hpp"
@@ -21,21 +22,22 @@ namespace {
 constexpr std::string_view kFormat = "capcalc-model/1";
 constexpr int kMaxBlockDepth = 32;
 
-const std::vector<std::string_view> kModelKeys = {
-    "$schema", "format", "name", "description", "source", "comment",
-    "dims",    "inputs", "blocks", "layers",    "outputs"};
+const std::vector<std::string_view> kModelKeys = {"$schema", "format",  "name",   "description",
+                                                  "source",  "comment", "dims",   "inputs",
+                                                  "blocks",  "layers",  "outputs"};
 const std::vector<std::string_view> kOpKeys = {"name",   "op",          "input",  "inputs",
                                                "repeat", "first_index", "comment"};
-const std::vector<std::string_view> kCallKeys = {"name",   "block",       "args",   "input",
-                                                 "inputs", "repeat",      "first_index", "comment"};
+const std::vector<std::string_view> kCallKeys = {"name",   "block",  "args",        "input",
+                                                 "inputs", "repeat", "first_index", "comment"};
 const std::vector<std::string_view> kBlockKeys = {"args", "inputs", "layers", "output", "comment"};
 
 void reject_unknown_keys(const JsonView& object, const std::vector<std::string_view>& known,
                          std::string_view what) {
   for (const auto& item : object.json().items()) {
     if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
-    object.at(item.key()).fail(
-        with_suggestion(fmt::format("unknown key \"{}\" in {}", item.key(), what), item.key(), known));
+    object.at(item.key())
+        .fail(with_suggestion(fmt::format("unknown key \"{}\" in {}", item.key(), what), item.key(),
+                              known));
   }
 }
 
@@ -50,7 +52,8 @@ class DimScope : public NameScope {
   }
   std::vector<std::string> names() const override {
     std::vector<std::string> names;
-    for (const auto& [name, value] : dims_) names.push_back(name);
+    for (const auto& [name, value] : dims_)
+      names.push_back(name);
     return names;
   }
 
@@ -97,9 +100,11 @@ class ArgScope : public NameScope {
 
   std::vector<std::string> names() const override {
     std::vector<std::string> names = dims_.names();
-    for (const auto& [name, value] : values_) names.push_back(name);
+    for (const auto& [name, value] : values_)
+      names.push_back(name);
     if (defaults_) {
-      for (const auto& item : defaults_->json().items()) names.push_back(item.key());
+      for (const auto& item : defaults_->json().items())
+        names.push_back(item.key());
     }
     std::sort(names.begin(), names.end());
     names.erase(std::unique(names.begin(), names.end()), names.end());
@@ -135,10 +140,10 @@ std::int64_t evaluate_positive(const JsonView& value, const NameScope& scope) {
 
 // One level of naming: the top level, or one block call.
 struct Env {
-  std::string prefix;                                     // "layer1.0." inside a call.
-  std::map<std::string, std::int32_t, std::less<>> names; // Local name -> value id.
-  std::int32_t previous = 0;                              // What an entry reads by default.
-  std::int32_t last = -1;                                 // The value of the last entry.
+  std::string prefix;                                      // "layer1.0." inside a call.
+  std::map<std::string, std::int32_t, std::less<>> names;  // Local name -> value id.
+  std::int32_t previous = 0;                               // What an entry reads by default.
+  std::int32_t last = -1;                                  // The value of the last entry.
   const NameScope* scope = nullptr;
   int depth = 0;
 };
@@ -153,8 +158,8 @@ class Builder {
     reject_unknown_keys(root_, kModelKeys, "the model");
     const JsonView format = root_.at("format");
     if (format.as_string() != kFormat) {
-      format.fail(fmt::format("unsupported format \"{}\"; expected \"{}\"", format.as_string(),
-                              kFormat));
+      format.fail(
+          fmt::format("unsupported format \"{}\"; expected \"{}\"", format.as_string(), kFormat));
     }
     graph_.name = root_.at("name").as_string();
     if (auto text = root_.find("description")) graph_.description = text->as_string();
@@ -192,7 +197,8 @@ class Builder {
     for (const auto& [name, value] : options_.dims) {
       if (graph_.dims.count(name) == 0) {
         std::vector<std::string_view> known;
-        for (const auto& [dim, unused] : graph_.dims) known.push_back(dim);
+        for (const auto& [dim, unused] : graph_.dims)
+          known.push_back(dim);
         std::string message = with_suggestion(
             fmt::format("the model has no dimension \"{}\" to set", name), name, known);
         message += known.empty() ? " (it declares no dims)"
@@ -237,9 +243,10 @@ class Builder {
     const std::string name = reference.as_string();
     if (auto it = env.names.find(name); it != env.names.end()) return it->second;
     std::vector<std::string_view> known;
-    for (const auto& [known_name, value] : env.names) known.push_back(known_name);
-    reference.fail(with_suggestion(fmt::format("no layer or input named \"{}\" in this scope", name),
-                                   name, known));
+    for (const auto& [known_name, value] : env.names)
+      known.push_back(known_name);
+    reference.fail(with_suggestion(
+        fmt::format("no layer or input named \"{}\" in this scope", name), name, known));
   }
 
   std::vector<std::int32_t> resolve_inputs(const JsonView& entry, const Env& env) const {
@@ -249,7 +256,8 @@ class Builder {
     if (one) return {lookup(*one, env)};
     if (many) {
       std::vector<std::int32_t> values;
-      for (std::size_t i = 0; i < many->array_size(); ++i) values.push_back(lookup(many->at(i), env));
+      for (std::size_t i = 0; i < many->array_size(); ++i)
+        values.push_back(lookup(many->at(i), env));
       if (values.empty()) many->fail("expected at least one input");
       return values;
     }
@@ -257,14 +265,16 @@ class Builder {
   }
 
   void build_list(const JsonView& layers, Env& env) {
-    for (std::size_t i = 0; i < layers.array_size(); ++i) build_entry(layers.at(i), i, env);
+    for (std::size_t i = 0; i < layers.array_size(); ++i)
+      build_entry(layers.at(i), i, env);
   }
 
   void build_entry(const JsonView& entry, std::size_t position, Env& env) {
     entry.expect_object();
     const std::optional<JsonView> op = entry.find("op");
     const std::optional<JsonView> block = entry.find("block");
-    if (op.has_value() == block.has_value()) entry.fail("a layer needs exactly one of \"op\" and \"block\"");
+    if (op.has_value() == block.has_value())
+      entry.fail("a layer needs exactly one of \"op\" and \"block\"");
     const std::string kind = op ? op->as_string() : block->as_string();
     std::string name = fmt::format("{}_{}", kind, position);
     if (auto given = entry.find("name")) {
@@ -285,10 +295,10 @@ class Builder {
     std::int32_t result = -1;
     for (std::int64_t r = 0; r < repeat; ++r) {
       if (env.depth == 0) group_ = next_group_++;  // Each top-level instance is a group.
-      const std::string local =
-          repeat_value ? fmt::format("{}.{}", name, first_index + r) : name;
+      const std::string local = repeat_value ? fmt::format("{}.{}", name, first_index + r) : name;
       const std::string full = env.prefix + local;
-      result = op ? add_op(entry, *op, full, inputs, env) : call_block(entry, *block, full, inputs, env);
+      result =
+          op ? add_op(entry, *op, full, inputs, env) : call_block(entry, *block, full, inputs, env);
       if (repeat_value) define(env, local, result, entry);
       inputs = {result};
     }
@@ -302,8 +312,9 @@ class Builder {
     const std::string op_name = op.as_string();
     const OpKind* kind = find_op(op_name);
     if (kind == nullptr) {
-      op.fail(with_suggestion(fmt::format("layer \"{}\": unknown operator \"{}\"", full_name, op_name),
-                              op_name, op_names()));
+      op.fail(
+          with_suggestion(fmt::format("layer \"{}\": unknown operator \"{}\"", full_name, op_name),
+                          op_name, op_names()));
     }
     const auto count = static_cast<int>(inputs.size());
     if (count < kind->min_inputs || (kind->max_inputs >= 0 && count > kind->max_inputs)) {
@@ -353,17 +364,20 @@ class Builder {
     return graph_.layer_value(graph_.layers.size() - 1);
   }
 
-  std::int32_t call_block(const JsonView& entry, const JsonView& block, const std::string& full_name,
-                          const std::vector<std::int32_t>& inputs, const Env& env) {
+  std::int32_t call_block(const JsonView& entry, const JsonView& block,
+                          const std::string& full_name, const std::vector<std::int32_t>& inputs,
+                          const Env& env) {
     reject_unknown_keys(entry, kCallKeys, "a block call");
     const std::string block_name = block.as_string();
     std::optional<JsonView> def = blocks_ ? blocks_->find(block_name) : std::nullopt;
     if (!def) {
       std::vector<std::string_view> known;
       if (blocks_) {
-        for (const auto& item : blocks_->json().items()) known.push_back(item.key());
+        for (const auto& item : blocks_->json().items())
+          known.push_back(item.key());
       }
-      block.fail(with_suggestion(fmt::format("unknown block \"{}\"", block_name), block_name, known));
+      block.fail(
+          with_suggestion(fmt::format("unknown block \"{}\"", block_name), block_name, known));
     }
     if (env.depth >= kMaxBlockDepth) {
       block.fail(fmt::format("blocks nest more than {} deep (does \"{}\" call itself?)",
@@ -382,11 +396,12 @@ class Builder {
         if (!declared || !declared->find(item.key())) {
           std::vector<std::string_view> known;
           if (declared) {
-            for (const auto& arg : declared->json().items()) known.push_back(arg.key());
+            for (const auto& arg : declared->json().items())
+              known.push_back(arg.key());
           }
           value.fail(with_suggestion(
-              fmt::format("block \"{}\" has no argument \"{}\"", block_name, item.key()), item.key(),
-              known));
+              fmt::format("block \"{}\" has no argument \"{}\"", block_name, item.key()),
+              item.key(), known));
         }
         if (value.is_string()) {
           try {
@@ -472,12 +487,15 @@ Graph parse_model(std::string_view text, const std::string& file, const ModelOpt
 Graph load_model(const std::string& path, const ModelOptions& options) {
   // ONNX by extension: protobuf has no reliable magic number.
   constexpr std::string_view kOnnx = ".onnx";
-  if (path.size() >= kOnnx.size() && path.compare(path.size() - kOnnx.size(), kOnnx.size(), kOnnx) == 0) {
+  if (path.size() >= kOnnx.size() &&
+      path.compare(path.size() - kOnnx.size(), kOnnx.size(), kOnnx) == 0) {
     return load_onnx_model(path, options);
   }
   return parse_model(read_text_file(path), path, options);
 }
 
-std::vector<std::string_view> operator_names() { return op_names(); }
+std::vector<std::string_view> operator_names() {
+  return op_names();
+}
 
 }  // namespace capcalc

@@ -1,9 +1,9 @@
 #include "ops.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "checked.hpp"
 #include "count_formulas.hpp"
@@ -22,7 +22,9 @@ std::optional<JsonView> Attributes::get(std::string_view key) {
   return layer_.find(key);
 }
 
-bool Attributes::has(std::string_view key) { return get(key).has_value(); }
+bool Attributes::has(std::string_view key) {
+  return get(key).has_value();
+}
 
 bool Attributes::is_string(std::string_view key) {
   const std::optional<JsonView> value = get(key);
@@ -107,7 +109,8 @@ std::vector<std::int64_t> Attributes::per_axis(std::string_view key, std::size_t
       value->fail(fmt::format("layer \"{}\": expected {} values, got {}", layer_name_, count,
                               value->array_size()));
     }
-    for (std::size_t i = 0; i < count; ++i) values[i] = evaluate(value->at(i));
+    for (std::size_t i = 0; i < count; ++i)
+      values[i] = evaluate(value->at(i));
   } else {
     std::fill(values.begin(), values.end(), evaluate(*value));
   }
@@ -127,7 +130,8 @@ std::vector<std::int64_t> Attributes::integer_list(std::string_view key) {
     layer_.fail(fmt::format("layer \"{}\": missing required attribute \"{}\"", layer_name_, key));
   }
   std::vector<std::int64_t> values;
-  for (std::size_t i = 0; i < value->array_size(); ++i) values.push_back(evaluate(value->at(i)));
+  for (std::size_t i = 0; i < value->array_size(); ++i)
+    values.push_back(evaluate(value->at(i)));
   return values;
 }
 
@@ -148,7 +152,8 @@ void Attributes::reject_unknown(const std::vector<std::string_view>& structural,
     if (std::find(structural.begin(), structural.end(), key) != structural.end()) continue;
     if (std::find(read_.begin(), read_.end(), key) != read_.end()) continue;
     std::vector<std::string_view> known(structural.begin(), structural.end());
-    for (const std::string& name : read_) known.emplace_back(name);
+    for (const std::string& name : read_)
+      known.emplace_back(name);
     const std::string message =
         fmt::format("layer \"{}\": unknown attribute \"{}\" for {}", layer_name_, key, op_name);
     layer_.at(key).fail(with_suggestion(message, key, known));
@@ -168,8 +173,8 @@ std::size_t axis_index(OpContext& ctx, std::string_view key, std::int64_t axis, 
   const auto r = static_cast<std::int64_t>(rank);
   const std::int64_t normal = axis < 0 ? axis + r : axis;
   if (normal < 0 || normal >= r) {
-    ctx.attrs.fail_at(key, fmt::format("axis {} is out of range for a tensor of rank {}", axis,
-                                       rank));
+    ctx.attrs.fail_at(key,
+                      fmt::format("axis {} is out of range for a tensor of rank {}", axis, rank));
   }
   return static_cast<std::size_t>(normal);
 }
@@ -187,15 +192,16 @@ const Shape& expect_rank(OpContext& ctx, std::size_t input, std::size_t rank,
 const Shape& expect_min_rank(OpContext& ctx, std::size_t input, std::size_t rank) {
   const Shape& shape = *ctx.inputs[input];
   if (shape.size() < rank) {
-    ctx.fail(fmt::format("expected an input of rank {} or more, got {}", rank,
-                         shape_to_string(shape)));
+    ctx.fail(
+        fmt::format("expected an input of rank {} or more, got {}", rank, shape_to_string(shape)));
   }
   return shape;
 }
 
 std::int64_t sum_input_elements(const OpContext& ctx) {
   std::int64_t total = 0;
-  for (const Shape* shape : ctx.inputs) total = checked_add(total, element_count(*shape));
+  for (const Shape* shape : ctx.inputs)
+    total = checked_add(total, element_count(*shape));
   return total;
 }
 
@@ -232,9 +238,10 @@ std::int64_t window_output(OpContext& ctx, std::int64_t in, std::int64_t kernel,
   const std::int64_t span = dilation * (kernel - 1) + 1;
   const std::int64_t room = in + pad_total - span;
   if (room < 0) {
-    ctx.fail(fmt::format("window of {} (kernel {}, dilation {}) is larger than the padded input "
-                         "of {}",
-                         span, kernel, dilation, in + pad_total));
+    ctx.fail(
+        fmt::format("window of {} (kernel {}, dilation {}) is larger than the padded input "
+                    "of {}",
+                    span, kernel, dilation, in + pad_total));
   }
   std::int64_t out = room / stride + 1;
   if (ceil_mode && room % stride != 0) {
@@ -261,7 +268,8 @@ Padding read_padding(OpContext& ctx, std::size_t spatial) {
     }
     // Any other string is an integer expression.
   }
-  for (std::int64_t p : ctx.attrs.per_axis("padding", spatial, 0, 0)) padding.total.push_back(2 * p);
+  for (std::int64_t p : ctx.attrs.per_axis("padding", spatial, 0, 0))
+    padding.total.push_back(2 * p);
   return padding;
 }
 
@@ -280,13 +288,15 @@ OpResult convolution(OpContext& ctx, std::size_t spatial, bool transposed) {
   if (transposed) output_padding = ctx.attrs.per_axis("output_padding", spatial, 0, 0);
   const Padding padding = transposed ? Padding{[&] {
     std::vector<std::int64_t> total;
-    for (std::int64_t p : ctx.attrs.per_axis("padding", spatial, 0, 0)) total.push_back(2 * p);
+    for (std::int64_t p : ctx.attrs.per_axis("padding", spatial, 0, 0))
+      total.push_back(2 * p);
     return total;
   }()}
                                      : read_padding(ctx, spatial);
 
   const std::int64_t in_channels = in[1];
-  if (auto declared = ctx.attrs.optional_positive("in_channels"); declared && *declared != in_channels) {
+  if (auto declared = ctx.attrs.optional_positive("in_channels");
+      declared && *declared != in_channels) {
     ctx.attrs.fail_at("in_channels", fmt::format("in_channels is {} but the input {} has {}",
                                                  *declared, shape_to_string(in), in_channels));
   }
@@ -301,8 +311,9 @@ OpResult convolution(OpContext& ctx, std::size_t spatial, bool transposed) {
     const std::int64_t size = in[a + 2];
     if (transposed) {
       if (output_padding[a] >= std::max(stride[a], dilation[a])) {
-        ctx.attrs.fail_at("output_padding", "output_padding must be smaller than stride or "
-                                            "dilation");
+        ctx.attrs.fail_at("output_padding",
+                          "output_padding must be smaller than stride or "
+                          "dilation");
       }
       const std::int64_t o = (size - 1) * stride[a] - padding.total[a] +
                              dilation[a] * (kernel[a] - 1) + output_padding[a] + 1;
@@ -311,13 +322,14 @@ OpResult convolution(OpContext& ctx, std::size_t spatial, bool transposed) {
     } else if (padding.same) {
       out.push_back((size + stride[a] - 1) / stride[a]);  // TensorFlow's "same": ceil(in / s).
     } else {
-      out.push_back(window_output(ctx, size, kernel[a], stride[a], padding.total[a], dilation[a],
-                                  false));
+      out.push_back(
+          window_output(ctx, size, kernel[a], stride[a], padding.total[a], dilation[a], false));
     }
   }
 
   std::int64_t kernel_elements = 1;
-  for (std::int64_t k : kernel) kernel_elements = checked_mul(kernel_elements, k);
+  for (std::int64_t k : kernel)
+    kernel_elements = checked_mul(kernel_elements, k);
 
   OpResult result;
   LayerCounts& c = result.counts;
@@ -328,9 +340,15 @@ OpResult convolution(OpContext& ctx, std::size_t spatial, bool transposed) {
   return result;
 }
 
-OpResult infer_conv1d(OpContext& ctx) { return convolution(ctx, 1, false); }
-OpResult infer_conv2d(OpContext& ctx) { return convolution(ctx, 2, false); }
-OpResult infer_conv_transpose2d(OpContext& ctx) { return convolution(ctx, 2, true); }
+OpResult infer_conv1d(OpContext& ctx) {
+  return convolution(ctx, 1, false);
+}
+OpResult infer_conv2d(OpContext& ctx) {
+  return convolution(ctx, 2, false);
+}
+OpResult infer_conv_transpose2d(OpContext& ctx) {
+  return convolution(ctx, 2, true);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Dense layers
@@ -349,16 +367,16 @@ OpResult infer_linear(OpContext& ctx) {
   if (auto target = ctx.attrs.optional_text("tied_to")) {
     const Layer* layer = ctx.find_layer(*target);
     if (layer == nullptr || layer->op != "embedding") {
-      ctx.attrs.fail_at("tied_to",
-                        fmt::format("tied_to must name an earlier embedding layer, got \"{}\"",
-                                    *target));
+      ctx.attrs.fail_at(
+          "tied_to",
+          fmt::format("tied_to must name an earlier embedding layer, got \"{}\"", *target));
     }
     const std::int64_t rows = layer->counts.params / layer->output.back();
     if (layer->output.back() != in_features || rows != out_features) {
-      ctx.attrs.fail_at("tied_to", fmt::format("cannot tie a {}x{} linear to embedding \"{}\" of "
-                                               "{}x{}",
-                                               in_features, out_features, *target, rows,
-                                               layer->output.back()));
+      ctx.attrs.fail_at(
+          "tied_to", fmt::format("cannot tie a {}x{} linear to embedding \"{}\" of "
+                                 "{}x{}",
+                                 in_features, out_features, *target, rows, layer->output.back()));
     }
     tied = true;
   }
@@ -396,8 +414,8 @@ OpResult infer_matmul(OpContext& ctx) {
   const std::int64_t n = transpose_b ? b[b.size() - 2] : b.back();
   if (k != kb) {
     ctx.fail(fmt::format("cannot multiply {} by {}{}: inner sizes {} and {} differ",
-                         shape_to_string(a), shape_to_string(b),
-                         transpose_b ? " (transposed)" : "", k, kb));
+                         shape_to_string(a), shape_to_string(b), transpose_b ? " (transposed)" : "",
+                         k, kb));
   }
   const Shape batch_a(a.begin(), a.end() - 2);
   const Shape batch_b(b.begin(), b.end() - 2);
@@ -411,8 +429,8 @@ OpResult infer_matmul(OpContext& ctx) {
   out.push_back(n);
 
   OpResult result;
-  const auto needing_grad = static_cast<int>(
-      std::count(ctx.input_needs_grad.begin(), ctx.input_needs_grad.end(), true));
+  const auto needing_grad =
+      static_cast<int>(std::count(ctx.input_needs_grad.begin(), ctx.input_needs_grad.end(), true));
   result.counts = formulas::matmul_counts(element_count(*batch), m, n, k, sum_input_elements(ctx),
                                           element_count(out), needing_grad);
   result.output = std::move(out);
@@ -455,8 +473,8 @@ OpResult infer_attention(OpContext& ctx) {
   const Shape& x = expect_rank(ctx, 0, 3, "[batch, seq, features]");
   const Shape& kv = ctx.inputs.size() > 1 ? expect_rank(ctx, 1, 3, "[batch, seq, features]") : x;
   if (kv[0] != x[0]) {
-    ctx.fail(fmt::format("query {} and key/value {} have different batch sizes",
-                         shape_to_string(x), shape_to_string(kv)));
+    ctx.fail(fmt::format("query {} and key/value {} have different batch sizes", shape_to_string(x),
+                         shape_to_string(kv)));
   }
   const std::int64_t batch = x[0];
   const std::int64_t s = x[1];
@@ -466,8 +484,8 @@ OpResult infer_attention(OpContext& ctx) {
   const std::int64_t heads = ctx.attrs.positive("heads");
   const std::int64_t kv_heads = ctx.attrs.positive("kv_heads", heads);
   if (heads % kv_heads != 0) {
-    ctx.attrs.fail_at("kv_heads", fmt::format("kv_heads = {} must divide heads = {}", kv_heads,
-                                              heads));
+    ctx.attrs.fail_at("kv_heads",
+                      fmt::format("kv_heads = {} must divide heads = {}", kv_heads, heads));
   }
   if (!ctx.attrs.has("head_dim") && d_model % heads != 0) {
     ctx.attrs.fail_at("heads", fmt::format("features {} are not divisible by heads = {}; give "
@@ -495,8 +513,8 @@ OpResult infer_attention(OpContext& ctx) {
   const bool self_attention = ctx.inputs.size() == 1;
   const std::int64_t cached = self_attention ? ctx.options.kv_cache_length : 0;
   const std::int64_t keys = checked_add(s_kv, cached);
-  const std::int64_t pairs =
-      attention_pairs(s, keys, causal, window, cached > 0 ? CausalCounting::kHalf : ctx.options.causal);
+  const std::int64_t pairs = attention_pairs(
+      s, keys, causal, window, cached > 0 ? CausalCounting::kHalf : ctx.options.causal);
   const std::int64_t q_macs = checked_mul(batch, s, d_model, q_width);
   const std::int64_t kv_macs = checked_mul(2, batch, s_kv, d_kv, kv_width);
   const std::int64_t out_macs = checked_mul(batch, s, q_width, d_out);
@@ -588,8 +606,8 @@ OpResult infer_groupnorm(OpContext& ctx) {
   const Shape& in = expect_min_rank(ctx, 0, 2);
   const std::int64_t groups = ctx.attrs.positive("groups");
   if (in[1] % groups != 0) {
-    ctx.attrs.fail_at("groups", fmt::format("groups = {} must divide the {} channels of {}",
-                                            groups, in[1], shape_to_string(in)));
+    ctx.attrs.fail_at("groups", fmt::format("groups = {} must divide the {} channels of {}", groups,
+                                            in[1], shape_to_string(in)));
   }
   OpResult result = elementwise(ctx, in, formulas::kGroupNormFlops);
   result.counts.params = checked_mul(in[1], 2);
@@ -631,7 +649,8 @@ OpResult infer_concat(OpContext& ctx) {
   for (std::size_t i = 1; i < ctx.inputs.size(); ++i) {
     const Shape& next = *ctx.inputs[i];
     bool ok = next.size() == first.size();
-    for (std::size_t a = 0; ok && a < first.size(); ++a) ok = a == axis || next[a] == first[a];
+    for (std::size_t a = 0; ok && a < first.size(); ++a)
+      ok = a == axis || next[a] == first[a];
     if (!ok) {
       ctx.fail(fmt::format("cannot concatenate {} and {} on axis {}", shape_to_string(first),
                            shape_to_string(next), axis));
@@ -660,14 +679,18 @@ OpResult pooling(OpContext& ctx, bool max_pool) {
     if (2 * padding[a] > kernel[a]) {
       ctx.attrs.fail_at("padding", "padding must be at most half the kernel");
     }
-    out.push_back(
-        window_output(ctx, in[a + 2], kernel[a], stride[a], 2 * padding[a], dilation[a], ceil_mode));
+    out.push_back(window_output(ctx, in[a + 2], kernel[a], stride[a], 2 * padding[a], dilation[a],
+                                ceil_mode));
   }
   return elementwise(ctx, out, kernel[0] * kernel[1]);
 }
 
-OpResult infer_maxpool2d(OpContext& ctx) { return pooling(ctx, true); }
-OpResult infer_avgpool2d(OpContext& ctx) { return pooling(ctx, false); }
+OpResult infer_maxpool2d(OpContext& ctx) {
+  return pooling(ctx, true);
+}
+OpResult infer_avgpool2d(OpContext& ctx) {
+  return pooling(ctx, false);
+}
 
 // Sum of the adaptive pooling bins' lengths along one axis (PyTorch's bin edges).
 std::int64_t adaptive_bin_total(std::int64_t in, std::int64_t out) {
@@ -695,7 +718,8 @@ OpResult infer_adaptive_avgpool2d(OpContext& ctx) {
 OpResult infer_global_avgpool(OpContext& ctx) {
   const Shape& in = expect_min_rank(ctx, 0, 3);
   Shape out = in;
-  for (std::size_t a = 2; a < out.size(); ++a) out[a] = 1;
+  for (std::size_t a = 2; a < out.size(); ++a)
+    out[a] = 1;
   OpResult result = elementwise(ctx, out, 0);
   result.counts.other_flops = element_count(in);
   result.counts.backward_other_flops = checked_mul(result.counts.other_flops, 2);
@@ -708,12 +732,14 @@ OpResult infer_global_avgpool(OpContext& ctx) {
 OpResult infer_flatten(OpContext& ctx) {
   const Shape& in = *ctx.inputs[0];
   if (in.empty()) ctx.fail("cannot flatten a scalar");
-  const std::size_t start = axis_index(ctx, "start_dim", ctx.attrs.integer("start_dim", 1), in.size());
+  const std::size_t start =
+      axis_index(ctx, "start_dim", ctx.attrs.integer("start_dim", 1), in.size());
   const std::size_t end = axis_index(ctx, "end_dim", ctx.attrs.integer("end_dim", -1), in.size());
   if (end < start) ctx.attrs.fail_at("end_dim", "end_dim is before start_dim");
   Shape out(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(start));
   std::int64_t merged = 1;
-  for (std::size_t a = start; a <= end; ++a) merged = checked_mul(merged, in[a]);
+  for (std::size_t a = start; a <= end; ++a)
+    merged = checked_mul(merged, in[a]);
   out.push_back(merged);
   out.insert(out.end(), in.begin() + static_cast<std::ptrdiff_t>(end) + 1, in.end());
   return view_of(std::move(out));
@@ -775,8 +801,8 @@ OpResult infer_select(OpContext& ctx) {
   const std::size_t axis = axis_index(ctx, "axis", ctx.attrs.integer("axis"), in.size());
   const std::int64_t index = ctx.attrs.integer("index");
   if (index < -in[axis] || index >= in[axis]) {
-    ctx.attrs.fail_at("index", fmt::format("index {} is out of range for axis {} of size {}",
-                                           index, axis, in[axis]));
+    ctx.attrs.fail_at("index", fmt::format("index {} is out of range for axis {} of size {}", index,
+                                           axis, in[axis]));
   }
   Shape out = in;
   out.erase(out.begin() + static_cast<std::ptrdiff_t>(axis));
@@ -792,7 +818,8 @@ OpResult infer_slice(OpContext& ctx) {
   const std::int64_t step = ctx.attrs.positive("step", 1);
   const std::int64_t from = start < 0 ? start + size : start;
   const std::int64_t to = end < 0 ? end + size : end;
-  if (to <= from) ctx.fail(fmt::format("slice [{}:{}] of axis {} (size {}) is empty", start, end, axis, size));
+  if (to <= from)
+    ctx.fail(fmt::format("slice [{}:{}] of axis {} (size {}) is empty", start, end, axis, size));
   Shape out = in;
   out[axis] = (to - from + step - 1) / step;
   return view_of(std::move(out));
@@ -871,8 +898,8 @@ OpResult infer_moe(OpContext& ctx) {
   const std::int64_t hidden = ctx.attrs.positive("hidden");
   const std::string kind = ctx.attrs.text("kind", "swiglu");
   if (kind != "swiglu") {
-    ctx.attrs.fail_at("kind", with_suggestion(fmt::format("unknown expert kind \"{}\"", kind),
-                                              kind, {"swiglu"}));
+    ctx.attrs.fail_at(
+        "kind", with_suggestion(fmt::format("unknown expert kind \"{}\"", kind), kind, {"swiglu"}));
   }
   if (top_k > experts) {
     ctx.attrs.fail_at("experts_per_token",
@@ -881,7 +908,7 @@ OpResult infer_moe(OpContext& ctx) {
   const std::int64_t d = in.back();
   const std::int64_t tokens = element_count(in) / d;
   const std::int64_t router = checked_mul(d, experts);
-  const std::int64_t expert = checked_mul(3, d, hidden);  // gate, up (d x hidden), down.
+  const std::int64_t expert = checked_mul(3, d, hidden);   // gate, up (d x hidden), down.
   const std::int64_t routed = checked_mul(tokens, top_k);  // Token-expert pairs.
 
   OpResult result;
@@ -895,12 +922,11 @@ OpResult infer_moe(OpContext& ctx) {
   // Softmax over the router logits (5 per expert), then per token-expert pair SiLU (5) and the
   // gating multiply (1) per hidden unit, and the routing weight's scale and the sum (2) per
   // output feature.
-  c.other_flops = checked_add(checked_mul(tokens, experts, 5),
-                              checked_mul(routed, checked_add(checked_mul(6, hidden),
-                                                              checked_mul(2, d))));
+  c.other_flops =
+      checked_add(checked_mul(tokens, experts, 5),
+                  checked_mul(routed, checked_add(checked_mul(6, hidden), checked_mul(2, d))));
   // The experts a batch touches: at most one per token-expert pair (balanced routing).
-  c.weight_elements_read =
-      checked_add(router, checked_mul(std::min(experts, routed), expert));
+  c.weight_elements_read = checked_add(router, checked_mul(std::min(experts, routed), expert));
   // Router logits, and per pair the gate and up outputs and their product: written once,
   // read once, and kept for backward.
   const std::int64_t intermediates =
@@ -974,7 +1000,8 @@ const OpKind* find_op(std::string_view name) {
 std::vector<std::string_view> op_names() {
   std::vector<std::string_view> names;
   names.reserve(kOps.size());
-  for (const OpKind& kind : kOps) names.push_back(kind.name);
+  for (const OpKind& kind : kOps)
+    names.push_back(kind.name);
   return names;
 }
 

@@ -13,6 +13,7 @@
 
 #include "capcalc/graph.hpp"
 #include "capcalc/model.hpp"
+
 #include "expr.hpp"
 #include "json_view.hpp"
 
@@ -35,8 +36,8 @@ class Attributes {
   std::string text(std::string_view key, std::string fallback);
   std::optional<std::string> optional_text(std::string_view key);
   /// An integer or a list of `count` integers (kernel sizes, strides); each must be >= minimum.
-  std::vector<std::int64_t> per_axis(std::string_view key, std::size_t count,
-                                     std::int64_t fallback, std::int64_t minimum);
+  std::vector<std::int64_t> per_axis(std::string_view key, std::size_t count, std::int64_t fallback,
+                                     std::int64_t minimum);
   /// A list of integers (may be negative, e.g. -1 in a reshape).
   std::vector<std::int64_t> integer_list(std::string_view key);
   /// Whether the key is present (and marks it read).
@@ -68,8 +69,8 @@ class Attributes {
 /// What an operator's function sees.
 struct OpContext {
   Attributes& attrs;
-  std::vector<const Shape*> inputs;      ///< Shapes of the inputs, in order.
-  std::vector<bool> input_needs_grad;    ///< False for model inputs (they need no gradient).
+  std::vector<const Shape*> inputs;    ///< Shapes of the inputs, in order.
+  std::vector<bool> input_needs_grad;  ///< False for model inputs (they need no gradient).
   const CountOptions& options;
   /// Finds an earlier layer by name in the current scope (for `tied_to`); nullptr if none.
   std::function<const Layer*(const std::string&)> find_layer;

@@ -1,9 +1,9 @@
 #include "capcalc/predict.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
+
+#include <fmt/format.h>
 
 #include "capcalc/error.hpp"
 
@@ -16,11 +16,19 @@ constexpr double kMasterWeightBytesPerParam = 4;  // fp32 copy under mixed preci
 // preceding convolution at inference only.
 bool fusable(const Layer& layer, Mode mode) {
   // Native operators, and the ONNX names of elementwise work (lower-cased op types).
-  static const std::vector<std::string_view> kFusable = {
-      "relu", "gelu", "silu", "sigmoid", "tanh", "add", "mul", "position_embedding", "softmax",
-      "layernorm", "rmsnorm", "sub", "div", "pow", "sqrt", "erf", "clip", "hardswish",
-      "hardsigmoid", "reducemean", "where", "layernormalization", "exp", "neg", "reciprocal",
-      "leakyrelu"};
+  static const std::vector<std::string_view> kFusable = {"relu",        "gelu",
+                                                         "silu",        "sigmoid",
+                                                         "tanh",        "add",
+                                                         "mul",         "position_embedding",
+                                                         "softmax",     "layernorm",
+                                                         "rmsnorm",     "sub",
+                                                         "div",         "pow",
+                                                         "sqrt",        "erf",
+                                                         "clip",        "hardswish",
+                                                         "hardsigmoid", "reducemean",
+                                                         "where",       "layernormalization",
+                                                         "exp",         "neg",
+                                                         "reciprocal",  "leakyrelu"};
   if (layer.op == "batchnorm") return mode == Mode::kInference;  // Folded into the conv.
   return std::find(kFusable.begin(), kFusable.end(), layer.op) != kFusable.end();
 }
@@ -59,7 +67,8 @@ double score_matrix_peak(const Device& device, Precision precision) {
 Rates achievable_rates(const Device& device, const PerformanceParams& params, Precision precision) {
   if (!device.supports(precision)) {
     std::vector<std::string_view> names;
-    for (Precision p : device.precisions()) names.push_back(precision_name(p));
+    for (Precision p : device.precisions())
+      names.push_back(precision_name(p));
     throw Error({}, fmt::format("{} has no {} peak in the hardware table (it has: {})", device.name,
                                 precision_name(precision), fmt::join(names, ", ")));
   }
@@ -94,7 +103,8 @@ LayerEstimate roofline(const Work& w, bool matrix, double matrix_speed, bool fus
   e.matrix_units = matrix;
   e.flops = 2 * (w.macs + w.score_macs) + w.other_flops;
   e.bytes = fused ? 0 : w.bytes;
-  const double mac_rate = matrix ? rates.matrix_flops_per_s * matrix_speed : rates.vector_flops_per_s;
+  const double mac_rate =
+      matrix ? rates.matrix_flops_per_s * matrix_speed : rates.vector_flops_per_s;
   const double score_rate = matrix ? rates.score_flops_per_s : rates.vector_flops_per_s;
   e.compute_s = 2 * w.macs / mac_rate + 2 * w.score_macs / score_rate +
                 w.other_flops / rates.vector_flops_per_s;
@@ -141,7 +151,9 @@ std::string_view bound_name(Bound bound) {
   return "-";
 }
 
-std::string_view mode_name(Mode mode) { return mode == Mode::kTraining ? "training" : "inference"; }
+std::string_view mode_name(Mode mode) {
+  return mode == Mode::kTraining ? "training" : "inference";
+}
 
 std::string_view optimizer_name(Optimizer optimizer) {
   switch (optimizer) {
@@ -196,9 +208,8 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   const double act_bytes = activation_bytes_per_element(workload.precision);
   const double weight_bytes =
       weight_bytes_per_element(workload.weight_precision.value_or(workload.precision));
-  const double kv_bytes = workload.kv_precision
-                              ? activation_bytes_per_element(*workload.kv_precision)
-                              : act_bytes;
+  const double kv_bytes =
+      workload.kv_precision ? activation_bytes_per_element(*workload.kv_precision) : act_bytes;
   const bool training = workload.mode == Mode::kTraining;
   const bool has_matrix = rates.matrix_flops_per_s > 0;
 
@@ -286,8 +297,8 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   } else {
     memory.activation_bytes = static_cast<double>(totals.peak_live_elements) * act_bytes;
   }
-  memory.total_bytes =
-      memory.weight_bytes + memory.gradient_bytes + memory.optimizer_bytes + memory.activation_bytes;
+  memory.total_bytes = memory.weight_bytes + memory.gradient_bytes + memory.optimizer_bytes +
+                       memory.activation_bytes;
   // Activations are linear in the batch; everything else does not depend on it.
   memory.per_sample_bytes = memory.activation_bytes / batch;
   result.fits = memory.total_bytes <= device.memory_bytes;
@@ -324,15 +335,15 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
   s.decode_step_s = s.decode.latency_s;
   s.tokens_per_s_per_sequence = 1 / s.decode_step_s;
   s.tokens_per_s = batch / s.decode_step_s;
-  s.request_latency_s =
-      s.ttft_s + static_cast<double>(request.output_tokens - 1) * s.decode_step_s;
+  s.request_latency_s = s.ttft_s + static_cast<double>(request.output_tokens - 1) * s.decode_step_s;
 
   const double kv_bytes = workload.kv_precision
                               ? activation_bytes_per_element(*workload.kv_precision)
                               : activation_bytes_per_element(workload.precision);
   const std::int64_t context = request.prompt_tokens + request.output_tokens;
   s.kv_bytes_per_token = static_cast<double>(kv_cache_elements(prefill, 1)) * kv_bytes;
-  const double kv_per_sequence = static_cast<double>(kv_cache_elements(prefill, context)) * kv_bytes;
+  const double kv_per_sequence =
+      static_cast<double>(kv_cache_elements(prefill, context)) * kv_bytes;
   s.kv_bytes = kv_per_sequence * batch;
   const double weights = s.prefill.memory.weight_bytes;
   const double activations = s.prefill.memory.activation_bytes;
@@ -343,9 +354,10 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
   s.max_batch = free_bytes > 0 && per_sequence > 0
                     ? static_cast<std::int64_t>(std::floor(free_bytes / per_sequence))
                     : 0;
-  s.max_cached_tokens = free_bytes > 0 && s.kv_bytes_per_token > 0
-                            ? static_cast<std::int64_t>(std::floor(free_bytes / s.kv_bytes_per_token))
-                            : 0;
+  s.max_cached_tokens =
+      free_bytes > 0 && s.kv_bytes_per_token > 0
+          ? static_cast<std::int64_t>(std::floor(free_bytes / s.kv_bytes_per_token))
+          : 0;
   return s;
 }
 

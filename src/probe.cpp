@@ -1,8 +1,5 @@
 #include "capcalc/probe.hpp"
 
-#include <fmt/format.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -14,16 +11,20 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <unistd.h>
 #include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "capcalc/error.hpp"
 #include "capcalc/units.hpp"
 
 #if defined(__linux__)
 #include <sched.h>
+
 #include <sys/mman.h>
 #endif
 
@@ -99,93 +100,110 @@ double fma_portable(std::int64_t iterations, T m, T a) {
   constexpr int kLanes = 8;  // Plain arrays the compiler may map to any SIMD width.
   T acc[kAccumulators][kLanes];
   for (int i = 0; i < kAccumulators; ++i) {
-    for (int l = 0; l < kLanes; ++l) acc[i][l] = static_cast<T>(1 + i * kLanes + l);
+    for (int l = 0; l < kLanes; ++l)
+      acc[i][l] = static_cast<T>(1 + i * kLanes + l);
   }
   for (std::int64_t it = 0; it < iterations; ++it) {
     for (int i = 0; i < kAccumulators; ++i) {
-      for (int l = 0; l < kLanes; ++l) acc[i][l] = acc[i][l] * m + a;
+      for (int l = 0; l < kLanes; ++l)
+        acc[i][l] = acc[i][l] * m + a;
     }
   }
   double sum = 0;
   for (int i = 0; i < kAccumulators; ++i) {
-    for (int l = 0; l < kLanes; ++l) sum += static_cast<double>(acc[i][l]);
+    for (int l = 0; l < kLanes; ++l)
+      sum += static_cast<double>(acc[i][l]);
   }
   return sum;
 }
 
 #if CAPCALC_PROBE_X86
 
-__attribute__((target("avx2,fma"))) double fma_avx2_f32(std::int64_t iterations, float m,
-                                                         float a) {
+__attribute__((target("avx2,fma"))) double fma_avx2_f32(std::int64_t iterations, float m, float a) {
   const __m256 vm = _mm256_set1_ps(m);
   const __m256 va = _mm256_set1_ps(a);
   __m256 acc[kAccumulators];
-  for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i + 1));
+  for (int i = 0; i < kAccumulators; ++i)
+    acc[i] = _mm256_set1_ps(static_cast<float>(i + 1));
   for (std::int64_t it = 0; it < iterations; ++it) {
 #pragma GCC unroll 12
-    for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm256_fmadd_ps(acc[i], vm, va);
+    for (int i = 0; i < kAccumulators; ++i)
+      acc[i] = _mm256_fmadd_ps(acc[i], vm, va);
   }
   __m256 total = acc[0];
-  for (int i = 1; i < kAccumulators; ++i) total = _mm256_add_ps(total, acc[i]);
+  for (int i = 1; i < kAccumulators; ++i)
+    total = _mm256_add_ps(total, acc[i]);
   float lanes[8];
   _mm256_storeu_ps(lanes, total);
   double sum = 0;
-  for (float x : lanes) sum += static_cast<double>(x);
+  for (float x : lanes)
+    sum += static_cast<double>(x);
   return sum;
 }
 
 __attribute__((target("avx2,fma"))) double fma_avx2_f64(std::int64_t iterations, double m,
-                                                         double a) {
+                                                        double a) {
   const __m256d vm = _mm256_set1_pd(m);
   const __m256d va = _mm256_set1_pd(a);
   __m256d acc[kAccumulators];
-  for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm256_set1_pd(static_cast<double>(i + 1));
+  for (int i = 0; i < kAccumulators; ++i)
+    acc[i] = _mm256_set1_pd(static_cast<double>(i + 1));
   for (std::int64_t it = 0; it < iterations; ++it) {
 #pragma GCC unroll 12
-    for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm256_fmadd_pd(acc[i], vm, va);
+    for (int i = 0; i < kAccumulators; ++i)
+      acc[i] = _mm256_fmadd_pd(acc[i], vm, va);
   }
   __m256d total = acc[0];
-  for (int i = 1; i < kAccumulators; ++i) total = _mm256_add_pd(total, acc[i]);
+  for (int i = 1; i < kAccumulators; ++i)
+    total = _mm256_add_pd(total, acc[i]);
   double lanes[4];
   _mm256_storeu_pd(lanes, total);
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
 __attribute__((target("avx512f"))) double fma_avx512_f32(std::int64_t iterations, float m,
-                                                          float a) {
+                                                         float a) {
   const __m512 vm = _mm512_set1_ps(m);
   const __m512 va = _mm512_set1_ps(a);
   __m512 acc[kAccumulators];
-  for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i + 1));
+  for (int i = 0; i < kAccumulators; ++i)
+    acc[i] = _mm512_set1_ps(static_cast<float>(i + 1));
   for (std::int64_t it = 0; it < iterations; ++it) {
 #pragma GCC unroll 12
-    for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm512_fmadd_ps(acc[i], vm, va);
+    for (int i = 0; i < kAccumulators; ++i)
+      acc[i] = _mm512_fmadd_ps(acc[i], vm, va);
   }
   __m512 total = acc[0];
-  for (int i = 1; i < kAccumulators; ++i) total = _mm512_add_ps(total, acc[i]);
+  for (int i = 1; i < kAccumulators; ++i)
+    total = _mm512_add_ps(total, acc[i]);
   float lanes[16];
   _mm512_storeu_ps(lanes, total);
   double sum = 0;
-  for (float x : lanes) sum += static_cast<double>(x);
+  for (float x : lanes)
+    sum += static_cast<double>(x);
   return sum;
 }
 
 __attribute__((target("avx512f"))) double fma_avx512_f64(std::int64_t iterations, double m,
-                                                          double a) {
+                                                         double a) {
   const __m512d vm = _mm512_set1_pd(m);
   const __m512d va = _mm512_set1_pd(a);
   __m512d acc[kAccumulators];
-  for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm512_set1_pd(static_cast<double>(i + 1));
+  for (int i = 0; i < kAccumulators; ++i)
+    acc[i] = _mm512_set1_pd(static_cast<double>(i + 1));
   for (std::int64_t it = 0; it < iterations; ++it) {
 #pragma GCC unroll 12
-    for (int i = 0; i < kAccumulators; ++i) acc[i] = _mm512_fmadd_pd(acc[i], vm, va);
+    for (int i = 0; i < kAccumulators; ++i)
+      acc[i] = _mm512_fmadd_pd(acc[i], vm, va);
   }
   __m512d total = acc[0];
-  for (int i = 1; i < kAccumulators; ++i) total = _mm512_add_pd(total, acc[i]);
+  for (int i = 1; i < kAccumulators; ++i)
+    total = _mm512_add_pd(total, acc[i]);
   double lanes[8];
   _mm512_storeu_pd(lanes, total);
   double sum = 0;
-  for (double x : lanes) sum += x;
+  for (double x : lanes)
+    sum += x;
   return sum;
 }
 
@@ -198,23 +216,23 @@ int lanes_of(SimdKernel kernel, bool double_precision) {
 }
 
 // One call of the chosen kernel; m and a come from the caller so they are not constants.
-double run_fma_kernel(SimdKernel kernel, bool double_precision, std::int64_t iterations,
-                      double m, double a) {
+double run_fma_kernel(SimdKernel kernel, bool double_precision, std::int64_t iterations, double m,
+                      double a) {
 #if CAPCALC_PROBE_X86
   if (kernel == SimdKernel::kAvx512) {
-    return double_precision ? fma_avx512_f64(iterations, m, a)
-                            : fma_avx512_f32(iterations, static_cast<float>(m),
-                                             static_cast<float>(a));
+    return double_precision
+               ? fma_avx512_f64(iterations, m, a)
+               : fma_avx512_f32(iterations, static_cast<float>(m), static_cast<float>(a));
   }
   if (kernel == SimdKernel::kAvx2Fma) {
-    return double_precision ? fma_avx2_f64(iterations, m, a)
-                            : fma_avx2_f32(iterations, static_cast<float>(m),
-                                           static_cast<float>(a));
+    return double_precision
+               ? fma_avx2_f64(iterations, m, a)
+               : fma_avx2_f32(iterations, static_cast<float>(m), static_cast<float>(a));
   }
 #endif
-  return double_precision ? fma_portable<double>(iterations, m, a)
-                          : fma_portable<float>(iterations, static_cast<float>(m),
-                                                static_cast<float>(a));
+  return double_precision
+             ? fma_portable<double>(iterations, m, a)
+             : fma_portable<float>(iterations, static_cast<float>(m), static_cast<float>(a));
 }
 
 void require_positive_budget(double seconds) {
@@ -284,7 +302,9 @@ std::string utc_timestamp() {
 
 // 4 significant digits, as a double that prints as its decimal form (0.1234, not
 // 0.12340000000000001).
-double round4(double x) { return std::stod(fmt::format("{:.4g}", x)); }
+double round4(double x) {
+  return std::stod(fmt::format("{:.4g}", x));
+}
 
 std::string mib(std::size_t bytes) {
   return fmt::format("{:.0f} MiB", static_cast<double>(bytes) / static_cast<double>(kMiB));
@@ -324,7 +344,7 @@ std::string vendor_from_id(std::string_view vendor_id) {
     std::string_view vendor;
   };
   static constexpr Known kKnown[] = {
-      {"GenuineIntel", "intel"}, {"AuthenticAMD", "amd"},   {"HygonGenuine", "hygon"},
+      {"GenuineIntel", "intel"},   {"AuthenticAMD", "amd"}, {"HygonGenuine", "hygon"},
       {"CentaurHauls", "zhaoxin"}, {"Shanghai", "zhaoxin"}, {"VIA VIA VIA", "via"},
   };
   const std::string id = tidy(vendor_id);
@@ -344,7 +364,8 @@ std::string probe_device_id(std::string_view hostname) {
       name.push_back('-');
     }
   }
-  while (!name.empty() && name.back() == '-') name.pop_back();
+  while (!name.empty() && name.back() == '-')
+    name.pop_back();
   return "probe-" + (name.empty() ? std::string("localhost") : name);
 }
 
@@ -435,8 +456,8 @@ FlopsMeasurement measure_flops(bool double_precision, unsigned threads, double s
 
   const auto work = [&](Slot& slot) {
     double sum = 0;
-    while (Clock::now() < warm_until) sum += run_fma_kernel(kernel, double_precision,
-                                                            kChunkIterations, m, a);
+    while (Clock::now() < warm_until)
+      sum += run_fma_kernel(kernel, double_precision, kChunkIterations, m, a);
     timed_start.arrive_and_wait();
     slot.start = Clock::now();
     const Clock::time_point until = slot.start + timed;
@@ -449,8 +470,10 @@ FlopsMeasurement measure_flops(bool double_precision, unsigned threads, double s
   };
   std::vector<std::thread> workers;
   workers.reserve(threads);
-  for (Slot& slot : slots) workers.emplace_back(work, std::ref(slot));
-  for (std::thread& worker : workers) worker.join();
+  for (Slot& slot : slots)
+    workers.emplace_back(work, std::ref(slot));
+  for (std::thread& worker : workers)
+    worker.join();
 
   Clock::time_point first = slots.front().start;
   Clock::time_point last = slots.front().end;
@@ -477,8 +500,7 @@ std::size_t triad_array_bytes(const CpuInfo& cpu, double probe_seconds) {
   return bytes / kMiB * kMiB;
 }
 
-BandwidthMeasurement measure_bandwidth(unsigned threads, std::size_t array_bytes,
-                                       double seconds) {
+BandwidthMeasurement measure_bandwidth(unsigned threads, std::size_t array_bytes, double seconds) {
   require_positive_budget(seconds);
   const Clock::time_point deadline = Clock::now() + to_duration(seconds);
   threads = std::max(1u, threads);
@@ -536,7 +558,8 @@ BandwidthMeasurement measure_bandwidth(unsigned threads, std::size_t array_bytes
       barrier.arrive_and_wait();
       if (stop.load()) break;
       slots[t].start = Clock::now();
-      for (std::size_t i = begin; i < end; ++i) pa[i] = pb[i] + s * pc[i];
+      for (std::size_t i = begin; i < end; ++i)
+        pa[i] = pb[i] + s * pc[i];
       slots[t].end = Clock::now();
       barrier.arrive_and_wait();
       if (t == 0) {  // The others wait at the next barrier until this is decided.
@@ -556,8 +579,10 @@ BandwidthMeasurement measure_bandwidth(unsigned threads, std::size_t array_bytes
   };
   std::vector<std::thread> workers;
   workers.reserve(threads);
-  for (unsigned t = 0; t < threads; ++t) workers.emplace_back(work, t);
-  for (std::thread& worker : workers) worker.join();
+  for (unsigned t = 0; t < threads; ++t)
+    workers.emplace_back(work, t);
+  for (std::thread& worker : workers)
+    worker.join();
 
   g_sink = a[0] + a[n / 2] + a[n - 1];  // Each is 1 + 3 x 2 = 7.
   result.best_seconds = best;
@@ -641,8 +666,9 @@ std::string render_probe_text(const ProbeResult& r) {
                      r.memory.repetitions);
   out += fmt::format("  {:<8} {:>16}   MemTotal\n", "RAM", format_bytes(r.cpu.memory_bytes));
   out += fmt::format("measured in {:.2f} s at {}\n", r.elapsed_s, r.timestamp);
-  out += "use: capcalc probe -o probe.json, then capcalc estimate MODEL --gpu local "
-         "--hardware-file probe.json\n";
+  out +=
+      "use: capcalc probe -o probe.json, then capcalc estimate MODEL --gpu local "
+      "--hardware-file probe.json\n";
   return out;
 }
 

@@ -1,12 +1,13 @@
 #include "capcalc/report.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <numeric>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "capcalc/units.hpp"
+
 #include "report_json.hpp"
 #include "table.hpp"
 
@@ -33,7 +34,9 @@ double layer_bytes(const LayerCounts& c, Precision precision) {
          static_cast<double>(c.weight_elements_read) * weight_bytes_per_element(precision);
 }
 
-std::string percent(double fraction) { return fmt::format("{:.1f} %", 100 * fraction); }
+std::string percent(double fraction) {
+  return fmt::format("{:.1f} %", 100 * fraction);
+}
 
 // The peak the model's MACs run at, for "achieved x % of peak".
 double matrix_peak(const Device& device, Precision precision) {
@@ -68,14 +71,16 @@ Json model_json(const ReportInput& in) {
   model["batch"] = g.batch;
   model["macs_per_batch"] = t.macs;
   model["flops_per_batch"] = t.flops;
-  model["weight_bytes"] = static_cast<double>(t.params) * weight_bytes_per_element(in.workload.precision);
+  model["weight_bytes"] =
+      static_cast<double>(t.params) * weight_bytes_per_element(in.workload.precision);
   model["activation_bytes"] = static_cast<double>(t.activation_elements) * act;
   model["peak_activation_bytes"] = static_cast<double>(t.peak_live_elements) * act;
   model["layers"] = g.layers.size();
   model["dims"] = g.dims;
   if (!g.unknown_ops.empty()) {  // Operators counted as zero (ONNX import).
     Json unknown = Json::object();
-    for (const UnknownOperator& op : g.unknown_ops) unknown[op.op] = op.nodes;
+    for (const UnknownOperator& op : g.unknown_ops)
+      unknown[op.op] = op.nodes;
     model["unknown_ops"] = unknown;
   }
   return model;
@@ -127,7 +132,8 @@ struct BoundShare {
 // The bound that takes most of an estimate's time.
 std::string dominant_bound(const Estimate& e) {
   std::array<double, 5> time{};
-  for (const LayerEstimate& layer : e.layers) time[static_cast<std::size_t>(layer.bound)] += layer.time_s;
+  for (const LayerEstimate& layer : e.layers)
+    time[static_cast<std::size_t>(layer.bound)] += layer.time_s;
   const auto it = std::max_element(time.begin(), time.begin() + 3);
   return std::string(bound_name(static_cast<Bound>(it - time.begin())));
 }
@@ -144,8 +150,9 @@ std::string render_training_text(const ReportInput& in) {
   const TrainingTotals& t = *in.training;
   const TrainingRun& run = *in.run;
   std::string out = fmt::format("\nTraining run ({} samples)\n", format_count(run.samples));
-  out += fmt::format("  steps        {} of {} x {} device{}\n", format_grouped(static_cast<std::int64_t>(t.steps)),
-                     in.graph.batch, in.workload.devices, in.workload.devices == 1 ? "" : "s");
+  out += fmt::format("  steps        {} of {} x {} device{}\n",
+                     format_grouped(static_cast<std::int64_t>(t.steps)), in.graph.batch,
+                     in.workload.devices, in.workload.devices == 1 ? "" : "s");
   out += fmt::format("  time         {}\n", format_duration(t.time_s));
   out += fmt::format("  device-hours {:.1f} h\n", t.device_hours);
   if (t.cost_usd) {
@@ -168,11 +175,11 @@ std::string render_serving_text(const ReportInput& in) {
   const std::int64_t batch = in.graph.batch;
   std::string out = fmt::format("\nLLM serving ({} sequence{} x {} prompt + {} generated tokens)\n",
                                 batch, batch == 1 ? "" : "s", r.prompt_tokens, r.output_tokens);
-  out += fmt::format("  prefill      {} ({}-bound, {} of the {} peak)\n", format_duration(s.ttft_s),
-                     s.prefill.achieved_flops_per_s >= 0 ? dominant_bound(s.prefill) : "-",
-                     percent(s.prefill.achieved_flops_per_s /
-                             matrix_peak(*in.device, in.workload.precision)),
-                     precision_name(in.workload.precision));
+  out += fmt::format(
+      "  prefill      {} ({}-bound, {} of the {} peak)\n", format_duration(s.ttft_s),
+      s.prefill.achieved_flops_per_s >= 0 ? dominant_bound(s.prefill) : "-",
+      percent(s.prefill.achieved_flops_per_s / matrix_peak(*in.device, in.workload.precision)),
+      precision_name(in.workload.precision));
   out += fmt::format("  TTFT         {}\n", format_duration(s.ttft_s));
   out += fmt::format("  decode step  {} per token at {} cached tokens ({}-bound)\n",
                      format_duration(s.decode_step_s), format_grouped(s.mean_context),
@@ -237,15 +244,17 @@ std::string render_explain_text(const ReportInput& in) {
     out += "               compiled: elementwise layers fused (no traffic, no floor)\n";
   }
   if (training) {
-    out += "  backward     weight-gradient MACs + input-gradient MACs (none for layers that read\n"
-           "               only model inputs), 2 x forward traffic, 2 kernels per layer\n";
+    out +=
+        "  backward     weight-gradient MACs + input-gradient MACs (none for layers that read\n"
+        "               only model inputs), 2 x forward traffic, 2 kernels per layer\n";
     out += fmt::format("  optimizer    {}: {:.0f} B/param moved at the achievable bandwidth\n",
                        optimizer_name(in.workload.optimizer),
                        optimizer_update_bytes(in.workload.optimizer));
-    out += fmt::format("  memory       weights + gradients at {} B/param, {} state {:.0f} B/param{}\n",
-                       weight_bytes_per_element(precision), optimizer_name(in.workload.optimizer),
-                       optimizer_state_bytes(in.workload.optimizer),
-                       weight_bytes_per_element(precision) < 4 ? " + fp32 master 4 B/param" : "");
+    out +=
+        fmt::format("  memory       weights + gradients at {} B/param, {} state {:.0f} B/param{}\n",
+                    weight_bytes_per_element(precision), optimizer_name(in.workload.optimizer),
+                    optimizer_state_bytes(in.workload.optimizer),
+                    weight_bytes_per_element(precision) < 4 ? " + fp32 master 4 B/param" : "");
     out += in.workload.checkpointing
                ? "               + each top-level block's output, and one block's internals\n"
                  "               while it is recomputed (one more forward per step)\n"
@@ -261,14 +270,16 @@ std::string render_explain_text(const ReportInput& in) {
     out += "  memory       weights + the peak of live activations (liveness over the graph)\n";
   }
   if (in.workload.devices > 1) {
-    out += fmt::format("  devices      {} data-parallel devices, ideal scaling (no communication "
-                       "time)\n",
-                       in.workload.devices);
+    out += fmt::format(
+        "  devices      {} data-parallel devices, ideal scaling (no communication "
+        "time)\n",
+        in.workload.devices);
   }
   if (in.training != nullptr) {
     out += "  run          steps = ceil(samples / (batch x devices)); time = steps x step time\n";
     out += "               device-hours = time x devices; cost = device-hours x price\n";
-    out += "               energy = device-hours x TDP (devices rarely run at TDP: an upper bound)\n";
+    out +=
+        "               energy = device-hours x TDP (devices rarely run at TDP: an upper bound)\n";
   }
   return out;
 }
@@ -295,11 +306,13 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   }
   if (in.workload.sparsity == Sparsity::k2of4) {
     out += e.sparsity_speedup > 1
-               ? fmt::format("  sparsity     2:4 on conv/linear weights: {:.1f}x on their matrix "
-                             "MACs\n",
-                             e.sparsity_speedup)
-               : std::string("  sparsity     2:4 requested, but this device has no 2:4 support: "
-                             "no speedup\n");
+               ? fmt::format(
+                     "  sparsity     2:4 on conv/linear weights: {:.1f}x on their matrix "
+                     "MACs\n",
+                     e.sparsity_speedup)
+               : std::string(
+                     "  sparsity     2:4 requested, but this device has no 2:4 support: "
+                     "no speedup\n");
   }
 
   out += "\nModel (per sample; 1 MAC = 2 FLOPs)\n";
@@ -311,20 +324,22 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
                      format_count(per_sample(t.flops, g.batch)),
                      format_count(per_sample(t.other_flops, g.batch)));
   if (training) {
-    out += fmt::format("  backward     {} FLOPs\n", format_count(per_sample(t.backward_flops, g.batch)));
+    out += fmt::format("  backward     {} FLOPs\n",
+                       format_count(per_sample(t.backward_flops, g.batch)));
   }
-  out += fmt::format("  weights      {} at {}\n",
-                     format_bytes(e.memory.weight_bytes), precision_name(precision));
+  out += fmt::format("  weights      {} at {}\n", format_bytes(e.memory.weight_bytes),
+                     precision_name(precision));
 
   out += "\nDevice\n";
   out += fmt::format("  compute      {}\n", describe_peak(d, precision));
   out += fmt::format("  memory       {} at {}\n", format_bytes(d.memory_bytes),
                      format_rate(d.memory_bandwidth_bytes_per_s, "B/s"));
 
-  out += fmt::format("\nEstimate (roofline per layer)\n  model        matrix {:.0f} %, vector {:.0f} %, "
-                     "memory {:.0f} % of peak; {} floor\n",
-                     100 * p.matrix_efficiency, 100 * p.vector_efficiency,
-                     100 * p.memory_efficiency, format_duration(p.overhead_s(e.profile)));
+  out += fmt::format(
+      "\nEstimate (roofline per layer)\n  model        matrix {:.0f} %, vector {:.0f} %, "
+      "memory {:.0f} % of peak; {} floor\n",
+      100 * p.matrix_efficiency, 100 * p.vector_efficiency, 100 * p.memory_efficiency,
+      format_duration(p.overhead_s(e.profile)));
   out += fmt::format("  {:<12} {} per {} of {}\n", training ? "step time" : "latency",
                      format_duration(e.latency_s), training ? "step" : "batch", g.batch);
   if (training) {
@@ -431,7 +446,7 @@ std::string render_estimate_json(const ReportInput& in) {
   }
   workload["sparsity"] = in.workload.sparsity == Sparsity::k2of4           ? "2:4"
                          : in.workload.sparsity == Sparsity::kUnstructured ? "unstructured"
-                                                                            : "dense";
+                                                                           : "dense";
   if (in.workload.mode == Mode::kTraining) {
     workload["optimizer"] = std::string(optimizer_name(in.workload.optimizer));
   }
@@ -495,7 +510,8 @@ std::string render_estimate_json(const ReportInput& in) {
   }
   doc["estimate"] = est;
   Json layers = Json::array();
-  for (std::size_t i = 0; i < in.graph.layers.size(); ++i) layers.push_back(layer_json(in, i));
+  for (std::size_t i = 0; i < in.graph.layers.size(); ++i)
+    layers.push_back(layer_json(in, i));
   doc["layers"] = layers;
   return doc.dump(2) + "\n";
 }
@@ -534,9 +550,9 @@ std::string render_layers_text(const ReportInput& in) {
     table.add_row(std::move(row));
   }
   const GraphTotals& t = in.totals;
-  std::string out = fmt::format("{}: {} layers, batch {}, {} (bytes at {})\n", g.name, g.layers.size(),
-                                g.batch, in.device ? in.device->name : "no device",
-                                precision_name(in.workload.precision));
+  std::string out =
+      fmt::format("{}: {} layers, batch {}, {} (bytes at {})\n", g.name, g.layers.size(), g.batch,
+                  in.device ? in.device->name : "no device", precision_name(in.workload.precision));
   out += table.render();
   out += fmt::format("total: {} params, {} MACs, {} FLOPs\n", format_grouped(t.params),
                      format_grouped(t.macs), format_grouped(t.flops));
@@ -550,7 +566,8 @@ std::string render_layers_json(const ReportInput& in) {
   doc["precision"] = std::string(precision_name(in.workload.precision));
   if (in.device != nullptr) doc["device"] = device_json(*in.device);
   Json layers = Json::array();
-  for (std::size_t i = 0; i < in.graph.layers.size(); ++i) layers.push_back(layer_json(in, i));
+  for (std::size_t i = 0; i < in.graph.layers.size(); ++i)
+    layers.push_back(layer_json(in, i));
   doc["layers"] = layers;
   return doc.dump(2) + "\n";
 }

@@ -1,15 +1,16 @@
 // Rendering of `capcalc compare` and `capcalc check`.
 #include "capcalc/report_compare.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "capcalc/report.hpp"
 #include "capcalc/units.hpp"
+
 #include "table.hpp"
 
 namespace capcalc {
@@ -95,9 +96,9 @@ std::vector<std::string> cells(const CompareRow& row, const Columns& c) {
 }
 
 std::string title(const CompareTable& table) {
-  std::string text = fmt::format("{} ({} params), {}", table.model,
-                                 format_count(static_cast<double>(table.params)),
-                                 mode_name(table.mode));
+  std::string text =
+      fmt::format("{} ({} params), {}", table.model,
+                  format_count(static_cast<double>(table.params)), mode_name(table.mode));
   if (!table.rows.empty()) {
     const CompareRow& first = table.rows.front();
     if (!table.precision_sweep) text += fmt::format(", {}", precision_name(first.precision));
@@ -107,7 +108,8 @@ std::string title(const CompareTable& table) {
     text += fmt::format(", run of {} samples", format_count(*table.run_samples));
   }
   std::map<std::string, bool> devices;
-  for (const CompareRow& row : table.rows) devices[row.device->id] = true;
+  for (const CompareRow& row : table.rows)
+    devices[row.device->id] = true;
   text += fmt::format(": {} devices", devices.size());
   if (table.sort != CompareSort::kTable) {
     text += fmt::format(", by {}", compare_sort_name(table.sort));
@@ -144,12 +146,23 @@ std::string xml_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -194,7 +207,8 @@ std::string render_compare_text(const CompareTable& table) {
                                                    : ". Cost and energy per 1M samples";
   footer += " at indicative prices and at TDP (an upper bound); \"-\": unknown.";
   std::string out = title(table) + text.render() + wrap_text(footer, 80);
-  for (const std::string& note : notes) out += "  " + note + "\n";
+  for (const std::string& note : notes)
+    out += "  " + note + "\n";
   return out;
 }
 
@@ -207,7 +221,8 @@ std::string render_compare_json(const CompareTable& table) {
   j["cost_basis"] = std::string(cost_basis_name(table.cost_basis));
   j["run_samples"] = json_number(table.run_samples);
   Json rows = Json::array();
-  for (const CompareRow& row : table.rows) rows.push_back(row_json(row, table.mode));
+  for (const CompareRow& row : table.rows)
+    rows.push_back(row_json(row, table.mode));
   j["rows"] = rows;
   return j.dump(2) + "\n";
 }
@@ -221,17 +236,17 @@ std::string render_compare_csv(const CompareTable& table) {
     const auto known = [&](double value) {
       return r.supported ? csv_number(value) : std::string();
     };
-    out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(table.model),
-        r.device->id, csv_field(r.device->name), device_type_name(r.device->type), r.batch,
-        precision_name(r.precision), mode_name(table.mode), r.supported ? "true" : "false",
-        csv_field(r.note), known(r.latency_s), known(r.throughput_per_s), csv_number(r.run_time_s),
-        known(r.memory_bytes), csv_number(r.device_memory_bytes),
-        r.supported ? (r.fits ? "true" : "false") : "",
-        r.supported ? std::to_string(r.devices_to_fit) : "",
-        r.supported ? std::string(bound_name(r.bound)) : "",
-        csv_number(r.price_per_device_hour_usd), cost_basis_name(table.cost_basis),
-        csv_number(r.cost_usd), csv_number(r.energy_kwh));
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                       csv_field(table.model), r.device->id, csv_field(r.device->name),
+                       device_type_name(r.device->type), r.batch, precision_name(r.precision),
+                       mode_name(table.mode), r.supported ? "true" : "false", csv_field(r.note),
+                       known(r.latency_s), known(r.throughput_per_s), csv_number(r.run_time_s),
+                       known(r.memory_bytes), csv_number(r.device_memory_bytes),
+                       r.supported ? (r.fits ? "true" : "false") : "",
+                       r.supported ? std::to_string(r.devices_to_fit) : "",
+                       r.supported ? std::string(bound_name(r.bound)) : "",
+                       csv_number(r.price_per_device_hour_usd), cost_basis_name(table.cost_basis),
+                       csv_number(r.cost_usd), csv_number(r.energy_kwh));
   }
   return out;
 }
@@ -239,17 +254,20 @@ std::string render_compare_csv(const CompareTable& table) {
 std::string render_compare_markdown(const CompareTable& table) {
   const Columns c = columns_of(table);
   const std::vector<std::string> h = headers(table, c);
-  std::string out = "**" + markdown_cell(title(table).substr(0, title(table).size() - 1)) + "**\n\n|";
+  std::string out =
+      "**" + markdown_cell(title(table).substr(0, title(table).size() - 1)) + "**\n\n|";
   std::string rule = "|";
   for (const std::string& header : h) {
     out += " " + markdown_cell(header) + " |";
-    const bool left = header == "device" || header == "prec" || header == "fits" || header == "bound";
+    const bool left =
+        header == "device" || header == "prec" || header == "fits" || header == "bound";
     rule += left ? " --- |" : " ---: |";
   }
   out += "\n" + rule + "\n";
   for (const CompareRow& row : table.rows) {
     out += "|";
-    for (const std::string& cell : cells(row, c)) out += " " + markdown_cell(cell) + " |";
+    for (const std::string& cell : cells(row, c))
+      out += " " + markdown_cell(cell) + " |";
     out += "\n";
   }
   for (const CompareRow& row : table.rows) {
@@ -314,7 +332,8 @@ std::string render_check_junit(const CheckReport& report) {
   for (const std::string& name : order) {
     const auto& results = suites[name];
     std::size_t failures = 0;
-    for (const CheckResult* r : results) failures += r->passed ? 0 : 1;
+    for (const CheckResult* r : results)
+      failures += r->passed ? 0 : 1;
     out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n", xml_escape(name),
                        results.size(), failures);
     for (const CheckResult* r : results) {
@@ -325,9 +344,10 @@ std::string render_check_junit(const CheckReport& report) {
       if (r->passed) {
         out += "/>\n";
       } else {
-        out += fmt::format(">\n      <failure message=\"{0}\" type=\"budget\">{0}</failure>\n"
-                           "    </testcase>\n",
-                           xml_escape(r->message));
+        out += fmt::format(
+            ">\n      <failure message=\"{0}\" type=\"budget\">{0}</failure>\n"
+            "    </testcase>\n",
+            xml_escape(r->message));
       }
     }
     out += "  </testsuite>\n";
@@ -337,10 +357,10 @@ std::string render_check_junit(const CheckReport& report) {
 
 std::string render_check_markdown(const CheckReport& report) {
   const std::size_t failures = report.failures();
-  std::string out = failures == 0
-                        ? fmt::format("**capcalc check: all {} budgets hold**\n\n", report.results.size())
-                        : fmt::format("**capcalc check: {} of {} budgets exceeded**\n\n", failures,
-                                      report.results.size());
+  std::string out = failures == 0 ? fmt::format("**capcalc check: all {} budgets hold**\n\n",
+                                                report.results.size())
+                                  : fmt::format("**capcalc check: {} of {} budgets exceeded**\n\n",
+                                                failures, report.results.size());
   out += "| | budget | device | workload | limit | value | margin |\n";
   out += "| --- | --- | --- | --- | --- | ---: | ---: |\n";
   for (int pass = 0; pass < 2; ++pass) {
@@ -348,11 +368,11 @@ std::string render_check_markdown(const CheckReport& report) {
       if (r.passed != (pass == 1)) continue;
       const std::string margin =
           r.margin_text.empty() ? "-" : (r.passed ? "" : "-") + r.margin_text;
-      out += fmt::format("| {} | {} | {} | {} | {} {} | {} | {} |\n", r.passed ? "ok" : "**FAIL**",
-                         markdown_cell(r.budget), markdown_cell(r.device),
-                         markdown_cell(r.workload), limit_name(r.limit.kind),
-                         markdown_cell(r.limit.text), markdown_cell(r.value_text),
-                         markdown_cell(margin));
+      out +=
+          fmt::format("| {} | {} | {} | {} | {} {} | {} | {} |\n", r.passed ? "ok" : "**FAIL**",
+                      markdown_cell(r.budget), markdown_cell(r.device), markdown_cell(r.workload),
+                      limit_name(r.limit.kind), markdown_cell(r.limit.text),
+                      markdown_cell(r.value_text), markdown_cell(margin));
     }
   }
   return out;

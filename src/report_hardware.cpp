@@ -1,10 +1,10 @@
 // Rendering of the hardware table (`capcalc hw list` and `capcalc hw show`).
 #include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
 
 #include "capcalc/report.hpp"
 #include "capcalc/units.hpp"
+
 #include "report_json.hpp"
 #include "table.hpp"
 
@@ -52,9 +52,8 @@ Json device_full_json(const Device& d) {
   if (d.intra_node) j["intra_node"] = link_json(*d.intra_node);
   if (d.inter_node) j["inter_node"] = link_json(*d.inter_node);
   if (d.price) {
-    j["price_per_hour_usd"] = {{"value", d.price->usd_per_hour},
-                               {"date", d.price->date},
-                               {"source", d.price->source}};
+    j["price_per_hour_usd"] = {
+        {"value", d.price->usd_per_hour}, {"date", d.price->date}, {"source", d.price->source}};
   }
   j["sources"] = d.sources;
   if (!d.notes.empty()) j["notes"] = d.notes;
@@ -96,10 +95,11 @@ std::string render_hardware_text(const std::vector<const Device*>& devices) {
                    optional_number(d->tdp_w, 1, "{:.0f}")});
   }
   std::string out = table.render();
-  out += fmt::format("{} devices; dense peaks in TFLOP/s (TOPS for int8), the larger of matrix "
-                     "and vector units;\nbf16 shows fp16 where a device has no bf16. "
-                     "`capcalc hw show ID` for every figure and its sources.\n",
-                     devices.size());
+  out += fmt::format(
+      "{} devices; dense peaks in TFLOP/s (TOPS for int8), the larger of matrix "
+      "and vector units;\nbf16 shows fp16 where a device has no bf16. "
+      "`capcalc hw show ID` for every figure and its sources.\n",
+      devices.size());
   return out;
 }
 
@@ -110,14 +110,16 @@ std::string render_hardware_json(const HardwareTable& table,
   doc["version"] = table.version;
   doc["updated"] = table.updated;
   Json list = Json::array();
-  for (const Device* d : devices) list.push_back(device_full_json(*d));
+  for (const Device* d : devices)
+    list.push_back(device_full_json(*d));
   doc["devices"] = list;
   return doc.dump(2) + "\n";
 }
 
 std::string render_hardware_csv(const std::vector<const Device*>& devices) {
   std::string out = "id,name,type,vendor,memory_gb,memory_bandwidth_gb_per_s";
-  for (std::string_view p : precision_names()) out += fmt::format(",{0}_vector_tflops,{0}_matrix_tflops", p);
+  for (std::string_view p : precision_names())
+    out += fmt::format(",{0}_vector_tflops,{0}_matrix_tflops", p);
   out += ",sparsity_2_4_speedup,tdp_w\n";
   for (const Device* d : devices) {
     std::string name = d->name;
@@ -126,8 +128,10 @@ std::string render_hardware_csv(const std::vector<const Device*>& devices) {
                        d->vendor, d->memory_bytes / kGiga, d->memory_bandwidth_bytes_per_s / kGiga);
     for (std::size_t i = 0; i < kPrecisionCount; ++i) {
       const PeakRate& rate = d->dense_peak[i];
-      out += rate.vector_flops_per_s > 0 ? fmt::format(",{:.6g}", rate.vector_flops_per_s / kTera) : ",";
-      out += rate.matrix_flops_per_s > 0 ? fmt::format(",{:.6g}", rate.matrix_flops_per_s / kTera) : ",";
+      out += rate.vector_flops_per_s > 0 ? fmt::format(",{:.6g}", rate.vector_flops_per_s / kTera)
+                                         : ",";
+      out += rate.matrix_flops_per_s > 0 ? fmt::format(",{:.6g}", rate.matrix_flops_per_s / kTera)
+                                         : ",";
     }
     out += fmt::format(",{:.6g},{}\n", d->sparsity_2_4_speedup,
                        d->tdp_w > 0 ? fmt::format("{:.0f}", d->tdp_w) : "");
@@ -170,14 +174,16 @@ std::string render_device_text(const Device& d, const PerformanceParams& params)
     out += fmt::format("  price        ${:.2f} per hour ({}, {})\n", d.price->usd_per_hour,
                        d.price->source, d.price->date);
   }
-  out += fmt::format("  model        matrix {:.0f} %, vector {:.0f} %, memory {:.0f} %; floor "
-                     "{} eager, {} compiled\n",
-                     100 * params.matrix_efficiency, 100 * params.vector_efficiency,
-                     100 * params.memory_efficiency, format_duration(params.eager_overhead_s),
-                     format_duration(params.compiled_overhead_s));
+  out += fmt::format(
+      "  model        matrix {:.0f} %, vector {:.0f} %, memory {:.0f} %; floor "
+      "{} eager, {} compiled\n",
+      100 * params.matrix_efficiency, 100 * params.vector_efficiency,
+      100 * params.memory_efficiency, format_duration(params.eager_overhead_s),
+      format_duration(params.compiled_overhead_s));
   if (!d.notes.empty()) out += "  notes        " + wrap_text(d.notes, 78, 15);
   out += "  sources\n";
-  for (const std::string& source : d.sources) out += fmt::format("    {}\n", source);
+  for (const std::string& source : d.sources)
+    out += fmt::format("    {}\n", source);
   return out;
 }
 
@@ -185,12 +191,13 @@ std::string render_device_json(const Device& d, const PerformanceParams& params)
   Json doc;
   doc["schema_version"] = kOutputSchemaVersion;
   doc["device"] = device_full_json(d);
-  doc["performance_model"] = {{"matrix_efficiency", params.matrix_efficiency},
-                              {"vector_efficiency", params.vector_efficiency},
-                              {"memory_efficiency", params.memory_efficiency},
-                              {"eager_overhead_s", params.eager_overhead_s},
-                              {"compiled_overhead_s", params.compiled_overhead_s},
-                              {"default_profile", std::string(profile_name(params.default_profile))}};
+  doc["performance_model"] = {
+      {"matrix_efficiency", params.matrix_efficiency},
+      {"vector_efficiency", params.vector_efficiency},
+      {"memory_efficiency", params.memory_efficiency},
+      {"eager_overhead_s", params.eager_overhead_s},
+      {"compiled_overhead_s", params.compiled_overhead_s},
+      {"default_profile", std::string(profile_name(params.default_profile))}};
   return doc.dump(2) + "\n";
 }
 

@@ -1,11 +1,12 @@
 // Rendering of `capcalc validate`.
-#include <fmt/format.h>
-
 #include <cmath>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "capcalc/report.hpp"
 #include "capcalc/units.hpp"
+
 #include "table.hpp"
 
 namespace capcalc {
@@ -59,7 +60,8 @@ std::string render_validation_text(const ValidationSummary& summary) {
   for (const ValidationResult& r : summary.results) {
     const Measurement& m = *r.measurement;
     table.add_row({m.id, std::string(short_metric(m.metric)), format_value(m.metric, m.value),
-                   format_value(m.metric, r.predicted), fmt::format("{:+.0f} %", 100 * (r.ratio - 1))});
+                   format_value(m.metric, r.predicted),
+                   fmt::format("{:+.0f} %", 100 * (r.ratio - 1))});
   }
   std::string out = table.render();
   out += fmt::format("{} cases: median |error| {:.1f} %, worst {:.2f}x, {} within 2x\n",
@@ -100,10 +102,11 @@ std::string render_calibration_text(const CalibrationResult& result) {
   out += fits.render("  ");
   out += "\nRecords (error of the prediction, before and after)\n";
   out += records.render("  ");
-  out += fmt::format("fit error: median |error| {:.1f} % before, {:.1f} % after; worst {:.2f}x "
-                     "before, {:.2f}x after\n",
-                     100 * result.before.median_abs_error, 100 * result.after.median_abs_error,
-                     result.before.worst_factor, result.after.worst_factor);
+  out += fmt::format(
+      "fit error: median |error| {:.1f} % before, {:.1f} % after; worst {:.2f}x "
+      "before, {:.2f}x after\n",
+      100 * result.before.median_abs_error, 100 * result.after.median_abs_error,
+      result.before.worst_factor, result.after.worst_factor);
   return out;
 }
 

@@ -7,7 +7,9 @@
 namespace capcalc {
 namespace {
 
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+char lower(char c) {
+  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+}
 
 }  // namespace
 
@@ -57,7 +59,8 @@ std::optional<std::string> closest_match(std::string_view name,
   std::size_t best_distance = 0;
   for (std::string_view candidate : known) {
     const std::size_t distance = edit_distance(name, candidate);
-    const std::size_t allowed = std::max<std::size_t>(1, std::max(name.size(), candidate.size()) / 3);
+    const std::size_t allowed =
+        std::max<std::size_t>(1, std::max(name.size(), candidate.size()) / 3);
     if (distance <= allowed && (!best || distance < best_distance)) {
       best = std::string(candidate);
       best_distance = distance;

@@ -46,7 +46,8 @@ std::string csv_field(const std::string& text) {
 
 std::string TextTable::render(const std::string& indent) const {
   std::vector<std::size_t> widths(headers_.size(), 0);
-  for (std::size_t c = 0; c < headers_.size(); ++c) widths[c] = display_width(headers_[c]);
+  for (std::size_t c = 0; c < headers_.size(); ++c)
+    widths[c] = display_width(headers_[c]);
   for (const auto& row : rows_) {
     for (std::size_t c = 0; c < row.size() && c < widths.size(); ++c) {
       widths[c] = std::max(widths[c], display_width(row[c]));
@@ -61,14 +62,17 @@ std::string TextTable::render(const std::string& indent) const {
       if (c > 0) text += "  ";
       text += aligns_[c] == Align::kRight ? pad + cell : cell + pad;
     }
-    while (!text.empty() && text.back() == ' ') text.pop_back();
+    while (!text.empty() && text.back() == ' ')
+      text.pop_back();
     out += text + "\n";
   };
   line(headers_);
   std::vector<std::string> rule;
-  for (std::size_t width : widths) rule.emplace_back(width, '-');
+  for (std::size_t width : widths)
+    rule.emplace_back(width, '-');
   line(rule);
-  for (const auto& row : rows_) line(row);
+  for (const auto& row : rows_)
+    line(row);
   return out;
 }
 

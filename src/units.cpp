@@ -1,13 +1,13 @@
 #include "capcalc/units.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "capcalc/error.hpp"
 
@@ -42,12 +42,15 @@ struct UnitFactor {
 };
 
 std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   return text;
 }
 
-[[noreturn]] void bad_quantity(std::string_view what, std::string_view text, std::string_view expected) {
+[[noreturn]] void bad_quantity(std::string_view what, std::string_view text,
+                               std::string_view expected) {
   throw Error({}, fmt::format("invalid {} \"{}\": expected {}", what, text, expected));
 }
 
@@ -76,7 +79,8 @@ std::pair<double, std::string_view> split_number(std::string_view what, std::str
     if (j < trimmed.size() && (trimmed[j] == '+' || trimmed[j] == '-')) ++j;
     if (j < trimmed.size() && std::isdigit(static_cast<unsigned char>(trimmed[j]))) {
       i = j;
-      while (i < trimmed.size() && std::isdigit(static_cast<unsigned char>(trimmed[i]))) ++i;
+      while (i < trimmed.size() && std::isdigit(static_cast<unsigned char>(trimmed[i])))
+        ++i;
     }
   }
   const std::string number(trimmed.substr(0, i));
@@ -96,8 +100,8 @@ double parse_with_units(std::string_view what, std::string_view text,
 }
 
 constexpr std::array kCountSuffixes = {
-    UnitFactor{"", 1},     UnitFactor{"k", 1e3},  UnitFactor{"K", 1e3},
-    UnitFactor{"M", 1e6},  UnitFactor{"G", 1e9},  UnitFactor{"T", 1e12},
+    UnitFactor{"", 1},    UnitFactor{"k", 1e3}, UnitFactor{"K", 1e3},
+    UnitFactor{"M", 1e6}, UnitFactor{"G", 1e9}, UnitFactor{"T", 1e12},
 };
 constexpr std::string_view kCountExpected =
     "a number with an optional suffix k, M, G or T (e.g. 100M, 1e9)";
@@ -105,7 +109,8 @@ constexpr std::string_view kCountExpected =
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
       return false;
     }
   }
@@ -116,10 +121,10 @@ bool iequals(std::string_view a, std::string_view b) {
 
 double parse_duration(std::string_view text) {
   static constexpr std::array kUnits = {
-      UnitFactor{"", 1},         UnitFactor{"ns", 1e-9},    UnitFactor{"us", 1e-6},
+      UnitFactor{"", 1},           UnitFactor{"ns", 1e-9},      UnitFactor{"us", 1e-6},
       UnitFactor{"\u00b5s", 1e-6}, UnitFactor{"\u03bcs", 1e-6},  // Micro sign and Greek mu.
-      UnitFactor{"ms", 1e-3},    UnitFactor{"s", 1},
-      UnitFactor{"min", 60},     UnitFactor{"h", 3600},     UnitFactor{"d", 86400},
+      UnitFactor{"ms", 1e-3},      UnitFactor{"s", 1},          UnitFactor{"min", 60},
+      UnitFactor{"h", 3600},       UnitFactor{"d", 86400},
   };
   return parse_with_units("duration", text, kUnits,
                           "a number and a unit ns, us, ms, s, min, h or d (e.g. 20ms, 3d)");
@@ -127,11 +132,16 @@ double parse_duration(std::string_view text) {
 
 double parse_bytes(std::string_view text) {
   static constexpr std::array kUnits = {
-      UnitFactor{"", 1},           UnitFactor{"B", 1},
-      UnitFactor{"kB", 1e3},       UnitFactor{"KB", 1e3},
-      UnitFactor{"MB", 1e6},       UnitFactor{"GB", 1e9},
-      UnitFactor{"TB", 1e12},      UnitFactor{"KiB", 1024.0},
-      UnitFactor{"MiB", 1048576.0}, UnitFactor{"GiB", 1073741824.0},
+      UnitFactor{"", 1},
+      UnitFactor{"B", 1},
+      UnitFactor{"kB", 1e3},
+      UnitFactor{"KB", 1e3},
+      UnitFactor{"MB", 1e6},
+      UnitFactor{"GB", 1e9},
+      UnitFactor{"TB", 1e12},
+      UnitFactor{"KiB", 1024.0},
+      UnitFactor{"MiB", 1048576.0},
+      UnitFactor{"GiB", 1073741824.0},
       UnitFactor{"TiB", 1099511627776.0},
   };
   return parse_with_units("size", text, kUnits,
@@ -162,11 +172,14 @@ double parse_rate(std::string_view text) {
   constexpr std::string_view kExpected =
       "a count per unit of time (e.g. 1000/s, 1k/s, 60/min, 3600/h)";
   static constexpr std::array kPer = {
-      UnitFactor{"s", 1}, UnitFactor{"min", 60}, UnitFactor{"h", 3600},
+      UnitFactor{"s", 1},
+      UnitFactor{"min", 60},
+      UnitFactor{"h", 3600},
   };
   const std::string_view trimmed = trim(text);
   const std::size_t slash = trimmed.find('/');
-  const std::string_view count = slash == std::string_view::npos ? trimmed : trimmed.substr(0, slash);
+  const std::string_view count =
+      slash == std::string_view::npos ? trimmed : trimmed.substr(0, slash);
   double per = 1;
   if (slash != std::string_view::npos) {
     const std::string_view unit = trim(trimmed.substr(slash + 1));
@@ -199,7 +212,9 @@ std::string format_duration(double seconds) {
   return three_digits(seconds / 86400) + " d";
 }
 
-std::string format_count(double count) { return with_prefix(count, ""); }
+std::string format_count(double count) {
+  return with_prefix(count, "");
+}
 
 std::string format_bytes(double bytes) {
   if (std::fabs(bytes) < 1000) return fmt::format("{:.0f} B", bytes);

@@ -1,13 +1,14 @@
 #include "capcalc/validate.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
+
+#include <fmt/format.h>
 
 #include "capcalc/error.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
+
 #include "json_view.hpp"
 #include "spellcheck.hpp"
 
@@ -29,15 +30,16 @@ constexpr std::array kMetrics = {
 };
 
 const std::vector<std::string_view> kCaseKeys = {
-    "id",     "model",  "dims",   "device",   "devices", "precision", "mode",  "metric", "value",
-    "unit",   "per",    "tokens", "software", "profile", "source",    "quote", "notes"};
+    "id",   "model", "dims",   "device",   "devices", "precision", "mode",  "metric", "value",
+    "unit", "per",   "tokens", "software", "profile", "source",    "quote", "notes"};
 
 Measurement parse_case(const JsonView& entry) {
   entry.expect_object();
   for (const auto& item : entry.json().items()) {
     if (std::find(kCaseKeys.begin(), kCaseKeys.end(), item.key()) == kCaseKeys.end()) {
-      entry.at(item.key()).fail(with_suggestion(
-          fmt::format("unknown key \"{}\" in a measurement", item.key()), item.key(), kCaseKeys));
+      entry.at(item.key())
+          .fail(with_suggestion(fmt::format("unknown key \"{}\" in a measurement", item.key()),
+                                item.key(), kCaseKeys));
     }
   }
   Measurement m;
@@ -45,14 +47,16 @@ Measurement parse_case(const JsonView& entry) {
   m.model = entry.at("model").as_string();
   if (auto dims = entry.find("dims")) {
     dims->expect_object();
-    for (const auto& item : dims->json().items()) m.dims[item.key()] = dims->at(item.key()).as_positive_int();
+    for (const auto& item : dims->json().items())
+      m.dims[item.key()] = dims->at(item.key()).as_positive_int();
   }
   m.device = entry.at("device").as_string();
   if (auto devices = entry.find("devices")) m.devices = devices->as_positive_int();
   const JsonView precision = entry.at("precision");
   const std::optional<Precision> p = parse_precision(precision.as_string());
-  if (!p) precision.fail(with_suggestion("unknown precision \"" + precision.as_string() + "\"",
-                                         precision.as_string(), precision_names()));
+  if (!p)
+    precision.fail(with_suggestion("unknown precision \"" + precision.as_string() + "\"",
+                                   precision.as_string(), precision_names()));
   m.precision = *p;
   const JsonView mode = entry.at("mode");
   if (mode.as_string() != "training" && mode.as_string() != "inference") {
@@ -61,7 +65,8 @@ Measurement parse_case(const JsonView& entry) {
   m.training = mode.as_string() == "training";
   if (auto profile = entry.find("profile")) {
     const std::optional<Profile> parsed = parse_profile(profile->as_string());
-    if (!parsed) profile->fail("expected \"eager\" or \"compiled\", got \"" + profile->as_string() + "\"");
+    if (!parsed)
+      profile->fail("expected \"eager\" or \"compiled\", got \"" + profile->as_string() + "\"");
     m.profile = *parsed;
   }
   const JsonView metric = entry.at("metric");
@@ -70,11 +75,13 @@ Measurement parse_case(const JsonView& entry) {
                                   [&](const MetricName& n) { return n.name == metric_text; });
   if (found == kMetrics.end()) {
     std::vector<std::string_view> names;
-    for (const MetricName& n : kMetrics) names.push_back(n.name);
+    for (const MetricName& n : kMetrics)
+      names.push_back(n.name);
     metric.fail(with_suggestion("unknown metric \"" + metric_text + "\"", metric_text, names));
   }
   m.metric = found->metric;
-  if (auto per = entry.find("per"); per && !per->is_null()) m.per_device = per->as_string() == "device";
+  if (auto per = entry.find("per"); per && !per->is_null())
+    m.per_device = per->as_string() == "device";
   m.value = entry.at("value").as_positive_number();
   if (auto tokens = entry.find("tokens"); tokens && !tokens->is_null()) {
     m.tokens = tokens->as_positive_number();
@@ -87,12 +94,14 @@ Measurement parse_case(const JsonView& entry) {
 std::int64_t seq_of(const Graph& graph, const Measurement& m) {
   const auto it = graph.dims.find("seq");
   if (it == graph.dims.end()) {
-    throw Error({m.model}, fmt::format("measurement \"{}\" needs a model with a \"seq\" dimension", m.id));
+    throw Error({m.model},
+                fmt::format("measurement \"{}\" needs a model with a \"seq\" dimension", m.id));
   }
   return it->second;
 }
 
-double predict_case(const Measurement& m, const HardwareTable& table, const std::string& models_dir) {
+double predict_case(const Measurement& m, const HardwareTable& table,
+                    const std::string& models_dir) {
   const Device& device = table.get(m.device);
   ModelOptions options;
   options.dims = m.dims;
@@ -109,7 +118,8 @@ double predict_case(const Measurement& m, const HardwareTable& table, const std:
   const auto devices = static_cast<double>(m.devices);
   const double per_device_samples = e.throughput_per_s / devices;
   const PeakRate& peak = device.peak(m.precision);
-  const double matrix_peak = peak.matrix_flops_per_s > 0 ? peak.matrix_flops_per_s : peak.vector_flops_per_s;
+  const double matrix_peak =
+      peak.matrix_flops_per_s > 0 ? peak.matrix_flops_per_s : peak.vector_flops_per_s;
   switch (m.metric) {
     case Metric::kThroughput:
       return m.per_device ? per_device_samples : e.throughput_per_s;
@@ -159,8 +169,8 @@ std::vector<Measurement> load_measurements(const std::string& path) {
   return result;
 }
 
-ValidationSummary validate(const std::vector<Measurement>& measurements,
-                           const HardwareTable& table, const std::string& models_dir) {
+ValidationSummary validate(const std::vector<Measurement>& measurements, const HardwareTable& table,
+                           const std::string& models_dir) {
   ValidationSummary summary;
   std::vector<double> errors;
   for (const Measurement& m : measurements) {

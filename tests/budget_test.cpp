@@ -2,6 +2,7 @@
 
 #include "capcalc/model.hpp"
 #include "capcalc/report_compare.hpp"
+
 #include "catch.hpp"
 #include "test_data.hpp"
 
@@ -38,9 +39,9 @@ TEST_CASE("parse_limit uses the unit parser of the kind", "[budget]") {
 
 TEST_CASE("limits pass or fail with the value and the margin", "[budget]") {
   // resnet50: 25,557,032 parameters, 4.09 G MACs (torchvision model card).
-  const auto results = check({parse_limit(LimitKind::kMaxParams, "100M"),
-                              parse_limit(LimitKind::kMaxMacs, "4G"),
-                              parse_limit(LimitKind::kMustFit, "true")});
+  const auto results =
+      check({parse_limit(LimitKind::kMaxParams, "100M"), parse_limit(LimitKind::kMaxMacs, "4G"),
+             parse_limit(LimitKind::kMustFit, "true")});
   REQUIRE(results.size() == 3);
   CHECK(results[0].passed);
   CHECK(*results[0].value == 25557032);
@@ -93,27 +94,30 @@ TEST_CASE("a budget file merges defaults and resolves models next to it", "[budg
 TEST_CASE("budget file errors are located", "[budget]") {
   REQUIRE_THROWS_WITH(
       parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["t4"],
-                                    "limits": {"max_latncy": "20ms"}}]})", "b.json"),
+                                    "limits": {"max_latncy": "20ms"}}]})",
+                   "b.json"),
       "b.json:/budgets/0/limits/max_latncy: unknown key \"max_latncy\"; did you mean "
       "\"max_latency\"?");
   REQUIRE_THROWS_WITH(
       parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["t4"],
-                                    "limits": {"max_latency": "20 parsecs"}}]})", "b.json"),
+                                    "limits": {"max_latency": "20 parsecs"}}]})",
+                   "b.json"),
       ContainsSubstring("b.json:/budgets/0/limits/max_latency: invalid duration \"20 parsecs\""));
-  REQUIRE_THROWS_WITH(parse_budget(R"({"budgets": [{"model": "m.json", "limits": {"must_fit": true}}]})",
-                                   "b.json"),
-                      "b.json:/budgets/0: missing \"devices\" (here or in \"defaults\")");
+  REQUIRE_THROWS_WITH(
+      parse_budget(R"({"budgets": [{"model": "m.json", "limits": {"must_fit": true}}]})", "b.json"),
+      "b.json:/budgets/0: missing \"devices\" (here or in \"defaults\")");
 }
 
 TEST_CASE("check reports render as text, JSON, JUnit and Markdown", "[budget][report]") {
-  const CheckReport report{check({parse_limit(LimitKind::kMaxParams, "10M"),
-                                  parse_limit(LimitKind::kMaxMacs, "5G")})};
+  const CheckReport report{
+      check({parse_limit(LimitKind::kMaxParams, "10M"), parse_limit(LimitKind::kMaxMacs, "5G")})};
   const std::string text = render_check_text(report);
   CHECK_THAT(text, ContainsSubstring("FAIL  resnet50 on a100-sxm4-80gb (inference, fp32, batch 1): "
                                      "parameters 25.6 M exceeds max 10M"));
   CHECK_THAT(text, ContainsSubstring("1 of 2 budgets exceeded"));
   const std::string junit = render_check_junit(report);
-  CHECK_THAT(junit, ContainsSubstring("<testsuites name=\"capcalc check\" tests=\"2\" failures=\"1\">"));
+  CHECK_THAT(junit,
+             ContainsSubstring("<testsuites name=\"capcalc check\" tests=\"2\" failures=\"1\">"));
   CHECK_THAT(junit, ContainsSubstring("<failure message=\"parameters 25.6 M exceeds max 10M"));
   CHECK_THAT(render_check_json(report), ContainsSubstring("\"passed\": false"));
   CHECK_THAT(render_check_markdown(report), ContainsSubstring("| **FAIL** | resnet50 |"));

@@ -3,6 +3,7 @@
 
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
+
 #include "catch.hpp"
 #include "test_data.hpp"
 

@@ -11,5 +11,7 @@ using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 #else  // Catch2 v2
 #include <catch2/catch.hpp>
-inline auto ContainsSubstring(const std::string& text) { return Catch::Matchers::Contains(text); }
+inline auto ContainsSubstring(const std::string& text) {
+  return Catch::Matchers::Contains(text);
+}
 #endif

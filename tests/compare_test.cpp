@@ -6,6 +6,7 @@
 #include "capcalc/error.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/report_compare.hpp"
+
 #include "catch.hpp"
 #include "table.hpp"
 #include "test_data.hpp"
@@ -72,7 +73,8 @@ TEST_CASE("devices needed is ceil(memory / device memory)", "[compare]") {
   const Device& t4 = table().get("T4");
   CompareRequest request;
   request.workload.mode = Mode::kTraining;
-  const CompareRow row = compare_row(graph, t4, table().performance_for(t4), Precision::kFp16, request);
+  const CompareRow row =
+      compare_row(graph, t4, table().performance_for(t4), Precision::kFp16, request);
   CHECK_FALSE(row.fits);
   CHECK(row.devices_to_fit ==
         static_cast<std::int64_t>(std::ceil(row.memory_bytes / t4.memory_bytes)));
@@ -100,9 +102,8 @@ TEST_CASE("sorting by cost puts devices without a price last", "[compare]") {
 TEST_CASE("a sweep has one row per device x value, a device's rows together", "[compare]") {
   const std::vector<Graph> graphs = {resnet50(32), resnet50(64)};
   const std::vector<const Device*> devices = {&table().get("T4"), &table().get("H100")};
-  const CompareTable result = compare_devices(graphs, devices, table(),
-                                              {Precision::kFp16, Precision::kBf16}, {},
-                                              CompareSort::kTime);
+  const CompareTable result = compare_devices(
+      graphs, devices, table(), {Precision::kFp16, Precision::kBf16}, {}, CompareSort::kTime);
   REQUIRE(result.rows.size() == 8);
   CHECK(result.batch_sweep);
   CHECK(result.precision_sweep);
@@ -126,14 +127,16 @@ TEST_CASE("a training run gives run time and cost per run", "[compare]") {
       compare_devices(graphs, devices, table(), {Precision::kBf16}, request, CompareSort::kTime);
   CHECK(result.cost_basis == CostBasis::kPerRun);
   REQUIRE(result.rows[0].run_time_s);
-  CHECK(*result.rows[0].run_time_s == Approx(std::ceil(1281167.0 * 90 / 256) * result.rows[0].latency_s));
+  CHECK(*result.rows[0].run_time_s ==
+        Approx(std::ceil(1281167.0 * 90 / 256) * result.rows[0].latency_s));
   request.workload.mode = Mode::kInference;
   REQUIRE_THROWS_WITH(
       compare_devices(graphs, devices, table(), {Precision::kBf16}, request, CompareSort::kTime),
       "--dataset-size and --tokens describe a training run: add --mode training");
 }
 
-TEST_CASE("the compare table fits 80 columns, JSON and CSV carry the same rows", "[compare][report]") {
+TEST_CASE("the compare table fits 80 columns, JSON and CSV carry the same rows",
+          "[compare][report]") {
   const std::vector<Graph> graphs = {resnet50()};
   const CompareTable result =
       compare_devices(graphs, gpus(), table(), {Precision::kFp32}, {}, CompareSort::kCost);
@@ -149,7 +152,8 @@ TEST_CASE("the compare table fits 80 columns, JSON and CSV carry the same rows",
   }
   CHECK(lines >= result.rows.size() + 3);
   const std::string csv = render_compare_csv(result);
-  CHECK(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')) == result.rows.size() + 1);
+  CHECK(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')) ==
+        result.rows.size() + 1);
   const std::string json = render_compare_json(result);
   CHECK_THAT(json, ContainsSubstring("\"schema_version\": 1"));
   std::size_t devices_in_json = 0;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "capcalc/model.hpp"
+
 #include "catch.hpp"
 #include "checked.hpp"
 

@@ -5,11 +5,13 @@
 
 #include <cmath>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "capcalc/error.hpp"
+
 #include "catch.hpp"
 #include "json_view.hpp"
 #include "test_data.hpp"
@@ -36,7 +38,9 @@ const nlohmann::json& raw_table() {
   return raw;
 }
 
-const Device& device(const std::string& id) { return table().get(id); }
+const Device& device(const std::string& id) {
+  return table().get(id);
+}
 
 double tflops(const Device& d, Precision p, bool matrix) {
   const capcalc::PeakRate& rate = d.peak(p);
@@ -149,8 +153,7 @@ TEST_CASE("every precision listed in the JSON has a peak, and only those", "[har
   }
 }
 
-TEST_CASE("on GPUs the matrix peak is at least the vector peak within a precision",
-          "[hardware]") {
+TEST_CASE("on GPUs the matrix peak is at least the vector peak within a precision", "[hardware]") {
   for (const Device& d : table().devices) {
     if (d.type != DeviceType::kGpu) continue;
     CAPTURE(d.id);
@@ -188,8 +191,8 @@ TEST_CASE("sparsity factors, sources, links and prices are well formed", "[hardw
 }
 
 TEST_CASE("every device type has performance parameters between 0 and 1", "[hardware]") {
-  for (DeviceType type : {DeviceType::kCpu, DeviceType::kGpu, DeviceType::kTpu,
-                          DeviceType::kAccelerator}) {
+  for (DeviceType type :
+       {DeviceType::kCpu, DeviceType::kGpu, DeviceType::kTpu, DeviceType::kAccelerator}) {
     const capcalc::PerformanceParams& params = table().performance_for(type);
     CAPTURE(capcalc::device_type_name(type));
     for (double fraction :
@@ -455,8 +458,7 @@ TEST_CASE("parse_hardware errors name the JSON pointer", "[hardware][errors]") {
   SECTION("missing sources") {
     nlohmann::json json = minimal_table();
     json["devices"][0].erase("sources");
-    CHECK(error_of([&] { parse(json); }) ==
-          "hw.json:/devices/0: missing required key \"sources\"");
+    CHECK(error_of([&] { parse(json); }) == "hw.json:/devices/0: missing required key \"sources\"");
   }
   SECTION("empty sources") {
     nlohmann::json json = minimal_table();

@@ -1,6 +1,7 @@
 #include "json_view.hpp"
 
 #include "capcalc/error.hpp"
+
 #include "catch.hpp"
 
 using namespace capcalc;

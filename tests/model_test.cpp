@@ -8,6 +8,7 @@
 
 #include "capcalc/error.hpp"
 #include "capcalc/graph.hpp"
+
 #include "catch.hpp"
 
 namespace {

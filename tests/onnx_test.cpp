@@ -1,8 +1,6 @@
 // ONNX import: models are built here with the protobuf API (no binary fixtures), written to a
 // temporary file and loaded with capcalc::load_model; counts are checked against the formulas
 // of data/README.md and against the same model in the native format.
-#include <onnx/onnx_pb.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -11,9 +9,12 @@
 #include <variant>
 #include <vector>
 
+#include <onnx/onnx_pb.h>
+
 #include "capcalc/error.hpp"
 #include "capcalc/graph.hpp"
 #include "capcalc/model.hpp"
+
 #include "catch.hpp"
 
 namespace {
@@ -62,7 +63,8 @@ class OnnxModel {
     auto* t = graph().add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::FLOAT);
-    for (std::int64_t d : dims) t->add_dims(d);
+    for (std::int64_t d : dims)
+      t->add_dims(d);
     return *t;
   }
 
@@ -72,7 +74,8 @@ class OnnxModel {
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::INT64);
     t->add_dims(static_cast<std::int64_t>(values.size()));
-    for (std::int64_t v : values) t->add_int64_data(v);
+    for (std::int64_t v : values)
+      t->add_int64_data(v);
   }
 
   // A float scalar (rank 0): a constant, not a parameter.
@@ -88,8 +91,10 @@ class OnnxModel {
     auto* n = graph().add_node();
     n->set_op_type(op);
     n->set_name(name.empty() ? outputs.front() : name);
-    for (const auto& i : inputs) n->add_input(i);
-    for (const auto& o : outputs) n->add_output(o);
+    for (const auto& i : inputs)
+      n->add_input(i);
+    for (const auto& o : outputs)
+      n->add_output(o);
     return *n;
   }
 
@@ -104,7 +109,8 @@ class OnnxModel {
     auto* a = n.add_attribute();
     a->set_name(name);
     a->set_type(onnx::AttributeProto::INTS);
-    for (std::int64_t v : values) a->add_ints(v);
+    for (std::int64_t v : values)
+      a->add_ints(v);
   }
   static void attr(onnx::NodeProto& n, const std::string& name, const std::string& value) {
     auto* a = n.add_attribute();
@@ -153,7 +159,8 @@ OnnxModel small_cnn() {
   auto& conv = m.node("Conv", {"x", "conv.w", "conv.b"}, {"c"}, "conv");
   OnnxModel::attr(conv, "kernel_shape", std::vector<std::int64_t>{3, 3});
   OnnxModel::attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  for (const char* p : {"bn.scale", "bn.bias", "bn.mean", "bn.var"}) m.weight(p, {16});
+  for (const char* p : {"bn.scale", "bn.bias", "bn.mean", "bn.var"})
+    m.weight(p, {16});
   m.node("BatchNormalization", {"c", "bn.scale", "bn.bias", "bn.mean", "bn.var"}, {"bn"}, "bn");
   m.node("Relu", {"bn"}, {"relu"}, "relu");
   auto& pool = m.node("MaxPool", {"relu"}, {"pool"}, "pool");
@@ -300,7 +307,8 @@ TEST_CASE("onnx: a transformer encoder layer counts as the native attention laye
   CHECK(a.macs == 4 * B * S * 64 * 64 + 2 * B * 4 * S * S * 16 + 2 * B * S * 64 * 256);
   CHECK(a.macs == b.macs);
   std::int64_t score_macs = 0;
-  for (const auto& layer : g.layers) score_macs += layer.counts.score_macs;
+  for (const auto& layer : g.layers)
+    score_macs += layer.counts.score_macs;
   CHECK(score_macs == 2 * B * 4 * S * S * 16);
   // Other FLOPs: scale (Div) + softmax = 6 per score, bias adds, residuals, norms, gelu — as
   // the native attention layer counts them.
@@ -312,9 +320,9 @@ TEST_CASE("onnx: a dynamic dim that is not set names the input and the dim", "[o
                       Catch::Contains("input \"x\": dimension \"sequence\" (axis 1) is not set"));
   ModelOptions options;
   options.dims["seq"] = 8;
-  REQUIRE_THROWS_WITH(encoder_layer().load("encoder_typo", options),
-                      Catch::Contains("no dimension \"seq\"") &&
-                          Catch::Contains("dynamic dims: batch, sequence"));
+  REQUIRE_THROWS_WITH(
+      encoder_layer().load("encoder_typo", options),
+      Catch::Contains("no dimension \"seq\"") && Catch::Contains("dynamic dims: batch, sequence"));
 }
 
 TEST_CASE("onnx: --input-shape sets a whole input shape", "[onnx]") {
@@ -446,7 +454,8 @@ OnnxModel resnet50() {
     OnnxModel::attr(conv, "strides", std::vector<std::int64_t>{stride, stride});
     const std::int64_t p = k / 2;
     OnnxModel::attr(conv, "pads", std::vector<std::int64_t>{p, p, p, p});
-    for (const char* s : {".s", ".b", ".m", ".v"}) m.weight(id + s, {c_out});
+    for (const char* s : {".s", ".b", ".m", ".v"})
+      m.weight(id + s, {c_out});
     m.node("BatchNormalization", {id + ".conv", id + ".s", id + ".b", id + ".m", id + ".v"},
            {id + ".bn"});
     if (!relu) return id + ".bn";
@@ -493,12 +502,14 @@ TEST_CASE("onnx: a ResNet-50 graph has torchvision's parameters and MACs", "[onn
   const Graph g = resnet50().load("resnet50");
   const auto totals = capcalc::graph_totals(g);
   // torchvision.models.resnet50 (IMAGENET1K_V1) docs table: 25,557,032 params, 4.09 "GFLOPS"
-  // (which are MACs): https://pytorch.org/vision/stable/models/generated/torchvision.models.resnet50.html
+  // (which are MACs):
+  // https://pytorch.org/vision/stable/models/generated/torchvision.models.resnet50.html
   CHECK(totals.params == 25'557'032);
   CHECK(static_cast<double>(totals.macs) == Approx(4.09e9).epsilon(0.01));
   CHECK(layer_named(g, "logits").output == capcalc::Shape{1, 1000});
   // The native zoo's resnet50.json counts the same.
-  const Graph native = capcalc::load_model(std::string(CAPCALC_TEST_DATA_DIR) + "/models/resnet50.json");
+  const Graph native =
+      capcalc::load_model(std::string(CAPCALC_TEST_DATA_DIR) + "/models/resnet50.json");
   CHECK(totals.macs == capcalc::graph_totals(native).macs);
   CHECK(totals.other_flops == capcalc::graph_totals(native).other_flops);
 }

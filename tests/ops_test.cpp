@@ -8,6 +8,7 @@
 #include "capcalc/error.hpp"
 #include "capcalc/graph.hpp"
 #include "capcalc/model.hpp"
+
 #include "catch.hpp"
 
 namespace {

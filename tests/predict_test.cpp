@@ -4,6 +4,7 @@
 
 #include "capcalc/error.hpp"
 #include "capcalc/model.hpp"
+
 #include "catch.hpp"
 
 using namespace capcalc;
@@ -15,8 +16,8 @@ Device round_device() {
   d.id = "round";
   d.name = "Round GPU";
   d.type = DeviceType::kGpu;
-  d.dense_peak[static_cast<std::size_t>(Precision::kFp32)] = {10e12, 0};         // Vector only.
-  d.dense_peak[static_cast<std::size_t>(Precision::kFp16)] = {20e12, 100e12};    // + matrix.
+  d.dense_peak[static_cast<std::size_t>(Precision::kFp32)] = {10e12, 0};       // Vector only.
+  d.dense_peak[static_cast<std::size_t>(Precision::kFp16)] = {20e12, 100e12};  // + matrix.
   d.memory_bytes = 16e9;
   d.memory_bandwidth_bytes_per_s = 1e12;
   d.sources = {"https://example.invalid/test-device"};
@@ -35,10 +36,12 @@ PerformanceParams round_params() {
 
 Graph one_linear(std::int64_t batch, std::int64_t in, std::int64_t out) {
   const std::string text = R"({"format": "capcalc-model/1", "name": "fc",
-    "dims": {"batch": )" + std::to_string(batch) + R"(},
-    "inputs": [{"name": "x", "shape": ["batch", )" + std::to_string(in) + R"(]}],
-    "layers": [{"name": "fc", "op": "linear", "out_features": )" + std::to_string(out) +
-                           R"(, "bias": false}]})";
+    "dims": {"batch": )" + std::to_string(batch) +
+                           R"(},
+    "inputs": [{"name": "x", "shape": ["batch", )" +
+                           std::to_string(in) + R"(]}],
+    "layers": [{"name": "fc", "op": "linear", "out_features": )" +
+                           std::to_string(out) + R"(, "bias": false}]})";
   return parse_model(text, "fc.json");
 }
 
@@ -60,8 +63,7 @@ TEST_CASE("predict: a large GEMM is compute-bound on matrix units", "[predict]")
   CHECK(e.flops == Approx(2 * macs));
 }
 
-TEST_CASE("predict: fp32 MACs run on vector units when there is no fp32 matrix peak",
-          "[predict]") {
+TEST_CASE("predict: fp32 MACs run on vector units when there is no fp32 matrix peak", "[predict]") {
   const Graph g = one_linear(4096, 4096, 4096);
   const Estimate e = estimate(g, round_device(), round_params(), Workload{});
   CHECK(e.layers[0].compute_s == Approx(2.0 * 4096 * 4096 * 4096 / (10e12 * 0.5)));
@@ -112,8 +114,7 @@ TEST_CASE("predict: training adds backward, Adam state and saved activations", "
   CHECK(step.latency_s > fwd.latency_s);
 }
 
-TEST_CASE("predict: a precision the device lacks is an error listing what it has",
-          "[predict]") {
+TEST_CASE("predict: a precision the device lacks is an error listing what it has", "[predict]") {
   const Graph g = one_linear(1, 16, 16);
   Workload w;
   w.precision = Precision::kInt8;
@@ -131,7 +132,8 @@ namespace {
 
 Graph parse(const std::string& layers, const std::string& input = "[\"batch\", 64, 32, 32]") {
   return parse_model(R"({"format": "capcalc-model/1", "name": "t", "dims": {"batch": 8},
-    "inputs": [{"name": "x", "shape": )" + input + R"(}], "layers": [)" + layers + "]}",
+    "inputs": [{"name": "x", "shape": )" +
+                         input + R"(}], "layers": [)" + layers + "]}",
                      "t.json");
 }
 
@@ -297,7 +299,8 @@ TEST_CASE("predict: activation checkpointing trades a forward pass for memory", 
   CHECK(all.memory.activation_bytes == Approx(16.0 * (4000 + 1000) * 2 * 4));
   CHECK(ckpt.memory.activation_bytes == Approx(16.0 * (1000 * 2 + (4000 + 1000)) * 4));
   double forward = 0;
-  for (const LayerEstimate& layer : estimate(g, round_device(), round_params(), Workload{}).layers) {
+  for (const LayerEstimate& layer :
+       estimate(g, round_device(), round_params(), Workload{}).layers) {
     forward += layer.time_s;
   }
   CHECK(ckpt.recompute_s == Approx(forward));
@@ -311,16 +314,19 @@ Graph decoder(std::int64_t seq, std::int64_t cached, std::int64_t window = 0) {
   ModelOptions options;
   options.dims["seq"] = seq;
   options.counting.kv_cache_length = cached;
-  const std::string attention = window > 0
-      ? R"({"op": "attention", "heads": 8, "kv_heads": 2, "causal": true, "bias": false, "window": )" +
-            std::to_string(window) + "}"
-      : R"({"op": "attention", "heads": 8, "kv_heads": 2, "causal": true, "bias": false})";
-  return parse_model(R"({"format": "capcalc-model/1", "name": "dec", "dims": {"batch": 4, "seq": 16},
+  const std::string attention =
+      window > 0
+          ? R"({"op": "attention", "heads": 8, "kv_heads": 2, "causal": true, "bias": false, "window": )" +
+                std::to_string(window) + "}"
+          : R"({"op": "attention", "heads": 8, "kv_heads": 2, "causal": true, "bias": false})";
+  return parse_model(
+      R"({"format": "capcalc-model/1", "name": "dec", "dims": {"batch": 4, "seq": 16},
     "inputs": [{"name": "x", "shape": ["batch", "seq", 512]}],
-    "blocks": {"layer": {"layers": [)" + attention + R"(,
+    "blocks": {"layer": {"layers": [)" +
+          attention + R"(,
       {"op": "linear", "out_features": 512, "bias": false}]}},
     "layers": [{"name": "h", "block": "layer", "repeat": 2}]})",
-                     "dec.json", options);
+      "dec.json", options);
 }
 
 }  // namespace
@@ -343,9 +349,9 @@ TEST_CASE("serving: prefill, decode, TTFT and capacity", "[predict][serving]") {
   request.output_tokens = 21;
   Workload w;
   w.precision = Precision::kFp16;
-  const ServingEstimate s = estimate_serving(
-      [](std::int64_t seq, std::int64_t cached) { return decoder(seq, cached); }, round_device(),
-      round_params(), w, request);
+  const ServingEstimate s =
+      estimate_serving([](std::int64_t seq, std::int64_t cached) { return decoder(seq, cached); },
+                       round_device(), round_params(), w, request);
   CHECK(s.mean_context == 110);  // Steps read 100 .. 119 cached tokens.
   CHECK(s.ttft_s == Approx(s.prefill.latency_s));
   CHECK(s.decode_step_s == Approx(s.decode.latency_s));
@@ -358,9 +364,9 @@ TEST_CASE("serving: prefill, decode, TTFT and capacity", "[predict][serving]") {
   CHECK(s.max_cached_tokens == static_cast<std::int64_t>((16e9 - weights) / (512 * 2)));
   // A narrower KV cache holds more tokens.
   w.kv_precision = Precision::kFp8;
-  const ServingEstimate fp8 = estimate_serving(
-      [](std::int64_t seq, std::int64_t cached) { return decoder(seq, cached); }, round_device(),
-      round_params(), w, request);
+  const ServingEstimate fp8 =
+      estimate_serving([](std::int64_t seq, std::int64_t cached) { return decoder(seq, cached); },
+                       round_device(), round_params(), w, request);
   CHECK(fp8.kv_bytes_per_token == Approx(512));
 }
 

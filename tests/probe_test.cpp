@@ -6,12 +6,14 @@
 
 #include <cmath>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "capcalc/error.hpp"
 #include "capcalc/hardware.hpp"
+
 #include "catch.hpp"
 #include "test_data.hpp"
 
@@ -131,8 +133,7 @@ TEST_CASE("probe JSON is a hardware table with the measured figures", "[probe]")
   CHECK(params.memory_efficiency == 1.0);
 }
 
-TEST_CASE("probe JSON names the device, its source and how each figure was measured",
-          "[probe]") {
+TEST_CASE("probe JSON names the device, its source and how each figure was measured", "[probe]") {
   const std::string text = capcalc::render_probe_json(fixed_result());
   const nlohmann::json doc = nlohmann::json::parse(text);
   CHECK(doc["schema_version"] == 1);
@@ -200,13 +201,14 @@ TEST_CASE("probe helpers: device id, vendor, cpuinfo fields, array size", "[prob
   cpu.last_level_cache_bytes = 1e9;
   CHECK(capcalc::triad_array_bytes(cpu, 3) == 192u << 20);
   CHECK(capcalc::triad_array_bytes(cpu, 0.3) == 64u << 20);  // A short probe: the smallest.
-  cpu.memory_bytes = 256e6;  // At most an eighth of memory each.
+  cpu.memory_bytes = 256e6;                                  // At most an eighth of memory each.
   CHECK(capcalc::triad_array_bytes(cpu, 3) == 30u << 20);
 }
 
 TEST_CASE("probe rejects a budget that is not a positive number of seconds", "[probe]") {
-  CHECK(error_of([] { capcalc::probe_machine({0, 0}); }) ==
-        "probe: the time budget must be a positive number of seconds, got 0");
+  CHECK(error_of([] {
+          capcalc::probe_machine({0, 0});
+        }) == "probe: the time budget must be a positive number of seconds, got 0");
   CHECK(error_of([] { capcalc::measure_flops(false, 1, -1, SimdKernel::kPortable); }) ==
         "probe: the time budget must be a positive number of seconds, got -1");
   CHECK(error_of([] { capcalc::measure_bandwidth(1, 1 << 20, std::nan("")); }) ==

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capcalc/model.hpp"
+
 #include "catch.hpp"
 
 using namespace capcalc;
@@ -53,8 +54,7 @@ TEST_CASE("report: estimate JSON carries the documented keys, per sample", "[rep
   CHECK(doc["device"]["id"] == "test-gpu");
 }
 
-TEST_CASE("report: estimate text shows the summary, the fit and the heaviest layers",
-          "[report]") {
+TEST_CASE("report: estimate text shows the summary, the fit and the heaviest layers", "[report]") {
   const Graph g = parse_model(kModel, "small.json");
   const GraphTotals t = graph_totals(g);
   const Device d = test_device();
@@ -71,7 +71,8 @@ TEST_CASE("report: estimate text shows the summary, the fit and the heaviest lay
     const std::size_t end = text.find('\n', start);
     const std::string line = text.substr(start, end - start);
     std::size_t width = 0;
-    for (char c : line) width += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+    for (char c : line)
+      width += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
     INFO(line);
     CHECK(width <= 80);
     start = end + 1;

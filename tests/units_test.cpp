@@ -72,7 +72,8 @@ TEST_CASE("parse_bytes keeps decimal and binary units apart", "[units][parse]") 
   CHECK(parse_bytes("16GiB") == 16.0 * 1024 * 1024 * 1024);
   CHECK(parse_bytes("1TiB") == 1024.0 * 1024 * 1024 * 1024);
   CHECK(parse_bytes("16GiB") != parse_bytes("16GB"));
-  REQUIRE_THROWS_WITH(parse_bytes("16 gigs"), ContainsSubstring("invalid size \"16 gigs\": expected"));
+  REQUIRE_THROWS_WITH(parse_bytes("16 gigs"),
+                      ContainsSubstring("invalid size \"16 gigs\": expected"));
   REQUIRE_THROWS_AS(parse_bytes("16Gb"), capcalc::Error);  // Bits are not bytes.
   REQUIRE_THROWS_AS(parse_bytes("GiB"), capcalc::Error);
 }
@@ -85,8 +86,9 @@ TEST_CASE("parse_count takes SI suffixes, plain numbers and exponents", "[units]
   CHECK(parse_count("25557032") == 25557032);
   CHECK(parse_count("1e9") == 1e9);
   CHECK(parse_count("1E9") == 1e9);
-  REQUIRE_THROWS_WITH(parse_count("5X"), "invalid count \"5X\": expected a number with an optional "
-                                         "suffix k, M, G or T (e.g. 100M, 1e9)");
+  REQUIRE_THROWS_WITH(parse_count("5X"),
+                      "invalid count \"5X\": expected a number with an optional "
+                      "suffix k, M, G or T (e.g. 100M, 1e9)");
   REQUIRE_THROWS_AS(parse_count("0x10"), capcalc::Error);
   REQUIRE_THROWS_AS(parse_count("nan"), capcalc::Error);
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "capcalc/model.hpp"
+
 #include "catch.hpp"
 #include "json_view.hpp"
 #include "test_data.hpp"

@@ -48,8 +48,8 @@ std::optional<LimitKind> parse_limit_kind(std::string_view name);
 /// One limit as the user wrote it.
 struct Limit {
   LimitKind kind = LimitKind::kMustFit;
-  double value = 0;   ///< In base units (s, bytes, USD, 1/s, count); 0 for must_fit.
-  std::string text;   ///< As written ("20ms"), for messages; "true" for must_fit.
+  double value = 0;  ///< In base units (s, bytes, USD, 1/s, count); 0 for must_fit.
+  std::string text;  ///< As written ("20ms"), for messages; "true" for must_fit.
 };
 
 /// Parses `text` with the unit parser for `kind` (parse_duration for latency, ...). Throws
@@ -58,14 +58,14 @@ Limit parse_limit(LimitKind kind, std::string_view text);
 
 /// One model on some devices under some limits.
 struct Budget {
-  std::string name;               ///< Label in reports; default: the model's name.
-  std::string model_path;         ///< Resolved against the budget file's directory.
-  ModelOptions model_options;     ///< "batch" and "set" dimensions.
+  std::string name;                  ///< Label in reports; default: the model's name.
+  std::string model_path;            ///< Resolved against the budget file's directory.
+  ModelOptions model_options;        ///< "batch" and "set" dimensions.
   std::vector<std::string> devices;  ///< Ids or aliases.
   Precision precision = Precision::kFp32;
-  CompareRequest request;         ///< Mode, profile, data-parallel devices, run, price.
+  CompareRequest request;  ///< Mode, profile, data-parallel devices, run, price.
   std::vector<Limit> limits;
-  SourceLocation where;           ///< The budget in its file (for messages).
+  SourceLocation where;                      ///< The budget in its file (for messages).
   std::vector<SourceLocation> device_where;  ///< Parallel to devices.
 };
 
@@ -84,7 +84,7 @@ struct CheckResult {
   std::string value_text;       ///< "23.4 ms"; "unknown".
   std::string margin_text;      ///< "18.8 ms (93.9 %)": headroom, or how far over when failed.
   bool passed = false;
-  std::string message;          ///< One line: "latency 23.4 ms exceeds max 20ms by 3.40 ms (17.0 %)".
+  std::string message;  ///< One line: "latency 23.4 ms exceeds max 20ms by 3.40 ms (17.0 %)".
 };
 
 /// All results of a check.

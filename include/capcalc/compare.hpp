@@ -61,16 +61,16 @@ struct CompareRow {
   const Device* device = nullptr;
   std::int64_t batch = 1;
   Precision precision = Precision::kFp32;
-  bool supported = true;   ///< false: the device lacks the precision; figures below are unset.
-  std::string note;        ///< Why a row is not supported, e.g. "no bf16 (has fp32, fp16)".
+  bool supported = true;        ///< false: the device lacks the precision; figures below are unset.
+  std::string note;             ///< Why a row is not supported, e.g. "no bf16 (has fp32, fp16)".
   double latency_s = 0;         ///< Inference: one forward pass of the batch; training: a step.
   double throughput_per_s = 0;  ///< Samples per second over all data-parallel devices.
   std::optional<double> run_time_s;  ///< Wall-clock time of the training run, if one is given.
   double memory_bytes = 0;           ///< Needed on one device.
   double device_memory_bytes = 0;    ///< Available on one device.
   bool fits = false;
-  std::int64_t devices_to_fit = 1;   ///< ceil(memory_bytes / device_memory_bytes): a lower bound.
-  Bound bound = Bound::kNone;        ///< The bound of most of the step's time.
+  std::int64_t devices_to_fit = 1;  ///< ceil(memory_bytes / device_memory_bytes): a lower bound.
+  Bound bound = Bound::kNone;       ///< The bound of most of the step's time.
   std::optional<double> price_per_device_hour_usd;
   std::optional<double> cost_usd;    ///< Per CompareTable::cost_basis; unset without a price.
   std::optional<double> energy_kwh;  ///< At TDP, per cost_basis; unset without a TDP.
@@ -90,14 +90,14 @@ std::string_view compare_sort_name(CompareSort sort);
 
 /// The whole comparison.
 struct CompareTable {
-  std::string model;                 ///< Graph name.
+  std::string model;  ///< Graph name.
   std::int64_t params = 0;
   Mode mode = Mode::kInference;
-  std::optional<double> run_samples; ///< The training run's samples (of the first graph).
+  std::optional<double> run_samples;  ///< The training run's samples (of the first graph).
   CostBasis cost_basis = CostBasis::kPerMillionSamples;
   CompareSort sort = CompareSort::kTable;
-  bool batch_sweep = false;          ///< More than one batch.
-  bool precision_sweep = false;      ///< More than one precision.
+  bool batch_sweep = false;      ///< More than one batch.
+  bool precision_sweep = false;  ///< More than one precision.
   std::vector<CompareRow> rows;
 };
 
@@ -108,8 +108,8 @@ CompareRow compare_row(const Graph& graph, const Device& device, const Performan
 /// Rows for every device × graph (one graph per batch) × precision, device-major, then sorted.
 /// In a sweep a device's rows stay together, devices ordered by their first row.
 CompareTable compare_devices(const std::vector<Graph>& graphs,
-                             const std::vector<const Device*>& devices,
-                             const HardwareTable& table, const std::vector<Precision>& precisions,
+                             const std::vector<const Device*>& devices, const HardwareTable& table,
+                             const std::vector<Precision>& precisions,
                              const CompareRequest& request, CompareSort sort);
 
 }  // namespace capcalc

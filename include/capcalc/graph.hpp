@@ -55,15 +55,15 @@ struct LayerCounts {
 
 /// One node of the graph.
 struct Layer {
-  std::string name;                 ///< Full name, e.g. "layer1.0.conv1".
-  std::string op;                   ///< Operator, e.g. "conv2d".
-  std::vector<std::int32_t> inputs; ///< Value ids (see Graph::value_shape).
-  Shape output;                     ///< Inferred output shape.
-  LayerCounts counts;               ///< Exact counts for this layer.
-  bool view = false;                ///< Costs nothing: a reshape/flatten/dropout aliases its input.
-  std::string definition;           ///< JSON pointer of its definition (for messages).
-  std::int32_t group = 0;           ///< The top-level entry (block call instance) it comes from:
-                                    ///< the unit of activation checkpointing.
+  std::string name;                  ///< Full name, e.g. "layer1.0.conv1".
+  std::string op;                    ///< Operator, e.g. "conv2d".
+  std::vector<std::int32_t> inputs;  ///< Value ids (see Graph::value_shape).
+  Shape output;                      ///< Inferred output shape.
+  LayerCounts counts;                ///< Exact counts for this layer.
+  bool view = false;       ///< Costs nothing: a reshape/flatten/dropout aliases its input.
+  std::string definition;  ///< JSON pointer of its definition (for messages).
+  std::int32_t group = 0;  ///< The top-level entry (block call instance) it comes from:
+                           ///< the unit of activation checkpointing.
 };
 
 /// A named model input.
@@ -74,8 +74,8 @@ struct GraphInput {
 
 /// Operators an importer did not know, counted as zero (never silently: the CLI warns).
 struct UnknownOperator {
-  std::string op;         ///< As the file names it, e.g. "com.example.Foo" or "NonMaxSuppression".
-  std::int64_t nodes = 0; ///< How many nodes use it.
+  std::string op;          ///< As the file names it, e.g. "com.example.Foo" or "NonMaxSuppression".
+  std::int64_t nodes = 0;  ///< How many nodes use it.
 };
 
 /// The whole model. Values are numbered inputs first (0 .. inputs.size()-1), then one per layer.
@@ -85,9 +85,9 @@ struct Graph {
   std::string source;
   std::vector<GraphInput> inputs;
   std::vector<Layer> layers;
-  std::vector<std::int32_t> outputs;          ///< Value ids of the model's outputs.
-  std::map<std::string, std::int64_t> dims;   ///< Symbolic dimensions as resolved.
-  std::int64_t batch = 1;                     ///< dims["batch"], or 1 if the model has none.
+  std::vector<std::int32_t> outputs;         ///< Value ids of the model's outputs.
+  std::map<std::string, std::int64_t> dims;  ///< Symbolic dimensions as resolved.
+  std::int64_t batch = 1;                    ///< dims["batch"], or 1 if the model has none.
   /// Unknown operators (ONNX import), in order of first use; their layers count zero.
   std::vector<UnknownOperator> unknown_ops;
 

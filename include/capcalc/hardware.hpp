@@ -25,7 +25,7 @@ inline constexpr std::size_t kPrecisionCount = 8;
 std::string_view precision_name(Precision precision);  ///< "fp32", "bf16", ...
 std::optional<Precision> parse_precision(std::string_view name);
 std::vector<std::string_view> precision_names();
-std::string_view device_type_name(DeviceType type);    ///< "cpu", "gpu", "tpu", "accelerator"
+std::string_view device_type_name(DeviceType type);  ///< "cpu", "gpu", "tpu", "accelerator"
 std::optional<DeviceType> parse_device_type(std::string_view name);
 
 /// Storage bytes of one weight element (fp32 4, fp16 2, int8 1, int4 4.125 bits with one fp16
@@ -42,9 +42,9 @@ struct PeakRate {
 
 /// An interconnect link.
 struct Link {
-  std::string name;                   ///< "NVLink 4", "PCIe 5.0 x16".
-  double bandwidth_bytes_per_s = 0;   ///< As the source states it; see `direction`.
-  std::string direction;              ///< "bidirectional" or "per_direction".
+  std::string name;                  ///< "NVLink 4", "PCIe 5.0 x16".
+  double bandwidth_bytes_per_s = 0;  ///< As the source states it; see `direction`.
+  std::string direction;             ///< "bidirectional" or "per_direction".
 };
 
 /// An indicative on-demand price.
@@ -96,19 +96,19 @@ struct Device {
   std::vector<std::string> aliases;  ///< Other names `--gpu` accepts.
   DeviceType type = DeviceType::kGpu;
   std::string vendor;
-  int release_year = 0;              ///< 0 if unknown.
+  int release_year = 0;                                ///< 0 if unknown.
   std::array<PeakRate, kPrecisionCount> dense_peak{};  ///< Indexed by Precision.
-  double sparsity_2_4_speedup = 1;   ///< Matrix-op gain from 2:4 sparsity; 1 = no support.
+  double sparsity_2_4_speedup = 1;  ///< Matrix-op gain from 2:4 sparsity; 1 = no support.
   double memory_bytes = 0;
   double memory_bandwidth_bytes_per_s = 0;
-  double cache_bytes = 0;            ///< On-chip L2/SRAM; 0 if unknown.
-  double tdp_w = 0;                  ///< 0 if unknown.
+  double cache_bytes = 0;  ///< On-chip L2/SRAM; 0 if unknown.
+  double tdp_w = 0;        ///< 0 if unknown.
   std::optional<Link> intra_node;
   std::optional<Link> inter_node;
   std::optional<Price> price;
   std::vector<std::string> sources;  ///< URLs of the figures.
   std::string notes;
-  PerformanceOverride performance;   ///< The device's own performance parameters, if any.
+  PerformanceOverride performance;  ///< The device's own performance parameters, if any.
 
   const PeakRate& peak(Precision precision) const {
     return dense_peak[static_cast<std::size_t>(precision)];

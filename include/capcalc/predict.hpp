@@ -8,11 +8,11 @@
 // MACs run on matrix units (tensor cores, MXU, AMX) when the device has them for the precision
 // and the layer's reduction length (MACs per output element) is at least kMinMatrixReduction;
 // depthwise convolutions run on vector units. On matrix units the rate is scaled by tile
-// utilisation: output widths and reductions that are not multiples of the tile waste it. The floor is the per-kernel dispatch and launch
-// cost of the implementation profile: framework eager (PyTorch) or compiled (TensorRT,
-// torch.compile, XLA). Compiled also fuses elementwise layers into their neighbours: their
-// traffic and floor vanish, their arithmetic stays. The efficiencies and floors are the few
-// global parameters per device type, stored in the hardware table.
+// utilisation: output widths and reductions that are not multiples of the tile waste it. The floor
+// is the per-kernel dispatch and launch cost of the implementation profile: framework eager
+// (PyTorch) or compiled (TensorRT, torch.compile, XLA). Compiled also fuses elementwise layers into
+// their neighbours: their traffic and floor vanish, their arithmetic stays. The efficiencies and
+// floors are the few global parameters per device type, stored in the hardware table.
 //
 // Training adds the backward pass (its own FLOPs, twice the forward traffic, two kernels per
 // layer) and the optimizer update (memory-bound), per device, with ideal data parallelism.
@@ -45,7 +45,7 @@ enum class Bound {
 
 std::string_view bound_name(Bound bound);  ///< "compute", "memory", "overhead", "fused", "-".
 std::string_view mode_name(Mode mode);     ///< "inference", "training".
-std::string_view optimizer_name(Optimizer optimizer);  ///< "sgd", "momentum", "adam".
+std::string_view optimizer_name(Optimizer optimizer);             ///< "sgd", "momentum", "adam".
 std::optional<Optimizer> parse_optimizer(std::string_view name);  ///< Also takes "adamw".
 
 /// A matrix product with fewer MACs per output than this runs on vector units (tensor cores
@@ -66,12 +66,12 @@ double optimizer_update_bytes(Optimizer optimizer);
 struct Workload {
   Precision precision = Precision::kFp32;  ///< Weights, activations and math.
   Mode mode = Mode::kInference;
-  std::optional<Profile> profile;          ///< Unset: the device type's default.
-  Sparsity sparsity = Sparsity::kDense;    ///< 2:4 structured sparsity of conv/linear weights.
-  Optimizer optimizer = Optimizer::kAdam;  ///< Training only.
-  std::int64_t devices = 1;                ///< Data-parallel devices (ideal scaling).
-  bool checkpointing = false;              ///< Training: recompute activations per top-level
-                                           ///< entry (block) instead of keeping them all.
+  std::optional<Profile> profile;             ///< Unset: the device type's default.
+  Sparsity sparsity = Sparsity::kDense;       ///< 2:4 structured sparsity of conv/linear weights.
+  Optimizer optimizer = Optimizer::kAdam;     ///< Training only.
+  std::int64_t devices = 1;                   ///< Data-parallel devices (ideal scaling).
+  bool checkpointing = false;                 ///< Training: recompute activations per top-level
+                                              ///< entry (block) instead of keeping them all.
   std::optional<Precision> weight_precision;  ///< Weight storage (int4/int8 weight-only
                                               ///< quantisation); unset: `precision`.
   std::optional<Precision> kv_precision;      ///< KV cache storage; unset: activations'.
@@ -79,11 +79,11 @@ struct Workload {
 
 /// Time of one layer for one step (forward; forward + backward in training).
 struct LayerEstimate {
-  double flops = 0;        ///< FLOPs executed.
-  double bytes = 0;        ///< Bytes moved.
+  double flops = 0;  ///< FLOPs executed.
+  double bytes = 0;  ///< Bytes moved.
   double compute_s = 0;
   double memory_s = 0;
-  double overhead_s = 0;   ///< The floor that applied.
+  double overhead_s = 0;  ///< The floor that applied.
   double time_s = 0;
   bool matrix_units = false;  ///< Whether its MACs ran on matrix units.
   Bound bound = Bound::kNone;
@@ -112,8 +112,8 @@ struct Estimate {
   double achieved_flops_per_s = 0;    ///< flops / latency, per device.
   double sparsity_speedup = 1;        ///< The 2:4 factor applied to weight MACs (1: none).
   MemoryEstimate memory;
-  bool fits = false;                  ///< memory.total_bytes <= device memory.
-  std::int64_t max_batch = 0;         ///< Largest batch that fits (0: none; -1: no batch dim).
+  bool fits = false;           ///< memory.total_bytes <= device memory.
+  std::int64_t max_batch = 0;  ///< Largest batch that fits (0: none; -1: no batch dim).
 };
 
 /// Predicts one step. Throws capcalc::Error if the device cannot compute in the precision.
@@ -128,20 +128,20 @@ struct ServingRequest {
 
 /// Prefill and decode of a request.
 struct ServingEstimate {
-  Estimate prefill;                     ///< The prompt, all sequences at once.
-  Estimate decode;                      ///< One decode step at the mean context.
-  std::int64_t mean_context = 0;        ///< Cached tokens in the mean decode step.
-  double ttft_s = 0;                    ///< Time to first token: the prefill.
-  double decode_step_s = 0;             ///< Per generated token, all sequences.
-  double tokens_per_s_per_sequence = 0; ///< Decode tokens per second of one sequence.
-  double tokens_per_s = 0;              ///< Decode tokens per second of the batch.
-  double request_latency_s = 0;         ///< Prefill + (output_tokens - 1) decode steps.
-  double kv_bytes_per_token = 0;        ///< One token of one sequence (all layers, K and V).
-  double kv_bytes = 0;                  ///< The whole batch at full context.
-  double memory_bytes = 0;              ///< Weights + KV cache + prefill activations.
+  Estimate prefill;                      ///< The prompt, all sequences at once.
+  Estimate decode;                       ///< One decode step at the mean context.
+  std::int64_t mean_context = 0;         ///< Cached tokens in the mean decode step.
+  double ttft_s = 0;                     ///< Time to first token: the prefill.
+  double decode_step_s = 0;              ///< Per generated token, all sequences.
+  double tokens_per_s_per_sequence = 0;  ///< Decode tokens per second of one sequence.
+  double tokens_per_s = 0;               ///< Decode tokens per second of the batch.
+  double request_latency_s = 0;          ///< Prefill + (output_tokens - 1) decode steps.
+  double kv_bytes_per_token = 0;         ///< One token of one sequence (all layers, K and V).
+  double kv_bytes = 0;                   ///< The whole batch at full context.
+  double memory_bytes = 0;               ///< Weights + KV cache + prefill activations.
   bool fits = false;
-  std::int64_t max_batch = 0;           ///< Sequences of this context that fit.
-  std::int64_t max_cached_tokens = 0;   ///< Tokens of KV cache that fit beside the weights.
+  std::int64_t max_batch = 0;          ///< Sequences of this context that fit.
+  std::int64_t max_cached_tokens = 0;  ///< Tokens of KV cache that fit beside the weights.
 };
 
 /// Builds the graph for a sequence length and a KV-cache length (the model with its "seq"
@@ -156,15 +156,15 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
 
 /// A whole training run.
 struct TrainingRun {
-  double samples = 0;               ///< Samples processed (dataset size × epochs, or tokens / seq).
+  double samples = 0;  ///< Samples processed (dataset size × epochs, or tokens / seq).
   std::optional<double> price_per_device_hour_usd;  ///< Unset: no cost.
-  double power_w = 0;               ///< Per device (TDP); 0: no energy.
+  double power_w = 0;                               ///< Per device (TDP); 0: no energy.
 };
 
 struct TrainingTotals {
-  double steps = 0;          ///< Optimizer steps (global batch = batch × devices).
-  double time_s = 0;         ///< Wall-clock time.
-  double device_hours = 0;   ///< time × devices.
+  double steps = 0;         ///< Optimizer steps (global batch = batch × devices).
+  double time_s = 0;        ///< Wall-clock time.
+  double device_hours = 0;  ///< time × devices.
   std::optional<double> cost_usd;
   std::optional<double> energy_kwh;  ///< At the devices' TDP: an upper bound.
 };

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "capcalc/calibrate.hpp"
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/predict.hpp"
-#include "capcalc/calibrate.hpp"
 #include "capcalc/validate.hpp"
 
 namespace capcalc {
@@ -27,11 +27,11 @@ struct ReportInput {
   const Device* device = nullptr;
   const PerformanceParams* params = nullptr;
   const Estimate* estimate = nullptr;
-  const TrainingRun* run = nullptr;         ///< A whole training run, if asked for.
-  const TrainingTotals* training = nullptr; ///< Its totals.
-  bool explain = false;                     ///< Show the formulas and assumptions.
-  const ServingRequest* request = nullptr;  ///< An LLM serving request, if asked for.
-  const ServingEstimate* serving = nullptr; ///< Its prefill/decode prediction.
+  const TrainingRun* run = nullptr;          ///< A whole training run, if asked for.
+  const TrainingTotals* training = nullptr;  ///< Its totals.
+  bool explain = false;                      ///< Show the formulas and assumptions.
+  const ServingRequest* request = nullptr;   ///< An LLM serving request, if asked for.
+  const ServingEstimate* serving = nullptr;  ///< Its prefill/decode prediction.
 };
 
 /// `capcalc estimate`: summary, device, estimate, the `top_layers` heaviest layers.
@@ -47,7 +47,8 @@ std::string render_layers_csv(const ReportInput& input);
 /// `capcalc hw list`: one row per device (dense peaks in TFLOP/s, the larger of matrix and
 /// vector for each precision).
 std::string render_hardware_text(const std::vector<const Device*>& devices);
-std::string render_hardware_json(const HardwareTable& table, const std::vector<const Device*>& devices);
+std::string render_hardware_json(const HardwareTable& table,
+                                 const std::vector<const Device*>& devices);
 std::string render_hardware_csv(const std::vector<const Device*>& devices);
 
 /// `capcalc hw show`: every figure of one device, with its sources.

@@ -36,9 +36,9 @@ struct Measurement {
   bool training = false;
   Profile profile = Profile::kEager;
   Metric metric = Metric::kThroughput;
-  bool per_device = false;                   ///< Throughput-like metrics: per device or total.
-  double value = 0;                          ///< As published, SI units.
-  std::optional<double> tokens;              ///< kGpuHours: training tokens.
+  bool per_device = false;       ///< Throughput-like metrics: per device or total.
+  double value = 0;              ///< As published, SI units.
+  std::optional<double> tokens;  ///< kGpuHours: training tokens.
   std::string source;
 };
 
@@ -62,7 +62,7 @@ std::string_view metric_name(Metric metric);
 std::vector<Measurement> load_measurements(const std::string& path);
 
 /// Predicts every measurement with the table's global parameters and summarises the errors.
-ValidationSummary validate(const std::vector<Measurement>& measurements,
-                           const HardwareTable& table, const std::string& models_dir);
+ValidationSummary validate(const std::vector<Measurement>& measurements, const HardwareTable& table,
+                           const std::string& models_dir);
 
 }  // namespace capcalc

@@ -1,11 +1,13 @@
-#include <fmt/format.h>
+#include "capcalc/calibrate.hpp"
 
 #include <fstream>
 #include <memory>
 
-#include "capcalc/calibrate.hpp"
+#include <fmt/format.h>
+
 #include "capcalc/error.hpp"
 #include "capcalc/report.hpp"
+
 #include "commands.hpp"
 
 namespace capcalc::cli {
@@ -25,7 +27,8 @@ void run_calibrate(const CalibrateOptions& options) {
   const CalibrationResult result =
       calibrate(records, table, options.models.empty() ? data_dir() + "/models" : options.models);
   std::vector<const Device*> fitted;
-  for (const CalibrationFit& fit : result.fits) fitted.push_back(result.calibrated.find(fit.device_id));
+  for (const CalibrationFit& fit : result.fits)
+    fitted.push_back(result.calibrated.find(fit.device_id));
   const std::string file = render_hardware_file(fitted);
   const std::string summary = render_calibration_text(result);
   if (!options.output.empty()) {

@@ -1,12 +1,13 @@
-#include <fmt/format.h>
-
 #include <fstream>
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "capcalc/budget.hpp"
 #include "capcalc/error.hpp"
 #include "capcalc/report_compare.hpp"
+
 #include "commands.hpp"
 
 namespace capcalc::cli {
@@ -38,7 +39,8 @@ std::vector<Limit> flag_limits(const CheckOptions& options) {
       out.push_back(parse_limit(kind, text));
     } catch (const Error& e) {
       std::string flag = "--" + std::string(limit_name(kind));
-      for (char& c : flag) c = c == '_' ? '-' : c;
+      for (char& c : flag)
+        c = c == '_' ? '-' : c;
       throw Error({}, fmt::format("{}: {}", flag, e.message()));
     }
   }
@@ -50,8 +52,9 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
   if (options.devices.empty()) throw Error({}, "check MODEL needs --hw DEVICE[,DEVICE...]");
   const std::vector<Limit> limits = flag_limits(options);
   if (limits.empty()) {
-    throw Error({}, "no limits: give --max-latency, --min-throughput, --max-memory, --max-cost, "
-                    "--max-train-time, --max-params, --max-macs or --must-fit");
+    throw Error({},
+                "no limits: give --max-latency, --min-throughput, --max-memory, --max-cost, "
+                "--max-train-time, --max-params, --max-macs or --must-fit");
   }
   CompareRequest request;
   request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
@@ -164,9 +167,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   for (const LimitFlag& flag : kFlags) {
     const LimitKind kind = flag.kind;
     sub->add_option_function<std::string>(
-        flag.flag, [options, kind](const std::string& text) {
-          options->limits.emplace_back(kind, text);
-        },
+        flag.flag,
+        [options, kind](const std::string& text) { options->limits.emplace_back(kind, text); },
         flag.help);
   }
   sub->add_flag("--must-fit", options->must_fit, "The model must fit in one device's memory");

@@ -3,11 +3,12 @@
 // functions only parse flags, call it and print what it renders.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"

@@ -1,19 +1,22 @@
-#include <fmt/format.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <algorithm>
 #include <fstream>
+#include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+
 #include "commands.hpp"
 
 namespace capcalc::cli {
 namespace {
 
-bool exists(const std::string& path) { return std::ifstream(path).good(); }
+bool exists(const std::string& path) {
+  return std::ifstream(path).good();
+}
 
 std::string executable_dir() {
   std::string buffer(4096, '\0');
@@ -56,7 +59,8 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
     errno = 0;
     const long long parsed = std::strtoll(value.c_str(), &end, 10);
     if (value.empty() || *end != '\0' || errno == ERANGE || parsed <= 0) {
-      throw Error({}, fmt::format("--set {}: expected a positive integer, got \"{}\"", name, value));
+      throw Error({},
+                  fmt::format("--set {}: expected a positive integer, got \"{}\"", name, value));
     }
     options.dims[name] = parsed;
   }

@@ -1,11 +1,13 @@
-#include <fmt/format.h>
+#include "capcalc/compare.hpp"
 
 #include <memory>
 #include <optional>
 
-#include "capcalc/compare.hpp"
+#include <fmt/format.h>
+
 #include "capcalc/error.hpp"
 #include "capcalc/report_compare.hpp"
+
 #include "commands.hpp"
 
 namespace capcalc::cli {
@@ -30,18 +32,20 @@ struct CompareOptions {
 };
 
 std::vector<const Device*> pick_devices(const CompareOptions& options, const HardwareTable& table) {
-  const int ways = (options.devices.empty() ? 0 : 1) + (options.type.empty() ? 0 : 1) +
-                   (options.all ? 1 : 0);
+  const int ways =
+      (options.devices.empty() ? 0 : 1) + (options.type.empty() ? 0 : 1) + (options.all ? 1 : 0);
   if (ways != 1) throw Error({}, "give exactly one of --hw LIST, --type TYPE or --all");
   std::vector<const Device*> out;
   if (!options.devices.empty()) {
-    for (const std::string& name : options.devices) out.push_back(&table.get(name));
+    for (const std::string& name : options.devices)
+      out.push_back(&table.get(name));
     return out;
   }
   for (const Device& device : table.devices) {
     if (options.all || device_type_name(device.type) == options.type) out.push_back(&device);
   }
-  if (out.empty()) throw Error({}, fmt::format("no device of type \"{}\" in the table", options.type));
+  if (out.empty())
+    throw Error({}, fmt::format("no device of type \"{}\" in the table", options.type));
   return out;
 }
 
@@ -59,7 +63,8 @@ void run_compare(const CompareOptions& options) {
     }
   }
   std::vector<Precision> precisions;
-  for (const std::string& name : options.precisions) precisions.push_back(precision_from(name));
+  for (const std::string& name : options.precisions)
+    precisions.push_back(precision_from(name));
   if (precisions.empty()) precisions.push_back(Precision::kFp32);
 
   CompareRequest request;

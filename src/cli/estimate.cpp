@@ -1,11 +1,12 @@
-#include <fmt/format.h>
-
 #include <memory>
 #include <optional>
+
+#include <fmt/format.h>
 
 #include "capcalc/error.hpp"
 #include "capcalc/predict.hpp"
 #include "capcalc/report.hpp"
+
 #include "commands.hpp"
 
 namespace capcalc::cli {
@@ -75,7 +76,8 @@ void run_estimate(const EstimateOptions& options) {
   workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
   workload.devices = options.devices;
   workload.checkpointing = options.checkpointing;
-  if (!options.weight_precision.empty()) workload.weight_precision = precision_from(options.weight_precision);
+  if (!options.weight_precision.empty())
+    workload.weight_precision = precision_from(options.weight_precision);
   if (!options.kv_precision.empty()) workload.kv_precision = precision_from(options.kv_precision);
   if (options.checkpointing && workload.mode != Mode::kTraining) {
     throw Error({}, "--checkpointing is for training: add --mode training");
@@ -137,7 +139,8 @@ void add_estimate_command(CLI::App& app) {
                   "Device id or alias from the hardware table (CPUs and TPUs too)")
       ->required();
   add_hardware_options(*sub, options->hardware);
-  sub->add_option("-p,--precision", options->precision, "Number format of weights, activations and math")
+  sub->add_option("-p,--precision", options->precision,
+                  "Number format of weights, activations and math")
       ->check(CLI::IsMember(precision_names()))
       ->capture_default_str();
   sub->add_option("-m,--mode", options->mode, "inference (a forward pass) or training (a step)")
@@ -161,7 +164,8 @@ void add_estimate_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--epochs", options->epochs, "Training run: epochs (default 1)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--tokens", options->tokens, "Training run: total tokens (samples = tokens / seq)")
+  sub->add_option("--tokens", options->tokens,
+                  "Training run: total tokens (samples = tokens / seq)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--price-per-hour", options->price_per_hour,
                   "USD per device-hour (default: the table's indicative price)")
@@ -180,11 +184,13 @@ void add_estimate_command(CLI::App& app) {
   sub->add_option("--weight-precision", options->weight_precision,
                   "Weight storage if it differs (int4/int8 weight-only quantisation)")
       ->check(CLI::IsMember(precision_names()));
-  sub->add_option("--kv-precision", options->kv_precision, "KV cache storage (default: activations')")
+  sub->add_option("--kv-precision", options->kv_precision,
+                  "KV cache storage (default: activations')")
       ->check(CLI::IsMember(precision_names()));
   sub->add_flag("--checkpointing", options->checkpointing,
                 "Training: keep only each top-level block's output, recompute the rest");
-  sub->add_flag("--explain", options->explain, "Show the formulas and assumptions behind each figure");
+  sub->add_flag("--explain", options->explain,
+                "Show the formulas and assumptions behind each figure");
   sub->callback([options] { run_estimate(*options); });
 }
 

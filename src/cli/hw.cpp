@@ -1,8 +1,9 @@
-#include <fmt/format.h>
-
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "capcalc/report.hpp"
+
 #include "commands.hpp"
 
 namespace capcalc::cli {

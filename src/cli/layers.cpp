@@ -1,10 +1,11 @@
-#include <fmt/format.h>
-
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "capcalc/predict.hpp"
 #include "capcalc/report.hpp"
+
 #include "commands.hpp"
 
 namespace capcalc::cli {
@@ -50,7 +51,8 @@ void run_layers(const LayersOptions& options) {
 
 void add_layers_command(CLI::App& app) {
   auto options = std::make_shared<LayersOptions>();
-  CLI::App* sub = app.add_subcommand("layers", "Per-layer shapes and counts (and times with --gpu)");
+  CLI::App* sub =
+      app.add_subcommand("layers", "Per-layer shapes and counts (and times with --gpu)");
   add_model_options(*sub, options->model);
   sub->add_option("-g,--gpu,--hw,--device", options->device, "Add per-layer times on this device");
   add_hardware_options(*sub, options->hardware);

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "capcalc/error.hpp"
+
 #include "commands.hpp"
 
 namespace {

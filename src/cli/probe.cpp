@@ -1,11 +1,13 @@
-#include <fmt/format.h>
+#include "capcalc/probe.hpp"
 
 #include <cstdio>
 #include <fstream>
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "capcalc/error.hpp"
-#include "capcalc/probe.hpp"
+
 #include "commands.hpp"
 
 namespace capcalc::cli {
@@ -42,8 +44,8 @@ void run_probe(const ProbeCliOptions& options) {
                options.output, render_probe_summary(result), options.output);
     return;
   }
-  fmt::print("{}", options.format == "table" ? render_probe_text(result)
-                                             : render_probe_json(result));
+  fmt::print("{}",
+             options.format == "table" ? render_probe_text(result) : render_probe_json(result));
 }
 
 }  // namespace

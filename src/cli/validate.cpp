@@ -1,10 +1,12 @@
-#include <fmt/format.h>
+#include "capcalc/validate.hpp"
 
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "capcalc/report.hpp"
-#include "capcalc/validate.hpp"
+
 #include "commands.hpp"
 
 namespace capcalc::cli {
@@ -52,7 +54,8 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   add_hardware_options(*sub, options->hardware);
   sub->add_option("--measurements", options->measurements,
                   "Measurement file (default: data/validation/measurements.json)");
-  sub->add_option("--models", options->models, "Directory of the model files (default: data/models)");
+  sub->add_option("--models", options->models,
+                  "Directory of the model files (default: data/models)");
   sub->add_option("-f,--format", options->format, "Output format")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();

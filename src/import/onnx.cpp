@@ -1,7 +1,5 @@
 #include "import/onnx.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cctype>
 #include <climits>
@@ -10,26 +8,32 @@
 #include <set>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "capcalc/error.hpp"
+
 #include "checked.hpp"
 #include "count_formulas.hpp"
 #include "spellcheck.hpp"
 
 #if CAPCALC_WITH_ONNX
 #include <fcntl.h>
+#include <unistd.h>
+
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #endif
 
 namespace capcalc {
 
 #if !CAPCALC_WITH_ONNX
 
-bool onnx_supported() { return false; }
+bool onnx_supported() {
+  return false;
+}
 
 Graph parse_onnx_model(std::string_view, const std::string& file, const ModelOptions&) {
   throw Error({file, "", 0, 0},
@@ -42,13 +46,15 @@ Graph load_onnx_model(const std::string& path, const ModelOptions& options) {
 
 #else
 
-bool onnx_supported() { return true; }
+bool onnx_supported() {
+  return true;
+}
 
 namespace {
 
 // Names exporters give the batch axis; --batch (dims["batch"]) sets any of them.
-const std::vector<std::string_view> kBatchNames = {"batch", "batch_size", "batchsize", "bs",
-                                                   "n", "b", "batch_dim", "unk__batch"};
+const std::vector<std::string_view> kBatchNames = {"batch", "batch_size", "batchsize", "bs", "n",
+                                                   "b",     "batch_dim",  "unk__batch"};
 
 bool is_batch_name(const std::string& name) {
   std::string lower = name;
@@ -99,8 +105,8 @@ enum class Rule {
   kBatchNorm,
   kLayerNorm,
   kGroupNorm,
-  kUnary,       // `flops` per output element.
-  kBinary,      // inputs - 1 per output element (NumPy broadcasting).
+  kUnary,   // `flops` per output element.
+  kBinary,  // inputs - 1 per output element (NumPy broadcasting).
   kSoftmax,
   kReduce,      // One FLOP per input element.
   kPool,        // kernel elements per output element.
@@ -110,8 +116,8 @@ enum class Rule {
   kGather,      // A view of an activation, or an embedding lookup of a constant table.
   kSplit,       // One view layer per output.
   kResize,
-  kMeta,        // Shape, Size: the output is metadata, no layer.
-  kConstant,    // Constant, ConstantOfShape, Range: folded, no layer.
+  kMeta,      // Shape, Size: the output is metadata, no layer.
+  kConstant,  // Constant, ConstantOfShape, Range: folded, no layer.
 };
 
 struct OpRule {
@@ -298,7 +304,8 @@ std::string attribute_string(const onnx::NodeProto& node, std::string_view name,
 
 std::int64_t product(const Shape& shape, std::size_t from = 0) {
   std::int64_t p = 1;
-  for (std::size_t i = from; i < shape.size(); ++i) p = checked_mul(p, shape[i]);
+  for (std::size_t i = from; i < shape.size(); ++i)
+    p = checked_mul(p, shape[i]);
   return p;
 }
 
@@ -327,7 +334,8 @@ class Importer {
 
   Graph build() {
     validate();
-    for (const auto& init : graph_proto_.initializer()) initializers_[init.name()] = &init;
+    for (const auto& init : graph_proto_.initializer())
+      initializers_[init.name()] = &init;
     bind_inputs();
     infer_shapes();
     collect_shapes();
@@ -338,10 +346,13 @@ class Importer {
       values_[init.name()] = value;
     }
     for (const auto& node : graph_proto_.node()) {
-      for (const std::string& input : node.input()) used_.insert(input);
+      for (const std::string& input : node.input())
+        used_.insert(input);
     }
-    for (const auto& output : graph_proto_.output()) used_.insert(output.name());
-    for (int i = 0; i < graph_proto_.node_size(); ++i) add_node(graph_proto_.node(i), i);
+    for (const auto& output : graph_proto_.output())
+      used_.insert(output.name());
+    for (int i = 0; i < graph_proto_.node_size(); ++i)
+      add_node(graph_proto_.node(i), i);
     for (const auto& output : graph_proto_.output()) {
       const auto it = values_.find(output.name());
       if (it != values_.end() && it->second.kind == Kind::kActivation) {
@@ -402,7 +413,8 @@ class Importer {
       }
     }
     for (const auto& [name, value] : options_.dims) {
-      if (value <= 0) fail("", fmt::format("dimension \"{}\" must be positive, got {}", name, value));
+      if (value <= 0)
+        fail("", fmt::format("dimension \"{}\" must be positive, got {}", name, value));
       if (dim_params.count(name) != 0 || (name == "batch" && has_batch)) continue;
       if (name == "batch" && !options_.input_shapes.empty()) continue;
       std::vector<std::string_view> known(dim_params.begin(), dim_params.end());
@@ -434,12 +446,14 @@ class Importer {
       onnx::TensorShapeProto& shape = *input.mutable_type()->mutable_tensor_type()->mutable_shape();
       if (auto given = options_.input_shapes.find(input.name());
           given != options_.input_shapes.end()) {
-        if (shape.dim_size() != 0 && static_cast<std::size_t>(shape.dim_size()) != given->second.size()) {
+        if (shape.dim_size() != 0 &&
+            static_cast<std::size_t>(shape.dim_size()) != given->second.size()) {
           fail(pointer, fmt::format("input \"{}\" has rank {}, but its --input-shape has {} dims",
                                     input.name(), shape.dim_size(), given->second.size()));
         }
         std::vector<std::string> params;
-        for (const auto& dim : shape.dim()) params.push_back(dim.has_dim_param() ? dim.dim_param() : "");
+        for (const auto& dim : shape.dim())
+          params.push_back(dim.has_dim_param() ? dim.dim_param() : "");
         shape.clear_dim();
         for (std::int64_t d : given->second) {
           const std::size_t axis = static_cast<std::size_t>(shape.dim_size());
@@ -506,7 +520,8 @@ class Importer {
   void infer_shapes() {
     // ONNX refuses nodes of a domain the model does not import; custom domains are common.
     std::set<std::string> domains;
-    for (const auto& opset : model_.opset_import()) domains.insert(opset.domain());
+    for (const auto& opset : model_.opset_import())
+      domains.insert(opset.domain());
     for (const auto& node : graph_proto_.node()) {
       if (domains.insert(node.domain()).second) {
         auto* opset = model_.add_opset_import();
@@ -518,7 +533,8 @@ class Importer {
     // the weights' data keeps it from copying them.
     for (auto& init : *graph_proto_.mutable_initializer()) {
       std::int64_t elements = 1;
-      for (std::int64_t d : init.dims()) elements = d > 0 && elements < 1'000'000 ? elements * d : elements;
+      for (std::int64_t d : init.dims())
+        elements = d > 0 && elements < 1'000'000 ? elements * d : elements;
       if (elements > 4096) {
         init.clear_raw_data();
         init.clear_float_data();
@@ -541,7 +557,8 @@ class Importer {
         if (node.input_size() == 0 || node.output_size() == 0) continue;
         const OpRule* rule = find_rule(node);
         const bool has_schema =
-            onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset_), node.domain()) != nullptr;
+            onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset_),
+                                           node.domain()) != nullptr;
         const bool einsum = rule != nullptr && rule->rule == Rule::kEinsum;
         if (has_schema && !einsum && (rule == nullptr || !rule->shape_passthrough)) continue;
         const auto in = shapes_.find(node.input(0));
@@ -567,7 +584,8 @@ class Importer {
         for (onnx::ValueInfoProto* info : infos) {
           auto& tensor = *info->mutable_type()->mutable_tensor_type();
           tensor.clear_shape();
-          for (std::int64_t d : *shape) tensor.mutable_shape()->add_dim()->set_dim_value(d);
+          for (std::int64_t d : *shape)
+            tensor.mutable_shape()->add_dim()->set_dim_value(d);
         }
         assumed_.insert(node.output(0));
         added = true;
@@ -583,9 +601,12 @@ class Importer {
         shapes_[info.name()] = from_proto(info.type().tensor_type().shape());
       }
     };
-    for (const auto& info : graph_proto_.input()) add(info);
-    for (const auto& info : graph_proto_.value_info()) add(info);
-    for (const auto& info : graph_proto_.output()) add(info);
+    for (const auto& info : graph_proto_.input())
+      add(info);
+    for (const auto& info : graph_proto_.value_info())
+      add(info);
+    for (const auto& info : graph_proto_.output())
+      add(info);
     for (const auto& init : graph_proto_.initializer()) {
       KnownShape shape;
       shape.dims.assign(init.dims().begin(), init.dims().end());
@@ -641,7 +662,8 @@ class Importer {
       all_meta = all_meta && value.kind == Kind::kMeta;
     }
     if (rule != nullptr && rule->rule == Rule::kMeta) {
-      for (const std::string& output : node.output()) values_[output] = meta_value();
+      for (const std::string& output : node.output())
+        values_[output] = meta_value();
       return;
     }
     if (!any_activation || (rule != nullptr && rule->rule == Rule::kConstant)) {
@@ -653,7 +675,8 @@ class Importer {
         const Value& value = values_.at(input);
         folded.roots.insert(folded.roots.end(), value.roots.begin(), value.roots.end());
       }
-      for (const std::string& output : node.output()) values_[output] = folded;
+      for (const std::string& output : node.output())
+        values_[output] = folded;
       return;
     }
 
@@ -709,8 +732,8 @@ class Importer {
       layer.view = false;
       const std::string& out = node.output_size() > 0 ? node.output(0) : node.input(0);
       const auto known = shapes_.find(out);
-      layer.output = known != shapes_.end() && known->second.complete() ? known->second.dims
-                                                                          : shapes.front();
+      layer.output =
+          known != shapes_.end() && known->second.complete() ? known->second.dims : shapes.front();
       finish(node, std::move(layer), any_needs_grad);
       return;
     }
@@ -832,7 +855,8 @@ class Importer {
         break;
       case Rule::kPool: {
         std::int64_t kernel = 1;
-        for (std::int64_t k : attribute_ints(node, "kernel_shape")) kernel = checked_mul(kernel, k);
+        for (std::int64_t k : attribute_ints(node, "kernel_shape"))
+          kernel = checked_mul(kernel, k);
         c = formulas::elementwise_counts(activation_elements, out_elements, kernel);
         op = fmt::format("{}{}d", rule->name, shapes.at(0).size() - 2);
         break;
@@ -844,10 +868,9 @@ class Importer {
       case Rule::kResize: {
         const std::string mode = attribute_string(node, "mode", "nearest");
         // Linear: 4 weights applied and summed (bilinear); cubic: 16 weights (4·4 mul, 15 add).
-        const std::int64_t flops =
-            mode == "linear" || mode == "bilinear" ? formulas::kBilinearFlops
-            : mode == "cubic"                      ? 31
-                                                   : 0;
+        const std::int64_t flops = mode == "linear" || mode == "bilinear" ? formulas::kBilinearFlops
+                                   : mode == "cubic"                      ? 31
+                                                                          : 0;
         c = formulas::elementwise_counts(activation_elements, out_elements, flops);
         break;
       }
@@ -940,7 +963,8 @@ class Importer {
     std::vector<std::string> labels;
     for (std::size_t i = 0; i < term.size(); ++i) {
       if (term.compare(i, 3, "...") == 0) {
-        for (std::size_t e = ellipsis; e > 0; --e) labels.push_back(fmt::format("...{}", e));
+        for (std::size_t e = ellipsis; e > 0; --e)
+          labels.push_back(fmt::format("...{}", e));
         i += 2;
       } else {
         labels.emplace_back(1, term[i]);
@@ -996,7 +1020,8 @@ class Importer {
     einsum_sizes(equation.substr(0, equation.find("->")), shapes, sizes, ellipsis_rank, name,
                  where);
     std::int64_t macs = 1;
-    for (const auto& [label, size] : sizes) macs = checked_mul(macs, size);
+    for (const auto& [label, size] : sizes)
+      macs = checked_mul(macs, size);
     return macs;
   }
 
@@ -1031,8 +1056,8 @@ class Importer {
   std::map<std::string, KnownShape> shapes_;
   std::map<std::string, Value> values_;
   std::set<std::string> used_;
-  std::set<std::string> counted_;   // Parameter initializers already counted.
-  std::set<std::string> assumed_;   // Outputs whose shape was assumed (unknown operators).
+  std::set<std::string> counted_;  // Parameter initializers already counted.
+  std::set<std::string> assumed_;  // Outputs whose shape was assumed (unknown operators).
   std::map<std::string, std::int32_t> groups_;
 };
 
