@@ -65,16 +65,6 @@ bool is_kebab(std::string_view id) {
   });
 }
 
-void reject_unknown(const JsonView& object, const std::vector<std::string_view>& known,
-                    std::string_view what) {
-  for (const auto& item : object.json().items()) {
-    if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
-    object.at(item.key())
-        .fail(with_suggestion(fmt::format("unknown key \"{}\" in {}", item.key(), what), item.key(),
-                              known));
-  }
-}
-
 double optional_positive(const JsonView& device, std::string_view key, double scale) {
   if (auto value = device.find(key)) return value->as_positive_number() * scale;
   return 0;
@@ -82,7 +72,7 @@ double optional_positive(const JsonView& device, std::string_view key, double sc
 
 std::optional<Link> parse_link(const std::optional<JsonView>& link) {
   if (!link) return std::nullopt;
-  reject_unknown(*link, {"name", "bandwidth_gb_per_s", "direction", "comment"}, "a link");
+  reject_unknown_keys(*link, {"name", "bandwidth_gb_per_s", "direction", "comment"}, "a link");
   Link result;
   result.name = link->at("name").as_string();
   result.bandwidth_bytes_per_s = link->at("bandwidth_gb_per_s").as_positive_number() * kGiga;
@@ -99,7 +89,7 @@ PerformanceOverride parse_override(const JsonView& params);
 
 Device parse_device(const JsonView& entry) {
   entry.expect_object();
-  reject_unknown(entry, kDeviceKeys, "a device");
+  reject_unknown_keys(entry, kDeviceKeys, "a device");
   Device device;
   const JsonView id = entry.at("id");
   device.id = id.as_string();
@@ -132,7 +122,7 @@ Device parse_device(const JsonView& entry) {
       rates.fail(with_suggestion(fmt::format("unknown precision \"{}\"", item.key()), item.key(),
                                  precision_names()));
     }
-    reject_unknown(rates, {"vector", "matrix"}, "a peak");
+    reject_unknown_keys(rates, {"vector", "matrix"}, "a peak");
     PeakRate& rate = device.dense_peak[static_cast<std::size_t>(*precision)];
     rate.vector_flops_per_s = optional_positive(rates, "vector", kTera);
     rate.matrix_flops_per_s = optional_positive(rates, "matrix", kTera);
@@ -152,12 +142,12 @@ Device parse_device(const JsonView& entry) {
   device.cache_bytes = optional_positive(entry, "cache_mb", kMega);
   device.tdp_w = optional_positive(entry, "tdp_w", 1);
   if (auto links = entry.find("interconnect")) {
-    reject_unknown(*links, {"intra_node", "inter_node", "comment"}, "an interconnect");
+    reject_unknown_keys(*links, {"intra_node", "inter_node", "comment"}, "an interconnect");
     device.intra_node = parse_link(links->find("intra_node"));
     device.inter_node = parse_link(links->find("inter_node"));
   }
   if (auto price = entry.find("price_per_hour_usd")) {
-    reject_unknown(*price, {"value", "date", "source"}, "a price");
+    reject_unknown_keys(*price, {"value", "date", "source"}, "a price");
     device.price = Price{price->at("value").as_positive_number(), price->at("date").as_string(),
                          price->at("source").as_string()};
   }
@@ -168,7 +158,7 @@ Device parse_device(const JsonView& entry) {
   if (device.sources.empty()) sources.fail("every device needs at least one source");
   if (auto notes = entry.find("notes")) device.notes = notes->as_string();
   if (auto performance = entry.find("performance")) {
-    reject_unknown(*performance, kPerformanceKeys, "a device's performance parameters");
+    reject_unknown_keys(*performance, kPerformanceKeys, "a device's performance parameters");
     device.performance = parse_override(*performance);
   }
   return device;
@@ -210,7 +200,7 @@ void apply(PerformanceParams& params, const PerformanceOverride& o) {
 PerformanceParams parse_performance(const JsonView& params) {
   std::vector<std::string_view> keys = kPerformanceKeys;
   keys.emplace_back("default_profile");
-  reject_unknown(params, keys, "performance parameters");
+  reject_unknown_keys(params, keys, "performance parameters");
   PerformanceParams result;
   apply(result, parse_override(params));
   if (auto profile = params.find("default_profile")) {
@@ -318,10 +308,10 @@ HardwareTable parse_hardware(std::string_view text, const std::string& file) {
   const nlohmann::json document = parse_json_text(text, file);
   const JsonView root(document, file);
   root.expect_object();
-  reject_unknown(root,
-                 {"$schema", "schema_version", "version", "updated", "performance_model", "devices",
-                  "comment"},
-                 "the hardware table");
+  reject_unknown_keys(root,
+                      {"$schema", "schema_version", "version", "updated", "performance_model",
+                       "devices", "comment"},
+                      "the hardware table");
   const JsonView version = root.at("schema_version");
   if (version.as_positive_int() != 1) version.fail("unsupported schema_version; expected 1");
 

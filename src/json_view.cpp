@@ -1,11 +1,14 @@
 #include "json_view.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+
+#include "spellcheck.hpp"
 
 namespace capcalc {
 namespace {
@@ -43,6 +46,16 @@ std::string short_dump(const nlohmann::json& value) {
 }
 
 }  // namespace
+
+void reject_unknown_keys(const JsonView& object, const std::vector<std::string_view>& known,
+                         std::string_view what) {
+  for (const auto& item : object.json().items()) {
+    if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
+    object.at(item.key())
+        .fail(with_suggestion(fmt::format("unknown key \"{}\" in {}", item.key(), what), item.key(),
+                              known));
+  }
+}
 
 std::string json_type_name(const nlohmann::json& value) {
   switch (value.type()) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +59,11 @@ class JsonView {
   const std::string* file_;
   Pointer where_;
 };
+
+/// Fails on the first key of `object` not in `known`: `unknown key "x" in <what>`, with
+/// "did you mean" when a known key is close.
+void reject_unknown_keys(const JsonView& object, const std::vector<std::string_view>& known,
+                         std::string_view what);
 
 /// "an object", "a string", "a number", ... for messages.
 std::string json_type_name(const nlohmann::json& value);

@@ -31,16 +31,6 @@ const std::vector<std::string_view> kCallKeys = {"name",   "block",  "args",    
                                                  "inputs", "repeat", "first_index", "comment"};
 const std::vector<std::string_view> kBlockKeys = {"args", "inputs", "layers", "output", "comment"};
 
-void reject_unknown_keys(const JsonView& object, const std::vector<std::string_view>& known,
-                         std::string_view what) {
-  for (const auto& item : object.json().items()) {
-    if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
-    object.at(item.key())
-        .fail(with_suggestion(fmt::format("unknown key \"{}\" in {}", item.key(), what), item.key(),
-                              known));
-  }
-}
-
 // The model's dims: the names every expression can see.
 class DimScope : public NameScope {
  public:

@@ -35,13 +35,7 @@ const std::vector<std::string_view> kCaseKeys = {
 
 Measurement parse_case(const JsonView& entry) {
   entry.expect_object();
-  for (const auto& item : entry.json().items()) {
-    if (std::find(kCaseKeys.begin(), kCaseKeys.end(), item.key()) == kCaseKeys.end()) {
-      entry.at(item.key())
-          .fail(with_suggestion(fmt::format("unknown key \"{}\" in a measurement", item.key()),
-                                item.key(), kCaseKeys));
-    }
-  }
+  reject_unknown_keys(entry, kCaseKeys, "a measurement");
   Measurement m;
   m.id = entry.at("id").as_string();
   m.model = entry.at("model").as_string();
