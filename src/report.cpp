@@ -260,11 +260,30 @@ std::string render_explain_text(const ReportInput& in) {
                  "               while it is recomputed (one more forward per step)\n"
                : "               + every layer output saved for backward\n";
     if (auto seq = in.graph.dims.find("seq"); seq != in.graph.dims.end()) {
-      // Kaplan et al. 2020: training costs about 6 FLOPs per parameter per token.
-      const double per_token = e.flops / static_cast<double>(in.graph.batch * seq->second);
-      out += fmt::format("  check        {} FLOPs per token (fwd + bwd) vs 6 x params = {}\n",
-                         format_count(per_token),
-                         format_count(6 * static_cast<double>(in.totals.params)));
+      // Kaplan et al. 2020 (arXiv:2001.08361, Table 1): training costs about 6 FLOPs per
+      // weight per token (forward 2N, backward 4N) plus attention's products of activations,
+      // 12 x layers x context x d_attn when counted full. N here is what the products use per
+      // token: weight MACs per token (an embedding that is only looked up uses none; a tied
+      // head uses its weights again).
+      const double tokens = static_cast<double>(in.graph.batch * seq->second);
+      double score_macs = 0;
+      for (const Layer& layer : in.graph.layers)
+        score_macs += static_cast<double>(layer.counts.score_macs);
+      const double weight_macs = static_cast<double>(in.totals.macs) - score_macs;
+      const double counted =
+          static_cast<double>(in.totals.flops + in.totals.backward_flops) / tokens;
+      const double six_n = 6 * weight_macs / tokens;
+      const double attention = 6 * score_macs / tokens;
+      out += fmt::format("  check        {} FLOPs per token counted (forward + backward)\n",
+                         format_count(counted));
+      out += fmt::format("               6N = {}: N = {} weights used per token (params: {})\n",
+                         format_count(six_n), format_count(weight_macs / tokens),
+                         format_count(static_cast<double>(in.totals.params)));
+      out += fmt::format("               attention = 6 x (QK + AV) MACs per token = {}\n",
+                         format_count(attention));
+      out += fmt::format("               6N + attention = {}; the count is {:+.1f} % from it\n",
+                         format_count(six_n + attention),
+                         100 * (counted - six_n - attention) / (six_n + attention));
     }
   } else {
     out += "  memory       weights + the peak of live activations (liveness over the graph)\n";

@@ -11,6 +11,7 @@
 #include "capcalc/report.hpp"
 #include "capcalc/units.hpp"
 
+#include "markup.hpp"
 #include "table.hpp"
 
 namespace capcalc {
@@ -55,6 +56,7 @@ struct Columns {
   bool batch = false;
   bool precision = false;
   bool run = false;
+  bool device = true;  ///< Off in sweep text tables: the device heads its group of rows.
 };
 
 Columns columns_of(const CompareTable& table) {
@@ -62,32 +64,38 @@ Columns columns_of(const CompareTable& table) {
 }
 
 std::vector<std::string> headers(const CompareTable& table, const Columns& c) {
-  std::vector<std::string> h = {"device"};
+  std::vector<std::string> h;
+  if (c.device) h.emplace_back("device");
   if (c.batch) h.emplace_back("batch");
   if (c.precision) h.emplace_back("prec");
   h.push_back(time_header(table));
   h.emplace_back("samples/s");
   if (c.run) h.emplace_back("run");
-  h.insert(h.end(), {"memory", "of GB", "fits", "bound", cost_header(table), "kWh"});
+  h.emplace_back("memory");
+  if (c.device) h.emplace_back("of GB");
+  h.insert(h.end(), {"fits", "bound", cost_header(table), "kWh"});
   return h;
 }
 
 std::vector<std::string> cells(const CompareRow& row, const Columns& c) {
-  std::vector<std::string> out = {row.device->id};
+  std::vector<std::string> out;
+  if (c.device) out.push_back(row.device->id);
   if (c.batch) out.push_back(std::to_string(row.batch));
   if (c.precision) out.emplace_back(precision_name(row.precision));
   const std::string of = fmt::format("{:.4g}", row.device_memory_bytes / 1e9);
   if (!row.supported) {
     out.insert(out.end(), {"-", "-"});
     if (c.run) out.emplace_back("-");
-    out.insert(out.end(), {"-", of, "-", "-", "-", "-"});
+    out.emplace_back("-");
+    if (c.device) out.push_back(of);
+    out.insert(out.end(), {"-", "-", "-", "-"});
     return out;
   }
   out.push_back(format_duration(row.latency_s));
   out.push_back(format_count(row.throughput_per_s));
   if (c.run) out.push_back(row.run_time_s ? format_duration(*row.run_time_s) : "-");
   out.push_back(format_bytes(row.memory_bytes));
-  out.push_back(of);
+  if (c.device) out.push_back(of);
   out.push_back(fits_text(row));
   out.emplace_back(bound_name(row.bound));
   out.push_back(row.cost_usd ? format_usd(*row.cost_usd) : "-");
@@ -142,32 +150,6 @@ Json row_json(const CompareRow& row, Mode mode) {
   return j;
 }
 
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 std::string markdown_cell(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -184,7 +166,10 @@ std::string check_line(const CheckResult& r) {
 }  // namespace
 
 std::string render_compare_text(const CompareTable& table) {
-  const Columns c = columns_of(table);
+  Columns c = columns_of(table);
+  // A sweep repeats each device over its batches and precisions: the device and its memory
+  // head the group instead of filling two columns of every row (80 columns).
+  c.device = !(c.batch || c.precision);
   TextTable text;
   const std::vector<std::string> h = headers(table, c);
   for (std::size_t i = 0; i < h.size(); ++i) {
@@ -193,7 +178,13 @@ std::string render_compare_text(const CompareTable& table) {
   }
   std::vector<std::string> notes;
   bool any_misfit = false;
+  const Device* group = nullptr;
   for (const CompareRow& row : table.rows) {
+    if (!c.device && row.device != group) {
+      group = row.device;
+      text.add_section(fmt::format("{} ({} GB)", row.device->id,
+                                   fmt::format("{:.4g}", row.device_memory_bytes / 1e9)));
+    }
     text.add_row(cells(row, c));
     const std::string note = fmt::format("{}: {}", row.device->id, row.note);
     if (!row.supported && std::find(notes.begin(), notes.end(), note) == notes.end()) {
@@ -201,7 +192,8 @@ std::string render_compare_text(const CompareTable& table) {
     }
     if (row.supported && !row.fits) any_misfit = true;
   }
-  std::string footer = "memory: needed on one device, of the device's memory";
+  std::string footer = c.device ? "memory: needed on one device, of the device's memory"
+                                : "memory: needed on one device (its memory beside its name)";
   if (any_misfit) footer += "; fits \"no (N)\": at least N devices by memory alone (a lower bound)";
   footer += table.cost_basis == CostBasis::kPerRun ? ". Cost and energy of the whole run"
                                                    : ". Cost and energy per 1M samples";
@@ -276,13 +268,16 @@ std::string render_compare_markdown(const CompareTable& table) {
   return out + "\n";
 }
 
-std::string render_check_text(const CheckReport& report) {
+std::string render_check_text(const CheckReport& report, bool color) {
+  // ANSI SGR: bold red, green, reset.
+  const std::string fail = color ? "\x1b[1;31mFAIL\x1b[0m  " : "FAIL  ";
+  const std::string ok = color ? "\x1b[32mok\x1b[0m    " : "ok    ";
   std::string out;
   for (const CheckResult& r : report.results) {
-    if (!r.passed) out += "FAIL  " + check_line(r) + "\n";
+    if (!r.passed) out += fail + check_line(r) + "\n";
   }
   for (const CheckResult& r : report.results) {
-    if (r.passed) out += "ok    " + check_line(r) + "\n";
+    if (r.passed) out += ok + check_line(r) + "\n";
   }
   const std::size_t failures = report.failures();
   if (failures == 0) {
@@ -334,20 +329,20 @@ std::string render_check_junit(const CheckReport& report) {
     std::size_t failures = 0;
     for (const CheckResult* r : results)
       failures += r->passed ? 0 : 1;
-    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n", xml_escape(name),
-                       results.size(), failures);
+    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n",
+                       escape_markup(name), results.size(), failures);
     for (const CheckResult* r : results) {
       out += fmt::format("    <testcase classname=\"{}\" name=\"{}\"",
-                         xml_escape(r->model + "." + r->device),
-                         xml_escape(fmt::format("{} {} ({})", limit_name(r->limit.kind),
-                                                r->limit.text, r->workload)));
+                         escape_markup(r->model + "." + r->device),
+                         escape_markup(fmt::format("{} {} ({})", limit_name(r->limit.kind),
+                                                   r->limit.text, r->workload)));
       if (r->passed) {
         out += "/>\n";
       } else {
         out += fmt::format(
             ">\n      <failure message=\"{0}\" type=\"budget\">{0}</failure>\n"
             "    </testcase>\n",
-            xml_escape(r->message));
+            escape_markup(r->message));
       }
     }
     out += "  </testsuite>\n";

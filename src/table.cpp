@@ -71,8 +71,12 @@ std::string TextTable::render(const std::string& indent) const {
   for (std::size_t width : widths)
     rule.emplace_back(width, '-');
   line(rule);
-  for (const auto& row : rows_)
-    line(row);
+  std::size_t section = 0;
+  for (std::size_t r = 0; r < rows_.size(); ++r) {
+    for (; section < sections_.size() && sections_[section].first == r; ++section)
+      out += indent + sections_[section].second + "\n";
+    line(rows_[r]);
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace capcalc {
@@ -15,6 +16,9 @@ class TextTable {
     aligns_.push_back(align);
   }
   void add_row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  /// A heading line between rows (e.g. the device of the rows that follow), printed as it is;
+  /// it does not widen the columns.
+  void add_section(std::string title) { sections_.emplace_back(rows_.size(), std::move(title)); }
 
   /// Two spaces between columns, a rule under the header, each line indented by `indent`.
   std::string render(const std::string& indent = "") const;
@@ -23,6 +27,7 @@ class TextTable {
   std::vector<std::string> headers_;
   std::vector<Align> aligns_;
   std::vector<std::vector<std::string>> rows_;
+  std::vector<std::pair<std::size_t, std::string>> sections_;  ///< Before row i: a heading.
 };
 
 /// Display width of UTF-8 text (code points; capcalc prints no wide characters).

@@ -116,6 +116,23 @@ TEST_CASE("a sweep has one row per device x value, a device's rows together", "[
   CHECK(result.rows[6].batch == 64);
 }
 
+TEST_CASE("a sweep's text table heads each device's rows and fits 80 columns", "[compare]") {
+  const std::vector<Graph> graphs = {resnet50(1), resnet50(8), resnet50(64)};
+  const std::vector<const Device*> devices = {&table().get("T4"), &table().get("A100")};
+  const CompareTable result = compare_devices(
+      graphs, devices, table(), {Precision::kFp16, Precision::kBf16}, {}, CompareSort::kTable);
+  const std::string text = render_compare_text(result);
+  CHECK_THAT(text, ContainsSubstring("\nbatch  prec  latency"));
+  CHECK_THAT(text, ContainsSubstring("\nt4 (16 GB)\n    1  fp16  "));
+  CHECK_THAT(text, ContainsSubstring("\na100-sxm4-80gb (80 GB)\n    1  fp16  "));
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    CHECK(display_width(text.substr(start, end - start)) <= 80);
+    start = end + 1;
+  }
+}
+
 TEST_CASE("a training run gives run time and cost per run", "[compare]") {
   const std::vector<Graph> graphs = {resnet50(256)};
   CompareRequest request;

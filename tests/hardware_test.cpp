@@ -259,13 +259,32 @@ TEST_CASE("H100 SXM and H200 store the dense half of the datasheet's sparse figu
   CHECK(h200.memory_bandwidth_bytes_per_s == Approx(4800 * kGiga));
 }
 
-TEST_CASE("H100 NVL lists only its sourced FP8 figure", "[hardware]") {
-  // https://www.spheron.network/blog/h100-nvl-vs-sxm5-vs-pcie-form-factor-guide/:
-  // 3,341 TFLOPS FP8 with sparsity per GPU, 94 GB HBM3, NVLink bridge 600 GB/s bidirectional.
+TEST_CASE("H100 NVL figures are per GPU from the NVIDIA H100 technical specifications",
+          "[hardware]") {
+  // https://www.nvidia.com/en-us/data-center/h100/ (technical specifications, H100 NVL column,
+  // the later per-GPU version; also the NVIDIA H100 NVL datasheet hosted at
+  // https://www.pny.com/file%20library/company/support/product%20brochures/nvidia%20data%20center%20gpus/english/h100-nvl-datasheet.pdf):
+  // FP64 30, FP64 Tensor Core 60, FP32 60, TF32 835*, BF16/FP16 1,671*, FP8 3,341*, INT8 3,341*
+  // (* with sparsity), 94 GB, 3.9 TB/s, 350-400 W, NVLink 600 GB/s.
   const Device& nvl = device("h100-nvl");
+  CHECK(tflops(nvl, Precision::kFp64, false) == Approx(30));
+  CHECK(tflops(nvl, Precision::kFp64, true) == Approx(60));
+  CHECK(tflops(nvl, Precision::kFp32, false) == Approx(60));
+  CHECK(tflops(nvl, Precision::kTf32, true) == Approx(835.0 / 2));  // Dense = sparse / 2.
+  CHECK(tflops(nvl, Precision::kBf16, true) == Approx(1671.0 / 2));
+  CHECK(tflops(nvl, Precision::kFp16, true) == Approx(1671.0 / 2));
   CHECK(tflops(nvl, Precision::kFp8, true) == Approx(3341.0 / 2));
+  CHECK(tflops(nvl, Precision::kInt8, true) == Approx(3341.0 / 2));
+  CHECK(nvl.sparsity_2_4_speedup == Approx(2.0));
   CHECK(nvl.memory_bytes == Approx(94 * kGiga));
-  CHECK(nvl.precisions() == std::vector<Precision>{Precision::kFp8});
+  CHECK(nvl.memory_bandwidth_bytes_per_s == Approx(3900 * kGiga));
+  CHECK(nvl.tdp_w == Approx(400));
+  REQUIRE(nvl.intra_node.has_value());
+  CHECK(nvl.intra_node->bandwidth_bytes_per_s == Approx(600 * kGiga));
+  // Per GPU, not per NVL pair (the launch-era table doubled everything): 132 SMs x 128 FP32
+  // lanes x 2 FLOP x 1.785 GHz = 60.3 TFLOPS, and one GPU has less than an H100 SXM.
+  CHECK(tflops(nvl, Precision::kFp32, false) == Approx(132 * 128 * 2 * 1.785 / 1000).epsilon(0.01));
+  CHECK(tflops(nvl, Precision::kBf16, true) < tflops(device("h100-sxm"), Precision::kBf16, true));
 }
 
 TEST_CASE("T4, L4 and B200 figures match their sources", "[hardware]") {
@@ -320,6 +339,68 @@ TEST_CASE("MI300X stores AMD's dense figures", "[hardware]") {
   CHECK(mi300x.memory_bandwidth_bytes_per_s == Approx(5300 * kGiga));
   CHECK(mi300x.tdp_w == Approx(750));
   CHECK(mi300x.sparsity_2_4_speedup == Approx(2.0));
+}
+
+TEST_CASE("MI300X figures match the AMD product page and the ROCm MI300 table", "[hardware]") {
+  // https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html (footnote MI300-17:
+  // dense TF32 653.7, FP16/BF16 1307.4, FP8 2614.9, INT8 2614.9; with sparsity FP16 2,614.9,
+  // FP8 5,229.8) and https://rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi300.html:
+  // Matrix FP64 163.4, Vector FP64 81.7, Matrix FP32 163.4, Vector FP32 163.4.
+  const Device& mi300x = device("mi300x");
+  CHECK(tflops(mi300x, Precision::kFp64, false) == Approx(81.7));
+  CHECK(tflops(mi300x, Precision::kFp64, true) == Approx(163.4));
+  CHECK(tflops(mi300x, Precision::kFp32, false) == Approx(163.4));
+  CHECK(tflops(mi300x, Precision::kFp32, true) == Approx(163.4));
+  CHECK(tflops(mi300x, Precision::kTf32, true) == Approx(653.7));
+  CHECK(tflops(mi300x, Precision::kFp16, true) == Approx(1307.4));
+  CHECK(tflops(mi300x, Precision::kInt8, true) == Approx(2614.9));
+  // AMD's sparse figures are the dense ones times the stored speedup, not the stored peaks.
+  CHECK(tflops(mi300x, Precision::kFp16, true) * mi300x.sparsity_2_4_speedup ==
+        Approx(2614.9).epsilon(0.001));
+  CHECK(tflops(mi300x, Precision::kFp8, true) * mi300x.sparsity_2_4_speedup ==
+        Approx(5229.8).epsilon(0.001));
+  // 304 CUs x 2.1 GHz x FLOPS/clock/CU (128 FP64 vector, 2048 BF16 matrix).
+  CHECK(tflops(mi300x, Precision::kFp64, false) == Approx(304 * 2.1 * 128 / 1000).epsilon(0.001));
+  CHECK(tflops(mi300x, Precision::kBf16, true) == Approx(304 * 2.1 * 2048 / 1000).epsilon(0.001));
+}
+
+TEST_CASE("MI325X figures match the AMD CDNA 3 white paper footnote MI325-019", "[hardware]") {
+  // https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/white-papers/amd-cdna-3-white-paper.pdf
+  // MI325X (1000 W): 163.4 FP64 matrix, 81.7 FP64, 163.4 FP32 matrix, 163.4 FP32, 653.7 TF32,
+  // 1307.4 FP16/BF16, 2614.9 FP8, 2614.9 INT8 TOPS; 256 GB HBM3E at 6 TB/s (MI325-001A).
+  const Device& mi325x = device("mi325x");
+  CHECK(tflops(mi325x, Precision::kFp64, false) == Approx(81.7));
+  CHECK(tflops(mi325x, Precision::kFp64, true) == Approx(163.4));
+  CHECK(tflops(mi325x, Precision::kFp32, false) == Approx(163.4));
+  CHECK(tflops(mi325x, Precision::kFp32, true) == Approx(163.4));
+  CHECK(tflops(mi325x, Precision::kTf32, true) == Approx(653.7));
+  CHECK(tflops(mi325x, Precision::kBf16, true) == Approx(1307.4));
+  CHECK(tflops(mi325x, Precision::kFp8, true) == Approx(2614.9));
+  CHECK(tflops(mi325x, Precision::kInt8, true) == Approx(2614.9));
+  CHECK(mi325x.memory_bytes == Approx(256 * kGiga));
+  CHECK(mi325x.memory_bandwidth_bytes_per_s == Approx(6000 * kGiga));
+  CHECK(mi325x.tdp_w == Approx(1000));
+  // Same CDNA3 compute as MI300X: only memory and power differ.
+  const Device& mi300x = device("mi300x");
+  CHECK(mi325x.precisions() == mi300x.precisions());
+  for (Precision p : mi300x.precisions()) {
+    CAPTURE(capcalc::precision_name(p));
+    CHECK(mi325x.peak(p).vector_flops_per_s == Approx(mi300x.peak(p).vector_flops_per_s));
+    CHECK(mi325x.peak(p).matrix_flops_per_s == Approx(mi300x.peak(p).matrix_flops_per_s));
+  }
+}
+
+TEST_CASE("H200 and MI300X carry an indicative dated price", "[hardware]") {
+  // https://www.spheron.network/blog/nvidia-h200-vs-b200-vs-gb200: H200 $4.54/hr, 17 March 2026.
+  // https://www.cliffcenter.com/research/amd-inference-economics: MI300X median $1.99, 18 May 2026.
+  const Device& h200 = device("h200");
+  REQUIRE(h200.price.has_value());
+  CHECK(h200.price->usd_per_hour == Approx(4.54));
+  CHECK(h200.price->date == "2026-03");
+  const Device& mi300x = device("mi300x");
+  REQUIRE(mi300x.price.has_value());
+  CHECK(mi300x.price->usd_per_hour == Approx(1.99));
+  CHECK(mi300x.price->date == "2026-05");
 }
 
 TEST_CASE("CPU peaks follow cores x clock x FLOP per cycle", "[hardware]") {

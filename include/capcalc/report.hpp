@@ -39,6 +39,12 @@ std::string render_estimate_text(const ReportInput& input, std::size_t top_layer
 /// `capcalc estimate --format json` (estimate-output.schema.json).
 std::string render_estimate_json(const ReportInput& input);
 
+/// `capcalc report`: one self-contained HTML5 page (inline CSS and SVG; no scripts, links,
+/// fonts or images, so it opens offline): summary, the roofline with the `roofline_labels`
+/// heaviest layers named (roofline.hpp), the memory breakdown, a per-layer table and the
+/// device's figures with their sources as plain text. Needs device, params and estimate.
+std::string render_report_html(const ReportInput& input, std::size_t roofline_labels = 5);
+
 /// `capcalc layers`: one row per layer; with a device, time and bound too.
 std::string render_layers_text(const ReportInput& input);
 std::string render_layers_json(const ReportInput& input);

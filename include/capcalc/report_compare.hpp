@@ -19,8 +19,9 @@ std::string render_compare_json(const CompareTable& table);
 std::string render_compare_csv(const CompareTable& table);
 std::string render_compare_markdown(const CompareTable& table);
 
-/// `capcalc check`: one line per limit (failures first), then a summary line.
-std::string render_check_text(const CheckReport& report);
+/// `capcalc check`: one line per limit (failures first), then a summary line. `color`: mark
+/// FAIL red and ok green with ANSI escapes (the CLI asks for it only on a terminal).
+std::string render_check_text(const CheckReport& report, bool color = false);
 std::string render_check_json(const CheckReport& report);
 /// JUnit XML: one testsuite per budget, one testcase per model × device × limit; a failure
 /// carries the message.

@@ -1,6 +1,5 @@
 #include "capcalc/calibrate.hpp"
 
-#include <fstream>
 #include <memory>
 
 #include <fmt/format.h>
@@ -9,6 +8,7 @@
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "output_file.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -31,12 +31,7 @@ void run_calibrate(const CalibrateOptions& options) {
     fitted.push_back(result.calibrated.find(fit.device_id));
   const std::string file = render_hardware_file(fitted);
   const std::string summary = render_calibration_text(result);
-  if (!options.output.empty()) {
-    std::ofstream out(options.output, std::ios::binary);
-    out << file;
-    out.close();
-    if (!out) throw Error({options.output}, "cannot write file");
-  }
+  if (!options.output.empty()) write_output(options.output, file);
   fmt::print("{}", summary);
   if (!options.output.empty()) {
     fmt::print("wrote {}: use it with --hardware-file {}\n", options.output, options.output);

@@ -1,4 +1,3 @@
-#include <fstream>
 #include <memory>
 #include <optional>
 
@@ -9,6 +8,7 @@
 #include "capcalc/report_compare.hpp"
 
 #include "commands.hpp"
+#include "output_file.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -97,15 +97,9 @@ int run_check(const CheckOptions& options) {
   } else if (options.format == "markdown") {
     text = render_check_markdown(report);
   } else {
-    text = render_check_text(report);
+    text = render_check_text(report, options.output.empty() && color_enabled(stdout));
   }
-  if (options.output.empty()) {
-    fmt::print("{}", text);
-  } else {
-    std::ofstream file(options.output);
-    if (!file) throw Error({options.output}, "cannot open file for writing");
-    file << text;
-  }
+  write_output(options.output, text);
   if (!report.passed()) {
     for (const CheckResult& r : report.results) {
       if (!r.passed) {

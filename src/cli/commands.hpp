@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,13 @@ void add_validate_command(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app);
 /// `check` sets `exit_code` to 1 when a budget is exceeded.
 void add_check_command(CLI::App& app, int& exit_code);
+void add_roofline_command(CLI::App& app);
+void add_report_command(CLI::App& app);
+
+/// Whether to write ANSI colour to `stream`: never when $NO_COLOR is set (https://no-color.org),
+/// always when $CLICOLOR_FORCE is set (and not "0"), else only on a terminal whose $TERM is not
+/// "dumb".
+bool color_enabled(std::FILE* stream);
 
 /// The data directory: $CAPCALC_DATA_DIR, else the installed share/capcalc next to the binary,
 /// else the source tree's data/.

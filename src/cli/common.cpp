@@ -104,6 +104,17 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
   return graph;
 }
 
+bool color_enabled(std::FILE* stream) {
+  const auto set = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr && *value != '\0';
+  };
+  if (set("NO_COLOR")) return false;
+  if (set("CLICOLOR_FORCE")) return std::string(std::getenv("CLICOLOR_FORCE")) != "0";
+  const char* term = std::getenv("TERM");
+  return isatty(fileno(stream)) == 1 && !(term != nullptr && std::string(term) == "dumb");
+}
+
 std::string data_dir() {
   if (const char* dir = std::getenv("CAPCALC_DATA_DIR"); dir != nullptr && *dir != '\0') return dir;
   const std::string installed = executable_dir() + "/../share/capcalc";

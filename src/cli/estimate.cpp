@@ -8,6 +8,7 @@
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "workload_args.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -16,12 +17,7 @@ struct EstimateOptions {
   ModelArgs model;
   HardwareArgs hardware;
   std::string device;
-  std::string precision = "fp32";
-  std::string mode = "inference";
-  std::string profile;  // Empty: the device type's default.
-  std::string sparsity = "dense";
-  std::string optimizer = "adam";
-  std::int64_t devices = 1;
+  WorkloadArgs workload;
   std::optional<double> dataset_size;
   std::optional<double> epochs;
   std::optional<double> tokens;
@@ -29,11 +25,8 @@ struct EstimateOptions {
   std::string format = "table";
   std::size_t top = 10;
   bool explain = false;
-  bool checkpointing = false;
   std::optional<std::int64_t> prompt_tokens;
   std::optional<std::int64_t> output_tokens;
-  std::string weight_precision;
-  std::string kv_precision;
 };
 
 // Samples in the training run, from --dataset-size x --epochs or --tokens / seq.
@@ -66,22 +59,7 @@ void run_estimate(const EstimateOptions& options) {
     model_args.sets.push_back("seq=" + std::to_string(options.prompt_tokens.value_or(512)));
   }
   const Graph graph = load_model_from(model_args);
-  Workload workload;
-  workload.precision = precision_from(options.precision);
-  workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
-  if (!options.profile.empty()) workload.profile = parse_profile(options.profile);
-  workload.sparsity = options.sparsity == "2:4"            ? Sparsity::k2of4
-                      : options.sparsity == "unstructured" ? Sparsity::kUnstructured
-                                                           : Sparsity::kDense;
-  workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
-  workload.devices = options.devices;
-  workload.checkpointing = options.checkpointing;
-  if (!options.weight_precision.empty())
-    workload.weight_precision = precision_from(options.weight_precision);
-  if (!options.kv_precision.empty()) workload.kv_precision = precision_from(options.kv_precision);
-  if (options.checkpointing && workload.mode != Mode::kTraining) {
-    throw Error({}, "--checkpointing is for training: add --mode training");
-  }
+  const Workload workload = workload_from(options.workload);
   const PerformanceParams params = table.performance_for(device);
   const Estimate result = estimate(graph, device, params, workload);
   const GraphTotals totals = graph_totals(graph);
@@ -139,27 +117,7 @@ void add_estimate_command(CLI::App& app) {
                   "Device id or alias from the hardware table (CPUs and TPUs too)")
       ->required();
   add_hardware_options(*sub, options->hardware);
-  sub->add_option("-p,--precision", options->precision,
-                  "Number format of weights, activations and math")
-      ->check(CLI::IsMember(precision_names()))
-      ->capture_default_str();
-  sub->add_option("-m,--mode", options->mode, "inference (a forward pass) or training (a step)")
-      ->check(CLI::IsMember({"inference", "training"}))
-      ->capture_default_str();
-  sub->add_option("--profile", options->profile,
-                  "eager (framework, one kernel per layer) or compiled (TensorRT, torch.compile, "
-                  "XLA: fused); default: the device type's")
-      ->check(CLI::IsMember({"eager", "compiled"}));
-  sub->add_option("--sparsity", options->sparsity,
-                  "2:4 (structured, where the hardware supports it) or unstructured (no speedup)")
-      ->check(CLI::IsMember({"dense", "2:4", "unstructured"}))
-      ->capture_default_str();
-  sub->add_option("--optimizer", options->optimizer, "Training optimizer")
-      ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
-      ->capture_default_str();
-  sub->add_option("--devices", options->devices, "Data-parallel devices (ideal scaling)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_workload_options(*sub, options->workload);
   sub->add_option("--dataset-size", options->dataset_size, "Training run: samples per epoch")
       ->check(CLI::PositiveNumber);
   sub->add_option("--epochs", options->epochs, "Training run: epochs (default 1)")
@@ -181,14 +139,6 @@ void add_estimate_command(CLI::App& app) {
   sub->add_option("--output-tokens", options->output_tokens,
                   "LLM serving: generated tokens per sequence (decode)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--weight-precision", options->weight_precision,
-                  "Weight storage if it differs (int4/int8 weight-only quantisation)")
-      ->check(CLI::IsMember(precision_names()));
-  sub->add_option("--kv-precision", options->kv_precision,
-                  "KV cache storage (default: activations')")
-      ->check(CLI::IsMember(precision_names()));
-  sub->add_flag("--checkpointing", options->checkpointing,
-                "Training: keep only each top-level block's output, recompute the rest");
   sub->add_flag("--explain", options->explain,
                 "Show the formulas and assumptions behind each figure");
   sub->callback([options] { run_estimate(*options); });

@@ -2,8 +2,10 @@
 // exceeded, 2 bad input or usage, 3 internal error.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "capcalc/error.hpp"
+#include "capcalc/hardware.hpp"
 
 #include "commands.hpp"
 
@@ -12,9 +14,25 @@ namespace {
 constexpr int kExitBadInput = 2;       // Bad file, flag or value; the message says where.
 constexpr int kExitInternalError = 3;  // A capcalc bug; please report it.
 
+// `capcalc --version`: the program and the hardware table it would use, since predictions
+// change with the table's figures.
+std::string version_text() {
+  std::string text = "capcalc " CAPCALC_VERSION "\n";
+  const std::string path = capcalc::cli::hardware_path("");
+  try {
+    const capcalc::HardwareTable table = capcalc::load_hardware(path);
+    text += "hardware table " + table.version + " (updated " + table.updated + ", " +
+            std::to_string(table.devices.size()) + " devices): " + path;
+  } catch (const capcalc::Error& e) {
+    text += std::string("hardware table: not readable: ") + e.what();
+  }
+  return text;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"capcalc: compute, memory and time of neural networks on CPUs, GPUs and TPUs"};
-  app.set_version_flag("--version", "capcalc " CAPCALC_VERSION);
+  app.set_version_flag("--version", version_text,
+                       "Print capcalc's version and its hardware table's");
   app.require_subcommand(1);
   capcalc::cli::add_estimate_command(app);
   capcalc::cli::add_layers_command(app);
@@ -25,6 +43,8 @@ int run(int argc, char** argv) {
   capcalc::cli::add_validate_command(app, exit_code);
   capcalc::cli::add_compare_command(app);
   capcalc::cli::add_check_command(app, exit_code);
+  capcalc::cli::add_roofline_command(app);
+  capcalc::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -40,7 +60,9 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const capcalc::Error& e) {
-    std::fprintf(stderr, "capcalc: error: %s\n", e.what());
+    const bool color = capcalc::cli::color_enabled(stderr);
+    std::fprintf(stderr, "capcalc: %serror:%s %s\n", color ? "\x1b[1;31m" : "",
+                 color ? "\x1b[0m" : "", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "capcalc: internal error: %s\n", e.what());

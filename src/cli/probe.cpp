@@ -9,6 +9,7 @@
 #include "capcalc/error.hpp"
 
 #include "commands.hpp"
+#include "output_file.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -20,25 +21,17 @@ struct ProbeCliOptions {
   std::string format = "json";
 };
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error({path}, "cannot open file for writing");
-  out << text;
-  out.close();
-  if (!out) throw Error({path}, "cannot write file");
-}
-
 void run_probe(const ProbeCliOptions& options) {
   // Fail before spending seconds measuring; append mode leaves an existing file as it is.
   if (!options.output.empty() && !std::ofstream(options.output, std::ios::app)) {
-    throw Error({options.output}, "cannot open file for writing");
+    throw Error({options.output}, "cannot write file");
   }
   ProbeOptions probe;
   probe.seconds = options.seconds;
   probe.threads = options.threads;
   const ProbeResult result = probe_machine(probe);
   if (!options.output.empty()) {
-    write_file(options.output, render_probe_json(result));
+    write_output(options.output, render_probe_json(result));
     if (options.format == "table") fmt::print("{}", render_probe_text(result));
     fmt::print(stderr, "capcalc: wrote {}: {}; use it with --gpu local --hardware-file {}\n",
                options.output, render_probe_summary(result), options.output);

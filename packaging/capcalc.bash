@@ -1,0 +1,121 @@
+# bash completion for capcalc. Installed as share/bash-completion/completions/capcalc.
+# Completes subcommands, each subcommand's flags, the values of enumerated flags, device ids
+# from the hardware table (`capcalc hw list --format csv`) and file names for models.
+# tests/completion_man.cmake checks that every flag of `capcalc SUB --help` is listed here.
+
+_capcalc_devices() {
+  "${COMP_WORDS[0]}" hw list --format csv 2>/dev/null | tail -n +2 | cut -d, -f1
+}
+
+_capcalc() {
+  local cur prev words cword
+  if declare -F _init_completion >/dev/null; then
+    _init_completion -n = || return
+  else
+    cur="${COMP_WORDS[COMP_CWORD]}"
+    prev="${COMP_WORDS[COMP_CWORD - 1]}"
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+  fi
+
+  local commands="estimate layers hw calibrate probe validate compare check roofline report"
+  local precisions="fp64 fp32 tf32 fp16 bf16 fp8 int8 int4"
+  local model_flags="--batch --set --causal --input-shape --strict"
+  local hw_flags="--hardware --hardware-file"
+  local workload_flags="--gpu --hw --device --precision --mode --profile --optimizer --devices"
+  local run_flags="--dataset-size --epochs --tokens --price-per-hour"
+
+  # The subcommand: the first word that is not an option.
+  local command="" sub="" i
+  for ((i = 1; i < cword; i++)); do
+    if [[ ${words[i]} != -* ]]; then
+      if [[ -z $command ]]; then
+        command=${words[i]}
+      elif [[ $command == hw && -z $sub ]]; then
+        sub=${words[i]}
+      fi
+    fi
+  done
+
+  case "$prev" in
+    -g | --gpu | --hw | --device)
+      COMPREPLY=($(compgen -W "$(_capcalc_devices)" -- "$cur"))
+      return ;;
+    -p | --precision | --weight-precision | --kv-precision)
+      COMPREPLY=($(compgen -W "$precisions" -- "$cur"))
+      return ;;
+    -m | --mode) COMPREPLY=($(compgen -W "inference training" -- "$cur")); return ;;
+    --profile) COMPREPLY=($(compgen -W "eager compiled" -- "$cur")); return ;;
+    --optimizer) COMPREPLY=($(compgen -W "sgd momentum adam adamw" -- "$cur")); return ;;
+    --sparsity) COMPREPLY=($(compgen -W "dense 2:4 unstructured" -- "$cur")); return ;;
+    --causal) COMPREPLY=($(compgen -W "full half" -- "$cur")); return ;;
+    --type) COMPREPLY=($(compgen -W "cpu gpu tpu accelerator" -- "$cur")); return ;;
+    --sort)
+      COMPREPLY=($(compgen -W "table time throughput cost memory energy" -- "$cur"))
+      return ;;
+    -f | --format)
+      local formats="table json"
+      case "$command" in
+        layers | hw) formats="table json csv" ;;
+        compare) formats="table json csv markdown" ;;
+        check) formats="text json junit markdown" ;;
+      esac
+      [[ $command == hw && $sub == show ]] && formats="table json"
+      [[ $command == probe ]] && formats="json table"
+      COMPREPLY=($(compgen -W "$formats" -- "$cur"))
+      return ;;
+    --hardware | --hardware-file | --budget | --measurements | -o | --output)
+      COMPREPLY=($(compgen -f -- "$cur"))
+      return ;;
+    --models)
+      COMPREPLY=($(compgen -d -- "$cur"))
+      return ;;
+    -b | --batch | --set | --input-shape | --devices | --dataset-size | --epochs | --tokens | \
+      --price-per-hour | --top | --prompt-tokens | --output-tokens | --seconds | -s | \
+      --threads | -j | --label | --max-*)
+      return ;;
+  esac
+
+  local flags=""
+  case "$command" in
+    "")
+      COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
+      return ;;
+    estimate)
+      flags="$model_flags $hw_flags $workload_flags $run_flags --sparsity --format --top
+             --prompt-tokens --output-tokens --weight-precision --kv-precision --checkpointing
+             --explain" ;;
+    layers) flags="$model_flags $hw_flags --gpu --hw --device --precision --format" ;;
+    hw)
+      case "$sub" in
+        "") COMPREPLY=($(compgen -W "list show --help" -- "$cur")); return ;;
+        list) flags="$hw_flags --type --format" ;;
+        show)
+          if [[ $cur != -* ]]; then
+            COMPREPLY=($(compgen -W "$(_capcalc_devices)" -- "$cur"))
+            return
+          fi
+          flags="$hw_flags --format" ;;
+      esac ;;
+    calibrate) flags="$hw_flags --models --output" ;;
+    probe) flags="--seconds --threads --output --format" ;;
+    validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor" ;;
+    compare)
+      flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
+             --batch --profile --optimizer --devices $run_flags --format" ;;
+    check)
+      flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile
+             --devices $run_flags --max-latency --min-throughput --max-memory --max-cost
+             --max-train-time --max-params --max-macs --must-fit --format --output" ;;
+    roofline | report)
+      flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision --kv-precision
+             --checkpointing --label --output" ;;
+  esac
+  if [[ $cur == -* ]]; then
+    COMPREPLY=($(compgen -W "$flags --help" -- "$cur"))
+  else
+    COMPREPLY=($(compgen -f -- "$cur"))
+  fi
+}
+
+complete -o filenames -F _capcalc capcalc

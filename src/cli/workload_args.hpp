@@ -1,0 +1,80 @@
+// Flags that describe how a model is run (precision, mode, profile, ...), for the subcommands
+// that draw a single estimate (`roofline`, `report`). Same names and checks as `estimate`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "capcalc/error.hpp"
+#include "capcalc/predict.hpp"
+
+#include "commands.hpp"
+
+namespace capcalc::cli {
+
+struct WorkloadArgs {
+  std::string precision = "fp32";
+  std::string mode = "inference";
+  std::string profile;  // Empty: the device type's default.
+  std::string sparsity = "dense";
+  std::string optimizer = "adam";
+  std::int64_t devices = 1;
+  bool checkpointing = false;
+  std::string weight_precision;
+  std::string kv_precision;
+};
+
+inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
+  sub.add_option("-p,--precision", args.precision, "Number format of weights, activations and math")
+      ->check(CLI::IsMember(precision_names()))
+      ->capture_default_str();
+  sub.add_option("-m,--mode", args.mode, "inference (a forward pass) or training (a step)")
+      ->check(CLI::IsMember({"inference", "training"}))
+      ->capture_default_str();
+  sub.add_option("--profile", args.profile,
+                 "eager (framework, one kernel per layer) or compiled (TensorRT, torch.compile, "
+                 "XLA: fused); default: the device type's")
+      ->check(CLI::IsMember({"eager", "compiled"}));
+  sub.add_option("--sparsity", args.sparsity,
+                 "2:4 (structured, where the hardware supports it) or unstructured (no speedup)")
+      ->check(CLI::IsMember({"dense", "2:4", "unstructured"}))
+      ->capture_default_str();
+  sub.add_option("--optimizer", args.optimizer, "Training optimizer")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
+      ->capture_default_str();
+  sub.add_option("--devices", args.devices, "Data-parallel devices (ideal scaling)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--weight-precision", args.weight_precision,
+                 "Weight storage if it differs (int4/int8 weight-only quantisation)")
+      ->check(CLI::IsMember(precision_names()));
+  sub.add_option("--kv-precision", args.kv_precision, "KV cache storage (default: activations')")
+      ->check(CLI::IsMember(precision_names()));
+  sub.add_flag("--checkpointing", args.checkpointing,
+               "Training: keep only each top-level block's output, recompute the rest");
+}
+
+inline Workload workload_from(const WorkloadArgs& args) {
+  Workload workload;
+  workload.precision = precision_from(args.precision);
+  workload.mode = args.mode == "training" ? Mode::kTraining : Mode::kInference;
+  if (!args.profile.empty()) workload.profile = parse_profile(args.profile);
+  workload.sparsity = args.sparsity == "2:4"            ? Sparsity::k2of4
+                      : args.sparsity == "unstructured" ? Sparsity::kUnstructured
+                                                        : Sparsity::kDense;
+  workload.optimizer = parse_optimizer(args.optimizer).value_or(Optimizer::kAdam);
+  workload.devices = args.devices;
+  workload.checkpointing = args.checkpointing;
+  if (!args.weight_precision.empty()) {
+    workload.weight_precision = precision_from(args.weight_precision);
+  }
+  if (!args.kv_precision.empty()) workload.kv_precision = precision_from(args.kv_precision);
+  if (args.checkpointing && workload.mode != Mode::kTraining) {
+    throw Error({}, "--checkpointing is for training: add --mode training");
+  }
+  return workload;
+}
+
+}  // namespace capcalc::cli

@@ -1,0 +1,292 @@
+// `capcalc report`: one self-contained HTML5 page. Everything is inline (CSS, the roofline SVG)
+// and nothing is fetched: no scripts, links, fonts or images, so the file can be mailed or
+// attached to a CI run and opens offline. All text from models and the hardware table is
+// escaped; the hardware sources are printed as plain text, never as links.
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "capcalc/report.hpp"
+#include "capcalc/roofline.hpp"
+#include "capcalc/units.hpp"
+
+#include "markup.hpp"
+
+namespace capcalc {
+namespace {
+
+constexpr std::string_view kStyle = R"(
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; color: #222; margin: 2em auto;
+       max-width: 1100px; padding: 0 1em; line-height: 1.4; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; padding-bottom: 0.2em; margin-top: 1.8em; }
+p.sub { color: #555; margin-top: 0; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #e6e6e6; text-align: left;
+         vertical-align: top; }
+th { background: #f3f3f3; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.kv th { background: none; font-weight: normal; color: #555; white-space: nowrap; }
+tr.total td { font-weight: bold; border-top: 2px solid #999; }
+.bar { display: inline-block; height: 0.7em; background: #1f77b4; vertical-align: middle;
+       margin-right: 0.4em; }
+.compute { color: #1f77b4; } .memory { color: #d35400; } .overhead { color: #666; }
+.fits { color: #1e7b34; font-weight: bold; } .nofit { color: #c0392b; font-weight: bold; }
+figure { margin: 0; } figcaption { color: #555; font-size: 0.9em; max-width: 960px; }
+svg { max-width: 100%; height: auto; }
+ul.sources { font-size: 0.85em; color: #555; word-break: break-all; }
+footer { margin-top: 2em; color: #777; font-size: 0.85em; }
+)";
+
+std::string esc(std::string_view text) {
+  return escape_markup(text);
+}
+
+std::string percent(double fraction) {
+  return fmt::format("{:.1f} %", 100 * fraction);
+}
+
+double per_sample(std::int64_t value, std::int64_t batch) {
+  return static_cast<double>(value) / static_cast<double>(batch);
+}
+
+// A row of a two-column table; `value` is HTML already.
+std::string kv_row(std::string_view key, const std::string& value) {
+  return fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", esc(key), value);
+}
+
+std::string bound_span(Bound bound) {
+  if (bound == Bound::kNone) return "-";
+  return fmt::format("<span class=\"{0}\">{0}</span>", bound_name(bound));
+}
+
+// Time and layers per bound, and the bound with the most time.
+struct BoundShares {
+  std::array<double, 5> time_s{};
+  std::array<std::size_t, 5> layers{};
+};
+
+BoundShares bound_shares(const Estimate& e) {
+  BoundShares s;
+  for (const LayerEstimate& layer : e.layers) {
+    if (layer.bound == Bound::kNone) continue;
+    s.time_s[static_cast<std::size_t>(layer.bound)] += layer.time_s;
+    s.layers[static_cast<std::size_t>(layer.bound)]++;
+  }
+  return s;
+}
+
+std::string summary_section(const ReportInput& in) {
+  const Graph& g = in.graph;
+  const GraphTotals& t = in.totals;
+  const Device& d = *in.device;
+  const Estimate& e = *in.estimate;
+  const Precision precision = in.workload.precision;
+  const bool training = in.workload.mode == Mode::kTraining;
+  std::string out = "<h2>Summary</h2>\n<table class=\"kv\">\n";
+  out += kv_row("model", esc(g.name));
+  out += kv_row("parameters", fmt::format("{} ({})", format_grouped(t.params),
+                                          esc(format_count(static_cast<double>(t.params)))));
+  out += kv_row("MACs per sample",
+                fmt::format("{} forward ({})", esc(format_count(per_sample(t.macs, g.batch))),
+                            format_grouped(t.macs / g.batch)));
+  out += kv_row("FLOPs per sample",
+                fmt::format("{} forward = 2 &#215; MACs + {} other (1 MAC = 2 FLOPs)",
+                            esc(format_count(per_sample(t.flops, g.batch))),
+                            esc(format_count(per_sample(t.other_flops, g.batch)))));
+  if (training) {
+    out += kv_row("backward FLOPs",
+                  esc(format_count(per_sample(t.backward_flops, g.batch))) + " per sample");
+  }
+  out += kv_row("device", fmt::format("{} ({})", esc(d.name), esc(d.id)));
+  out += kv_row("precision", esc(precision_name(precision)));
+  out += kv_row("batch", fmt::format("{}", g.batch));
+  std::string mode(mode_name(in.workload.mode));
+  if (training) mode += fmt::format(" ({} optimizer)", optimizer_name(in.workload.optimizer));
+  if (in.workload.devices > 1)
+    mode += fmt::format(", {} data-parallel devices", in.workload.devices);
+  out += kv_row("mode", esc(mode));
+  out += kv_row("profile", esc(profile_name(e.profile)));
+  out += kv_row(training ? "step time" : "latency",
+                fmt::format("{} per {} of {}", esc(format_duration(e.latency_s)),
+                            training ? "step" : "batch", g.batch));
+  out += kv_row("throughput", esc(format_count(e.throughput_per_s)) + " samples/s");
+  const PeakRate& peak = d.peak(precision);
+  const double top = std::max(peak.matrix_flops_per_s, peak.vector_flops_per_s);
+  out += kv_row("achieved", fmt::format("{} ({} of the {} dense peak)",
+                                        esc(format_rate(e.achieved_flops_per_s, "FLOP/s")),
+                                        esc(percent(e.achieved_flops_per_s / top)),
+                                        esc(precision_name(precision))));
+  const BoundShares shares = bound_shares(e);
+  std::vector<std::string> parts;
+  Bound dominant = Bound::kCompute;
+  for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kOverhead, Bound::kFused}) {
+    const auto i = static_cast<std::size_t>(b);
+    if (shares.layers[i] == 0) continue;
+    if (shares.time_s[i] > shares.time_s[static_cast<std::size_t>(dominant)]) dominant = b;
+    parts.push_back(fmt::format("{} {} of the time ({} layers)", bound_span(b),
+                                esc(percent(shares.time_s[i] / e.latency_s)), shares.layers[i]));
+  }
+  out += kv_row("bound",
+                fmt::format("mostly {}-bound: {}", bound_span(dominant), fmt::join(parts, "; ")));
+  out += kv_row("memory", fmt::format("{} of {}: {}", esc(format_bytes(e.memory.total_bytes)),
+                                      esc(format_bytes(d.memory_bytes)),
+                                      e.fits ? "<span class=\"fits\">fits</span>"
+                                             : "<span class=\"nofit\">does not fit</span>"));
+  out += "</table>\n";
+  return out;
+}
+
+std::string roofline_section(const ReportInput& in, std::size_t labels) {
+  const Roofline r = build_roofline(in.graph, *in.device, *in.params, in.workload, *in.estimate);
+  RooflineSvgOptions options;
+  options.labels = labels;
+  options.standalone = false;
+  std::string out = "<h2>Roofline</h2>\n<figure>\n";
+  out += render_roofline_svg(r, options);
+  out += fmt::format(
+      "<figcaption>Each layer at its arithmetic intensity (FLOPs per byte moved) and attained "
+      "rate (FLOPs per predicted time). The solid slope is the peak bandwidth ({}), the dashed "
+      "one the achievable bandwidth ({}); horizontal lines are the dense peaks of each precision, "
+      "the {} roof highlighted. The ridge is at {:.3g} FLOP/byte: layers left of it are "
+      "memory-bound.</figcaption>\n</figure>\n",
+      esc(format_rate(r.bandwidth_bytes_per_s, "B/s")),
+      esc(format_rate(r.achievable_bandwidth_bytes_per_s, "B/s")), esc(precision_name(r.precision)),
+      r.ridge_flops_per_byte());
+  return out;
+}
+
+std::string memory_section(const ReportInput& in) {
+  const MemoryEstimate& m = in.estimate->memory;
+  const Device& d = *in.device;
+  const bool training = in.workload.mode == Mode::kTraining;
+  std::string out =
+      "<h2>Memory</h2>\n<table>\n<tr><th>part</th><th class=\"num\">bytes</th>"
+      "<th class=\"num\">of device memory</th></tr>\n";
+  const auto row = [&](std::string_view name, double bytes, const char* css) {
+    return fmt::format("<tr{}><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                       css, esc(name), esc(format_bytes(bytes)),
+                       esc(percent(bytes / d.memory_bytes)));
+  };
+  out +=
+      row(fmt::format("weights ({})",
+                      precision_name(in.workload.weight_precision.value_or(in.workload.precision))),
+          m.weight_bytes, "");
+  if (training) {
+    out += row("gradients", m.gradient_bytes, "");
+    out += row(fmt::format("optimizer state ({})", optimizer_name(in.workload.optimizer)),
+               m.optimizer_bytes, "");
+    out += row(in.workload.checkpointing ? "activations (checkpoints)"
+                                         : "activations (saved for backward)",
+               m.activation_bytes, "");
+  } else {
+    out += row("activations (peak live)", m.activation_bytes, "");
+  }
+  out += row("total", m.total_bytes, " class=\"total\"");
+  out += "</table>\n";
+  out += fmt::format("<p>Device memory {}: {}.", esc(format_bytes(d.memory_bytes)),
+                     in.estimate->fits ? "<span class=\"fits\">fits</span>"
+                                       : "<span class=\"nofit\">does not fit</span>");
+  if (in.estimate->max_batch > 0) {
+    out +=
+        fmt::format(" The largest batch that fits is {}.", format_grouped(in.estimate->max_batch));
+  } else if (in.estimate->max_batch == 0) {
+    out += " The weights and state alone do not fit.";
+  }
+  out += "</p>\n";
+  return out;
+}
+
+std::string layers_section(const ReportInput& in) {
+  const Graph& g = in.graph;
+  const Estimate& e = *in.estimate;
+  double max_share = 0;
+  for (const LayerEstimate& le : e.layers)
+    max_share = std::max(max_share, le.time_s / e.latency_s);
+  std::string out = fmt::format(
+      "<h2>Layers</h2>\n<p>{} layers in graph order; time is per step of the batch "
+      "(forward{}).</p>\n<table>\n<tr><th class=\"num\">#</th><th>layer</th><th>op</th><th>output "
+      "shape</th><th class=\"num\">params</th><th class=\"num\">MACs</th><th "
+      "class=\"num\">time</th><th>bound</th><th>share of time</th></tr>\n",
+      g.layers.size(), in.workload.mode == Mode::kTraining ? " and backward" : "");
+  for (std::size_t i = 0; i < g.layers.size(); ++i) {
+    const Layer& layer = g.layers[i];
+    const LayerEstimate& le = e.layers[i];
+    const double share = e.latency_s > 0 ? le.time_s / e.latency_s : 0;
+    const double bar = max_share > 0 ? 100 * share / max_share : 0;
+    out += fmt::format(
+        "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td "
+        "class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>"
+        "<td class=\"num\"><span class=\"bar\" style=\"width:{:.1f}px\"></span>{}</td></tr>\n",
+        i, esc(layer.name), esc(layer.op), esc(shape_to_string(layer.output)),
+        layer.counts.params > 0 ? esc(format_count(static_cast<double>(layer.counts.params))) : "-",
+        layer.counts.macs > 0 ? esc(format_count(static_cast<double>(layer.counts.macs))) : "-",
+        layer.view ? "-" : esc(format_duration(le.time_s)), bound_span(le.bound), bar * 0.8,
+        layer.view ? "-" : esc(percent(share)));
+  }
+  out += "</table>\n";
+  return out;
+}
+
+std::string device_section(const ReportInput& in) {
+  const Device& d = *in.device;
+  const PerformanceParams& p = *in.params;
+  std::string out =
+      "<h2>Device</h2>\n<table>\n<tr><th>precision</th><th class=\"num\">matrix (dense)</th>"
+      "<th class=\"num\">vector (dense)</th></tr>\n";
+  for (Precision precision : d.precisions()) {
+    const PeakRate& peak = d.peak(precision);
+    const auto rate = [](double r) { return r > 0 ? esc(format_rate(r, "FLOP/s")) : "-"; };
+    out += fmt::format("<tr{}><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                       precision == in.workload.precision ? " class=\"total\"" : "",
+                       esc(precision_name(precision)), rate(peak.matrix_flops_per_s),
+                       rate(peak.vector_flops_per_s));
+  }
+  out += "</table>\n<table class=\"kv\">\n";
+  out += kv_row("memory", fmt::format("{} at {}", esc(format_bytes(d.memory_bytes)),
+                                      esc(format_rate(d.memory_bandwidth_bytes_per_s, "B/s"))));
+  out += kv_row(
+      "performance model",
+      fmt::format("matrix {:.0f} %, vector {:.0f} %, memory {:.0f} % of peak; {} per "
+                  "kernel ({} profile)",
+                  100 * p.matrix_efficiency, 100 * p.vector_efficiency, 100 * p.memory_efficiency,
+                  esc(format_duration(p.overhead_s(in.estimate->profile))),
+                  esc(profile_name(in.estimate->profile))));
+  if (!d.notes.empty()) out += kv_row("notes", esc(d.notes));
+  out += "</table>\n";
+  if (!d.sources.empty()) {
+    // Plain text: the page must not fetch or link anything.
+    out += "<p>Sources of the figures:</p>\n<ul class=\"sources\">\n";
+    for (const std::string& source : d.sources)
+      out += fmt::format("<li>{}</li>\n", esc(source));
+    out += "</ul>\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_report_html(const ReportInput& in, std::size_t roofline_labels) {
+  const std::string title = fmt::format("{} on {}", in.graph.name, in.device->name);
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  out += fmt::format("<title>capcalc: {}</title>\n", esc(title));
+  out += fmt::format("<style>{}</style>\n</head>\n<body>\n", kStyle);
+  out += fmt::format("<h1>{}</h1>\n", esc(title));
+  out += fmt::format("<p class=\"sub\">{}, {}, batch {}, {} profile: predicted by capcalc</p>\n",
+                     esc(mode_name(in.workload.mode)), esc(precision_name(in.workload.precision)),
+                     in.graph.batch, esc(profile_name(in.estimate->profile)));
+  out += summary_section(in);
+  out += roofline_section(in, roofline_labels);
+  out += memory_section(in);
+  out += layers_section(in);
+  out += device_section(in);
+  out +=
+      "<footer>Generated by capcalc. Each layer's time is max(compute, memory, per-kernel floor) "
+      "on this device; <code>capcalc estimate --explain</code> shows the formulas.</footer>\n";
+  out += "</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace capcalc

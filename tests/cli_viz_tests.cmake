@@ -1,0 +1,34 @@
+# CLI tests of `roofline` and `report` (issue 5, part 3). Uses capcalc_cli_ok/capcalc_cli_error
+# from cli_tests.cmake, which is included first.
+
+capcalc_cli_ok(roofline_stdout "^<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\".*Roofline: resnet50 on NVIDIA A100 80GB SXM4.*attained \\(TFLOP/s\\).*</svg>\n$"
+               roofline data/models/resnet50.json --gpu A100)
+capcalc_cli_ok(roofline_labels "fp16, batch 8, training.*>layer1\\.0\\.conv2<"
+               roofline data/models/resnet50.json --gpu A100 --precision fp16 --mode training --batch 8 --label 50)
+capcalc_cli_ok(report_stdout "^<!DOCTYPE html>.*<h2>Summary</h2>.*<svg width=.*<h2>Memory</h2>.*<h2>Layers</h2>.*</html>\n$"
+               report data/models/resnet50.json --gpu A100)
+capcalc_cli_error(roofline_unwritable "^capcalc: error: /nonexistent/dir/x\\.svg: cannot write file\n$"
+                  roofline data/models/resnet50.json --gpu A100 -o /nonexistent/dir/x.svg)
+capcalc_cli_error(report_unwritable "^capcalc: error: /nonexistent/dir/x\\.html: cannot write file\n$"
+                  report data/models/resnet50.json --gpu A100 -o /nonexistent/dir/x.html)
+capcalc_cli_error(roofline_unknown_device "unknown device \"h100-sm\"; did you mean \"h100-sxm\"\\?"
+                  roofline data/models/resnet50.json --gpu h100-sm)
+capcalc_cli_error(roofline_unsupported_precision "has no tf32 peak in the hardware table"
+                  roofline data/models/resnet50.json --gpu V100 --precision tf32)
+capcalc_cli_error(report_checkpointing_needs_training "--checkpointing is for training"
+                  report data/models/resnet50.json --gpu A100 --checkpointing)
+
+# Files written with -o: render the SVG to PNG where rsvg-convert exists (librsvg2-bin), and
+# check both documents with xmllint (libxml2-utils) where it exists.
+find_program(RSVG_CONVERT rsvg-convert)
+find_program(XMLLINT xmllint)
+if(NOT RSVG_CONVERT)
+  message(WARNING "rsvg-convert not found (apt install librsvg2-bin): the roofline render test "
+                  "(cli.roofline_render) is skipped")
+endif()
+set(viz_out ${CMAKE_CURRENT_BINARY_DIR}/viz)
+add_test(NAME cli.roofline_render
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli> -DOUT=${viz_out}
+                 -DRSVG_CONVERT=${RSVG_CONVERT} -DXMLLINT=${XMLLINT}
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/render_svg.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

@@ -1,0 +1,241 @@
+// The roofline data against the formulas of Williams, Waterman and Patterson (CACM 2009):
+// intensity = FLOPs / bytes, roof = min(peak, intensity × bandwidth), ridge = peak / bandwidth;
+// and the SVG and HTML renderings as documents (well-formed, escaped, self-contained).
+#include "capcalc/roofline.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "capcalc/model.hpp"
+#include "capcalc/report.hpp"
+
+#include "catch.hpp"
+#include "test_data.hpp"
+
+using namespace capcalc;
+
+namespace {
+
+constexpr std::int64_t kM = 2048;  // Rows (the batch).
+constexpr std::int64_t kK = 4096;  // Input features.
+constexpr std::int64_t kN = 4096;  // Output features.
+
+// One big matrix product, a relu and a view.
+const char* kMatmulModel = R"({"format": "capcalc-model/1", "name": "matmul",
+  "dims": {"batch": 2048},
+  "inputs": [{"name": "x", "shape": ["batch", 4096]}],
+  "layers": [
+    {"name": "mm", "op": "linear", "out_features": 4096, "bias": false},
+    {"name": "act", "op": "relu"},
+    {"name": "flat", "op": "flatten"}]})";
+
+constexpr double kMatrixPeak = 100e12;
+constexpr double kVectorPeak = 25e12;
+constexpr double kBandwidth = 1e12;
+
+Device test_device() {
+  Device d;
+  d.id = "test-gpu";
+  d.name = "Test GPU";
+  d.dense_peak[static_cast<std::size_t>(Precision::kFp16)] = {kVectorPeak, kMatrixPeak};
+  d.dense_peak[static_cast<std::size_t>(Precision::kFp32)] = {10e12, 0};
+  d.memory_bytes = 80e9;
+  d.memory_bandwidth_bytes_per_s = kBandwidth;
+  return d;
+}
+
+Workload fp16() {
+  Workload w;
+  w.precision = Precision::kFp16;
+  return w;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("roofline: a big matmul sits at 2MNK / bytes, on the compute roof", "[roofline]") {
+  const Graph g = parse_model(kMatmulModel, "matmul.json");
+  const Device d = test_device();
+  const PerformanceParams p;
+  const Estimate e = estimate(g, d, p, fp16());
+  const Roofline r = build_roofline(g, d, p, fp16(), e);
+
+  // Bytes at fp16: read X (M×K) and W (K×N), write Y (M×N), 2 bytes each.
+  const double flops = 2.0 * kM * kN * kK;
+  const double bytes = 2.0 * (kM * kK + kK * kN + kM * kN);
+  REQUIRE(r.points.size() == 2);
+  const RooflinePoint& mm = r.points[0];
+  CHECK(mm.name == "mm");
+  CHECK(mm.flops == Approx(flops));
+  CHECK(mm.bytes == Approx(bytes));
+  CHECK(mm.intensity_flops_per_byte == Approx(flops / bytes));
+  CHECK(mm.bound == Bound::kCompute);
+  // Full tiles (4096 is a multiple of 128 and 64): the matrix peak times its efficiency.
+  CHECK(mm.attained_flops_per_s == Approx(kMatrixPeak * p.matrix_efficiency));
+  CHECK(mm.time_s == Approx(e.layers[0].time_s));
+
+  // relu: one FLOP per element, reads and writes M×N fp16 values; memory-bound.
+  const RooflinePoint& act = r.points[1];
+  CHECK(act.intensity_flops_per_byte == Approx(1.0 / 4));
+  CHECK(act.bound == Bound::kMemory);
+  CHECK(act.attained_flops_per_s == Approx(0.25 * kBandwidth * p.memory_efficiency));
+
+  CHECK(r.skipped_layers == 1);  // flatten is a view.
+  CHECK(r.roof_flops_per_s == Approx(kMatrixPeak));
+  CHECK(r.ridge_flops_per_byte() == Approx(kMatrixPeak / kBandwidth));
+  CHECK(r.achievable_bandwidth_bytes_per_s == Approx(kBandwidth * p.memory_efficiency));
+  CHECK(r.attainable_flops_per_s(1) == Approx(kBandwidth));
+  CHECK(r.attainable_flops_per_s(1e6) == Approx(kMatrixPeak));
+}
+
+TEST_CASE("roofline: one ceiling per peak, highest first, the workload's marked", "[roofline]") {
+  const Graph g = parse_model(kMatmulModel, "matmul.json");
+  const Device d = test_device();
+  const PerformanceParams p;
+  const Roofline r = build_roofline(g, d, p, fp16(), estimate(g, d, p, fp16()));
+  REQUIRE(r.ceilings.size() == 3);  // fp16 matrix, fp16 vector, fp32 vector.
+  CHECK(r.ceilings[0].flops_per_s == kMatrixPeak);
+  CHECK(r.ceilings[0].matrix_units);
+  CHECK(r.ceilings[0].workload);
+  CHECK(r.ceilings[1].flops_per_s == kVectorPeak);
+  CHECK(r.ceilings[1].workload);
+  CHECK(r.ceilings[2].precision == Precision::kFp32);
+  CHECK_FALSE(r.ceilings[2].workload);
+}
+
+TEST_CASE("roofline: no layer of the zoo is above the roof", "[roofline]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const Device& a100 = table.get("A100");
+  const PerformanceParams p = table.performance_for(a100);
+  for (const char* model : {"resnet50.json", "bert_base.json", "mobilenet_v2.json"}) {
+    const Graph g = load_model(test::data_path(std::string("models/") + model));
+    Workload inference = fp16();
+    Workload training = fp16();
+    training.mode = Mode::kTraining;
+    Workload sparse = fp16();
+    sparse.sparsity = Sparsity::k2of4;  // The roof rises by the 2:4 speedup.
+    Workload compiled = fp16();
+    compiled.profile = Profile::kCompiled;
+    Workload int8;
+    int8.precision = Precision::kInt8;
+    for (const Workload& w : {inference, training, sparse, compiled, int8}) {
+      const Estimate e = estimate(g, a100, p, w);
+      const Roofline r = build_roofline(g, a100, p, w, e);
+      CHECK(r.points.size() + r.skipped_layers == g.layers.size());
+      for (const RooflinePoint& point : r.points) {
+        INFO(model << " " << point.name);
+        CHECK(point.attained_flops_per_s <=
+              r.attainable_flops_per_s(point.intensity_flops_per_byte) * (1 + 1e-9));
+      }
+    }
+  }
+}
+
+TEST_CASE("roofline: the SVG is a standalone SVG 1.1 document", "[roofline][svg]") {
+  const Graph g = parse_model(kMatmulModel, "matmul.json");
+  const Device d = test_device();
+  const PerformanceParams p;
+  const Roofline r = build_roofline(g, d, p, fp16(), estimate(g, d, p, fp16()));
+  const std::string svg = render_roofline_svg(r);
+  CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\"", 0) == 0);
+  CHECK_THAT(svg, ContainsSubstring("viewBox=\"0 0 1000 640\""));
+  CHECK_THAT(svg, ContainsSubstring("width=\"1000\" height=\"640\""));
+  CHECK(svg.size() > 20);
+  CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
+  CHECK_THAT(svg, ContainsSubstring("arithmetic intensity (FLOP/byte)"));
+  CHECK_THAT(svg, ContainsSubstring("attained (TFLOP/s)"));
+  CHECK_THAT(svg, ContainsSubstring("matmul on Test GPU"));
+  CHECK_THAT(svg, ContainsSubstring("fp16, batch 2048, inference"));
+  CHECK_THAT(svg, ContainsSubstring("1 layer without FLOPs or bytes"));
+  CHECK_THAT(svg, ContainsSubstring(">mm</text>"));  // The heaviest layer is named.
+  CHECK(count(svg, "<circle") == 2 + 3);             // Two layers and three legend dots.
+  CHECK(count(svg, "<text") == count(svg, "</text>"));
+  CHECK(svg.find("<script") == std::string::npos);
+  CHECK(svg.find("href") == std::string::npos);
+  CHECK(svg.find("url(") == std::string::npos);
+  // The only URL is the SVG namespace.
+  CHECK(count(svg, "http") == 1);
+
+  RooflineSvgOptions inline_svg;
+  inline_svg.standalone = false;
+  inline_svg.labels = 0;
+  const std::string embedded = render_roofline_svg(r, inline_svg);
+  CHECK(embedded.find("http") == std::string::npos);
+  CHECK(embedded.find(">mm</text>") == std::string::npos);
+}
+
+TEST_CASE("roofline: layer names are XML-escaped", "[roofline][svg]") {
+  const char* model = R"({"format": "capcalc-model/1", "name": "x<y>",
+    "inputs": [{"name": "x", "shape": [64, 512]}],
+    "layers": [{"name": "a&b<c>\"d'", "op": "linear", "out_features": 512}]})";
+  const Graph g = parse_model(model, "escape.json");
+  Device d = test_device();
+  d.name = "GPU & \"co\"";
+  const PerformanceParams p;
+  const Roofline r = build_roofline(g, d, p, fp16(), estimate(g, d, p, fp16()));
+  const std::string svg = render_roofline_svg(r);
+  CHECK_THAT(svg, ContainsSubstring("a&amp;b&lt;c&gt;&quot;d&#39;"));
+  CHECK_THAT(svg, ContainsSubstring("x&lt;y&gt; on GPU &amp; &quot;co&quot;"));
+  CHECK(svg.find("a&b") == std::string::npos);
+  CHECK(svg.find("<c>") == std::string::npos);
+  CHECK(svg.find("x<y>") == std::string::npos);
+}
+
+TEST_CASE("report: the HTML page is self-contained and escaped", "[report][html]") {
+  const char* model = R"({"format": "capcalc-model/1", "name": "net<1>",
+    "inputs": [{"name": "x", "shape": [64, 512]}],
+    "layers": [{"name": "a&b<c>", "op": "linear", "out_features": 512},
+               {"name": "act", "op": "relu"}]})";
+  const Graph g = parse_model(model, "net.json");
+  const GraphTotals t = graph_totals(g);
+  const Device d = test_device();  // No sources: the page must hold no URL at all.
+  const PerformanceParams p;
+  const Estimate e = estimate(g, d, p, fp16());
+  const std::string html = render_report_html({g, t, fp16(), &d, &p, &e});
+  CHECK(html.rfind("<!DOCTYPE html>\n<html lang=\"en\">", 0) == 0);
+  CHECK_THAT(html, ContainsSubstring("<meta charset=\"utf-8\">"));
+  CHECK_THAT(html, ContainsSubstring("<style>"));
+  CHECK_THAT(html, ContainsSubstring("<svg width=\"1000\""));
+  CHECK_THAT(html, ContainsSubstring("1 MAC = 2 FLOPs"));
+  CHECK_THAT(html, ContainsSubstring("<td>a&amp;b&lt;c&gt;</td>"));
+  CHECK_THAT(html, ContainsSubstring("net&lt;1&gt; on Test GPU"));
+  CHECK(html.find("a&b") == std::string::npos);
+  CHECK(html.find("<c>") == std::string::npos);
+  CHECK(html.find("http") == std::string::npos);
+  for (const char* external : {"<script", "@import", "url(", "<link", "<img", "src=", "href="}) {
+    INFO(external);
+    CHECK(html.find(external) == std::string::npos);
+  }
+  CHECK(html.substr(html.size() - 8) == "</html>\n");
+}
+
+TEST_CASE("report: the HTML page has the summary, layers, roofline and memory", "[report][html]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const Device& a100 = table.get("A100");
+  const PerformanceParams p = table.performance_for(a100);
+  const Graph g = load_model(test::data_path("models/resnet50.json"));
+  const GraphTotals t = graph_totals(g);
+  Workload training;
+  training.mode = Mode::kTraining;
+  const Estimate e = estimate(g, a100, p, training);
+  const std::string html = render_report_html({g, t, training, &a100, &p, &e});
+  for (const char* part :
+       {"<h2>Summary</h2>", "<h2>Roofline</h2>", "<h2>Memory</h2>", "<h2>Layers</h2>",
+        "<h2>Device</h2>", "25,557,032", "step time", "gradients", "optimizer state (adam)",
+        "layer1.0.conv1", "NVIDIA A100"}) {
+    INFO(part);
+    CHECK_THAT(html, ContainsSubstring(part));
+  }
+  // Sources are printed as text, never fetched or linked.
+  CHECK_THAT(html, ContainsSubstring("<li>https://"));
+  for (const char* external : {"<script", "@import", "url(", "<link", "<img", "src=", "href="}) {
+    INFO(external);
+    CHECK(html.find(external) == std::string::npos);
+  }
+}
