@@ -62,9 +62,10 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
       params.memory_efficiency = std::min(1.0, params.memory_efficiency / f);
       params.eager_overhead_s *= f;
       params.compiled_overhead_s *= f;
-      device.performance = {params.matrix_efficiency, params.vector_efficiency,
-                            params.memory_efficiency, params.eager_overhead_s,
-                            params.compiled_overhead_s};
+      params.graph_overhead_s *= f;
+      device.performance = {params.matrix_efficiency,   params.vector_efficiency,
+                            params.memory_efficiency,   params.eager_overhead_s,
+                            params.compiled_overhead_s, params.graph_overhead_s};
       if (std::fabs(std::log(f)) < kTolerance) break;
     }
     fit.fitted = device.performance;
@@ -128,6 +129,7 @@ std::string render_hardware_file(const std::vector<const Device*>& devices) {
       if (o.vector_efficiency) perf["vector_efficiency"] = *o.vector_efficiency;
       if (o.memory_efficiency) perf["memory_efficiency"] = *o.memory_efficiency;
       if (o.eager_overhead_s) perf["eager_overhead_us"] = *o.eager_overhead_s * 1e6;
+      if (o.graph_overhead_s) perf["graph_overhead_us"] = *o.graph_overhead_s * 1e6;
       if (o.compiled_overhead_s) perf["compiled_overhead_us"] = *o.compiled_overhead_s * 1e6;
       e["performance"] = perf;
     }

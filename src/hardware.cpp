@@ -43,9 +43,13 @@ const std::vector<std::string_view> kDeviceKeys = {"id",
                                                    "performance",
                                                    "comment"};
 
-const std::vector<std::string_view> kPerformanceKeys = {"matrix_efficiency",    "vector_efficiency",
-                                                        "memory_efficiency",    "eager_overhead_us",
-                                                        "compiled_overhead_us", "comment"};
+const std::vector<std::string_view> kPerformanceKeys = {"matrix_efficiency",
+                                                        "vector_efficiency",
+                                                        "memory_efficiency",
+                                                        "eager_overhead_us",
+                                                        "graph_overhead_us",
+                                                        "compiled_overhead_us",
+                                                        "comment"};
 
 // Lookup key: lower case, with '-', '_' and ' ' the same.
 std::string normalise(std::string_view name) {
@@ -186,6 +190,7 @@ PerformanceOverride parse_override(const JsonView& params) {
   result.memory_efficiency = fraction("memory_efficiency");
   result.eager_overhead_s = overhead("eager_overhead_us");
   result.compiled_overhead_s = overhead("compiled_overhead_us");
+  result.graph_overhead_s = overhead("graph_overhead_us");
   return result;
 }
 
@@ -195,6 +200,7 @@ void apply(PerformanceParams& params, const PerformanceOverride& o) {
   params.memory_efficiency = o.memory_efficiency.value_or(params.memory_efficiency);
   params.eager_overhead_s = o.eager_overhead_s.value_or(params.eager_overhead_s);
   params.compiled_overhead_s = o.compiled_overhead_s.value_or(params.compiled_overhead_s);
+  params.graph_overhead_s = o.graph_overhead_s.value_or(params.graph_overhead_s);
 }
 
 PerformanceParams parse_performance(const JsonView& params) {
@@ -389,11 +395,20 @@ PerformanceParams HardwareTable::performance_for(const Device& device) const {
 }
 
 std::string_view profile_name(Profile profile) {
-  return profile == Profile::kEager ? "eager" : "compiled";
+  switch (profile) {
+    case Profile::kEager:
+      return "eager";
+    case Profile::kGraph:
+      return "graph";
+    case Profile::kCompiled:
+      break;
+  }
+  return "compiled";
 }
 
 std::optional<Profile> parse_profile(std::string_view name) {
   if (name == "eager") return Profile::kEager;
+  if (name == "graph") return Profile::kGraph;
   if (name == "compiled") return Profile::kCompiled;
   return std::nullopt;
 }

@@ -216,6 +216,10 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   Estimate result;
   result.profile = workload.profile.value_or(params.default_profile);
   const double floor_s = params.overhead_s(result.profile);
+  // Eager backward kernels are launched by the autograd engine in C++, not dispatched from
+  // Python one by one: they take the graph executor's floor.
+  const double backward_floor_s =
+      result.profile == Profile::kEager ? params.graph_overhead_s : floor_s;
   const bool compiled = result.profile == Profile::kCompiled;
   // 2:4 sparsity: half the weight MACs and values (plus 2 bits of index per kept value),
   // where the hardware supports it.
@@ -265,7 +269,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       backward.bytes = 2 * forward.bytes;
       backward.kernels = 2;
       // A fused forward still leaves a backward that reads what it saved: not fused.
-      add(e, roofline(backward, matrix, speed, false, rates, floor_s));
+      add(e, roofline(backward, matrix, speed, false, rates, backward_floor_s));
     }
     result.layers.push_back(e);
   }

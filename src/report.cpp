@@ -237,16 +237,18 @@ std::string render_explain_text(const ReportInput& in) {
                      format_rate(d.memory_bandwidth_bytes_per_s, "B/s"), p.memory_efficiency,
                      format_rate(d.memory_bandwidth_bytes_per_s * p.memory_efficiency, "B/s"),
                      activation_bytes_per_element(precision), weight_bytes_per_element(precision));
-  out += fmt::format("  floor        {} per kernel ({} profile; eager {}, compiled {})\n",
+  out += fmt::format("  floor        {} per kernel ({} profile; eager {}, graph {}, compiled {})\n",
                      format_duration(p.overhead_s(e.profile)), profile_name(e.profile),
-                     format_duration(p.eager_overhead_s), format_duration(p.compiled_overhead_s));
+                     format_duration(p.eager_overhead_s), format_duration(p.graph_overhead_s),
+                     format_duration(p.compiled_overhead_s));
   if (e.profile == Profile::kCompiled) {
     out += "               compiled: elementwise layers fused (no traffic, no floor)\n";
   }
   if (training) {
     out +=
         "  backward     weight-gradient MACs + input-gradient MACs (none for layers that read\n"
-        "               only model inputs), 2 x forward traffic, 2 kernels per layer\n";
+        "               only model inputs), 2 x forward traffic, 2 kernels per layer\n"
+        "               (eager: at the graph floor, launched by the autograd engine)\n";
     out += fmt::format("  optimizer    {}: {:.0f} B/param moved at the achievable bandwidth\n",
                        optimizer_name(in.workload.optimizer),
                        optimizer_update_bytes(in.workload.optimizer));

@@ -176,10 +176,10 @@ std::string render_device_text(const Device& d, const PerformanceParams& params)
   }
   out += fmt::format(
       "  model        matrix {:.0f} %, vector {:.0f} %, memory {:.0f} %; floor "
-      "{} eager, {} compiled\n",
+      "{} eager, {} graph, {} compiled\n",
       100 * params.matrix_efficiency, 100 * params.vector_efficiency,
       100 * params.memory_efficiency, format_duration(params.eager_overhead_s),
-      format_duration(params.compiled_overhead_s));
+      format_duration(params.graph_overhead_s), format_duration(params.compiled_overhead_s));
   if (!d.notes.empty()) out += "  notes        " + wrap_text(d.notes, 78, 15);
   out += "  sources\n";
   for (const std::string& source : d.sources)
@@ -196,6 +196,7 @@ std::string render_device_json(const Device& d, const PerformanceParams& params)
       {"vector_efficiency", params.vector_efficiency},
       {"memory_efficiency", params.memory_efficiency},
       {"eager_overhead_s", params.eager_overhead_s},
+      {"graph_overhead_s", params.graph_overhead_s},
       {"compiled_overhead_s", params.compiled_overhead_s},
       {"default_profile", std::string(profile_name(params.default_profile))}};
   return doc.dump(2) + "\n";

@@ -60,7 +60,8 @@ Measurement parse_case(const JsonView& entry) {
   if (auto profile = entry.find("profile")) {
     const std::optional<Profile> parsed = parse_profile(profile->as_string());
     if (!parsed)
-      profile->fail("expected \"eager\" or \"compiled\", got \"" + profile->as_string() + "\"");
+      profile->fail("expected \"eager\", \"graph\" or \"compiled\", got \"" + profile->as_string() +
+                    "\"");
     m.profile = *parsed;
   }
   const JsonView metric = entry.at("metric");

@@ -202,7 +202,8 @@ TEST_CASE("every device type has performance parameters between 0 and 1", "[hard
     }
     CHECK(params.eager_overhead_s >= 0);
     CHECK(params.compiled_overhead_s >= 0);
-    CHECK(params.compiled_overhead_s <= params.eager_overhead_s);
+    CHECK(params.compiled_overhead_s <= params.graph_overhead_s);
+    CHECK(params.graph_overhead_s <= params.eager_overhead_s);
   }
 }
 

@@ -176,6 +176,30 @@ TEST_CASE("predict: the compiled profile fuses elementwise layers and lowers the
   CHECK(estimate(g, round_device(), round_params(), w).profile == Profile::kEager);
 }
 
+TEST_CASE("predict: the graph profile keeps every kernel at its own floor", "[predict]") {
+  // A tiny elementwise chain: every kernel is below its floor, so the latency is the number
+  // of kernels times the profile's floor, and nothing is fused.
+  const Graph g = parse(R"({"op": "relu"}, {"op": "relu"}, {"op": "relu"})", "[\"batch\", 4]");
+  PerformanceParams params = round_params();
+  params.eager_overhead_s = 60e-6;
+  params.graph_overhead_s = 30e-6;
+  params.compiled_overhead_s = 3e-6;
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.profile = Profile::kGraph;
+  const Estimate graph = estimate(g, round_device(), params, w);
+  CHECK(graph.profile == Profile::kGraph);
+  for (const LayerEstimate& layer : graph.layers) {
+    CHECK(layer.bound == Bound::kOverhead);
+    CHECK(layer.time_s == Approx(30e-6));
+  }
+  CHECK(graph.latency_s == Approx(3 * 30e-6));
+  w.profile = Profile::kEager;
+  CHECK(estimate(g, round_device(), params, w).latency_s == Approx(3 * 60e-6));
+  CHECK(parse_profile("graph") == Profile::kGraph);
+  CHECK(profile_name(Profile::kGraph) == "graph");
+}
+
 TEST_CASE("predict: 2:4 sparsity speeds up weight MACs only where the hardware supports it",
           "[predict]") {
   const Graph g = one_linear(8192, 8192, 8192);

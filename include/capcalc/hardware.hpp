@@ -54,11 +54,12 @@ struct Price {
   std::string source;
 };
 
-/// How the model is run: one kernel per layer from a framework (PyTorch eager), or compiled
-/// (TensorRT, torch.compile, XLA) with elementwise layers fused into their neighbours and a
-/// cheaper launch per kernel.
-enum class Profile { kEager, kCompiled };
-std::string_view profile_name(Profile profile);  ///< "eager", "compiled".
+/// How the model is run: one kernel per layer dispatched by a framework from Python (PyTorch
+/// eager); one kernel per layer from a graph executor (TensorFlow 1 graphs without XLA,
+/// TorchScript), with cheaper dispatch; or compiled (TensorRT, torch.compile, XLA) with
+/// elementwise layers fused into their neighbours and the cheapest launch per kernel.
+enum class Profile { kEager, kGraph, kCompiled };
+std::string_view profile_name(Profile profile);  ///< "eager", "graph", "compiled".
 std::optional<Profile> parse_profile(std::string_view name);
 
 /// Free parameters of the performance model for one device type (data, not code).
@@ -67,11 +68,20 @@ struct PerformanceParams {
   double vector_efficiency = 0.6;     ///< Fraction of the vector peak elementwise work reaches.
   double memory_efficiency = 0.8;     ///< Fraction of the peak bandwidth streaming reaches.
   double eager_overhead_s = 10e-6;    ///< Per kernel, framework eager (dispatch + launch).
+  double graph_overhead_s = 5e-6;     ///< Per kernel, graph executor without fusion.
   double compiled_overhead_s = 3e-6;  ///< Per kernel, compiled (graph launch).
   Profile default_profile = Profile::kEager;  ///< The profile when none is asked for.
 
   double overhead_s(Profile profile) const {
-    return profile == Profile::kEager ? eager_overhead_s : compiled_overhead_s;
+    switch (profile) {
+      case Profile::kEager:
+        return eager_overhead_s;
+      case Profile::kGraph:
+        return graph_overhead_s;
+      case Profile::kCompiled:
+        break;
+    }
+    return compiled_overhead_s;
   }
 };
 
@@ -83,9 +93,10 @@ struct PerformanceOverride {
   std::optional<double> memory_efficiency;
   std::optional<double> eager_overhead_s;
   std::optional<double> compiled_overhead_s;
+  std::optional<double> graph_overhead_s;
   bool empty() const {
     return !matrix_efficiency && !vector_efficiency && !memory_efficiency && !eager_overhead_s &&
-           !compiled_overhead_s;
+           !compiled_overhead_s && !graph_overhead_s;
   }
 };
 

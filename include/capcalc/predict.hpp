@@ -15,7 +15,8 @@
 // floors are the few global parameters per device type, stored in the hardware table.
 //
 // Training adds the backward pass (its own FLOPs, twice the forward traffic, two kernels per
-// layer) and the optimizer update (memory-bound), per device, with ideal data parallelism.
+// layer; in the eager profile at the graph floor, since the autograd engine launches them from
+// C++) and the optimizer update (memory-bound), per device, with ideal data parallelism.
 #pragma once
 
 #include <functional>

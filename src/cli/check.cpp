@@ -131,8 +131,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   sub->add_option("-m,--mode", options->mode, "inference or training")
       ->check(CLI::IsMember({"inference", "training"}))
       ->capture_default_str();
-  sub->add_option("--profile", options->profile, "eager or compiled")
-      ->check(CLI::IsMember({"eager", "compiled"}));
+  sub->add_option("--profile", options->profile, "eager, graph or compiled")
+      ->check(CLI::IsMember({"eager", "graph", "compiled"}));
   sub->add_option("--devices", options->data_parallel, "Data-parallel devices (ideal scaling)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
