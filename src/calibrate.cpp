@@ -11,6 +11,11 @@ namespace {
 
 constexpr int kMaxIterations = 20;
 constexpr double kTolerance = 1e-4;  // |log f| at which the fit has settled.
+// The per-kernel floor factor is searched (golden section on its log) within these bounds.
+constexpr double kMinFloorFactor = 1.0 / 30;
+constexpr double kMaxFloorFactor = 30;
+constexpr int kFloorSteps = 40;
+constexpr double kFloorPull = 1e-6;
 
 // How much faster the prediction is than the measurement (> 1: predicted too fast).
 double predicted_speedup(const ValidationResult& r) {
@@ -24,6 +29,51 @@ Device* find_mutable(HardwareTable& table, const std::string& id) {
     if (d.id == id) return &d;
   }
   return nullptr;
+}
+
+struct SpeedFit {
+  double speed_factor = 1;  // measured / predicted speed, before the fit
+  double log_error = 0;     // sum of squared log(predicted / measured speed) after it
+};
+
+// Sets `device`'s overrides to `base` with its per-kernel floors times `floor_factor`, then
+// fits one speed factor f so that the geometric mean of predicted / measured speed is 1:
+// efficiencies divided by f (capped at 1), floors multiplied by f, until it settles.
+SpeedFit fit_speed(const std::vector<Measurement>& own, const HardwareTable& table, Device& device,
+                   PerformanceParams params, double floor_factor, const std::string& models_dir) {
+  params.eager_overhead_s *= floor_factor;
+  params.compiled_overhead_s *= floor_factor;
+  params.graph_overhead_s *= floor_factor;
+  SpeedFit fit;
+  for (int iteration = 0; iteration < kMaxIterations; ++iteration) {
+    device.performance = {params.matrix_efficiency,   params.vector_efficiency,
+                          params.memory_efficiency,   params.eager_overhead_s,
+                          params.compiled_overhead_s, params.graph_overhead_s};
+    const ValidationSummary now = validate(own, table, models_dir);
+    double log_sum = 0;
+    fit.log_error = 0;
+    for (const ValidationResult& r : now.results) {
+      const double l = std::log(predicted_speedup(r));
+      log_sum += l;
+      fit.log_error += l * l;
+    }
+    const double f = std::exp(log_sum / static_cast<double>(now.results.size()));
+    if (std::fabs(std::log(f)) < kTolerance) break;
+    fit.speed_factor /= f;
+    params.matrix_efficiency = std::min(1.0, params.matrix_efficiency / f);
+    params.vector_efficiency = std::min(1.0, params.vector_efficiency / f);
+    params.memory_efficiency = std::min(1.0, params.memory_efficiency / f);
+    params.eager_overhead_s *= f;
+    params.compiled_overhead_s *= f;
+    params.graph_overhead_s *= f;
+  }
+  return fit;
+}
+
+// The floor factor's objective: the fit error plus a small pull towards 1, so that records
+// which cannot tell the floor apart (all of one shape) leave it as the table has it.
+double penalised(const SpeedFit& fit, double log_floor) {
+  return fit.log_error + kFloorPull * log_floor * log_floor;
 }
 
 }  // namespace
@@ -46,28 +96,36 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
       if (table.get(m.device).id == id) own.push_back(m);
     }
     Device& device = *find_mutable(result.calibrated, id);
-    PerformanceParams params = result.calibrated.performance_for(device);
+    const PerformanceParams base = result.calibrated.performance_for(device);
     CalibrationFit fit;
     fit.device_id = id;
     fit.records = own.size();
-    for (int iteration = 0; iteration < kMaxIterations; ++iteration) {
-      const ValidationSummary now = validate(own, result.calibrated, models_dir);
-      double log_sum = 0;
-      for (const ValidationResult& r : now.results)
-        log_sum += std::log(predicted_speedup(r));
-      const double f = std::exp(log_sum / static_cast<double>(now.results.size()));
-      fit.speed_factor /= f;
-      params.matrix_efficiency = std::min(1.0, params.matrix_efficiency / f);
-      params.vector_efficiency = std::min(1.0, params.vector_efficiency / f);
-      params.memory_efficiency = std::min(1.0, params.memory_efficiency / f);
-      params.eager_overhead_s *= f;
-      params.compiled_overhead_s *= f;
-      params.graph_overhead_s *= f;
-      device.performance = {params.matrix_efficiency,   params.vector_efficiency,
-                            params.memory_efficiency,   params.eager_overhead_s,
-                            params.compiled_overhead_s, params.graph_overhead_s};
-      if (std::fabs(std::log(f)) < kTolerance) break;
+    const auto at = [&](double floor_factor) {
+      return fit_speed(own, result.calibrated, device, base, floor_factor, models_dir);
+    };
+    // The floor factor only where records can tell it apart from the speed: two or more.
+    double floor_factor = 1;
+    if (own.size() >= 2) {
+      double lo = std::log(kMinFloorFactor), hi = std::log(kMaxFloorFactor);
+      const double golden = (std::sqrt(5.0) - 1) / 2;
+      double a = hi - golden * (hi - lo), b = lo + golden * (hi - lo);
+      double fa = penalised(at(std::exp(a)), a), fb = penalised(at(std::exp(b)), b);
+      for (int step = 0; step < kFloorSteps; ++step) {
+        if (fa < fb) {
+          hi = b, b = a, fb = fa;
+          a = hi - golden * (hi - lo);
+          fa = penalised(at(std::exp(a)), a);
+        } else {
+          lo = a, a = b, fa = fb;
+          b = lo + golden * (hi - lo);
+          fb = penalised(at(std::exp(b)), b);
+        }
+      }
+      floor_factor = std::exp((lo + hi) / 2);
     }
+    const SpeedFit best = at(floor_factor);
+    fit.speed_factor = best.speed_factor;
+    fit.floor_factor = floor_factor;
     fit.fitted = device.performance;
     result.fits.push_back(fit);
   }

@@ -79,11 +79,13 @@ std::string render_calibration_text(const CalibrationResult& result) {
   fits.add_column("matrix", Align::kRight);
   fits.add_column("vector", Align::kRight);
   fits.add_column("memory", Align::kRight);
+  fits.add_column("floor", Align::kRight);
   for (const CalibrationFit& f : result.fits) {
     fits.add_row({f.device_id, std::to_string(f.records), fmt::format("{:.3f}x", f.speed_factor),
                   fmt::format("{:.3f}", f.fitted.matrix_efficiency.value_or(0)),
                   fmt::format("{:.3f}", f.fitted.vector_efficiency.value_or(0)),
-                  fmt::format("{:.3f}", f.fitted.memory_efficiency.value_or(0))});
+                  fmt::format("{:.3f}", f.fitted.memory_efficiency.value_or(0)),
+                  fmt::format("{:.3f}x", f.floor_factor)});
   }
   TextTable records;
   records.add_column("record", Align::kLeft);
@@ -98,7 +100,9 @@ std::string render_calibration_text(const CalibrationResult& result) {
                      fmt::format("{:+.1f} %", 100 * (b.ratio - 1)),
                      fmt::format("{:+.1f} %", 100 * (a.ratio - 1))});
   }
-  std::string out = "Fitted (speed: measured / predicted before the fit; efficiencies after)\n";
+  std::string out =
+      "Fitted (speed: measured / predicted before the fit; efficiencies after;\n"
+      "        floor: the per-kernel floors' own factor)\n";
   out += fits.render("  ");
   out += "\nRecords (error of the prediction, before and after)\n";
   out += records.render("  ");

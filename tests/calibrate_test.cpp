@@ -25,15 +25,17 @@ Measurement record(const std::string& id, std::int64_t batch, bool training, dou
 }
 
 // What the A100 would measure if its efficiencies were `scale` times the table's and its
-// floors 1/scale times: the "truth" the fit should find.
-double truth(const HardwareTable& table, std::int64_t batch, bool training, double scale) {
+// floors `floor` / scale times: the "truth" the fit should find.
+double truth(const HardwareTable& table, std::int64_t batch, bool training, double scale,
+             double floor = 1) {
   const Device& d = table.get("A100");
   PerformanceParams p = table.performance_for(d);
   p.matrix_efficiency *= scale;
   p.vector_efficiency *= scale;
   p.memory_efficiency *= scale;
-  p.eager_overhead_s /= scale;
-  p.compiled_overhead_s /= scale;
+  p.eager_overhead_s *= floor / scale;
+  p.compiled_overhead_s *= floor / scale;
+  p.graph_overhead_s *= floor / scale;  // eager backward kernels run at the graph floor
   ModelOptions options;
   options.dims["batch"] = batch;
   const Graph g = load_model(test::data_path("models/resnet50.json"), options);
@@ -69,6 +71,37 @@ TEST_CASE("calibrate recovers a device's speed from its records", "[calibrate]")
   CHECK(*fit.fitted.memory_efficiency == Approx(base.memory_efficiency * scale).epsilon(0.01));
   CHECK(*fit.fitted.eager_overhead_s == Approx(base.eager_overhead_s / scale).epsilon(0.01));
   CHECK(fit.speed_factor == Approx(scale).epsilon(0.01));
+  CHECK(fit.floor_factor == Approx(1).epsilon(0.02));
+}
+
+TEST_CASE("calibrate tells the per-kernel floor apart from the speed", "[calibrate]") {
+  // A device 0.7x as efficient whose floors are 2.5x longer again: small batches suffer
+  // more than large ones, which one speed factor cannot reproduce.
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const double scale = 0.7, floor = 2.5;
+  const std::vector<Measurement> records = {
+      record("infer-1", 1, false, truth(table, 1, false, scale, floor)),
+      record("infer-8", 8, false, truth(table, 8, false, scale, floor)),
+      record("infer-256", 256, false, truth(table, 256, false, scale, floor)),
+  };
+  const CalibrationResult result = calibrate(records, table, test::data_path("models"));
+  REQUIRE(result.fits.size() == 1);
+  const CalibrationFit& fit = result.fits[0];
+  CHECK(fit.floor_factor == Approx(floor).epsilon(0.02));
+  CHECK(fit.speed_factor == Approx(scale).epsilon(0.02));
+  CHECK(result.after.worst_factor < 1.01);
+  const PerformanceParams base = table.performance_for(table.get("A100"));
+  CHECK(*fit.fitted.eager_overhead_s ==
+        Approx(base.eager_overhead_s * floor / scale).epsilon(0.03));
+}
+
+TEST_CASE("calibrate leaves the floor alone with a single record", "[calibrate]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const std::vector<Measurement> records = {record("one", 1, false, 300)};
+  const CalibrationResult result = calibrate(records, table, test::data_path("models"));
+  REQUIRE(result.fits.size() == 1);
+  CHECK(result.fits[0].floor_factor == 1);
+  CHECK(result.after.worst_factor < 1.01);
 }
 
 TEST_CASE("calibrate's hardware file loads back and carries the fit", "[calibrate]") {

@@ -1,10 +1,15 @@
 // Fitting a device's efficiency from a user's own measurements ("an AI capacity table").
 //
 // The records use the measurement format of data/validation (model, dims, device, precision,
-// mode, profile, metric, value). For each device, one speed factor f is fitted so that the
-// geometric mean of predicted / measured speed is 1: the device's efficiencies are divided by
-// f (capped at 1) and its per-kernel floors multiplied by f, repeated until it settles. The
-// result is a hardware file whose entries replace the built-in ones (`--hardware-file`).
+// mode, profile, metric, value). For each device two factors are fitted:
+// - a speed factor f, so that the geometric mean of predicted / measured speed is 1: the
+//   device's efficiencies are divided by f (capped at 1) and its per-kernel floors multiplied
+//   by f, repeated until it settles;
+// - with two or more records, a floor factor on the per-kernel floors alone (golden-section
+//   search on its log, 1/30 to 30, with a faint pull towards 1), chosen to minimise the sum of
+//   squared log errors. Records of different batch sizes tell the two apart: the floor weighs
+//   on small batches, the efficiencies on large ones.
+// The result is a hardware file whose entries replace the built-in ones (`--hardware-file`).
 #pragma once
 
 #include <string>
@@ -20,6 +25,7 @@ struct CalibrationFit {
   std::string device_id;
   std::size_t records = 0;
   double speed_factor = 1;  ///< Fitted: measured speed / predicted speed before the fit.
+  double floor_factor = 1;  ///< Fitted: the per-kernel floors' extra factor (1 with one record).
   PerformanceOverride fitted;
 };
 
