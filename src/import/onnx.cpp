@@ -25,6 +25,8 @@
 #include <onnx/shape_inference/implementation.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+
+#include "import/onnx_fold.hpp"
 #endif
 
 namespace capcalc {
@@ -552,7 +554,16 @@ class Importer {
         fail("", fmt::format("ONNX shape inference failed: {}", e.what()));
       }
       collect_shapes();
-      bool added = false;
+      // Exporters compute slice bounds and reshape targets from Shape at run time; with every
+      // input dimension set, those are constants that the next round can read.
+      bool added =
+          onnx_import::fold_shape_arithmetic(
+              graph_proto_,
+              [this](const std::string& name) -> std::optional<std::vector<std::int64_t> > {
+                const auto it = shapes_.find(name);
+                if (it == shapes_.end() || !it->second.complete()) return std::nullopt;
+                return it->second.dims;
+              }) > 0;
       for (const auto& node : graph_proto_.node()) {
         if (node.input_size() == 0 || node.output_size() == 0) continue;
         const OpRule* rule = find_rule(node);

@@ -1,0 +1,586 @@
+#include "import/onnx_fold.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace capcalc::onnx_import {
+namespace {
+
+// A small integer tensor known at import time. Booleans are held as 0/1.
+struct Tensor {
+  std::vector<std::int64_t> dims;
+  std::vector<std::int64_t> values;
+  int elem_type = onnx::TensorProto::INT64;
+};
+
+using Tensors = std::map<std::string, Tensor>;
+
+bool is_integer_type(int type) {
+  switch (type) {
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::UINT16:
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::BOOL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::int64_t count(const std::vector<std::int64_t>& dims) {
+  std::int64_t n = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0 || (d > 0 && n > kMaxFoldedElements / d)) return kMaxFoldedElements + 1;
+    n *= d;
+  }
+  return n;
+}
+
+template <typename T>
+bool read_raw(const std::string& raw, std::int64_t n, std::vector<std::int64_t>& out) {
+  if (raw.size() != static_cast<std::size_t>(n) * sizeof(T)) return false;
+  for (std::int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, raw.data() + i * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+    out.push_back(static_cast<std::int64_t>(v));
+  }
+  return true;
+}
+
+// The values of an integer TensorProto held inline; nullopt for floats, external data or
+// tensors whose data was dropped.
+std::optional<Tensor> from_proto(const onnx::TensorProto& proto) {
+  if (!is_integer_type(proto.data_type())) return std::nullopt;
+  Tensor t;
+  t.dims.assign(proto.dims().begin(), proto.dims().end());
+  t.elem_type = proto.data_type();
+  const std::int64_t n = count(t.dims);
+  if (n > kMaxFoldedElements) return std::nullopt;
+  if (proto.data_type() == onnx::TensorProto::INT64 && proto.int64_data_size() == n) {
+    t.values.assign(proto.int64_data().begin(), proto.int64_data().end());
+  } else if (proto.data_type() != onnx::TensorProto::INT64 &&
+             proto.data_type() != onnx::TensorProto::UINT32 && proto.int32_data_size() == n) {
+    t.values.assign(proto.int32_data().begin(), proto.int32_data().end());
+  } else if (proto.has_raw_data()) {
+    const std::string& raw = proto.raw_data();
+    bool ok = false;
+    switch (proto.data_type()) {
+      case onnx::TensorProto::INT64:
+        ok = read_raw<std::int64_t>(raw, n, t.values);
+        break;
+      case onnx::TensorProto::INT32:
+        ok = read_raw<std::int32_t>(raw, n, t.values);
+        break;
+      case onnx::TensorProto::INT16:
+        ok = read_raw<std::int16_t>(raw, n, t.values);
+        break;
+      case onnx::TensorProto::INT8:
+        ok = read_raw<std::int8_t>(raw, n, t.values);
+        break;
+      case onnx::TensorProto::UINT8:
+      case onnx::TensorProto::BOOL:
+        ok = read_raw<std::uint8_t>(raw, n, t.values);
+        break;
+      case onnx::TensorProto::UINT16:
+        ok = read_raw<std::uint16_t>(raw, n, t.values);
+        break;
+      case onnx::TensorProto::UINT32:
+        ok = read_raw<std::uint32_t>(raw, n, t.values);
+        break;
+      default:
+        break;
+    }
+    if (!ok) return std::nullopt;
+  } else if (n == 0) {
+    // An empty tensor: no data to read.
+  } else {
+    return std::nullopt;
+  }
+  return t;
+}
+
+const onnx::AttributeProto* attribute(const onnx::NodeProto& node, const char* name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+std::int64_t int_attr(const onnx::NodeProto& node, const char* name, std::int64_t fallback) {
+  const auto* a = attribute(node, name);
+  return a != nullptr && a->type() == onnx::AttributeProto::INT ? a->i() : fallback;
+}
+
+std::optional<std::vector<std::int64_t>> ints_attr(const onnx::NodeProto& node, const char* name) {
+  const auto* a = attribute(node, name);
+  if (a == nullptr || a->type() != onnx::AttributeProto::INTS) return std::nullopt;
+  return std::vector<std::int64_t>(a->ints().begin(), a->ints().end());
+}
+
+Tensor vector_tensor(std::vector<std::int64_t> values) {
+  Tensor t;
+  t.dims = {static_cast<std::int64_t>(values.size())};
+  t.values = std::move(values);
+  return t;
+}
+
+// Normalises a possibly negative axis; nullopt when out of range.
+std::optional<std::int64_t> axis_in(std::int64_t axis, std::int64_t rank) {
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  return axis;
+}
+
+// Numpy broadcasting of two shapes.
+std::optional<std::vector<std::int64_t>> broadcast(const std::vector<std::int64_t>& a,
+                                                   const std::vector<std::int64_t>& b) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  std::vector<std::int64_t> out(rank);
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const std::int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// The flat index into `shape` (broadcast into `out`) of the element at `flat` in `out`.
+std::int64_t source_index(std::int64_t flat, const std::vector<std::int64_t>& out,
+                          const std::vector<std::int64_t>& shape) {
+  std::int64_t index = 0;
+  std::int64_t stride = 1;
+  const std::size_t offset = out.size() - shape.size();
+  for (std::size_t i = out.size(); i-- > 0;) {
+    const std::int64_t coordinate = flat % out[i];
+    flat /= out[i];
+    if (i < offset) continue;
+    const std::int64_t d = shape[i - offset];
+    if (d != 1) index += coordinate * stride;
+    stride *= d;
+  }
+  return index;
+}
+
+template <typename Op>
+std::optional<Tensor> elementwise(const std::vector<const Tensor*>& in, int elem_type, Op op) {
+  std::vector<std::int64_t> dims = in[0]->dims;
+  for (std::size_t i = 1; i < in.size(); ++i) {
+    const auto b = broadcast(dims, in[i]->dims);
+    if (!b) return std::nullopt;
+    dims = *b;
+  }
+  const std::int64_t n = count(dims);
+  if (n > kMaxFoldedElements) return std::nullopt;
+  Tensor out;
+  out.dims = dims;
+  out.elem_type = elem_type;
+  std::vector<std::int64_t> args(in.size());
+  for (std::int64_t k = 0; k < n; ++k) {
+    for (std::size_t i = 0; i < in.size(); ++i)
+      args[i] = in[i]->values[static_cast<std::size_t>(source_index(k, dims, in[i]->dims))];
+    const std::optional<std::int64_t> v = op(args);
+    if (!v) return std::nullopt;
+    out.values.push_back(*v);
+  }
+  return out;
+}
+
+// Floor-free integer division as ONNX Div on integers (truncation toward zero).
+std::optional<std::int64_t> divide(std::int64_t a, std::int64_t b) {
+  if (b == 0) return std::nullopt;
+  return a / b;
+}
+
+class Folder {
+ public:
+  Folder(onnx::GraphProto& graph, const ShapeLookup& shape_of)
+      : graph_(graph), shape_of_(shape_of) {
+    for (const auto& init : graph.initializer()) {
+      if (auto t = from_proto(init)) known_[init.name()] = std::move(*t);
+    }
+    for (const auto& output : graph.output())
+      graph_outputs_.insert(output.name());
+  }
+
+  int run() {
+    int folded = 0;
+    for (auto& node : *graph_.mutable_node()) {
+      if (node.output_size() != 1 || !node.domain().empty()) continue;
+      const std::string& op = node.op_type();
+      if (op == "Constant") {
+        if (auto t = constant_value(node)) known_[node.output(0)] = std::move(*t);
+        continue;
+      }
+      std::optional<Tensor> value = evaluate(node);
+      if (!value || count(value->dims) > kMaxFoldedElements) continue;
+      known_[node.output(0)] = *value;
+      // Shape and Size stay: they read an activation, and a graph output stays computed.
+      if (op == "Shape" || op == "Size" || graph_outputs_.count(node.output(0)) > 0) continue;
+      rewrite(node, *value);
+      ++folded;
+    }
+    return folded;
+  }
+
+ private:
+  static std::optional<Tensor> constant_value(const onnx::NodeProto& node) {
+    for (const auto& a : node.attribute()) {
+      if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) return from_proto(a.t());
+      if (a.name() == "value_int" && a.type() == onnx::AttributeProto::INT) {
+        Tensor t;
+        t.values = {a.i()};
+        return t;
+      }
+      if (a.name() == "value_ints" && a.type() == onnx::AttributeProto::INTS) {
+        return vector_tensor({a.ints().begin(), a.ints().end()});
+      }
+    }
+    return std::nullopt;
+  }
+
+  const Tensor* input(const onnx::NodeProto& node, int i) const {
+    if (i >= node.input_size() || node.input(i).empty()) return nullptr;
+    const auto it = known_.find(node.input(i));
+    return it == known_.end() ? nullptr : &it->second;
+  }
+
+  bool has_input(const onnx::NodeProto& node, int i) const {
+    return i < node.input_size() && !node.input(i).empty();
+  }
+
+  std::optional<Tensor> evaluate(const onnx::NodeProto& node) const {
+    const std::string& op = node.op_type();
+    if (op == "Shape" || op == "Size") {
+      if (node.input_size() < 1) return std::nullopt;
+      const auto shape = shape_of_(node.input(0));
+      if (!shape) return std::nullopt;
+      if (op == "Size") {
+        std::int64_t n = 1;
+        for (std::int64_t d : *shape)
+          n *= d;
+        Tensor t;
+        t.values = {n};
+        return t;
+      }
+      const auto rank = static_cast<std::int64_t>(shape->size());
+      const auto clamp = [&](std::int64_t v) {
+        if (v < 0) v += rank;
+        return std::clamp<std::int64_t>(v, 0, rank);
+      };
+      const std::int64_t start = clamp(int_attr(node, "start", 0));
+      const std::int64_t end = clamp(int_attr(node, "end", rank));
+      std::vector<std::int64_t> dims;
+      for (std::int64_t i = start; i < end; ++i)
+        dims.push_back((*shape)[static_cast<std::size_t>(i)]);
+      return vector_tensor(std::move(dims));
+    }
+
+    const Tensor* x = input(node, 0);
+    if (x == nullptr) return std::nullopt;
+
+    if (op == "Identity") return *x;
+    if (op == "Cast") {
+      const std::int64_t to = int_attr(node, "to", 0);
+      if (!is_integer_type(static_cast<int>(to))) return std::nullopt;
+      Tensor t = *x;
+      t.elem_type = static_cast<int>(to);
+      if (to == onnx::TensorProto::BOOL) {
+        for (auto& v : t.values)
+          v = v != 0 ? 1 : 0;
+      }
+      return t;
+    }
+    if (op == "Unsqueeze" || op == "Squeeze") {
+      std::optional<std::vector<std::int64_t>> axes = ints_attr(node, "axes");
+      if (!axes && has_input(node, 1)) {
+        const Tensor* a = input(node, 1);
+        if (a == nullptr) return std::nullopt;
+        axes = a->values;
+      }
+      Tensor t = *x;
+      if (op == "Unsqueeze") {
+        if (!axes) return std::nullopt;
+        const auto rank = static_cast<std::int64_t>(x->dims.size() + axes->size());
+        std::vector<bool> inserted(static_cast<std::size_t>(rank), false);
+        for (std::int64_t a : *axes) {
+          const auto axis = axis_in(a, rank);
+          if (!axis || inserted[static_cast<std::size_t>(*axis)]) return std::nullopt;
+          inserted[static_cast<std::size_t>(*axis)] = true;
+        }
+        t.dims.clear();
+        std::size_t next = 0;
+        for (std::int64_t i = 0; i < rank; ++i)
+          t.dims.push_back(inserted[static_cast<std::size_t>(i)] ? 1 : x->dims[next++]);
+        return t;
+      }
+      const auto rank = static_cast<std::int64_t>(x->dims.size());
+      std::vector<bool> removed(x->dims.size(), false);
+      if (axes) {
+        for (std::int64_t a : *axes) {
+          const auto axis = axis_in(a, rank);
+          if (!axis || x->dims[static_cast<std::size_t>(*axis)] != 1) return std::nullopt;
+          removed[static_cast<std::size_t>(*axis)] = true;
+        }
+      } else {
+        for (std::size_t i = 0; i < x->dims.size(); ++i)
+          removed[i] = x->dims[i] == 1;
+      }
+      t.dims.clear();
+      for (std::size_t i = 0; i < x->dims.size(); ++i) {
+        if (!removed[i]) t.dims.push_back(x->dims[i]);
+      }
+      return t;
+    }
+    if (op == "Concat") {
+      std::vector<const Tensor*> parts;
+      for (int i = 0; i < node.input_size(); ++i) {
+        const Tensor* p = input(node, i);
+        if (p == nullptr) return std::nullopt;
+        parts.push_back(p);
+      }
+      // Shape arithmetic concatenates vectors; higher ranks are left to ONNX.
+      Tensor t;
+      t.elem_type = x->elem_type;
+      for (const Tensor* p : parts) {
+        if (p->dims.size() != 1) return std::nullopt;
+        t.values.insert(t.values.end(), p->values.begin(), p->values.end());
+      }
+      t.dims = {static_cast<std::int64_t>(t.values.size())};
+      return t;
+    }
+    if (op == "Gather") {
+      const Tensor* indices = input(node, 1);
+      if (indices == nullptr || x->dims.empty()) return std::nullopt;
+      const auto axis =
+          axis_in(int_attr(node, "axis", 0), static_cast<std::int64_t>(x->dims.size()));
+      if (!axis) return std::nullopt;
+      const auto a = static_cast<std::size_t>(*axis);
+      std::int64_t outer = 1;
+      std::int64_t inner = 1;
+      for (std::size_t i = 0; i < a; ++i)
+        outer *= x->dims[i];
+      for (std::size_t i = a + 1; i < x->dims.size(); ++i)
+        inner *= x->dims[i];
+      const std::int64_t extent = x->dims[a];
+      Tensor t;
+      t.elem_type = x->elem_type;
+      t.dims.assign(x->dims.begin(), x->dims.begin() + *axis);
+      t.dims.insert(t.dims.end(), indices->dims.begin(), indices->dims.end());
+      t.dims.insert(t.dims.end(), x->dims.begin() + *axis + 1, x->dims.end());
+      if (count(t.dims) > kMaxFoldedElements) return std::nullopt;
+      for (std::int64_t o = 0; o < outer; ++o) {
+        for (std::int64_t index : indices->values) {
+          if (index < 0) index += extent;
+          if (index < 0 || index >= extent) return std::nullopt;
+          for (std::int64_t i = 0; i < inner; ++i)
+            t.values.push_back(
+                x->values[static_cast<std::size_t>((o * extent + index) * inner + i)]);
+        }
+      }
+      return t;
+    }
+    if (op == "Slice") return slice(node, *x);
+    if (op == "Reshape") {
+      const Tensor* target = input(node, 1);
+      if (target == nullptr) return std::nullopt;
+      std::vector<std::int64_t> dims;
+      std::int64_t known = 1;
+      int inferred = -1;
+      const bool allowzero = int_attr(node, "allowzero", 0) != 0;
+      for (std::size_t i = 0; i < target->values.size(); ++i) {
+        std::int64_t d = target->values[i];
+        if (d == 0 && !allowzero) {
+          if (i >= x->dims.size()) return std::nullopt;
+          d = x->dims[i];
+        }
+        if (d == -1) {
+          if (inferred >= 0) return std::nullopt;
+          inferred = static_cast<int>(i);
+          dims.push_back(1);
+          continue;
+        }
+        if (d < 0) return std::nullopt;
+        known *= d;
+        dims.push_back(d);
+      }
+      const auto n = static_cast<std::int64_t>(x->values.size());
+      if (inferred >= 0) {
+        if (known == 0 || n % known != 0) return std::nullopt;
+        dims[static_cast<std::size_t>(inferred)] = n / known;
+      } else if (known != n) {
+        return std::nullopt;
+      }
+      Tensor t = *x;
+      t.dims = dims;
+      return t;
+    }
+    if (op == "Range") {
+      const Tensor* limit = input(node, 1);
+      const Tensor* delta = input(node, 2);
+      if (limit == nullptr || delta == nullptr || x->values.size() != 1 ||
+          limit->values.size() != 1 || delta->values.size() != 1 || delta->values[0] == 0) {
+        return std::nullopt;
+      }
+      const std::int64_t start = x->values[0];
+      const std::int64_t step = delta->values[0];
+      const std::int64_t span = limit->values[0] - start;
+      const std::int64_t n = std::max<std::int64_t>(0, (span + step + (step > 0 ? -1 : 1)) / step);
+      if (n > kMaxFoldedElements) return std::nullopt;
+      Tensor t;
+      t.elem_type = x->elem_type;
+      t.dims = {n};
+      for (std::int64_t i = 0; i < n; ++i)
+        t.values.push_back(start + i * step);
+      return t;
+    }
+
+    using Args = std::vector<std::int64_t>;
+    const Tensor* y = input(node, 1);
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Min" || op == "Max" ||
+        op == "Equal") {
+      if (y == nullptr || node.input_size() != 2) return std::nullopt;
+      const int type = op == "Equal" ? static_cast<int>(onnx::TensorProto::BOOL) : x->elem_type;
+      return elementwise({x, y}, type, [&op](const Args& v) -> std::optional<std::int64_t> {
+        if (op == "Add") return v[0] + v[1];
+        if (op == "Sub") return v[0] - v[1];
+        if (op == "Mul") return v[0] * v[1];
+        if (op == "Div") return divide(v[0], v[1]);
+        if (op == "Min") return std::min(v[0], v[1]);
+        if (op == "Max") return std::max(v[0], v[1]);
+        return v[0] == v[1] ? 1 : 0;
+      });
+    }
+    if (op == "Where") {
+      const Tensor* z = input(node, 2);
+      if (y == nullptr || z == nullptr) return std::nullopt;
+      return elementwise({x, y, z}, y->elem_type, [](const Args& v) -> std::optional<std::int64_t> {
+        return v[0] != 0 ? v[1] : v[2];
+      });
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Tensor> slice(const onnx::NodeProto& node, const Tensor& x) const {
+    const auto rank = static_cast<std::int64_t>(x.dims.size());
+    std::vector<std::int64_t> starts;
+    std::vector<std::int64_t> ends;
+    std::vector<std::int64_t> axes;
+    std::vector<std::int64_t> steps;
+    if (node.input_size() == 1) {  // opset < 10: attributes
+      const auto s = ints_attr(node, "starts");
+      const auto e = ints_attr(node, "ends");
+      if (!s || !e) return std::nullopt;
+      starts = *s;
+      ends = *e;
+      if (const auto a = ints_attr(node, "axes")) axes = *a;
+    } else {
+      const Tensor* s = input(node, 1);
+      const Tensor* e = input(node, 2);
+      if (s == nullptr || e == nullptr) return std::nullopt;
+      starts = s->values;
+      ends = e->values;
+      if (has_input(node, 3)) {
+        const Tensor* a = input(node, 3);
+        if (a == nullptr) return std::nullopt;
+        axes = a->values;
+      }
+      if (has_input(node, 4)) {
+        const Tensor* st = input(node, 4);
+        if (st == nullptr) return std::nullopt;
+        steps = st->values;
+      }
+    }
+    if (ends.size() != starts.size()) return std::nullopt;
+    if (axes.empty()) {
+      for (std::size_t i = 0; i < starts.size(); ++i)
+        axes.push_back(static_cast<std::int64_t>(i));
+    }
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (axes.size() != starts.size() || steps.size() != starts.size()) return std::nullopt;
+
+    std::vector<std::int64_t> first(x.dims.size(), 0);
+    std::vector<std::int64_t> step(x.dims.size(), 1);
+    std::vector<std::int64_t> dims = x.dims;
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      const auto axis = axis_in(axes[i], rank);
+      if (!axis || steps[i] == 0) return std::nullopt;
+      const auto a = static_cast<std::size_t>(*axis);
+      const std::int64_t d = x.dims[a];
+      std::int64_t s = starts[i] < 0 ? starts[i] + d : starts[i];
+      std::int64_t e = ends[i] < 0 ? ends[i] + d : ends[i];
+      if (steps[i] > 0) {
+        s = std::clamp<std::int64_t>(s, 0, d);
+        e = std::clamp<std::int64_t>(e, 0, d);
+        dims[a] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
+      } else {
+        s = std::clamp<std::int64_t>(s, 0, d - 1);
+        e = std::clamp<std::int64_t>(e, -1, d - 1);
+        dims[a] = s > e ? (s - e - steps[i] - 1) / -steps[i] : 0;
+      }
+      first[a] = s;
+      step[a] = steps[i];
+    }
+    Tensor t;
+    t.elem_type = x.elem_type;
+    t.dims = dims;
+    const std::int64_t n = count(dims);
+    if (n > kMaxFoldedElements) return std::nullopt;
+    for (std::int64_t k = 0; k < n; ++k) {
+      std::int64_t rest = k;
+      std::int64_t index = 0;
+      std::int64_t stride = 1;
+      for (std::size_t i = dims.size(); i-- > 0;) {
+        const std::int64_t c = rest % dims[i];
+        rest /= dims[i];
+        index += (first[i] + c * step[i]) * stride;
+        stride *= x.dims[i];
+      }
+      t.values.push_back(x.values[static_cast<std::size_t>(index)]);
+    }
+    return t;
+  }
+
+  // Turns `node` into a Constant holding `value`; its name and output stay.
+  static void rewrite(onnx::NodeProto& node, const Tensor& value) {
+    node.clear_input();
+    node.clear_attribute();
+    node.set_op_type("Constant");
+    auto* a = node.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    onnx::TensorProto& t = *a->mutable_t();
+    t.set_data_type(value.elem_type);
+    for (std::int64_t d : value.dims)
+      t.add_dims(d);
+    if (value.elem_type == onnx::TensorProto::INT64) {
+      for (std::int64_t v : value.values)
+        t.add_int64_data(v);
+    } else if (value.elem_type == onnx::TensorProto::UINT32) {
+      for (std::int64_t v : value.values)
+        t.add_uint64_data(static_cast<std::uint64_t>(v));
+    } else {
+      for (std::int64_t v : value.values)
+        t.add_int32_data(static_cast<std::int32_t>(v));
+    }
+  }
+
+  onnx::GraphProto& graph_;
+  const ShapeLookup& shape_of_;
+  Tensors known_;
+  std::set<std::string> graph_outputs_;
+};
+
+}  // namespace
+
+int fold_shape_arithmetic(onnx::GraphProto& graph, const ShapeLookup& shape_of) {
+  return Folder(graph, shape_of).run();
+}
+
+}  // namespace capcalc::onnx_import

@@ -1,0 +1,33 @@
+// Folding an ONNX graph's shape arithmetic into constants.
+//
+// Exporters compute reshape targets, slice bounds and position indices at run time:
+// Shape -> Gather -> Unsqueeze -> Concat -> Reshape, or Slice(position_ids, 0, seq_len).
+// Once every input dimension is set, those values are fixed. ONNX's data propagation
+// resolves some of these chains (Reshape), but not all (Slice bounds, Range, arithmetic on
+// them); this folds every small integer computation it can evaluate into a Constant node, so
+// that shape inference sees plain constants.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+namespace capcalc::onnx_import {
+
+/// The complete shape of a tensor, if known.
+using ShapeLookup = std::function<std::optional<std::vector<std::int64_t>>(const std::string&)>;
+
+/// Rewrites into Constant nodes every node whose outputs are small integer tensors
+/// (at most kMaxFoldedElements) computable from constants, initializers and known shapes:
+/// Shape, Size, Identity, Cast (to integer types), Unsqueeze, Squeeze, Concat, Gather, Slice,
+/// Reshape, Range, Add, Sub, Mul, Div, Min, Max, Equal and Where. Returns the number of nodes
+/// rewritten.
+int fold_shape_arithmetic(onnx::GraphProto& graph, const ShapeLookup& shape_of);
+
+inline constexpr std::int64_t kMaxFoldedElements = 4096;
+
+}  // namespace capcalc::onnx_import

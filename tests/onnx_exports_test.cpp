@@ -1,0 +1,410 @@
+// ONNX graphs laid out as the exporters write them: torch.onnx.export (opset 17, eval mode,
+// constant folding on) of torchvision's ResNet-18 and MobileNetV2 and of Hugging Face's
+// BertModel with dynamic axes. Real exported files cannot be fetched here (no network, no
+// Python), so each builder reproduces what such a file holds: BatchNorm folded into conv
+// biases, ReLU6 as Clip with its bounds as inputs, dynamic reshapes computed from Shape,
+// Gather, Unsqueeze and Concat, Constant nodes for axes and scalars, int64 buffers
+// (position_ids) beside the weights, the exact-erf GELU written out op by op. The counts are
+// checked against the published figures and against capcalc's own zoo models.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "capcalc/graph.hpp"
+#include "capcalc/model.hpp"
+
+#include "catch.hpp"
+#include "onnx_builder.hpp"
+#include "test_data.hpp"
+
+namespace {
+
+using capcalc::Graph;
+using capcalc::ModelOptions;
+using capcalc::test::OnnxModel;
+using Ints = std::vector<std::int64_t>;
+
+// Exporter-style names: nodes "/layer1/layer1.0/conv1/Conv", outputs "<node>_output_0",
+// folded weights "onnx::Conv_<n>".
+class TorchExport {
+ public:
+  explicit TorchExport(OnnxModel& m) : m_(m) {}
+
+  // Conv with its folded bias (BatchNorm absorbed), as do_constant_folding leaves it.
+  std::string conv(const std::string& path, const std::string& in, std::int64_t c_in,
+                   std::int64_t c_out, std::int64_t k, std::int64_t stride,
+                   std::int64_t groups = 1) {
+    const std::string w = next_initializer("Conv");
+    const std::string b = next_initializer("Conv");
+    m_.weight(w, {c_out, c_in / groups, k, k});
+    m_.weight(b, {c_out});
+    const std::string out = path + "/Conv_output_0";
+    auto& n = m_.node("Conv", {in, w, b}, {out}, path + "/Conv");
+    const std::int64_t p = k / 2;
+    OnnxModel::attr(n, "dilations", Ints{1, 1});
+    OnnxModel::attr(n, "group", groups);
+    OnnxModel::attr(n, "kernel_shape", Ints{k, k});
+    OnnxModel::attr(n, "pads", Ints{p, p, p, p});
+    OnnxModel::attr(n, "strides", Ints{stride, stride});
+    folded_channels_ += c_out;
+    return out;
+  }
+
+  std::string unary(const std::string& op, const std::string& path, const std::string& in) {
+    const std::string out = path + "/" + op + "_output_0";
+    m_.node(op, {in}, {out}, path + "/" + op);
+    return out;
+  }
+
+  std::string binary(const std::string& op, const std::string& path, const std::string& a,
+                     const std::string& b) {
+    const std::string out = path + "/" + op + "_output_0";
+    m_.node(op, {a, b}, {out}, path + "/" + op);
+    return out;
+  }
+
+  // torch exports F.relu6 as Clip(x, min, max) with the bounds as (shared) inputs.
+  std::string relu6(const std::string& path, const std::string& in) {
+    if (!have_bounds_) {
+      m_.scalar("onnx::Clip_min", 0.0F);
+      m_.scalar("onnx::Clip_max", 6.0F);
+      have_bounds_ = true;
+    }
+    const std::string out = path + "/Clip_output_0";
+    m_.node("Clip", {in, "onnx::Clip_min", "onnx::Clip_max"}, {out}, path + "/Clip");
+    return out;
+  }
+
+  // Flatten + Gemm(transB) to `classes`, the classifier head of both CNNs.
+  std::string classifier(const std::string& in, std::int64_t features, std::int64_t classes) {
+    m_.node("GlobalAveragePool", {in}, {"/avgpool/GlobalAveragePool_output_0"},
+            "/avgpool/GlobalAveragePool");
+    auto& flat = m_.node("Flatten", {"/avgpool/GlobalAveragePool_output_0"}, {"/Flatten_output_0"},
+                         "/Flatten");
+    OnnxModel::attr(flat, "axis", std::int64_t{1});
+    m_.weight("fc.weight", {classes, features});
+    m_.weight("fc.bias", {classes});
+    auto& gemm =
+        m_.node("Gemm", {"/Flatten_output_0", "fc.weight", "fc.bias"}, {"output"}, "/fc/Gemm");
+    OnnxModel::attr(gemm, "transB", std::int64_t{1});
+    m_.output("output");
+    return "output";
+  }
+
+  std::int64_t folded_channels() const { return folded_channels_; }
+
+ private:
+  std::string next_initializer(const std::string& op) {
+    return "onnx::" + op + "_" + std::to_string(counter_++);
+  }
+
+  OnnxModel& m_;
+  int counter_ = 193;
+  std::int64_t folded_channels_ = 0;
+  bool have_bounds_ = false;
+};
+
+// torchvision.models.resnet18 (BasicBlock x [2, 2, 2, 2]).
+OnnxModel resnet18_export(std::int64_t* folded_channels) {
+  OnnxModel m("main_graph");
+  m.input("input",
+          {std::string("batch_size"), std::int64_t{3}, std::int64_t{224}, std::int64_t{224}});
+  TorchExport t(m);
+  std::string x = t.unary("Relu", "/relu", t.conv("/conv1", "input", 3, 64, 7, 2));
+  auto& pool = m.node("MaxPool", {x}, {"/maxpool/MaxPool_output_0"}, "/maxpool/MaxPool");
+  OnnxModel::attr(pool, "kernel_shape", Ints{3, 3});
+  OnnxModel::attr(pool, "pads", Ints{1, 1, 1, 1});
+  OnnxModel::attr(pool, "strides", Ints{2, 2});
+  x = "/maxpool/MaxPool_output_0";
+  std::int64_t channels = 64;
+  const std::int64_t widths[] = {64, 128, 256, 512};
+  for (int stage = 0; stage < 4; ++stage) {
+    for (int b = 0; b < 2; ++b) {
+      const std::string path = "/layer" + std::to_string(stage + 1) + "/layer" +
+                               std::to_string(stage + 1) + "." + std::to_string(b);
+      const std::int64_t width = widths[stage];
+      const std::int64_t stride = b == 0 && stage > 0 ? 2 : 1;
+      std::string h =
+          t.unary("Relu", path + "/relu", t.conv(path + "/conv1", x, channels, width, 3, stride));
+      h = t.conv(path + "/conv2", h, width, width, 3, 1);
+      const std::string shortcut = b == 0 && stage > 0 ? t.conv(path + "/downsample/downsample.0",
+                                                                x, channels, width, 1, stride)
+                                                       : x;
+      x = t.unary("Relu", path + "/relu_1", t.binary("Add", path, h, shortcut));
+      channels = width;
+    }
+  }
+  t.classifier(x, 512, 1000);
+  *folded_channels = t.folded_channels();
+  return m;
+}
+
+// torchvision.models.mobilenet_v2 (width 1.0): the (t, c, n, s) table of Sandler et al.
+OnnxModel mobilenet_v2_export(std::int64_t* folded_channels) {
+  OnnxModel m("main_graph");
+  m.input("input",
+          {std::string("batch_size"), std::int64_t{3}, std::int64_t{224}, std::int64_t{224}});
+  TorchExport t(m);
+  int feature = 0;
+  const auto path = [&](const std::string& rest) {
+    return "/features/features." + std::to_string(feature) + rest;
+  };
+  std::string x =
+      t.relu6(path("/features.0.2"), t.conv(path("/features.0.0"), "input", 3, 32, 3, 2));
+  std::int64_t channels = 32;
+  const std::int64_t table[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                                   {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+  for (const auto& row : table) {
+    for (std::int64_t i = 0; i < row[2]; ++i) {
+      ++feature;
+      const std::int64_t stride = i == 0 ? row[3] : 1;
+      const std::int64_t hidden = channels * row[0];
+      std::string h = x;
+      int conv_index = 0;
+      if (row[0] != 1) {
+        h = t.relu6(path("/conv/conv.0/conv.0.2"),
+                    t.conv(path("/conv/conv.0/conv.0.0"), h, channels, hidden, 1, 1));
+        ++conv_index;
+      }
+      const std::string dw = "/conv/conv." + std::to_string(conv_index);
+      h = t.relu6(path(dw + dw.substr(5) + ".2"),
+                  t.conv(path(dw + dw.substr(5) + ".0"), h, hidden, hidden, 3, stride, hidden));
+      h = t.conv(path("/conv/conv." + std::to_string(conv_index + 1)), h, hidden, row[1], 1, 1);
+      x = stride == 1 && channels == row[1] ? t.binary("Add", path(""), x, h) : h;
+      channels = row[1];
+    }
+  }
+  ++feature;
+  x = t.relu6(path("/features.18.2"), t.conv(path("/features.18.0"), x, 320, 1280, 1, 1));
+  t.classifier(x, 1280, 1000);
+  *folded_channels = t.folded_channels();
+  return m;
+}
+
+// transformers.BertModel (bert-base-uncased: 12 layers, hidden 768, 12 heads, FFN 3072, vocab
+// 30522, 512 positions, 2 token types) exported with dynamic axes {0: batch, 1: sequence} on
+// input_ids, token_type_ids and attention_mask; outputs last_hidden_state and pooler_output.
+OnnxModel bert_base_export() {
+  const std::int64_t hidden = 768, heads = 12, head_dim = 64, ffn = 3072, layers = 12;
+  OnnxModel m("main_graph");
+  for (const char* name : {"input_ids", "token_type_ids", "attention_mask"})
+    m.input(name, {std::string("batch"), std::string("sequence")}, onnx::TensorProto::INT64);
+  m.weight("embeddings.word_embeddings.weight", {30522, hidden});
+  m.weight("embeddings.position_embeddings.weight", {512, hidden});
+  m.weight("embeddings.token_type_embeddings.weight", {2, hidden});
+  // The registered buffer position_ids: int64 [1, 512], a constant but not a parameter.
+  {
+    auto* ids = m.graph().add_initializer();
+    ids->set_name("embeddings.position_ids");
+    ids->set_data_type(onnx::TensorProto::INT64);
+    ids->add_dims(1);
+    ids->add_dims(512);
+    for (std::int64_t i = 0; i < 512; ++i)
+      ids->add_int64_data(i);
+  }
+  const auto last = [&]() -> onnx::NodeProto& {
+    return *m.graph().mutable_node(m.graph().node_size() - 1);
+  };
+  int n = 0;
+  const auto name = [&](const std::string& op) { return "/" + op + "_" + std::to_string(n++); };
+  const auto node = [&](const std::string& op, const std::vector<std::string>& inputs) {
+    const std::string out = name(op) + "_output_0";
+    m.node(op, inputs, {out});
+    return out;
+  };
+  const auto constant_ints = [&](const Ints& values, bool rank0 = false) {
+    const std::string out = name("Constant") + "_output_0";
+    m.constant_ints(out, values, rank0);
+    return out;
+  };
+  const auto constant = [&](float value) {
+    const std::string out = name("Constant") + "_output_0";
+    m.constant_scalar(out, value);
+    return out;
+  };
+  const auto unsqueeze0 = [&](const std::string& in) {
+    return node("Unsqueeze", {in, constant_ints({0})});
+  };
+  const auto layer_norm = [&](const std::string& prefix, const std::string& in) {
+    m.weight(prefix + ".weight", {hidden});
+    m.weight(prefix + ".bias", {hidden});
+    const std::string out = node("LayerNormalization", {in, prefix + ".weight", prefix + ".bias"});
+    auto& ln = last();
+    OnnxModel::attr(ln, "axis", std::int64_t{-1});
+    auto* eps = ln.add_attribute();
+    eps->set_name("epsilon");
+    eps->set_type(onnx::AttributeProto::FLOAT);
+    eps->set_f(1e-12F);
+    return out;
+  };
+  // nn.Linear on a 3-D input: MatMul with the transposed weight, then Add of the bias.
+  int linear_id = 0;
+  const auto linear = [&](const std::string& prefix, const std::string& in, std::int64_t k,
+                          std::int64_t out_features) {
+    const std::string w = "onnx::MatMul_" + std::to_string(1500 + linear_id++);
+    m.weight(w, {k, out_features});
+    m.weight(prefix + ".bias", {out_features});
+    return node("Add", {prefix + ".bias", node("MatMul", {in, w})});
+  };
+
+  // Embeddings: the sequence length from Shape(input_ids), position_ids sliced to it.
+  const std::string seq_len =
+      node("Gather", {node("Shape", {"input_ids"}), constant_ints({1}, /*rank0=*/true)});
+  const std::string positions =
+      node("Slice", {"embeddings.position_ids", constant_ints({0}), unsqueeze0(seq_len),
+                     constant_ints({1}), constant_ints({1})});
+  std::string h = node(
+      "Add",
+      {node("Add", {node("Gather", {"embeddings.word_embeddings.weight", "input_ids"}),
+                    node("Gather", {"embeddings.token_type_embeddings.weight", "token_type_ids"})}),
+       node("Gather", {"embeddings.position_embeddings.weight", positions})});
+  h = layer_norm("embeddings.LayerNorm", h);
+
+  // The extended attention mask: (1 - mask[:, None, None, :]) * finfo(float32).min.
+  const std::string mask4 = node("Unsqueeze", {"attention_mask", constant_ints({1, 2})});
+  std::string mask = node("Cast", {mask4});
+  OnnxModel::attr(last(), "to", std::int64_t{onnx::TensorProto::FLOAT});
+  mask = node("Mul", {node("Sub", {constant(1.0F), mask}), constant(-3.4028234663852886e38F)});
+
+  for (std::int64_t l = 0; l < layers; ++l) {
+    const std::string p = "encoder.layer." + std::to_string(l);
+    // [batch, sequence, heads, head_dim] from Shape(h)[0], Shape(h)[1] and constants.
+    const auto split_heads = [&](const std::string& x, const Ints& perm) {
+      const std::string shape = node("Shape", {x});
+      const std::string b = unsqueeze0(node("Gather", {shape, constant_ints({0}, true)}));
+      const std::string s = unsqueeze0(node("Gather", {shape, constant_ints({1}, true)}));
+      const std::string target =
+          node("Concat", {b, s, constant_ints({heads}), constant_ints({head_dim})});
+      OnnxModel::attr(last(), "axis", std::int64_t{0});
+      const std::string out = node("Transpose", {node("Reshape", {x, target})});
+      OnnxModel::attr(last(), "perm", perm);
+      return out;
+    };
+    const std::string q =
+        split_heads(linear(p + ".attention.self.query", h, hidden, hidden), Ints{0, 2, 1, 3});
+    const std::string k =
+        split_heads(linear(p + ".attention.self.key", h, hidden, hidden), Ints{0, 2, 3, 1});
+    const std::string v =
+        split_heads(linear(p + ".attention.self.value", h, hidden, hidden), Ints{0, 2, 1, 3});
+    const std::string scores =
+        node("Add", {node("Div", {node("MatMul", {q, k}), constant(8.0F)}), mask});
+    const std::string probs = node("Softmax", {scores});
+    OnnxModel::attr(last(), "axis", std::int64_t{-1});
+    std::string context = node("Transpose", {node("MatMul", {probs, v})});
+    OnnxModel::attr(last(), "perm", Ints{0, 2, 1, 3});
+    const std::string shape = node("Shape", {context});
+    const std::string b = unsqueeze0(node("Gather", {shape, constant_ints({0}, true)}));
+    const std::string s = unsqueeze0(node("Gather", {shape, constant_ints({1}, true)}));
+    const std::string merged = node("Concat", {b, s, constant_ints({hidden})});
+    OnnxModel::attr(last(), "axis", std::int64_t{0});
+    context = node("Reshape", {context, merged});
+    const std::string attn = layer_norm(
+        p + ".attention.output.LayerNorm",
+        node("Add", {linear(p + ".attention.output.dense", context, hidden, hidden), h}));
+    // GELU with the exact erf, as torch exports it below opset 20: x * 0.5 * (1 + erf(x/√2)).
+    const std::string up = linear(p + ".intermediate.dense", attn, hidden, ffn);
+    const std::string erf = node("Erf", {node("Div", {up, constant(1.4142135F)})});
+    const std::string gelu =
+        node("Mul", {node("Mul", {up, node("Add", {erf, constant(1.0F)})}), constant(0.5F)});
+    h = layer_norm(p + ".output.LayerNorm",
+                   node("Add", {linear(p + ".output.dense", gelu, ffn, hidden), attn}));
+  }
+  m.node("Identity", {h}, {"last_hidden_state"});
+  m.output("last_hidden_state");
+  // Pooler: tanh(dense(hidden[:, 0])).
+  const std::string first = node("Gather", {h, constant_ints({0}, true)});
+  OnnxModel::attr(last(), "axis", std::int64_t{1});
+  m.weight("pooler.dense.weight", {hidden, hidden});
+  m.weight("pooler.dense.bias", {hidden});
+  auto& gemm = m.node("Gemm", {first, "pooler.dense.weight", "pooler.dense.bias"},
+                      {"/pooler/dense/Gemm_output_0"}, "/pooler/dense/Gemm");
+  OnnxModel::attr(gemm, "transB", std::int64_t{1});
+  m.node("Tanh", {"/pooler/dense/Gemm_output_0"}, {"pooler_output"});
+  m.output("pooler_output");
+  return m;
+}
+
+capcalc::Shape output_of(const Graph& g, const std::string& name) {
+  for (const auto& layer : g.layers) {
+    if (layer.name == name) return layer.output;
+  }
+  FAIL("no layer " << name);
+  return {};
+}
+
+std::int64_t conv_macs(const Graph& g) {
+  std::int64_t macs = 0;
+  for (const auto& layer : g.layers) {
+    if (layer.op == "conv2d") macs += layer.counts.macs;
+  }
+  return macs;
+}
+
+}  // namespace
+
+TEST_CASE("onnx export: ResNet-18 with BatchNorm folded into the convs", "[onnx]") {
+  std::int64_t folded = 0;
+  const Graph g = resnet18_export(&folded).load("export_resnet18");
+  CHECK(g.unknown_ops.empty());
+  CHECK(g.dims.at("batch_size") == 1);
+  const auto totals = capcalc::graph_totals(g);
+  // torchvision.models.resnet18 (IMAGENET1K_V1) docs table: 11,689,512 params, 1.81 GFLOPS
+  // (GMACs): https://pytorch.org/vision/stable/models/generated/torchvision.models.resnet18.html
+  // Folding removes each BatchNorm's weight and bias (2 per channel) and gives its conv a bias
+  // (1 per channel): 4,800 folded channels, so the file holds 11,689,512 - 4,800 = 11,684,712
+  // weights, the count export reports print for the folded model.
+  CHECK(folded == 4'800);
+  CHECK(totals.params == 11'689'512 - folded);
+  CHECK(totals.params == 11'684'712);
+  // Conv MACs: the native zoo model's, and torchvision's 1.81 G within 1 %.
+  const Graph native = capcalc::load_model(capcalc::test::data_path("models/resnet18.json"));
+  CHECK(conv_macs(g) == conv_macs(native));
+  CHECK(static_cast<double>(totals.macs) == Approx(1.81e9).epsilon(0.01));
+  CHECK(totals.macs == capcalc::graph_totals(native).macs);
+}
+
+TEST_CASE("onnx export: MobileNetV2 with folded BatchNorm and ReLU6 as Clip", "[onnx]") {
+  std::int64_t folded = 0;
+  const Graph g = mobilenet_v2_export(&folded).load("export_mobilenet_v2");
+  CHECK(g.unknown_ops.empty());
+  const auto totals = capcalc::graph_totals(g);
+  // torchvision.models.mobilenet_v2 (IMAGENET1K_V1): 3,504,872 params, 0.30 GFLOPS (GMACs):
+  // https://pytorch.org/vision/stable/models/generated/torchvision.models.mobilenet_v2.html
+  // The Clip bounds (0 and 6, rank-0 initializers) are constants, not parameters.
+  CHECK(totals.params == 3'504'872 - folded);
+  // Depthwise convs (group = channels) count k² MACs per output element, not k²·C.
+  const Graph native = capcalc::load_model(capcalc::test::data_path("models/mobilenet_v2.json"));
+  CHECK(totals.macs == capcalc::graph_totals(native).macs);
+  CHECK(static_cast<double>(totals.macs) == Approx(0.30e9).epsilon(0.01));
+}
+
+TEST_CASE("onnx export: BERT-base with dynamic axes has bert-base-uncased's counts", "[onnx]") {
+  ModelOptions options;
+  options.dims["batch"] = 2;
+  options.dims["sequence"] = 128;
+  const Graph g = bert_base_export().load("export_bert_base", options);
+  CHECK(g.unknown_ops.empty());
+  const auto totals = capcalc::graph_totals(g);
+  // https://huggingface.co/bert-base-uncased: the sum of its tensors is 109,482,240 (the zoo and
+  // the HF config import give the same); position_ids (int64) is a buffer, not counted.
+  CHECK(totals.params == 109'482'240);
+  // The dynamic reshapes were resolved: every layer has a known output shape.
+  CHECK(output_of(g, "last_hidden_state") == capcalc::Shape{2, 128, 768});
+  // MACs: per layer 4·B·S·H² (Q, K, V, output) + 2·B·S·H·F (FFN) + 2·B·S²·H (QKᵀ and AV),
+  // plus the pooler B·H².
+  const std::int64_t B = 2, S = 128, H = 768, F = 3072;
+  const std::int64_t per_layer = 4 * B * S * H * H + 2 * B * S * H * F + 2 * B * S * S * H;
+  CHECK(totals.macs == 12 * per_layer + B * H * H);
+  std::int64_t score_macs = 0;
+  for (const auto& layer : g.layers)
+    score_macs += layer.counts.score_macs;
+  CHECK(score_macs == 12 * 2 * B * S * S * H);
+  // The same model from its Hugging Face config.json counts the same MACs and params.
+  ModelOptions hf_options;
+  hf_options.dims["batch"] = B;
+  hf_options.dims["seq"] = S;
+  const Graph hf =
+      capcalc::load_model(capcalc::test::data_path("models/bert_base_hf.json"), hf_options);
+  CHECK(capcalc::graph_totals(hf).macs == totals.macs);
+  CHECK(capcalc::graph_totals(hf).params == totals.params);
+}
