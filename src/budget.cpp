@@ -70,9 +70,14 @@ std::string parent_dir(const std::string& path) {
 }
 
 // Keys a budget (or "defaults") may hold.
-constexpr std::array<std::string_view, 14> kBudgetKeys = {
-    "name",    "model",         "devices",      "batch",  "set",    "precision",          "mode",
-    "profile", "data_parallel", "dataset_size", "epochs", "tokens", "price_per_hour_usd", "limits"};
+constexpr std::array<std::string_view, 15> kBudgetKeys = {"name",          "model",
+                                                          "devices",       "batch",
+                                                          "set",           "precision",
+                                                          "mode",          "profile",
+                                                          "data_parallel", "tensor_parallel",
+                                                          "dataset_size",  "epochs",
+                                                          "tokens",        "price_per_hour_usd",
+                                                          "limits"};
 
 void check_keys(const JsonView& object, const std::vector<std::string_view>& known) {
   object.expect_object();
@@ -184,10 +189,15 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
   }
   if (auto profile = lookup(view, defaults, "profile")) {
     workload.profile = parse_profile(profile->as_string());
-    if (!workload.profile) profile->fail("expected \"eager\" or \"compiled\"");
+    if (!workload.profile) profile->fail("expected \"eager\", \"graph\" or \"compiled\"");
   }
+  // data_parallel counts replicas; each replica is tensor_parallel devices.
   if (auto parallel = lookup(view, defaults, "data_parallel")) {
     workload.devices = parallel->as_positive_int();
+  }
+  if (auto tp = lookup(view, defaults, "tensor_parallel")) {
+    workload.tensor_parallel = tp->as_positive_int();
+    workload.devices *= workload.tensor_parallel;
   }
   if (auto size = lookup(view, defaults, "dataset_size")) {
     budget.request.run.dataset_size = size->as_positive_number();
@@ -220,6 +230,9 @@ std::string workload_text(const Graph& graph, Precision precision, const Workloa
   std::string text = fmt::format("{}, {}, batch {}", mode_name(workload.mode),
                                  precision_name(precision), graph.batch);
   if (workload.devices > 1) text += fmt::format(", {} devices", workload.devices);
+  if (workload.tensor_parallel > 1) {
+    text += fmt::format(" (tensor-parallel {})", workload.tensor_parallel);
+  }
   return text;
 }
 

@@ -138,7 +138,7 @@ CompareRow compare_row(const Graph& graph, const Device& device, const Performan
     run.samples = *samples;
     run.price_per_device_hour_usd = row.price_per_device_hour_usd;
     run.power_w = device.tdp_w;
-    const TrainingTotals totals = training_totals(result, graph.batch, workload.devices, run);
+    const TrainingTotals totals = training_totals(result, graph.batch, workload, run);
     row.run_time_s = totals.time_s;
     row.cost_usd = totals.cost_usd;
     row.energy_kwh = totals.energy_kwh;

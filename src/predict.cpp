@@ -201,9 +201,22 @@ double optimizer_update_bytes(Optimizer optimizer) {
   return 28;
 }
 
+std::int64_t data_parallel_replicas(const Workload& workload) {
+  if (workload.devices < 1) throw Error({}, "the number of devices must be at least 1");
+  if (workload.tensor_parallel < 1)
+    throw Error({}, "the tensor-parallel degree must be at least 1");
+  if (workload.devices % workload.tensor_parallel != 0) {
+    throw Error({}, fmt::format("{} devices do not split into tensor-parallel groups of {}",
+                                workload.devices, workload.tensor_parallel));
+  }
+  return workload.devices / workload.tensor_parallel;
+}
+
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
                   const Workload& workload) {
-  if (workload.devices < 1) throw Error({}, "the number of devices must be at least 1");
+  const auto replicas = static_cast<double>(data_parallel_replicas(workload));
+  // Each device of a tensor-parallel group holds and computes 1/tp of every layer.
+  const auto tp = static_cast<double>(workload.tensor_parallel);
   const Rates rates = achievable_rates(device, params, workload.precision);
   const double act_bytes = activation_bytes_per_element(workload.precision);
   const double weight_bytes =
@@ -250,12 +263,13 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     const double layer_weight_bytes = sparse_layer ? sparse_weight_bytes : weight_bytes;
 
     Work forward;
-    forward.macs = static_cast<double>(c.macs - c.score_macs);
-    forward.score_macs = static_cast<double>(c.score_macs);
-    forward.other_flops = static_cast<double>(c.other_flops);
-    forward.bytes = static_cast<double>(c.input_elements + c.output_elements) * act_bytes +
-                    static_cast<double>(c.weight_elements_read) * layer_weight_bytes +
-                    static_cast<double>(c.kv_cache_read_elements) * kv_bytes;
+    forward.macs = static_cast<double>(c.macs - c.score_macs) / tp;
+    forward.score_macs = static_cast<double>(c.score_macs) / tp;
+    forward.other_flops = static_cast<double>(c.other_flops) / tp;
+    forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * act_bytes +
+                     static_cast<double>(c.weight_elements_read) * layer_weight_bytes +
+                     static_cast<double>(c.kv_cache_read_elements) * kv_bytes) /
+                    tp;
     LayerEstimate e = roofline(forward, matrix, speed, fused, rates, floor_s);
     if (training && workload.checkpointing) result.recompute_s += e.time_s;
     if (training) {
@@ -263,9 +277,10 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       // the saved inputs, write the input and weight gradients), two kernels.
       Work backward;
       // Each product of two activations needs both operands' gradients: twice its forward.
-      backward.score_macs = std::min(static_cast<double>(c.backward_macs), 2 * forward.score_macs);
-      backward.macs = static_cast<double>(c.backward_macs) - backward.score_macs;
-      backward.other_flops = static_cast<double>(c.backward_other_flops);
+      backward.score_macs =
+          std::min(static_cast<double>(c.backward_macs) / tp, 2 * forward.score_macs);
+      backward.macs = static_cast<double>(c.backward_macs) / tp - backward.score_macs;
+      backward.other_flops = static_cast<double>(c.backward_other_flops) / tp;
       backward.bytes = 2 * forward.bytes;
       backward.kernels = 2;
       // A fused forward still leaves a backward that reads what it saved: not fused.
@@ -275,7 +290,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   }
 
   const GraphTotals totals = graph_totals(graph);
-  const auto params_count = static_cast<double>(totals.params);
+  const double params_count = static_cast<double>(totals.params) / tp;
   for (const LayerEstimate& e : result.layers) {
     result.latency_s += e.time_s;
     result.flops += e.flops;
@@ -296,10 +311,10 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     memory.activation_bytes =
         static_cast<double>(workload.checkpointing ? totals.checkpointed_elements
                                                    : totals.activation_elements) *
-        act_bytes;
+        act_bytes / tp;
     result.latency_s += result.recompute_s;
   } else {
-    memory.activation_bytes = static_cast<double>(totals.peak_live_elements) * act_bytes;
+    memory.activation_bytes = static_cast<double>(totals.peak_live_elements) * act_bytes / tp;
   }
   memory.total_bytes = memory.weight_bytes + memory.gradient_bytes + memory.optimizer_bytes +
                        memory.activation_bytes;
@@ -315,8 +330,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
                            : static_cast<std::int64_t>(std::floor((device.memory_bytes - fixed) /
                                                                   memory.per_sample_bytes));
   }
-  result.throughput_per_s =
-      result.latency_s > 0 ? batch * static_cast<double>(workload.devices) / result.latency_s : 0;
+  result.throughput_per_s = result.latency_s > 0 ? batch * replicas / result.latency_s : 0;
   result.achieved_flops_per_s = result.latency_s > 0 ? result.flops / result.latency_s : 0;
   return result;
 }
@@ -338,16 +352,19 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
   s.ttft_s = s.prefill.latency_s;
   s.decode_step_s = s.decode.latency_s;
   s.tokens_per_s_per_sequence = 1 / s.decode_step_s;
-  s.tokens_per_s = batch / s.decode_step_s;
+  const auto replicas = static_cast<double>(data_parallel_replicas(workload));
+  s.tokens_per_s = batch * replicas / s.decode_step_s;
   s.request_latency_s = s.ttft_s + static_cast<double>(request.output_tokens - 1) * s.decode_step_s;
 
   const double kv_bytes = workload.kv_precision
                               ? activation_bytes_per_element(*workload.kv_precision)
                               : activation_bytes_per_element(workload.precision);
   const std::int64_t context = request.prompt_tokens + request.output_tokens;
-  s.kv_bytes_per_token = static_cast<double>(kv_cache_elements(prefill, 1)) * kv_bytes;
+  // Tensor parallelism splits the heads, and the cache with them, over the group.
+  const auto tp = static_cast<double>(workload.tensor_parallel);
+  s.kv_bytes_per_token = static_cast<double>(kv_cache_elements(prefill, 1)) * kv_bytes / tp;
   const double kv_per_sequence =
-      static_cast<double>(kv_cache_elements(prefill, context)) * kv_bytes;
+      static_cast<double>(kv_cache_elements(prefill, context)) * kv_bytes / tp;
   s.kv_bytes = kv_per_sequence * batch;
   const double weights = s.prefill.memory.weight_bytes;
   const double activations = s.prefill.memory.activation_bytes;
@@ -365,10 +382,12 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
   return s;
 }
 
-TrainingTotals training_totals(const Estimate& step, std::int64_t batch, std::int64_t devices,
+TrainingTotals training_totals(const Estimate& step, std::int64_t batch, const Workload& workload,
                                const TrainingRun& run) {
   TrainingTotals totals;
-  const double global_batch = static_cast<double>(batch) * static_cast<double>(devices);
+  const auto devices = workload.devices;
+  const double global_batch =
+      static_cast<double>(batch) * static_cast<double>(data_parallel_replicas(workload));
   totals.steps = std::ceil(run.samples / global_batch);
   totals.time_s = totals.steps * step.latency_s;
   totals.device_hours = totals.time_s * static_cast<double>(devices) / 3600;

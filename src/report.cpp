@@ -150,9 +150,11 @@ std::string render_training_text(const ReportInput& in) {
   const TrainingTotals& t = *in.training;
   const TrainingRun& run = *in.run;
   std::string out = fmt::format("\nTraining run ({} samples)\n", format_count(run.samples));
-  out += fmt::format("  steps        {} of {} x {} device{}\n",
-                     format_grouped(static_cast<std::int64_t>(t.steps)), in.graph.batch,
-                     in.workload.devices, in.workload.devices == 1 ? "" : "s");
+  const std::int64_t replicas = in.workload.devices / in.workload.tensor_parallel;
+  out += fmt::format("  steps        {} of {} x {} {}\n",
+                     format_grouped(static_cast<std::int64_t>(t.steps)), in.graph.batch, replicas,
+                     in.workload.tensor_parallel > 1 ? (replicas == 1 ? "replica" : "replicas")
+                                                     : (replicas == 1 ? "device" : "devices"));
   out += fmt::format("  time         {}\n", format_duration(t.time_s));
   out += fmt::format("  device-hours {:.1f} h\n", t.device_hours);
   if (t.cost_usd) {
@@ -290,14 +292,22 @@ std::string render_explain_text(const ReportInput& in) {
   } else {
     out += "  memory       weights + the peak of live activations (liveness over the graph)\n";
   }
-  if (in.workload.devices > 1) {
+  const std::int64_t tp = in.workload.tensor_parallel;
+  if (tp > 1) {
     out += fmt::format(
-        "  devices      {} data-parallel devices, ideal scaling (no communication "
-        "time)\n",
-        in.workload.devices);
+        "  tensor par.  each layer's work, weights, state, activations{} split over {} devices\n"
+        "               (ideal: no communication time); each device still pays every kernel's "
+        "floor\n",
+        in.serving != nullptr ? " and KV cache" : "", tp);
+  }
+  if (in.workload.devices > tp) {
+    out += fmt::format(
+        "  devices      {} data-parallel replica{} of {} device{}, ideal scaling (no "
+        "communication time)\n",
+        in.workload.devices / tp, in.workload.devices / tp == 1 ? "" : "s", tp, tp == 1 ? "" : "s");
   }
   if (in.training != nullptr) {
-    out += "  run          steps = ceil(samples / (batch x devices)); time = steps x step time\n";
+    out += "  run          steps = ceil(samples / (batch x replicas)); time = steps x step time\n";
     out += "               device-hours = time x devices; cost = device-hours x price\n";
     out +=
         "               energy = device-hours x TDP (devices rarely run at TDP: an upper bound)\n";
@@ -321,6 +331,9 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   std::string workload = fmt::format("{}, {}, batch {}, {} profile", mode_name(in.workload.mode),
                                      precision_name(precision), g.batch, profile_name(e.profile));
   if (in.workload.devices > 1) workload += fmt::format(", {} devices", in.workload.devices);
+  if (in.workload.tensor_parallel > 1) {
+    workload += fmt::format(" (tensor-parallel {})", in.workload.tensor_parallel);
+  }
   out += fmt::format("  workload     {}\n", workload);
   if (in.workload.sparsity == Sparsity::kUnstructured) {
     out += "  sparsity     unstructured: no speedup on dense hardware, counted as dense\n";
@@ -348,8 +361,11 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
     out += fmt::format("  backward     {} FLOPs\n",
                        format_count(per_sample(t.backward_flops, g.batch)));
   }
-  out += fmt::format("  weights      {} at {}\n", format_bytes(e.memory.weight_bytes),
-                     precision_name(precision));
+  const auto tp = static_cast<double>(in.workload.tensor_parallel);
+  out += fmt::format(
+      "  weights      {} at {}{}\n", format_bytes(e.memory.weight_bytes * tp),
+      precision_name(precision),
+      tp > 1 ? fmt::format(", {} per device", format_bytes(e.memory.weight_bytes)) : std::string());
 
   out += "\nDevice\n";
   out += fmt::format("  compute      {}\n", describe_peak(d, precision));
@@ -424,8 +440,9 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   });
   const std::size_t shown = std::min(top_layers, order.size());
   if (shown > 0) {
-    out += fmt::format("\nHeaviest layers (top {} of {}; `capcalc layers` lists all)\n", shown,
-                       g.layers.size());
+    out +=
+        fmt::format("\nHeaviest layers (top {} of {}{}; `capcalc layers` lists all)\n", shown,
+                    g.layers.size(), in.workload.tensor_parallel > 1 ? ", FLOPs per device" : "");
     TextTable table;
     table.add_column("layer", Align::kLeft);
     table.add_column("op", Align::kLeft);
@@ -459,6 +476,7 @@ std::string render_estimate_json(const ReportInput& in) {
   workload["batch"] = in.graph.batch;
   workload["profile"] = std::string(profile_name(e.profile));
   workload["devices"] = in.workload.devices;
+  workload["tensor_parallel"] = in.workload.tensor_parallel;
   workload["checkpointing"] = in.workload.checkpointing;
   workload["weight_precision"] =
       std::string(precision_name(in.workload.weight_precision.value_or(in.workload.precision)));

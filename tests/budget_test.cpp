@@ -91,6 +91,24 @@ TEST_CASE("a budget file merges defaults and resolves models next to it", "[budg
   CHECK(report.results[3].passed);
 }
 
+TEST_CASE("a budget's tensor_parallel multiplies its data-parallel replicas", "[budget]") {
+  const char* text = R"({
+    "schema_version": 1,
+    "defaults": {"devices": ["h100"], "data_parallel": 2, "limits": {"must_fit": true}},
+    "budgets": [{"model": "models/llama2_70b.json", "tensor_parallel": 4, "precision": "fp16"},
+                {"model": "models/llama2_70b.json", "precision": "fp16"}]})";
+  const std::vector<Budget> budgets = parse_budget(text, test::data_path("budget.json"));
+  REQUIRE(budgets.size() == 2);
+  CHECK(budgets[0].request.workload.devices == 8);
+  CHECK(budgets[0].request.workload.tensor_parallel == 4);
+  CHECK(budgets[1].request.workload.devices == 2);
+  // 138 GB of fp16 weights: a quarter fits on an 80 GB H100, the whole does not.
+  const CheckReport report = check_budgets(budgets, table());
+  REQUIRE(report.results.size() == 2);
+  CHECK(report.results[0].passed);
+  CHECK_FALSE(report.results[1].passed);
+}
+
 TEST_CASE("budget file errors are located", "[budget]") {
   REQUIRE_THROWS_WITH(
       parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["t4"],

@@ -248,5 +248,13 @@ capcalc_cli_ok(serving "LLM serving \\(1 sequence x 512 prompt \\+ 128 generated
                estimate data/models/llama2_7b.json --gpu A100-80GB --prompt-tokens 512 --output-tokens 128 --precision fp16)
 capcalc_cli_ok(serving_json "\"llm\": {\n *\"prompt_tokens\": 512,\n *\"output_tokens\": 128,\n *\"prefill_s\":.*\"ttft_s\":.*\"decode_step_s\":.*\"decode_tokens_per_s\":.*\"kv_cache_bytes_per_token\": 524288\\.0"
                estimate data/models/llama2_7b.json --gpu A100-80GB --prompt-tokens 512 --output-tokens 128 --precision fp16 --format json)
+# Tensor parallelism: Llama-2-70B at fp16 (138 GB) split over 4 H100s; its GQA cache is
+# 80 layers x 8 KV heads x 128 x (K, V) x 2 B = 327,680 B per token, 81,920 B per device.
+capcalc_cli_ok(serving_tensor_parallel "8 devices \\(tensor-parallel 4\\).*weights +138 GB at fp16, 34.5 GB per device.*memory +34.[0-9] GB of 80.0 GB: fits.*tokens/s in total.*KV cache +81.9 kB per token.*split over 4 devices.*2 data-parallel replicas of 4 devices"
+               estimate data/models/llama2_70b.json --gpu H100 --prompt-tokens 512 --output-tokens 128 --precision fp16 --tp 4 --devices 8 --explain)
+capcalc_cli_ok(serving_tensor_parallel_json "\"devices\": 4,.*\"tensor_parallel\": 4,.*\"kv_cache_bytes_per_token\": 81920\\.0"
+               estimate data/models/llama2_70b.json --gpu H100 --prompt-tokens 512 --precision fp16 --tensor-parallel 4 --format json)
+capcalc_cli_error(tensor_parallel_uneven "--devices 6 is not a multiple of --tensor-parallel 4"
+                  estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 6)
 capcalc_cli_error(serving_no_seq "--prompt-tokens needs a model with a \"seq\" dimension"
                   estimate data/models/resnet50.json --gpu A100 --prompt-tokens 10)

@@ -259,7 +259,9 @@ TEST_CASE("training_totals: steps, time, device-hours, cost and energy", "[predi
   run.samples = 1281167.0 * 90;  // ImageNet-1k, 90 epochs.
   run.price_per_device_hour_usd = 2.0;
   run.power_w = 400;
-  const TrainingTotals t = training_totals(step, 256, 8, run);
+  Workload eight;
+  eight.devices = 8;
+  const TrainingTotals t = training_totals(step, 256, eight, run);
   const double steps = std::ceil(1281167.0 * 90 / (256 * 8));
   CHECK(t.steps == steps);
   CHECK(t.time_s == Approx(steps * 0.5));
@@ -268,9 +270,44 @@ TEST_CASE("training_totals: steps, time, device-hours, cost and energy", "[predi
   CHECK(*t.energy_kwh == Approx(t.device_hours * 0.4));
   run.price_per_device_hour_usd.reset();
   run.power_w = 0;
-  const TrainingTotals bare = training_totals(step, 256, 8, run);
+  const TrainingTotals bare = training_totals(step, 256, eight, run);
   CHECK_FALSE(bare.cost_usd.has_value());
   CHECK_FALSE(bare.energy_kwh.has_value());
+}
+
+TEST_CASE("predict: tensor parallelism splits work and memory, not the kernel floor", "[predict]") {
+  // 64 x 4096 x 4096: 1.07 G MACs, compute-bound on the round device at any split here.
+  const Graph g = one_linear(64, 4096, 4096);
+  Workload one;
+  one.mode = Mode::kTraining;
+  Workload tp4 = one;
+  tp4.devices = 8;
+  tp4.tensor_parallel = 4;  // Two replicas of four devices.
+  const Estimate a = estimate(g, round_device(), round_params(), one);
+  const Estimate b = estimate(g, round_device(), round_params(), tp4);
+  CHECK(b.memory.weight_bytes == Approx(a.memory.weight_bytes / 4));
+  CHECK(b.memory.optimizer_bytes == Approx(a.memory.optimizer_bytes / 4));
+  CHECK(b.memory.activation_bytes == Approx(a.memory.activation_bytes / 4));
+  CHECK(b.flops == Approx(a.flops / 4));
+  CHECK(b.layers[0].compute_s == Approx(a.layers[0].compute_s / 4));
+  CHECK(b.throughput_per_s == Approx(2.0 * static_cast<double>(g.batch) / b.latency_s));
+  // The floor does not split: a tiny layer takes the floor on every device.
+  const Graph tiny = one_linear(1, 16, 16);
+  const Estimate c = estimate(tiny, round_device(), round_params(), tp4);
+  CHECK(c.layers[0].time_s ==
+        Approx(estimate(tiny, round_device(), round_params(), one).layers[0].time_s));
+  // The global batch counts replicas; every device is paid for.
+  Estimate step;
+  step.latency_s = 1;
+  TrainingRun run;
+  run.samples = 64.0 * 2 * 100;
+  const TrainingTotals totals = training_totals(step, 64, tp4, run);
+  CHECK(totals.steps == 100);
+  CHECK(totals.device_hours == Approx(100.0 * 8 / 3600));
+  Workload uneven = tp4;
+  uneven.devices = 6;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), uneven),
+                    ContainsSubstring("6 devices do not split into tensor-parallel groups of 4"));
 }
 
 TEST_CASE("predict: training activations of a transformer layer match Korthikanti et al.",

@@ -16,7 +16,9 @@
 //
 // Training adds the backward pass (its own FLOPs, twice the forward traffic, two kernels per
 // layer; in the eager profile at the graph floor, since the autograd engine launches them from
-// C++) and the optimizer update (memory-bound), per device, with ideal data parallelism.
+// C++) and the optimizer update (memory-bound), per device, with ideal data parallelism. Tensor
+// parallelism splits each layer's work, weights, state, activations and KV cache evenly over the
+// replica's devices (ideal: no communication); each device still launches every kernel.
 #pragma once
 
 #include <functional>
@@ -70,7 +72,11 @@ struct Workload {
   std::optional<Profile> profile;             ///< Unset: the device type's default.
   Sparsity sparsity = Sparsity::kDense;       ///< 2:4 structured sparsity of conv/linear weights.
   Optimizer optimizer = Optimizer::kAdam;     ///< Training only.
-  std::int64_t devices = 1;                   ///< Data-parallel devices (ideal scaling).
+  std::int64_t devices = 1;                   ///< All devices: tensor_parallel × replicas.
+  std::int64_t tensor_parallel = 1;           ///< Devices per model replica. Each layer's work,
+                                              ///< weights, state, activations and KV cache split
+                                              ///< evenly over them (ideal: no communication);
+                                              ///< the per-kernel floor does not split.
   bool checkpointing = false;                 ///< Training: recompute activations per top-level
                                               ///< entry (block) instead of keeping them all.
   std::optional<Precision> weight_precision;  ///< Weight storage (int4/int8 weight-only
@@ -90,7 +96,7 @@ struct LayerEstimate {
   Bound bound = Bound::kNone;
 };
 
-/// Memory needed on one device, in bytes.
+/// Memory needed on one device (a 1/tensor_parallel share of a replica), in bytes.
 struct MemoryEstimate {
   double weight_bytes = 0;
   double gradient_bytes = 0;    ///< Training only.
@@ -107,7 +113,7 @@ struct Estimate {
   double optimizer_s = 0;             ///< Training: the optimizer update.
   double recompute_s = 0;             ///< Training with checkpointing: the forward again.
   double latency_s = 0;               ///< Inference: one forward pass; training: one step.
-  double throughput_per_s = 0;        ///< Samples per second over all devices.
+  double throughput_per_s = 0;        ///< Samples per second over all replicas.
   double flops = 0;                   ///< FLOPs executed per step per device.
   double bytes = 0;                   ///< Bytes moved per step per device.
   double achieved_flops_per_s = 0;    ///< flops / latency, per device.
@@ -116,6 +122,10 @@ struct Estimate {
   bool fits = false;           ///< memory.total_bytes <= device memory.
   std::int64_t max_batch = 0;  ///< Largest batch that fits (0: none; -1: no batch dim).
 };
+
+/// Data-parallel replicas: devices / tensor_parallel. Throws capcalc::Error unless both are at
+/// least 1 and tensor_parallel divides devices.
+std::int64_t data_parallel_replicas(const Workload& workload);
 
 /// Predicts one step. Throws capcalc::Error if the device cannot compute in the precision.
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
@@ -135,11 +145,11 @@ struct ServingEstimate {
   double ttft_s = 0;                     ///< Time to first token: the prefill.
   double decode_step_s = 0;              ///< Per generated token, all sequences.
   double tokens_per_s_per_sequence = 0;  ///< Decode tokens per second of one sequence.
-  double tokens_per_s = 0;               ///< Decode tokens per second of the batch.
+  double tokens_per_s = 0;               ///< Decode tokens per second of all replicas' batches.
   double request_latency_s = 0;          ///< Prefill + (output_tokens - 1) decode steps.
   double kv_bytes_per_token = 0;         ///< One token of one sequence (all layers, K and V).
-  double kv_bytes = 0;                   ///< The whole batch at full context.
-  double memory_bytes = 0;               ///< Weights + KV cache + prefill activations.
+  double kv_bytes = 0;                   ///< The whole batch at full context, per device.
+  double memory_bytes = 0;               ///< Weights + KV cache + prefill activations, per device.
   bool fits = false;
   std::int64_t max_batch = 0;          ///< Sequences of this context that fit.
   std::int64_t max_cached_tokens = 0;  ///< Tokens of KV cache that fit beside the weights.
@@ -170,7 +180,9 @@ struct TrainingTotals {
   std::optional<double> energy_kwh;  ///< At the devices' TDP: an upper bound.
 };
 
-TrainingTotals training_totals(const Estimate& step, std::int64_t batch, std::int64_t devices,
+/// The run at `step` per optimizer step: the global batch is batch × data-parallel replicas and
+/// every device is paid for.
+TrainingTotals training_totals(const Estimate& step, std::int64_t batch, const Workload& workload,
                                const TrainingRun& run);
 
 }  // namespace capcalc

@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "output_file.hpp"
+#include "workload_args.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -21,7 +22,8 @@ struct CheckOptions {
   std::string precision = "fp32";
   std::string mode = "inference";
   std::string profile;
-  std::int64_t data_parallel = 1;
+  std::int64_t device_count = 1;
+  std::int64_t tensor_parallel = 1;
   RunSize run;
   std::optional<double> price_per_hour;
   // Limits as written; parsed by the library's unit parsers.
@@ -59,7 +61,7 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
   CompareRequest request;
   request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
   if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
-  request.workload.devices = options.data_parallel;
+  set_parallelism(request.workload, options.device_count, options.tensor_parallel);
   request.run = options.run;
   request.price_per_hour_usd = options.price_per_hour;
   request.model_file = options.model.path;
@@ -133,8 +135,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--profile", options->profile, "eager, graph or compiled")
       ->check(CLI::IsMember({"eager", "graph", "compiled"}));
-  sub->add_option("--devices", options->data_parallel, "Data-parallel devices (ideal scaling)")
-      ->check(CLI::PositiveNumber);
+  add_parallel_options(*sub, options->device_count, options->tensor_parallel);
   sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
       ->check(CLI::PositiveNumber);
   sub->add_option("--epochs", options->run.epochs, "Training run: epochs (default 1)")

@@ -9,6 +9,7 @@
 #include "capcalc/report_compare.hpp"
 
 #include "commands.hpp"
+#include "workload_args.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -25,7 +26,8 @@ struct CompareOptions {
   std::vector<std::int64_t> batches;
   std::string profile;
   std::string optimizer = "adam";
-  std::int64_t data_parallel = 1;
+  std::int64_t device_count = 1;
+  std::int64_t tensor_parallel = 1;
   RunSize run;
   std::optional<double> price_per_hour;
   std::string format = "table";
@@ -71,7 +73,7 @@ void run_compare(const CompareOptions& options) {
   request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
   if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
   request.workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
-  request.workload.devices = options.data_parallel;
+  set_parallelism(request.workload, options.device_count, options.tensor_parallel);
   request.run = options.run;
   request.price_per_hour_usd = options.price_per_hour;
   request.model_file = options.model.path;
@@ -131,9 +133,7 @@ void add_compare_command(CLI::App& app) {
   sub->add_option("--optimizer", options->optimizer, "Training optimizer")
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->capture_default_str();
-  sub->add_option("--devices", options->data_parallel, "Data-parallel devices (ideal scaling)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_parallel_options(*sub, options->device_count, options->tensor_parallel);
   sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
       ->check(CLI::PositiveNumber);
   sub->add_option("--epochs", options->run.epochs, "Training run: epochs (default 1)")

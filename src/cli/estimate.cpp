@@ -78,7 +78,7 @@ void run_estimate(const EstimateOptions& options) {
       run.price_per_device_hour_usd = device.price->usd_per_hour;
     }
     run.power_w = device.tdp_w;
-    run_totals = training_totals(result, graph.batch, workload.devices, run);
+    run_totals = training_totals(result, graph.batch, workload, run);
     input.run = &run;
     input.training = &run_totals;
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "capcalc/error.hpp"
 #include "capcalc/predict.hpp"
@@ -14,6 +15,31 @@
 
 namespace capcalc::cli {
 
+// --devices N (all devices) and --tensor-parallel T (devices per model replica).
+inline void add_parallel_options(CLI::App& sub, std::int64_t& devices,
+                                 std::int64_t& tensor_parallel) {
+  sub.add_option("--devices", devices,
+                 "Devices in all: tensor-parallel groups x data-parallel replicas (ideal scaling)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--tensor-parallel,--tp", tensor_parallel,
+                 "Devices per model replica: layers, weights, state and KV cache split over them "
+                 "(ideal: no communication); --devices defaults to it")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+// --tensor-parallel alone means one replica; otherwise it must divide --devices.
+inline void set_parallelism(Workload& workload, std::int64_t devices,
+                            std::int64_t tensor_parallel) {
+  workload.tensor_parallel = tensor_parallel;
+  workload.devices = devices == 1 ? tensor_parallel : devices;
+  if (workload.devices % tensor_parallel != 0) {
+    throw Error({}, fmt::format("--devices {} is not a multiple of --tensor-parallel {}", devices,
+                                tensor_parallel));
+  }
+}
+
 struct WorkloadArgs {
   std::string precision = "fp32";
   std::string mode = "inference";
@@ -21,6 +47,7 @@ struct WorkloadArgs {
   std::string sparsity = "dense";
   std::string optimizer = "adam";
   std::int64_t devices = 1;
+  std::int64_t tensor_parallel = 1;
   bool checkpointing = false;
   std::string weight_precision;
   std::string kv_precision;
@@ -44,9 +71,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
   sub.add_option("--optimizer", args.optimizer, "Training optimizer")
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->capture_default_str();
-  sub.add_option("--devices", args.devices, "Data-parallel devices (ideal scaling)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_parallel_options(sub, args.devices, args.tensor_parallel);
   sub.add_option("--weight-precision", args.weight_precision,
                  "Weight storage if it differs (int4/int8 weight-only quantisation)")
       ->check(CLI::IsMember(precision_names()));
@@ -65,7 +90,7 @@ inline Workload workload_from(const WorkloadArgs& args) {
                       : args.sparsity == "unstructured" ? Sparsity::kUnstructured
                                                         : Sparsity::kDense;
   workload.optimizer = parse_optimizer(args.optimizer).value_or(Optimizer::kAdam);
-  workload.devices = args.devices;
+  set_parallelism(workload, args.devices, args.tensor_parallel);
   workload.checkpointing = args.checkpointing;
   if (!args.weight_precision.empty()) {
     workload.weight_precision = precision_from(args.weight_precision);
