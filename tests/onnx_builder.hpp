@@ -48,17 +48,19 @@ class OnnxModel {
     }
   }
 
-  void output(const std::string& name) {
+  void output(const std::string& name, std::int32_t elem_type = onnx::TensorProto::FLOAT) {
     auto* info = graph().add_output();
     info->set_name(name);
-    info->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    info->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
   }
 
-  // A float weight: dims only, as with external data (shape inference needs no values).
-  onnx::TensorProto& weight(const std::string& name, const std::vector<std::int64_t>& dims) {
+  // A weight (float unless set): dims only, as with external data (shape inference needs no
+  // values).
+  onnx::TensorProto& weight(const std::string& name, const std::vector<std::int64_t>& dims,
+                            std::int32_t elem_type = onnx::TensorProto::FLOAT) {
     auto* t = graph().add_initializer();
     t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->set_data_type(elem_type);
     for (std::int64_t d : dims)
       t->add_dims(d);
     return *t;

@@ -381,6 +381,103 @@ OnnxModel resnet50() {
 
 }  // namespace
 
+TEST_CASE("onnx: quantised convolutions and products count as their float forms", "[onnx]") {
+  // onnxruntime's static quantisation (QOperator format): QLinearConv and QLinearMatMul with
+  // scales and zero points between the operands, ConvInteger/MatMulInteger from dynamic
+  // quantisation. The MACs are those of Conv and MatMul; scales and zero points are not
+  // parameters.
+  constexpr auto kU8 = onnx::TensorProto::UINT8;
+  constexpr auto kI8 = onnx::TensorProto::INT8;
+  OnnxModel m("quantised");
+  m.input("x", {std::int64_t{1}, std::int64_t{3}, std::int64_t{224}, std::int64_t{224}}, kU8);
+  for (const char* scale : {"x_scale", "y_scale", "z_scale"})
+    m.scalar(scale, 0.02F);
+  for (const char* zero : {"x_zp", "y_zp", "z_zp"})
+    m.weight(zero, {}, kU8);
+  // ResNet-50's stem: 7x7/2, 3 -> 64, with an int32 bias and per-channel weight scales.
+  m.weight("w", {64, 3, 7, 7}, kI8);
+  m.weight("w_scale", {64});
+  m.weight("w_zp", {64}, kI8);
+  m.weight("b", {64}, onnx::TensorProto::INT32);
+  auto& conv = m.node("QLinearConv",
+                      {"x", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp", "b"},
+                      {"y"}, "stem");
+  OnnxModel::attr(conv, "kernel_shape", std::vector<std::int64_t>{7, 7});
+  OnnxModel::attr(conv, "strides", std::vector<std::int64_t>{2, 2});
+  OnnxModel::attr(conv, "pads", std::vector<std::int64_t>{3, 3, 3, 3});
+  // ConvInteger: a 1x1 conv 64 -> 32 (no bias).
+  m.weight("w2", {32, 64, 1, 1}, kU8);
+  m.node("ConvInteger", {"y", "w2"}, {"y2"}, "pointwise");
+  auto& cast = m.node("Cast", {"y2"}, {"y2f"});
+  OnnxModel::attr(cast, "to", std::int64_t{onnx::TensorProto::UINT8});
+  auto& flat = m.node("Flatten", {"y2f"}, {"flat"});
+  OnnxModel::attr(flat, "axis", std::int64_t{1});
+  // QLinearMatMul and MatMulInteger on [1, 32 * 112 * 112] features.
+  const std::int64_t features = 32 * 112 * 112;
+  m.weight("fc", {features, 10}, kU8);
+  m.weight("fc_scale", {});
+  m.weight("fc_zp", {}, kU8);
+  m.node("QLinearMatMul", {"flat", "x_scale", "x_zp", "fc", "fc_scale", "fc_zp", "z_scale", "z_zp"},
+         {"z"}, "fc");
+  m.weight("fc2", {features, 10}, kU8);
+  m.node("MatMulInteger", {"flat", "fc2"}, {"z2"}, "fc2");
+  m.output("z", kU8);
+  m.output("z2", onnx::TensorProto::INT32);
+  const Graph g = m.load("quantised");
+  CHECK(g.unknown_ops.empty());
+  const auto& stem = layer_named(g, "stem");
+  CHECK(stem.op == "conv2d");
+  CHECK(stem.output == capcalc::Shape{1, 64, 112, 112});
+  // 64 x 3 x 49 x 112 x 112 = 118,013,952 MACs, as ResNet-50's conv1 in resnet50.json.
+  CHECK(stem.counts.macs == 118'013'952);
+  CHECK(stem.counts.params == 64 * 3 * 49 + 64);
+  CHECK(layer_named(g, "pointwise").counts.macs == 32 * 64 * 112 * 112);
+  CHECK(layer_named(g, "pointwise").counts.params == 32 * 64);
+  CHECK(layer_named(g, "fc").op == "linear");
+  CHECK(layer_named(g, "fc").counts.macs == features * 10);
+  CHECK(layer_named(g, "fc").counts.params == features * 10);
+  CHECK(layer_named(g, "fc2").counts.macs == features * 10);
+  CHECK(capcalc::graph_totals(g).params == 64 * 3 * 49 + 64 + 32 * 64 + 2 * features * 10);
+}
+
+TEST_CASE("onnx: QDQ graphs and MatMulNBits count their weights, not their encodings", "[onnx]") {
+  OnnxModel m("qdq");
+  m.input("x", {std::int64_t{1}, std::int64_t{16}, std::int64_t{4096}});
+  m.scalar("s", 0.05F);
+  m.weight("zp", {}, onnx::TensorProto::INT8);
+  // QDQ format: activations pass Quantize -> Dequantize; int8 weights are dequantized
+  // (a constant computation, folded) before a float MatMul.
+  m.node("QuantizeLinear", {"x", "s", "zp"}, {"xq"}, "x_q");
+  m.node("DequantizeLinear", {"xq", "s", "zp"}, {"xdq"}, "x_dq");
+  m.weight("w_q", {4096, 4096}, onnx::TensorProto::INT8);
+  m.node("DequantizeLinear", {"w_q", "s", "zp"}, {"w"}, "w_dq");
+  m.node("MatMul", {"xdq", "w"}, {"h"}, "q_proj");
+  // onnxruntime-genai's int4 export: com.microsoft MatMulNBits, B packed as
+  // [N, K / block, block / 2] bytes with one scale per block; 4096 -> 11008 (Llama-2-7B's MLP).
+  m.weight("w4", {11008, 4096 / 32, 16}, onnx::TensorProto::UINT8);
+  m.weight("w4_scales", {11008 * 4096 / 32});
+  auto& nbits = m.node("MatMulNBits", {"h", "w4", "w4_scales"}, {"up"}, "up_proj");
+  nbits.set_domain("com.microsoft");
+  OnnxModel::attr(nbits, "K", std::int64_t{4096});
+  OnnxModel::attr(nbits, "N", std::int64_t{11008});
+  OnnxModel::attr(nbits, "bits", std::int64_t{4});
+  OnnxModel::attr(nbits, "block_size", std::int64_t{32});
+  m.output("up");
+  const Graph g = m.load("qdq");
+  CHECK(g.unknown_ops.empty());
+  // Quantize: 4 FLOPs per element, dequantize 2.
+  CHECK(layer_named(g, "x_q").counts.other_flops == 4 * 16 * 4096);
+  CHECK(layer_named(g, "x_dq").counts.other_flops == 2 * 16 * 4096);
+  CHECK(layer_named(g, "q_proj").counts.macs == 16LL * 4096 * 4096);
+  CHECK(layer_named(g, "q_proj").counts.params == 4096 * 4096);
+  const auto& up = layer_named(g, "up_proj");
+  CHECK(up.output == capcalc::Shape{1, 16, 11008});
+  CHECK(up.counts.macs == 16LL * 4096 * 11008);
+  CHECK(up.counts.params == 4096 * 11008);
+  CHECK(up.counts.weight_elements_read == 4096 * 11008);
+  CHECK(capcalc::graph_totals(g).params == 4096 * 4096 + 4096 * 11008);
+}
+
 TEST_CASE("onnx: a ResNet-50 graph has torchvision's parameters and MACs", "[onnx]") {
   const Graph g = resnet50().load("resnet50");
   const auto totals = capcalc::graph_totals(g);

@@ -145,6 +145,17 @@ const std::vector<OpRule> kRules = {
     {"ConvTranspose", Rule::kConvTranspose, "conv_transpose"},
     {"Gemm", Rule::kGemm, "linear"},
     {"MatMul", Rule::kMatMul, "matmul"},
+    // Quantised forms: the same MACs, their operands at other slots (operands_of).
+    {"QLinearConv", Rule::kConv, "conv"},
+    {"ConvInteger", Rule::kConv, "conv"},
+    {"QLinearMatMul", Rule::kMatMul, "matmul"},
+    {"MatMulInteger", Rule::kMatMul, "matmul"},
+    {"MatMulNBits", Rule::kMatMul, "matmul"},  // com.microsoft: int4/int8 weight-only blocks.
+    // QuantizeLinear: divide, round, add the zero point, saturate (4); DequantizeLinear:
+    // subtract the zero point, multiply (2); DynamicQuantizeLinear finds min and max first (6).
+    {"QuantizeLinear", Rule::kUnary, "quantize", 4},
+    {"DequantizeLinear", Rule::kUnary, "dequantize", 2},
+    {"DynamicQuantizeLinear", Rule::kUnary, "quantize", 6},
     {"Einsum", Rule::kEinsum, "einsum"},
     {"BatchNormalization", Rule::kBatchNorm, "batchnorm", kBatchNormFlops},
     {"LayerNormalization", Rule::kLayerNorm, "layernorm", formulas::kLayerNormFlops},
@@ -255,6 +266,24 @@ const OpRule* find_rule(const onnx::NodeProto& node) {
   return nullptr;
 }
 
+// Where a convolution's or matrix product's operands sit: its activation (or first operand),
+// its weight (or second operand) and its bias (-1: none). The quantised forms put scales and
+// zero points between them, which are not parameters.
+struct Operands {
+  int x = 0;
+  int w = 1;
+  int bias = 2;
+  bool quantised = false;
+};
+
+Operands operands_of(const std::string& op_type) {
+  if (op_type == "QLinearConv") return {0, 3, 8, true};
+  if (op_type == "QLinearMatMul") return {0, 3, -1, true};
+  if (op_type == "ConvInteger" || op_type == "MatMulInteger") return {0, 1, -1, true};
+  if (op_type == "MatMulNBits") return {0, 1, 5, true};
+  return {};
+}
+
 std::string qualified_op(const onnx::NodeProto& node) {
   if (node.domain().empty() || node.domain() == "ai.onnx") return node.op_type();
   return node.domain() + "." + node.op_type();
@@ -263,6 +292,9 @@ std::string qualified_op(const onnx::NodeProto& node) {
 // Inputs with a param slot count as the layer's parameters; the others (running statistics,
 // shapes, axes, bounds, scales) are read but are not parameters.
 bool is_param_slot(Rule rule, const std::string& op_type, int slot) {
+  if (const Operands o = operands_of(op_type); o.quantised) {
+    return slot == o.x || slot == o.w || slot == o.bias;
+  }
   switch (rule) {
     case Rule::kBatchNorm:
       return slot == 1 || slot == 2;  // Scale and bias; mean and variance are buffers.
@@ -344,7 +376,11 @@ class Importer {
     for (const auto& init : graph_proto_.initializer()) {
       Value value;
       value.kind = Kind::kConstant;
-      if (is_parameter_type(init.data_type()) && init.dims_size() > 0) value.roots = {init.name()};
+      // int32 tensors are parameters only as the bias of a quantised product (add_node).
+      if ((is_parameter_type(init.data_type()) || init.data_type() == onnx::TensorProto::INT32) &&
+          init.dims_size() > 0) {
+        value.roots = {init.name()};
+      }
       values_[init.name()] = value;
     }
     for (const auto& node : graph_proto_.node()) {
@@ -578,6 +614,10 @@ class Importer {
         if (out != shapes_.end() && out->second.complete()) continue;
         std::optional<Shape> shape = in->second.dims;
         if (einsum) shape = einsum_output(node);
+        if (node.op_type() == "MatMulNBits" && !shape->empty()) {
+          shape->back() = attribute_int(node, "N", 0);  // [..., K] x [K, N].
+          if (shape->back() <= 0) shape.reset();
+        }
         if (!shape) continue;
         std::vector<onnx::ValueInfoProto*> infos;
         for (auto& existing : *graph_proto_.mutable_value_info()) {
@@ -728,9 +768,18 @@ class Importer {
         constant_elements = checked_add(constant_elements, element_count(shapes.back()));
         if (rule != nullptr && is_param_slot(rule->rule, node.op_type(), slot)) {
           for (const std::string& root : value.roots) {
+            if (initializers_.at(root)->data_type() == onnx::TensorProto::INT32 &&
+                !(operands_of(node.op_type()).quantised &&
+                  slot == operands_of(node.op_type()).bias)) {
+              continue;  // Indices, shapes: not parameters.
+            }
             has_weights = true;
             if (counted_.insert(root).second) {
-              params = checked_add(params, element_count(shapes_.at(root).dims));
+              // MatMulNBits packs K x N weights into bytes: count the weights.
+              const bool packed = node.op_type() == "MatMulNBits" && slot == 1;
+              params = checked_add(params, packed ? checked_mul(attribute_int(node, "K", 0),
+                                                                attribute_int(node, "N", 0))
+                                                  : element_count(shapes_.at(root).dims));
             }
           }
         }
@@ -757,8 +806,9 @@ class Importer {
     switch (rule->rule) {
       case Rule::kConv:
       case Rule::kConvTranspose: {
-        const Shape& x = shapes.at(0);
-        const Shape& w = shapes.at(1);
+        const Operands o = operands_of(node.op_type());
+        const Shape& x = shapes.at(static_cast<std::size_t>(o.x));
+        const Shape& w = shapes.at(static_cast<std::size_t>(o.w));
         if (x.size() < 3 || w.size() != x.size()) {
           fail(layer.definition, fmt::format("node \"{}\": expected [N, C, ...] input and weight, "
                                              "got {} and {}",
@@ -767,7 +817,7 @@ class Importer {
         const std::int64_t groups = attribute_int(node, "group", 1);
         const bool transposed = rule->rule == Rule::kConvTranspose;
         const std::int64_t out_channels = transposed ? checked_mul(w[1], groups) : w[0];
-        const bool bias = node.input_size() > 2 && !node.input(2).empty();
+        const bool bias = o.bias >= 0 && node.input_size() > o.bias && !node.input(o.bias).empty();
         c = formulas::conv_counts({element_count(x), out_elements, x[1], out_channels, groups,
                                    product(w, 2), bias, transposed});
         formulas::add_weighted_backward(c, any_needs_grad);
@@ -799,18 +849,28 @@ class Importer {
         break;
       }
       case Rule::kMatMul: {
-        Shape a = shapes.at(0);
-        Shape b = shapes.at(1);
+        const Operands o = operands_of(node.op_type());
+        const auto xa = static_cast<std::size_t>(o.x);
+        const auto wb = static_cast<std::size_t>(o.w);
+        Shape a = shapes.at(xa);
+        Shape b = shapes.at(wb);
+        if (node.op_type() == "MatMulNBits") {
+          // B holds [N, blocks, block bytes]; the product is with a K x N matrix.
+          b = {attribute_int(node, "K", 0), attribute_int(node, "N", 0)};
+          constant_elements = checked_mul(b[0], b[1]);
+        }
         if (a.empty() || b.empty()) fail(layer.definition, "MatMul of a scalar");
         const std::int64_t k = a.back();
         const std::int64_t m = a.size() >= 2 ? a[a.size() - 2] : 1;
         const std::int64_t n = b.size() >= 2 ? b.back() : 1;
-        if (constant[1] && b.size() == 2 && !constant[0]) {
+        if (constant[wb] && b.size() == 2 && !constant[xa]) {
           // x @ W: a dense layer without bias (exporters add the bias as a separate Add).
           op = "linear";
-          c = formulas::linear_counts(element_count(a) / k, k, n, false, false);
+          const bool bias =
+              o.bias >= 0 && node.input_size() > o.bias && !node.input(o.bias).empty();
+          c = formulas::linear_counts(element_count(a) / k, k, n, bias, false);
           formulas::add_weighted_backward(c, any_needs_grad);
-        } else if (constant[0] || constant[1]) {
+        } else if (constant[xa] || constant[wb]) {
           op = "linear";
           c.macs = checked_mul(out_elements, k);
           c.input_elements = activation_elements;
