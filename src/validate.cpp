@@ -30,8 +30,11 @@ constexpr std::array kMetrics = {
 };
 
 const std::vector<std::string_view> kCaseKeys = {
-    "id",   "model", "dims",   "device",   "devices", "precision", "mode",  "metric", "value",
-    "unit", "per",   "tokens", "software", "profile", "source",    "quote", "notes"};
+    "id",      "model",           "dims",          "device",
+    "devices", "tensor_parallel", "checkpointing", "precision",
+    "mode",    "metric",          "value",         "unit",
+    "per",     "tokens",          "software",      "profile",
+    "source",  "quote",           "notes"};
 
 Measurement parse_case(const JsonView& entry) {
   entry.expect_object();
@@ -46,6 +49,16 @@ Measurement parse_case(const JsonView& entry) {
   }
   m.device = entry.at("device").as_string();
   if (auto devices = entry.find("devices")) m.devices = devices->as_positive_int();
+  if (auto tp = entry.find("tensor_parallel")) {
+    m.tensor_parallel = tp->as_positive_int();
+    if (m.devices % m.tensor_parallel != 0) {
+      tp->fail(fmt::format("{} devices do not split into tensor-parallel groups of {}", m.devices,
+                           m.tensor_parallel));
+    }
+  }
+  if (auto checkpointing = entry.find("checkpointing")) {
+    m.checkpointing = checkpointing->as_bool();
+  }
   const JsonView precision = entry.at("precision");
   const std::optional<Precision> p = parse_precision(precision.as_string());
   if (!p)
@@ -109,6 +122,8 @@ double predict_case(const Measurement& m, const HardwareTable& table,
   workload.mode = m.training ? Mode::kTraining : Mode::kInference;
   workload.profile = m.profile;
   workload.devices = m.devices;
+  workload.tensor_parallel = m.tensor_parallel;
+  workload.checkpointing = m.checkpointing;
   const Estimate e = estimate(graph, device, table.performance_for(device), workload);
   const auto devices = static_cast<double>(m.devices);
   const double per_device_samples = e.throughput_per_s / devices;

@@ -117,7 +117,7 @@ capcalc_cli_error(hardware_file_missing "tests/cli/nope.json: cannot open file"
 # The validation set: every case predicted with the global parameters. The limits come from
 # the measured figures (median 12.7 %, worst 4.17x at the time of writing) with a margin:
 # a change that makes predictions clearly worse fails here.
-capcalc_cli_ok(validate "76 cases: median \\|error\\| [0-9.]+ %, worst [0-9.]+x"
+capcalc_cli_ok(validate "81 cases: median \\|error\\| [0-9.]+ %, worst [0-9.]+x"
                validate --max-median-error 0.15 --max-worst-factor 5)
 add_test(NAME cli.validate_gate_fails
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
@@ -127,6 +127,8 @@ add_test(NAME cli.validate_gate_fails
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_cli_error(validate_bad_file "tests/cli/bad_measurements.json:/cases/0/metric: unknown metric \"througput_per_s\"; did you mean \"throughput_per_s\"\\?"
                   validate --measurements tests/cli/bad_measurements.json)
+capcalc_cli_error(validate_bad_tensor_parallel "tests/cli/bad_measurements_tp.json:/cases/0/tensor_parallel: 6 devices do not split into tensor-parallel groups of 4"
+                  validate --measurements tests/cli/bad_measurements_tp.json)
 
 # capcalc probe: this machine as a hardware-table entry. Each run takes about 0.3 s.
 capcalc_cli_ok(probe_json "^\\{\n  \"schema_version\": 1,.*\"aliases\": \\[\n +\"local\"\n +\\],\n +\"type\": \"cpu\",.*\"fp32\": \\{\n +\"vector\": [0-9.e-]+\n.*\"memory_bandwidth_gb_per_s\": [0-9.e+-]+,.*\"vector_efficiency\": 1\\.0"

@@ -117,6 +117,22 @@ TEST_CASE("zoo: llama2_7b has Llama-2-7B's 6,738,415,616 parameters", "[zoo]") {
   CHECK(totals_of("llama2_7b.json", half).macs == s * per_token + attention);
 }
 
+TEST_CASE("zoo: MaxText's synthetic 16B, 32B and 64B models", "[zoo]") {
+  // MaxText base.yml (emb 2048, 16 heads of 128, MLP 7168, 16 layers, vocab 32000, SwiGLU,
+  // untied logits) scaled by pyconfig.get_individual_scales: 16 -> emb x2, heads and MLP x4,
+  // layers x2; 32 -> emb x4; 64 -> emb x4, layers x4. Parameters per layer: Q, K, V, O of
+  // emb x heads x 128, three MLP matrices, two RMSNorm scales.
+  const auto params = [](std::int64_t emb, std::int64_t heads, std::int64_t mlp,
+                         std::int64_t layers) {
+    return layers * (4 * emb * heads * 128 + 3 * emb * mlp + 2 * emb) + 2 * 32000 * emb + emb;
+  };
+  CHECK(totals_of("maxtext_16b.json").params == params(4096, 64, 28672, 32));
+  CHECK(totals_of("maxtext_32b.json").params == params(8192, 64, 28672, 32));
+  CHECK(totals_of("maxtext_64b.json").params == params(8192, 64, 28672, 64));
+  // The names are the sizes: 15.8 B, 31.7 B, 62.8 B.
+  CHECK(static_cast<double>(totals_of("maxtext_64b.json").params) == Approx(62.8e9).epsilon(0.001));
+}
+
 TEST_CASE("zoo: counts scale with batch, parameters do not", "[zoo]") {
   capcalc::ModelOptions options;
   options.dims["batch"] = 32;

@@ -31,7 +31,9 @@ struct Measurement {
   std::string model;                         ///< File name in the models directory.
   std::map<std::string, std::int64_t> dims;  ///< Per-device batch and other dims.
   std::string device;                        ///< Id in the hardware table.
-  std::int64_t devices = 1;
+  std::int64_t devices = 1;                  ///< All devices.
+  std::int64_t tensor_parallel = 1;  ///< Devices per model replica (the batch is a replica's).
+  bool checkpointing = false;        ///< Activation recomputation (training).
   Precision precision = Precision::kFp32;
   bool training = false;
   Profile profile = Profile::kEager;
