@@ -23,7 +23,7 @@ _capcalc() {
   local model_flags="--batch --set --causal --input-shape --strict"
   local hw_flags="--hardware --hardware-file"
   local workload_flags="--gpu --hw --device --precision --mode --profile --optimizer --devices
-    --tensor-parallel --tp"
+    --tensor-parallel --tp --zero"
   local run_flags="--dataset-size --epochs --tokens --price-per-hour"
 
   # The subcommand: the first word that is not an option.
@@ -71,7 +71,7 @@ _capcalc() {
     --models)
       COMPREPLY=($(compgen -d -- "$cur"))
       return ;;
-    -b | --batch | --set | --input-shape | --devices | --tensor-parallel | --tp | --dataset-size | --epochs | --tokens | \
+    -b | --batch | --set | --input-shape | --devices | --tensor-parallel | --tp | --zero | --dataset-size | --epochs | --tokens | \
       --price-per-hour | --top | --prompt-tokens | --output-tokens | --seconds | -s | \
       --threads | -j | --label | --max-*)
       return ;;
@@ -103,10 +103,10 @@ _capcalc() {
     validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor" ;;
     compare)
       flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
-             --batch --profile --optimizer --devices --tensor-parallel --tp $run_flags --format" ;;
+             --batch --profile --optimizer --devices --tensor-parallel --tp --zero $run_flags --format" ;;
     check)
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile
-             --devices --tensor-parallel --tp $run_flags --max-latency --min-throughput --max-memory --max-cost
+             --devices --tensor-parallel --tp --zero $run_flags --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --must-fit --format --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision --kv-precision

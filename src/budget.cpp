@@ -70,14 +70,12 @@ std::string parent_dir(const std::string& path) {
 }
 
 // Keys a budget (or "defaults") may hold.
-constexpr std::array<std::string_view, 15> kBudgetKeys = {"name",          "model",
-                                                          "devices",       "batch",
-                                                          "set",           "precision",
-                                                          "mode",          "profile",
-                                                          "data_parallel", "tensor_parallel",
-                                                          "dataset_size",  "epochs",
-                                                          "tokens",        "price_per_hour_usd",
-                                                          "limits"};
+// clang-format off
+constexpr std::array<std::string_view, 16> kBudgetKeys = {
+    "name", "model", "devices", "batch", "set", "precision", "mode", "profile", "data_parallel",
+    "tensor_parallel", "zero_stage", "dataset_size", "epochs", "tokens", "price_per_hour_usd",
+    "limits"};
+// clang-format on
 
 void check_keys(const JsonView& object, const std::vector<std::string_view>& known) {
   object.expect_object();
@@ -199,6 +197,11 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
     workload.tensor_parallel = tp->as_positive_int();
     workload.devices *= workload.tensor_parallel;
   }
+  if (auto zero = lookup(view, defaults, "zero_stage")) {
+    const std::int64_t stage = zero->as_integer();
+    if (stage < 0 || stage > 3) zero->fail(fmt::format("expected 0 to 3, got {}", stage));
+    workload.zero_stage = static_cast<int>(stage);
+  }
   if (auto size = lookup(view, defaults, "dataset_size")) {
     budget.request.run.dataset_size = size->as_positive_number();
   }
@@ -233,6 +236,7 @@ std::string workload_text(const Graph& graph, Precision precision, const Workloa
   if (workload.tensor_parallel > 1) {
     text += fmt::format(" (tensor-parallel {})", workload.tensor_parallel);
   }
+  if (workload.zero_stage > 0) text += fmt::format(", ZeRO-{}", workload.zero_stage);
   return text;
 }
 

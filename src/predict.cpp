@@ -209,6 +209,13 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
     throw Error({}, fmt::format("{} devices do not split into tensor-parallel groups of {}",
                                 workload.devices, workload.tensor_parallel));
   }
+  if (workload.zero_stage < 0 || workload.zero_stage > 3) {
+    throw Error(
+        {}, fmt::format("ZeRO stage {} does not exist: 0 (none) to 3 (FSDP)", workload.zero_stage));
+  }
+  if (workload.zero_stage > 0 && workload.mode != Mode::kTraining) {
+    throw Error({}, "ZeRO shards training state: add --mode training");
+  }
   return workload.devices / workload.tensor_parallel;
 }
 
@@ -301,13 +308,20 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   memory.weight_bytes = params_count * (sparse ? sparse_weight_bytes : weight_bytes);
   const auto batch = static_cast<double>(graph.batch);
   if (training) {
-    const double update_bytes = params_count * optimizer_update_bytes(workload.optimizer);
+    // ZeRO: each replica keeps and updates 1/replicas of the optimizer state (stage 1), of the
+    // gradients (2) and of the weights (3).
+    const int zero = workload.zero_stage;
+    const double shards = replicas;
+    const double update_bytes =
+        params_count * optimizer_update_bytes(workload.optimizer) / (zero >= 1 ? shards : 1);
     result.optimizer_s = std::max(update_bytes / rates.bytes_per_s, floor_s);
     result.latency_s += result.optimizer_s;
     result.bytes += update_bytes;
-    memory.gradient_bytes = params_count * weight_bytes;
+    memory.gradient_bytes = params_count * weight_bytes / (zero >= 2 ? shards : 1);
     memory.optimizer_bytes = params_count * optimizer_state_bytes(workload.optimizer);
     if (weight_bytes < 4) memory.optimizer_bytes += params_count * kMasterWeightBytesPerParam;
+    if (zero >= 1) memory.optimizer_bytes /= shards;
+    if (zero >= 3) memory.weight_bytes /= shards;
     memory.activation_bytes =
         static_cast<double>(workload.checkpointing ? totals.checkpointed_elements
                                                    : totals.activation_elements) *

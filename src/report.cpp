@@ -300,6 +300,17 @@ std::string render_explain_text(const ReportInput& in) {
         "floor\n",
         in.serving != nullptr ? " and KV cache" : "", tp);
   }
+  if (const int zero = in.workload.zero_stage; zero > 0) {
+    out += fmt::format(
+        "  ZeRO-{}       optimizer state{} sharded over {} data-parallel replicas\n"
+        "               (ideal: no all-gather or reduce-scatter time{})\n",
+        zero,
+        zero == 1   ? " and its update"
+        : zero == 2 ? ", its update and gradients"
+                    : ", update, gradients, weights",
+        in.workload.devices / tp,
+        zero == 3 ? ";\n               the one layer gathered at a time is not counted" : "");
+  }
   if (in.workload.devices > tp) {
     out += fmt::format(
         "  devices      {} data-parallel replica{} of {} device{}, ideal scaling (no "
@@ -334,6 +345,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   if (in.workload.tensor_parallel > 1) {
     workload += fmt::format(" (tensor-parallel {})", in.workload.tensor_parallel);
   }
+  if (in.workload.zero_stage > 0) workload += fmt::format(", ZeRO-{}", in.workload.zero_stage);
   out += fmt::format("  workload     {}\n", workload);
   if (in.workload.sparsity == Sparsity::kUnstructured) {
     out += "  sparsity     unstructured: no speedup on dense hardware, counted as dense\n";
@@ -477,6 +489,7 @@ std::string render_estimate_json(const ReportInput& in) {
   workload["profile"] = std::string(profile_name(e.profile));
   workload["devices"] = in.workload.devices;
   workload["tensor_parallel"] = in.workload.tensor_parallel;
+  workload["zero_stage"] = in.workload.zero_stage;
   workload["checkpointing"] = in.workload.checkpointing;
   workload["weight_precision"] =
       std::string(precision_name(in.workload.weight_precision.value_or(in.workload.precision)));

@@ -256,6 +256,13 @@ capcalc_cli_ok(serving_tensor_parallel "8 devices \\(tensor-parallel 4\\).*weigh
                estimate data/models/llama2_70b.json --gpu H100 --prompt-tokens 512 --output-tokens 128 --precision fp16 --tp 4 --devices 8 --explain)
 capcalc_cli_ok(serving_tensor_parallel_json "\"devices\": 4,.*\"tensor_parallel\": 4,.*\"kv_cache_bytes_per_token\": 81920\\.0"
                estimate data/models/llama2_70b.json --gpu H100 --prompt-tokens 512 --precision fp16 --tensor-parallel 4 --format json)
+# ZeRO-1 over 8 replicas of TP 8: Llama 3 70B's bf16 training state fits 80 GB H100s.
+capcalc_cli_ok(training_zero_tensor_parallel "64 devices \\(tensor-parallel 8\\), ZeRO-1.*memory +[0-9.]+ GB of 80.0 GB: fits.*ZeRO-1 +optimizer state and its update sharded over 8 data-parallel replicas"
+               estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1 --explain)
+capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"zero_stage\": 3"
+               estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 3 --format json)
+capcalc_cli_error(zero_inference "ZeRO shards training state: add --mode training"
+                  estimate data/models/llama3_70b.json --gpu H100 --zero 3)
 capcalc_cli_error(tensor_parallel_uneven "--devices 6 is not a multiple of --tensor-parallel 4"
                   estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 6)
 capcalc_cli_error(serving_no_seq "--prompt-tokens needs a model with a \"seq\" dimension"

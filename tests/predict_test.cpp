@@ -310,6 +310,36 @@ TEST_CASE("predict: tensor parallelism splits work and memory, not the kernel fl
                     ContainsSubstring("6 devices do not split into tensor-parallel groups of 4"));
 }
 
+TEST_CASE("predict: ZeRO stages shard state over the data-parallel replicas", "[predict]") {
+  // Rajbhandari et al. 2020 (arXiv:1910.02054), Figure 1: with Nd replicas, stage 1 keeps
+  // 1/Nd of the optimizer state, stage 2 also of the gradients, stage 3 also of the weights.
+  const Graph g = one_linear(64, 4096, 4096);
+  Workload base;
+  base.mode = Mode::kTraining;
+  base.precision = Precision::kFp16;
+  base.devices = 16;
+  base.tensor_parallel = 2;  // Eight replicas.
+  const Estimate none = estimate(g, round_device(), round_params(), base);
+  Workload w = base;
+  for (int stage = 1; stage <= 3; ++stage) {
+    w.zero_stage = stage;
+    const Estimate e = estimate(g, round_device(), round_params(), w);
+    CHECK(e.memory.optimizer_bytes == Approx(none.memory.optimizer_bytes / 8));
+    CHECK(e.memory.gradient_bytes == Approx(none.memory.gradient_bytes / (stage >= 2 ? 8 : 1)));
+    CHECK(e.memory.weight_bytes == Approx(none.memory.weight_bytes / (stage == 3 ? 8 : 1)));
+    CHECK(e.memory.activation_bytes == Approx(none.memory.activation_bytes));
+    CHECK(e.optimizer_s <= none.optimizer_s);
+  }
+  w.zero_stage = 1;
+  w.mode = Mode::kInference;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), w),
+                    ContainsSubstring("ZeRO shards training state"));
+  w.mode = Mode::kTraining;
+  w.zero_stage = 4;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), w),
+                    ContainsSubstring("ZeRO stage 4 does not exist"));
+}
+
 TEST_CASE("predict: training activations of a transformer layer match Korthikanti et al.",
           "[predict]") {
   // Korthikanti et al. 2022 (arXiv:2205.05198), eq. 1: a GPT layer keeps

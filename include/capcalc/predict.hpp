@@ -69,14 +69,17 @@ double optimizer_update_bytes(Optimizer optimizer);
 struct Workload {
   Precision precision = Precision::kFp32;  ///< Weights, activations and math.
   Mode mode = Mode::kInference;
-  std::optional<Profile> profile;             ///< Unset: the device type's default.
-  Sparsity sparsity = Sparsity::kDense;       ///< 2:4 structured sparsity of conv/linear weights.
-  Optimizer optimizer = Optimizer::kAdam;     ///< Training only.
-  std::int64_t devices = 1;                   ///< All devices: tensor_parallel × replicas.
-  std::int64_t tensor_parallel = 1;           ///< Devices per model replica. Each layer's work,
-                                              ///< weights, state, activations and KV cache split
-                                              ///< evenly over them (ideal: no communication);
-                                              ///< the per-kernel floor does not split.
+  std::optional<Profile> profile;          ///< Unset: the device type's default.
+  Sparsity sparsity = Sparsity::kDense;    ///< 2:4 structured sparsity of conv/linear weights.
+  Optimizer optimizer = Optimizer::kAdam;  ///< Training only.
+  std::int64_t devices = 1;                ///< All devices: tensor_parallel × replicas.
+  std::int64_t tensor_parallel = 1;        ///< Devices per model replica. Each layer's work,
+                                           ///< weights, state, activations and KV cache split
+                                           ///< evenly over them (ideal: no communication);
+                                           ///< the per-kernel floor does not split.
+  int zero_stage = 0;  ///< Training: ZeRO sharding over the data-parallel replicas (ideal): 1
+                       ///< optimizer state and its update, 2 also gradients, 3 (FSDP) also
+                       ///< weights.
   bool checkpointing = false;                 ///< Training: recompute activations per top-level
                                               ///< entry (block) instead of keeping them all.
   std::optional<Precision> weight_precision;  ///< Weight storage (int4/int8 weight-only
@@ -124,7 +127,7 @@ struct Estimate {
 };
 
 /// Data-parallel replicas: devices / tensor_parallel. Throws capcalc::Error unless both are at
-/// least 1 and tensor_parallel divides devices.
+/// least 1, tensor_parallel divides devices and zero_stage is 0 to 3 (above 0 only in training).
 std::int64_t data_parallel_replicas(const Workload& workload);
 
 /// Predicts one step. Throws capcalc::Error if the device cannot compute in the precision.

@@ -24,6 +24,7 @@ struct CheckOptions {
   std::string profile;
   std::int64_t device_count = 1;
   std::int64_t tensor_parallel = 1;
+  int zero_stage = 0;
   RunSize run;
   std::optional<double> price_per_hour;
   // Limits as written; parsed by the library's unit parsers.
@@ -61,7 +62,8 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
   CompareRequest request;
   request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
   if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
-  set_parallelism(request.workload, options.device_count, options.tensor_parallel);
+  set_parallelism(request.workload, options.device_count, options.tensor_parallel,
+                  options.zero_stage);
   request.run = options.run;
   request.price_per_hour_usd = options.price_per_hour;
   request.model_file = options.model.path;
@@ -135,7 +137,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--profile", options->profile, "eager, graph or compiled")
       ->check(CLI::IsMember({"eager", "graph", "compiled"}));
-  add_parallel_options(*sub, options->device_count, options->tensor_parallel);
+  add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
   sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
       ->check(CLI::PositiveNumber);
   sub->add_option("--epochs", options->run.epochs, "Training run: epochs (default 1)")

@@ -28,6 +28,7 @@ struct CompareOptions {
   std::string optimizer = "adam";
   std::int64_t device_count = 1;
   std::int64_t tensor_parallel = 1;
+  int zero_stage = 0;
   RunSize run;
   std::optional<double> price_per_hour;
   std::string format = "table";
@@ -73,7 +74,8 @@ void run_compare(const CompareOptions& options) {
   request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
   if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
   request.workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
-  set_parallelism(request.workload, options.device_count, options.tensor_parallel);
+  set_parallelism(request.workload, options.device_count, options.tensor_parallel,
+                  options.zero_stage);
   request.run = options.run;
   request.price_per_hour_usd = options.price_per_hour;
   request.model_file = options.model.path;
@@ -133,7 +135,7 @@ void add_compare_command(CLI::App& app) {
   sub->add_option("--optimizer", options->optimizer, "Training optimizer")
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->capture_default_str();
-  add_parallel_options(*sub, options->device_count, options->tensor_parallel);
+  add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
   sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
       ->check(CLI::PositiveNumber);
   sub->add_option("--epochs", options->run.epochs, "Training run: epochs (default 1)")

@@ -15,9 +15,10 @@
 
 namespace capcalc::cli {
 
-// --devices N (all devices) and --tensor-parallel T (devices per model replica).
+// --devices N (all devices), --tensor-parallel T (devices per model replica) and --zero S
+// (training state sharded over the replicas).
 inline void add_parallel_options(CLI::App& sub, std::int64_t& devices,
-                                 std::int64_t& tensor_parallel) {
+                                 std::int64_t& tensor_parallel, int& zero_stage) {
   sub.add_option("--devices", devices,
                  "Devices in all: tensor-parallel groups x data-parallel replicas (ideal scaling)")
       ->check(CLI::PositiveNumber)
@@ -27,12 +28,18 @@ inline void add_parallel_options(CLI::App& sub, std::int64_t& devices,
                  "(ideal: no communication); --devices defaults to it")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  sub.add_option("--zero", zero_stage,
+                 "Training: ZeRO stage sharding state over the data-parallel replicas: 1 optimizer "
+                 "state, 2 + gradients, 3 (FSDP) + weights")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
 }
 
 // --tensor-parallel alone means one replica; otherwise it must divide --devices.
-inline void set_parallelism(Workload& workload, std::int64_t devices,
-                            std::int64_t tensor_parallel) {
+inline void set_parallelism(Workload& workload, std::int64_t devices, std::int64_t tensor_parallel,
+                            int zero_stage) {
   workload.tensor_parallel = tensor_parallel;
+  workload.zero_stage = zero_stage;
   workload.devices = devices == 1 ? tensor_parallel : devices;
   if (workload.devices % tensor_parallel != 0) {
     throw Error({}, fmt::format("--devices {} is not a multiple of --tensor-parallel {}", devices,
@@ -48,6 +55,7 @@ struct WorkloadArgs {
   std::string optimizer = "adam";
   std::int64_t devices = 1;
   std::int64_t tensor_parallel = 1;
+  int zero_stage = 0;
   bool checkpointing = false;
   std::string weight_precision;
   std::string kv_precision;
@@ -71,7 +79,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
   sub.add_option("--optimizer", args.optimizer, "Training optimizer")
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->capture_default_str();
-  add_parallel_options(sub, args.devices, args.tensor_parallel);
+  add_parallel_options(sub, args.devices, args.tensor_parallel, args.zero_stage);
   sub.add_option("--weight-precision", args.weight_precision,
                  "Weight storage if it differs (int4/int8 weight-only quantisation)")
       ->check(CLI::IsMember(precision_names()));
@@ -90,7 +98,7 @@ inline Workload workload_from(const WorkloadArgs& args) {
                       : args.sparsity == "unstructured" ? Sparsity::kUnstructured
                                                         : Sparsity::kDense;
   workload.optimizer = parse_optimizer(args.optimizer).value_or(Optimizer::kAdam);
-  set_parallelism(workload, args.devices, args.tensor_parallel);
+  set_parallelism(workload, args.devices, args.tensor_parallel, args.zero_stage);
   workload.checkpointing = args.checkpointing;
   if (!args.weight_precision.empty()) {
     workload.weight_precision = precision_from(args.weight_precision);
