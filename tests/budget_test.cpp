@@ -102,6 +102,7 @@ TEST_CASE("a budget's tensor_parallel multiplies its data-parallel replicas", "[
   CHECK(budgets[0].request.workload.devices == 8);
   CHECK(budgets[0].request.workload.tensor_parallel == 4);
   CHECK(budgets[1].request.workload.devices == 2);
+  CHECK(budgets[0].request.workload.zero_stage == 0);
   // 138 GB of fp16 weights: a quarter fits on an 80 GB H100, the whole does not.
   const CheckReport report = check_budgets(budgets, table());
   REQUIRE(report.results.size() == 2);
@@ -124,6 +125,10 @@ TEST_CASE("budget file errors are located", "[budget]") {
   REQUIRE_THROWS_WITH(
       parse_budget(R"({"budgets": [{"model": "m.json", "limits": {"must_fit": true}}]})", "b.json"),
       "b.json:/budgets/0: missing \"devices\" (here or in \"defaults\")");
+  REQUIRE_THROWS_WITH(parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["t4"],
+                                    "zero_stage": 5, "limits": {"must_fit": true}}]})",
+                                   "b.json"),
+                      "b.json:/budgets/0/zero_stage: expected 0 to 3, got 5");
 }
 
 TEST_CASE("check reports render as text, JSON, JUnit and Markdown", "[budget][report]") {
