@@ -1,6 +1,6 @@
 // ONNX graphs laid out as the exporters write them: torch.onnx.export (opset 17, eval mode,
-// constant folding on) of torchvision's ResNet-18 and MobileNetV2 and of Hugging Face's
-// BertModel with dynamic axes. Real exported files cannot be fetched here (no network, no
+// constant folding on) of torchvision's ResNet-18, MobileNetV2 and ViT-B/16 and of Hugging
+// Face's BertModel with dynamic axes. Real exported files cannot be fetched here (no network, no
 // Python), so each builder reproduces what such a file holds: BatchNorm folded into conv
 // biases, ReLU6 as Clip with its bounds as inputs, dynamic reshapes computed from Shape,
 // Gather, Unsqueeze and Concat, Constant nodes for axes and scalars, int64 buffers
@@ -324,6 +324,120 @@ OnnxModel bert_base_export() {
   return m;
 }
 
+// torchvision.models.vit_b_16 (patch 16, 224x224, 12 layers, hidden 768, 12 heads, MLP 3072)
+// exported with a dynamic batch: the patch Conv, the class token expanded to the batch
+// (Expand's shape through Where(Equal(shape, -1), 1, shape), as the exporter writes
+// expand(n, -1, -1)), nn.MultiheadAttention's packed in-projection split with Reshape,
+// Transpose and Gather, the exact-erf GELU, the head on x[:, 0].
+OnnxModel vit_b_16_export() {
+  const std::int64_t hidden = 768, heads = 12, head_dim = 64, mlp = 3072, layers = 12;
+  const std::int64_t tokens = 197;
+  OnnxModel m("main_graph");
+  m.input("x", {std::string("batch"), std::int64_t{3}, std::int64_t{224}, std::int64_t{224}});
+  const auto last = [&]() -> onnx::NodeProto& {
+    return *m.graph().mutable_node(m.graph().node_size() - 1);
+  };
+  int n = 0;
+  const auto node = [&](const std::string& op, const std::vector<std::string>& inputs) {
+    const std::string out = "/" + op + "_" + std::to_string(n++) + "_output_0";
+    m.node(op, inputs, {out});
+    return out;
+  };
+  const auto ints = [&](const Ints& values, bool rank0 = false) {
+    const std::string out = "/Constant_" + std::to_string(n++) + "_output_0";
+    m.constant_ints(out, values, rank0);
+    return out;
+  };
+  const auto scalar = [&](float value) {
+    const std::string out = "/Constant_" + std::to_string(n++) + "_output_0";
+    m.constant_scalar(out, value);
+    return out;
+  };
+  const auto dim = [&](const std::string& x, std::int64_t axis) {
+    return node("Unsqueeze", {node("Gather", {node("Shape", {x}), ints({axis}, true)}), ints({0})});
+  };
+  const auto concat = [&](const std::vector<std::string>& parts) {
+    const std::string out = node("Concat", parts);
+    OnnxModel::attr(last(), "axis", std::int64_t{0});
+    return out;
+  };
+  const auto transpose = [&](const std::string& x, const Ints& perm) {
+    const std::string out = node("Transpose", {x});
+    OnnxModel::attr(last(), "perm", perm);
+    return out;
+  };
+  const auto linear = [&](const std::string& prefix, const std::string& x, std::int64_t k,
+                          std::int64_t out_features) {
+    const std::string w = "onnx::MatMul_" + std::to_string(n++);
+    m.weight(w, {k, out_features});
+    m.weight(prefix + ".bias", {out_features});
+    return node("Add", {prefix + ".bias", node("MatMul", {x, w})});
+  };
+  const auto layer_norm = [&](const std::string& prefix, const std::string& x) {
+    m.weight(prefix + ".weight", {hidden});
+    m.weight(prefix + ".bias", {hidden});
+    const std::string out = node("LayerNormalization", {x, prefix + ".weight", prefix + ".bias"});
+    OnnxModel::attr(last(), "axis", std::int64_t{-1});
+    return out;
+  };
+
+  // _process_input: conv_proj, reshape(n, 768, 196), permute(0, 2, 1).
+  m.weight("conv_proj.weight", {hidden, 3, 16, 16});
+  m.weight("conv_proj.bias", {hidden});
+  const std::string patches = node("Conv", {"x", "conv_proj.weight", "conv_proj.bias"});
+  OnnxModel::attr(last(), "kernel_shape", Ints{16, 16});
+  OnnxModel::attr(last(), "strides", Ints{16, 16});
+  const std::string batch = dim("x", 0);
+  std::string h = transpose(
+      node("Reshape", {patches, concat({batch, ints({hidden}), ints({196})})}), Ints{0, 2, 1});
+  // class_token.expand(n, -1, -1), then cat along the tokens and add the position embedding.
+  m.weight("class_token", {1, 1, hidden});
+  const std::string wanted = concat({batch, ints({-1}), ints({-1})});
+  const std::string free = node("Equal", {wanted, ints({-1, -1, -1})});
+  const std::string shape = node("Where", {free, ints({1, 1, 1}), wanted});
+  const std::string cls = node("Expand", {"class_token", shape});
+  h = node("Concat", {cls, h});
+  OnnxModel::attr(last(), "axis", std::int64_t{1});
+  m.weight("encoder.pos_embedding", {1, tokens, hidden});
+  h = node("Add", {h, "encoder.pos_embedding"});
+
+  for (std::int64_t l = 0; l < layers; ++l) {
+    const std::string p = "encoder.layers.encoder_layer_" + std::to_string(l);
+    const std::string x = layer_norm(p + ".ln_1", h);
+    // Packed in-projection [n, 197, 2304] -> [n, 197, 3, 12, 64] -> [3, n, 12, 197, 64].
+    const std::string qkv = linear(p + ".self_attention.in_proj", x, hidden, 3 * hidden);
+    const std::string split = transpose(
+        node("Reshape",
+             {qkv, concat({dim(qkv, 0), dim(qkv, 1), ints({3}), ints({heads}), ints({head_dim})})}),
+        Ints{2, 0, 3, 1, 4});
+    const std::string q = node("Mul", {node("Gather", {split, ints({0}, true)}), scalar(0.125F)});
+    const std::string k = transpose(node("Gather", {split, ints({1}, true)}), Ints{0, 1, 3, 2});
+    const std::string v = node("Gather", {split, ints({2}, true)});
+    const std::string probs = node("Softmax", {node("MatMul", {q, k})});
+    OnnxModel::attr(last(), "axis", std::int64_t{-1});
+    const std::string context = transpose(node("MatMul", {probs, v}), Ints{0, 2, 1, 3});
+    const std::string merged =
+        node("Reshape", {context, concat({dim(context, 0), dim(context, 1), ints({hidden})})});
+    h = node("Add", {linear(p + ".self_attention.out_proj", merged, hidden, hidden), h});
+    const std::string y = layer_norm(p + ".ln_2", h);
+    const std::string up = linear(p + ".mlp.0", y, hidden, mlp);
+    const std::string erf = node("Erf", {node("Div", {up, scalar(1.4142135F)})});
+    const std::string gelu =
+        node("Mul", {node("Mul", {up, node("Add", {erf, scalar(1.0F)})}), scalar(0.5F)});
+    h = node("Add", {linear(p + ".mlp.3", gelu, mlp, hidden), h});
+  }
+  h = layer_norm("encoder.ln", h);
+  const std::string first = node("Gather", {h, ints({0}, true)});
+  OnnxModel::attr(last(), "axis", std::int64_t{1});
+  m.weight("heads.head.weight", {1000, hidden});
+  m.weight("heads.head.bias", {1000});
+  auto& head = m.node("Gemm", {first, "heads.head.weight", "heads.head.bias"}, {"logits"},
+                      "/heads/head/Gemm");
+  OnnxModel::attr(head, "transB", std::int64_t{1});
+  m.output("logits");
+  return m;
+}
+
 capcalc::Shape output_of(const Graph& g, const std::string& name) {
   for (const auto& layer : g.layers) {
     if (layer.name == name) return layer.output;
@@ -407,4 +521,23 @@ TEST_CASE("onnx export: BERT-base with dynamic axes has bert-base-uncased's coun
       capcalc::load_model(capcalc::test::data_path("models/bert_base_hf.json"), hf_options);
   CHECK(capcalc::graph_totals(hf).macs == totals.macs);
   CHECK(capcalc::graph_totals(hf).params == totals.params);
+}
+
+TEST_CASE("onnx export: ViT-B/16 with a dynamic batch has torchvision's counts", "[onnx]") {
+  ModelOptions options;
+  options.dims["batch"] = 4;
+  const Graph g = vit_b_16_export().load("export_vit_b_16", options);
+  CHECK(g.unknown_ops.empty());
+  CHECK(output_of(g, "/heads/head/Gemm") == capcalc::Shape{4, 1000});
+  const auto totals = capcalc::graph_totals(g);
+  // torchvision.models.vit_b_16 (IMAGENET1K_V1) docs table: 86,567,656 params, 17.56 GFLOPS
+  // (GMACs): https://pytorch.org/vision/stable/models/generated/torchvision.models.vit_b_16.html
+  CHECK(totals.params == 86'567'656);
+  CHECK(static_cast<double>(totals.macs) / 4 == Approx(17.56e9).epsilon(0.01));
+  // The packed in-projection and the split heads count as the zoo's attention layers.
+  ModelOptions native_options;
+  native_options.dims["batch"] = 4;
+  const Graph native =
+      capcalc::load_model(capcalc::test::data_path("models/vit_b_16.json"), native_options);
+  CHECK(totals.macs == capcalc::graph_totals(native).macs);
 }
