@@ -478,6 +478,123 @@ TEST_CASE("onnx: QDQ graphs and MatMulNBits count their weights, not their encod
   CHECK(capcalc::graph_totals(g).params == 4096 * 4096 + 4096 * 11008);
 }
 
+namespace {
+
+// x [4, 8] -> If(cond) { then: Relu(x @ w_then [8, 16]) ; else: x @ w_else [8, else_width]
+// (@ w_else2 [else_width, 16] when it is 32) } -> y. The else branch keeps its weights as the
+// subgraph's own initializers.
+OnnxModel if_model(bool constant_condition, std::int64_t else_width = 32) {
+  OnnxModel m("branches");
+  m.input("x", {std::int64_t{4}, std::int64_t{8}});
+  m.weight("w_then", {8, 16});
+  if (constant_condition) {
+    auto& c = m.node("Constant", {}, {"cond"});
+    auto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::BOOL);
+    a->mutable_t()->add_int32_data(1);
+  } else {
+    m.input("cond", {}, onnx::TensorProto::BOOL);
+  }
+  auto& node = m.node("If", {"cond"}, {"y"}, "branch");
+  auto* then_attr = node.add_attribute();
+  then_attr->set_name("then_branch");
+  then_attr->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto& then_g = *then_attr->mutable_g();
+  then_g.set_name("then");
+  auto* mm = then_g.add_node();
+  mm->set_op_type("MatMul");
+  mm->set_name("then_matmul");
+  mm->add_input("x");
+  mm->add_input("w_then");
+  mm->add_output("t");
+  auto* relu = then_g.add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("t");
+  relu->add_output("t_relu");
+  then_g.add_output()->set_name("t_relu");
+  then_g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  auto* else_attr = node.add_attribute();
+  else_attr->set_name("else_branch");
+  else_attr->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto& else_g = *else_attr->mutable_g();
+  else_g.set_name("else");
+  auto* w = else_g.add_initializer();
+  w->set_name("w_else");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(8);
+  w->add_dims(else_width);
+  auto* mm2 = else_g.add_node();
+  mm2->set_op_type("MatMul");
+  mm2->set_name("else_matmul");
+  mm2->add_input("x");
+  mm2->add_input("w_else");
+  mm2->add_output("e");
+  if (else_width == 32) {
+    auto* w2 = else_g.add_initializer();
+    w2->set_name("w_else2");
+    w2->set_data_type(onnx::TensorProto::FLOAT);
+    w2->add_dims(32);
+    w2->add_dims(16);
+    auto* mm3 = else_g.add_node();
+    mm3->set_op_type("MatMul");
+    mm3->set_name("else_matmul2");
+    mm3->add_input("e");
+    mm3->add_input("w_else2");
+    mm3->add_output("e2");
+  }
+  else_g.add_output()->set_name(else_width == 32 ? "e2" : "e");
+  else_g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  m.node("Sigmoid", {"y"}, {"z"}, "after");
+  m.output("z");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: If counts the branch a constant condition selects", "[onnx]") {
+  const Graph g = if_model(true).load("if_constant");
+  CHECK(g.unknown_ops.empty());
+  // Then: 4 x 8 x 16 MACs and its 128 weights; the else branch is not run.
+  const auto totals = capcalc::graph_totals(g);
+  CHECK(totals.macs == 4 * 8 * 16);
+  CHECK(totals.params == 8 * 16);
+  CHECK(layer_named(g, "then_matmul").definition == "/graph/node/1/attribute/0/g/node/0");
+  CHECK(layer_named(g, "branch/then/Relu_1").output == capcalc::Shape{4, 16});
+  // The If's output feeds the rest of the graph.
+  CHECK(layer_named(g, "after").output == capcalc::Shape{4, 16});
+}
+
+TEST_CASE("onnx: If with a condition unknown at import counts the costlier branch", "[onnx]") {
+  const Graph g = if_model(false).load("if_runtime");
+  CHECK(g.unknown_ops.empty());
+  // Else: 4 x 8 x 32 + 4 x 32 x 16 = 3,072 MACs > then's 512 (+ 64 ReLU FLOPs): the upper
+  // bound is kept, with the subgraph's own initializers as its parameters.
+  const auto totals = capcalc::graph_totals(g);
+  CHECK(totals.macs == 4 * 8 * 32 + 4 * 32 * 16);
+  CHECK(totals.params == 8 * 32 + 32 * 16);
+  CHECK(g.layers.size() == 3);  // Both else products and "after": nothing of then is left.
+  CHECK(layer_named(g, "else_matmul").counts.macs == 1024);
+  CHECK(layer_named(g, "after").output == capcalc::Shape{4, 16});
+  // Branches of different shapes under an unknown condition: no way to tell what follows.
+  REQUIRE_THROWS_WITH(if_model(false, 24).load("if_runtime_shapes"),
+                      Catch::Contains("node \"branch\" (If): its condition is not known at "
+                                      "import and its branches give \"y\" different shapes"));
+}
+
+TEST_CASE("onnx: If without both branches is an error naming the node", "[onnx]") {
+  OnnxModel m = if_model(true);
+  auto& node = *m.graph().mutable_node(1);
+  node.mutable_attribute()->RemoveLast();
+  REQUIRE_THROWS_WITH(m.load("if_broken"),
+                      Catch::Contains("/graph/node/1") &&
+                          Catch::Contains("node \"branch\" (If) needs a condition, then_branch "
+                                          "and else_branch"));
+}
+
 TEST_CASE("onnx: a ResNet-50 graph has torchvision's parameters and MACs", "[onnx]") {
   const Graph g = resnet50().load("resnet50");
   const auto totals = capcalc::graph_totals(g);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -600,6 +601,7 @@ class Importer {
                 if (it == shapes_.end() || !it->second.complete()) return std::nullopt;
                 return it->second.dims;
               }) > 0;
+      added = set_if_output_shapes() || added;
       for (const auto& node : graph_proto_.node()) {
         if (node.input_size() == 0 || node.output_size() == 0) continue;
         const OpRule* rule = find_rule(node);
@@ -645,6 +647,50 @@ class Importer {
     }
   }
 
+  // ONNX merges an If's output shapes over both branches, losing dims where they differ. With a
+  // constant condition, the selected branch's shapes are the outputs': written back, they
+  // reach the nodes downstream in the next round.
+  bool set_if_output_shapes() {
+    bool changed = false;
+    for (const auto& node : graph_proto_.node()) {
+      if (node.op_type() != "If" || node.input_size() < 1) continue;
+      const std::optional<bool> condition = constant_bool(node.input(0));
+      if (!condition) continue;
+      const onnx::GraphProto* branch = nullptr;
+      for (const auto& a : node.attribute()) {
+        if (a.type() == onnx::AttributeProto::GRAPH &&
+            a.name() == (*condition ? "then_branch" : "else_branch")) {
+          branch = &a.g();
+        }
+      }
+      if (branch == nullptr) continue;
+      for (int i = 0; i < node.output_size() && i < branch->output_size(); ++i) {
+        const auto out = shapes_.find(node.output(i));
+        const auto in = shapes_.find(branch->output(i).name());
+        if (in == shapes_.end() || !in->second.complete()) continue;
+        if (out != shapes_.end() && out->second.complete()) continue;
+        onnx::ValueInfoProto* info = nullptr;
+        for (auto& existing : *graph_proto_.mutable_value_info()) {
+          if (existing.name() == node.output(i)) info = &existing;
+        }
+        for (auto& existing : *graph_proto_.mutable_output()) {
+          if (existing.name() == node.output(i)) info = &existing;
+        }
+        if (info == nullptr) {
+          info = graph_proto_.add_value_info();
+          info->set_name(node.output(i));
+        }
+        auto& tensor = *info->mutable_type()->mutable_tensor_type();
+        if (tensor.elem_type() == 0) tensor.set_elem_type(onnx::TensorProto::FLOAT);
+        tensor.clear_shape();
+        for (std::int64_t d : in->second.dims)
+          tensor.mutable_shape()->add_dim()->set_dim_value(d);
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
   void collect_shapes() {
     shapes_.clear();
     const auto add = [&](const onnx::ValueInfoProto& info) {
@@ -664,11 +710,32 @@ class Importer {
       shape.params.assign(shape.dims.size(), "");
       shapes_[init.name()] = shape;
     }
+    // Shape inference writes the shapes inside subgraphs (If branches) into the subgraphs.
+    const std::function<void(const onnx::GraphProto&)> add_subgraphs =
+        [&](const onnx::GraphProto& graph) {
+          for (const auto& node : graph.node()) {
+            for (const auto& a : node.attribute()) {
+              if (a.type() != onnx::AttributeProto::GRAPH) continue;
+              for (const auto& info : a.g().value_info())
+                add(info);
+              for (const auto& info : a.g().output())
+                add(info);
+              for (const auto& init : a.g().initializer()) {
+                KnownShape shape;
+                shape.dims.assign(init.dims().begin(), init.dims().end());
+                shape.params.assign(shape.dims.size(), "");
+                shapes_[init.name()] = shape;
+              }
+              add_subgraphs(a.g());
+            }
+          }
+        };
+    add_subgraphs(graph_proto_);
   }
 
   Shape shape_of(const std::string& tensor, const onnx::NodeProto& node, int index) const {
     const auto it = shapes_.find(tensor);
-    const std::string where = fmt::format("/graph/node/{}", index);
+    const std::string where = node_pointer(index);
     if (it == shapes_.end()) {
       fail(where, fmt::format("node \"{}\" ({}): ONNX shape inference could not infer the shape "
                               "of \"{}\"",
@@ -685,9 +752,13 @@ class Importer {
     return it->second.dims;
   }
 
-  static std::string node_name(const onnx::NodeProto& node, int index) {
-    return node.name().empty() ? fmt::format("{}_{}", node.op_type(), index) : node.name();
+  std::string node_name(const onnx::NodeProto& node, int index) const {
+    return node.name().empty() ? fmt::format("{}{}_{}", name_prefix_, node.op_type(), index)
+                               : node.name();
   }
+
+  // The JSON pointer of node `index` of the graph being read (a branch of If: its subgraph).
+  std::string node_pointer(int index) const { return fmt::format("{}/node/{}", scope_, index); }
 
   std::int32_t group_of(const std::string& name) {
     // Exporters name nodes by module path ("/layer1/layer1.0/conv1/Conv"): the first two
@@ -703,6 +774,10 @@ class Importer {
   }
 
   void add_node(const onnx::NodeProto& node, int index) {
+    if (node.op_type() == "If" && (node.domain().empty() || node.domain() == "ai.onnx")) {
+      add_if(node, index);
+      return;
+    }
     const OpRule* rule = find_rule(node);
     bool any_activation = false;
     bool all_meta = true;
@@ -734,7 +809,7 @@ class Importer {
     const std::string name = node_name(node, index);
     Layer layer;
     layer.name = name;
-    layer.definition = fmt::format("/graph/node/{}", index);
+    layer.definition = node_pointer(index);
     layer.group = group_of(name);
     bool any_needs_grad = false;
     bool has_weights = false;
@@ -1096,10 +1171,136 @@ class Importer {
     return macs;
   }
 
+  // If: the branch its condition selects when the condition is a constant (as it is once the
+  // shape arithmetic is folded); otherwise the costlier branch, an upper bound. Its layers are
+  // named "<If node>/then/..." or ".../else/...".
+  void add_if(const onnx::NodeProto& node, int index) {
+    const onnx::GraphProto* branches[2] = {nullptr, nullptr};
+    int slots[2] = {-1, -1};
+    for (int a = 0; a < node.attribute_size(); ++a) {
+      const onnx::AttributeProto& attr = node.attribute(a);
+      const int which = attr.name() == "then_branch" ? 0 : attr.name() == "else_branch" ? 1 : -1;
+      if (which >= 0 && attr.type() == onnx::AttributeProto::GRAPH) {
+        branches[which] = &attr.g();
+        slots[which] = a;
+      }
+    }
+    const std::string name = node_name(node, index);
+    if (branches[0] == nullptr || branches[1] == nullptr || node.input_size() < 1) {
+      fail(node_pointer(index),
+           fmt::format("node \"{}\" (If) needs a condition, then_branch and else_branch", name));
+    }
+    (void)value_of(node.input(0), node, index);
+    int chosen = 0;
+    if (const std::optional<bool> condition = constant_bool(node.input(0))) {
+      chosen = *condition ? 0 : 1;
+    } else {
+      for (const std::string& output : node.output()) {
+        const auto it = shapes_.find(output);
+        if (!output.empty() && (it == shapes_.end() || !it->second.complete())) {
+          fail(node_pointer(index),
+               fmt::format("node \"{}\" (If): its condition is not known at import and its "
+                           "branches give \"{}\" different shapes",
+                           name, output));
+        }
+      }
+      chosen = branch_cost(node, index, *branches[0], slots[0], "then") >=
+                       branch_cost(node, index, *branches[1], slots[1], "else")
+                   ? 0
+                   : 1;
+    }
+    import_branch(node, index, *branches[chosen], slots[chosen], chosen == 0 ? "then" : "else");
+  }
+
+  // Reads a branch's nodes as if they stood in the graph, and binds the If's outputs to the
+  // branch's.
+  void import_branch(const onnx::NodeProto& node, int index, const onnx::GraphProto& branch,
+                     int slot, const char* label) {
+    const std::string name = node_name(node, index);
+    const std::string saved_scope = scope_;
+    const std::string saved_prefix = name_prefix_;
+    scope_ = fmt::format("{}/attribute/{}/g", node_pointer(index), slot);
+    name_prefix_ = fmt::format("{}/{}/", name, label);
+    for (const auto& init : branch.initializer()) {
+      initializers_[init.name()] = &init;
+      Value value;
+      value.kind = Kind::kConstant;
+      if (is_parameter_type(init.data_type()) && init.dims_size() > 0) value.roots = {init.name()};
+      values_[init.name()] = value;
+    }
+    for (const auto& inner : branch.node()) {
+      for (const std::string& input : inner.input())
+        used_.insert(input);
+    }
+    for (const auto& output : branch.output())
+      used_.insert(output.name());
+    for (int i = 0; i < branch.node_size(); ++i)
+      add_node(branch.node(i), i);
+    scope_ = saved_scope;
+    name_prefix_ = saved_prefix;
+    if (branch.output_size() < node.output_size()) {
+      fail(node_pointer(index), fmt::format("node \"{}\" (If): its {} branch has {} outputs for {}",
+                                            name, label, branch.output_size(), node.output_size()));
+    }
+    for (int i = 0; i < node.output_size(); ++i) {
+      if (node.output(i).empty()) continue;
+      values_[node.output(i)] = value_of(branch.output(i).name(), node, index);
+    }
+  }
+
+  // The FLOPs a branch would add, found by reading it and undoing what that changed.
+  double branch_cost(const onnx::NodeProto& node, int index, const onnx::GraphProto& branch,
+                     int slot, const char* label) {
+    const std::size_t layers = graph_.layers.size();
+    const auto values = values_;
+    const auto used = used_;
+    const auto counted = counted_;
+    const auto groups = groups_;
+    const auto unknown = graph_.unknown_ops;
+    const auto initializers = initializers_;
+    import_branch(node, index, branch, slot, label);
+    double flops = 0;
+    for (std::size_t i = layers; i < graph_.layers.size(); ++i)
+      flops += static_cast<double>(graph_.layers[i].counts.flops());
+    graph_.layers.resize(layers);
+    values_ = values;
+    used_ = used;
+    counted_ = counted;
+    groups_ = groups;
+    graph_.unknown_ops = unknown;
+    initializers_ = initializers;
+    return flops;
+  }
+
+  // The value of a boolean (or integer) scalar known at import: an initializer with data or a
+  // Constant node (folded shape arithmetic ends as one).
+  std::optional<bool> constant_bool(const std::string& tensor) const {
+    const onnx::TensorProto* proto = nullptr;
+    if (const auto it = initializers_.find(tensor); it != initializers_.end()) proto = it->second;
+    for (const auto& node : graph_proto_.node()) {
+      if (proto != nullptr) break;
+      if (node.op_type() != "Constant" || node.output_size() != 1 || node.output(0) != tensor) {
+        continue;
+      }
+      for (const auto& a : node.attribute()) {
+        if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) proto = &a.t();
+      }
+    }
+    if (proto == nullptr) return std::nullopt;
+    if (proto->int32_data_size() == 1) return proto->int32_data(0) != 0;
+    if (proto->int64_data_size() == 1) return proto->int64_data(0) != 0;
+    if (proto->raw_data().size() >= 1 && (proto->data_type() == onnx::TensorProto::BOOL ||
+                                          proto->data_type() == onnx::TensorProto::UINT8 ||
+                                          proto->data_type() == onnx::TensorProto::INT8)) {
+      return proto->raw_data()[0] != 0;
+    }
+    return std::nullopt;
+  }
+
   const Value& value_of(const std::string& tensor, const onnx::NodeProto& node, int index) {
     const auto it = values_.find(tensor);
     if (it == values_.end()) {
-      fail(fmt::format("/graph/node/{}", index),
+      fail(node_pointer(index),
            fmt::format("node \"{}\" ({}) reads \"{}\", which no input, initializer or earlier "
                        "node defines",
                        node_name(node, index), qualified_op(node), tensor));
@@ -1130,6 +1331,8 @@ class Importer {
   std::set<std::string> counted_;  // Parameter initializers already counted.
   std::set<std::string> assumed_;  // Outputs whose shape was assumed (unknown operators).
   std::map<std::string, std::int32_t> groups_;
+  std::string scope_ = "/graph";  // JSON pointer of the graph being read.
+  std::string name_prefix_;       // For unnamed nodes inside If branches.
 };
 
 }  // namespace
