@@ -374,24 +374,7 @@ class Importer {
     bind_inputs();
     infer_shapes();
     collect_shapes();
-    for (const auto& init : graph_proto_.initializer()) {
-      Value value;
-      value.kind = Kind::kConstant;
-      // int32 tensors are parameters only as the bias of a quantised product (add_node).
-      if ((is_parameter_type(init.data_type()) || init.data_type() == onnx::TensorProto::INT32) &&
-          init.dims_size() > 0) {
-        value.roots = {init.name()};
-      }
-      values_[init.name()] = value;
-    }
-    for (const auto& node : graph_proto_.node()) {
-      for (const std::string& input : node.input())
-        used_.insert(input);
-    }
-    for (const auto& output : graph_proto_.output())
-      used_.insert(output.name());
-    for (int i = 0; i < graph_proto_.node_size(); ++i)
-      add_node(graph_proto_.node(i), i);
+    read_nodes(graph_proto_);
     for (const auto& output : graph_proto_.output()) {
       const auto it = values_.find(output.name());
       if (it != values_.end() && it->second.kind == Kind::kActivation) {
@@ -1171,6 +1154,29 @@ class Importer {
     return macs;
   }
 
+  // Registers a graph's initializers as constants and reads its nodes in order.
+  void read_nodes(const onnx::GraphProto& graph) {
+    for (const auto& init : graph.initializer()) {
+      initializers_[init.name()] = &init;
+      Value value;
+      value.kind = Kind::kConstant;
+      // int32 tensors are parameters only as the bias of a quantised product (add_node).
+      if ((is_parameter_type(init.data_type()) || init.data_type() == onnx::TensorProto::INT32) &&
+          init.dims_size() > 0) {
+        value.roots = {init.name()};
+      }
+      values_[init.name()] = value;
+    }
+    for (const auto& node : graph.node()) {
+      for (const std::string& input : node.input())
+        used_.insert(input);
+    }
+    for (const auto& output : graph.output())
+      used_.insert(output.name());
+    for (int i = 0; i < graph.node_size(); ++i)
+      add_node(graph.node(i), i);
+  }
+
   // If: the branch its condition selects when the condition is a constant (as it is once the
   // shape arithmetic is folded); otherwise the costlier branch, an upper bound. Its layers are
   // named "<If node>/then/..." or ".../else/...".
@@ -1221,21 +1227,7 @@ class Importer {
     const std::string saved_prefix = name_prefix_;
     scope_ = fmt::format("{}/attribute/{}/g", node_pointer(index), slot);
     name_prefix_ = fmt::format("{}/{}/", name, label);
-    for (const auto& init : branch.initializer()) {
-      initializers_[init.name()] = &init;
-      Value value;
-      value.kind = Kind::kConstant;
-      if (is_parameter_type(init.data_type()) && init.dims_size() > 0) value.roots = {init.name()};
-      values_[init.name()] = value;
-    }
-    for (const auto& inner : branch.node()) {
-      for (const std::string& input : inner.input())
-        used_.insert(input);
-    }
-    for (const auto& output : branch.output())
-      used_.insert(output.name());
-    for (int i = 0; i < branch.node_size(); ++i)
-      add_node(branch.node(i), i);
+    read_nodes(branch);
     scope_ = saved_scope;
     name_prefix_ = saved_prefix;
     if (branch.output_size() < node.output_size()) {
