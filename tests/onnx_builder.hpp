@@ -31,6 +31,7 @@ class OnnxModel {
   }
 
   onnx::GraphProto& graph() { return *model_.mutable_graph(); }
+  onnx::ModelProto& model() { return model_; }
 
   void input(const std::string& name, const std::vector<Dim>& dims,
              std::int32_t elem_type = onnx::TensorProto::FLOAT) {

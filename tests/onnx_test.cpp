@@ -16,6 +16,7 @@
 #include "capcalc/model.hpp"
 
 #include "catch.hpp"
+#include "import/onnx_functions.hpp"
 #include "onnx_builder.hpp"
 
 namespace {
@@ -593,6 +594,119 @@ TEST_CASE("onnx: If without both branches is an error naming the node", "[onnx]"
                       Catch::Contains("/graph/node/1") &&
                           Catch::Contains("node \"branch\" (If) needs a condition, then_branch "
                                           "and else_branch"));
+}
+
+namespace {
+
+// Adds a node to a local function's body.
+onnx::NodeProto& function_node(onnx::FunctionProto& f, const std::string& op,
+                               const std::vector<std::string>& inputs,
+                               const std::vector<std::string>& outputs,
+                               const std::string& domain = "") {
+  auto* n = f.add_node();
+  n->set_op_type(op);
+  n->set_domain(domain);
+  for (const auto& i : inputs)
+    n->add_input(i);
+  for (const auto& o : outputs)
+    n->add_output(o);
+  return *n;
+}
+
+// The dynamo exporter's shape: modules as local functions. pkg.torch.Block(x, w) =
+// pkg.torch.Act(MatMul(x, w)); pkg.torch.Act(t) = LeakyRelu(t, alpha = the call's "slope").
+OnnxModel functions_model() {
+  OnnxModel m("functions");
+  auto* opset = m.model().add_opset_import();
+  opset->set_domain("pkg.torch");
+  opset->set_version(1);
+  m.input("x", {std::int64_t{2}, std::int64_t{64}});
+  m.weight("w1", {64, 64});
+  m.weight("w2", {64, 10});
+  onnx::FunctionProto& block = *m.model().add_functions();
+  block.set_name("Block");
+  block.set_domain("pkg.torch");
+  block.add_input("x");
+  block.add_input("w");
+  block.add_output("y");
+  block.add_attribute("slope");
+  block.add_opset_import()->set_version(17);
+  block.mutable_opset_import(0)->set_domain("");
+  function_node(block, "MatMul", {"x", "w"}, {"h"}).set_name("proj");
+  auto& act = function_node(block, "Act", {"h"}, {"y"}, "pkg.torch");
+  auto* ref = act.add_attribute();
+  ref->set_name("slope");
+  ref->set_type(onnx::AttributeProto::FLOAT);
+  ref->set_ref_attr_name("slope");
+  onnx::FunctionProto& act_fn = *m.model().add_functions();
+  act_fn.set_name("Act");
+  act_fn.set_domain("pkg.torch");
+  act_fn.add_input("t");
+  act_fn.add_output("u");
+  act_fn.add_attribute("slope");
+  auto& leaky = function_node(act_fn, "LeakyRelu", {"t"}, {"u"});
+  auto* alpha = leaky.add_attribute();
+  alpha->set_name("alpha");
+  alpha->set_type(onnx::AttributeProto::FLOAT);
+  alpha->set_ref_attr_name("slope");
+  auto& first = m.node("Block", {"x", "w1"}, {"b1"}, "/block1/Block");
+  first.set_domain("pkg.torch");
+  auto* slope = first.add_attribute();
+  slope->set_name("slope");
+  slope->set_type(onnx::AttributeProto::FLOAT);
+  slope->set_f(0.25F);
+  auto& second = m.node("Block", {"b1", "w2"}, {"b2"}, "/block2/Block");
+  second.set_domain("pkg.torch");
+  m.output("b2");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: local functions are expanded into their operators", "[onnx]") {
+  const Graph g = functions_model().load("functions");
+  CHECK(g.unknown_ops.empty());
+  // Two calls of Block: MatMul 2x64x64 then 2x64x10, each followed by its LeakyRelu.
+  const auto totals = capcalc::graph_totals(g);
+  CHECK(totals.macs == 2 * 64 * 64 + 2 * 64 * 10);
+  CHECK(totals.params == 64 * 64 + 64 * 10);
+  const auto& proj = layer_named(g, "/block2/Block/proj");
+  CHECK(proj.output == capcalc::Shape{2, 10});
+  CHECK(proj.definition == "/graph/node/1");  // The call in the file.
+  CHECK(layer_named(g, "/block1/Block/Act_1/LeakyRelu_0").op == "leakyrelu");
+  // The expanded graph itself: internal values renamed per call, referred attributes bound.
+  OnnxModel m = functions_model();
+  const auto origins = capcalc::onnx_import::inline_local_functions(m.model(), "f.onnx");
+  const onnx::GraphProto& expanded = m.model().graph();
+  REQUIRE(expanded.node_size() == 4);
+  CHECK(origins == std::vector<std::string>{"/graph/node/0", "/graph/node/0", "/graph/node/1",
+                                            "/graph/node/1"});
+  CHECK(expanded.node(0).output(0) == "/block1/Block/h");
+  CHECK(expanded.node(1).input(0) == "/block1/Block/h");
+  CHECK(expanded.node(1).output(0) == "b1");
+  REQUIRE(expanded.node(1).attribute_size() == 1);
+  CHECK(expanded.node(1).attribute(0).name() == "alpha");
+  CHECK(expanded.node(1).attribute(0).f() == 0.25F);
+  // The second call gives no slope: LeakyRelu keeps its default alpha.
+  CHECK(expanded.node(3).attribute_size() == 0);
+}
+
+TEST_CASE("onnx: a recursive local function is an error, not a crash", "[onnx]") {
+  OnnxModel m("recursive");
+  m.input("x", {std::int64_t{4}});
+  onnx::FunctionProto& f = *m.model().add_functions();
+  f.set_name("Loop");
+  f.set_domain("pkg.self");
+  f.add_input("a");
+  f.add_output("b");
+  function_node(f, "Loop", {"a"}, {"b"}, "pkg.self");
+  auto& call = m.node("Loop", {"x"}, {"y"}, "call");
+  call.set_domain("pkg.self");
+  m.output("y");
+  REQUIRE_THROWS_WITH(m.load("recursive"),
+                      Catch::Contains("/graph/node/0") &&
+                          Catch::Contains("local function pkg.self.Loop calls functions more than "
+                                          "64 deep"));
 }
 
 TEST_CASE("onnx: a ResNet-50 graph has torchvision's parameters and MACs", "[onnx]") {

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 
 #include "import/onnx_fold.hpp"
+#include "import/onnx_functions.hpp"
 #endif
 
 namespace capcalc {
@@ -369,6 +370,7 @@ class Importer {
 
   Graph build() {
     validate();
+    origins_ = onnx_import::inline_local_functions(model_, file_);
     for (const auto& init : graph_proto_.initializer())
       initializers_[init.name()] = &init;
     bind_inputs();
@@ -741,7 +743,13 @@ class Importer {
   }
 
   // The JSON pointer of node `index` of the graph being read (a branch of If: its subgraph).
-  std::string node_pointer(int index) const { return fmt::format("{}/node/{}", scope_, index); }
+  // Nodes expanded from a local function point at the call.
+  std::string node_pointer(int index) const {
+    if (scope_ == "/graph" && static_cast<std::size_t>(index) < origins_.size()) {
+      return origins_[static_cast<std::size_t>(index)];
+    }
+    return fmt::format("{}/node/{}", scope_, index);
+  }
 
   std::int32_t group_of(const std::string& name) {
     // Exporters name nodes by module path ("/layer1/layer1.0/conv1/Conv"): the first two
@@ -1323,8 +1331,9 @@ class Importer {
   std::set<std::string> counted_;  // Parameter initializers already counted.
   std::set<std::string> assumed_;  // Outputs whose shape was assumed (unknown operators).
   std::map<std::string, std::int32_t> groups_;
-  std::string scope_ = "/graph";  // JSON pointer of the graph being read.
-  std::string name_prefix_;       // For unnamed nodes inside If branches.
+  std::string scope_ = "/graph";      // JSON pointer of the graph being read.
+  std::string name_prefix_;           // For unnamed nodes inside If branches.
+  std::vector<std::string> origins_;  // Per main-graph node, its pointer in the file (functions).
 };
 
 }  // namespace
