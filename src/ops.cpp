@@ -500,6 +500,9 @@ OpResult infer_attention(OpContext& ctx) {
   // Qwen2 has biases on the Q, K and V projections but none on the output projection.
   const bool qkv_bias = ctx.attrs.flag("qkv_bias", bias);
   const bool out_bias = ctx.attrs.flag("out_bias", bias);
+  // Qwen3 normalises each head's queries and keys (RMSNorm over head_dim, one scale vector for
+  // the queries and one for the keys) before the product.
+  const bool qk_norm = ctx.attrs.flag("qk_norm", false);
   if (window > 0 && !causal) ctx.attrs.fail_at("window", "a window needs \"causal\": true");
   if (causal && s > s_kv) {
     ctx.fail(fmt::format("causal attention with {} queries over {} keys", s, s_kv));
@@ -537,6 +540,13 @@ OpResult infer_attention(OpContext& ctx) {
   if (out_bias) {
     c.params = checked_add(c.params, d_out);
     c.other_flops = checked_add(c.other_flops, checked_mul(batch, s, d_out));
+  }
+  if (qk_norm) {
+    c.params = checked_add(c.params, checked_mul(2, head_dim));
+    c.other_flops = checked_add(
+        c.other_flops,
+        checked_mul(formulas::kRmsNormFlops, checked_add(checked_mul(batch, s, q_width),
+                                                         checked_mul(batch, s_kv, kv_width))));
   }
   c.macs = checked_add(projection_macs, checked_mul(score_macs, 2));
   c.score_macs = checked_mul(score_macs, 2);

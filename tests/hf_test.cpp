@@ -156,6 +156,49 @@ TEST_CASE("hf: Mixtral-8x7B config has 46,702,792,704 parameters, 12.9 B active"
   CHECK(t.macs == s * per_token + 32 * 2 * s * s * d);
 }
 
+TEST_CASE("hf: Qwen3-8B config has 8,190,735,360 parameters (q_norm, k_norm)", "[hf][zoo]") {
+  // https://huggingface.co/Qwen/Qwen3-8B: "Number of Parameters: 8.2B; Number of Parameters
+  // (Non-Embedding): 6.95B"; its safetensors total (the Hub API's safetensors.total) is
+  // 8,190,735,360.
+  const GraphTotals t = totals_of("qwen3_8b_hf.json");
+  CHECK(t.params == 8190735360);
+  // Per layer: Q and O 4096 x 4096, K and V 4096 x 1024, SwiGLU 3 x 4096 x 12288, two RMSNorms
+  // and the two head_dim (128) scales of q_norm and k_norm; untied 151936 x 4096 embedding and
+  // head.
+  const std::int64_t per_layer =
+      2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 12288 + 2 * 4096 + 2 * 128;
+  CHECK(t.params == 36 * per_layer + 4096 + 2 * 151936LL * 4096);
+  CHECK(std::abs(static_cast<double>(t.params - 2 * 151936LL * 4096) - 6.95e9) / 6.95e9 < 0.001);
+}
+
+TEST_CASE("hf: Qwen3-30B-A3B config has 30,532,122,624 parameters, 3.35 B active", "[hf][zoo]") {
+  // https://huggingface.co/Qwen/Qwen3-30B-A3B: "Number of Parameters: 30.5B in total and 3.3B
+  // activated"; its safetensors total is 30,532,122,624. 128 experts of 3 x 2048 x 768, 8 per
+  // token, a 2048 x 128 router, per layer.
+  const GraphTotals t = totals_of("qwen3_30b_a3b_hf.json");
+  CHECK(t.params == 30532122624);
+  const std::int64_t expert = 3 * 2048 * 768;
+  CHECK(t.active_params == 30532122624 - 48 * (128 - 8) * expert);
+  CHECK(t.active_params == 3353032704);
+}
+
+TEST_CASE("hf: Qwen3-MoE layouts capcalc cannot count are errors", "[hf][errors]") {
+  const std::string base = R"({"model_type": "qwen3_moe", "vocab_size": 100, "hidden_size": 64,
+    "num_hidden_layers": 4, "intermediate_size": 128, "max_position_embeddings": 64,
+    "num_attention_heads": 4, "head_dim": 16, "num_experts": 8,)";
+  CHECK_THROWS_WITH(capcalc::parse_model(
+                        base + R"("num_experts_per_tok": 2, "decoder_sparse_step": 2})", "q.json"),
+                    ContainsSubstring("q.json:/decoder_sparse_step: only decoder_sparse_step 1"));
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(base + R"("num_experts_per_tok": 2, "mlp_only_layers": [0]})", "q.json"),
+      ContainsSubstring("q.json:/mlp_only_layers: layers with a dense MLP"));
+  CHECK_THROWS_WITH(capcalc::parse_model(base + R"("num_experts_per_tok": 9})", "q.json"),
+                    ContainsSubstring("q.json:/num_experts_per_tok: num_experts_per_tok = 9 "
+                                      "exceeds num_experts = 8"));
+  // A working one, for contrast: 4 layers of 8 experts.
+  CHECK(capcalc::parse_model(base + R"("num_experts_per_tok": 2})", "q.json").layers.size() > 4);
+}
+
 TEST_CASE("hf: Qwen2-7B config has 7,615,616,512 parameters (q/k/v biases only)", "[hf][zoo]") {
   // https://huggingface.co/Qwen/Qwen2-7B ("7.62B params"); exactly
   // 7,615,616,512, the total of the checkpoint's tensors (the same shapes as
@@ -310,7 +353,8 @@ TEST_CASE(
   CHECK_THROWS_AS(capcalc::parse_model(text, "cfg.json"), capcalc::Error);
   CHECK_THROWS_WITH(capcalc::parse_model(text, "cfg.json"),
                     "cfg.json:/model_type: unsupported model_type \"lama\" (supported: bert, "
-                    "gemma, gpt2, gpt_neox, llama, mistral, mixtral, phi3, qwen2); did you "
+                    "gemma, gpt2, gpt_neox, llama, mistral, mixtral, phi3, qwen2, qwen3, "
+                    "qwen3_moe); did you "
                     "mean "
                     "\"llama\"?");
   CHECK_THROWS_WITH(

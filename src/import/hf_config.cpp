@@ -52,10 +52,13 @@ struct Spec {
   bool mlp_bias = false;
   bool tied = false;
   bool parallel_residual = false;
+  bool qk_norm = false;      // RMSNorm of each head's queries and keys (Qwen3).
   std::int64_t experts = 0;  // > 0: the MLP is a mixture of experts.
   std::int64_t experts_per_token = 0;
-  std::int64_t type_vocab = 0;        // BERT's token types.
-  std::vector<std::int64_t> windows;  // Per layer: sliding window, 0 for full attention.
+  std::int64_t expert_intermediate = 0;       // Each expert's hidden size.
+  std::string moe_name = "block_sparse_moe";  // The MoE module's name in the checkpoint.
+  std::int64_t type_vocab = 0;                // BERT's token types.
+  std::vector<std::int64_t> windows;          // Per layer: sliding window, 0 for full attention.
 };
 
 // Located reads of a config's keys. A JSON null counts as absent: transformers
@@ -205,6 +208,7 @@ void read_mixtral(const Config& config, Spec& spec) {
   read_mistral(config, spec);
   spec.experts = config.positive("num_local_experts", 8);
   spec.experts_per_token = config.positive("num_experts_per_tok", 2);
+  spec.expert_intermediate = spec.intermediate;
   if (spec.experts_per_token > spec.experts) {
     config.fail("num_experts_per_tok", fmt::format("num_experts_per_tok = {} exceeds "
                                                    "num_local_experts = {}",
@@ -222,6 +226,40 @@ void read_qwen2(const Config& config, Spec& spec) {
   // max_window_layers up.
   read_windows(config, spec, config.flag("use_sliding_window", false),
                config.positive("max_window_layers", 28));
+}
+
+// Qwen3: Qwen2's layout without the Q/K/V biases (attention_bias) and with q_norm and k_norm.
+void read_qwen3(const Config& config, Spec& spec) {
+  read_decoder(config, spec);
+  spec.qkv_bias = spec.out_bias = config.flag("attention_bias", false);
+  spec.qk_norm = true;
+  spec.tied = config.flag("tie_word_embeddings", false);
+  read_windows(config, spec, config.flag("use_sliding_window", false),
+               config.positive("max_window_layers", 28));
+}
+
+// Qwen3-MoE: Qwen3 attention; every layer's MLP a mixture of num_experts SwiGLU experts of
+// moe_intermediate_size, num_experts_per_tok of them per token, routed by "mlp.gate".
+void read_qwen3_moe(const Config& config, Spec& spec) {
+  read_qwen3(config, spec);
+  spec.experts = config.positive("num_experts", 128);
+  spec.experts_per_token = config.positive("num_experts_per_tok", 8);
+  spec.expert_intermediate = config.positive("moe_intermediate_size", 768);
+  spec.moe_name = "mlp";
+  if (spec.experts_per_token > spec.experts) {
+    config.fail("num_experts_per_tok", fmt::format("num_experts_per_tok = {} exceeds "
+                                                   "num_experts = {}",
+                                                   spec.experts_per_token, spec.experts));
+  }
+  // Dense MLPs between the sparse ones are not supported: say so rather than miscount.
+  if (config.positive("decoder_sparse_step", 1) != 1) {
+    config.fail("decoder_sparse_step",
+                "only decoder_sparse_step 1 (every layer sparse) is "
+                "supported");
+  }
+  if (auto dense = config.find("mlp_only_layers"); dense && dense->array_size() > 0) {
+    dense->fail("layers with a dense MLP (mlp_only_layers) are not supported");
+  }
 }
 
 void read_gemma(const Config& config, Spec& spec) {
@@ -301,11 +339,17 @@ struct ModelType {
 
 // Sorted by name.
 constexpr std::array kModelTypes = {
-    ModelType{"bert", "Bert", read_bert},          ModelType{"gemma", "Gemma", read_gemma},
-    ModelType{"gpt2", "GPT2", read_gpt2},          ModelType{"gpt_neox", "GPTNeoX", read_gpt_neox},
-    ModelType{"llama", "Llama", read_llama},       ModelType{"mistral", "Mistral", read_mistral},
-    ModelType{"mixtral", "Mixtral", read_mixtral}, ModelType{"phi3", "Phi3", read_phi3},
+    ModelType{"bert", "Bert", read_bert},
+    ModelType{"gemma", "Gemma", read_gemma},
+    ModelType{"gpt2", "GPT2", read_gpt2},
+    ModelType{"gpt_neox", "GPTNeoX", read_gpt_neox},
+    ModelType{"llama", "Llama", read_llama},
+    ModelType{"mistral", "Mistral", read_mistral},
+    ModelType{"mixtral", "Mixtral", read_mixtral},
+    ModelType{"phi3", "Phi3", read_phi3},
     ModelType{"qwen2", "Qwen2", read_qwen2},
+    ModelType{"qwen3", "Qwen3", read_qwen3},
+    ModelType{"qwen3_moe", "Qwen3Moe", read_qwen3_moe},
 };
 
 const ModelType* find_type(std::string_view name) {
@@ -382,6 +426,7 @@ Json attention(std::string_view name, const Spec& spec, bool causal) {
   entry["head_dim"] = spec.head_dim;
   entry["causal"] = causal;
   if (causal) entry["window"] = "window";
+  if (spec.qk_norm) entry["qk_norm"] = true;
   if (spec.qkv_bias == spec.out_bias) {
     entry["bias"] = spec.qkv_bias;
   } else {
@@ -432,15 +477,15 @@ Json decoder_block(const Spec& spec) {
   body.push_back(layer("post_attention_layernorm", "rmsnorm"));
   std::string mlp_out = "mlp.down_proj";
   if (spec.experts > 0) {
-    // MixtralSparseMoeBlock: router "gate" and SwiGLU experts w1 (gate), w3
-    // (up), w2 (down).
-    Json moe = layer("block_sparse_moe", "moe");
+    // MixtralSparseMoeBlock (Qwen3MoeSparseMoeBlock): router "gate" and SwiGLU experts w1 (gate),
+    // w3 (up), w2 (down).
+    Json moe = layer(spec.moe_name, "moe");
     moe["experts"] = spec.experts;
     moe["experts_per_token"] = spec.experts_per_token;
-    moe["hidden"] = spec.intermediate;
+    moe["hidden"] = spec.expert_intermediate;
     moe["kind"] = "swiglu";
     body.push_back(std::move(moe));
-    mlp_out = "block_sparse_moe";
+    mlp_out = spec.moe_name;
   } else {
     // down(act(gate(x)) * up(x)): SwiGLU (silu) or GeGLU (gelu).
     body.push_back(linear("mlp.gate_proj", spec.intermediate, spec.mlp_bias));
