@@ -199,6 +199,44 @@ TEST_CASE("hf: Qwen3-MoE layouts capcalc cannot count are errors", "[hf][errors]
   CHECK(capcalc::parse_model(base + R"("num_experts_per_tok": 2})", "q.json").layers.size() > 4);
 }
 
+TEST_CASE("hf: Gemma-2-9B config has 9,241,705,984 parameters (sandwich norms)", "[hf][zoo]") {
+  // https://huggingface.co/google/gemma-2-9b: its safetensors total is 9,241,705,984. Per
+  // layer: Q and O 3584 x 4096, K and V 3584 x 2048 (8 heads of 256), GeGLU 3 x 3584 x 14336
+  // and four RMSNorms (input, post-attention, pre- and post-feedforward); tied head.
+  const GraphTotals t = totals_of("gemma2_9b_hf.json");
+  const std::int64_t per_layer = 2 * 3584 * 4096 + 2 * 3584 * 2048 + 3 * 3584 * 14336 + 4 * 3584;
+  CHECK(t.params == 42 * per_layer + 3584 + 256000LL * 3584);
+  CHECK(t.params == 9241705984);
+  // Even layers slide over 4096 positions, odd ones attend to all: at seq 8192 the sliding
+  // layers cache 4096 tokens, the global ones 8192.
+  capcalc::ModelOptions options;
+  options.dims["seq"] = 8192;
+  const Graph g =
+      capcalc::load_model(capcalc::test::data_path("models/gemma2_9b_hf.json"), options);
+  // K and V: 8 heads x 256 x 2 per token per layer.
+  const std::int64_t per_token = 2 * 8 * 256;
+  CHECK(capcalc::kv_cache_elements(g, 8192) == 21 * per_token * 4096 + 21 * per_token * 8192);
+}
+
+TEST_CASE("hf: Gemma-3-1B config has 999,885,952 parameters (q_norm, k_norm, 5:1 windows)",
+          "[hf][zoo]") {
+  // https://huggingface.co/google/gemma-3-1b-pt: its safetensors total is 999,885,952. Per
+  // layer: Q and O 1152 x 1024, K and V 1152 x 256 (one KV head), GeGLU 3 x 1152 x 6912, four
+  // RMSNorms and the two head_dim scales of q_norm and k_norm; tied 262144 x 1152 embedding.
+  const GraphTotals t = totals_of("gemma3_1b_hf.json");
+  const std::int64_t per_layer =
+      2 * 1152 * 1024 + 2 * 1152 * 256 + 3 * 1152 * 6912 + 4 * 1152 + 2 * 256;
+  CHECK(t.params == 26 * per_layer + 1152 + 262144LL * 1152);
+  CHECK(t.params == 999885952);
+  // Layers 5, 11, 17 and 23 are global, the other 22 slide over 512 positions.
+  capcalc::ModelOptions options;
+  options.dims["seq"] = 4096;
+  const Graph g =
+      capcalc::load_model(capcalc::test::data_path("models/gemma3_1b_hf.json"), options);
+  const std::int64_t per_token = 2 * 1 * 256;
+  CHECK(capcalc::kv_cache_elements(g, 4096) == 22 * per_token * 512 + 4 * per_token * 4096);
+}
+
 TEST_CASE("hf: Qwen2-7B config has 7,615,616,512 parameters (q/k/v biases only)", "[hf][zoo]") {
   // https://huggingface.co/Qwen/Qwen2-7B ("7.62B params"); exactly
   // 7,615,616,512, the total of the checkpoint's tensors (the same shapes as
@@ -351,12 +389,13 @@ TEST_CASE(
     "[hf][model][errors]") {
   const std::string text = R"({"model_type": "lama", "hidden_size": 8})";
   CHECK_THROWS_AS(capcalc::parse_model(text, "cfg.json"), capcalc::Error);
-  CHECK_THROWS_WITH(capcalc::parse_model(text, "cfg.json"),
-                    "cfg.json:/model_type: unsupported model_type \"lama\" (supported: bert, "
-                    "gemma, gpt2, gpt_neox, llama, mistral, mixtral, phi3, qwen2, qwen3, "
-                    "qwen3_moe); did you "
-                    "mean "
-                    "\"llama\"?");
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(text, "cfg.json"),
+      "cfg.json:/model_type: unsupported model_type \"lama\" (supported: bert, "
+      "gemma, gemma2, gemma3_text, gpt2, gpt_neox, llama, mistral, mixtral, phi3, qwen2, qwen3, "
+      "qwen3_moe); did you "
+      "mean "
+      "\"llama\"?");
   CHECK_THROWS_WITH(
       capcalc::parse_model(R"({"architectures": ["T5ForConditionalGeneration"]})", "cfg.json"),
       ContainsSubstring("cfg.json:/architectures/0: unsupported architecture "

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <utility>
 
@@ -52,8 +53,9 @@ struct Spec {
   bool mlp_bias = false;
   bool tied = false;
   bool parallel_residual = false;
-  bool qk_norm = false;      // RMSNorm of each head's queries and keys (Qwen3).
-  std::int64_t experts = 0;  // > 0: the MLP is a mixture of experts.
+  bool qk_norm = false;         // RMSNorm of each head's queries and keys (Qwen3, Gemma 3).
+  bool sandwich_norms = false;  // RMSNorm after attention and around the MLP (Gemma 2, 3).
+  std::int64_t experts = 0;     // > 0: the MLP is a mixture of experts.
   std::int64_t experts_per_token = 0;
   std::int64_t expert_intermediate = 0;       // Each expert's hidden size.
   std::string moe_name = "block_sparse_moe";  // The MoE module's name in the checkpoint.
@@ -274,6 +276,36 @@ void read_gemma(const Config& config, Spec& spec) {
   spec.tied = config.flag("tie_word_embeddings", true);
 }
 
+// Sliding windows on the layers `sliding` picks, unless "layer_types" names each layer's.
+void read_windows_by_layer(const Config& config, Spec& spec,
+                           const std::function<bool(std::int64_t)>& sliding) {
+  if (config.find("layer_types")) {
+    read_windows(config, spec, true);
+    return;
+  }
+  const std::int64_t window = config.positive("sliding_window", 4096);
+  for (std::int64_t i = 0; i < spec.layers; ++i)
+    spec.windows[static_cast<std::size_t>(i)] = sliding(i) ? window : 0;
+}
+
+// Gemma 2: Gemma's layout with sandwich norms; even layers slide (Gemma2DecoderLayer's
+// is_sliding = not layer_idx % 2). Soft-capping of the logits is not counted.
+void read_gemma2(const Config& config, Spec& spec) {
+  read_gemma(config, spec);
+  spec.sandwich_norms = true;
+  read_windows_by_layer(config, spec, [](std::int64_t i) { return i % 2 == 0; });
+}
+
+// Gemma 3 (text): Gemma 2 with q_norm and k_norm; every sliding_window_pattern-th layer
+// (default 6) is global, the rest slide.
+void read_gemma3_text(const Config& config, Spec& spec) {
+  read_gemma(config, spec);
+  spec.sandwich_norms = true;
+  spec.qk_norm = true;
+  const std::int64_t pattern = config.positive("sliding_window_pattern", 6);
+  read_windows_by_layer(config, spec, [pattern](std::int64_t i) { return (i + 1) % pattern != 0; });
+}
+
 void read_phi3(const Config& config, Spec& spec) {
   read_decoder(config,
                spec);  // Fused qkv_proj and gate_up_proj: the same counts.
@@ -341,6 +373,8 @@ struct ModelType {
 constexpr std::array kModelTypes = {
     ModelType{"bert", "Bert", read_bert},
     ModelType{"gemma", "Gemma", read_gemma},
+    ModelType{"gemma2", "Gemma2", read_gemma2},
+    ModelType{"gemma3_text", "Gemma3", read_gemma3_text},
     ModelType{"gpt2", "GPT2", read_gpt2},
     ModelType{"gpt_neox", "GPTNeoX", read_gpt_neox},
     ModelType{"llama", "Llama", read_llama},
@@ -473,8 +507,18 @@ Json decoder_block(const Spec& spec) {
   Json body = Json::array();
   body.push_back(layer("input_layernorm", "rmsnorm"));
   body.push_back(attention("self_attn", spec, true));
-  body.push_back(with_inputs(layer("attn_add", "add"), {"self_attn", "x"}));
-  body.push_back(layer("post_attention_layernorm", "rmsnorm"));
+  // Gemma 2 and 3 normalise the attention's and the MLP's outputs too ("sandwich" norms):
+  // post_attention_layernorm is then the attention's output norm, pre_feedforward_layernorm
+  // the MLP's input norm.
+  std::string attn_out = "self_attn";
+  if (spec.sandwich_norms) {
+    body.push_back(layer("post_attention_layernorm", "rmsnorm"));
+    attn_out = "post_attention_layernorm";
+  }
+  body.push_back(with_inputs(layer("attn_add", "add"), {attn_out, "x"}));
+  const std::string mlp_norm =
+      spec.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm";
+  body.push_back(layer(mlp_norm, "rmsnorm"));
   std::string mlp_out = "mlp.down_proj";
   if (spec.experts > 0) {
     // MixtralSparseMoeBlock (Qwen3MoeSparseMoeBlock): router "gate" and SwiGLU experts w1 (gate),
@@ -490,10 +534,13 @@ Json decoder_block(const Spec& spec) {
     // down(act(gate(x)) * up(x)): SwiGLU (silu) or GeGLU (gelu).
     body.push_back(linear("mlp.gate_proj", spec.intermediate, spec.mlp_bias));
     body.push_back(layer("mlp.act", spec.activation));
-    body.push_back(with_input(linear("mlp.up_proj", spec.intermediate, spec.mlp_bias),
-                              "post_attention_layernorm"));
+    body.push_back(with_input(linear("mlp.up_proj", spec.intermediate, spec.mlp_bias), mlp_norm));
     body.push_back(with_inputs(layer("mlp.gated", "mul"), {"mlp.act", "mlp.up_proj"}));
     body.push_back(linear("mlp.down_proj", spec.hidden, spec.mlp_bias));
+  }
+  if (spec.sandwich_norms) {
+    body.push_back(with_input(layer("post_feedforward_layernorm", "rmsnorm"), mlp_out));
+    mlp_out = "post_feedforward_layernorm";
   }
   body.push_back(with_inputs(layer("mlp_add", "add"), {mlp_out, "attn_add"}));
   return Json{{"args", {{"window", 0}}}, {"layers", std::move(body)}};
@@ -625,7 +672,7 @@ std::string describe(const Spec& spec) {
                           spec.max_positions);
       break;
   }
-  if (spec.model_type == "gemma") {
+  if (spec.model_type.rfind("gemma", 0) == 0) {
     text +=
         "; the embedding's scaling by sqrt(hidden) is elementwise and not "
         "counted";
