@@ -14,10 +14,7 @@ namespace capcalc::cli {
 namespace {
 
 struct EstimateOptions {
-  ModelArgs model;
-  HardwareArgs hardware;
-  std::string device;
-  WorkloadArgs workload;
+  SingleEstimateArgs run;
   std::optional<double> dataset_size;
   std::optional<double> epochs;
   std::optional<double> tokens;
@@ -35,7 +32,7 @@ std::optional<double> run_samples(const EstimateOptions& options, const Graph& g
     if (options.dataset_size) throw Error({}, "give --tokens or --dataset-size, not both");
     const auto seq = graph.dims.find("seq");
     if (seq == graph.dims.end()) {
-      throw Error({options.model.path},
+      throw Error({options.run.model.path},
                   "--tokens needs a model with a \"seq\" dimension (tokens per sample)");
     }
     return *options.tokens / static_cast<double>(seq->second);
@@ -46,24 +43,21 @@ std::optional<double> run_samples(const EstimateOptions& options, const Graph& g
 }
 
 void run_estimate(const EstimateOptions& options) {
-  const HardwareTable table = load_table(options.hardware);
-  const Device& device = table.get(options.device);
   // Serving: the estimate's graph is the prefill (seq = the prompt).
   const bool serving_request = options.prompt_tokens || options.output_tokens;
-  ModelArgs model_args = options.model;
+  ModelArgs model_args = options.run.model;
   if (serving_request) {
-    if (load_model_from(options.model).dims.count("seq") == 0) {
-      throw Error({options.model.path},
+    if (load_model_from(options.run.model).dims.count("seq") == 0) {
+      throw Error({options.run.model.path},
                   "--prompt-tokens needs a model with a \"seq\" dimension (a language model)");
     }
     model_args.sets.push_back("seq=" + std::to_string(options.prompt_tokens.value_or(512)));
   }
-  const Graph graph = load_model_from(model_args);
-  const Workload workload = workload_from(options.workload);
-  const PerformanceParams params = table.performance_for(device);
-  const Estimate result = estimate(graph, device, params, workload);
-  const GraphTotals totals = graph_totals(graph);
-  ReportInput input{graph, totals, workload, &device, &params, &result};
+  const auto e = run_single_estimate(options.run, &model_args);
+  const Graph& graph = e->graph;
+  const Device& device = *e->device;
+  const Workload& workload = e->workload;
+  ReportInput input = e->report_input();
   input.explain = options.explain;
 
   TrainingRun run;
@@ -78,7 +72,7 @@ void run_estimate(const EstimateOptions& options) {
       run.price_per_device_hour_usd = device.price->usd_per_hour;
     }
     run.power_w = device.tdp_w;
-    run_totals = training_totals(result, graph.batch, workload, run);
+    run_totals = training_totals(e->result, graph.batch, workload, run);
     input.run = &run;
     input.training = &run_totals;
   }
@@ -90,14 +84,14 @@ void run_estimate(const EstimateOptions& options) {
     }
     request.prompt_tokens = options.prompt_tokens.value_or(512);
     request.output_tokens = options.output_tokens.value_or(128);
-    ModelArgs args = options.model;
+    ModelArgs args = options.run.model;
     serving = estimate_serving(
         [&](std::int64_t seq, std::int64_t cached) {
           ModelArgs shaped = args;
           shaped.sets.push_back("seq=" + std::to_string(seq));
           return load_model_from(shaped, cached);
         },
-        device, params, workload, request);
+        device, e->params, workload, request);
     input.request = &request;
     input.serving = &serving;
   }
@@ -112,12 +106,7 @@ void run_estimate(const EstimateOptions& options) {
 void add_estimate_command(CLI::App& app) {
   auto options = std::make_shared<EstimateOptions>();
   CLI::App* sub = app.add_subcommand("estimate", "Predict time, throughput and memory on a device");
-  add_model_options(*sub, options->model);
-  sub->add_option("-g,--gpu,--hw,--device", options->device,
-                  "Device id or alias from the hardware table (CPUs and TPUs too)")
-      ->required();
-  add_hardware_options(*sub, options->hardware);
-  add_workload_options(*sub, options->workload);
+  add_single_estimate_options(*sub, options->run);
   sub->add_option("--dataset-size", options->dataset_size, "Training run: samples per epoch")
       ->check(CLI::PositiveNumber);
   sub->add_option("--epochs", options->epochs, "Training run: epochs (default 1)")

@@ -1,8 +1,10 @@
-// Flags that describe how a model is run (precision, mode, profile, ...), for the subcommands
-// that draw a single estimate (`roofline`, `report`). Same names and checks as `estimate`.
+// Flags that describe how a model is run (precision, mode, profile, parallelism, ...), for the
+// subcommands that draw a single estimate (`estimate`, `roofline`, `report`), and the estimate
+// they share. `compare` and `check` take the parallelism flags too.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +12,7 @@
 
 #include "capcalc/error.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/report.hpp"
 
 #include "commands.hpp"
 
@@ -108,6 +111,52 @@ inline Workload workload_from(const WorkloadArgs& args) {
     throw Error({}, "--checkpointing is for training: add --mode training");
   }
   return workload;
+}
+
+// A model on one device under a workload: what `estimate`, `roofline` and `report` take.
+struct SingleEstimateArgs {
+  ModelArgs model;
+  HardwareArgs hardware;
+  std::string device;
+  WorkloadArgs workload;
+};
+
+inline void add_single_estimate_options(CLI::App& sub, SingleEstimateArgs& args) {
+  add_model_options(sub, args.model);
+  sub.add_option("-g,--gpu,--hw,--device", args.device,
+                 "Device id or alias from the hardware table (CPUs and TPUs too)")
+      ->required();
+  add_hardware_options(sub, args.hardware);
+  add_workload_options(sub, args.workload);
+}
+
+// The estimate of those arguments, with what it was drawn from.
+struct SingleEstimate {
+  HardwareTable table;
+  const Device* device = nullptr;
+  Graph graph;
+  Workload workload;
+  PerformanceParams params;
+  Estimate result;
+  GraphTotals totals;
+
+  ReportInput report_input() const {
+    return ReportInput{graph, totals, workload, device, &params, &result};
+  }
+};
+
+// `model` replaces args.model where given (estimate sets the prompt length for serving).
+inline std::unique_ptr<SingleEstimate> run_single_estimate(const SingleEstimateArgs& args,
+                                                           const ModelArgs* model = nullptr) {
+  auto e = std::make_unique<SingleEstimate>();
+  e->table = load_table(args.hardware);
+  e->device = &e->table.get(args.device);
+  e->graph = load_model_from(model != nullptr ? *model : args.model);
+  e->workload = workload_from(args.workload);
+  e->params = e->table.performance_for(*e->device);
+  e->result = estimate(e->graph, *e->device, e->params, e->workload);
+  e->totals = graph_totals(e->graph);
+  return e;
 }
 
 }  // namespace capcalc::cli
