@@ -709,6 +709,64 @@ TEST_CASE("onnx: a recursive local function is an error, not a crash", "[onnx]")
                                           "64 deep"));
 }
 
+TEST_CASE("onnx: LSTM, GRU and RNN count their gate products per step", "[onnx]") {
+  // torch.nn.LSTM(32, 64, bidirectional=True) on [seq 20, batch 4, 32], exported as one LSTM
+  // node: W [2, 4·64, 32], R [2, 4·64, 64], B [2, 8·64] (torch's two biases); then a GRU
+  // (64·2 -> 16) with only Y_h named, and a tanh RNN on the GRU's input.
+  OnnxModel m("recurrent");
+  m.input("x", {std::int64_t{20}, std::int64_t{4}, std::int64_t{32}});
+  m.weight("W", {2, 256, 32});
+  m.weight("R", {2, 256, 64});
+  m.weight("B", {2, 512});
+  auto& lstm = m.node("LSTM", {"x", "W", "R", "B"}, {"y", "y_h", "y_c"}, "lstm");
+  OnnxModel::attr(lstm, "hidden_size", std::int64_t{64});
+  OnnxModel::attr(lstm, "direction", std::string("bidirectional"));
+  // Y [20, 2, 4, 64] -> [20, 4, 128] for the next layer.
+  auto& perm = m.node("Transpose", {"y"}, {"y_t"});
+  OnnxModel::attr(perm, "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+  m.ints("shape", {20, 4, 128});
+  m.node("Reshape", {"y_t", "shape"}, {"seq"});
+  m.weight("W_gru", {1, 48, 128});
+  m.weight("R_gru", {1, 48, 16});
+  auto& gru = m.node("GRU", {"seq", "W_gru", "R_gru"}, {"", "h_gru"}, "gru");
+  OnnxModel::attr(gru, "hidden_size", std::int64_t{16});
+  m.weight("W_rnn", {1, 8, 128});
+  m.weight("R_rnn", {1, 8, 8});
+  auto& rnn = m.node("RNN", {"seq", "W_rnn", "R_rnn"}, {"y_rnn"}, "rnn");
+  OnnxModel::attr(rnn, "hidden_size", std::int64_t{8});
+  m.output("h_gru");
+  m.output("y_rnn");
+  const Graph g = m.load("recurrent");
+  CHECK(g.unknown_ops.empty());
+  const auto& l = layer_named(g, "lstm");
+  CHECK(l.op == "lstm");
+  CHECK(l.output == capcalc::Shape{20, 2, 4, 64});
+  // 20 steps x 4 sequences x 2 directions x 256 gate units x (32 + 64).
+  CHECK(l.counts.macs == 20 * 4 * 2 * 256 * (32 + 64));
+  CHECK(l.counts.params == 2 * 256 * 32 + 2 * 256 * 64 + 2 * 512);
+  // Per step and unit: the sum of W·x and R·h and both biases over 4 gates (3 x 4), then 3
+  // sigmoids (4 each), 2 tanh (5 each) and 4 products and sums.
+  CHECK(l.counts.other_flops == 20 * 4 * 2 * (64 * 12 + 64 * (3 * 4 + 2 * 5 + 4)));
+  const auto& r = layer_named(g, "gru");
+  CHECK(r.output == capcalc::Shape{1, 4, 16});  // Only Y_h is named.
+  CHECK(r.counts.macs == 20 * 4 * 48 * (128 + 16));
+  CHECK(r.counts.params == 48 * 128 + 48 * 16);
+  CHECK(layer_named(g, "rnn").counts.macs == 20 * 4 * 8 * (128 + 8));
+  CHECK(layer_named(g, "rnn").counts.other_flops == 20 * 4 * (8 + 8 * 5));
+}
+
+TEST_CASE("onnx: an LSTM whose weights do not fit its gates is an error", "[onnx]") {
+  OnnxModel m("bad_lstm");
+  m.input("x", {std::int64_t{5}, std::int64_t{1}, std::int64_t{8}});
+  m.weight("W", {1, 12, 8});  // 3 gates: a GRU's, not an LSTM's.
+  m.weight("R", {1, 12, 4});
+  auto& lstm = m.node("LSTM", {"x", "W", "R"}, {"y"}, "lstm");
+  OnnxModel::attr(lstm, "hidden_size", std::int64_t{3});
+  m.output("y");
+  REQUIRE_THROWS_WITH(m.load("bad_lstm"), Catch::Contains("/graph/node/0") &&
+                                              Catch::Contains("node \"lstm\" (LSTM): expected X"));
+}
+
 TEST_CASE("onnx: a ResNet-50 graph has torchvision's parameters and MACs", "[onnx]") {
   const Graph g = resnet50().load("resnet50");
   const auto totals = capcalc::graph_totals(g);

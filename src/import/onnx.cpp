@@ -120,8 +120,9 @@ enum class Rule {
   kGather,      // A view of an activation, or an embedding lookup of a constant table.
   kSplit,       // One view layer per output.
   kResize,
-  kMeta,      // Shape, Size: the output is metadata, no layer.
-  kConstant,  // Constant, ConstantOfShape, Range: folded, no layer.
+  kRecurrent,  // LSTM, GRU, RNN: gate products and activations per step and direction.
+  kMeta,       // Shape, Size: the output is metadata, no layer.
+  kConstant,   // Constant, ConstantOfShape, Range: folded, no layer.
 };
 
 struct OpRule {
@@ -159,6 +160,9 @@ const std::vector<OpRule> kRules = {
     {"DequantizeLinear", Rule::kUnary, "dequantize", 2},
     {"DynamicQuantizeLinear", Rule::kUnary, "quantize", 6},
     {"Einsum", Rule::kEinsum, "einsum"},
+    {"LSTM", Rule::kRecurrent, "lstm"},
+    {"GRU", Rule::kRecurrent, "gru"},
+    {"RNN", Rule::kRecurrent, "rnn"},
     {"BatchNormalization", Rule::kBatchNorm, "batchnorm", kBatchNormFlops},
     {"LayerNormalization", Rule::kLayerNorm, "layernorm", formulas::kLayerNormFlops},
     {"SimplifiedLayerNormalization", Rule::kLayerNorm, "rmsnorm", formulas::kRmsNormFlops, true},
@@ -300,6 +304,8 @@ bool is_param_slot(Rule rule, const std::string& op_type, int slot) {
   switch (rule) {
     case Rule::kBatchNorm:
       return slot == 1 || slot == 2;  // Scale and bias; mean and variance are buffers.
+    case Rule::kRecurrent:
+      return slot == 1 || slot == 2 || slot == 3 || slot == 7;  // W, R, B, peepholes P.
     case Rule::kView:
     case Rule::kSplit:
     case Rule::kResize:
@@ -864,7 +870,12 @@ class Importer {
       return;
     }
 
-    const Shape out = shape_of(node.output(0), node, index);
+    // LSTM and GRU may leave Y unnamed and give only Y_h: the first output named is the layer's.
+    std::string first_output = node.output_size() > 0 ? node.output(0) : std::string();
+    for (const std::string& output : node.output()) {
+      if (first_output.empty()) first_output = output;
+    }
+    const Shape out = shape_of(first_output, node, index);
     const std::int64_t out_elements = element_count(out);
     LayerCounts c;
     std::string op(rule->name);
@@ -1027,6 +1038,11 @@ class Importer {
       case Rule::kSplit:
         view = true;
         break;
+      case Rule::kRecurrent:
+        c = recurrent_counts(node, shapes, activation_elements, constant_elements, out_elements,
+                             name, layer.definition);
+        formulas::add_weighted_backward(c, any_needs_grad);
+        break;
       case Rule::kMeta:
       case Rule::kConstant:
         break;
@@ -1183,6 +1199,56 @@ class Importer {
       used_.insert(output.name());
     for (int i = 0; i < graph.node_size(); ++i)
       add_node(graph.node(i), i);
+  }
+
+  // ONNX LSTM, GRU and RNN (default activations). Per time step, direction and sequence of the
+  // batch: the gate products W·x and R·h (gates x hidden x (input + hidden) MACs), their sum,
+  // the biases (W's and R's) and the cell: LSTM 3 sigmoids, 2 tanh and 4 products/sums per
+  // hidden unit; GRU 2 sigmoids, 1 tanh and 4; RNN 1 tanh.
+  LayerCounts recurrent_counts(const onnx::NodeProto& node, const std::vector<Shape>& shapes,
+                               std::int64_t activation_elements, std::int64_t constant_elements,
+                               std::int64_t out_elements, const std::string& name,
+                               const std::string& where) const {
+    const Shape& x = shapes.at(0);
+    const Shape& w = shapes.at(1);
+    const Shape& r = shapes.at(2);
+    const std::string& op = node.op_type();
+    const std::int64_t gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+    if (x.size() != 3 || w.size() != 3 || r.size() != 3 || r[2] <= 0 ||
+        w[1] != checked_mul(gates, r[2]) || r[1] != w[1] || r[0] != w[0]) {
+      fail(where,
+           fmt::format("node \"{}\" ({}): expected X [seq, batch, input], W [dirs, {}·hidden, "
+                       "input] and R [dirs, {}·hidden, hidden], got {}, {} and {}",
+                       name, op, gates, gates, shape_to_string(x), shape_to_string(w),
+                       shape_to_string(r)));
+    }
+    const bool batch_first = attribute_int(node, "layout", 0) == 1;
+    const std::int64_t seq = batch_first ? x[1] : x[0];
+    const std::int64_t batch = batch_first ? x[0] : x[1];
+    const std::int64_t input = x[2];
+    const std::int64_t dirs = w[0];
+    const std::int64_t hidden = r[2];
+    const bool bias = node.input_size() > 3 && !node.input(3).empty();
+    const std::int64_t steps = checked_mul(seq, batch, dirs);
+    const std::int64_t gate_width = checked_mul(gates, hidden);
+    std::int64_t per_step = gate_width;  // W·x + R·h.
+    if (bias) per_step = checked_add(per_step, checked_mul(2, gate_width));
+    if (op == "LSTM") {
+      per_step = checked_add(per_step, checked_mul(hidden, 3 * formulas::kSigmoidFlops +
+                                                               2 * formulas::kTanhFlops + 4));
+    } else if (op == "GRU") {
+      per_step = checked_add(
+          per_step, checked_mul(hidden, 2 * formulas::kSigmoidFlops + formulas::kTanhFlops + 4));
+    } else {
+      per_step = checked_add(per_step, checked_mul(hidden, formulas::kTanhFlops));
+    }
+    LayerCounts c;
+    c.macs = checked_mul(steps, gate_width, checked_add(input, hidden));
+    c.other_flops = checked_mul(steps, per_step);
+    c.input_elements = activation_elements;
+    c.weight_elements_read = constant_elements;
+    c.output_elements = out_elements;
+    return c;
   }
 
   // If: the branch its condition selects when the condition is a constant (as it is once the
