@@ -164,6 +164,9 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
   out.model = graphs.front().name;
   out.params = graph_totals(graphs.front()).params;
   out.mode = request.workload.mode;
+  out.devices = request.workload.devices;
+  out.tensor_parallel = request.workload.tensor_parallel;
+  out.zero_stage = request.workload.zero_stage;
   out.sort = sort;
   out.batch_sweep = graphs.size() > 1;
   out.precision_sweep = precisions.size() > 1;

@@ -112,6 +112,11 @@ std::string title(const CompareTable& table) {
     if (!table.precision_sweep) text += fmt::format(", {}", precision_name(first.precision));
     if (!table.batch_sweep) text += fmt::format(", batch {}", first.batch);
   }
+  if (table.devices > 1) text += fmt::format(", {} of each", table.devices);
+  if (table.tensor_parallel > 1) {
+    text += fmt::format(" (tensor-parallel {})", table.tensor_parallel);
+  }
+  if (table.zero_stage > 0) text += fmt::format(", ZeRO-{}", table.zero_stage);
   if (table.run_samples) {
     text += fmt::format(", run of {} samples", format_count(*table.run_samples));
   }
@@ -209,6 +214,9 @@ std::string render_compare_json(const CompareTable& table) {
   j["schema_version"] = kOutputSchemaVersion;
   j["model"] = {{"name", table.model}, {"params", table.params}};
   j["mode"] = std::string(mode_name(table.mode));
+  j["devices"] = table.devices;
+  j["tensor_parallel"] = table.tensor_parallel;
+  j["zero_stage"] = table.zero_stage;
   j["sort"] = std::string(compare_sort_name(table.sort));
   j["cost_basis"] = std::string(cost_basis_name(table.cost_basis));
   j["run_samples"] = json_number(table.run_samples);

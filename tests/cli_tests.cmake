@@ -263,6 +263,8 @@ capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"zero_stage\": 3"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 3 --format json)
 capcalc_cli_error(zero_inference "ZeRO shards training state: add --mode training"
                   estimate data/models/llama3_70b.json --gpu H100 --zero 3)
+capcalc_cli_ok(compare_tensor_parallel "llama2_70b \\(69.0 G params\\), inference, fp16, batch 1, 4 of each \\(tensor-parallel 2\\): 2 devices.*h100-sxm .* 69.4 GB +80 +yes"
+               compare data/models/llama2_70b.json --hw H100,A100-80GB --precision fp16 --tp 2 --devices 4)
 capcalc_cli_error(tensor_parallel_uneven "--devices 6 is not a multiple of --tensor-parallel 4"
                   estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 6)
 capcalc_cli_error(serving_no_seq "--prompt-tokens needs a model with a \"seq\" dimension"
