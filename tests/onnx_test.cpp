@@ -709,6 +709,94 @@ TEST_CASE("onnx: a recursive local function is an error, not a crash", "[onnx]")
                                           "64 deep"));
 }
 
+namespace {
+
+// h [4, 16] -> Loop(trips) { h' = Relu(h @ W [16, 16]) ; scan: h' } -> (h_final, hs [trips, 4,
+// 16]).
+OnnxModel loop_model(std::int64_t trips) {
+  OnnxModel m("loop");
+  m.input("h0", {std::int64_t{4}, std::int64_t{16}});
+  m.weight("W", {16, 16});
+  m.constant_ints("trips", {trips}, /*rank0=*/true);
+  auto& loop = m.node("Loop", {"trips", "", "h0"}, {"h_final", "hs"}, "steps");
+  auto* attr = loop.add_attribute();
+  attr->set_name("body");
+  attr->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto& body = *attr->mutable_g();
+  body.set_name("body");
+  const auto add_input = [&](const std::string& name, std::int32_t type,
+                             const std::vector<std::int64_t>& dims) {
+    auto* info = body.add_input();
+    info->set_name(name);
+    auto* t = info->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    auto* shape = t->mutable_shape();
+    for (std::int64_t d : dims)
+      shape->add_dim()->set_dim_value(d);
+  };
+  add_input("i", onnx::TensorProto::INT64, {});
+  add_input("cond", onnx::TensorProto::BOOL, {});
+  add_input("h", onnx::TensorProto::FLOAT, {4, 16});
+  const auto body_node = [&](const std::string& op, const std::vector<std::string>& in,
+                             const std::string& out, const std::string& name) {
+    auto* n = body.add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (const auto& x : in)
+      n->add_input(x);
+    n->add_output(out);
+  };
+  body_node("Identity", {"cond"}, "cond_out", "keep_going");
+  body_node("MatMul", {"h", "W"}, "hw", "step_matmul");
+  body_node("Relu", {"hw"}, "h_next", "step_relu");
+  body_node("Identity", {"h_next"}, "h_scan", "scan_copy");
+  for (const char* out : {"cond_out", "h_next", "h_scan"})
+    body.add_output()->set_name(out);
+  body.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::BOOL);
+  body.mutable_output(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  body.mutable_output(2)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  m.node("Sigmoid", {"hs"}, {"out"}, "after");
+  m.output("h_final");
+  m.output("out");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: a Loop with a known trip count is unrolled", "[onnx]") {
+  const Graph g = loop_model(3).load("loop");
+  CHECK(g.unknown_ops.empty());
+  const auto totals = capcalc::graph_totals(g);
+  // Three iterations of 4 x 16 x 16 MACs; W is counted once.
+  CHECK(totals.macs == 3 * 4 * 16 * 16);
+  CHECK(totals.params == 16 * 16);
+  CHECK(layer_named(g, "steps/2/step_matmul").output == capcalc::Shape{4, 16});
+  CHECK(layer_named(g, "steps/0/step_matmul").definition == "/graph/node/1/attribute/0/g/node/1");
+  // The second iteration reads the first one's output.
+  const auto& second = layer_named(g, "steps/1/step_matmul");
+  REQUIRE(second.inputs.size() == 1);
+  CHECK(g.value_name(second.inputs[0]) == "steps/0/step_relu");
+  // The scan output stacks the three iterations' values: [3, 4, 16].
+  CHECK(layer_named(g, "steps/scan_0").output == capcalc::Shape{3, 4, 16});
+  CHECK(layer_named(g, "after").output == capcalc::Shape{3, 4, 16});
+}
+
+TEST_CASE("onnx: a Loop whose trip count is unknown or too large is an error", "[onnx]") {
+  REQUIRE_THROWS_WITH(loop_model(100'000).load("loop_long"),
+                      Catch::Contains("/graph/node/1") &&
+                          Catch::Contains("node \"steps\" (Loop): 100000 iterations, more than "
+                                          "the 4096 capcalc unrolls"));
+  OnnxModel m = loop_model(3);
+  m.graph().mutable_node(0)->set_output(0, "unused");
+  m.input("trips", {}, onnx::TensorProto::INT64);
+  REQUIRE_THROWS_WITH(m.load("loop_unknown"),
+                      Catch::Contains("node \"steps\" (Loop): its trip count is not known at "
+                                      "import"));
+}
+
 TEST_CASE("onnx: LSTM, GRU and RNN count their gate products per step", "[onnx]") {
   // torch.nn.LSTM(32, 64, bidirectional=True) on [seq 20, batch 4, 32], exported as one LSTM
   // node: W [2, 4·64, 32], R [2, 4·64, 64], B [2, 8·64] (torch's two biases); then a GRU

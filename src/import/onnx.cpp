@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
@@ -369,6 +370,9 @@ KnownShape from_proto(const onnx::TensorShapeProto& proto) {
   return shape;
 }
 
+// Loops are unrolled at import; longer ones are an error rather than a hang.
+constexpr std::int64_t kMaxLoopIterations = 4096;
+
 class Importer {
  public:
   Importer(onnx::ModelProto& model, const std::string& file, const ModelOptions& options)
@@ -593,6 +597,7 @@ class Importer {
                 return it->second.dims;
               }) > 0;
       added = set_if_output_shapes() || added;
+      added = set_loop_output_shapes() || added;
       for (const auto& node : graph_proto_.node()) {
         if (node.input_size() == 0 || node.output_size() == 0) continue;
         const OpRule* rule = find_rule(node);
@@ -656,30 +661,61 @@ class Importer {
       }
       if (branch == nullptr) continue;
       for (int i = 0; i < node.output_size() && i < branch->output_size(); ++i) {
-        const auto out = shapes_.find(node.output(i));
         const auto in = shapes_.find(branch->output(i).name());
-        if (in == shapes_.end() || !in->second.complete()) continue;
-        if (out != shapes_.end() && out->second.complete()) continue;
-        onnx::ValueInfoProto* info = nullptr;
-        for (auto& existing : *graph_proto_.mutable_value_info()) {
-          if (existing.name() == node.output(i)) info = &existing;
-        }
-        for (auto& existing : *graph_proto_.mutable_output()) {
-          if (existing.name() == node.output(i)) info = &existing;
-        }
-        if (info == nullptr) {
-          info = graph_proto_.add_value_info();
-          info->set_name(node.output(i));
-        }
-        auto& tensor = *info->mutable_type()->mutable_tensor_type();
-        if (tensor.elem_type() == 0) tensor.set_elem_type(onnx::TensorProto::FLOAT);
-        tensor.clear_shape();
-        for (std::int64_t d : in->second.dims)
-          tensor.mutable_shape()->add_dim()->set_dim_value(d);
-        changed = true;
+        if (node.output(i).empty() || in == shapes_.end() || !in->second.complete()) continue;
+        changed = write_shape(node.output(i), in->second.dims) || changed;
       }
     }
     return changed;
+  }
+
+  // ONNX leaves a Loop's scan outputs without their leading dimension (the trip count); with a
+  // trip count known at import they are [trips, ...the body's output], and the loop-carried
+  // outputs have the body's shapes.
+  bool set_loop_output_shapes() {
+    bool changed = false;
+    for (const auto& node : graph_proto_.node()) {
+      if (node.op_type() != "Loop" || node.input_size() < 2 || node.input(0).empty()) continue;
+      const std::optional<std::int64_t> trips = constant_int(node.input(0));
+      if (!trips || *trips < 0 || *trips > kMaxLoopIterations) continue;
+      const onnx::GraphProto* body = nullptr;
+      for (const auto& a : node.attribute()) {
+        if (a.name() == "body" && a.type() == onnx::AttributeProto::GRAPH) body = &a.g();
+      }
+      const int carried = node.input_size() - 2;
+      if (body == nullptr || body->output_size() < carried + 1) continue;
+      for (int i = 0; i < node.output_size() && 1 + i < body->output_size(); ++i) {
+        const auto in = shapes_.find(body->output(1 + i).name());
+        if (node.output(i).empty() || in == shapes_.end() || !in->second.complete()) continue;
+        Shape shape = in->second.dims;
+        if (i >= carried) shape.insert(shape.begin(), *trips);
+        changed = write_shape(node.output(i), shape) || changed;
+      }
+    }
+    return changed;
+  }
+
+  // Sets a graph value's shape (value_info, or the graph output) unless ONNX already knows it.
+  bool write_shape(const std::string& name, const Shape& shape) {
+    const auto known = shapes_.find(name);
+    if (known != shapes_.end() && known->second.complete()) return false;
+    onnx::ValueInfoProto* info = nullptr;
+    for (auto& existing : *graph_proto_.mutable_value_info()) {
+      if (existing.name() == name) info = &existing;
+    }
+    for (auto& existing : *graph_proto_.mutable_output()) {
+      if (existing.name() == name) info = &existing;
+    }
+    if (info == nullptr) {
+      info = graph_proto_.add_value_info();
+      info->set_name(name);
+    }
+    auto& tensor = *info->mutable_type()->mutable_tensor_type();
+    if (tensor.elem_type() == 0) tensor.set_elem_type(onnx::TensorProto::FLOAT);
+    tensor.clear_shape();
+    for (std::int64_t d : shape)
+      tensor.mutable_shape()->add_dim()->set_dim_value(d);
+    return true;
   }
 
   void collect_shapes() {
@@ -707,6 +743,8 @@ class Importer {
           for (const auto& node : graph.node()) {
             for (const auto& a : node.attribute()) {
               if (a.type() != onnx::AttributeProto::GRAPH) continue;
+              for (const auto& info : a.g().input())
+                add(info);
               for (const auto& info : a.g().value_info())
                 add(info);
               for (const auto& info : a.g().output())
@@ -744,8 +782,8 @@ class Importer {
   }
 
   std::string node_name(const onnx::NodeProto& node, int index) const {
-    return node.name().empty() ? fmt::format("{}{}_{}", name_prefix_, node.op_type(), index)
-                               : node.name();
+    if (node.name().empty()) return fmt::format("{}{}_{}", name_prefix_, node.op_type(), index);
+    return prefix_names_ ? name_prefix_ + node.name() : node.name();
   }
 
   // The JSON pointer of node `index` of the graph being read (a branch of If: its subgraph).
@@ -773,6 +811,10 @@ class Importer {
   void add_node(const onnx::NodeProto& node, int index) {
     if (node.op_type() == "If" && (node.domain().empty() || node.domain() == "ai.onnx")) {
       add_if(node, index);
+      return;
+    }
+    if (node.op_type() == "Loop" && (node.domain().empty() || node.domain() == "ai.onnx")) {
+      add_loop(node, index);
       return;
     }
     const OpRule* rule = find_rule(node);
@@ -1201,6 +1243,104 @@ class Importer {
       add_node(graph.node(i), i);
   }
 
+  // Loop with a trip count known at import: the body unrolled, once per iteration, its
+  // loop-carried values threaded through (the condition is taken to hold unless it is a
+  // constant false: an upper bound); each scan output a concatenation of the iterations'
+  // values. Layers are named "<Loop node>/<iteration>/<body node>".
+  void add_loop(const onnx::NodeProto& node, int index) {
+    const std::string name = node_name(node, index);
+    const onnx::GraphProto* body = nullptr;
+    int slot = -1;
+    for (int a = 0; a < node.attribute_size(); ++a) {
+      if (node.attribute(a).name() == "body" &&
+          node.attribute(a).type() == onnx::AttributeProto::GRAPH) {
+        body = &node.attribute(a).g();
+        slot = a;
+      }
+    }
+    const int carried = node.input_size() - 2;
+    if (body == nullptr || carried < 0 || body->input_size() != carried + 2 ||
+        body->output_size() < carried + 1) {
+      fail(node_pointer(index),
+           fmt::format("node \"{}\" (Loop) needs a body with 2 + N inputs and 1 + N + K outputs "
+                       "for its N loop-carried values",
+                       name));
+    }
+    const std::optional<std::int64_t> trips =
+        node.input(0).empty() ? std::nullopt : constant_int(node.input(0));
+    if (!trips || *trips < 0) {
+      fail(node_pointer(index),
+           fmt::format("node \"{}\" (Loop): its trip count is not known at import", name));
+    }
+    if (*trips > kMaxLoopIterations) {
+      fail(node_pointer(index),
+           fmt::format("node \"{}\" (Loop): {} iterations, more than the {} capcalc unrolls", name,
+                       *trips, kMaxLoopIterations));
+    }
+    std::int64_t iterations = *trips;
+    if (!node.input(1).empty()) {
+      if (const std::optional<bool> go = constant_bool(node.input(1)); go && !*go) iterations = 0;
+    }
+    std::vector<Value> state;
+    for (int k = 0; k < carried; ++k) {
+      state.push_back(value_of(node.input(2 + k), node, index));
+      // A body input without a shape has its initial value's.
+      const auto known = shapes_.find(body->input(2 + k).name());
+      const auto initial = shapes_.find(node.input(2 + k));
+      if ((known == shapes_.end() || !known->second.complete()) && initial != shapes_.end()) {
+        shapes_[body->input(2 + k).name()] = initial->second;
+      }
+    }
+    const int scans = body->output_size() - 1 - carried;
+    std::vector<std::vector<std::int32_t> > scanned(static_cast<std::size_t>(scans));
+    const std::string saved_scope = scope_;
+    const std::string saved_prefix = name_prefix_;
+    const bool saved_prefix_names = prefix_names_;
+    scope_ = fmt::format("{}/attribute/{}/g", node_pointer(index), slot);
+    prefix_names_ = true;
+    for (std::int64_t it = 0; it < iterations; ++it) {
+      name_prefix_ = fmt::format("{}/{}/", name, it);
+      values_[body->input(0).name()] = meta_value();
+      values_[body->input(1).name()] = meta_value();
+      for (int k = 0; k < carried; ++k)
+        values_[body->input(2 + k).name()] = state[static_cast<std::size_t>(k)];
+      read_nodes(*body);
+      for (int k = 0; k < carried; ++k)
+        state[static_cast<std::size_t>(k)] = value_of(body->output(1 + k).name(), node, index);
+      for (int j = 0; j < scans; ++j) {
+        const Value& v = value_of(body->output(1 + carried + j).name(), node, index);
+        if (v.kind == Kind::kActivation) scanned[static_cast<std::size_t>(j)].push_back(v.id);
+      }
+    }
+    scope_ = saved_scope;
+    name_prefix_ = saved_prefix;
+    prefix_names_ = saved_prefix_names;
+    for (int k = 0; k < carried && k < node.output_size(); ++k) {
+      if (!node.output(k).empty()) values_[node.output(k)] = state[static_cast<std::size_t>(k)];
+    }
+    for (int j = 0; j < scans && carried + j < node.output_size(); ++j) {
+      const std::string& output = node.output(carried + j);
+      if (output.empty()) continue;
+      Layer layer;
+      layer.name = fmt::format("{}/scan_{}", name, j);
+      layer.op = "concat";
+      layer.definition = node_pointer(index);
+      layer.group = group_of(name);
+      layer.inputs = scanned[static_cast<std::size_t>(j)];
+      layer.output = shape_of(output, node, index);
+      std::int64_t in_elements = 0;
+      for (std::int32_t id : layer.inputs)
+        in_elements = checked_add(in_elements, element_count(graph_.value_shape(id)));
+      layer.counts = formulas::elementwise_counts(in_elements, element_count(layer.output), 0);
+      graph_.layers.push_back(std::move(layer));
+      Value value;
+      value.kind = Kind::kActivation;
+      value.id = graph_.layer_value(graph_.layers.size() - 1);
+      value.needs_grad = true;
+      values_[output] = value;
+    }
+  }
+
   // ONNX LSTM, GRU and RNN (default activations). Per time step, direction and sequence of the
   // batch: the gate products W·x and R·h (gates x hidden x (input + hidden) MACs), their sum,
   // the biases (W's and R's) and the cell: LSTM 3 sigmoids, 2 tanh and 4 products/sums per
@@ -1341,6 +1481,13 @@ class Importer {
   // The value of a boolean (or integer) scalar known at import: an initializer with data or a
   // Constant node (folded shape arithmetic ends as one).
   std::optional<bool> constant_bool(const std::string& tensor) const {
+    const std::optional<std::int64_t> value = constant_int(tensor);
+    if (!value) return std::nullopt;
+    return *value != 0;
+  }
+
+  // The value of an integer or boolean scalar (or one-element tensor) known at import.
+  std::optional<std::int64_t> constant_int(const std::string& tensor) const {
     const onnx::TensorProto* proto = nullptr;
     if (const auto it = initializers_.find(tensor); it != initializers_.end()) proto = it->second;
     for (const auto& node : graph_proto_.node()) {
@@ -1353,12 +1500,33 @@ class Importer {
       }
     }
     if (proto == nullptr) return std::nullopt;
-    if (proto->int32_data_size() == 1) return proto->int32_data(0) != 0;
-    if (proto->int64_data_size() == 1) return proto->int64_data(0) != 0;
-    if (proto->raw_data().size() >= 1 && (proto->data_type() == onnx::TensorProto::BOOL ||
-                                          proto->data_type() == onnx::TensorProto::UINT8 ||
-                                          proto->data_type() == onnx::TensorProto::INT8)) {
-      return proto->raw_data()[0] != 0;
+    if (proto->int32_data_size() == 1) return proto->int32_data(0);
+    if (proto->int64_data_size() == 1) return proto->int64_data(0);
+    const std::string& raw = proto->raw_data();
+    switch (proto->data_type()) {
+      case onnx::TensorProto::BOOL:
+      case onnx::TensorProto::UINT8:
+        if (raw.size() == 1) return static_cast<unsigned char>(raw[0]);
+        break;
+      case onnx::TensorProto::INT8:
+        if (raw.size() == 1) return static_cast<signed char>(raw[0]);
+        break;
+      case onnx::TensorProto::INT32:
+        if (raw.size() == 4) {
+          std::int32_t v = 0;
+          std::memcpy(&v, raw.data(), 4);
+          return v;
+        }
+        break;
+      case onnx::TensorProto::INT64:
+        if (raw.size() == 8) {
+          std::int64_t v = 0;
+          std::memcpy(&v, raw.data(), 8);
+          return v;
+        }
+        break;
+      default:
+        break;
     }
     return std::nullopt;
   }
@@ -1398,7 +1566,8 @@ class Importer {
   std::set<std::string> assumed_;  // Outputs whose shape was assumed (unknown operators).
   std::map<std::string, std::int32_t> groups_;
   std::string scope_ = "/graph";      // JSON pointer of the graph being read.
-  std::string name_prefix_;           // For unnamed nodes inside If branches.
+  std::string name_prefix_;           // Unnamed nodes in If branches, every node in Loop bodies.
+  bool prefix_names_ = false;         // Loop iterations: every node name gets name_prefix_.
   std::vector<std::string> origins_;  // Per main-graph node, its pointer in the file (functions).
 };
 
