@@ -813,9 +813,15 @@ class Importer {
       add_if(node, index);
       return;
     }
-    if (node.op_type() == "Loop" && (node.domain().empty() || node.domain() == "ai.onnx")) {
-      add_loop(node, index);
-      return;
+    // A Loop whose trip count is not known at import (or too large to unroll) stays an unknown
+    // operator: listed and warned about, as before.
+    if (node.op_type() == "Loop" && (node.domain().empty() || node.domain() == "ai.onnx") &&
+        node.input_size() >= 2 && !node.input(0).empty()) {
+      if (const auto trips = constant_int(node.input(0));
+          trips && *trips >= 0 && *trips <= kMaxLoopIterations) {
+        add_loop(node, index, *trips);
+        return;
+      }
     }
     const OpRule* rule = find_rule(node);
     bool any_activation = false;
@@ -1247,7 +1253,7 @@ class Importer {
   // loop-carried values threaded through (the condition is taken to hold unless it is a
   // constant false: an upper bound); each scan output a concatenation of the iterations'
   // values. Layers are named "<Loop node>/<iteration>/<body node>".
-  void add_loop(const onnx::NodeProto& node, int index) {
+  void add_loop(const onnx::NodeProto& node, int index, std::int64_t trips) {
     const std::string name = node_name(node, index);
     const onnx::GraphProto* body = nullptr;
     int slot = -1;
@@ -1266,18 +1272,7 @@ class Importer {
                        "for its N loop-carried values",
                        name));
     }
-    const std::optional<std::int64_t> trips =
-        node.input(0).empty() ? std::nullopt : constant_int(node.input(0));
-    if (!trips || *trips < 0) {
-      fail(node_pointer(index),
-           fmt::format("node \"{}\" (Loop): its trip count is not known at import", name));
-    }
-    if (*trips > kMaxLoopIterations) {
-      fail(node_pointer(index),
-           fmt::format("node \"{}\" (Loop): {} iterations, more than the {} capcalc unrolls", name,
-                       *trips, kMaxLoopIterations));
-    }
-    std::int64_t iterations = *trips;
+    std::int64_t iterations = trips;
     if (!node.input(1).empty()) {
       if (const std::optional<bool> go = constant_bool(node.input(1)); go && !*go) iterations = 0;
     }
