@@ -180,3 +180,34 @@ TEST_CASE("onnx fold: leaves graph outputs, unknown shapes and large tensors alo
   CHECK(constant(m, "n0") == std::pair{Ints{}, Ints{5000}});
   CHECK(producer(m, "too_big").op_type() == "Range");
 }
+
+TEST_CASE("onnx fold: exporter sentinels and overflowing arithmetic", "[onnx]") {
+  // torch writes x[1:] as Slice(x, 1, INT64_MAX) and x[::-1] as Slice(x, -1, INT64_MIN, step -1).
+  OnnxModel m("fold");
+  m.ints("x", {10, 20, 30, 40});
+  m.ints("one", {1});
+  m.ints("minus1", {-1});
+  m.ints("max", {INT64_MAX});
+  m.ints("min", {INT64_MIN});
+  m.ints("axes", {0});
+  m.node("Slice", {"x", "one", "max", "axes"}, {"tail"});
+  m.node("Slice", {"x", "minus1", "min", "axes", "minus1"}, {"reversed"});
+  m.node("Slice", {"x", "one", "max", "axes", "max"}, {"huge_step"});
+  m.node("Add", {"max", "one"}, {"overflow"});
+  m.node("Mul", {"min", "minus1"}, {"overflow_mul"});
+  m.node("Div", {"min", "minus1"}, {"overflow_div"});
+  m.node("Range", {"min_scalar", "max_scalar", "one_scalar"}, {"too_long"});
+  m.constant_ints("min_scalar", {INT64_MIN}, true);
+  m.constant_ints("max_scalar", {INT64_MAX}, true);
+  m.constant_ints("one_scalar", {1}, true);
+  Shapes shapes;
+  fold_shape_arithmetic(m.graph(), shapes.lookup());
+  CHECK(constant(m, "tail") == std::pair{Ints{3}, Ints{20, 30, 40}});
+  CHECK(constant(m, "reversed") == std::pair{Ints{4}, Ints{40, 30, 20, 10}});
+  CHECK(constant(m, "huge_step") == std::pair{Ints{1}, Ints{20}});
+  // Arithmetic that would overflow is left to the runtime, never wrapped.
+  CHECK(producer(m, "overflow").op_type() == "Add");
+  CHECK(producer(m, "overflow_mul").op_type() == "Mul");
+  CHECK(producer(m, "overflow_div").op_type() == "Div");
+  CHECK(producer(m, "too_long").op_type() == "Range");
+}

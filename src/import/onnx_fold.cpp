@@ -1,6 +1,7 @@
 #include "import/onnx_fold.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <map>
 #include <set>
@@ -194,7 +195,7 @@ std::optional<Tensor> elementwise(const std::vector<const Tensor*>& in, int elem
 
 // Floor-free integer division as ONNX Div on integers (truncation toward zero).
 std::optional<std::int64_t> divide(std::int64_t a, std::int64_t b) {
-  if (b == 0) return std::nullopt;
+  if (b == 0 || (b == -1 && a == INT64_MIN)) return std::nullopt;
   return a / b;
 }
 
@@ -263,8 +264,9 @@ class Folder {
       if (!shape) return std::nullopt;
       if (op == "Size") {
         std::int64_t n = 1;
-        for (std::int64_t d : *shape)
-          n *= d;
+        for (std::int64_t d : *shape) {
+          if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
+        }
         Tensor t;
         t.values = {n};
         return t;
@@ -406,8 +408,7 @@ class Folder {
           dims.push_back(1);
           continue;
         }
-        if (d < 0) return std::nullopt;
-        known *= d;
+        if (d < 0 || __builtin_mul_overflow(known, d, &known)) return std::nullopt;
         dims.push_back(d);
       }
       const auto n = static_cast<std::int64_t>(x->values.size());
@@ -430,8 +431,12 @@ class Folder {
       }
       const std::int64_t start = x->values[0];
       const std::int64_t step = delta->values[0];
-      const std::int64_t span = limit->values[0] - start;
-      const std::int64_t n = std::max<std::int64_t>(0, (span + step + (step > 0 ? -1 : 1)) / step);
+      // ceil((limit - start) / step), without overflow: the operands may be any int64.
+      std::int64_t span = 0;
+      if (__builtin_sub_overflow(limit->values[0], start, &span)) return std::nullopt;
+      if (step == -1 && span == INT64_MIN) return std::nullopt;
+      std::int64_t n = 0;
+      if (span != 0 && (span > 0) == (step > 0)) n = span / step + (span % step != 0 ? 1 : 0);
       if (n > kMaxFoldedElements) return std::nullopt;
       Tensor t;
       t.elem_type = x->elem_type;
@@ -448,9 +453,13 @@ class Folder {
       if (y == nullptr || node.input_size() != 2) return std::nullopt;
       const int type = op == "Equal" ? static_cast<int>(onnx::TensorProto::BOOL) : x->elem_type;
       return elementwise({x, y}, type, [&op](const Args& v) -> std::optional<std::int64_t> {
-        if (op == "Add") return v[0] + v[1];
-        if (op == "Sub") return v[0] - v[1];
-        if (op == "Mul") return v[0] * v[1];
+        std::int64_t r = 0;
+        if (op == "Add")
+          return __builtin_add_overflow(v[0], v[1], &r) ? std::nullopt : std::optional(r);
+        if (op == "Sub")
+          return __builtin_sub_overflow(v[0], v[1], &r) ? std::nullopt : std::optional(r);
+        if (op == "Mul")
+          return __builtin_mul_overflow(v[0], v[1], &r) ? std::nullopt : std::optional(r);
         if (op == "Div") return divide(v[0], v[1]);
         if (op == "Min") return std::min(v[0], v[1]);
         if (op == "Max") return std::max(v[0], v[1]);
@@ -513,16 +522,27 @@ class Folder {
       if (!axis || steps[i] == 0) return std::nullopt;
       const auto a = static_cast<std::size_t>(*axis);
       const std::int64_t d = x.dims[a];
-      std::int64_t s = starts[i] < 0 ? starts[i] + d : starts[i];
-      std::int64_t e = ends[i] < 0 ? ends[i] + d : ends[i];
+      // Exporters write INT64_MAX for "to the end": clamp before any arithmetic.
+      std::int64_t s = starts[i] < 0 ? std::max<std::int64_t>(starts[i], -d) + d : starts[i];
+      std::int64_t e = ends[i] < 0 ? std::max<std::int64_t>(ends[i], -d - 1) + d : ends[i];
+      // |step| without overflow for INT64_MIN.
+      const std::uint64_t magnitude = steps[i] > 0
+                                          ? static_cast<std::uint64_t>(steps[i])
+                                          : static_cast<std::uint64_t>(-(steps[i] + 1)) + 1;
       if (steps[i] > 0) {
         s = std::clamp<std::int64_t>(s, 0, d);
         e = std::clamp<std::int64_t>(e, 0, d);
-        dims[a] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
+        dims[a] =
+            e > s ? 1 + static_cast<std::int64_t>(static_cast<std::uint64_t>(e - s - 1) / magnitude)
+                  : 0;
+      } else if (d == 0) {
+        dims[a] = 0;
       } else {
         s = std::clamp<std::int64_t>(s, 0, d - 1);
         e = std::clamp<std::int64_t>(e, -1, d - 1);
-        dims[a] = s > e ? (s - e - steps[i] - 1) / -steps[i] : 0;
+        dims[a] =
+            s > e ? 1 + static_cast<std::int64_t>(static_cast<std::uint64_t>(s - e - 1) / magnitude)
+                  : 0;
       }
       first[a] = s;
       step[a] = steps[i];
