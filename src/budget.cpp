@@ -233,11 +233,7 @@ std::string workload_text(const Graph& graph, Precision precision, const Workloa
   std::string text = fmt::format("{}, {}, batch {}", mode_name(workload.mode),
                                  precision_name(precision), graph.batch);
   if (workload.devices > 1) text += fmt::format(", {} devices", workload.devices);
-  if (workload.tensor_parallel > 1) {
-    text += fmt::format(" (tensor-parallel {})", workload.tensor_parallel);
-  }
-  if (workload.zero_stage > 0) text += fmt::format(", ZeRO-{}", workload.zero_stage);
-  return text;
+  return text + parallelism_text(workload.tensor_parallel, workload.zero_stage);
 }
 
 }  // namespace

@@ -219,6 +219,13 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
   return workload.devices / workload.tensor_parallel;
 }
 
+std::string parallelism_text(std::int64_t tensor_parallel, int zero_stage) {
+  std::string text;
+  if (tensor_parallel > 1) text += fmt::format(" (tensor-parallel {})", tensor_parallel);
+  if (zero_stage > 0) text += fmt::format(", ZeRO-{}", zero_stage);
+  return text;
+}
+
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
                   const Workload& workload) {
   const auto replicas = static_cast<double>(data_parallel_replicas(workload));

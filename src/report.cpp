@@ -150,7 +150,7 @@ std::string render_training_text(const ReportInput& in) {
   const TrainingTotals& t = *in.training;
   const TrainingRun& run = *in.run;
   std::string out = fmt::format("\nTraining run ({} samples)\n", format_count(run.samples));
-  const std::int64_t replicas = in.workload.devices / in.workload.tensor_parallel;
+  const std::int64_t replicas = data_parallel_replicas(in.workload);
   out += fmt::format("  steps        {} of {} x {} {}\n",
                      format_grouped(static_cast<std::int64_t>(t.steps)), in.graph.batch, replicas,
                      in.workload.tensor_parallel > 1 ? (replicas == 1 ? "replica" : "replicas")
@@ -300,6 +300,7 @@ std::string render_explain_text(const ReportInput& in) {
         "floor\n",
         in.serving != nullptr ? " and KV cache" : "", tp);
   }
+  const std::int64_t replicas = data_parallel_replicas(in.workload);
   if (const int zero = in.workload.zero_stage; zero > 0) {
     out += fmt::format(
         "  ZeRO-{}       optimizer state{} sharded over {} data-parallel replicas\n"
@@ -308,14 +309,14 @@ std::string render_explain_text(const ReportInput& in) {
         zero == 1   ? " and its update"
         : zero == 2 ? ", its update and gradients"
                     : ", update, gradients, weights",
-        in.workload.devices / tp,
+        replicas,
         zero == 3 ? ";\n               the one layer gathered at a time is not counted" : "");
   }
-  if (in.workload.devices > tp) {
+  if (replicas > 1) {
     out += fmt::format(
         "  devices      {} data-parallel replica{} of {} device{}, ideal scaling (no "
         "communication time)\n",
-        in.workload.devices / tp, in.workload.devices / tp == 1 ? "" : "s", tp, tp == 1 ? "" : "s");
+        replicas, replicas == 1 ? "" : "s", tp, tp == 1 ? "" : "s");
   }
   if (in.training != nullptr) {
     out += "  run          steps = ceil(samples / (batch x replicas)); time = steps x step time\n";
@@ -342,10 +343,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   std::string workload = fmt::format("{}, {}, batch {}, {} profile", mode_name(in.workload.mode),
                                      precision_name(precision), g.batch, profile_name(e.profile));
   if (in.workload.devices > 1) workload += fmt::format(", {} devices", in.workload.devices);
-  if (in.workload.tensor_parallel > 1) {
-    workload += fmt::format(" (tensor-parallel {})", in.workload.tensor_parallel);
-  }
-  if (in.workload.zero_stage > 0) workload += fmt::format(", ZeRO-{}", in.workload.zero_stage);
+  workload += parallelism_text(in.workload.tensor_parallel, in.workload.zero_stage);
   out += fmt::format("  workload     {}\n", workload);
   if (in.workload.sparsity == Sparsity::kUnstructured) {
     out += "  sparsity     unstructured: no speedup on dense hardware, counted as dense\n";

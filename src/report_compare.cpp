@@ -113,10 +113,7 @@ std::string title(const CompareTable& table) {
     if (!table.batch_sweep) text += fmt::format(", batch {}", first.batch);
   }
   if (table.devices > 1) text += fmt::format(", {} of each", table.devices);
-  if (table.tensor_parallel > 1) {
-    text += fmt::format(" (tensor-parallel {})", table.tensor_parallel);
-  }
-  if (table.zero_stage > 0) text += fmt::format(", ZeRO-{}", table.zero_stage);
+  text += parallelism_text(table.tensor_parallel, table.zero_stage);
   if (table.run_samples) {
     text += fmt::format(", run of {} samples", format_count(*table.run_samples));
   }

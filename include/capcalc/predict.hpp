@@ -130,6 +130,9 @@ struct Estimate {
 /// least 1, tensor_parallel divides devices and zero_stage is 0 to 3 (above 0 only in training).
 std::int64_t data_parallel_replicas(const Workload& workload);
 
+/// " (tensor-parallel T)" and ", ZeRO-S" where they apply, for workload descriptions.
+std::string parallelism_text(std::int64_t tensor_parallel, int zero_stage);
+
 /// Predicts one step. Throws capcalc::Error if the device cannot compute in the precision.
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
                   const Workload& workload);

@@ -232,12 +232,9 @@ void read_qwen2(const Config& config, Spec& spec) {
 
 // Qwen3: Qwen2's layout without the Q/K/V biases (attention_bias) and with q_norm and k_norm.
 void read_qwen3(const Config& config, Spec& spec) {
-  read_decoder(config, spec);
+  read_qwen2(config, spec);
   spec.qkv_bias = spec.out_bias = config.flag("attention_bias", false);
   spec.qk_norm = true;
-  spec.tied = config.flag("tie_word_embeddings", false);
-  read_windows(config, spec, config.flag("use_sliding_window", false),
-               config.positive("max_window_layers", 28));
 }
 
 // Qwen3-MoE: Qwen3 attention; every layer's MLP a mixture of num_experts SwiGLU experts of

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
@@ -289,6 +288,24 @@ Operands operands_of(const std::string& op_type) {
   if (op_type == "ConvInteger" || op_type == "MatMulInteger") return {0, 1, -1, true};
   if (op_type == "MatMulNBits") return {0, 1, 5, true};
   return {};
+}
+
+// A node's subgraph attribute (If's branches, Loop's body) and its index; nullptr if absent.
+const onnx::GraphProto* graph_attribute(const onnx::NodeProto& node, std::string_view name,
+                                        int* slot = nullptr) {
+  for (int a = 0; a < node.attribute_size(); ++a) {
+    const onnx::AttributeProto& attr = node.attribute(a);
+    if (attr.name() == name && attr.type() == onnx::AttributeProto::GRAPH) {
+      if (slot != nullptr) *slot = a;
+      return &attr.g();
+    }
+  }
+  return nullptr;
+}
+
+// Whether input `slot` of a node is given (optional inputs may be absent or empty).
+bool has_input(const onnx::NodeProto& node, int slot) {
+  return slot >= 0 && slot < node.input_size() && !node.input(slot).empty();
 }
 
 std::string qualified_op(const onnx::NodeProto& node) {
@@ -616,26 +633,7 @@ class Importer {
           shape->back() = attribute_int(node, "N", 0);  // [..., K] x [K, N].
           if (shape->back() <= 0) shape.reset();
         }
-        if (!shape) continue;
-        std::vector<onnx::ValueInfoProto*> infos;
-        for (auto& existing : *graph_proto_.mutable_value_info()) {
-          if (existing.name() == node.output(0)) infos.push_back(&existing);
-        }
-        for (auto& existing : *graph_proto_.mutable_output()) {
-          if (existing.name() == node.output(0)) infos.push_back(&existing);
-        }
-        if (infos.empty()) {
-          infos.push_back(graph_proto_.add_value_info());
-          infos.back()->set_name(node.output(0));
-          infos.back()->mutable_type()->mutable_tensor_type()->set_elem_type(
-              onnx::TensorProto::FLOAT);
-        }
-        for (onnx::ValueInfoProto* info : infos) {
-          auto& tensor = *info->mutable_type()->mutable_tensor_type();
-          tensor.clear_shape();
-          for (std::int64_t d : *shape)
-            tensor.mutable_shape()->add_dim()->set_dim_value(d);
-        }
+        if (!shape || !write_shape(node.output(0), *shape)) continue;
         assumed_.insert(node.output(0));
         added = true;
       }
@@ -652,13 +650,8 @@ class Importer {
       if (node.op_type() != "If" || node.input_size() < 1) continue;
       const std::optional<bool> condition = constant_bool(node.input(0));
       if (!condition) continue;
-      const onnx::GraphProto* branch = nullptr;
-      for (const auto& a : node.attribute()) {
-        if (a.type() == onnx::AttributeProto::GRAPH &&
-            a.name() == (*condition ? "then_branch" : "else_branch")) {
-          branch = &a.g();
-        }
-      }
+      const onnx::GraphProto* branch =
+          graph_attribute(node, *condition ? "then_branch" : "else_branch");
       if (branch == nullptr) continue;
       for (int i = 0; i < node.output_size() && i < branch->output_size(); ++i) {
         const auto in = shapes_.find(branch->output(i).name());
@@ -678,10 +671,7 @@ class Importer {
       if (node.op_type() != "Loop" || node.input_size() < 2 || node.input(0).empty()) continue;
       const std::optional<std::int64_t> trips = constant_int(node.input(0));
       if (!trips || *trips < 0 || *trips > kMaxLoopIterations) continue;
-      const onnx::GraphProto* body = nullptr;
-      for (const auto& a : node.attribute()) {
-        if (a.name() == "body" && a.type() == onnx::AttributeProto::GRAPH) body = &a.g();
-      }
+      const onnx::GraphProto* body = graph_attribute(node, "body");
       const int carried = node.input_size() - 2;
       if (body == nullptr || body->output_size() < carried + 1) continue;
       for (int i = 0; i < node.output_size() && 1 + i < body->output_size(); ++i) {
@@ -695,26 +685,29 @@ class Importer {
     return changed;
   }
 
-  // Sets a graph value's shape (value_info, or the graph output) unless ONNX already knows it.
+  // Sets a graph value's shape (its value_info and graph output entries) unless ONNX already
+  // knows it; the next inference round reads it.
   bool write_shape(const std::string& name, const Shape& shape) {
     const auto known = shapes_.find(name);
     if (known != shapes_.end() && known->second.complete()) return false;
-    onnx::ValueInfoProto* info = nullptr;
+    std::vector<onnx::ValueInfoProto*> infos;
     for (auto& existing : *graph_proto_.mutable_value_info()) {
-      if (existing.name() == name) info = &existing;
+      if (existing.name() == name) infos.push_back(&existing);
     }
     for (auto& existing : *graph_proto_.mutable_output()) {
-      if (existing.name() == name) info = &existing;
+      if (existing.name() == name) infos.push_back(&existing);
     }
-    if (info == nullptr) {
-      info = graph_proto_.add_value_info();
-      info->set_name(name);
+    if (infos.empty()) {
+      infos.push_back(graph_proto_.add_value_info());
+      infos.back()->set_name(name);
     }
-    auto& tensor = *info->mutable_type()->mutable_tensor_type();
-    if (tensor.elem_type() == 0) tensor.set_elem_type(onnx::TensorProto::FLOAT);
-    tensor.clear_shape();
-    for (std::int64_t d : shape)
-      tensor.mutable_shape()->add_dim()->set_dim_value(d);
+    for (onnx::ValueInfoProto* info : infos) {
+      auto& tensor = *info->mutable_type()->mutable_tensor_type();
+      if (tensor.elem_type() == 0) tensor.set_elem_type(onnx::TensorProto::FLOAT);
+      tensor.clear_shape();
+      for (std::int64_t d : shape)
+        tensor.mutable_shape()->add_dim()->set_dim_value(d);
+    }
     return true;
   }
 
@@ -731,12 +724,14 @@ class Importer {
       add(info);
     for (const auto& info : graph_proto_.output())
       add(info);
-    for (const auto& init : graph_proto_.initializer()) {
+    const auto add_initializer = [&](const onnx::TensorProto& init) {
       KnownShape shape;
       shape.dims.assign(init.dims().begin(), init.dims().end());
       shape.params.assign(shape.dims.size(), "");
       shapes_[init.name()] = shape;
-    }
+    };
+    for (const auto& init : graph_proto_.initializer())
+      add_initializer(init);
     // Shape inference writes the shapes inside subgraphs (If branches) into the subgraphs.
     const std::function<void(const onnx::GraphProto&)> add_subgraphs =
         [&](const onnx::GraphProto& graph) {
@@ -749,12 +744,8 @@ class Importer {
                 add(info);
               for (const auto& info : a.g().output())
                 add(info);
-              for (const auto& init : a.g().initializer()) {
-                KnownShape shape;
-                shape.dims.assign(init.dims().begin(), init.dims().end());
-                shape.params.assign(shape.dims.size(), "");
-                shapes_[init.name()] = shape;
-              }
+              for (const auto& init : a.g().initializer())
+                add_initializer(init);
               add_subgraphs(a.g());
             }
           }
@@ -864,6 +855,7 @@ class Importer {
     std::int64_t constant_elements = 0;
     std::int64_t params = 0;
     int operands_needing_grad = 0;
+    const Operands operands = operands_of(node.op_type());
     for (int slot = 0; slot < node.input_size(); ++slot) {
       const std::string& input = node.input(slot);
       if (input.empty()) {
@@ -889,8 +881,7 @@ class Importer {
         if (rule != nullptr && is_param_slot(rule->rule, node.op_type(), slot)) {
           for (const std::string& root : value.roots) {
             if (initializers_.at(root)->data_type() == onnx::TensorProto::INT32 &&
-                !(operands_of(node.op_type()).quantised &&
-                  slot == operands_of(node.op_type()).bias)) {
+                !(operands.quantised && slot == operands.bias)) {
               continue;  // Indices, shapes: not parameters.
             }
             has_weights = true;
@@ -919,11 +910,9 @@ class Importer {
     }
 
     // LSTM and GRU may leave Y unnamed and give only Y_h: the first output named is the layer's.
-    std::string first_output = node.output_size() > 0 ? node.output(0) : std::string();
-    for (const std::string& output : node.output()) {
-      if (first_output.empty()) first_output = output;
-    }
-    const Shape out = shape_of(first_output, node, index);
+    const auto named = std::find_if(node.output().begin(), node.output().end(),
+                                    [](const std::string& output) { return !output.empty(); });
+    const Shape out = shape_of(named != node.output().end() ? *named : std::string(), node, index);
     const std::int64_t out_elements = element_count(out);
     LayerCounts c;
     std::string op(rule->name);
@@ -931,7 +920,7 @@ class Importer {
     switch (rule->rule) {
       case Rule::kConv:
       case Rule::kConvTranspose: {
-        const Operands o = operands_of(node.op_type());
+        const Operands& o = operands;
         const Shape& x = shapes.at(static_cast<std::size_t>(o.x));
         const Shape& w = shapes.at(static_cast<std::size_t>(o.w));
         if (x.size() < 3 || w.size() != x.size()) {
@@ -942,7 +931,7 @@ class Importer {
         const std::int64_t groups = attribute_int(node, "group", 1);
         const bool transposed = rule->rule == Rule::kConvTranspose;
         const std::int64_t out_channels = transposed ? checked_mul(w[1], groups) : w[0];
-        const bool bias = o.bias >= 0 && node.input_size() > o.bias && !node.input(o.bias).empty();
+        const bool bias = has_input(node, o.bias);
         c = formulas::conv_counts({element_count(x), out_elements, x[1], out_channels, groups,
                                    product(w, 2), bias, transposed});
         formulas::add_weighted_backward(c, any_needs_grad);
@@ -974,7 +963,7 @@ class Importer {
         break;
       }
       case Rule::kMatMul: {
-        const Operands o = operands_of(node.op_type());
+        const Operands& o = operands;
         const auto xa = static_cast<std::size_t>(o.x);
         const auto wb = static_cast<std::size_t>(o.w);
         Shape a = shapes.at(xa);
@@ -991,8 +980,7 @@ class Importer {
         if (constant[wb] && b.size() == 2 && !constant[xa]) {
           // x @ W: a dense layer without bias (exporters add the bias as a separate Add).
           op = "linear";
-          const bool bias =
-              o.bias >= 0 && node.input_size() > o.bias && !node.input(o.bias).empty();
+          const bool bias = has_input(node, o.bias);
           c = formulas::linear_counts(element_count(a) / k, k, n, bias, false);
           formulas::add_weighted_backward(c, any_needs_grad);
         } else if (constant[xa] || constant[wb]) {
@@ -1255,15 +1243,8 @@ class Importer {
   // values. Layers are named "<Loop node>/<iteration>/<body node>".
   void add_loop(const onnx::NodeProto& node, int index, std::int64_t trips) {
     const std::string name = node_name(node, index);
-    const onnx::GraphProto* body = nullptr;
     int slot = -1;
-    for (int a = 0; a < node.attribute_size(); ++a) {
-      if (node.attribute(a).name() == "body" &&
-          node.attribute(a).type() == onnx::AttributeProto::GRAPH) {
-        body = &node.attribute(a).g();
-        slot = a;
-      }
-    }
+    const onnx::GraphProto* body = graph_attribute(node, "body", &slot);
     const int carried = node.input_size() - 2;
     if (body == nullptr || carried < 0 || body->input_size() != carried + 2 ||
         body->output_size() < carried + 1) {
@@ -1273,7 +1254,7 @@ class Importer {
                        name));
     }
     std::int64_t iterations = trips;
-    if (!node.input(1).empty()) {
+    if (has_input(node, 1)) {
       if (const std::optional<bool> go = constant_bool(node.input(1)); go && !*go) iterations = 0;
     }
     std::vector<Value> state;
@@ -1363,7 +1344,7 @@ class Importer {
     const std::int64_t input = x[2];
     const std::int64_t dirs = w[0];
     const std::int64_t hidden = r[2];
-    const bool bias = node.input_size() > 3 && !node.input(3).empty();
+    const bool bias = has_input(node, 3);
     const std::int64_t steps = checked_mul(seq, batch, dirs);
     const std::int64_t gate_width = checked_mul(gates, hidden);
     std::int64_t per_step = gate_width;  // W·x + R·h.
@@ -1390,16 +1371,9 @@ class Importer {
   // shape arithmetic is folded); otherwise the costlier branch, an upper bound. Its layers are
   // named "<If node>/then/..." or ".../else/...".
   void add_if(const onnx::NodeProto& node, int index) {
-    const onnx::GraphProto* branches[2] = {nullptr, nullptr};
     int slots[2] = {-1, -1};
-    for (int a = 0; a < node.attribute_size(); ++a) {
-      const onnx::AttributeProto& attr = node.attribute(a);
-      const int which = attr.name() == "then_branch" ? 0 : attr.name() == "else_branch" ? 1 : -1;
-      if (which >= 0 && attr.type() == onnx::AttributeProto::GRAPH) {
-        branches[which] = &attr.g();
-        slots[which] = a;
-      }
-    }
+    const onnx::GraphProto* branches[2] = {graph_attribute(node, "then_branch", &slots[0]),
+                                           graph_attribute(node, "else_branch", &slots[1])};
     const std::string name = node_name(node, index);
     if (branches[0] == nullptr || branches[1] == nullptr || node.input_size() < 1) {
       fail(node_pointer(index),
@@ -1495,35 +1469,9 @@ class Importer {
       }
     }
     if (proto == nullptr) return std::nullopt;
-    if (proto->int32_data_size() == 1) return proto->int32_data(0);
-    if (proto->int64_data_size() == 1) return proto->int64_data(0);
-    const std::string& raw = proto->raw_data();
-    switch (proto->data_type()) {
-      case onnx::TensorProto::BOOL:
-      case onnx::TensorProto::UINT8:
-        if (raw.size() == 1) return static_cast<unsigned char>(raw[0]);
-        break;
-      case onnx::TensorProto::INT8:
-        if (raw.size() == 1) return static_cast<signed char>(raw[0]);
-        break;
-      case onnx::TensorProto::INT32:
-        if (raw.size() == 4) {
-          std::int32_t v = 0;
-          std::memcpy(&v, raw.data(), 4);
-          return v;
-        }
-        break;
-      case onnx::TensorProto::INT64:
-        if (raw.size() == 8) {
-          std::int64_t v = 0;
-          std::memcpy(&v, raw.data(), 8);
-          return v;
-        }
-        break;
-      default:
-        break;
-    }
-    return std::nullopt;
+    const auto values = onnx_import::integer_values(*proto);
+    if (!values || values->size() != 1) return std::nullopt;
+    return values->front();
   }
 
   const Value& value_of(const std::string& tensor, const onnx::NodeProto& node, int index) {

@@ -599,6 +599,12 @@ class Folder {
 
 }  // namespace
 
+std::optional<std::vector<std::int64_t>> integer_values(const onnx::TensorProto& tensor) {
+  std::optional<Tensor> t = from_proto(tensor);
+  if (!t) return std::nullopt;
+  return std::move(t->values);
+}
+
 int fold_shape_arithmetic(onnx::GraphProto& graph, const ShapeLookup& shape_of) {
   return Folder(graph, shape_of).run();
 }

@@ -30,4 +30,8 @@ int fold_shape_arithmetic(onnx::GraphProto& graph, const ShapeLookup& shape_of);
 
 inline constexpr std::int64_t kMaxFoldedElements = 4096;
 
+/// The values of an integer (or boolean) tensor held inline, at most kMaxFoldedElements of
+/// them; nullopt for floats, external data or tensors without their data.
+std::optional<std::vector<std::int64_t>> integer_values(const onnx::TensorProto& tensor);
+
 }  // namespace capcalc::onnx_import
