@@ -387,7 +387,7 @@ KnownShape from_proto(const onnx::TensorShapeProto& proto) {
   return shape;
 }
 
-// Loops are unrolled at import; longer ones are an error rather than a hang.
+// Loops are unrolled at import; longer ones stay unknown operators rather than hang it.
 constexpr std::int64_t kMaxLoopIterations = 4096;
 
 class Importer {
@@ -1457,19 +1457,16 @@ class Importer {
 
   // The value of an integer or boolean scalar (or one-element tensor) known at import.
   std::optional<std::int64_t> constant_int(const std::string& tensor) const {
-    const onnx::TensorProto* proto = nullptr;
-    if (const auto it = initializers_.find(tensor); it != initializers_.end()) proto = it->second;
+    std::optional<std::vector<std::int64_t> > values;
+    if (const auto it = initializers_.find(tensor); it != initializers_.end()) {
+      values = onnx_import::integer_values(*it->second);
+    }
     for (const auto& node : graph_proto_.node()) {
-      if (proto != nullptr) break;
-      if (node.op_type() != "Constant" || node.output_size() != 1 || node.output(0) != tensor) {
-        continue;
-      }
-      for (const auto& a : node.attribute()) {
-        if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) proto = &a.t();
+      if (!values && node.op_type() == "Constant" && node.output_size() == 1 &&
+          node.output(0) == tensor) {
+        values = onnx_import::constant_values(node);
       }
     }
-    if (proto == nullptr) return std::nullopt;
-    const auto values = onnx_import::integer_values(*proto);
     if (!values || values->size() != 1) return std::nullopt;
     return values->front();
   }

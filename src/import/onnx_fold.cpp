@@ -199,6 +199,22 @@ std::optional<std::int64_t> divide(std::int64_t a, std::int64_t b) {
   return a / b;
 }
 
+// A Constant node's value, if it is a small integer tensor.
+std::optional<Tensor> constant_value(const onnx::NodeProto& node) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) return from_proto(a.t());
+    if (a.name() == "value_int" && a.type() == onnx::AttributeProto::INT) {
+      Tensor t;
+      t.values = {a.i()};
+      return t;
+    }
+    if (a.name() == "value_ints" && a.type() == onnx::AttributeProto::INTS) {
+      return vector_tensor({a.ints().begin(), a.ints().end()});
+    }
+  }
+  return std::nullopt;
+}
+
 class Folder {
  public:
   Folder(onnx::GraphProto& graph, const ShapeLookup& shape_of)
@@ -231,21 +247,6 @@ class Folder {
   }
 
  private:
-  static std::optional<Tensor> constant_value(const onnx::NodeProto& node) {
-    for (const auto& a : node.attribute()) {
-      if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) return from_proto(a.t());
-      if (a.name() == "value_int" && a.type() == onnx::AttributeProto::INT) {
-        Tensor t;
-        t.values = {a.i()};
-        return t;
-      }
-      if (a.name() == "value_ints" && a.type() == onnx::AttributeProto::INTS) {
-        return vector_tensor({a.ints().begin(), a.ints().end()});
-      }
-    }
-    return std::nullopt;
-  }
-
   const Tensor* input(const onnx::NodeProto& node, int i) const {
     if (i >= node.input_size() || node.input(i).empty()) return nullptr;
     const auto it = known_.find(node.input(i));
@@ -601,6 +602,12 @@ class Folder {
 
 std::optional<std::vector<std::int64_t>> integer_values(const onnx::TensorProto& tensor) {
   std::optional<Tensor> t = from_proto(tensor);
+  if (!t) return std::nullopt;
+  return std::move(t->values);
+}
+
+std::optional<std::vector<std::int64_t>> constant_values(const onnx::NodeProto& constant) {
+  std::optional<Tensor> t = constant_value(constant);
   if (!t) return std::nullopt;
   return std::move(t->values);
 }

@@ -34,4 +34,7 @@ inline constexpr std::int64_t kMaxFoldedElements = 4096;
 /// them; nullopt for floats, external data or tensors without their data.
 std::optional<std::vector<std::int64_t>> integer_values(const onnx::TensorProto& tensor);
 
+/// The integer values of a Constant node (attribute value, value_int or value_ints).
+std::optional<std::vector<std::int64_t>> constant_values(const onnx::NodeProto& constant);
+
 }  // namespace capcalc::onnx_import
