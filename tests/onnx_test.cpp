@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -801,6 +802,121 @@ TEST_CASE("onnx: a Loop that cannot be unrolled is listed as unknown", "[onnx]")
     CHECK(g.unknown_ops[0].op == "Loop");
     CHECK(capcalc::graph_totals(g).macs == 0);
   }
+}
+
+namespace {
+
+// An RNN cell written as Scan, as TensorFlow-to-ONNX converters and hand-written recurrences
+// do: state h [4, 16], scan input xs (5 steps of [4, 16] along `in_axis`), body
+// h' = Relu(h @ W [16, 16] + x), scan output h' stacked along `out_axis`; then a Sigmoid reads
+// the stacked output.
+OnnxModel scan_model(std::int64_t in_axis, std::int64_t out_axis, std::int64_t opset = 17) {
+  OnnxModel m("scan", opset);
+  m.input("h0", {std::int64_t{4}, std::int64_t{16}});
+  if (in_axis == 0) {
+    m.input("xs", {std::int64_t{5}, std::int64_t{4}, std::int64_t{16}});
+  } else {
+    m.input("xs", {std::int64_t{4}, std::int64_t{5}, std::int64_t{16}});
+  }
+  m.weight("W", {16, 16});
+  auto& scan = m.node("Scan", {"h0", "xs"}, {"h_final", "hs"}, "cell");
+  OnnxModel::attr(scan, "num_scan_inputs", std::int64_t{1});
+  OnnxModel::attr(scan, "scan_input_axes", std::vector<std::int64_t>{in_axis});
+  OnnxModel::attr(scan, "scan_output_axes", std::vector<std::int64_t>{out_axis});
+  auto* attr = scan.add_attribute();
+  attr->set_name("body");
+  attr->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto& body = *attr->mutable_g();
+  body.set_name("cell_body");
+  for (const char* name : {"h", "x"}) {
+    auto* info = body.add_input();
+    info->set_name(name);
+    auto* t = info->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(4);
+    t->mutable_shape()->add_dim()->set_dim_value(16);
+  }
+  const auto body_node = [&](const std::string& op, const std::vector<std::string>& in,
+                             const std::string& out) {
+    auto* n = body.add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const auto& x : in)
+      n->add_input(x);
+    n->add_output(out);
+  };
+  body_node("MatMul", {"h", "W"}, "hw");
+  body_node("Add", {"hw", "x"}, "pre");
+  body_node("Relu", {"pre"}, "h_next");
+  body_node("Identity", {"h_next"}, "h_scan");
+  for (const char* out : {"h_next", "h_scan"}) {
+    auto* info = body.add_output();
+    info->set_name(out);
+    info->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  m.output("h_final");
+  m.node("Sigmoid", {"hs"}, {"out"}, "after");
+  m.output("out");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: a Scan is unrolled over its scan axis", "[onnx]") {
+  for (const auto& [in_axis, out_axis, stacked] :
+       {std::tuple{std::int64_t{0}, std::int64_t{0}, capcalc::Shape{5, 4, 16}},
+        std::tuple{std::int64_t{1}, std::int64_t{1}, capcalc::Shape{4, 5, 16}},
+        std::tuple{std::int64_t{-2}, std::int64_t{-1}, capcalc::Shape{4, 16, 5}}}) {
+    CAPTURE(in_axis, out_axis);
+    const Graph g = scan_model(in_axis, out_axis).load("scan");
+    CHECK(g.unknown_ops.empty());
+    const auto totals = capcalc::graph_totals(g);
+    // Five steps of 4 x 16 x 16 MACs (the trip count is the scan axis' length); W counted once.
+    CHECK(totals.macs == 5 * 4 * 16 * 16);
+    CHECK(totals.params == 16 * 16);
+    // Each step reads its slice of xs, a view of [4, 16], and the previous step's state.
+    const auto& slice = layer_named(g, "cell/3/scan_input_0");
+    CHECK(slice.view);
+    CHECK(slice.output == capcalc::Shape{4, 16});
+    const auto& add = layer_named(g, "cell/3/pre");
+    REQUIRE(add.inputs.size() == 2);
+    CHECK(g.value_name(add.inputs[1]) == "cell/3/scan_input_0");
+    const auto& matmul = layer_named(g, "cell/3/hw");
+    REQUIRE(matmul.inputs.size() == 1);
+    CHECK(g.value_name(matmul.inputs[0]) == "cell/2/h_next");
+    CHECK(layer_named(g, "cell/0/hw").definition == "/graph/node/0/attribute/3/g/node/0");
+    // The scan output stacks the five steps along its output axis.
+    CHECK(layer_named(g, "cell/scan_0").output == stacked);
+    CHECK(layer_named(g, "after").output == stacked);
+  }
+}
+
+TEST_CASE("onnx: a Scan that cannot be unrolled is listed as unknown", "[onnx]") {
+  // Opset 8's Scan (batch axis, sequence_lens) is not read: it stays an unknown operator.
+  OnnxModel old = scan_model(0, 0, 8);
+  old.graph().mutable_node(0)->clear_attribute();
+  auto& node = *old.graph().mutable_node(0);
+  node.clear_input();
+  node.add_input("");
+  node.add_input("h0");
+  node.add_input("xs");
+  OnnxModel::attr(node, "num_scan_inputs", std::int64_t{1});
+  old.graph().mutable_node()->RemoveLast();  // The Sigmoid: opset 8 infers no shapes for hs.
+  old.graph().mutable_output()->RemoveLast();
+  const Graph g = old.load("scan_opset8");
+  REQUIRE(g.unknown_ops.size() == 1);
+  CHECK(g.unknown_ops[0].op == "Scan");
+  CHECK(capcalc::graph_totals(g).macs == 0);
+}
+
+TEST_CASE("onnx: a malformed Scan is an error naming the node", "[onnx]") {
+  // A body with one input too few for 1 state + 1 scan input.
+  OnnxModel m = scan_model(0, 0);
+  auto* body = m.graph().mutable_node(0)->mutable_attribute(3)->mutable_g();
+  body->mutable_input()->RemoveLast();
+  CHECK_THROWS_WITH(m.load("scan_bad"),
+                    Catch::Contains("/graph/node/0") &&
+                        Catch::Contains("node \"cell\" (Scan) needs num_scan_inputs"));
 }
 
 TEST_CASE("onnx: LSTM, GRU and RNN count their gate products per step", "[onnx]") {

@@ -814,6 +814,12 @@ class Importer {
         return;
       }
     }
+    if (node.op_type() == "Scan" && (node.domain().empty() || node.domain() == "ai.onnx")) {
+      if (const auto trips = scan_trips(node); trips && *trips <= kMaxLoopIterations) {
+        add_scan(node, index, *trips);
+        return;
+      }
+    }
     const OpRule* rule = find_rule(node);
     bool any_activation = false;
     bool all_meta = true;
@@ -1257,34 +1263,156 @@ class Importer {
     if (has_input(node, 1)) {
       if (const std::optional<bool> go = constant_bool(node.input(1)); go && !*go) iterations = 0;
     }
+    const Body layout{body, slot, carried, 2, 1};
+    const std::vector<std::vector<std::int32_t> > scanned =
+        unroll(node, index, layout, iterations, [&](std::int64_t) {
+          values_[body->input(0).name()] = meta_value();
+          values_[body->input(1).name()] = meta_value();
+        });
+    stack_scan_outputs(node, index, carried, scanned);
+  }
+
+  // Scan (opset 9 on): the body runs once per slice of the scan inputs along their scan axes,
+  // a trip count that the inputs' shapes give. Unrolled like Loop: each body scan input is a
+  // view of one slice, the N state values are threaded through, and each scan output stacks
+  // the iterations' values. Layers are named "<Scan node>/<iteration>/<body node>".
+  void add_scan(const onnx::NodeProto& node, int index, std::int64_t trips) {
+    const std::string name = node_name(node, index);
+    int slot = -1;
+    const onnx::GraphProto* body = graph_attribute(node, "body", &slot);
+    const std::int64_t scan_inputs = attribute_int(node, "num_scan_inputs", 0);
+    const int carried = node.input_size() - static_cast<int>(scan_inputs);
+    if (body == nullptr || scan_inputs < 1 || carried < 0 ||
+        body->input_size() != node.input_size() || body->output_size() < carried) {
+      fail(node_pointer(index),
+           fmt::format("node \"{}\" (Scan) needs num_scan_inputs M >= 1 and a body with N + M "
+                       "inputs and N + K outputs for its N state values",
+                       name));
+    }
+    const std::vector<std::int64_t> axes = attribute_ints(node, "scan_input_axes");
+    std::vector<std::pair<Value, std::int64_t> > sources;  // Scan input and its axis.
+    for (int j = 0; j < scan_inputs; ++j) {
+      const std::string& input = node.input(carried + j);
+      const Value& source = value_of(input, node, index);
+      const Shape shape = shape_of(input, node, index);
+      const std::int64_t axis = scan_axis(axes, j, shape.size());
+      if (axis < 0 || shape[static_cast<std::size_t>(axis)] != trips) {
+        fail(node_pointer(index),
+             fmt::format("node \"{}\" (Scan): scan input \"{}\" {} has no axis {} of length {}",
+                         name, input, shape_to_string(shape),
+                         j < static_cast<int>(axes.size()) ? axes[static_cast<std::size_t>(j)] : 0,
+                         trips));
+      }
+      sources.emplace_back(source, axis);
+      // The body's slice has the scan input's shape without the scan axis.
+      Shape slice = shape;
+      slice.erase(slice.begin() + axis);
+      shapes_[body->input(carried + j).name()] = KnownShape{slice, {}};
+      shapes_[body->input(carried + j).name()].params.assign(slice.size(), "");
+    }
+    const Body layout{body, slot, carried, 0, 0};
+    const std::vector<std::vector<std::int32_t> > scanned =
+        unroll(node, index, layout, trips, [&](std::int64_t it) {
+          for (int j = 0; j < scan_inputs; ++j) {
+            const std::string& input = body->input(carried + j).name();
+            const auto& [source, axis] = sources[static_cast<std::size_t>(j)];
+            if (source.kind != Kind::kActivation) {
+              values_[input] = source;  // A constant sequence: its slices are constants.
+              continue;
+            }
+            Layer slice;
+            slice.name = fmt::format("{}/{}/scan_input_{}", name, it, j);
+            slice.op = "slice";
+            slice.view = true;
+            slice.definition = node_pointer(index);
+            slice.group = group_of(name);
+            slice.inputs = {source.id};
+            slice.output = shapes_.at(input).dims;
+            graph_.layers.push_back(std::move(slice));
+            Value value;
+            value.kind = Kind::kActivation;
+            value.id = graph_.layer_value(graph_.layers.size() - 1);
+            value.needs_grad = source.needs_grad;
+            values_[input] = value;
+          }
+        });
+    stack_scan_outputs(node, index, carried, scanned);
+  }
+
+  // A Scan's trip count: the length of its first scan input along its scan axis, if known.
+  // Opset 8's Scan (a batch axis and sequence_lens) stays an unknown operator.
+  std::optional<std::int64_t> scan_trips(const onnx::NodeProto& node) const {
+    const std::int64_t scan_inputs = attribute_int(node, "num_scan_inputs", 0);
+    const int first = node.input_size() - static_cast<int>(scan_inputs);
+    if (opset_ < 9 || scan_inputs < 1 || first < 0 || !has_input(node, first)) return std::nullopt;
+    const auto it = shapes_.find(node.input(first));
+    if (it == shapes_.end() || !it->second.complete()) return std::nullopt;
+    const std::int64_t axis =
+        scan_axis(attribute_ints(node, "scan_input_axes"), 0, it->second.dims.size());
+    if (axis < 0) return std::nullopt;
+    return it->second.dims[static_cast<std::size_t>(axis)];
+  }
+
+  // The scan axis of scan input `j` (scan_input_axes, default 0; negative counts from the
+  // end), or -1 if out of range.
+  static std::int64_t scan_axis(const std::vector<std::int64_t>& axes, int j, std::size_t rank) {
+    std::int64_t axis = j < static_cast<int>(axes.size()) ? axes[static_cast<std::size_t>(j)] : 0;
+    const auto r = static_cast<std::int64_t>(rank);
+    if (axis < 0) axis += r;
+    return axis >= 0 && axis < r ? axis : -1;
+  }
+
+  // A Loop or Scan body: its subgraph and attribute slot, the number of state values threaded
+  // through it, and where they start among the body's inputs and outputs.
+  struct Body {
+    const onnx::GraphProto* graph;
+    int slot;
+    int carried;
+    int state_in;
+    int state_out;
+  };
+
+  // Reads the body `iterations` times; `bind(it)` sets the body inputs that are not state.
+  // Leaves the final state in the node's first outputs and returns, for each scan output (the
+  // body outputs after the state), the iterations' values.
+  std::vector<std::vector<std::int32_t> > unroll(const onnx::NodeProto& node, int index,
+                                                 const Body& layout, std::int64_t iterations,
+                                                 const std::function<void(std::int64_t)>& bind) {
+    const onnx::GraphProto& body = *layout.graph;
+    const int carried = layout.carried;
     std::vector<Value> state;
     for (int k = 0; k < carried; ++k) {
-      state.push_back(value_of(node.input(2 + k), node, index));
+      // The node's inputs put the initial state where the body's inputs put the state.
+      const std::string& initial_name = node.input(layout.state_in + k);
+      state.push_back(value_of(initial_name, node, index));
       // A body input without a shape has its initial value's.
-      const auto known = shapes_.find(body->input(2 + k).name());
-      const auto initial = shapes_.find(node.input(2 + k));
+      const std::string& body_input = body.input(layout.state_in + k).name();
+      const auto known = shapes_.find(body_input);
+      const auto initial = shapes_.find(initial_name);
       if ((known == shapes_.end() || !known->second.complete()) && initial != shapes_.end()) {
-        shapes_[body->input(2 + k).name()] = initial->second;
+        shapes_[body_input] = initial->second;
       }
     }
-    const int scans = body->output_size() - 1 - carried;
+    const int scans = body.output_size() - layout.state_out - carried;
     std::vector<std::vector<std::int32_t> > scanned(static_cast<std::size_t>(scans));
+    const std::string name = node_name(node, index);
     const std::string saved_scope = scope_;
     const std::string saved_prefix = name_prefix_;
     const bool saved_prefix_names = prefix_names_;
-    scope_ = fmt::format("{}/attribute/{}/g", node_pointer(index), slot);
+    scope_ = fmt::format("{}/attribute/{}/g", node_pointer(index), layout.slot);
     prefix_names_ = true;
     for (std::int64_t it = 0; it < iterations; ++it) {
       name_prefix_ = fmt::format("{}/{}/", name, it);
-      values_[body->input(0).name()] = meta_value();
-      values_[body->input(1).name()] = meta_value();
+      bind(it);
       for (int k = 0; k < carried; ++k)
-        values_[body->input(2 + k).name()] = state[static_cast<std::size_t>(k)];
-      read_nodes(*body);
-      for (int k = 0; k < carried; ++k)
-        state[static_cast<std::size_t>(k)] = value_of(body->output(1 + k).name(), node, index);
+        values_[body.input(layout.state_in + k).name()] = state[static_cast<std::size_t>(k)];
+      read_nodes(body);
+      for (int k = 0; k < carried; ++k) {
+        state[static_cast<std::size_t>(k)] =
+            value_of(body.output(layout.state_out + k).name(), node, index);
+      }
       for (int j = 0; j < scans; ++j) {
-        const Value& v = value_of(body->output(1 + carried + j).name(), node, index);
+        const Value& v = value_of(body.output(layout.state_out + carried + j).name(), node, index);
         if (v.kind == Kind::kActivation) scanned[static_cast<std::size_t>(j)].push_back(v.id);
       }
     }
@@ -1294,6 +1422,15 @@ class Importer {
     for (int k = 0; k < carried && k < node.output_size(); ++k) {
       if (!node.output(k).empty()) values_[node.output(k)] = state[static_cast<std::size_t>(k)];
     }
+    return scanned;
+  }
+
+  // One concat layer per scan output (the node's outputs after the `carried` state values),
+  // stacking the iterations' values; its shape is the node output's.
+  void stack_scan_outputs(const onnx::NodeProto& node, int index, int carried,
+                          const std::vector<std::vector<std::int32_t> >& scanned) {
+    const std::string name = node_name(node, index);
+    const int scans = static_cast<int>(scanned.size());
     for (int j = 0; j < scans && carried + j < node.output_size(); ++j) {
       const std::string& output = node.output(carried + j);
       if (output.empty()) continue;
