@@ -55,6 +55,26 @@ std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context) {
   return total;
 }
 
+std::int64_t drop_prefill_only_layers(Graph& graph) {
+  // Whether each value (inputs, then layers) depends on an input read at every step.
+  std::vector<bool> per_step;
+  per_step.reserve(graph.inputs.size() + graph.layers.size());
+  for (const GraphInput& input : graph.inputs)
+    per_step.push_back(!input.prefill_only);
+  std::int64_t dropped = 0;
+  for (Layer& layer : graph.layers) {
+    bool step = layer.inputs.empty();
+    for (std::int32_t id : layer.inputs)
+      step = step || per_step.at(static_cast<std::size_t>(id));
+    per_step.push_back(step);
+    if (step) continue;
+    layer.counts = LayerCounts{};
+    layer.view = true;
+    ++dropped;
+  }
+  return dropped;
+}
+
 GraphTotals graph_totals(const Graph& graph) {
   GraphTotals totals;
   for (const Layer& layer : graph.layers) {

@@ -209,9 +209,10 @@ class Builder {
     if (inputs.array_size() == 0) inputs.fail("a model needs at least one input");
     for (std::size_t i = 0; i < inputs.array_size(); ++i) {
       const JsonView input = inputs.at(i);
-      reject_unknown_keys(input, {"name", "shape", "dtype", "comment"}, "an input");
+      reject_unknown_keys(input, {"name", "shape", "dtype", "prefill_only", "comment"}, "an input");
       GraphInput graph_input;
       graph_input.name = input.at("name").as_string();
+      if (auto once = input.find("prefill_only")) graph_input.prefill_only = once->as_bool();
       const JsonView shape = input.at("shape");
       for (std::size_t a = 0; a < shape.array_size(); ++a) {
         graph_input.shape.push_back(evaluate_positive(shape.at(a), dim_scope_));

@@ -513,7 +513,8 @@ OpResult infer_attention(OpContext& ctx) {
   // With a KV cache (LLM decode), self-attention's keys are the cached positions plus the new
   // ones; only the new tokens are projected, and kernels read exactly the cached keys (inside
   // the window), so pairs are counted exactly.
-  const bool self_attention = ctx.inputs.size() == 1;
+  // Only causal self-attention caches: an encoder's (an image's, BERT's) runs once.
+  const bool self_attention = ctx.inputs.size() == 1 && causal;
   const std::int64_t cached = self_attention ? ctx.options.kv_cache_length : 0;
   const std::int64_t keys = checked_add(s_kv, cached);
   const std::int64_t pairs = attention_pairs(

@@ -367,7 +367,8 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
   s.prefill = estimate(prefill, device, params, workload);
   // Decode steps 1 .. output-1 read caches of prompt .. prompt + output - 2 tokens.
   s.mean_context = request.prompt_tokens + (request.output_tokens - 1) / 2;
-  const Graph decode = build(1, s.mean_context);
+  Graph decode = build(1, s.mean_context);
+  drop_prefill_only_layers(decode);
   s.decode = estimate(decode, device, params, workload);
   const auto batch = static_cast<double>(prefill.batch);
   s.ttft_s = s.prefill.latency_s;

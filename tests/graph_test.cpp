@@ -197,3 +197,28 @@ TEST_CASE("graph: liveness of a parsed model", "[graph]") {
   CHECK(t.macs == 8 * 32 + 32 * 4);
   CHECK(t.other_flops == 32 + 32 + 4);  // Bias, relu, bias.
 }
+
+TEST_CASE("graph: decode drops the layers computed from prefill-only inputs alone", "[graph]") {
+  // tokens -> a; image -> enc -> proj; merge(a, proj) -> out. Only enc and proj ran once.
+  Graph g;
+  g.inputs.push_back(GraphInput{"tokens", Shape{8}});
+  g.inputs.push_back(GraphInput{"image", Shape{64}, true});
+  const std::int32_t a = add(g, "a", {0}, 8);
+  const std::int32_t enc = add(g, "enc", {1}, 64);
+  const std::int32_t proj = add(g, "proj", {enc}, 8);
+  add(g, "merge", {a, proj}, 8);
+  for (Layer& layer : g.layers) {
+    layer.counts.macs = 100;
+    layer.counts.params = 10;
+  }
+  CHECK(capcalc::drop_prefill_only_layers(g) == 2);
+  CHECK(!g.layers[0].view);
+  CHECK(g.layers[0].counts.macs == 100);
+  CHECK(g.layers[1].view);
+  CHECK(g.layers[1].counts.macs == 0);
+  CHECK(g.layers[2].view);
+  CHECK(g.layers[2].counts.params == 0);
+  CHECK(!g.layers[3].view);  // Reads a per-step value: it runs every step.
+  CHECK(g.layers[3].counts.macs == 100);
+  CHECK(graph_totals(g).macs == 200);
+}

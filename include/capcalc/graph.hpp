@@ -70,6 +70,9 @@ struct Layer {
 struct GraphInput {
   std::string name;
   Shape shape;
+  /// LLM serving: read at prefill only (an image): decode steps skip the layers computed from
+  /// such inputs alone.
+  bool prefill_only = false;
 };
 
 /// Operators an importer did not know, counted as zero (never silently: the CLI warns).
@@ -119,6 +122,11 @@ struct GraphTotals {
 /// Elements of the KV cache of one sequence of `context` tokens (each layer keeps at most its
 /// window).
 std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context);
+
+/// LLM decode: layers computed from prefill-only inputs alone (an image's encoder) ran once, at
+/// prefill; they become views without counts, so that a decode step does not count them again.
+/// Returns how many layers it dropped.
+std::int64_t drop_prefill_only_layers(Graph& graph);
 
 /// Totals, with liveness for the peak: a value is alive from the layer that makes it to its
 /// last reader (model outputs to the end); views share their input's storage; a layer's own
