@@ -237,6 +237,137 @@ TEST_CASE("hf: Gemma-3-1B config has 999,885,952 parameters (q_norm, k_norm, 5:1
   CHECK(capcalc::kv_cache_elements(g, 4096) == 22 * per_token * 512 + 4 * per_token * 4096);
 }
 
+// Gemma 3 multimodal (Gemma3ForConditionalGeneration): parameters of the SigLIP tower and the
+// projector, whatever the decoder. SigLIP-So400m/14 at 896 px: patch embedding 3·14·14 -> 1152
+// with bias, 64 x 64 learned positions, 27 pre-LN layers (Q, K, V, O 1152² with biases,
+// 1152 -> 4304 -> 1152 MLP with biases, two LayerNorms), a final LayerNorm; the projector's
+// RMSNorm (1152) and its 1152 x d weight without bias.
+std::int64_t gemma3_vision_params(std::int64_t d) {
+  const std::int64_t h = 1152;
+  const std::int64_t per_layer = 4 * (h * h + h) + (h * 4304 + 4304) + (4304 * h + h) + 4 * h;
+  return (3 * 14 * 14 * h + h) + 64 * 64 * h + 27 * per_layer + 2 * h + h + h * d;
+}
+
+TEST_CASE("hf: Gemma-3-4B multimodal config has 4,300,079,472 parameters (SigLIP tower)",
+          "[hf][zoo]") {
+  // google/gemma-3-4b-it loads as Gemma3ForConditionalGeneration with 4,300,079,472
+  // parameters; keras-hub's presets (keras_hub/src/models/gemma3/gemma3_presets.py) give
+  // medgemma_4b, the same architecture, 4,300,079,472, and gemma3_4b 4,299,915,632 with a
+  // 262,144-row vocabulary (64 x 2560 fewer). The config's text_config names few keys:
+  // Gemma3TextConfig's defaults give 8 heads, 4 KV heads, head_dim 256 and 262,208 tokens.
+  const Graph g = load("gemma3_4b_hf.json");
+  const GraphTotals t = capcalc::graph_totals(g);
+  CHECK(t.params == 4300079472);
+  std::int64_t vision = 0;
+  for (const capcalc::Layer& layer : g.layers) {
+    if (layer.name.rfind("vision_tower.", 0) == 0 ||
+        layer.name.rfind("multi_modal_projector.", 0) == 0) {
+      vision += layer.counts.params;
+    }
+  }
+  CHECK(vision == gemma3_vision_params(2560));
+  // The decoder alone: keras-hub's gemma3_4b_text, 3,880,099,328, plus the 64 extra rows.
+  CHECK(t.params - vision == 3880099328 + 64 * 2560);
+  // 896 px in 14 px patches: 4096 tokens through the tower, pooled 4 x 4 to 256.
+  CHECK(layer_named(g, "vision_tower.vision_model.post_layernorm").output ==
+        capcalc::Shape{1, 4096, 1152});
+  CHECK(layer_named(g, "multi_modal_projector.mm_input_projection").output ==
+        capcalc::Shape{1, 256, 2560});
+  // Layers 5, 11, 17, 23 and 29 are global, the other 29 slide over 1024 positions; the
+  // tower's (non-causal) attention keeps no cache.
+  const std::int64_t per_token = 2 * 4 * 256;
+  CHECK(capcalc::kv_cache_elements(g, 2048) == 29 * per_token * 1024 + 5 * per_token * 2048);
+  CHECK(capcalc::kv_cache_elements(load("bert_base_hf.json"), 128) == 0);  // An encoder.
+  // Images per sequence scale the tower, not the decoder.
+  ModelOptions two;
+  two.dims["images"] = 2;
+  two.dims["batch"] = 3;
+  const Graph six = load("gemma3_4b_hf.json", two);
+  CHECK(layer_named(six, "vision_tower.vision_model.embeddings.patch_embedding").counts.macs ==
+        6 * layer_named(g, "vision_tower.vision_model.embeddings.patch_embedding").counts.macs);
+  CHECK(six.inputs.at(1).shape == capcalc::Shape{6, 3, 896, 896});
+  CHECK(six.inputs.at(1).prefill_only);
+}
+
+TEST_CASE("hf: Gemma-3-27B multimodal config has 27,432,406,640 parameters", "[hf][zoo]") {
+  // keras-hub's presets: medgemma_instruct_27b 27,432,406,640; gemma3_27b 27,432,062,576 with
+  // 64 x 5376 fewer embedding rows; gemma3_27b_text 27,009,002,240 without the tower.
+  const GraphTotals t = totals_of("gemma3_27b_hf.json");
+  CHECK(t.params == 27432406640);
+  CHECK(t.params - gemma3_vision_params(5376) == 27009002240 + 64 * 5376);
+}
+
+TEST_CASE("hf: a Gemma 3 image runs at prefill only; decode steps match the text model",
+          "[hf][serving]") {
+  // The same decoder without the tower: text_config on its own as a gemma3_text config.
+  nlohmann::json text = config_of("gemma3_4b_hf.json")["text_config"];
+  const std::string path = capcalc::test::data_path("models/gemma3_4b_hf.json");
+  const auto build = [&](const std::string& json, const std::string& name) {
+    return [json, name](std::int64_t seq, std::int64_t cached) {
+      ModelOptions options;
+      options.dims["seq"] = seq;
+      options.counting.kv_cache_length = cached;
+      return capcalc::parse_model(json, name, options);
+    };
+  };
+  const std::string multimodal = capcalc::read_text_file(path);
+  const capcalc::HardwareTable table =
+      capcalc::load_hardware(capcalc::test::data_path("hardware.json"));
+  const capcalc::Device& device = table.get("h100-sxm");
+  capcalc::Workload w;
+  w.precision = capcalc::Precision::kBf16;
+  capcalc::ServingRequest request;
+  request.prompt_tokens = 512;
+  request.output_tokens = 64;
+  const capcalc::PerformanceParams params = table.performance_for(device);
+  const capcalc::ServingEstimate with_image =
+      capcalc::estimate_serving(build(multimodal, "gemma3_4b.json"), device, params, w, request);
+  const capcalc::ServingEstimate text_only =
+      capcalc::estimate_serving(build(text.dump(), "text.json"), device, params, w, request);
+  CHECK(with_image.decode_step_s == Approx(text_only.decode_step_s));
+  CHECK(with_image.kv_bytes_per_token == Approx(text_only.kv_bytes_per_token));
+  CHECK(with_image.prefill.flops > text_only.prefill.flops);
+  CHECK(with_image.ttft_s > text_only.ttft_s);
+}
+
+TEST_CASE("hf: Gemma 3 multimodal configs' errors point into text_config and vision_config",
+          "[hf][model][errors]") {
+  nlohmann::json config = config_of("gemma3_4b_hf.json");
+  config.erase("vision_config");
+  CHECK_THROWS_WITH(capcalc::parse_model(config.dump(), "cfg.json"),
+                    "cfg.json:/vision_config: missing required key \"vision_config\" (model_type "
+                    "\"gemma3\")");
+  config = config_of("gemma3_4b_hf.json");
+  config["text_config"]["num_key_value_heads"] = 3;
+  CHECK_THROWS_WITH(capcalc::parse_model(config.dump(), "cfg.json"),
+                    "cfg.json:/text_config/num_key_value_heads: num_key_value_heads = 3 must "
+                    "divide num_attention_heads = 8");
+  config = config_of("gemma3_4b_hf.json");
+  config["vision_config"]["vision_use_head"] = true;
+  CHECK_THROWS_WITH(capcalc::parse_model(config.dump(), "cfg.json"),
+                    ContainsSubstring("cfg.json:/vision_config/vision_use_head: a vision tower "
+                                      "with its attention-pooling head"));
+  config = config_of("gemma3_4b_hf.json");
+  config["vision_config"]["patch_size"] = 15;
+  CHECK_THROWS_WITH(capcalc::parse_model(config.dump(), "cfg.json"),
+                    "cfg.json:/vision_config/patch_size: image_size 896 is not a multiple of "
+                    "patch_size 15");
+  config = config_of("gemma3_4b_hf.json");
+  config["mm_tokens_per_image"] = 250;
+  CHECK_THROWS_WITH(capcalc::parse_model(config.dump(), "cfg.json"),
+                    ContainsSubstring("cfg.json:/mm_tokens_per_image: mm_tokens_per_image = 250 "
+                                      "must be a square"));
+  config = config_of("gemma3_4b_hf.json");
+  config["text_config"] = 7;
+  CHECK_THROWS_WITH(capcalc::parse_model(config.dump(), "cfg.json"),
+                    ContainsSubstring("cfg.json:/text_config"));
+  // Recognised by its class as well.
+  config = config_of("gemma3_4b_hf.json");
+  config.erase("model_type");
+  CHECK(capcalc::graph_totals(capcalc::parse_model(config.dump(), "cfg.json")).params ==
+        4300079472);
+}
+
 TEST_CASE("hf: Qwen2-7B config has 7,615,616,512 parameters (q/k/v biases only)", "[hf][zoo]") {
   // https://huggingface.co/Qwen/Qwen2-7B ("7.62B params"); exactly
   // 7,615,616,512, the total of the checkpoint's tensors (the same shapes as
@@ -392,7 +523,8 @@ TEST_CASE(
   CHECK_THROWS_WITH(
       capcalc::parse_model(text, "cfg.json"),
       "cfg.json:/model_type: unsupported model_type \"lama\" (supported: bert, "
-      "gemma, gemma2, gemma3_text, gpt2, gpt_neox, llama, mistral, mixtral, phi3, qwen2, qwen3, "
+      "gemma, gemma2, gemma3, gemma3_text, gpt2, gpt_neox, llama, mistral, mixtral, phi3, qwen2, "
+      "qwen3, "
       "qwen3_moe); did you "
       "mean "
       "\"llama\"?");

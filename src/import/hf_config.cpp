@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -36,6 +37,21 @@ enum class Family {
   kBert,     // Post-LN encoder with token types and a pooler (BertModel).
 };
 
+// A SigLIP vision tower and Gemma 3's projector: patch embedding, learned positions, pre-LN
+// encoder layers, final LayerNorm; the patches average-pooled to `tokens` per image, RMSNorm,
+// projected to the decoder's width.
+struct VisionSpec {
+  std::int64_t hidden = 0;
+  std::int64_t intermediate = 0;
+  std::int64_t layers = 0;
+  std::int64_t heads = 0;
+  std::int64_t channels = 3;
+  std::int64_t image = 0;
+  std::int64_t patch = 0;
+  std::int64_t tokens = 0;  // mm_tokens_per_image.
+  std::string activation = "gelu";
+};
+
 struct Spec {
   std::string model_type;
   Family family = Family::kDecoder;
@@ -61,6 +77,7 @@ struct Spec {
   std::string moe_name = "block_sparse_moe";  // The MoE module's name in the checkpoint.
   std::int64_t type_vocab = 0;                // BERT's token types.
   std::vector<std::int64_t> windows;          // Per layer: sliding window, 0 for full attention.
+  std::optional<VisionSpec> vision;           // Multimodal: the image encoder beside the decoder.
 };
 
 // Located reads of a config's keys. A JSON null counts as absent: transformers
@@ -68,6 +85,7 @@ struct Spec {
 class Config {
  public:
   Config(const Json& document, const std::string& file) : root_(document, file) {}
+  explicit Config(JsonView root) : root_(std::move(root)) {}
 
   std::optional<JsonView> find(std::string_view key) const {
     std::optional<JsonView> value = root_.find(key);
@@ -101,7 +119,7 @@ class Config {
   }
 
   [[noreturn]] void fail(std::string_view key, const std::string& message) const {
-    throw Error({root_.file(), fmt::format("/{}", key), 0, 0}, message);
+    throw Error({root_.file(), fmt::format("{}/{}", root_.pointer(), key), 0, 0}, message);
   }
 
   const JsonView& root() const { return root_; }
@@ -131,9 +149,12 @@ std::string activation_of(const Config& config, std::string_view key, std::strin
 
 // Heads, key/value heads (GQA/MQA) and head size, checked here so that errors
 // point into the config rather than the generated model.
-void read_heads(const Config& config, Spec& spec, std::string_view heads_key) {
-  spec.heads = config.required(heads_key);
-  spec.kv_heads = config.positive("num_key_value_heads", spec.heads);
+void read_heads(const Config& config, Spec& spec, std::string_view heads_key,
+                std::optional<std::int64_t> heads_default = std::nullopt,
+                std::optional<std::int64_t> kv_default = std::nullopt) {
+  spec.heads =
+      heads_default ? config.positive(heads_key, *heads_default) : config.required(heads_key);
+  spec.kv_heads = config.positive("num_key_value_heads", kv_default.value_or(spec.heads));
   if (spec.heads % spec.kv_heads != 0) {
     config.fail("num_key_value_heads", fmt::format("num_key_value_heads = {} must divide {} = {}",
                                                    spec.kv_heads, heads_key, spec.heads));
@@ -294,13 +315,83 @@ void read_gemma2(const Config& config, Spec& spec) {
 }
 
 // Gemma 3 (text): Gemma 2 with q_norm and k_norm; every sliding_window_pattern-th layer
-// (default 6) is global, the rest slide.
+// (default 6) is global, the rest slide. Missing keys take Gemma3TextConfig's defaults, as
+// transformers does: the multimodal checkpoints' text_config names few of them.
 void read_gemma3_text(const Config& config, Spec& spec) {
-  read_gemma(config, spec);
+  spec.family = Family::kDecoder;
+  spec.vocab = config.positive("vocab_size", 262208);
+  spec.hidden = config.positive("hidden_size", 2304);
+  spec.layers = config.positive("num_hidden_layers", 26);
+  spec.intermediate = config.positive("intermediate_size", 9216);
+  spec.max_positions = config.positive("max_position_embeddings", 131072);
+  read_heads(config, spec, "num_attention_heads", 8, 4);
+  spec.head_dim = config.positive("head_dim", 256);
+  spec.activation =
+      activation_of(config, config.find("hidden_activation") ? "hidden_activation" : "hidden_act",
+                    "gelu_pytorch_tanh");
+  spec.qkv_bias = spec.out_bias = config.flag("attention_bias", false);
+  spec.tied = config.flag("tie_word_embeddings", true);
   spec.sandwich_norms = true;
   spec.qk_norm = true;
+  spec.windows.assign(static_cast<std::size_t>(spec.layers), 0);
   const std::int64_t pattern = config.positive("sliding_window_pattern", 6);
   read_windows_by_layer(config, spec, [pattern](std::int64_t i) { return (i + 1) % pattern != 0; });
+}
+
+// SigLIP's vision tower (SiglipVisionConfig's defaults) and Gemma 3's projector.
+VisionSpec read_siglip_vision(const Config& config, std::int64_t tokens) {
+  VisionSpec v;
+  v.hidden = config.positive("hidden_size", 768);
+  v.intermediate = config.positive("intermediate_size", 3072);
+  v.layers = config.positive("num_hidden_layers", 12);
+  v.heads = config.positive("num_attention_heads", 12);
+  v.channels = config.positive("num_channels", 3);
+  v.image = config.positive("image_size", 224);
+  v.patch = config.positive("patch_size", 16);
+  v.activation = activation_of(config, "hidden_act", "gelu_pytorch_tanh");
+  v.tokens = tokens;
+  if (v.hidden % v.heads != 0) {
+    config.fail("num_attention_heads",
+                fmt::format("hidden_size {} is not divisible by num_attention_heads = {}", v.hidden,
+                            v.heads));
+  }
+  if (v.image % v.patch != 0) {
+    config.fail("patch_size",
+                fmt::format("image_size {} is not a multiple of patch_size {}", v.image, v.patch));
+  }
+  if (config.flag("vision_use_head", true)) {
+    config.fail("vision_use_head",
+                "a vision tower with its attention-pooling head (vision_use_head) is not "
+                "supported; Gemma 3's configs set it to false");
+  }
+  return v;
+}
+
+// Gemma 3 multimodal (Gemma3ForConditionalGeneration): the gemma3_text decoder of text_config
+// and a SigLIP image encoder of vision_config whose patches are average-pooled to
+// mm_tokens_per_image tokens.
+void read_gemma3(const Config& config, Spec& spec) {
+  const std::int64_t tokens = config.positive("mm_tokens_per_image", 256);
+  for (std::string_view key : {"text_config", "vision_config"}) {
+    if (!config.find(key)) {
+      config.fail(key, fmt::format("missing required key \"{}\" (model_type \"gemma3\")", key));
+    }
+  }
+  const JsonView text = *config.find("text_config");
+  text.expect_object();
+  read_gemma3_text(Config(text), spec);
+  const JsonView vision = *config.find("vision_config");
+  vision.expect_object();
+  const Config vision_config(vision);
+  spec.vision = read_siglip_vision(vision_config, tokens);
+  const std::int64_t side = spec.vision->image / spec.vision->patch;  // Patches per side.
+  auto pooled = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(tokens))));
+  if (pooled * pooled != tokens || side % pooled != 0) {
+    config.fail("mm_tokens_per_image",
+                fmt::format("mm_tokens_per_image = {} must be a square whose side divides the "
+                            "{} x {} patches",
+                            tokens, side, side));
+  }
 }
 
 void read_phi3(const Config& config, Spec& spec) {
@@ -371,6 +462,7 @@ constexpr std::array kModelTypes = {
     ModelType{"bert", "Bert", read_bert},
     ModelType{"gemma", "Gemma", read_gemma},
     ModelType{"gemma2", "Gemma2", read_gemma2},
+    ModelType{"gemma3", "Gemma3ForConditionalGeneration", read_gemma3},
     ModelType{"gemma3_text", "Gemma3", read_gemma3_text},
     ModelType{"gpt2", "GPT2", read_gpt2},
     ModelType{"gpt_neox", "GPTNeoX", read_gpt_neox},
@@ -396,7 +488,9 @@ const ModelType* type_of_class(std::string_view name) {
   for (const ModelType& type : kModelTypes) {
     if (name.substr(0, type.class_prefix.size()) != type.class_prefix) continue;
     const std::string_view rest = name.substr(type.class_prefix.size());
-    if (rest.substr(0, 3) == "For" || rest == "Model" || rest == "LMHeadModel") return &type;
+    if (rest.empty() || rest.substr(0, 3) == "For" || rest == "Model" || rest == "LMHeadModel") {
+      return &type;  // Empty: the class itself (Gemma3ForConditionalGeneration).
+    }
   }
   return nullptr;
 }
@@ -642,6 +736,77 @@ void emit_bert(const Spec& spec, Json& model) {
   model["outputs"] = {fmt::format("encoder.layer.{}", spec.layers - 1), "pooler.tanh"};
 }
 
+// The image encoder, after the decoder: its own input (`images` images of the batch, read at
+// prefill only) and its own output, the image tokens in the decoder's width. Gemma 3 scatters
+// them into the embedded sequence at its image-token positions, which `seq` counts.
+void emit_vision(const Spec& spec, Json& model) {
+  const VisionSpec& v = *spec.vision;
+  const std::int64_t side = v.image / v.patch;
+  const auto pooled =
+      static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(v.tokens))));
+  model["dims"]["images"] = 1;
+  model["inputs"].push_back(Json{{"name", "pixel_values"},
+                                 {"shape", {"batch * images", v.channels, v.image, v.image}},
+                                 {"prefill_only", true}});
+  Json body = Json::array();
+  body.push_back(layer("layer_norm1", "layernorm"));
+  Json attention = layer("self_attn", "attention");
+  attention["heads"] = v.heads;
+  attention["causal"] = false;
+  attention["bias"] = true;
+  body.push_back(std::move(attention));
+  body.push_back(with_inputs(layer("attn_add", "add"), {"self_attn", "x"}));
+  body.push_back(layer("layer_norm2", "layernorm"));
+  body.push_back(linear("mlp.fc1", v.intermediate, true));
+  body.push_back(layer("mlp.act", v.activation));
+  body.push_back(linear("mlp.fc2", v.hidden, true));
+  body.push_back(with_inputs(layer("mlp_add", "add"), {"mlp.fc2", "attn_add"}));
+  model["blocks"]["siglip_encoder_layer"] = Json{{"layers", std::move(body)}};
+
+  const std::string tower = "vision_tower.vision_model.";
+  Json& layers = model["layers"];
+  Json patches = with_input(layer(tower + "embeddings.patch_embedding", "conv2d"), "pixel_values");
+  patches["in_channels"] = v.channels;
+  patches["out_channels"] = v.hidden;
+  patches["kernel"] = v.patch;
+  patches["stride"] = v.patch;
+  patches["bias"] = true;
+  layers.push_back(std::move(patches));
+  Json flat = layer(tower + "embeddings.flatten", "flatten");
+  flat["start_dim"] = 2;
+  layers.push_back(std::move(flat));  // [images, hidden, side²]
+  Json to_tokens = layer(tower + "embeddings.transpose", "transpose");
+  to_tokens["dim0"] = 1;
+  to_tokens["dim1"] = 2;
+  layers.push_back(to_tokens);  // [images, side², hidden]
+  Json positions = layer(tower + "embeddings.position_embedding", "position_embedding");
+  positions["positions"] = side * side;
+  layers.push_back(std::move(positions));
+  layers.push_back(Json{
+      {"name", tower + "encoder.layers"}, {"block", "siglip_encoder_layer"}, {"repeat", v.layers}});
+  layers.push_back(layer(tower + "post_layernorm", "layernorm"));
+  // Gemma3MultiModalProjector: back to a side x side grid, average-pooled to pooled x pooled.
+  const std::string projector = "multi_modal_projector.";
+  Json to_channels = to_tokens;
+  to_channels["name"] = projector + "transpose";
+  layers.push_back(std::move(to_channels));
+  Json grid = layer(projector + "grid", "reshape");
+  grid["shape"] = {-1, v.hidden, side, side};
+  layers.push_back(std::move(grid));
+  Json pool = layer(projector + "avg_pool", "avgpool2d");
+  pool["kernel"] = side / pooled;
+  layers.push_back(std::move(pool));
+  Json pooled_flat = layer(projector + "flatten", "flatten");
+  pooled_flat["start_dim"] = 2;
+  layers.push_back(std::move(pooled_flat));
+  Json back = to_tokens;
+  back["name"] = projector + "tokens";
+  layers.push_back(std::move(back));  // [images, tokens, hidden]
+  layers.push_back(layer(projector + "mm_soft_emb_norm", "rmsnorm"));
+  layers.push_back(linear(projector + "mm_input_projection", spec.hidden, false));
+  model["outputs"] = {"lm_head", projector + "mm_input_projection"};
+}
+
 std::string describe(const Spec& spec) {
   std::string text = fmt::format(
       "Translated from a Hugging Face config.json (model_type \"{}\"): {} "
@@ -668,6 +833,15 @@ std::string describe(const Spec& spec) {
       text += fmt::format(", {} learned positions, BertModel with pooler (no pre-training heads)",
                           spec.max_positions);
       break;
+  }
+  if (spec.vision) {
+    const VisionSpec& v = *spec.vision;
+    text += fmt::format(
+        "; with a SigLIP vision tower ({} layers, hidden {}, {} heads, intermediate {}; {}x{} "
+        "images in {}x{} patches) whose patches are average-pooled to {} tokens per image and "
+        "projected to the decoder's width (images: dimension \"images\", one per sequence by "
+        "default, run at prefill only; their tokens are part of \"seq\")",
+        v.layers, v.hidden, v.heads, v.intermediate, v.image, v.image, v.patch, v.patch, v.tokens);
   }
   if (spec.model_type.rfind("gemma", 0) == 0) {
     text +=
@@ -730,6 +904,7 @@ nlohmann::json hf_config_to_model(const nlohmann::json& config, const std::strin
       emit_bert(spec, model);
       break;
   }
+  if (spec.vision) emit_vision(spec, model);
   return model;
 }
 
