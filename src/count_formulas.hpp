@@ -3,9 +3,11 @@
 // layer counts the same whichever file it comes from. All arithmetic is checked.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "capcalc/graph.hpp"
+#include "capcalc/model.hpp"
 
 #include "checked.hpp"
 
@@ -106,6 +108,21 @@ inline LayerCounts matmul_counts(std::int64_t batch, std::int64_t m, std::int64_
   c.output_elements = output_elements;
   c.backward_macs = checked_mul(c.macs, operands_needing_grad);
   return c;
+}
+
+// Query/key pairs scored by one head, given query length s, key length s_kv (the last s
+// queries of s_kv positions when s < s_kv, as with a KV cache) and the counting option.
+inline std::int64_t attention_pairs(std::int64_t s, std::int64_t s_kv, bool causal,
+                                    std::int64_t window, CausalCounting counting) {
+  if (!causal || counting == CausalCounting::kFull) return checked_mul(s, s_kv);
+  // Query i (0-based) sees positions up to offset + i, the last `window` of them.
+  const std::int64_t offset = s_kv - s;
+  const std::int64_t w = window > 0 ? window : s_kv;
+  // Queries with offset + i + 1 <= w see offset + i + 1 keys; the rest see w.
+  const std::int64_t growing = std::clamp<std::int64_t>(w - offset, 0, s);
+  const std::int64_t ramp =
+      checked_add(checked_mul(growing, offset), checked_mul(growing, growing + 1) / 2);
+  return checked_add(ramp, checked_mul(s - growing, w));
 }
 
 }  // namespace capcalc::formulas

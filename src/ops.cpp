@@ -454,21 +454,6 @@ OpResult infer_embedding(OpContext& ctx) {
   return result;
 }
 
-// Query/key pairs scored by one head, given query length s, key length s_kv (the last s
-// queries of s_kv positions when s < s_kv, as with a KV cache) and the counting option.
-std::int64_t attention_pairs(std::int64_t s, std::int64_t s_kv, bool causal, std::int64_t window,
-                             CausalCounting counting) {
-  if (!causal || counting == CausalCounting::kFull) return checked_mul(s, s_kv);
-  // Query i (0-based) sees positions up to offset + i, the last `window` of them.
-  const std::int64_t offset = s_kv - s;
-  const std::int64_t w = window > 0 ? window : s_kv;
-  // Queries with offset + i + 1 <= w see offset + i + 1 keys; the rest see w.
-  const std::int64_t growing = std::clamp<std::int64_t>(w - offset, 0, s);
-  const std::int64_t ramp =
-      checked_add(checked_mul(growing, offset), checked_mul(growing, growing + 1) / 2);
-  return checked_add(ramp, checked_mul(s - growing, w));
-}
-
 OpResult infer_attention(OpContext& ctx) {
   const Shape& x = expect_rank(ctx, 0, 3, "[batch, seq, features]");
   const Shape& kv = ctx.inputs.size() > 1 ? expect_rank(ctx, 1, 3, "[batch, seq, features]") : x;
@@ -517,7 +502,7 @@ OpResult infer_attention(OpContext& ctx) {
   const bool self_attention = ctx.inputs.size() == 1 && causal;
   const std::int64_t cached = self_attention ? ctx.options.kv_cache_length : 0;
   const std::int64_t keys = checked_add(s_kv, cached);
-  const std::int64_t pairs = attention_pairs(
+  const std::int64_t pairs = formulas::attention_pairs(
       s, keys, causal, window, cached > 0 ? CausalCounting::kHalf : ctx.options.causal);
   const std::int64_t q_macs = checked_mul(batch, s, d_model, q_width);
   const std::int64_t kv_macs = checked_mul(2, batch, s_kv, d_kv, kv_width);

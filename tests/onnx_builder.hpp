@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
@@ -166,5 +167,13 @@ class OnnxModel {
  private:
   onnx::ModelProto model_;
 };
+
+// The layer of that name in an imported graph; throws (failing the test) if there is none.
+inline const capcalc::Layer& layer_named(const capcalc::Graph& g, const std::string& name) {
+  for (const capcalc::Layer& layer : g.layers) {
+    if (layer.name == name) return layer;
+  }
+  throw std::runtime_error("no layer " + name);
+}
 
 }  // namespace capcalc::test

@@ -21,6 +21,7 @@ namespace {
 
 using capcalc::Graph;
 using capcalc::ModelOptions;
+using capcalc::test::layer_named;
 using capcalc::test::OnnxModel;
 using Ints = std::vector<std::int64_t>;
 
@@ -439,11 +440,7 @@ OnnxModel vit_b_16_export() {
 }
 
 capcalc::Shape output_of(const Graph& g, const std::string& name) {
-  for (const auto& layer : g.layers) {
-    if (layer.name == name) return layer.output;
-  }
-  FAIL("no layer " << name);
-  return {};
+  return capcalc::test::layer_named(g, name).output;
 }
 
 std::int64_t conv_macs(const Graph& g) {
@@ -540,4 +537,225 @@ TEST_CASE("onnx export: ViT-B/16 with a dynamic batch has torchvision's counts",
   const Graph native =
       capcalc::load_model(capcalc::test::data_path("models/vit_b_16.json"), native_options);
   CHECK(totals.macs == capcalc::graph_totals(native).macs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// onnxruntime's fused operators (com.microsoft), as its transformer optimizer
+// (onnxruntime.transformers.optimizer, optimum's O2 and up) and onnxruntime-genai write them.
+
+namespace {
+
+onnx::NodeProto& ms(onnx::NodeProto& node) {
+  node.set_domain("com.microsoft");
+  return node;
+}
+
+// BertModel (bert-base-uncased) after onnxruntime's BERT fusion: EmbedLayerNormalization;
+// per layer Attention (Q, K, V packed into one [768, 2304] weight and bias), the output
+// MatMul, SkipLayerNormalization carrying its bias, MatMul, BiasGelu, MatMul and
+// SkipLayerNormalization; the pooler's first token, Gemm and Tanh.
+OnnxModel bert_base_ort_fused() {
+  const std::int64_t H = 768, F = 3072;
+  OnnxModel m("bert_ort");
+  m.input("input_ids", {std::string("batch"), std::string("sequence")}, onnx::TensorProto::INT64);
+  m.input("token_type_ids", {std::string("batch"), std::string("sequence")},
+          onnx::TensorProto::INT64);
+  m.input("attention_mask", {std::string("batch"), std::string("sequence")},
+          onnx::TensorProto::INT64);
+  m.weight("word_embeddings", {30522, H});
+  m.weight("position_embeddings", {512, H});
+  m.weight("token_type_embeddings", {2, H});
+  m.weight("embeddings_ln.weight", {H});
+  m.weight("embeddings_ln.bias", {H});
+  ms(m.node(
+      "EmbedLayerNormalization",
+      {"input_ids", "token_type_ids", "word_embeddings", "position_embeddings",
+       "token_type_embeddings", "embeddings_ln.weight", "embeddings_ln.bias", "attention_mask"},
+      {"embed_output", "mask_index"}, "EmbedLayerNormalization_0"));
+  std::string x = "embed_output";
+  for (int i = 0; i < 12; ++i) {
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    m.weight(p + "qkv.weight", {H, 3 * H});
+    m.weight(p + "qkv.bias", {3 * H});
+    auto& attention = ms(m.node("Attention", {x, p + "qkv.weight", p + "qkv.bias", "mask_index"},
+                                {p + "context"}, p + "Attention"));
+    OnnxModel::attr(attention, "num_heads", std::int64_t{12});
+    m.weight(p + "attention.output.weight", {H, H});
+    m.node("MatMul", {p + "context", p + "attention.output.weight"}, {p + "attn_out"},
+           p + "attention_output_MatMul");
+    for (const char* n : {"ln1.weight", "ln1.bias", "attention.output.bias"})
+      m.weight(p + n, {H});
+    ms(m.node("SkipLayerNormalization",
+              {p + "attn_out", x, p + "ln1.weight", p + "ln1.bias", p + "attention.output.bias"},
+              {p + "ln1_out"}, p + "SkipLayerNorm_1"));
+    m.weight(p + "intermediate.weight", {H, F});
+    m.node("MatMul", {p + "ln1_out", p + "intermediate.weight"}, {p + "fc1"}, p + "fc1_MatMul");
+    m.weight(p + "intermediate.bias", {F});
+    ms(m.node("BiasGelu", {p + "fc1", p + "intermediate.bias"}, {p + "gelu"}, p + "BiasGelu"));
+    m.weight(p + "output.weight", {F, H});
+    m.node("MatMul", {p + "gelu", p + "output.weight"}, {p + "fc2"}, p + "fc2_MatMul");
+    for (const char* n : {"ln2.weight", "ln2.bias", "output.bias"})
+      m.weight(p + n, {H});
+    ms(m.node("SkipLayerNormalization",
+              {p + "fc2", p + "ln1_out", p + "ln2.weight", p + "ln2.bias", p + "output.bias"},
+              {p + "out"}, p + "SkipLayerNorm_2"));
+    x = p + "out";
+  }
+  m.constant_ints("zero", {0}, /*rank0=*/true);
+  auto& first = m.node("Gather", {x, "zero"}, {"first_token"}, "pooler_Gather");
+  OnnxModel::attr(first, "axis", std::int64_t{1});
+  m.weight("pooler.weight", {H, H});
+  m.weight("pooler.bias", {H});
+  auto& gemm =
+      m.node("Gemm", {"first_token", "pooler.weight", "pooler.bias"}, {"pooled"}, "pooler_Gemm");
+  OnnxModel::attr(gemm, "transB", std::int64_t{1});
+  m.node("Tanh", {"pooled"}, {"pooler_output"}, "pooler_Tanh");
+  m.output("pooler_output");
+  m.output(x);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx export: BERT-base fused by onnxruntime counts as the unfused model", "[onnx]") {
+  ModelOptions options;
+  options.dims["batch"] = 2;
+  options.dims["sequence"] = 128;
+  const Graph g = bert_base_ort_fused().load("export_bert_ort", options);
+  CHECK(g.unknown_ops.empty());
+  const auto totals = capcalc::graph_totals(g);
+  // Every tensor of bert-base-uncased, packed differently: 109,482,240.
+  CHECK(totals.params == 109'482'240);
+  const std::int64_t B = 2, S = 128, H = 768, F = 3072;
+  CHECK(output_of(g, "encoder.layer.11.SkipLayerNorm_2") == capcalc::Shape{B, S, H});
+  CHECK(output_of(g, "EmbedLayerNormalization_0") == capcalc::Shape{B, S, H});
+  // The same MACs as the torch export and the HF config: the packed projection and the
+  // products per head in Attention, the output projection in its own MatMul.
+  const std::int64_t per_layer = 4 * B * S * H * H + 2 * B * S * H * F + 2 * B * S * S * H;
+  CHECK(totals.macs == 12 * per_layer + B * H * H);
+  const auto& attention = layer_named(g, "encoder.layer.0.Attention");
+  CHECK(attention.op == "attention");
+  CHECK(attention.counts.score_macs == 2 * B * S * S * H);
+  CHECK(attention.counts.params == H * 3 * H + 3 * H);
+  // Scale and softmax on each of the 12 heads' S² scores, and the packed bias.
+  CHECK(attention.counts.other_flops == 6 * B * 12 * S * S + B * S * 3 * H);
+  // SkipLayerNormalization: the skip add, its bias and LayerNorm's 8 per element.
+  CHECK(layer_named(g, "encoder.layer.0.SkipLayerNorm_1").counts.other_flops == 10 * B * S * H);
+  CHECK(layer_named(g, "encoder.layer.0.BiasGelu").counts.other_flops == 9 * B * S * F);
+  // An encoder keeps no KV cache.
+  CHECK(capcalc::kv_cache_elements(g, S) == 0);
+  // Its attention matches the zoo's bert_base.json attention layer (which includes the output
+  // projection and its bias).
+  ModelOptions zoo_options;
+  zoo_options.dims["batch"] = B;
+  zoo_options.dims["seq"] = S;
+  const Graph zoo =
+      capcalc::load_model(capcalc::test::data_path("models/bert_base.json"), zoo_options);
+  const auto& native = layer_named(zoo, "encoder.layer.0.attention");
+  CHECK(native.counts.macs ==
+        attention.counts.macs +
+            layer_named(g, "encoder.layer.0.attention_output_MatMul").counts.macs);
+  CHECK(native.counts.score_macs == attention.counts.score_macs);
+}
+
+namespace {
+
+// One decoder layer's attention as onnxruntime-genai exports Llama/Phi-3 (fp32 weights here):
+// Q, K, V projections, GroupQueryAttention with rotary embeddings inside (do_rotary, cos and
+// sin caches) over the past keys and values, the output projection; present.* outputs.
+// 32 query heads, 8 KV heads, head size 128: hidden 4096.
+OnnxModel gqa_layer() {
+  OnnxModel m("gqa");
+  const std::int64_t D = 4096, kv = 8 * 128;
+  m.input("hidden", {std::string("batch_size"), std::string("sequence_length"), D});
+  for (const char* name : {"past_key_values.0.key", "past_key_values.0.value"}) {
+    m.input(name, {std::string("batch_size"), std::int64_t{8}, std::string("past_sequence_length"),
+                   std::int64_t{128}});
+  }
+  m.input("seqlens_k", {std::string("batch_size")}, onnx::TensorProto::INT32);
+  m.input("total_sequence_length", {}, onnx::TensorProto::INT32);
+  m.weight("q_proj", {D, D});
+  m.weight("k_proj", {D, kv});
+  m.weight("v_proj", {D, kv});
+  m.weight("o_proj", {D, D});
+  m.weight("cos_cache", {4096, 64});
+  m.weight("sin_cache", {4096, 64});
+  m.node("MatMul", {"hidden", "q_proj"}, {"q"}, "q_proj_MatMul");
+  m.node("MatMul", {"hidden", "k_proj"}, {"k"}, "k_proj_MatMul");
+  m.node("MatMul", {"hidden", "v_proj"}, {"v"}, "v_proj_MatMul");
+  auto& gqa = ms(m.node("GroupQueryAttention",
+                        {"q", "k", "v", "past_key_values.0.key", "past_key_values.0.value",
+                         "seqlens_k", "total_sequence_length", "cos_cache", "sin_cache"},
+                        {"attn", "present.0.key", "present.0.value"}, "GroupQueryAttention"));
+  OnnxModel::attr(gqa, "num_heads", std::int64_t{32});
+  OnnxModel::attr(gqa, "kv_num_heads", std::int64_t{8});
+  OnnxModel::attr(gqa, "do_rotary", std::int64_t{1});
+  m.node("MatMul", {"attn", "o_proj"}, {"out"}, "o_proj_MatMul");
+  m.output("out");
+  m.output("present.0.key");
+  m.output("present.0.value");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx export: GroupQueryAttention over a past counts the new tokens' pairs", "[onnx]") {
+  const std::int64_t N = 32, kvN = 8, Hd = 128, D = 4096;
+  // A decode step: one new token over 100 cached ones.
+  ModelOptions step;
+  step.dims["batch_size"] = 2;
+  step.dims["sequence_length"] = 1;
+  step.dims["past_sequence_length"] = 100;
+  const Graph g = gqa_layer().load("export_gqa_step", step);
+  CHECK(g.unknown_ops.empty());
+  const auto& gqa = layer_named(g, "GroupQueryAttention");
+  CHECK(gqa.output == capcalc::Shape{2, 1, D});
+  CHECK(output_of(g, "GroupQueryAttention:1") == capcalc::Shape{2, kvN, 101, Hd});  // present.0.key
+  // QKᵀ and AV of each query head over 101 keys.
+  CHECK(gqa.counts.score_macs == 2 * N * 101 * 2 * Hd);
+  // The cos and sin caches are buffers: only the four projections are parameters.
+  CHECK(capcalc::graph_totals(g).params == 2 * D * D + 2 * D * kvN * Hd);
+  CHECK(gqa.counts.params == 0);
+  // K and V of 8 heads cached per token; the step reads the 100 cached.
+  CHECK(gqa.counts.kv_cache_per_token == 2 * kvN * Hd);
+  CHECK(gqa.counts.kv_cache_read_elements == 2 * 100 * 2 * kvN * Hd);
+  // Softmax and scale on every score, rotary on the new Q and K.
+  CHECK(gqa.counts.other_flops == 6 * 2 * N * 101 + 3 * 2 * (N + kvN) * Hd);
+  // A prefill of 16 tokens without a past: every pair, as dense kernels compute them; half of
+  // them (plus the diagonal) with --causal half.
+  ModelOptions prefill;
+  prefill.dims["batch_size"] = 1;
+  prefill.dims["sequence_length"] = 16;
+  prefill.dims["past_sequence_length"] = 1;
+  CHECK(layer_named(gqa_layer().load("export_gqa_prefill", prefill), "GroupQueryAttention")
+            .counts.score_macs == N * (16 * 1 + 16 * 17 / 2) * 2 * Hd);
+}
+
+TEST_CASE("onnx export: MultiHeadAttention and malformed fused attention", "[onnx]") {
+  OnnxModel m("mha");
+  m.input("q", {std::int64_t{2}, std::int64_t{10}, std::int64_t{64}});
+  m.input("k", {std::int64_t{2}, std::int64_t{20}, std::int64_t{64}});
+  m.input("v", {std::int64_t{2}, std::int64_t{20}, std::int64_t{32}});
+  auto& mha = ms(m.node("MultiHeadAttention", {"q", "k", "v"}, {"y"}, "cross"));
+  OnnxModel::attr(mha, "num_heads", std::int64_t{4});
+  m.output("y");
+  const Graph g = m.load("export_mha");
+  CHECK(g.unknown_ops.empty());
+  const auto& cross = layer_named(g, "cross");
+  CHECK(cross.output == capcalc::Shape{2, 10, 32});
+  // 4 heads of 16 (Q, K) and 8 (V): 2 x 4 x 10 x 20 pairs.
+  CHECK(cross.counts.score_macs == 2 * 4 * 10 * 20 * (16 + 8));
+  CHECK(cross.counts.kv_cache_per_token == 0);  // Not causal: no cache.
+
+  // Attention whose packed weight does not match its input's width.
+  OnnxModel bad("bad_attention");
+  bad.input("x", {std::int64_t{1}, std::int64_t{8}, std::int64_t{768}});
+  bad.weight("w", {512, 3 * 512});
+  auto& attention = ms(bad.node("Attention", {"x", "w"}, {"y"}, "attn"));
+  OnnxModel::attr(attention, "num_heads", std::int64_t{8});
+  bad.output("y");
+  CHECK_THROWS_WITH(bad.load("export_bad_attention"),
+                    Catch::Contains("/graph/node/0") &&
+                        Catch::Contains("node \"attn\" (com.microsoft.Attention): its inputs [1, "
+                                        "8, 768], [512, 1536]"));
 }

@@ -27,13 +27,7 @@ using capcalc::ModelOptions;
 using capcalc::test::Dim;
 using capcalc::test::OnnxModel;
 
-const capcalc::Layer& layer_named(const Graph& g, const std::string& name) {
-  for (const auto& layer : g.layers) {
-    if (layer.name == name) return layer;
-  }
-  FAIL("no layer " << name);
-  return g.layers.front();
-}
+using capcalc::test::layer_named;
 
 // Conv(3->16, 3x3, pad 1) + BN + Relu + MaxPool 2 + GlobalAveragePool + Flatten + Gemm(16->10).
 OnnxModel small_cnn() {

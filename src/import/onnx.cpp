@@ -120,9 +120,12 @@ enum class Rule {
   kGather,      // A view of an activation, or an embedding lookup of a constant table.
   kSplit,       // One view layer per output.
   kResize,
-  kRecurrent,  // LSTM, GRU, RNN: gate products and activations per step and direction.
-  kMeta,       // Shape, Size: the output is metadata, no layer.
-  kConstant,   // Constant, ConstantOfShape, Range: folded, no layer.
+  kRecurrent,       // LSTM, GRU, RNN: gate products and activations per step and direction.
+  kBiased,          // Elementwise, `flops` per output element, its constant inputs parameters.
+  kFusedAttention,  // onnxruntime's Attention, MultiHeadAttention, GroupQueryAttention.
+  kEmbedLayerNorm,  // onnxruntime's EmbedLayerNormalization: BERT's embeddings and LayerNorm.
+  kMeta,            // Shape, Size: the output is metadata, no layer.
+  kConstant,        // Constant, ConstantOfShape, Range: folded, no layer.
 };
 
 struct OpRule {
@@ -177,7 +180,23 @@ const std::vector<OpRule> kRules = {
     {"Tanh", Rule::kUnary, "tanh", kTanhFlops},
     {"Erf", Rule::kUnary, "erf", kTanhFlops},
     {"Gelu", Rule::kUnary, "gelu", kGeluFlops, true},
-    {"FastGelu", Rule::kUnary, "gelu", kGeluFlops, true},
+    // onnxruntime's fused forms (com.microsoft), as its transformer optimizer and
+    // onnxruntime-genai write them: a bias added first (1 more FLOP), a skip connection added
+    // before a norm (1, and 1 more for its bias), QuickGelu x·sigmoid(1.702·x) (6), rotary
+    // embeddings x·cos + rotate(x)·sin (3; the cos and sin caches are not parameters).
+    {"FastGelu", Rule::kBiased, "gelu", kGeluFlops, true},
+    {"BiasGelu", Rule::kBiased, "gelu", kGeluFlops + 1, true},
+    {"QuickGelu", Rule::kUnary, "gelu", kSigmoidFlops + 2, true},
+    {"BiasAdd", Rule::kBinary, "add", 0, true},
+    {"SkipLayerNormalization", Rule::kLayerNorm, "layernorm", formulas::kLayerNormFlops + 1, true},
+    {"SkipSimplifiedLayerNormalization", Rule::kLayerNorm, "rmsnorm", formulas::kRmsNormFlops + 1,
+     true},
+    {"RotaryEmbedding", Rule::kUnary, "rotary", 3, true},
+    {"Attention", Rule::kFusedAttention, "attention"},
+    {"MultiHeadAttention", Rule::kFusedAttention, "attention"},
+    {"GroupQueryAttention", Rule::kFusedAttention, "attention"},
+    {"EmbedLayerNormalization", Rule::kEmbedLayerNorm, "embedding"},
+    {"Trilu", Rule::kUnary, "trilu", 1},
     {"Elu", Rule::kUnary, "elu", kTanhFlops},
     {"Selu", Rule::kUnary, "selu", kTanhFlops},
     {"Softplus", Rule::kUnary, "softplus", kTanhFlops},
@@ -324,6 +343,13 @@ bool is_param_slot(Rule rule, const std::string& op_type, int slot) {
       return slot == 1 || slot == 2;  // Scale and bias; mean and variance are buffers.
     case Rule::kRecurrent:
       return slot == 1 || slot == 2 || slot == 3 || slot == 7;  // W, R, B, peepholes P.
+    case Rule::kFusedAttention:
+      // Attention's packed weights and bias, MultiHeadAttention's bias; not masks, caches,
+      // lengths or GroupQueryAttention's cos and sin caches.
+      if (op_type == "Attention") return slot == 1 || slot == 2;
+      return op_type == "MultiHeadAttention" && slot == 3;
+    case Rule::kEmbedLayerNorm:
+      return slot >= 2 && slot <= 6;  // Word, position, segment tables; gamma, beta.
     case Rule::kView:
     case Rule::kSplit:
     case Rule::kResize:
@@ -386,6 +412,9 @@ KnownShape from_proto(const onnx::TensorShapeProto& proto) {
   }
   return shape;
 }
+
+// Rounds of ONNX shape inference, each followed by capcalc's own shapes, at most.
+constexpr int kMaxInferenceRounds = 1024;
 
 // Loops are unrolled at import; longer ones stay unknown operators rather than hang it.
 constexpr std::int64_t kMaxLoopIterations = 4096;
@@ -596,7 +625,9 @@ class Importer {
     }
     const onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*error_mode=*/0,
                                                 /*enable_data_propagation=*/true);
-    for (int round = 0; round < 16; ++round) {
+    // Each round gets past the operators that ONNX cannot infer (onnxruntime's fused ones, a
+    // passthrough) for one more stretch of the graph: a fused transformer needs a few per layer.
+    for (int round = 0; round < kMaxInferenceRounds; ++round) {
       try {
         onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), inference);
       } catch (const std::exception& e) {
@@ -623,6 +654,15 @@ class Importer {
                                            node.domain()) != nullptr;
         const bool einsum = rule != nullptr && rule->rule == Rule::kEinsum;
         if (has_schema && !einsum && (rule == nullptr || !rule->shape_passthrough)) continue;
+        if (const auto fused = fused_output_shapes(node)) {
+          for (std::size_t i = 0; i < fused->size(); ++i) {
+            const std::string& output = node.output(static_cast<int>(i));
+            if (output.empty() || !(*fused)[i] || !write_shape(output, *(*fused)[i])) continue;
+            assumed_.insert(output);
+            added = true;
+          }
+          continue;
+        }
         const auto in = shapes_.find(node.input(0));
         const auto out = shapes_.find(node.output(0));
         if (in == shapes_.end() || !in->second.complete()) continue;
@@ -639,6 +679,55 @@ class Importer {
       }
       if (!added) break;
     }
+  }
+
+  // The output shapes of onnxruntime's fused operators (ONNX has no schema for them), or
+  // nullopt for the other operators. An output whose shape is not known yet is nullopt.
+  std::optional<std::vector<std::optional<Shape> > > fused_output_shapes(
+      const onnx::NodeProto& node) const {
+    const std::string& op = node.op_type();
+    const bool attention =
+        op == "Attention" || op == "MultiHeadAttention" || op == "GroupQueryAttention";
+    const bool skip_norm =
+        op == "SkipLayerNormalization" || op == "SkipSimplifiedLayerNormalization";
+    if ((!attention && !skip_norm && op != "EmbedLayerNormalization") ||
+        (!node.domain().empty() && node.domain() != "com.microsoft")) {
+      return std::nullopt;
+    }
+    std::vector<Shape> in;
+    for (int slot = 0; slot < node.input_size(); ++slot) {
+      const auto it = shapes_.find(node.input(slot));
+      in.push_back(it != shapes_.end() && it->second.complete() ? it->second.dims : Shape{});
+    }
+    std::vector<std::optional<Shape> > out(static_cast<std::size_t>(node.output_size()));
+    const auto set = [&](std::size_t i, Shape shape) {
+      if (i < out.size()) out[i] = std::move(shape);
+    };
+    if (attention) {
+      const std::optional<AttentionSizes> a = fused_attention_sizes(node, in);
+      if (!a) return out;
+      set(0, {a->batch, a->queries, a->output_width});
+      if (op == "Attention") {
+        set(1, {2, a->batch, a->heads, a->keys, a->head_dim});
+      } else {
+        set(1, {a->batch, a->kv_heads, a->keys, a->head_dim});
+        set(2, {a->batch, a->kv_heads, a->keys, a->v_head_dim});
+      }
+    } else if (skip_norm) {
+      if (in.empty() || in[0].empty()) return out;
+      Shape reduced = in[0];
+      reduced.back() = 1;
+      set(0, in[0]);
+      set(1, reduced);
+      set(2, reduced);
+      set(3, in[0]);
+    } else {  // EmbedLayerNormalization: ids [B, S], word embedding [V, D].
+      if (in.size() < 3 || in[0].size() != 2 || in[2].size() != 2) return out;
+      set(0, {in[0][0], in[0][1], in[2][1]});
+      set(1, {in[0][0]});
+      set(2, {in[0][0], in[0][1], in[2][1]});
+    }
+    return out;
   }
 
   // ONNX merges an If's output shapes over both branches, losing dims where they differ. With a
@@ -708,6 +797,8 @@ class Importer {
       for (std::int64_t d : shape)
         tensor.mutable_shape()->add_dim()->set_dim_value(d);
     }
+    // Known at once to the nodes after it in this round (a chain of fused operators).
+    shapes_[name] = KnownShape{shape, std::vector<std::string>(shape.size())};
     return true;
   }
 
@@ -915,6 +1006,9 @@ class Importer {
       return;
     }
 
+    if (rule->rule == Rule::kFusedAttention && !fused_attention_sizes(node, shapes)) {
+      fail_attention_shapes(node, shapes, name, layer.definition);
+    }
     // LSTM and GRU may leave Y unnamed and give only Y_h: the first output named is the layer's.
     const auto named = std::find_if(node.output().begin(), node.output().end(),
                                     [](const std::string& output) { return !output.empty(); });
@@ -1028,10 +1122,17 @@ class Importer {
       case Rule::kLayerNorm:
       case Rule::kGroupNorm:
       case Rule::kUnary:
-      case Rule::kSoftmax:
-        c = formulas::elementwise_counts(activation_elements, out_elements, rule->flops);
+      case Rule::kSoftmax: {
+        // SkipLayerNormalization's optional bias (input 4; 3 for the simplified form): one
+        // more add per element.
+        const int skip_bias = node.op_type() == "SkipLayerNormalization"             ? 4
+                              : node.op_type() == "SkipSimplifiedLayerNormalization" ? 3
+                                                                                     : -1;
+        c = formulas::elementwise_counts(activation_elements, out_elements,
+                                         rule->flops + (has_input(node, skip_bias) ? 1 : 0));
         c.weight_elements_read = constant_elements;
         break;
+      }
       case Rule::kBinary:
         c = formulas::elementwise_counts(activation_elements, out_elements,
                                          std::max(1, node.input_size() - 1));
@@ -1085,6 +1186,30 @@ class Importer {
                              name, layer.definition);
         formulas::add_weighted_backward(c, any_needs_grad);
         break;
+      case Rule::kBiased:
+        // FastGelu's bias is optional: one more FLOP per element with it.
+        c = formulas::elementwise_counts(
+            activation_elements, out_elements,
+            rule->flops + (node.op_type() == "FastGelu" && has_input(node, 1) ? 1 : 0));
+        c.weight_elements_read = constant_elements;
+        break;
+      case Rule::kFusedAttention:
+        c = fused_attention_counts(node, shapes, activation_elements, out_elements, name,
+                                   layer.definition);
+        c.weight_elements_read = constant_elements;
+        break;
+      case Rule::kEmbedLayerNorm: {
+        // Reads one row of each table per token (word, position, and segment when given),
+        // adds them and normalises: 1 or 2 adds and LayerNorm's 8 FLOPs per element.
+        const std::int64_t tables = has_input(node, 1) && has_input(node, 4) ? 3 : 2;
+        c.input_elements = activation_elements;
+        c.output_elements = out_elements;
+        c.weight_elements_read =
+            checked_add(checked_mul(tables, out_elements), element_count(shapes.at(5)) * 2);
+        c.other_flops = checked_mul(out_elements, tables - 1 + formulas::kLayerNormFlops);
+        c.backward_other_flops = checked_mul(c.other_flops, 2);
+        break;
+      }
       case Rule::kMeta:
       case Rule::kConstant:
         break;
@@ -1452,6 +1577,154 @@ class Importer {
       value.needs_grad = true;
       values_[output] = value;
     }
+  }
+
+  // The sizes of onnxruntime's fused attention (com.microsoft), from its inputs' shapes:
+  // Attention packs the Q, K and V projections (x [B, S, D] times weights [D, Dq + Dk + Dv],
+  // qkv_hidden_sizes or three equal parts) and may read a past [2, B, N, P, H];
+  // MultiHeadAttention takes Q [B, S, Dq] and K, V [B, L, Dk] (or [B, N, L, H]), or Q packed
+  // [B, S, N, 3, H], and a past_key [B, N, P, H]; GroupQueryAttention takes Q [B, S, N·H] and
+  // K, V [B, S, kvN·H] (or all three packed into Q) and a past_key [B, kvN, P, H]. Keys are
+  // the past and the new ones. Empty when a shape does not fit.
+  struct AttentionSizes {
+    std::int64_t batch = 0, queries = 0, keys = 0, past = 0;
+    std::int64_t heads = 0, kv_heads = 0, head_dim = 0, v_head_dim = 0;
+    std::int64_t projection_macs = 0;  // Attention's packed Q, K, V projection.
+    std::int64_t bias_elements = 0;    // Elements the biases are added to.
+    std::int64_t rotary_elements = 0;  // GroupQueryAttention's do_rotary: Q and K rotated.
+    bool causal = false;
+    std::int64_t window = 0;
+    std::int64_t output_width = 0;  // The output's last axis.
+  };
+
+  static std::optional<AttentionSizes> fused_attention_sizes(const onnx::NodeProto& node,
+                                                             const std::vector<Shape>& shapes) {
+    const auto shape = [&](int slot) -> const Shape& {
+      static const Shape kNone;
+      return slot >= 0 && static_cast<std::size_t>(slot) < shapes.size() && has_input(node, slot)
+                 ? shapes[static_cast<std::size_t>(slot)]
+                 : kNone;
+    };
+    AttentionSizes a;
+    a.heads = attribute_int(node, "num_heads", 0);
+    const Shape& q = shape(0);
+    if (a.heads <= 0 || q.size() < 3) return std::nullopt;
+    a.batch = q[0];
+    a.queries = q[1];
+    const std::string& op = node.op_type();
+    if (op == "Attention") {
+      const Shape& w = shape(1);
+      if (q.size() != 3 || w.size() != 2 || w[0] != q[2]) return std::nullopt;
+      std::vector<std::int64_t> sizes = attribute_ints(node, "qkv_hidden_sizes");
+      if (sizes.empty()) sizes.assign(3, w[1] / 3);
+      if (sizes.size() != 3 || sizes[0] + sizes[1] + sizes[2] != w[1] || sizes[0] != sizes[1] ||
+          sizes[0] % a.heads != 0 || sizes[2] % a.heads != 0) {
+        return std::nullopt;
+      }
+      a.kv_heads = a.heads;
+      a.head_dim = sizes[0] / a.heads;
+      a.v_head_dim = sizes[2] / a.heads;
+      a.projection_macs = checked_mul(a.batch, a.queries, q[2], w[1]);
+      if (has_input(node, 2)) a.bias_elements = checked_mul(a.batch, a.queries, w[1]);
+      if (const Shape& past = shape(4); past.size() == 5) a.past = past[3];
+      a.causal = attribute_int(node, "unidirectional", 0) != 0;
+      a.keys = checked_add(a.past, a.queries);
+      a.output_width = sizes[2];
+      return a;
+    }
+    if (op == "MultiHeadAttention") {
+      const Shape& k = shape(1);
+      const Shape& v = shape(2);
+      a.kv_heads = a.heads;
+      if (q.size() == 5) {  // Packed [B, S, N, 3, H].
+        if (q[2] != a.heads || q[3] != 3) return std::nullopt;
+        a.head_dim = a.v_head_dim = q[4];
+        a.keys = a.queries;
+      } else if (q.size() == 3 && q[2] % a.heads == 0 && (k.size() == 3 || k.size() == 4) &&
+                 v.size() == k.size()) {
+        a.head_dim = q[2] / a.heads;
+        a.keys = k.size() == 3 ? k[1] : k[2];
+        a.v_head_dim = v.size() == 3 ? v[2] / a.heads : v[3];
+      } else {
+        return std::nullopt;
+      }
+      if (has_input(node, 3)) {
+        a.bias_elements = checked_mul(
+            a.batch, checked_add(checked_mul(a.queries, a.heads, a.head_dim),
+                                 checked_mul(a.keys, a.heads, a.head_dim + a.v_head_dim)));
+      }
+      if (const Shape& past = shape(6); past.size() == 4) a.past = past[2];
+      a.keys = checked_add(a.keys, a.past);
+      a.causal = attribute_int(node, "unidirectional", 0) != 0;
+      a.output_width = checked_mul(a.heads, a.v_head_dim);
+      return a;
+    }
+    // GroupQueryAttention: causal, K and V heads shared by groups of query heads.
+    a.kv_heads = attribute_int(node, "kv_num_heads", 0);
+    if (q.size() != 3 || a.kv_heads <= 0 || a.heads % a.kv_heads != 0) return std::nullopt;
+    const std::int64_t width = has_input(node, 1) ? a.heads : a.heads + 2 * a.kv_heads;
+    if (q[2] % width != 0) return std::nullopt;
+    a.head_dim = a.v_head_dim = q[2] / width;
+    if (const Shape& past = shape(3); past.size() == 4) a.past = past[2];
+    a.keys = checked_add(a.past, a.queries);
+    a.causal = true;
+    if (attribute_int(node, "do_rotary", 0) != 0) {
+      a.rotary_elements = checked_mul(a.batch, a.queries, a.heads + a.kv_heads, a.head_dim);
+    }
+    const std::int64_t window = attribute_int(node, "local_window_size", -1);
+    a.window = window > 0 ? window : 0;
+    a.output_width = checked_mul(a.heads, a.head_dim);
+    return a;
+  }
+
+  [[noreturn]] void fail_attention_shapes(const onnx::NodeProto& node,
+                                          const std::vector<Shape>& shapes, const std::string& name,
+                                          const std::string& where) const {
+    std::vector<std::string> given;
+    for (std::size_t slot = 0; slot < shapes.size() && slot < 4; ++slot)
+      given.push_back(shape_to_string(shapes[slot]));
+    fail(where, fmt::format("node \"{}\" ({}): its inputs {} and attributes (num_heads{}) do "
+                            "not fit the operator's shapes",
+                            name, qualified_op(node), fmt::join(given, ", "),
+                            node.op_type() == "GroupQueryAttention" ? ", kv_num_heads" : ""));
+  }
+
+  // Counted like the native attention's products (data/README.md): QKᵀ and AV per head over
+  // the keys, the scale and softmax on every score (6 FLOPs), Attention's packed projection,
+  // the biases and GroupQueryAttention's rotary embeddings; the output projection is a separate
+  // MatMul in these graphs. A past makes the pairs exact (the new queries over the cached keys);
+  // causal self-attention caches its K and V per token.
+  LayerCounts fused_attention_counts(const onnx::NodeProto& node, const std::vector<Shape>& shapes,
+                                     std::int64_t activation_elements, std::int64_t out_elements,
+                                     const std::string& name, const std::string& where) const {
+    const std::optional<AttentionSizes> sizes = fused_attention_sizes(node, shapes);
+    if (!sizes) fail_attention_shapes(node, shapes, name, where);
+    const AttentionSizes& a = *sizes;
+    const std::int64_t pairs =
+        formulas::attention_pairs(a.queries, a.keys, a.causal, a.window,
+                                  a.past > 0 ? CausalCounting::kHalf : options_.counting.causal);
+    const std::int64_t scores = checked_mul(a.batch, a.heads, pairs);
+    LayerCounts c;
+    c.score_macs = checked_mul(scores, a.head_dim + a.v_head_dim);
+    c.macs = checked_add(a.projection_macs, c.score_macs);
+    // Rotary embeddings inside GroupQueryAttention: x·cos + rotate(x)·sin, 3 per element.
+    c.other_flops = checked_add(checked_add(checked_mul(scores, 6), a.bias_elements),
+                                checked_mul(a.rotary_elements, 3));
+    // Q, K, V and the output written and read once; the scores stay on chip.
+    c.input_elements = activation_elements;
+    c.output_elements = out_elements;
+    c.saved_elements = checked_mul(
+        a.batch, checked_add(checked_mul(a.queries, a.heads, a.head_dim + a.v_head_dim),
+                             checked_mul(a.keys, a.kv_heads, a.head_dim + a.v_head_dim)));
+    if (a.causal) {
+      c.kv_cache_per_token = checked_mul(a.kv_heads, a.head_dim + a.v_head_dim);
+      c.kv_cache_window = a.window;
+      const std::int64_t read = a.window > 0 ? std::min(a.past, a.window) : a.past;
+      c.kv_cache_read_elements = checked_mul(a.batch, read, c.kv_cache_per_token);
+    }
+    c.backward_macs = checked_add(checked_mul(a.projection_macs, 2), checked_mul(c.score_macs, 2));
+    c.backward_other_flops = checked_mul(c.other_flops, 2);
+    return c;
   }
 
   // ONNX LSTM, GRU and RNN (default activations). Per time step, direction and sequence of the
