@@ -759,3 +759,25 @@ TEST_CASE("onnx export: MultiHeadAttention and malformed fused attention", "[onn
                         Catch::Contains("node \"attn\" (com.microsoft.Attention): its inputs [1, "
                                         "8, 768], [512, 1536]"));
 }
+
+TEST_CASE("onnx export: LLM serving binds the prompt, decode and past lengths", "[onnx]") {
+  // Serving builds the graph with seq = the prompt (no past), then seq = 1 over the cache: the
+  // export's sequence_length and past_sequence_length take them.
+  const std::string path = gqa_layer().save("export_gqa_serving");
+  const auto build = [&](std::int64_t seq, std::int64_t cached) {
+    ModelOptions options;
+    options.dims["seq"] = seq;
+    options.counting.kv_cache_length = cached;
+    return capcalc::load_model(path, options);
+  };
+  const Graph prefill = build(64, 0);
+  CHECK(prefill.dims.at("seq") == 64);
+  CHECK(prefill.inputs.at(1).shape == capcalc::Shape{1, 8, 0, 128});
+  const Graph step = build(1, 70);
+  const auto& gqa = layer_named(step, "GroupQueryAttention");
+  CHECK(gqa.output == capcalc::Shape{1, 1, 4096});
+  CHECK(gqa.counts.kv_cache_read_elements == 70 * 2 * 8 * 128);
+  CHECK(gqa.counts.score_macs == 32 * 71 * 2 * 128);
+  // K and V of 8 heads of 128 per token.
+  CHECK(capcalc::kv_cache_elements(prefill, 100) == 100 * 2 * 8 * 128);
+}

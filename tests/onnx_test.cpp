@@ -198,10 +198,46 @@ TEST_CASE("onnx: a dynamic dim that is not set names the input and the dim", "[o
   REQUIRE_THROWS_WITH(encoder_layer().load("encoder_unset"),
                       Catch::Contains("input \"x\": dimension \"sequence\" (axis 1) is not set"));
   ModelOptions options;
-  options.dims["seq"] = 8;
-  REQUIRE_THROWS_WITH(
-      encoder_layer().load("encoder_typo", options),
-      Catch::Contains("no dimension \"seq\"") && Catch::Contains("dynamic dims: batch, sequence"));
+  options.dims["sequense"] = 8;
+  REQUIRE_THROWS_WITH(encoder_layer().load("encoder_typo", options),
+                      Catch::Contains("no dimension \"sequense\"") &&
+                          Catch::Contains("did you mean \"sequence\"") &&
+                          Catch::Contains("dynamic dims: batch, sequence"));
+}
+
+TEST_CASE("onnx: seq, past and total lengths bind the dims exporters name", "[onnx]") {
+  // --set seq=N (and LLM serving) sets a sequence axis by its usual names; a past axis is the
+  // KV cache's length (0, a prefill, unless set); a total or an expression of them follows.
+  OnnxModel m("lengths");
+  m.input("ids", {std::string("batch_size"), std::string("sequence_length")},
+          onnx::TensorProto::INT64);
+  m.input("past", {std::string("batch_size"), std::int64_t{2}, std::string("past_sequence_length"),
+                   std::int64_t{8}});
+  m.input("mask", {std::string("batch_size"), std::string("total_sequence_length")},
+          onnx::TensorProto::INT64);
+  m.input("positions", {std::string("batch_size"), std::string("past_sequence_length + 1")},
+          onnx::TensorProto::INT64);
+  m.weight("table", {100, 16});
+  m.node("Gather", {"table", "ids"}, {"emb"}, "embed");
+  m.output("emb");
+  ModelOptions options;
+  options.dims["seq"] = 5;
+  const Graph prefill = m.load("lengths_prefill", options);
+  CHECK(prefill.inputs.at(0).shape == capcalc::Shape{1, 5});
+  CHECK(prefill.inputs.at(1).shape == capcalc::Shape{1, 2, 0, 8});
+  CHECK(prefill.inputs.at(2).shape == capcalc::Shape{1, 5});
+  CHECK(prefill.inputs.at(3).shape == capcalc::Shape{1, 1});
+  options.counting.kv_cache_length = 40;
+  const Graph step = m.load("lengths_step", options);
+  CHECK(step.inputs.at(1).shape == capcalc::Shape{1, 2, 40, 8});
+  CHECK(step.inputs.at(2).shape == capcalc::Shape{1, 45});
+  CHECK(step.inputs.at(3).shape == capcalc::Shape{1, 41});
+  // Set by name, the dims win.
+  options.dims["past_sequence_length"] = 7;
+  CHECK(m.load("lengths_set", options).inputs.at(2).shape == capcalc::Shape{1, 12});
+  // Without a sequence length, the total is not set either.
+  REQUIRE_THROWS_WITH(m.load("lengths_unset"),
+                      Catch::Contains("dimension \"sequence_length\" (axis 1) is not set"));
 }
 
 TEST_CASE("onnx: --input-shape sets a whole input shape", "[onnx]") {

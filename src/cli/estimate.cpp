@@ -47,11 +47,18 @@ void run_estimate(const EstimateOptions& options) {
   const bool serving_request = options.prompt_tokens || options.output_tokens;
   ModelArgs model_args = options.run.model;
   if (serving_request) {
-    if (load_model_from(options.run.model).dims.count("seq") == 0) {
+    // An ONNX export may leave its sequence length unset: then it must take the prompt's.
+    std::optional<Graph> as_given;
+    try {
+      as_given = load_model_from(options.run.model);
+    } catch (const Error&) {
+    }
+    model_args.sets.push_back("seq=" + std::to_string(options.prompt_tokens.value_or(512)));
+    const Graph& probe = as_given ? *as_given : load_model_from(model_args);
+    if (probe.dims.count("seq") == 0) {
       throw Error({options.run.model.path},
                   "--prompt-tokens needs a model with a \"seq\" dimension (a language model)");
     }
-    model_args.sets.push_back("seq=" + std::to_string(options.prompt_tokens.value_or(512)));
   }
   const auto e = run_single_estimate(options.run, &model_args);
   const Graph& graph = e->graph;

@@ -15,6 +15,7 @@
 
 #include "checked.hpp"
 #include "count_formulas.hpp"
+#include "expr.hpp"
 #include "spellcheck.hpp"
 
 #if CAPCALC_WITH_ONNX
@@ -65,6 +66,24 @@ bool is_batch_name(const std::string& name) {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return std::find(kBatchNames.begin(), kBatchNames.end(), lower) != kBatchNames.end();
+}
+
+// Names exporters give the sequence axis (--set seq=N, LLM serving's prompt and decode
+// lengths), the cached positions of a past (LLM serving's cache; 0, a prefill, by default) and
+// both together (the attention mask's).
+const std::vector<std::string_view> kSequenceNames = {"seq", "sequence", "sequence_length",
+                                                      "seq_len", "seq_length"};
+const std::vector<std::string_view> kPastNames = {"past_sequence_length", "past_seq_len",
+                                                  "past_sequence_len",    "past_length",
+                                                  "past_seq_length",      "past_len"};
+const std::vector<std::string_view> kTotalNames = {"total_sequence_length", "total_seq_len",
+                                                   "total_sequence_len", "total_length"};
+
+bool is_one_of(const std::vector<std::string_view>& names, const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return std::find(names.begin(), names.end(), lower) != names.end();
 }
 
 std::string lowercase(std::string text) {
@@ -492,10 +511,14 @@ class Importer {
         }
       }
     }
+    const bool has_sequence = std::any_of(dim_params.begin(), dim_params.end(), [](const auto& d) {
+      return is_one_of(kSequenceNames, d);
+    });
     for (const auto& [name, value] : options_.dims) {
       if (value <= 0)
         fail("", fmt::format("dimension \"{}\" must be positive, got {}", name, value));
       if (dim_params.count(name) != 0 || (name == "batch" && has_batch)) continue;
+      if (name == "seq" && has_sequence) continue;
       if (name == "batch" && !options_.input_shapes.empty()) continue;
       std::vector<std::string_view> known(dim_params.begin(), dim_params.end());
       std::string message = with_suggestion(
@@ -565,12 +588,10 @@ class Importer {
                                     input.name(), a, input.name()));
         }
         const std::string param = dim.dim_param();
-        std::optional<std::int64_t> value;
-        if (auto it = options_.dims.find(param); it != options_.dims.end()) {
-          value = it->second;
-        } else if (is_batch_name(param)) {
-          const auto batch = options_.dims.find("batch");
-          value = batch != options_.dims.end() ? batch->second : 1;  // Batch defaults to 1.
+        const std::optional<std::int64_t> value = dim_value(param);
+        if (value && *value < 0) {
+          fail(pointer, fmt::format("input \"{}\": dimension \"{}\" (axis {}) is {}", input.name(),
+                                    param, a, *value));
         }
         if (!value) {
           fail(pointer, fmt::format("input \"{}\": dimension \"{}\" (axis {}) is not set; give "
@@ -581,6 +602,7 @@ class Importer {
           graph_.batch = *value;
           graph_.dims["batch"] = *value;
         }
+        if (is_one_of(kSequenceNames, param)) graph_.dims["seq"] = *value;  // Tokens per sample.
         graph_.dims[param] = *value;
         dim.set_dim_value(*value);  // Clears dim_param (a oneof).
         graph_input.shape.push_back(*value);
@@ -592,6 +614,51 @@ class Importer {
       graph_.inputs.push_back(std::move(graph_input));
     }
     if (graph_.inputs.empty()) fail("/graph/input", "the model has no inputs (only initializers)");
+  }
+
+  // The size of a named input dimension: set (--set), or one of the kinds exporters name:
+  // batch (1 unless set), sequence (--set seq=N), past (the KV cache's length in LLM serving,
+  // else 0), total (past + sequence), or an expression of them ("past_sequence_length + 1").
+  std::optional<std::int64_t> dim_value(const std::string& param) const {
+    if (auto it = options_.dims.find(param); it != options_.dims.end()) return it->second;
+    const auto set = [&](std::string_view name) -> std::optional<std::int64_t> {
+      const auto it = options_.dims.find(std::string(name));
+      if (it == options_.dims.end()) return std::nullopt;
+      return it->second;
+    };
+    if (is_batch_name(param)) return set("batch").value_or(1);
+    const auto sequence = [&]() -> std::optional<std::int64_t> {
+      for (std::string_view name : kSequenceNames) {
+        if (auto value = set(name)) return value;
+      }
+      return std::nullopt;
+    };
+    if (is_one_of(kSequenceNames, param)) return sequence();
+    const auto past = [&]() -> std::int64_t {
+      for (std::string_view name : kPastNames) {
+        if (auto value = set(name)) return *value;
+      }
+      return options_.counting.kv_cache_length;
+    };
+    if (is_one_of(kPastNames, param)) return past();
+    if (is_one_of(kTotalNames, param)) {
+      if (auto s = sequence()) return checked_add(past(), *s);
+      return std::nullopt;
+    }
+    if (param.find_first_of("+-*/()") == std::string::npos) return std::nullopt;
+    struct Scope : NameScope {
+      const Importer* importer;
+      explicit Scope(const Importer* i) : importer(i) {}
+      std::optional<std::int64_t> lookup(std::string_view name) const override {
+        return importer->dim_value(std::string(name));
+      }
+      std::vector<std::string> names() const override { return {}; }
+    } scope(this);
+    try {
+      return evaluate_expression(param, scope);
+    } catch (const std::exception&) {
+      return std::nullopt;  // Not an expression of known dims: "not set" below.
+    }
   }
 
   // ONNX shape inference, with data propagation for shape arithmetic (Shape -> Gather ->
