@@ -330,6 +330,39 @@ TEST_CASE("TPU figures match the Cloud TPU documentation", "[hardware]") {
   CHECK(v5e.intra_node->bandwidth_bytes_per_s == Approx(400 * kGiga));
 }
 
+TEST_CASE("scale-up and scale-out links per device, with their direction", "[hardware]") {
+  // https://docs.habana.ai/en/latest/Management_and_Monitoring/Network_Configuration/index.html:
+  // Gaudi 3 has "21 scale-up ports and three scale-out ports running at 200Gbps": "21*200Gbps
+  // = ... 1050 GB/s bidirectional", "3*200Gbps = 75 GB/s in each direction"; Gaudi 2 the same
+  // at 100 Gbps (525 GB/s bidirectional, 37.5 GB/s in each direction).
+  const Device& gaudi3 = device("gaudi3");
+  REQUIRE(gaudi3.intra_node.has_value());
+  REQUIRE(gaudi3.inter_node.has_value());
+  CHECK(gaudi3.intra_node->bandwidth_bytes_per_s == Approx(1050 * kGiga));
+  CHECK(gaudi3.intra_node->direction == "bidirectional");
+  CHECK(gaudi3.inter_node->bandwidth_bytes_per_s == Approx(75 * kGiga));
+  CHECK(gaudi3.inter_node->direction == "per_direction");
+  const Device& gaudi2 = device("gaudi2");
+  REQUIRE(gaudi2.inter_node.has_value());
+  CHECK(gaudi2.intra_node->bandwidth_bytes_per_s == Approx(525 * kGiga));
+  CHECK(gaudi2.inter_node->bandwidth_bytes_per_s == Approx(37.5 * kGiga));
+  // https://docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-dgxb200.html: "4 x OSFP
+  // ports for 8 x NVIDIA ConnectX-7 Single Port Cards ... Up to 400Gbps": 50 GB/s per GPU.
+  for (const char* id : {"h100-sxm", "h200", "b200"}) {
+    CAPTURE(id);
+    const Device& d = device(id);
+    REQUIRE(d.inter_node.has_value());
+    CHECK(d.inter_node->bandwidth_bytes_per_s == Approx(50 * kGiga));
+    CHECK(d.inter_node->direction == "per_direction");
+  }
+  // https://docs.cloud.google.com/tpu/docs/v5p: "Data center network (DCN) bandwidth per chip
+  // (Gbps) 50"; ICI (1200 GBps bidirectional) spans the hosts of a slice.
+  const Device& v5p = device("tpu-v5p");
+  REQUIRE(v5p.inter_node.has_value());
+  CHECK(v5p.inter_node->bandwidth_bytes_per_s == Approx(6.25 * kGiga));
+  CHECK(v5p.intra_node->bandwidth_bytes_per_s == Approx(1200 * kGiga));
+}
+
 TEST_CASE("MI300X stores AMD's dense figures", "[hardware]") {
   // https://raw.githubusercontent.com/alpharomercoma/MI300X-vs-H200/6077fdc7bfc215171c33435b7cd76ca4c5f2b236/METHODOLOGY.md
   // BF16 dense 1307.4, FP8 dense 2614.9, 192 GB, 5.3 TB/s, 750 W TBP.
