@@ -52,6 +52,7 @@ std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context) {
         c.kv_cache_window > 0 ? std::min(context, c.kv_cache_window) : context;
     total = checked_add(total, checked_mul(c.kv_cache_per_token, kept));
   }
+  if (total == 0) total = checked_mul(graph.past_elements_per_token, context);
   return total;
 }
 

@@ -227,6 +227,9 @@ TEST_CASE("onnx: seq, past and total lengths bind the dims exporters name", "[on
   CHECK(prefill.inputs.at(1).shape == capcalc::Shape{1, 2, 0, 8});
   CHECK(prefill.inputs.at(2).shape == capcalc::Shape{1, 5});
   CHECK(prefill.inputs.at(3).shape == capcalc::Shape{1, 1});
+  // The past input holds the KV cache: 2 x 8 elements per cached token of a sequence.
+  CHECK(prefill.past_elements_per_token == 2 * 8);
+  CHECK(capcalc::kv_cache_elements(prefill, 10) == 10 * 2 * 8);
   options.counting.kv_cache_length = 40;
   const Graph step = m.load("lengths_step", options);
   CHECK(step.inputs.at(1).shape == capcalc::Shape{1, 2, 40, 8});

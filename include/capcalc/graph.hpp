@@ -93,6 +93,9 @@ struct Graph {
   std::int64_t batch = 1;                    ///< dims["batch"], or 1 if the model has none.
   /// Unknown operators (ONNX import), in order of first use; their layers count zero.
   std::vector<UnknownOperator> unknown_ops;
+  /// KV-cache elements per cached token of one sequence held in the model's past inputs (ONNX
+  /// decoder exports: past_key_values.*), for graphs whose layers do not say it themselves.
+  std::int64_t past_elements_per_token = 0;
 
   const Shape& value_shape(std::int32_t value) const;
   std::string value_name(std::int32_t value) const;
@@ -120,7 +123,7 @@ struct GraphTotals {
 };
 
 /// Elements of the KV cache of one sequence of `context` tokens (each layer keeps at most its
-/// window).
+/// window; without such layers, the past inputs' elements per token).
 std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context);
 
 /// LLM decode: layers computed from prefill-only inputs alone (an image's encoder) ran once, at

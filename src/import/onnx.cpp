@@ -576,6 +576,9 @@ class Importer {
       }
       GraphInput graph_input;
       graph_input.name = input.name();
+      std::vector<std::string> params_of_input;
+      for (const auto& dim : shape.dim())
+        params_of_input.push_back(dim.has_dim_param() ? dim.dim_param() : "");
       for (int a = 0; a < shape.dim_size(); ++a) {
         onnx::TensorShapeProto_Dimension& dim = *shape.mutable_dim(a);
         if (dim.has_dim_value() && dim.dim_value() > 0) {
@@ -606,6 +609,23 @@ class Importer {
         graph_.dims[param] = *value;
         dim.set_dim_value(*value);  // Clears dim_param (a oneof).
         graph_input.shape.push_back(*value);
+      }
+      // A past input (past_key_values.*: [batch, heads, past, head_dim]) holds the cache: its
+      // elements per cached token of one sequence are the other axes' product.
+      std::int64_t per_token = 1;
+      bool is_past = false;
+      for (int a = 0; a < shape.dim_size(); ++a) {
+        const std::string& param = a < static_cast<int>(params_of_input.size())
+                                       ? params_of_input[static_cast<std::size_t>(a)]
+                                       : std::string();
+        if (is_one_of(kPastNames, param)) {
+          is_past = true;
+        } else if (!is_batch_name(param)) {
+          per_token = checked_mul(per_token, graph_input.shape[static_cast<std::size_t>(a)]);
+        }
+      }
+      if (is_past) {
+        graph_.past_elements_per_token = checked_add(graph_.past_elements_per_token, per_token);
       }
       Value value;
       value.kind = Kind::kActivation;
