@@ -20,7 +20,7 @@ constexpr double kFloorPull = 1e-6;
 // How much faster the prediction is than the measurement (> 1: predicted too fast).
 double predicted_speedup(const ValidationResult& r) {
   const Metric metric = r.measurement->metric;
-  const bool time_like = metric == Metric::kLatency || metric == Metric::kGpuHours;
+  const bool time_like = is_time_metric(metric);
   return time_like ? 1 / r.ratio : r.ratio;
 }
 

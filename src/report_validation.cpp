@@ -15,6 +15,9 @@ namespace {
 std::string format_value(Metric metric, double value) {
   switch (metric) {
     case Metric::kLatency:
+    case Metric::kTtft:
+    case Metric::kInterTokenLatency:
+    case Metric::kRequestLatency:
       return format_duration(value);
     case Metric::kMfu:
       return fmt::format("{:.1f} %", 100 * value);
@@ -24,6 +27,7 @@ std::string format_value(Metric metric, double value) {
       return fmt::format("{:.0f} TF/s", value);
     case Metric::kThroughput:
     case Metric::kTokensPerSecond:
+    case Metric::kOutputTokensPerSecond:
       break;
   }
   return format_count(value) + "/s";
@@ -43,6 +47,14 @@ std::string_view short_metric(Metric metric) {
       return "TFLOP/s";
     case Metric::kGpuHours:
       return "GPU-hours";
+    case Metric::kTtft:
+      return "TTFT";
+    case Metric::kInterTokenLatency:
+      return "ITL";
+    case Metric::kRequestLatency:
+      return "request";
+    case Metric::kOutputTokensPerSecond:
+      return "out tok/s";
   }
   return "?";
 }

@@ -27,14 +27,49 @@ constexpr std::array kMetrics = {
     MetricName{"mfu", Metric::kMfu},
     MetricName{"tflops_per_device", Metric::kTflopsPerDevice},
     MetricName{"gpu_hours", Metric::kGpuHours},
+    MetricName{"ttft_s", Metric::kTtft},
+    MetricName{"inter_token_latency_s", Metric::kInterTokenLatency},
+    MetricName{"request_latency_s", Metric::kRequestLatency},
+    MetricName{"output_tokens_per_s", Metric::kOutputTokensPerSecond},
 };
 
-const std::vector<std::string_view> kCaseKeys = {
-    "id",      "model",           "dims",          "device",
-    "devices", "tensor_parallel", "checkpointing", "precision",
-    "mode",    "metric",          "value",         "unit",
-    "per",     "tokens",          "software",      "profile",
-    "source",  "quote",           "notes"};
+bool is_serving(Metric metric) {
+  return metric == Metric::kTtft || metric == Metric::kInterTokenLatency ||
+         metric == Metric::kRequestLatency || metric == Metric::kOutputTokensPerSecond;
+}
+
+Precision parse_precision_at(const JsonView& value) {
+  const std::optional<Precision> p = parse_precision(value.as_string());
+  if (!p) {
+    value.fail(with_suggestion("unknown precision \"" + value.as_string() + "\"", value.as_string(),
+                               precision_names()));
+  }
+  return *p;
+}
+
+const std::vector<std::string_view> kCaseKeys = {"id",
+                                                 "model",
+                                                 "dims",
+                                                 "device",
+                                                 "devices",
+                                                 "tensor_parallel",
+                                                 "checkpointing",
+                                                 "precision",
+                                                 "mode",
+                                                 "metric",
+                                                 "value",
+                                                 "unit",
+                                                 "per",
+                                                 "tokens",
+                                                 "software",
+                                                 "profile",
+                                                 "source",
+                                                 "quote",
+                                                 "notes",
+                                                 "prompt_tokens",
+                                                 "output_tokens",
+                                                 "weight_precision",
+                                                 "kv_precision"};
 
 Measurement parse_case(const JsonView& entry) {
   entry.expect_object();
@@ -59,12 +94,9 @@ Measurement parse_case(const JsonView& entry) {
   if (auto checkpointing = entry.find("checkpointing")) {
     m.checkpointing = checkpointing->as_bool();
   }
-  const JsonView precision = entry.at("precision");
-  const std::optional<Precision> p = parse_precision(precision.as_string());
-  if (!p)
-    precision.fail(with_suggestion("unknown precision \"" + precision.as_string() + "\"",
-                                   precision.as_string(), precision_names()));
-  m.precision = *p;
+  m.precision = parse_precision_at(entry.at("precision"));
+  if (auto w = entry.find("weight_precision")) m.weight_precision = parse_precision_at(*w);
+  if (auto kv = entry.find("kv_precision")) m.kv_precision = parse_precision_at(*kv);
   const JsonView mode = entry.at("mode");
   if (mode.as_string() != "training" && mode.as_string() != "inference") {
     mode.fail("expected \"training\" or \"inference\", got \"" + mode.as_string() + "\"");
@@ -95,6 +127,15 @@ Measurement parse_case(const JsonView& entry) {
     m.tokens = tokens->as_positive_number();
   }
   if (m.metric == Metric::kGpuHours && !m.tokens) entry.fail("a gpu_hours case needs \"tokens\"");
+  if (auto prompt = entry.find("prompt_tokens")) m.prompt_tokens = prompt->as_positive_int();
+  if (auto output = entry.find("output_tokens")) m.output_tokens = output->as_positive_int();
+  if (is_serving(m.metric)) {
+    if (m.training) entry.at("mode").fail("an LLM serving metric needs \"mode\": \"inference\"");
+    if (m.prompt_tokens == 0 || m.output_tokens == 0) {
+      entry.fail(
+          fmt::format("a {} case needs \"prompt_tokens\" and \"output_tokens\"", metric_text));
+    }
+  }
   m.source = entry.at("source").as_string();
   return m;
 }
@@ -116,15 +157,46 @@ double predict_case(const Measurement& m, const HardwareTable& table,
   // A bare file name is looked up in the models directory; a path is used as it is.
   const std::string path =
       m.model.find('/') == std::string::npos ? models_dir + "/" + m.model : m.model;
-  const Graph graph = load_model(path, options);
   Workload workload;
   workload.precision = m.precision;
+  workload.weight_precision = m.weight_precision;
+  workload.kv_precision = m.kv_precision;
   workload.mode = m.training ? Mode::kTraining : Mode::kInference;
   workload.profile = m.profile;
   workload.devices = m.devices;
   workload.tensor_parallel = m.tensor_parallel;
   workload.checkpointing = m.checkpointing;
-  const Estimate e = estimate(graph, device, table.performance_for(device), workload);
+  const PerformanceParams params = table.performance_for(device);
+  if (is_serving(m.metric)) {
+    ServingRequest request;
+    request.prompt_tokens = m.prompt_tokens;
+    request.output_tokens = m.output_tokens;
+    const ServingEstimate s = estimate_serving(
+        [&](std::int64_t seq, std::int64_t cached) {
+          ModelOptions shaped = options;
+          shaped.dims["seq"] = seq;
+          shaped.counting.kv_cache_length = cached;
+          return load_model(path, shaped);
+        },
+        device, params, workload, request);
+    switch (m.metric) {
+      case Metric::kTtft:
+        return s.ttft_s;
+      case Metric::kInterTokenLatency:
+        return s.decode_step_s;
+      case Metric::kRequestLatency:
+        return s.request_latency_s;
+      default: {
+        // All sequences of all replicas: tokens_per_s is their decode rate.
+        const double tokens =
+            s.tokens_per_s * s.decode_step_s * static_cast<double>(m.output_tokens);
+        const double total = tokens / s.request_latency_s;
+        return m.per_device ? total / static_cast<double>(m.devices) : total;
+      }
+    }
+  }
+  const Graph graph = load_model(path, options);
+  const Estimate e = estimate(graph, device, params, workload);
   const auto devices = static_cast<double>(m.devices);
   const double per_device_samples = e.throughput_per_s / devices;
   const PeakRate& peak = device.peak(m.precision);
@@ -147,11 +219,21 @@ double predict_case(const Measurement& m, const HardwareTable& table,
       const double samples = *m.tokens / static_cast<double>(seq_of(graph, m));
       return samples / per_device_samples / 3600;
     }
+    case Metric::kTtft:
+    case Metric::kInterTokenLatency:
+    case Metric::kRequestLatency:
+    case Metric::kOutputTokensPerSecond:
+      break;  // Served above.
   }
   return 0;
 }
 
 }  // namespace
+
+bool is_time_metric(Metric metric) {
+  return metric == Metric::kLatency || metric == Metric::kGpuHours || metric == Metric::kTtft ||
+         metric == Metric::kInterTokenLatency || metric == Metric::kRequestLatency;
+}
 
 std::string_view metric_name(Metric metric) {
   for (const MetricName& n : kMetrics) {

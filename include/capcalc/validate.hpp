@@ -23,7 +23,16 @@ enum class Metric {
   kMfu,              ///< Model FLOPs utilisation: model FLOP/s / dense matrix peak.
   kTflopsPerDevice,  ///< Model TFLOP/s per device.
   kGpuHours,         ///< Device-hours for `tokens` training tokens.
+  // LLM serving of `batch` sequences of prompt_tokens + output_tokens (estimate_serving):
+  kTtft,                   ///< Time to first token: the prefill, seconds.
+  kInterTokenLatency,      ///< Seconds per generated token after the first (a decode step).
+  kRequestLatency,         ///< Seconds from the request to its last token.
+  kOutputTokensPerSecond,  ///< Generated tokens per second over the requests' whole time
+                           ///< (prefill included), all sequences ("per": total or per device).
 };
+
+/// Whether the metric is a duration (smaller is faster).
+bool is_time_metric(Metric metric);
 
 /// One published measurement.
 struct Measurement {
@@ -41,6 +50,11 @@ struct Measurement {
   bool per_device = false;       ///< Throughput-like metrics: per device or total.
   double value = 0;              ///< As published, SI units.
   std::optional<double> tokens;  ///< kGpuHours: training tokens.
+  /// LLM serving metrics: tokens per sequence; the batch (dims) is the concurrent sequences.
+  std::int64_t prompt_tokens = 0;
+  std::int64_t output_tokens = 0;
+  std::optional<Precision> weight_precision;  ///< Weight-only quantisation (int4 AWQ, ...).
+  std::optional<Precision> kv_precision;      ///< The KV cache's format.
   std::string source;
 };
 

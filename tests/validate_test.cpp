@@ -1,0 +1,107 @@
+// capcalc::validate's reading of measurement files and its LLM serving metrics: each one is
+// the figure estimate_serving gives for the same request, and malformed cases name their place.
+#include "capcalc/validate.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "capcalc/error.hpp"
+#include "capcalc/model.hpp"
+#include "capcalc/predict.hpp"
+
+#include "catch.hpp"
+#include "test_data.hpp"
+
+using namespace capcalc;
+
+namespace {
+
+// A measurement file of one case, written to a temporary path.
+std::string write_cases(const nlohmann::json& cases, const std::string& stem) {
+  const std::string path = std::string(P_tmpdir) + "/capcalc_validate_" + stem + ".json";
+  std::ofstream(path) << nlohmann::json{{"schema_version", 1}, {"cases", cases}}.dump(2);
+  return path;
+}
+
+nlohmann::json serving_case(const std::string& metric) {
+  return {{"id", "llama2-7b-" + metric},
+          {"model", "llama2_7b_hf.json"},
+          {"dims", {{"batch", 4}}},
+          {"device", "h100-sxm"},
+          {"devices", 2},
+          {"precision", "fp16"},
+          {"weight_precision", "int4"},
+          {"mode", "inference"},
+          {"metric", metric},
+          {"value", 1.0},
+          {"per", "device"},
+          {"prompt_tokens", 300},
+          {"output_tokens", 50},
+          {"profile", "compiled"},
+          {"source", "https://example.org/"},
+          {"quote", "x"}};
+}
+
+}  // namespace
+
+TEST_CASE("validate: LLM serving metrics are estimate_serving's figures", "[validate]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  nlohmann::json cases = nlohmann::json::array();
+  for (const char* metric :
+       {"ttft_s", "inter_token_latency_s", "request_latency_s", "output_tokens_per_s"}) {
+    cases.push_back(serving_case(metric));
+  }
+  const std::vector<Measurement> measurements = load_measurements(write_cases(cases, "serving"));
+  REQUIRE(measurements.size() == 4);
+  CHECK(measurements[0].prompt_tokens == 300);
+  CHECK(measurements[0].weight_precision == Precision::kInt4);
+  const ValidationSummary summary = validate(measurements, table, test::data_path("models"));
+
+  // The same request through estimate_serving: 4 sequences per replica, 2 replicas.
+  const Device& device = table.get("h100-sxm");
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.weight_precision = Precision::kInt4;
+  w.profile = Profile::kCompiled;
+  w.devices = 2;
+  ServingRequest request;
+  request.prompt_tokens = 300;
+  request.output_tokens = 50;
+  const ServingEstimate s = estimate_serving(
+      [](std::int64_t seq, std::int64_t cached) {
+        ModelOptions options;
+        options.dims["batch"] = 4;
+        options.dims["seq"] = seq;
+        options.counting.kv_cache_length = cached;
+        return load_model(test::data_path("models/llama2_7b_hf.json"), options);
+      },
+      device, table.performance_for(device), w, request);
+  CHECK(summary.results[0].predicted == Approx(s.ttft_s));
+  CHECK(summary.results[1].predicted == Approx(s.decode_step_s));
+  CHECK(summary.results[2].predicted == Approx(s.ttft_s + 49 * s.decode_step_s));
+  // 2 x 4 sequences x 50 tokens over the request's time, per device.
+  CHECK(summary.results[3].predicted == Approx(8.0 * 50 / s.request_latency_s / 2));
+  CHECK(is_time_metric(Metric::kTtft));
+  CHECK(!is_time_metric(Metric::kOutputTokensPerSecond));
+}
+
+TEST_CASE("validate: a serving case without its lengths is an error at the case", "[validate]") {
+  nlohmann::json c = serving_case("ttft_s");
+  c.erase("output_tokens");
+  const std::string path = write_cases(nlohmann::json::array({c}), "no_lengths");
+  CHECK_THROWS_WITH(load_measurements(path),
+                    Catch::Contains(path + ":/cases/0: a ttft_s case needs \"prompt_tokens\" and "
+                                           "\"output_tokens\""));
+  c = serving_case("ttft_s");
+  c["kv_precision"] = "fp9";
+  CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({c}), "bad_kv")),
+                    Catch::Contains(":/cases/0/kv_precision: unknown precision \"fp9\""));
+  c = serving_case("ttft_s");
+  c["mode"] = "training";
+  CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({c}), "training")),
+                    Catch::Contains(":/cases/0/mode: an LLM serving metric needs \"mode\": "
+                                    "\"inference\""));
+}
