@@ -79,6 +79,10 @@ std::string render_validation_text(const ValidationSummary& summary) {
   out += fmt::format("{} cases: median |error| {:.1f} %, worst {:.2f}x, {} within 2x\n",
                      summary.results.size(), 100 * summary.median_abs_error, summary.worst_factor,
                      summary.within_2x);
+  if (summary.held_out > 0) {
+    out += fmt::format("{} held out (never used to set a parameter): median |error| {:.1f} %\n",
+                       summary.held_out, 100 * summary.held_out_median_abs_error);
+  }
   return out;
 }
 
@@ -138,6 +142,7 @@ std::string render_validation_json(const ValidationSummary& summary) {
     row["measured"] = m.value;
     row["predicted"] = r.predicted;
     row["ratio"] = r.ratio;
+    row["held_out"] = m.held_out;
     row["source"] = m.source;
     cases.push_back(row);
   }
@@ -145,6 +150,8 @@ std::string render_validation_json(const ValidationSummary& summary) {
   doc["median_abs_error"] = summary.median_abs_error;
   doc["worst_factor"] = summary.worst_factor;
   doc["within_2x"] = summary.within_2x;
+  doc["held_out"] = summary.held_out;
+  doc["held_out_median_abs_error"] = summary.held_out_median_abs_error;
   return doc.dump(2) + "\n";
 }
 

@@ -69,7 +69,8 @@ const std::vector<std::string_view> kCaseKeys = {"id",
                                                  "prompt_tokens",
                                                  "output_tokens",
                                                  "weight_precision",
-                                                 "kv_precision"};
+                                                 "kv_precision",
+                                                 "held_out"};
 
 Measurement parse_case(const JsonView& entry) {
   entry.expect_object();
@@ -127,6 +128,7 @@ Measurement parse_case(const JsonView& entry) {
     m.tokens = tokens->as_positive_number();
   }
   if (m.metric == Metric::kGpuHours && !m.tokens) entry.fail("a gpu_hours case needs \"tokens\"");
+  if (auto held_out = entry.find("held_out")) m.held_out = held_out->as_bool();
   if (auto prompt = entry.find("prompt_tokens")) m.prompt_tokens = prompt->as_positive_int();
   if (auto output = entry.find("output_tokens")) m.output_tokens = output->as_positive_int();
   if (is_serving(m.metric)) {
@@ -230,6 +232,17 @@ double predict_case(const Measurement& m, const HardwareTable& table,
 
 }  // namespace
 
+namespace {
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+}  // namespace
+
 bool is_time_metric(Metric metric) {
   return metric == Metric::kLatency || metric == Metric::kGpuHours || metric == Metric::kTtft ||
          metric == Metric::kInterTokenLatency || metric == Metric::kRequestLatency;
@@ -265,6 +278,7 @@ ValidationSummary validate(const std::vector<Measurement>& measurements, const H
                            const std::string& models_dir) {
   ValidationSummary summary;
   std::vector<double> errors;
+  std::vector<double> held_out_errors;
   for (const Measurement& m : measurements) {
     ValidationResult r;
     r.measurement = &m;
@@ -274,13 +288,12 @@ ValidationSummary validate(const std::vector<Measurement>& measurements, const H
     summary.worst_factor = std::max(summary.worst_factor, factor);
     if (factor <= 2) ++summary.within_2x;
     errors.push_back(std::fabs(r.ratio - 1));
+    if (m.held_out) held_out_errors.push_back(errors.back());
     summary.results.push_back(r);
   }
-  if (!errors.empty()) {
-    std::sort(errors.begin(), errors.end());
-    const std::size_t n = errors.size();
-    summary.median_abs_error = n % 2 == 1 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
-  }
+  summary.median_abs_error = median(errors);
+  summary.held_out = held_out_errors.size();
+  summary.held_out_median_abs_error = median(held_out_errors);
   return summary;
 }
 

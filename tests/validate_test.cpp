@@ -2,6 +2,7 @@
 // the figure estimate_serving gives for the same request, and malformed cases name their place.
 #include "capcalc/validate.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -104,4 +105,18 @@ TEST_CASE("validate: a serving case without its lengths is an error at the case"
   CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({c}), "training")),
                     Catch::Contains(":/cases/0/mode: an LLM serving metric needs \"mode\": "
                                     "\"inference\""));
+}
+
+TEST_CASE("validate: held-out cases get their own median", "[validate]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  nlohmann::json fitted = serving_case("ttft_s");
+  nlohmann::json held = serving_case("inter_token_latency_s");
+  held["held_out"] = true;
+  const std::vector<Measurement> measurements =
+      load_measurements(write_cases(nlohmann::json::array({fitted, held}), "held_out"));
+  CHECK(!measurements[0].held_out);
+  CHECK(measurements[1].held_out);
+  const ValidationSummary summary = validate(measurements, table, test::data_path("models"));
+  CHECK(summary.held_out == 1);
+  CHECK(summary.held_out_median_abs_error == Approx(std::fabs(summary.results[1].ratio - 1)));
 }

@@ -55,6 +55,9 @@ struct Measurement {
   std::int64_t output_tokens = 0;
   std::optional<Precision> weight_precision;  ///< Weight-only quantisation (int4 AWQ, ...).
   std::optional<Precision> kv_precision;      ///< The KV cache's format.
+  /// Added after the parameters that move it were fixed, and never used to set them: its error
+  /// is an out-of-sample check.
+  bool held_out = false;
   std::string source;
 };
 
@@ -67,9 +70,11 @@ struct ValidationResult {
 
 struct ValidationSummary {
   std::vector<ValidationResult> results;
-  double median_abs_error = 0;  ///< Median of |predicted / measured - 1|.
-  double worst_factor = 0;      ///< Largest max(ratio, 1 / ratio).
-  std::size_t within_2x = 0;    ///< Cases with a factor of 2 or less.
+  double median_abs_error = 0;           ///< Median of |predicted / measured - 1|.
+  double worst_factor = 0;               ///< Largest max(ratio, 1 / ratio).
+  std::size_t within_2x = 0;             ///< Cases with a factor of 2 or less.
+  std::size_t held_out = 0;              ///< Held-out cases among them.
+  double held_out_median_abs_error = 0;  ///< The median over the held-out cases alone.
 };
 
 std::string_view metric_name(Metric metric);
