@@ -165,7 +165,8 @@ std::string render_device_text(const Device& d, const PerformanceParams& params)
   const auto link = [&](const char* label, const std::optional<Link>& l) {
     if (l) {
       out += fmt::format("  {:<12} {}, {} ({})\n", label, l->name,
-                         format_rate(l->bandwidth_bytes_per_s, "B/s"), l->direction);
+                         format_rate(l->bandwidth_bytes_per_s, "B/s"),
+                         l->direction == "per_direction" ? "per direction" : l->direction);
     }
   };
   link("intra-node", d.intra_node);
