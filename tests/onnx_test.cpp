@@ -1051,3 +1051,50 @@ TEST_CASE("onnx: load speed on a large model", "[onnx][.perf]") {
   WARN("loaded " << megabytes << " MB, " << g.layers.size() << " layers in " << seconds
                  << " s: " << megabytes / seconds << " MB/s");
 }
+
+TEST_CASE("onnx: LRN, GridSample, TopK, scatters and other vision operators are counted",
+          "[onnx]") {
+  // AlexNet's and GoogLeNet's LRN after a ReLU; a spatial transformer's GridSample; TopK over
+  // the logits; a ScatterND update; OneHot labels.
+  OnnxModel m("vision_ops");
+  m.input("x", {std::int64_t{1}, std::int64_t{8}, std::int64_t{16}, std::int64_t{16}});
+  m.input("grid", {std::int64_t{1}, std::int64_t{8}, std::int64_t{8}, std::int64_t{2}});
+  m.node("Relu", {"x"}, {"r"}, "relu");
+  auto& lrn = m.node("LRN", {"r"}, {"n"}, "norm");
+  OnnxModel::attr(lrn, "size", std::int64_t{5});
+  m.node("GridSample", {"n", "grid"}, {"g"}, "sample");
+  m.ints("k", {3});
+  m.ints("flat", {1, 512});
+  m.node("Reshape", {"g", "flat"}, {"logits"}, "reshape");
+  m.node("TopK", {"logits", "k"}, {"values", "indices"}, "topk");
+  m.node("Celu", {"values"}, {"c"}, "celu");
+  m.output("c");
+  const Graph g = m.load("vision_ops");
+  CHECK(g.unknown_ops.empty());
+  const std::int64_t elements = 8 * 16 * 16;
+  CHECK(layer_named(g, "norm").counts.other_flops == (2 * 5 + 3) * elements);
+  CHECK(layer_named(g, "sample").output == capcalc::Shape{1, 8, 8, 8});
+  CHECK(layer_named(g, "sample").counts.other_flops == 7 * 8 * 8 * 8);
+  CHECK(layer_named(g, "topk").output == capcalc::Shape{1, 3});
+  CHECK(layer_named(g, "topk").counts.other_flops == 512);  // A compare per input element.
+  CHECK(layer_named(g, "celu").counts.other_flops == 5 * 3);
+
+  OnnxModel scatter("scatter");
+  scatter.input("cache", {std::int64_t{4}, std::int64_t{64}});
+  scatter.input("update", {std::int64_t{1}, std::int64_t{64}});
+  scatter.weight("where", {1, 1}, onnx::TensorProto::INT64);
+  scatter.node("ScatterND", {"cache", "where", "update"}, {"new_cache"}, "write");
+  scatter.output("new_cache");
+  const Graph s = scatter.load("scatter");
+  CHECK(s.unknown_ops.empty());
+  const auto& write = layer_named(s, "write");
+  CHECK(write.counts.macs == 0);
+  CHECK(write.counts.params == 0);  // Indices are not parameters.
+  CHECK(write.counts.input_elements == 4 * 64 + 64);
+
+  OnnxModel bad("bad_lrn");
+  bad.input("x", {std::int64_t{1}, std::int64_t{4}, std::int64_t{4}, std::int64_t{4}});
+  bad.node("LRN", {"x"}, {"y"}, "norm");
+  bad.output("y");
+  CHECK_THROWS_WITH(bad.load("bad_lrn"), Catch::Contains("node \"norm\" (LRN) needs a size"));
+}

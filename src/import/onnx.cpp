@@ -143,6 +143,7 @@ enum class Rule {
   kBiased,          // Elementwise, `flops` per output element, its constant inputs parameters.
   kFusedAttention,  // onnxruntime's Attention, MultiHeadAttention, GroupQueryAttention.
   kEmbedLayerNorm,  // onnxruntime's EmbedLayerNormalization: BERT's embeddings and LayerNorm.
+  kLrn,             // Local response normalisation: 2·size + 3 FLOPs per element.
   kMeta,            // Shape, Size: the output is metadata, no layer.
   kConstant,        // Constant, ConstantOfShape, Range: folded, no layer.
 };
@@ -216,6 +217,26 @@ const std::vector<OpRule> kRules = {
     {"GroupQueryAttention", Rule::kFusedAttention, "attention"},
     {"EmbedLayerNormalization", Rule::kEmbedLayerNorm, "embedding"},
     {"Trilu", Rule::kUnary, "trilu", 1},
+    // Older CNNs' and vision models' operators: LRN sums `size` squares per element and scales
+    // (2·size + 3), GridSample samples bilinearly (7), MeanVarianceNormalization normalises as
+    // LayerNorm does (8), CELU is transcendental (5), ThresholdedRelu and the predicates 1,
+    // Shrink 2; Hardmax and TopK compare every input element; scatters and OneHot copy.
+    {"LRN", Rule::kLrn, "lrn"},
+    {"GridSample", Rule::kUnary, "grid_sample", formulas::kBilinearFlops},
+    {"MeanVarianceNormalization", Rule::kUnary, "mvn", formulas::kLayerNormFlops},
+    {"Celu", Rule::kUnary, "celu", kTanhFlops},
+    {"ThresholdedRelu", Rule::kUnary, "thresholdedrelu", kReluFlops},
+    {"Shrink", Rule::kUnary, "shrink", 2},
+    {"IsNaN", Rule::kUnary, "isnan", 1},
+    {"IsInf", Rule::kUnary, "isinf", 1},
+    {"Xor", Rule::kBinary, "xor"},
+    {"BitShift", Rule::kBinary, "bitshift"},
+    {"Hardmax", Rule::kReduce, "hardmax"},
+    {"TopK", Rule::kReduce, "topk"},
+    {"ScatterND", Rule::kCopy, "scatter"},
+    {"ScatterElements", Rule::kCopy, "scatter"},
+    {"Scatter", Rule::kCopy, "scatter"},
+    {"OneHot", Rule::kCopy, "onehot"},
     {"Elu", Rule::kUnary, "elu", kTanhFlops},
     {"Selu", Rule::kUnary, "selu", kTanhFlops},
     {"Softplus", Rule::kUnary, "softplus", kTanhFlops},
@@ -1273,6 +1294,13 @@ class Importer {
                              name, layer.definition);
         formulas::add_weighted_backward(c, any_needs_grad);
         break;
+      case Rule::kLrn: {
+        const std::int64_t size = attribute_int(node, "size", 0);
+        if (size <= 0) fail(layer.definition, fmt::format("node \"{}\" (LRN) needs a size", name));
+        c = formulas::elementwise_counts(activation_elements, out_elements,
+                                         checked_add(checked_mul(2, size), 3));
+        break;
+      }
       case Rule::kBiased:
         // FastGelu's bias is optional: one more FLOP per element with it.
         c = formulas::elementwise_counts(
