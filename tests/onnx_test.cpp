@@ -241,6 +241,14 @@ TEST_CASE("onnx: seq, past and total lengths bind the dims exporters name", "[on
   // Without a sequence length, the total is not set either.
   REQUIRE_THROWS_WITH(m.load("lengths_unset"),
                       Catch::Contains("dimension \"sequence_length\" (axis 1) is not set"));
+  // An expression that comes out negative is an error naming the input and the dim.
+  OnnxModel negative("negative");
+  negative.input("x", {std::string("past_sequence_length - 4"), std::int64_t{8}});
+  negative.node("Relu", {"x"}, {"y"}, "relu");
+  negative.output("y");
+  REQUIRE_THROWS_WITH(negative.load("negative_dim"),
+                      Catch::Contains("input \"x\": dimension \"past_sequence_length - 4\" (axis "
+                                      "0) is -4"));
 }
 
 TEST_CASE("onnx: --input-shape sets a whole input shape", "[onnx]") {
