@@ -7,7 +7,8 @@
 //   estimate (the roofline per layer) against the "A100" of data/hardware.json, fp16 inference.
 // Inputs are data/models/resnet50.json and a generated chain of N layers (linear, relu,
 // layernorm, residual add; width 256). items_per_second is layers per second; the generated
-// families fit a big-O in N.
+// families fit a big-O in N. The serving benchmarks time an LLM request (512 prompt + 128 output
+// tokens) from a Hugging Face config: translation, prefill and a decode step.
 //
 // `capcalc_bench --capcalc_once=N` skips Google Benchmark and runs the pipeline once on the
 // N-layer model, for measuring peak memory: /usr/bin/time -v capcalc_bench --capcalc_once=100000
@@ -166,6 +167,39 @@ void BM_CountAndEstimate_ResNet50(benchmark::State& state) {
   set_layer_counters(state, graph.layers.size());
 }
 BENCHMARK(BM_CountAndEstimate_ResNet50)->Unit(benchmark::kMicrosecond);
+
+// --- LLM serving from Hugging Face configs -----------------------------------------------------
+
+// `capcalc estimate CONFIG --prompt-tokens 512 --output-tokens 128`'s library work: the config
+// translated and counted twice (prefill, and a decode step over the cache), each estimated.
+void serving(benchmark::State& state, const std::string& file) {
+  const std::string text = read_file(kDataDir + "/models/" + file);
+  capcalc::ServingRequest request;
+  request.prompt_tokens = 512;
+  request.output_tokens = 128;
+  for (auto _ : state) {
+    const capcalc::ServingEstimate s = capcalc::estimate_serving(
+        [&](std::int64_t seq, std::int64_t cached) {
+          capcalc::ModelOptions options;
+          options.dims["seq"] = seq;
+          options.counting.kv_cache_length = cached;
+          return capcalc::parse_model(text, file, options);
+        },
+        device(), params(), kWorkload, request);
+    benchmark::DoNotOptimize(s.decode_step_s);
+  }
+}
+
+void BM_Serving_Llama2_7B(benchmark::State& state) {
+  serving(state, "llama2_7b_hf.json");
+}
+BENCHMARK(BM_Serving_Llama2_7B)->Unit(benchmark::kMillisecond);
+
+// With a SigLIP tower beside the decoder (dropped from the decode step).
+void BM_Serving_Gemma3_4B(benchmark::State& state) {
+  serving(state, "gemma3_4b_hf.json");
+}
+BENCHMARK(BM_Serving_Gemma3_4B)->Unit(benchmark::kMillisecond);
 
 // --- generated chains of N layers ------------------------------------------------------------
 
