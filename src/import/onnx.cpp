@@ -57,15 +57,23 @@ bool onnx_supported() {
 
 namespace {
 
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+// Whether `name`, ignoring case, is one of `names`.
+bool is_one_of(const std::vector<std::string_view>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), lowercase(name)) != names.end();
+}
+
 // Names exporters give the batch axis; --batch (dims["batch"]) sets any of them.
 const std::vector<std::string_view> kBatchNames = {"batch", "batch_size", "batchsize", "bs", "n",
                                                    "b",     "batch_dim",  "unk__batch"};
 
 bool is_batch_name(const std::string& name) {
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return std::find(kBatchNames.begin(), kBatchNames.end(), lower) != kBatchNames.end();
+  return is_one_of(kBatchNames, name);
 }
 
 // Names exporters give the sequence axis (--set seq=N, LLM serving's prompt and decode
@@ -78,19 +86,6 @@ const std::vector<std::string_view> kPastNames = {"past_sequence_length", "past_
                                                   "past_seq_length",      "past_len"};
 const std::vector<std::string_view> kTotalNames = {"total_sequence_length", "total_seq_len",
                                                    "total_sequence_len", "total_length"};
-
-bool is_one_of(const std::vector<std::string_view>& names, const std::string& name) {
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return std::find(names.begin(), names.end(), lower) != names.end();
-}
-
-std::string lowercase(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 // What a tensor is, for counting: activations flow from the model inputs and become layers'
 // inputs; constants (initializers, Constant nodes and anything computed from constants only)
@@ -814,7 +809,7 @@ class Importer {
     if (attention) {
       const std::optional<AttentionSizes> a = fused_attention_sizes(node, in);
       if (!a) return out;
-      set(0, {a->batch, a->queries, a->output_width});
+      set(0, {a->batch, a->queries, checked_mul(a->heads, a->v_head_dim)});
       if (op == "Attention") {
         set(1, {2, a->batch, a->heads, a->keys, a->head_dim});
       } else {
@@ -1709,7 +1704,6 @@ class Importer {
     std::int64_t rotary_elements = 0;  // GroupQueryAttention's do_rotary: Q and K rotated.
     bool causal = false;
     std::int64_t window = 0;
-    std::int64_t output_width = 0;  // The output's last axis.
   };
 
   static std::optional<AttentionSizes> fused_attention_sizes(const onnx::NodeProto& node,
@@ -1744,7 +1738,6 @@ class Importer {
       if (const Shape& past = shape(4); past.size() == 5) a.past = past[3];
       a.causal = attribute_int(node, "unidirectional", 0) != 0;
       a.keys = checked_add(a.past, a.queries);
-      a.output_width = sizes[2];
       return a;
     }
     if (op == "MultiHeadAttention") {
@@ -1771,7 +1764,6 @@ class Importer {
       if (const Shape& past = shape(6); past.size() == 4) a.past = past[2];
       a.keys = checked_add(a.keys, a.past);
       a.causal = attribute_int(node, "unidirectional", 0) != 0;
-      a.output_width = checked_mul(a.heads, a.v_head_dim);
       return a;
     }
     // GroupQueryAttention: causal, K and V heads shared by groups of query heads.
@@ -1788,7 +1780,6 @@ class Importer {
     }
     const std::int64_t window = attribute_int(node, "local_window_size", -1);
     a.window = window > 0 ? window : 0;
-    a.output_width = checked_mul(a.heads, a.head_dim);
     return a;
   }
 
