@@ -149,6 +149,7 @@ struct OpRule {
   std::string_view name;  // The layer's op: the native operator's name where there is one.
   std::int64_t flops = 0;
   bool shape_passthrough = false;  // Output shape = input shape, for ops ONNX 1.12 lacks.
+  int bias_slot = -1;              // An optional input that, when given, adds 1 FLOP per element.
 };
 
 using formulas::kBatchNormFlops;
@@ -199,13 +200,14 @@ const std::vector<OpRule> kRules = {
     // onnxruntime-genai write them: a bias added first (1 more FLOP), a skip connection added
     // before a norm (1, and 1 more for its bias), QuickGelu x·sigmoid(1.702·x) (6), rotary
     // embeddings x·cos + rotate(x)·sin (3; the cos and sin caches are not parameters).
-    {"FastGelu", Rule::kBiased, "gelu", kGeluFlops, true},
+    {"FastGelu", Rule::kBiased, "gelu", kGeluFlops, true, 1},
     {"BiasGelu", Rule::kBiased, "gelu", kGeluFlops + 1, true},
     {"QuickGelu", Rule::kUnary, "gelu", kSigmoidFlops + 2, true},
     {"BiasAdd", Rule::kBinary, "add", 0, true},
-    {"SkipLayerNormalization", Rule::kLayerNorm, "layernorm", formulas::kLayerNormFlops + 1, true},
+    {"SkipLayerNormalization", Rule::kLayerNorm, "layernorm", formulas::kLayerNormFlops + 1, true,
+     4},
     {"SkipSimplifiedLayerNormalization", Rule::kLayerNorm, "rmsnorm", formulas::kRmsNormFlops + 1,
-     true},
+     true, 3},
     {"RotaryEmbedding", Rule::kUnary, "rotary", 3, true},
     {"Attention", Rule::kFusedAttention, "attention"},
     {"MultiHeadAttention", Rule::kFusedAttention, "attention"},
@@ -1225,17 +1227,12 @@ class Importer {
       case Rule::kLayerNorm:
       case Rule::kGroupNorm:
       case Rule::kUnary:
-      case Rule::kSoftmax: {
-        // SkipLayerNormalization's optional bias (input 4; 3 for the simplified form): one
-        // more add per element.
-        const int skip_bias = node.op_type() == "SkipLayerNormalization"             ? 4
-                              : node.op_type() == "SkipSimplifiedLayerNormalization" ? 3
-                                                                                     : -1;
+      case Rule::kBiased:
+      case Rule::kSoftmax:
         c = formulas::elementwise_counts(activation_elements, out_elements,
-                                         rule->flops + (has_input(node, skip_bias) ? 1 : 0));
+                                         rule->flops + (has_input(node, rule->bias_slot) ? 1 : 0));
         c.weight_elements_read = constant_elements;
         break;
-      }
       case Rule::kBinary:
         c = formulas::elementwise_counts(activation_elements, out_elements,
                                          std::max(1, node.input_size() - 1));
@@ -1296,13 +1293,6 @@ class Importer {
                                          checked_add(checked_mul(2, size), 3));
         break;
       }
-      case Rule::kBiased:
-        // FastGelu's bias is optional: one more FLOP per element with it.
-        c = formulas::elementwise_counts(
-            activation_elements, out_elements,
-            rule->flops + (node.op_type() == "FastGelu" && has_input(node, 1) ? 1 : 0));
-        c.weight_elements_read = constant_elements;
-        break;
       case Rule::kFusedAttention:
         c = fused_attention_counts(node, shapes, activation_elements, out_elements, name,
                                    layer.definition);
