@@ -49,6 +49,7 @@ struct VisionSpec {
   std::int64_t image = 0;
   std::int64_t patch = 0;
   std::int64_t tokens = 0;  // mm_tokens_per_image.
+  std::int64_t pooled = 0;  // Tokens per side of the pooled grid: sqrt(tokens).
   std::string activation = "gelu";
 };
 
@@ -385,7 +386,9 @@ void read_gemma3(const Config& config, Spec& spec) {
   const Config vision_config(vision);
   spec.vision = read_siglip_vision(vision_config, tokens);
   const std::int64_t side = spec.vision->image / spec.vision->patch;  // Patches per side.
-  auto pooled = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(tokens))));
+  const auto pooled =
+      static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(tokens))));
+  spec.vision->pooled = pooled;
   if (pooled * pooled != tokens || side % pooled != 0) {
     config.fail("mm_tokens_per_image",
                 fmt::format("mm_tokens_per_image = {} must be a square whose side divides the "
@@ -742,8 +745,6 @@ void emit_bert(const Spec& spec, Json& model) {
 void emit_vision(const Spec& spec, Json& model) {
   const VisionSpec& v = *spec.vision;
   const std::int64_t side = v.image / v.patch;
-  const auto pooled =
-      static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(v.tokens))));
   model["dims"]["images"] = 1;
   model["inputs"].push_back(Json{{"name", "pixel_values"},
                                  {"shape", {"batch * images", v.channels, v.image, v.image}},
@@ -794,7 +795,7 @@ void emit_vision(const Spec& spec, Json& model) {
   grid["shape"] = {-1, v.hidden, side, side};
   layers.push_back(std::move(grid));
   Json pool = layer(projector + "avg_pool", "avgpool2d");
-  pool["kernel"] = side / pooled;
+  pool["kernel"] = side / v.pooled;
   layers.push_back(std::move(pool));
   Json pooled_flat = layer(projector + "flatten", "flatten");
   pooled_flat["start_dim"] = 2;
