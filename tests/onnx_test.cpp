@@ -362,6 +362,57 @@ TEST_CASE("onnx: corrupt and truncated files are errors naming the file", "[onnx
                       Catch::EndsWith("missing.onnx: cannot open file"));
 }
 
+TEST_CASE("onnx: zero strides, dilations, kernels and groups are errors, not a crash", "[onnx]") {
+  // ONNX's shape inference divides by these unchecked: a zero stride was a SIGFPE.
+  for (const char* attribute : {"strides", "dilations", "kernel_shape", "group"}) {
+    INFO(attribute);
+    OnnxModel m("zero");
+    m.input("x", {std::int64_t{1}, std::int64_t{4}, std::int64_t{8}, std::int64_t{8}});
+    m.weight("w", {4, 4, 3, 3});
+    auto& conv = m.node("Conv", {"x", "w"}, {"y"}, "conv");
+    if (std::string(attribute) == "group") {
+      OnnxModel::attr(conv, attribute, std::int64_t{0});
+    } else {
+      OnnxModel::attr(conv, attribute, std::vector<std::int64_t>{1, 0});
+    }
+    m.output("y");
+    REQUIRE_THROWS_WITH(
+        m.load("zero"),
+        Catch::EndsWith("zero.onnx:/graph/node/0/attribute/0: node \"conv\" (Conv): " +
+                        std::string(attribute) + " must be positive"));
+  }
+  // Inside a Loop body too.
+  OnnxModel m("zero_loop");
+  m.input("x", {std::int64_t{1}, std::int64_t{4}, std::int64_t{8}});
+  auto& loop = m.node("Loop", {"", "", "x"}, {"y"}, "loop");
+  auto* body = loop.add_attribute();
+  body->set_name("body");
+  body->set_type(onnx::AttributeProto::GRAPH);
+  auto* pool = body->mutable_g()->add_node();
+  pool->set_op_type("MaxPool");
+  pool->set_name("pool");
+  OnnxModel::attr(*pool, "kernel_shape", std::vector<std::int64_t>{0});
+  m.output("y");
+  REQUIRE_THROWS_WITH(m.load("zero_loop"),
+                      Catch::EndsWith(":/graph/node/0/attribute/0/g/node/0/attribute/0: node "
+                                      "\"pool\" (MaxPool): kernel_shape must be positive"));
+}
+
+TEST_CASE("onnx: a convolution whose weight has more spatial dims than its input is an error",
+          "[onnx]") {
+  // No kernel_shape: ONNX took it from the 4-D weight and indexed the rank-2 input's spatial
+  // dims out of range (a crash found by fuzzing).
+  OnnxModel m("rank");
+  m.input("x", {std::int64_t{1}, std::int64_t{32}});
+  m.weight("w", {16, 3, 3, 3});
+  auto& conv = m.node("Conv", {"x", "w"}, {"y"}, "conv");
+  OnnxModel::attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.output("y");
+  REQUIRE_THROWS_WITH(m.load("rank"), Catch::EndsWith("rank.onnx:/graph/node/0: node \"conv\" "
+                                                      "(Conv): ONNX shape inference could not "
+                                                      "infer the shape of \"y\""));
+}
+
 namespace {
 
 // torchvision's ResNet-50 (v1.5: stride on the 3x3 conv), as torch.onnx.export writes it with

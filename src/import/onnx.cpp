@@ -464,8 +464,11 @@ class Importer {
   Graph build() {
     validate();
     origins_ = onnx_import::inline_local_functions(model_, file_);
+    for (int i = 0; i < graph_proto_.node_size(); ++i)
+      check_sizes(graph_proto_.node(i), node_pointer(i));
     for (const auto& init : graph_proto_.initializer())
       initializers_[init.name()] = &init;
+    make_kernel_shapes_explicit();
     bind_inputs();
     infer_shapes();
     collect_shapes();
@@ -511,6 +514,55 @@ class Importer {
                         ? "ONNX"
                         : fmt::format("ONNX, exported by {} {}", model_.producer_name(),
                                       model_.producer_version());
+  }
+
+  // ONNX's shape inference divides by strides, dilations, kernel sizes, groups and block
+  // sizes without checking them (a zero stride is a floating-point exception, not an
+  // error): they must be positive before it runs. Subgraphs are checked too.
+  void check_sizes(const onnx::NodeProto& node, const std::string& pointer) const {
+    for (int a = 0; a < node.attribute_size(); ++a) {
+      const onnx::AttributeProto& attr = node.attribute(a);
+      const std::string where = fmt::format("{}/attribute/{}", pointer, a);
+      if (is_one_of({"strides", "dilations", "kernel_shape", "group", "blocksize"}, attr.name())) {
+        const bool bad = attr.has_i() ? attr.i() <= 0
+                                      : std::any_of(attr.ints().begin(), attr.ints().end(),
+                                                    [](std::int64_t v) { return v <= 0; });
+        if (bad) {
+          fail(where, fmt::format("node \"{}\" ({}): {} must be positive", node.name(),
+                                  node.op_type(), attr.name()));
+        }
+      }
+      const auto check_graph = [&](const onnx::GraphProto& g, const std::string& at) {
+        for (int i = 0; i < g.node_size(); ++i)
+          check_sizes(g.node(i), fmt::format("{}/node/{}", at, i));
+      };
+      if (attr.has_g()) check_graph(attr.g(), where + "/g");
+      for (int g = 0; g < attr.graphs_size(); ++g)
+        check_graph(attr.graphs(g), fmt::format("{}/graphs/{}", where, g));
+    }
+  }
+
+  // A convolution without `kernel_shape` takes it from its weight's spatial dims. ONNX's
+  // shape inference then indexes the input's spatial dims by the weight's without checking
+  // that the ranks agree (a crash on a rank-2 input); stated as the attribute, the kernel is
+  // checked against the input's rank, which makes that an error.
+  void make_kernel_shapes_explicit() {
+    for (auto& node : *graph_proto_.mutable_node()) {
+      int weight_slot = -1;
+      if (is_one_of({"conv", "convinteger", "convtranspose"}, node.op_type())) weight_slot = 1;
+      if (node.op_type() == "QLinearConv") weight_slot = 3;
+      if (weight_slot < 0 || node.input_size() <= weight_slot) continue;
+      const bool has_kernel =
+          std::any_of(node.attribute().begin(), node.attribute().end(),
+                      [](const onnx::AttributeProto& a) { return a.name() == "kernel_shape"; });
+      const auto weight = initializers_.find(node.input(weight_slot));
+      if (has_kernel || weight == initializers_.end() || weight->second->dims_size() < 3) continue;
+      auto* kernel = node.add_attribute();
+      kernel->set_name("kernel_shape");
+      kernel->set_type(onnx::AttributeProto::INTS);
+      for (int d = 2; d < weight->second->dims_size(); ++d)
+        kernel->add_ints(weight->second->dims(d));
+    }
   }
 
   // Sets every dynamic input dim from the options, so that shape inference sees numbers.
