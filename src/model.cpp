@@ -12,6 +12,7 @@
 #include "expr.hpp"
 #include "import/hf_config.hpp"
 #include "import/onnx.hpp"
+#include "import/onnx_text.hpp"
 #include "json_view.hpp"
 #include "ops.hpp"
 #include "spellcheck.hpp"
@@ -477,10 +478,14 @@ Graph parse_model(std::string_view text, const std::string& file, const ModelOpt
 
 Graph load_model(const std::string& path, const ModelOptions& options) {
   // ONNX by extension: protobuf has no reliable magic number.
-  constexpr std::string_view kOnnx = ".onnx";
-  if (path.size() >= kOnnx.size() &&
-      path.compare(path.size() - kOnnx.size(), kOnnx.size(), kOnnx) == 0) {
-    return load_onnx_model(path, options);
+  const auto ends_with = [&path](std::string_view suffix) {
+    return path.size() >= suffix.size() &&
+           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".onnx")) return load_onnx_model(path, options);
+  if (ends_with(".onnxtxt")) return load_onnx_text_model(path, OnnxTextSyntax::onnx, options);
+  if (ends_with(".textproto") || ends_with(".pbtxt")) {
+    return load_onnx_text_model(path, OnnxTextSyntax::protobuf, options);
   }
   return parse_model(read_text_file(path), path, options);
 }

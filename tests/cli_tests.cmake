@@ -269,3 +269,11 @@ capcalc_cli_error(tensor_parallel_uneven "--devices 6 is not a multiple of --ten
                   estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 6)
 capcalc_cli_error(serving_no_seq "--prompt-tokens needs a model with a \"seq\" dimension"
                   estimate data/models/resnet50.json --gpu A100 --prompt-tokens 10)
+
+# ONNX models written as text (ONNX's textual syntax), hand-written in tests/cli.
+if(CAPCALC_WITH_ONNX)
+  capcalc_cli_ok(onnx_text_layers "Conv_0 +conv2d +\\[8, 16, 32, 32\\].*total: 618 params, 3,540,224 MACs"
+                 layers ${cases}/small_cnn.onnxtxt --batch 8)
+  capcalc_cli_error(onnx_text_syntax "^capcalc: error: tests/cli/bad_syntax.onnxtxt:4:1: ONNX text: Expected character \\) not found"
+                    layers ${cases}/bad_syntax.onnxtxt)
+endif()
