@@ -205,10 +205,26 @@ void apply(PerformanceParams& params, const PerformanceOverride& o) {
 
 PerformanceParams parse_performance(const JsonView& params) {
   std::vector<std::string_view> keys = kPerformanceKeys;
-  keys.emplace_back("default_profile");
+  keys.insert(keys.end(), {"default_profile", "allreduce_latency_us",
+                           "compiled_allreduce_latency_us", "allreduce_efficiency"});
   reject_unknown_keys(params, keys, "performance parameters");
   PerformanceParams result;
   apply(result, parse_override(params));
+  for (const auto& [key, field] :
+       {std::pair{"allreduce_latency_us", &PerformanceParams::allreduce_latency_s},
+        std::pair{"compiled_allreduce_latency_us",
+                  &PerformanceParams::compiled_allreduce_latency_s}}) {
+    if (auto value = params.find(key)) {
+      const double us = value->as_number();
+      if (us < 0) value->fail("a latency cannot be negative");
+      result.*field = us * kMicro;
+    }
+  }
+  if (auto value = params.find("allreduce_efficiency")) {
+    const double x = value->as_positive_number();
+    if (x > 1) value->fail(fmt::format("an efficiency is a fraction in (0, 1], got {}", x));
+    result.allreduce_efficiency = x;
+  }
   if (auto profile = params.find("default_profile")) {
     const std::optional<Profile> parsed = parse_profile(profile->as_string());
     if (!parsed) {

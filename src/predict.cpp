@@ -303,6 +303,32 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     result.layers.push_back(e);
   }
 
+  // Tensor parallelism: two all-reduces of each attention layer's output (after the attention
+  // output projection and after the feed-forward block's last projection), forward; backward
+  // all-reduces the gradients of the same activations.
+  if (workload.tensor_parallel > 1) {
+    if (!device.intra_node) {
+      result.communication_modelled = false;
+    } else {
+      const double per_direction = link_per_direction(*device.intra_node);
+      const double ring = 2 * (tp - 1) / tp;
+      const double latency = params.allreduce_latency(result.profile);
+      const double passes = training ? (workload.checkpointing ? 3 : 2) : 1;
+      // 8- and 4-bit recipes quantise GEMM inputs; the activations they all-reduce stay in 16
+      // bits (Transformer Engine, TensorRT-LLM).
+      const double comm_bytes = std::max(act_bytes, 2.0);
+      for (const Layer& layer : graph.layers) {
+        if (layer.op != "attention") continue;
+        const double bytes = static_cast<double>(element_count(layer.output)) * comm_bytes;
+        const double t = latency + ring * bytes / (params.allreduce_efficiency * per_direction);
+        result.communication_s += 2 * passes * t;
+        result.allreduces += static_cast<int>(2 * passes);
+        result.allreduce_bytes += 2 * passes * bytes;
+      }
+      result.latency_s += result.communication_s;
+    }
+  }
+
   const GraphTotals totals = graph_totals(graph);
   const double params_count = static_cast<double>(totals.params) / tp;
   for (const LayerEstimate& e : result.layers) {

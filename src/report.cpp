@@ -146,6 +146,16 @@ std::string price_text(const Device& d, const TrainingRun& run) {
   return fmt::format("${:.2f}/h (--price-per-hour)", *run.price_per_device_hour_usd);
 }
 
+// "  all-reduce   1.2 ms: 64 all-reduces of 512 MB in all over NVLink 4\n".
+std::string communication_text(std::string_view label, const Estimate& e, const Device& d) {
+  if (!e.communication_modelled) {
+    return fmt::format("  {:<12} not modelled (no scale-up link in the table)\n", label);
+  }
+  return fmt::format("  {:<12} {}: {} all-reduces of {} in all over {}\n", label,
+                     format_duration(e.communication_s), e.allreduces,
+                     format_bytes(e.allreduce_bytes), d.intra_node ? d.intra_node->name : "-");
+}
+
 std::string render_training_text(const ReportInput& in) {
   const TrainingTotals& t = *in.training;
   const TrainingRun& run = *in.run;
@@ -188,6 +198,10 @@ std::string render_serving_text(const ReportInput& in) {
                      dominant_bound(s.decode));
   out += fmt::format("  decode       {} tokens/s per sequence, {} tokens/s in total\n",
                      format_count(s.tokens_per_s_per_sequence), format_count(s.tokens_per_s));
+  if (in.workload.tensor_parallel > 1) {
+    out += communication_text("prefill comm", s.prefill, *in.device);
+    out += communication_text("decode comm", s.decode, *in.device);
+  }
   out += fmt::format("  request      {} end to end\n", format_duration(s.request_latency_s));
   out += fmt::format("  KV cache     {} per token, {} for the batch at full context\n",
                      format_bytes(s.kv_bytes_per_token), format_bytes(s.kv_bytes));
@@ -294,11 +308,24 @@ std::string render_explain_text(const ReportInput& in) {
   }
   const std::int64_t tp = in.workload.tensor_parallel;
   if (tp > 1) {
+    const PerformanceParams& model = *in.params;
     out += fmt::format(
-        "  tensor par.  each layer's work, weights, state, activations{} split over {} devices\n"
-        "               (ideal: no communication time); each device still pays every kernel's "
-        "floor\n",
+        "  tensor par.  each layer's work, weights, state, activations{} split over {} devices;\n"
+        "               each device still pays every kernel's floor\n",
         in.serving != nullptr ? " and KV cache" : "", tp);
+    if (in.device->intra_node) {
+      out += fmt::format(
+          "  all-reduce   2 per attention layer (after its output projection and after the\n"
+          "               feed-forward block){}; each of S bytes (the layer's output) over {}:\n"
+          "               {} + 2({}-1)/{} x S / ({:.0f} % of {} per direction)\n",
+          in.workload.mode == Mode::kTraining ? ", as many again in backward" : "",
+          in.device->intra_node->name,
+          format_duration(model.allreduce_latency(in.estimate->profile)), tp, tp,
+          100 * model.allreduce_efficiency,
+          format_rate(link_per_direction(*in.device->intra_node), "B/s"));
+    } else {
+      out += "  all-reduce   not modelled: the table has no scale-up link for this device\n";
+    }
   }
   const std::int64_t replicas = data_parallel_replicas(in.workload);
   if (const int zero = in.workload.zero_stage; zero > 0) {
@@ -389,6 +416,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
       format_duration(p.overhead_s(e.profile)));
   out += fmt::format("  {:<12} {} per {} of {}\n", training ? "step time" : "latency",
                      format_duration(e.latency_s), training ? "step" : "batch", g.batch);
+  if (in.workload.tensor_parallel > 1) out += communication_text("all-reduce", e, *in.device);
   if (training) {
     out += fmt::format("  optimizer    {} ({} update)\n", format_duration(e.optimizer_s),
                        optimizer_name(in.workload.optimizer));
@@ -509,6 +537,9 @@ std::string render_estimate_json(const ReportInput& in) {
   est["achieved_flops_per_s"] = e.achieved_flops_per_s;
   est["optimizer_s"] = e.optimizer_s;
   est["recompute_s"] = e.recompute_s;
+  est["communication_s"] = e.communication_s;
+  est["allreduces"] = e.allreduces;
+  est["allreduce_bytes"] = e.allreduce_bytes;
   est["memory_bytes"] = e.memory.total_bytes;
   est["fits"] = e.fits;
   Json memory;
@@ -531,6 +562,8 @@ std::string render_estimate_json(const ReportInput& in) {
     llm["prompt_tokens"] = in.request->prompt_tokens;
     llm["output_tokens"] = in.request->output_tokens;
     llm["prefill_s"] = sv.prefill.latency_s;
+    llm["prefill_communication_s"] = sv.prefill.communication_s;
+    llm["decode_step_communication_s"] = sv.decode.communication_s;
     llm["ttft_s"] = sv.ttft_s;
     llm["decode_step_s"] = sv.decode_step_s;
     llm["mean_context_tokens"] = sv.mean_context;

@@ -204,7 +204,17 @@ TEST_CASE("every device type has performance parameters between 0 and 1", "[hard
     CHECK(params.compiled_overhead_s >= 0);
     CHECK(params.compiled_overhead_s <= params.graph_overhead_s);
     CHECK(params.graph_overhead_s <= params.eager_overhead_s);
+    CHECK(params.allreduce_efficiency > 0);
+    CHECK(params.allreduce_efficiency <= 1);
+    CHECK(params.compiled_allreduce_latency_s <= params.allreduce_latency_s);
   }
+  // The gpu all-reduce parameters, from published collective benchmarks (hardware.json's
+  // comment): the median of A100 231.5/300, H100 370/450 and MI300X 315.7/448 GB/s bus
+  // bandwidth, NCCL's ~17-23 us small-message floor, one-shot serving kernels' ~6-12 us.
+  const capcalc::PerformanceParams& gpu = table().performance_for(DeviceType::kGpu);
+  CHECK(gpu.allreduce_efficiency == Approx(0.77));
+  CHECK(gpu.allreduce_latency_s == Approx(20e-6));
+  CHECK(gpu.compiled_allreduce_latency_s == Approx(8e-6));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -605,6 +615,16 @@ TEST_CASE("parse_hardware errors name the JSON pointer", "[hardware][errors]") {
     CHECK(error_of([&] { parse(json); }) ==
           "hw.json:/performance_model/gpu/matrix_efficiency: an efficiency is a fraction in "
           "(0, 1], got 1.5");
+  }
+  SECTION("negative all-reduce latency, all-reduce efficiency above 1") {
+    nlohmann::json json = minimal_table();
+    json["performance_model"] = {{"gpu", {{"allreduce_latency_us", -1}}}};
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/performance_model/gpu/allreduce_latency_us: a latency cannot be negative");
+    json["performance_model"] = {{"gpu", {{"allreduce_efficiency", 1.2}}}};
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/performance_model/gpu/allreduce_efficiency: an efficiency is a fraction in "
+          "(0, 1], got 1.2");
   }
   SECTION("unsupported schema version") {
     nlohmann::json json = minimal_table();

@@ -310,6 +310,73 @@ TEST_CASE("predict: tensor parallelism splits work and memory, not the kernel fl
                     ContainsSubstring("6 devices do not split into tensor-parallel groups of 4"));
 }
 
+TEST_CASE("predict: tensor parallelism all-reduces each block's output twice over the link",
+          "[predict]") {
+  // Two transformer layers, d = 1024, batch 2 x seq 256: each attention layer's output is
+  // 2·256·1024 = 524,288 elements.
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "two_layers",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [
+      {"name": "attn0", "op": "attention", "heads": 16},
+      {"name": "fc0", "op": "linear", "out_features": 1024},
+      {"name": "attn1", "op": "attention", "heads": 16},
+      {"name": "fc1", "op": "linear", "out_features": 1024}]})",
+                              "two_layers.json");
+  Device d = round_device();
+  d.intra_node = Link{"Round link", 200e9, "bidirectional"};  // 100 GB/s per direction.
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = 10e-6;
+  p.compiled_allreduce_latency_s = 4e-6;
+  p.allreduce_efficiency = 0.5;
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.devices = 4;
+  w.tensor_parallel = 4;
+  const double bytes = 524288.0 * 2;
+  // Ring over 4: 2·3/4 of the bytes cross each device's link at 50 GB/s.
+  const double one = 10e-6 + 1.5 * bytes / 50e9;
+  const Estimate e = estimate(g, d, p, w);
+  CHECK(e.communication_modelled);
+  CHECK(e.allreduces == 4);
+  CHECK(e.allreduce_bytes == Approx(4 * bytes));
+  CHECK(e.communication_s == Approx(4 * one));
+  // It is part of the latency: the layers' times plus the all-reduces.
+  double layers = 0;
+  for (const LayerEstimate& l : e.layers)
+    layers += l.time_s;
+  CHECK(e.latency_s == Approx(layers + 4 * one));
+
+  // Compiled engines: the one-shot kernel's latency.
+  w.profile = Profile::kCompiled;
+  CHECK(estimate(g, d, p, w).communication_s == Approx(4 * (4e-6 + 1.5 * bytes / 50e9)));
+  w.profile.reset();
+  // fp8 all-reduces its activations in 16 bits.
+  d.dense_peak[static_cast<std::size_t>(Precision::kFp8)] = {0, 200e12};
+  Workload fp8 = w;
+  fp8.precision = Precision::kFp8;
+  CHECK(estimate(g, d, p, fp8).allreduce_bytes == Approx(4 * bytes));
+  // Training: as many again for the input gradients; checkpointing recomputes the forward's.
+  Workload train = w;
+  train.mode = Mode::kTraining;
+  CHECK(estimate(g, d, p, train).allreduces == 8);
+  train.checkpointing = true;
+  CHECK(estimate(g, d, p, train).communication_s == Approx(12 * one));
+  // Two devices: 2·1/2 of the bytes.
+  w.devices = 2;
+  w.tensor_parallel = 2;
+  CHECK(estimate(g, d, p, w).communication_s == Approx(4 * (10e-6 + bytes / 50e9)));
+  // No tensor parallelism, no all-reduce; no link in the table, not modelled (and said so).
+  w.devices = 1;
+  w.tensor_parallel = 1;
+  CHECK(estimate(g, d, p, w).communication_s == 0);
+  w.devices = 4;
+  w.tensor_parallel = 4;
+  const Estimate unlinked = estimate(g, round_device(), p, w);
+  CHECK_FALSE(unlinked.communication_modelled);
+  CHECK(unlinked.communication_s == 0);
+}
+
 TEST_CASE("predict: ZeRO stages shard state over the data-parallel replicas", "[predict]") {
   // Rajbhandari et al. 2020 (arXiv:1910.02054), Figure 1: with Nd replicas, stage 1 keeps
   // 1/Nd of the optimizer state, stage 2 also of the gradients, stage 3 also of the weights.

@@ -47,6 +47,12 @@ struct Link {
   std::string direction;             ///< "bidirectional" or "per_direction".
 };
 
+/// A link's bandwidth in one direction (half a bidirectional figure).
+inline double link_per_direction(const Link& link) {
+  return link.direction == "bidirectional" ? link.bandwidth_bytes_per_s / 2
+                                           : link.bandwidth_bytes_per_s;
+}
+
 /// An indicative on-demand price.
 struct Price {
   double usd_per_hour = 0;  ///< Per device-hour.
@@ -71,6 +77,15 @@ struct PerformanceParams {
   double graph_overhead_s = 5e-6;     ///< Per kernel, graph executor without fusion.
   double compiled_overhead_s = 3e-6;  ///< Per kernel, compiled (graph launch).
   Profile default_profile = Profile::kEager;  ///< The profile when none is asked for.
+  /// Tensor-parallel all-reduce: t = latency + 2(n-1)/n · bytes / (efficiency · link
+  /// bandwidth per direction), the ring algorithm's traffic (nccl-tests' bus bandwidth).
+  double allreduce_latency_s = 20e-6;          ///< Per all-reduce, a library call (NCCL).
+  double compiled_allreduce_latency_s = 8e-6;  ///< Compiled: fused one-shot kernels in graphs.
+  double allreduce_efficiency = 0.77;          ///< Bus bandwidth / link bandwidth.
+
+  double allreduce_latency(Profile profile) const {
+    return profile == Profile::kCompiled ? compiled_allreduce_latency_s : allreduce_latency_s;
+  }
 
   double overhead_s(Profile profile) const {
     switch (profile) {

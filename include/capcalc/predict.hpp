@@ -18,7 +18,11 @@
 // layer; in the eager profile at the graph floor, since the autograd engine launches them from
 // C++) and the optimizer update (memory-bound), per device, with ideal data parallelism. Tensor
 // parallelism splits each layer's work, weights, state, activations and KV cache evenly over the
-// replica's devices (ideal: no communication); each device still launches every kernel.
+// replica's devices; each device still launches every kernel. Its communication is Megatron's:
+// each attention layer and the feed-forward block after it end in an all-reduce of the block's
+// output over the group (two per attention layer forward, two more backward), timed as a ring
+// over the device's scale-up link: latency + 2(n-1)/n · bytes / (efficiency · bandwidth per
+// direction). Data-parallel gradient all-reduces are not modelled (taken as overlapped).
 #pragma once
 
 #include <functional>
@@ -75,7 +79,7 @@ struct Workload {
   std::int64_t devices = 1;                ///< All devices: tensor_parallel × replicas.
   std::int64_t tensor_parallel = 1;        ///< Devices per model replica. Each layer's work,
                                            ///< weights, state, activations and KV cache split
-                                           ///< evenly over them (ideal: no communication);
+                                           ///< evenly over them, with all-reduces per block;
                                            ///< the per-kernel floor does not split.
   int zero_stage = 0;  ///< Training: ZeRO sharding over the data-parallel replicas (ideal): 1
                        ///< optimizer state and its update, 2 also gradients, 3 (FSDP) also
@@ -111,16 +115,20 @@ struct MemoryEstimate {
 
 /// The prediction for one step over the graph's batch on one device.
 struct Estimate {
-  std::vector<LayerEstimate> layers;  ///< Parallel to Graph::layers.
-  Profile profile = Profile::kEager;  ///< The profile used.
-  double optimizer_s = 0;             ///< Training: the optimizer update.
-  double recompute_s = 0;             ///< Training with checkpointing: the forward again.
-  double latency_s = 0;               ///< Inference: one forward pass; training: one step.
-  double throughput_per_s = 0;        ///< Samples per second over all replicas.
-  double flops = 0;                   ///< FLOPs executed per step per device.
-  double bytes = 0;                   ///< Bytes moved per step per device.
-  double achieved_flops_per_s = 0;    ///< flops / latency, per device.
-  double sparsity_speedup = 1;        ///< The 2:4 factor applied to weight MACs (1: none).
+  std::vector<LayerEstimate> layers;   ///< Parallel to Graph::layers.
+  Profile profile = Profile::kEager;   ///< The profile used.
+  double optimizer_s = 0;              ///< Training: the optimizer update.
+  double recompute_s = 0;              ///< Training with checkpointing: the forward again.
+  double communication_s = 0;          ///< Tensor-parallel all-reduces (in latency_s).
+  int allreduces = 0;                  ///< How many per step.
+  double allreduce_bytes = 0;          ///< Bytes per device all-reduced per step.
+  bool communication_modelled = true;  ///< False: tensor parallel on a device with no link.
+  double latency_s = 0;                ///< Inference: one forward pass; training: one step.
+  double throughput_per_s = 0;         ///< Samples per second over all replicas.
+  double flops = 0;                    ///< FLOPs executed per step per device.
+  double bytes = 0;                    ///< Bytes moved per step per device.
+  double achieved_flops_per_s = 0;     ///< flops / latency, per device.
+  double sparsity_speedup = 1;         ///< The 2:4 factor applied to weight MACs (1: none).
   MemoryEstimate memory;
   bool fits = false;           ///< memory.total_bytes <= device memory.
   std::int64_t max_batch = 0;  ///< Largest batch that fits (0: none; -1: no batch dim).
