@@ -265,6 +265,10 @@ capcalc_cli_error(zero_inference "ZeRO shards training state: add --mode trainin
                   estimate data/models/llama3_70b.json --gpu H100 --zero 3)
 capcalc_cli_ok(compare_tensor_parallel "llama2_70b \\(69.0 G params\\), inference, fp16, batch 1, 4 of each \\(tensor-parallel 2\\): 2 devices.*h100-sxm .* 69.4 GB +80 +yes"
                compare data/models/llama2_70b.json --hw H100,A100-80GB --precision fp16 --tp 2 --devices 4)
+capcalc_cli_ok(estimate_tp_allreduce "all-reduce   [0-9.]+ ms: 160 all-reduces of [0-9.]+ GB in all over NVLink 4"
+               estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 4 --precision fp16)
+capcalc_cli_ok(estimate_tp_allreduce_json "\"communication_s\": 0\\.0[0-9]+,\n *\"allreduces\": 160,\n *\"allreduce_bytes\": 10737418240"
+               estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 4 --precision fp16 --format json)
 capcalc_cli_error(tensor_parallel_uneven "--devices 6 is not a multiple of --tensor-parallel 4"
                   estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 6)
 capcalc_cli_error(serving_no_seq "--prompt-tokens needs a model with a \"seq\" dimension"
