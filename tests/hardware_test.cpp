@@ -481,6 +481,19 @@ TEST_CASE("A10G carries an indicative dated price", "[hardware]") {
   CHECK(a10g.price->date == "2026-06");
 }
 
+TEST_CASE("Gaudi 2 and Gaudi 3 carry Intel Tiber AI Cloud's price per card", "[hardware]") {
+  // intel/gaudi-reference-cloud at 07efbd0, docs/source/_static/files/df_ai_hl_225_specs.html:
+  // "bm-spr-gaudi2 | Bare Metal | On-demand | 8 | ... | $10.40"; df_ai_hl_325_specs.html:
+  // "bm-gnr-gaudi3-smc | Bare Metal | On-demand | 8 | ... | $19.92". Per card: / 8.
+  const Device& gaudi2 = device("gaudi2");
+  REQUIRE(gaudi2.price.has_value());
+  CHECK(gaudi2.price->usd_per_hour == Approx(10.40 / 8));
+  const Device& gaudi3 = device("gaudi3");
+  REQUIRE(gaudi3.price.has_value());
+  CHECK(gaudi3.price->usd_per_hour == Approx(19.92 / 8));
+  CHECK(gaudi3.price->source.find("gaudi-reference-cloud") != std::string::npos);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Lookup.
 
