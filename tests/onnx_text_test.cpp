@@ -184,3 +184,52 @@ TEST_CASE("onnx text: every truncation of a model is an error or a graph, never 
   // Only a cut at the very end (the closing brace is whole) parses.
   CHECK(errors >= text.size() - 2);
 }
+
+TEST_CASE("onnx text: node names as ONNX 1.14+ prints them are kept", "[onnx]") {
+  // `[name]` before a statement is newer syntax than Debian's ONNX parser (1.12) reads; typed
+  // attributes (`axis: int = 1`) it reads. Names inside subgraphs follow in text order.
+  const std::string printed = R"(<ir_version: 10, opset_import: ["" : 18]>
+main_graph (float[2,8] x, bool c) => (float[2,8] y)
+   <float[8,8] w = {0}>
+{
+   [node_matmul] h = MatMul (x, w)
+   [node_if] y = If (c) <then_branch: graph = then_body () => (float[2,8] t) {
+         [node_relu] t = Relu (h)
+      }, else_branch: graph = else_body () => (float[2,8] e) {
+         [node_softmax] e = Softmax <axis: int = 1> (h)
+      }>
+}
+)";
+  const Graph g = capcalc::parse_onnx_text_model(printed, OnnxTextSyntax::onnx, "named.onnxtxt",
+                                                 ModelOptions{});
+  REQUIRE(g.layers.size() == 2);  // The MatMul and the costlier branch (Softmax).
+  CHECK(g.layers[0].name == "node_matmul");
+  CHECK(g.layers[0].counts.params == 64);
+  CHECK(g.layers[0].counts.macs == 2 * 64);
+  CHECK(g.layers[1].name == "node_softmax");
+
+  // A text with some statements named and some not keeps the importer's default names
+  // rather than shifting names onto the wrong nodes.
+  const std::string partly = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (float[4] y) {
+   [first] a = Relu (x)
+   y = Sigmoid (a)
+}
+)";
+  const Graph p = capcalc::parse_onnx_text_model(partly, OnnxTextSyntax::onnx, "partly.onnxtxt",
+                                                 ModelOptions{});
+  REQUIRE(p.layers.size() == 2);
+  CHECK(p.layers[0].name != "first");
+  CHECK(p.layers[1].name != "first");
+  // A bracketed list at the start of a line is not a name.
+  const std::string list_line = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,2,4,4] x) => (float[1,2,2,2] y) {
+   y = MaxPool <kernel_shape =
+      [2, 2], strides = [2, 2]> (x)
+}
+)";
+  const Graph l = capcalc::parse_onnx_text_model(list_line, OnnxTextSyntax::onnx, "list.onnxtxt",
+                                                 ModelOptions{});
+  REQUIRE(l.layers.size() == 1);
+  CHECK(l.layers[0].output == capcalc::Shape{1, 2, 2, 2});
+}

@@ -1,8 +1,11 @@
 #include "import/onnx_text.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "capcalc/error.hpp"
 
@@ -81,6 +84,63 @@ class FirstError : public google::protobuf::io::ErrorCollector {
   std::string message_;
 };
 
+// ONNX 1.14+ prints a node's name before it: `[conv_1] y = Conv (x, w)`. Older parsers (Debian
+// 12 has 1.12) do not know that syntax: the names are blanked out (columns stay as they were)
+// and returned in text order, which is the order of a pre-order walk over the parsed nodes.
+std::vector<std::string> take_node_names(std::string& text) {
+  std::vector<std::string> names;
+  std::size_t line = 0;
+  while (line < text.size()) {
+    std::size_t at = line;
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t'))
+      ++at;
+    if (at < text.size() && text[at] == '[') {
+      std::size_t end = at + 1;
+      const auto name_char = [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' ||
+               c == '/' || c == ':' || c == '-';
+      };
+      const bool starts =
+          end < text.size() && (std::isalpha(static_cast<unsigned char>(text[end])) != 0 ||
+                                text[end] == '_' || text[end] == '/');
+      while (end < text.size() && name_char(text[end]))
+        ++end;
+      if (starts && end < text.size() && text[end] == ']') {
+        names.push_back(text.substr(at + 1, end - at - 1));
+        std::fill(text.begin() + static_cast<std::ptrdiff_t>(at),
+                  text.begin() + static_cast<std::ptrdiff_t>(end + 1), ' ');
+      }
+    }
+    const std::size_t next = text.find('\n', at);
+    if (next == std::string::npos) break;
+    line = next + 1;
+  }
+  return names;
+}
+
+// Counts (names == nullptr) or names the nodes of a list and of its subgraphs, pre-order.
+void walk_nodes(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
+                const std::vector<std::string>* names, std::size_t& next) {
+  for (auto& node : nodes) {
+    if (names != nullptr && next < names->size()) node.set_name((*names)[next]);
+    ++next;
+    for (auto& attribute : *node.mutable_attribute()) {
+      if (attribute.has_g()) walk_nodes(*attribute.mutable_g()->mutable_node(), names, next);
+      for (auto& g : *attribute.mutable_graphs())
+        walk_nodes(*g.mutable_node(), names, next);
+    }
+  }
+}
+
+// The main graph's nodes come first in the text, then each local function's.
+std::size_t walk_model(onnx::ModelProto& model, const std::vector<std::string>* names) {
+  std::size_t next = 0;
+  walk_nodes(*model.mutable_graph()->mutable_node(), names, next);
+  for (auto& function : *model.mutable_functions())
+    walk_nodes(*function.mutable_node(), names, next);
+  return next;
+}
+
 Graph import_parsed(const onnx::ModelProto& model, const std::string& file,
                     const ModelOptions& options) {
   std::string bytes;
@@ -100,10 +160,15 @@ Graph parse_onnx_text_model(const std::string& text, OnnxTextSyntax syntax, cons
     if (text.find('\0') != std::string::npos) {
       throw Error({file, "", 0, 0}, "ONNX text: the file contains a NUL byte (binary ONNX?)");
     }
-    onnx::OnnxParser parser(text.c_str());
+    std::string plain = text;
+    const std::vector<std::string> names = take_node_names(plain);
+    onnx::OnnxParser parser(plain.c_str());
     try {
       const auto status = parser.Parse(model);
       if (!status.IsOK()) throw textual_syntax_error(file, status.ErrorMessage());
+      // Named statements are all or none in printed models; a partly named text keeps the
+      // parser's defaults rather than names shifted onto the wrong nodes.
+      if (!names.empty() && names.size() == walk_model(model, nullptr)) walk_model(model, &names);
     } catch (const std::logic_error&) {
       // std::stoi/stof on a malformed literal ("1e", a cut-off number).
       throw Error(textual_position(file, parser.GetCurrentPos()), "ONNX text: malformed number");
