@@ -251,6 +251,33 @@ TEST_CASE("onnx: seq, past and total lengths bind the dims exporters name", "[on
                                       "0) is -4"));
 }
 
+TEST_CASE("onnx: torch.onnx.export's unnamed dynamic batch axis is the batch", "[onnx]") {
+  // dynamic_axes={"input_1": [0]} without a name: PyTorch names the dim
+  // "input_1_dynamic_axes_1" (as in a PyTorch 2.2 export of torchvision's FCN-ResNet50).
+  const auto model = [](const std::vector<Dim>& dims) {
+    OnnxModel m("unnamed_axes");
+    m.input("input_1", dims);
+    m.weight("w", {8, 3, 3, 3});
+    auto& conv = m.node("Conv", {"input_1", "w"}, {"y"}, "conv");
+    OnnxModel::attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+    m.output("y");
+    return m;
+  };
+  ModelOptions options;
+  options.dims["batch"] = 2;
+  const Graph g = model({std::string("input_1_dynamic_axes_1"), std::int64_t{3}, std::int64_t{8},
+                         std::int64_t{8}})
+                      .load("unnamed_axes", options);
+  CHECK(g.batch == 2);
+  CHECK(g.layers[0].output == capcalc::Shape{2, 8, 8, 8});
+  CHECK(g.layers[0].counts.macs == 2 * 8 * 8 * 8 * 27);
+  // Not on axis 0 it is not a batch: it must be set by name.
+  REQUIRE_THROWS_WITH(model({std::int64_t{1}, std::int64_t{3},
+                             std::string("input_1_dynamic_axes_1"), std::int64_t{8}})
+                          .load("unnamed_axes_h"),
+                      Catch::Contains("dimension \"input_1_dynamic_axes_1\" (axis 2) is not set"));
+}
+
 TEST_CASE("onnx: --input-shape sets a whole input shape", "[onnx]") {
   ModelOptions options;
   options.input_shapes["x"] = {3, 3, 64, 64};

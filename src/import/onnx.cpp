@@ -566,7 +566,25 @@ class Importer {
   }
 
   // Sets every dynamic input dim from the options, so that shape inference sees numbers.
+  // torch.onnx.export names the dynamic axes it was not given names for
+  // "<input>_dynamic_axes_<k>", k counting from 1: the first one of an input, on axis 0, is its
+  // batch.
+  void find_exporter_batch_dims() {
+    for (const auto& input : graph_proto_.input()) {
+      if (initializers_.count(input.name()) != 0 || !input.type().has_tensor_type()) continue;
+      const auto& shape = input.type().tensor_type().shape();
+      if (shape.dim_size() > 0 && shape.dim(0).dim_param() == input.name() + "_dynamic_axes_1") {
+        exporter_batch_dims_.insert(shape.dim(0).dim_param());
+      }
+    }
+  }
+
+  bool batch_like(const std::string& param) const {
+    return is_batch_name(param) || exporter_batch_dims_.count(param) != 0;
+  }
+
   void bind_inputs() {
+    find_exporter_batch_dims();
     std::vector<std::string> input_names;
     std::set<std::string> dim_params;
     bool has_batch = false;
@@ -577,7 +595,7 @@ class Importer {
       for (const auto& dim : input.type().tensor_type().shape().dim()) {
         if (dim.has_dim_param()) {
           dim_params.insert(dim.dim_param());
-          has_batch = has_batch || is_batch_name(dim.dim_param());
+          has_batch = has_batch || batch_like(dim.dim_param());
         }
       }
     }
@@ -632,7 +650,7 @@ class Importer {
           const std::size_t axis = static_cast<std::size_t>(shape.dim_size());
           if (axis < params.size() && !params[axis].empty()) {
             graph_.dims[params[axis]] = d;
-            if (is_batch_name(params[axis])) {
+            if (batch_like(params[axis])) {
               graph_.batch = d;
               graph_.dims["batch"] = d;
             }
@@ -671,7 +689,7 @@ class Importer {
                                     "--set {}=N or --input-shape {}=...",
                                     input.name(), param, a, param, input.name()));
         }
-        if (is_batch_name(param)) {
+        if (batch_like(param)) {
           graph_.batch = *value;
           graph_.dims["batch"] = *value;
         }
@@ -690,7 +708,7 @@ class Importer {
                                        : std::string();
         if (is_one_of(kPastNames, param)) {
           is_past = true;
-        } else if (!is_batch_name(param)) {
+        } else if (!batch_like(param)) {
           per_token = checked_mul(per_token, graph_input.shape[static_cast<std::size_t>(a)]);
         }
       }
@@ -716,7 +734,7 @@ class Importer {
       if (it == options_.dims.end()) return std::nullopt;
       return it->second;
     };
-    if (is_batch_name(param)) return set("batch").value_or(1);
+    if (batch_like(param)) return set("batch").value_or(1);
     const auto sequence = [&]() -> std::optional<std::int64_t> {
       for (std::string_view name : kSequenceNames) {
         if (auto value = set(name)) return value;
@@ -2062,6 +2080,7 @@ class Importer {
   std::set<std::string> used_;
   std::set<std::string> counted_;  // Parameter initializers already counted.
   std::set<std::string> assumed_;  // Outputs whose shape was assumed (unknown operators).
+  std::set<std::string> exporter_batch_dims_;  // "<input>_dynamic_axes_1" on axis 0.
   std::map<std::string, std::int32_t> groups_;
   std::string scope_ = "/graph";      // JSON pointer of the graph being read.
   std::string name_prefix_;           // Unnamed nodes in If branches, every node in Loop bodies.
