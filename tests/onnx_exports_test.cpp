@@ -1,8 +1,8 @@
 // ONNX graphs laid out as the exporters write them: torch.onnx.export (opset 17, eval mode,
-// constant folding on) of torchvision's ResNet-18, MobileNetV2 and ViT-B/16 and of Hugging
-// Face's BertModel with dynamic axes. Real exported files cannot be fetched here (no network, no
-// Python), so each builder reproduces what such a file holds: BatchNorm folded into conv
-// biases, ReLU6 as Clip with its bounds as inputs, dynamic reshapes computed from Shape,
+// constant folding on) of torchvision's ResNet-18, MobileNetV2, ViT-B/16 and FCN-ResNet50 and of
+// Hugging Face's BertModel with dynamic axes. Real exported files cannot be fetched here (no
+// network, no Python), so each builder reproduces what such a file holds: BatchNorm folded into
+// conv biases, ReLU6 as Clip with its bounds as inputs, dynamic reshapes computed from Shape,
 // Gather, Unsqueeze and Concat, Constant nodes for axes and scalars, int64 buffers
 // (position_ids) beside the weights, the exact-erf GELU written out op by op. The counts are
 // checked against the published figures and against capcalc's own zoo models.
@@ -33,16 +33,16 @@ class TorchExport {
 
   // Conv with its folded bias (BatchNorm absorbed), as do_constant_folding leaves it.
   std::string conv(const std::string& path, const std::string& in, std::int64_t c_in,
-                   std::int64_t c_out, std::int64_t k, std::int64_t stride,
-                   std::int64_t groups = 1) {
+                   std::int64_t c_out, std::int64_t k, std::int64_t stride, std::int64_t groups = 1,
+                   std::int64_t dilation = 1) {
     const std::string w = next_initializer("Conv");
     const std::string b = next_initializer("Conv");
     m_.weight(w, {c_out, c_in / groups, k, k});
     m_.weight(b, {c_out});
     const std::string out = path + "/Conv_output_0";
     auto& n = m_.node("Conv", {in, w, b}, {out}, path + "/Conv");
-    const std::int64_t p = k / 2;
-    OnnxModel::attr(n, "dilations", Ints{1, 1});
+    const std::int64_t p = dilation * (k / 2);
+    OnnxModel::attr(n, "dilations", Ints{dilation, dilation});
     OnnxModel::attr(n, "group", groups);
     OnnxModel::attr(n, "kernel_shape", Ints{k, k});
     OnnxModel::attr(n, "pads", Ints{p, p, p, p});
@@ -452,6 +452,124 @@ std::int64_t conv_macs(const Graph& g) {
 }
 
 }  // namespace
+
+namespace {
+
+// torchvision.models.segmentation.fcn_resnet50 (aux_loss off) as PyTorch 2.2's torch.onnx.export
+// wrote it in a published export (modlee-ai/modlee docs/source/notebooks/recommend.rst at
+// 270c670, printed with onnx.printer): ResNet-50 with layers 3 and 4 dilated instead of strided
+// (output stride 8), the FCN head (3x3 conv to 512, ReLU, 1x1 conv to 21 classes), and the
+// upsampling back to the input's size computed at run time: Shape -> Gather (H, W) ->
+// Unsqueeze -> Concat, Shape of the logits -> Slice (N, C), Cast, Concat, then Resize(linear)
+// with empty roi and scales. The batch axis is dynamic without a name ("input_1_dynamic_axes_1").
+OnnxModel fcn_resnet50_export(std::int64_t side, std::int64_t* folded_channels) {
+  OnnxModel m("main_graph");
+  m.input("input_1", {std::string("input_1_dynamic_axes_1"), std::int64_t{3}, side, side});
+  TorchExport t(m);
+  m.node("Shape", {"input_1"}, {"shape_0"});
+  m.constant_ints("index_h", {2}, /*rank0=*/true);
+  m.node("Gather", {"shape_0", "index_h"}, {"h"});
+  m.constant_ints("index_w", {3}, /*rank0=*/true);
+  m.node("Gather", {"shape_0", "index_w"}, {"w"});
+  std::string x =
+      t.unary("Relu", "/backbone/relu", t.conv("/backbone/conv1", "input_1", 3, 64, 7, 2));
+  auto& pool =
+      m.node("MaxPool", {x}, {"/backbone/maxpool/MaxPool_output_0"}, "/backbone/maxpool/MaxPool");
+  OnnxModel::attr(pool, "kernel_shape", Ints{3, 3});
+  OnnxModel::attr(pool, "pads", Ints{1, 1, 1, 1});
+  OnnxModel::attr(pool, "strides", Ints{2, 2});
+  x = "/backbone/maxpool/MaxPool_output_0";
+  std::int64_t channels = 64;
+  std::int64_t dilation = 1;
+  const std::int64_t widths[] = {64, 128, 256, 512};
+  const int blocks[] = {3, 4, 6, 3};
+  for (int stage = 0; stage < 4; ++stage) {
+    // replace_stride_with_dilation=[False, True, True]: layers 3 and 4 keep the resolution; a
+    // stage's first block still runs at the previous dilation.
+    const bool dilate = stage >= 2;
+    const std::int64_t previous = dilation;
+    if (dilate) dilation *= 2;
+    for (int b = 0; b < blocks[stage]; ++b) {
+      const std::string path = "/backbone/layer" + std::to_string(stage + 1) + "/layer" +
+                               std::to_string(stage + 1) + "." + std::to_string(b);
+      const std::int64_t width = widths[stage];
+      const std::int64_t stride = b == 0 && stage == 1 ? 2 : 1;
+      const std::int64_t d = b == 0 ? previous : dilation;
+      std::string h =
+          t.unary("Relu", path + "/relu", t.conv(path + "/conv1", x, channels, width, 1, 1));
+      h = t.unary("Relu", path + "/relu_1",
+                  t.conv(path + "/conv2", h, width, width, 3, stride, 1, d));
+      h = t.conv(path + "/conv3", h, width, 4 * width, 1, 1);
+      const std::string shortcut =
+          b == 0 ? t.conv(path + "/downsample/downsample.0", x, channels, 4 * width, 1, stride) : x;
+      x = t.unary("Relu", path + "/relu_2", t.binary("Add", path, h, shortcut));
+      channels = 4 * width;
+    }
+  }
+  x = t.unary("Relu", "/classifier/classifier.2",
+              t.conv("/classifier/classifier.0", x, 2048, 512, 3, 1));
+  m.weight("classifier.4.weight", {21, 512, 1, 1});
+  m.weight("classifier.4.bias", {21});
+  auto& logits = m.node("Conv", {x, "classifier.4.weight", "classifier.4.bias"}, {"logits"},
+                        "/classifier/classifier.4/Conv");
+  OnnxModel::attr(logits, "kernel_shape", Ints{1, 1});
+  m.constant_ints("axes_0", {0});
+  m.node("Unsqueeze", {"h", "axes_0"}, {"h1"});
+  m.node("Unsqueeze", {"w", "axes_0"}, {"w1"});
+  auto& hw = m.node("Concat", {"h1", "w1"}, {"hw"});
+  OnnxModel::attr(hw, "axis", std::int64_t{0});
+  m.node("Shape", {"logits"}, {"shape_1"});
+  m.constant_ints("starts", {0});
+  m.constant_ints("ends", {2});
+  m.node("Slice", {"shape_1", "starts", "ends", "axes_0"}, {"nc"});
+  auto& cast = m.node("Cast", {"hw"}, {"hw_i64"});
+  OnnxModel::attr(cast, "to", std::int64_t{onnx::TensorProto::INT64});
+  auto& sizes = m.node("Concat", {"nc", "hw_i64"}, {"sizes"});
+  OnnxModel::attr(sizes, "axis", std::int64_t{0});
+  auto& resize = m.node("Resize", {"logits", "", "", "sizes"}, {"out"}, "/Resize");
+  auto* mode = resize.add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("linear");
+  m.output("out");
+  *folded_channels = t.folded_channels();
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx export: FCN-ResNet50 as PyTorch 2.2 exports it has torchvision's counts",
+          "[onnx]") {
+  std::int64_t folded = 0;
+  ModelOptions options;
+  options.dims["batch"] = 1;
+  const Graph g = fcn_resnet50_export(520, &folded).load("export_fcn_resnet50", options);
+  CHECK(g.unknown_ops.empty());
+  CHECK(g.batch == 1);
+  CHECK(g.layers.back().output == capcalc::Shape{1, 21, 520, 520});
+  const auto totals = capcalc::graph_totals(g);
+  // torchvision's FCN_ResNet50_Weights.COCO_WITH_VOC_LABELS_V1 (torchvision/models/
+  // segmentation/fcn.py): "num_params": 35322218, "_ops": 152.717 (GFLOPS, i.e. GMACs, at
+  // 520x520), both with the auxiliary FCNHead(1024, 21) on layer 3: a 3x3 conv 1024->256 (no
+  // bias), BatchNorm(256) and a 1x1 conv 256->21 with bias = 2,365,205 params and
+  // 65·65·(1024·256·9 + 256·21) = 9,990,739,200 MACs at 65x65. Without it, and with the
+  // BatchNorms folded (27,072 channels: the backbone's 26,560 and the head's 512), the export
+  // holds 35,322,218 - 2,365,205 - 27,072 = 32,929,941 weights, which is what the published
+  // export's weight inputs add up to.
+  CHECK(folded == 27'072);
+  CHECK(totals.params == 35'322'218 - 2'365'205 - folded);
+  const std::int64_t aux_macs = 65LL * 65 * (1024 * 256 * 9 + 256 * 21);
+  CHECK(aux_macs == 9'990'739'200);
+  CHECK(conv_macs(g) + aux_macs == 152'716'512'000);  // torchvision: 152.717 G.
+  CHECK(static_cast<double>(conv_macs(g) + aux_macs) == Approx(152.717e9).epsilon(1e-5));
+  // The dilated stages keep 65x65 (output stride 8).
+  CHECK(layer_named(g, "/backbone/layer4/layer4.2/conv2/Conv").output ==
+        capcalc::Shape{1, 512, 65, 65});
+  // --batch sets the unnamed dynamic axis.
+  options.dims["batch"] = 4;
+  const Graph four = fcn_resnet50_export(520, &folded).load("export_fcn_resnet50_b4", options);
+  CHECK(capcalc::graph_totals(four).macs == 4 * totals.macs);
+}
 
 TEST_CASE("onnx export: ResNet-18 with BatchNorm folded into the convs", "[onnx]") {
   std::int64_t folded = 0;
