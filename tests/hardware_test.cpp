@@ -494,6 +494,19 @@ TEST_CASE("Gaudi 2 and Gaudi 3 carry Intel Tiber AI Cloud's price per card", "[h
   CHECK(gaudi3.price->source.find("gaudi-reference-cloud") != std::string::npos);
 }
 
+TEST_CASE("CPU prices per socket: the EPYC 9654 by an AWS proxy, the Xeon 8480+ by Intel's cloud",
+          "[hardware]") {
+  // skypilot-catalog at 001367d, catalogs/v7/aws/vms.csv: "c7a.48xlarge,,,192.0,384.0,,9.85344"
+  // (two 96-core EPYC 9R14), per socket / 2. intel/gaudi-reference-cloud at 07efbd0,
+  // df_cpu_4th_gen_specs.html: "bm-spr ... 112 ... $3.62" (two 56-core Sapphire Rapids), / 2.
+  const Device& epyc = device("epyc-9654");
+  REQUIRE(epyc.price.has_value());
+  CHECK(epyc.price->usd_per_hour == Approx(9.85344 / 2));
+  const Device& xeon = device("xeon-platinum-8480plus");
+  REQUIRE(xeon.price.has_value());
+  CHECK(xeon.price->usd_per_hour == Approx(3.62 / 2));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Lookup.
 
