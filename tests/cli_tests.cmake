@@ -100,6 +100,8 @@ capcalc_cli_ok(hw_list_json "\"schema_version\": 1,.*\"devices\": \\[.*\"id\": \
                hw list --type cpu --format json)
 capcalc_cli_ok(hw_show "NVIDIA A100 80GB SXM4 \\(a100-sxm4-80gb\\).*bf16 +39 +312.*sources"
                hw show a100)
+capcalc_cli_ok(hw_show_allreduce "all-reduce   20.0 [^ ]+ latency \\(8.00 [^ ]+ compiled\\), 77 % of 450 GB/s per direction"
+               hw show h100)
 capcalc_cli_ok(hw_show_json "\"id\": \"tpu-v4\""
                hw show "TPU v4" --format json)
 capcalc_cli_ok(hardware_file_override "My A100.*matrix 50 %"
