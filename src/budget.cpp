@@ -172,8 +172,7 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
     const std::string name = precision->as_string();
     const auto parsed = parse_precision(name);
     if (!parsed) {
-      precision->fail(
-          with_suggestion(fmt::format("unknown precision \"{}\"", name), name, precision_names()));
+      precision->fail(unknown_precision_message(name));
     }
     budget.precision = *parsed;
   }

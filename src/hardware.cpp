@@ -123,8 +123,7 @@ Device parse_device(const JsonView& entry) {
     const JsonView rates = peaks.at(item.key());
     const std::optional<Precision> precision = parse_precision(item.key());
     if (!precision) {
-      rates.fail(with_suggestion(fmt::format("unknown precision \"{}\"", item.key()), item.key(),
-                                 precision_names()));
+      rates.fail(unknown_precision_message(item.key()));
     }
     reject_unknown_keys(rates, {"vector", "matrix"}, "a peak");
     PeakRate& rate = device.dense_peak[static_cast<std::size_t>(*precision)];
@@ -248,6 +247,10 @@ std::optional<Precision> parse_precision(std::string_view name) {
     if (kPrecisionNames[i] == key) return static_cast<Precision>(i);
   }
   return std::nullopt;
+}
+
+std::string unknown_precision_message(std::string_view name) {
+  return with_suggestion(fmt::format("unknown precision \"{}\"", name), name, precision_names());
 }
 
 std::vector<std::string_view> precision_names() {

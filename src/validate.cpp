@@ -41,8 +41,7 @@ bool is_serving(Metric metric) {
 Precision parse_precision_at(const JsonView& value) {
   const std::optional<Precision> p = parse_precision(value.as_string());
   if (!p) {
-    value.fail(with_suggestion("unknown precision \"" + value.as_string() + "\"", value.as_string(),
-                               precision_names()));
+    value.fail(unknown_precision_message(value.as_string()));
   }
   return *p;
 }

@@ -25,6 +25,9 @@ inline constexpr std::size_t kPrecisionCount = 8;
 std::string_view precision_name(Precision precision);  ///< "fp32", "bf16", ...
 std::optional<Precision> parse_precision(std::string_view name);
 std::vector<std::string_view> precision_names();
+/// "unknown precision \"fp17\" (did you mean \"fp16\"?)": the message for a name that
+/// parse_precision() does not know.
+std::string unknown_precision_message(std::string_view name);
 std::string_view device_type_name(DeviceType type);  ///< "cpu", "gpu", "tpu", "accelerator"
 std::optional<DeviceType> parse_device_type(std::string_view name);
 

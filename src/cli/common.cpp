@@ -152,7 +152,7 @@ HardwareTable load_table(const HardwareArgs& args) {
 
 Precision precision_from(const std::string& name) {
   if (auto precision = parse_precision(name)) return *precision;
-  throw Error({}, fmt::format("unknown precision \"{}\"", name));
+  throw Error({}, unknown_precision_message(name));
 }
 
 }  // namespace capcalc::cli
