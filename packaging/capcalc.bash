@@ -20,7 +20,7 @@ _capcalc() {
 
   local commands="estimate layers hw calibrate probe validate compare check roofline report"
   local precisions="fp64 fp32 tf32 fp16 bf16 fp8 int8 int4"
-  local model_flags="--batch --set --causal --input-shape --strict"
+  local model_flags="--batch --set --causal --input-shape --strict --omit-input"
   local hw_flags="--hardware --hardware-file"
   local workload_flags="--gpu --hw --device --precision --mode --profile --optimizer --devices
     --tensor-parallel --tp --zero"

@@ -76,6 +76,28 @@ std::int64_t drop_prefill_only_layers(Graph& graph) {
   return dropped;
 }
 
+std::int64_t omit_input_layers(Graph& graph) {
+  std::vector<bool> present;
+  present.reserve(graph.inputs.size() + graph.layers.size());
+  for (const GraphInput& input : graph.inputs)
+    present.push_back(!input.omitted);
+  std::int64_t omitted = 0;
+  for (Layer& layer : graph.layers) {
+    bool runs = layer.inputs.empty();
+    for (std::int32_t id : layer.inputs)
+      runs = runs || present.at(static_cast<std::size_t>(id));
+    present.push_back(runs);
+    if (runs) continue;
+    LayerCounts kept;
+    kept.params = layer.counts.params;
+    kept.active_params = layer.counts.active_params;
+    layer.counts = kept;
+    layer.view = true;
+    ++omitted;
+  }
+  return omitted;
+}
+
 GraphTotals graph_totals(const Graph& graph) {
   GraphTotals totals;
   for (const Layer& layer : graph.layers) {

@@ -175,6 +175,7 @@ class Builder {
     } else {
       graph_.outputs.push_back(top.last);
     }
+    omit_inputs();
   }
 
  private:
@@ -205,15 +206,41 @@ class Builder {
     if (auto it = graph_.dims.find("batch"); it != graph_.dims.end()) graph_.batch = it->second;
   }
 
+  void omit_inputs() {
+    if (options_.omitted_inputs.empty()) return;
+    std::vector<std::string_view> names;
+    for (const GraphInput& input : graph_.inputs)
+      names.push_back(input.name);
+    for (const std::string& name : options_.omitted_inputs) {
+      const auto it = std::find_if(graph_.inputs.begin(), graph_.inputs.end(),
+                                   [&](const GraphInput& input) { return input.name == name; });
+      if (it == graph_.inputs.end()) {
+        throw Error({root_.file(), "/inputs", 0, 0},
+                    with_suggestion(fmt::format("the model has no input \"{}\" to omit (its "
+                                                "inputs: {})",
+                                                name, fmt::join(names, ", ")),
+                                    name, names));
+      }
+      if (!it->optional) {
+        throw Error({root_.file(), fmt::format("/inputs/{}", it - graph_.inputs.begin()), 0, 0},
+                    fmt::format("input \"{}\" is not optional: the model needs it", name));
+      }
+      it->omitted = true;
+    }
+    omit_input_layers(graph_);
+  }
+
   void read_inputs(Env& top) {
     const JsonView inputs = root_.at("inputs");
     if (inputs.array_size() == 0) inputs.fail("a model needs at least one input");
     for (std::size_t i = 0; i < inputs.array_size(); ++i) {
       const JsonView input = inputs.at(i);
-      reject_unknown_keys(input, {"name", "shape", "dtype", "prefill_only", "comment"}, "an input");
+      reject_unknown_keys(input, {"name", "shape", "dtype", "prefill_only", "optional", "comment"},
+                          "an input");
       GraphInput graph_input;
       graph_input.name = input.at("name").as_string();
       if (auto once = input.find("prefill_only")) graph_input.prefill_only = once->as_bool();
+      if (auto optional = input.find("optional")) graph_input.optional = optional->as_bool();
       const JsonView shape = input.at("shape");
       for (std::size_t a = 0; a < shape.array_size(); ++a) {
         graph_input.shape.push_back(evaluate_positive(shape.at(a), dim_scope_));

@@ -283,3 +283,9 @@ if(CAPCALC_WITH_ONNX)
   capcalc_cli_error(onnx_text_syntax "^capcalc: error: tests/cli/bad_syntax.onnxtxt:4:1: ONNX text: Expected character \\) not found"
                     layers ${cases}/bad_syntax.onnxtxt)
 endif()
+
+# Optional inputs: a text-only prompt to Gemma 3, and the errors.
+capcalc_cli_ok(omit_input "parameters   4,300,079,472.*TTFT"
+               estimate data/models/gemma3_4b_hf.json --gpu H100 --prompt-tokens 128 --output-tokens 8 --omit-input pixel_values)
+capcalc_cli_error(omit_input_required "gemma3_4b_hf.json:/inputs/0: input \"input_ids\" is not optional"
+                  estimate data/models/gemma3_4b_hf.json --gpu H100 --omit-input input_ids)

@@ -328,6 +328,23 @@ TEST_CASE("hf: a Gemma 3 image runs at prefill only; decode steps match the text
   CHECK(with_image.kv_bytes_per_token == Approx(text_only.kv_bytes_per_token));
   CHECK(with_image.prefill.flops > text_only.prefill.flops);
   CHECK(with_image.ttft_s > text_only.ttft_s);
+
+  // A text-only prompt to the multimodal model (--omit-input pixel_values): its prefill does the
+  // text model's work; the tower's weights stay loaded.
+  const auto omitted = [&](std::int64_t seq, std::int64_t cached) {
+    ModelOptions options;
+    options.dims["seq"] = seq;
+    options.counting.kv_cache_length = cached;
+    options.omitted_inputs.insert("pixel_values");
+    return capcalc::parse_model(multimodal, "gemma3_4b.json", options);
+  };
+  const capcalc::ServingEstimate no_image =
+      capcalc::estimate_serving(omitted, device, params, w, request);
+  CHECK(no_image.prefill.flops == Approx(text_only.prefill.flops));
+  CHECK(no_image.ttft_s == Approx(text_only.ttft_s));
+  CHECK(no_image.decode_step_s == Approx(text_only.decode_step_s));
+  CHECK(no_image.prefill.memory.weight_bytes == Approx(with_image.prefill.memory.weight_bytes));
+  CHECK(capcalc::graph_totals(omitted(512, 0)).params == 4300079472);
 }
 
 TEST_CASE("hf: Gemma 3 multimodal configs' errors point into text_config and vision_config",

@@ -425,3 +425,40 @@ TEST_CASE("model: a count beyond 64 bits is an error naming the layer, never a w
   REQUIRE_THROWS_WITH(parse(model("[4294967296, 4294967296]", R"({"name": "r", "op": "relu"})")),
                       "m.json:/layers/0: layer \"r\": a count does not fit in a 64-bit integer");
 }
+
+TEST_CASE("model: an optional input left out leaves its layers' weights and none of their work",
+          "[model]") {
+  const std::string text = R"({"format": "capcalc-model/1", "name": "two_branches",
+    "dims": {"batch": 2},
+    "inputs": [{"name": "text", "shape": ["batch", 16]},
+               {"name": "image", "shape": ["batch", 32], "optional": true}],
+    "layers": [
+      {"name": "text_fc", "op": "linear", "inputs": ["text"], "out_features": 8},
+      {"name": "image_fc", "op": "linear", "inputs": ["image"], "out_features": 8},
+      {"name": "image_act", "op": "relu"},
+      {"name": "head", "op": "linear", "inputs": ["text_fc"], "out_features": 4}],
+    "outputs": ["head", "image_act"]})";
+  const Graph full = parse_model(text, "m.json");
+  ModelOptions options;
+  options.omitted_inputs.insert("image");
+  const Graph g = parse_model(text, "m.json", options);
+  CHECK(g.inputs[1].omitted);
+  const Layer& image_fc = g.layers[1];
+  CHECK(image_fc.view);
+  CHECK(image_fc.counts.params == 32 * 8 + 8);  // Still loaded.
+  CHECK(image_fc.counts.macs == 0);
+  CHECK(g.layers[2].view);  // Computed from the omitted input alone, through image_fc.
+  CHECK_FALSE(g.layers[3].view);
+  const auto t = graph_totals(g);
+  CHECK(t.params == graph_totals(full).params);
+  CHECK(t.macs == 2 * (16 * 8 + 8 * 4));
+
+  options.omitted_inputs = {"text"};
+  CHECK_THROWS_WITH(parse_model(text, "m.json", options),
+                    "m.json:/inputs/0: input \"text\" is not optional: the model needs it");
+  options.omitted_inputs = {"imag"};
+  CHECK_THROWS_WITH(parse_model(text, "m.json", options),
+                    Catch::StartsWith("m.json:/inputs: the model has no input \"imag\" to omit "
+                                      "(its inputs: text, image)") &&
+                        Catch::Contains("image"));
+}

@@ -73,6 +73,9 @@ struct GraphInput {
   /// LLM serving: read at prefill only (an image): decode steps skip the layers computed from
   /// such inputs alone.
   bool prefill_only = false;
+  /// The model runs without it (ModelOptions::omitted_inputs): an image left out of a prompt.
+  bool optional = false;
+  bool omitted = false;
 };
 
 /// Operators an importer did not know, counted as zero (never silently: the CLI warns).
@@ -130,6 +133,10 @@ std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context);
 /// prefill; they become views without counts, so that a decode step does not count them again.
 /// Returns how many layers it dropped.
 std::int64_t drop_prefill_only_layers(Graph& graph);
+
+/// Inputs left out of a run: every layer computed from omitted inputs alone becomes a view that
+/// does no work; its parameters stay (the weights are still loaded). Returns how many layers.
+std::int64_t omit_input_layers(Graph& graph);
 
 /// Totals, with liveness for the peak: a value is alive from the layer that makes it to its
 /// last reader (model outputs to the end); views share their input's storage; a layer's own

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,10 @@ struct ModelOptions {
   std::map<std::string, std::vector<std::int64_t>> input_shapes;
   /// ONNX: an operator capcalc does not know is an error instead of a zero-count layer.
   bool strict = false;
+  /// Native and Hugging Face models: inputs declared `optional` that this run leaves out (an
+  /// image of a multimodal model for a text-only prompt); the layers computed from them alone
+  /// do no work, their weights stay loaded (omit_input_layers).
+  std::set<std::string> omitted_inputs;
 };
 
 /// Parses a model from JSON text; `file` names it in messages. The text may also be a Hugging

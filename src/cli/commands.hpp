@@ -23,8 +23,9 @@ struct ModelArgs {
   std::optional<std::int64_t> batch;
   std::vector<std::string> sets;  ///< "name=value"
   std::string causal = "full";
-  std::vector<std::string> input_shapes;  ///< ONNX: "name=1x3x224x224"
-  bool strict = false;                    ///< ONNX: unknown operators are an error.
+  std::vector<std::string> input_shapes;    ///< ONNX: "name=1x3x224x224"
+  bool strict = false;                      ///< ONNX: unknown operators are an error.
+  std::vector<std::string> omitted_inputs;  ///< Optional inputs this run leaves out.
 };
 
 void add_model_options(CLI::App& sub, ModelArgs& args);

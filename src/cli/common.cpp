@@ -44,6 +44,10 @@ void add_model_options(CLI::App& sub, ModelArgs& args) {
   sub.add_option("--input-shape", args.input_shapes,
                  "ONNX: set a whole input shape, e.g. --input-shape pixel_values=1x3x224x224 "
                  "(repeatable)");
+  sub.add_option("--omit-input", args.omitted_inputs,
+                 "Run without an optional input, e.g. --omit-input pixel_values for a text-only "
+                 "prompt to a multimodal model: the layers that read only it do no work "
+                 "(repeatable)");
   sub.add_flag("--strict", args.strict,
                "ONNX: an operator capcalc does not know is an error, not a zero-count layer");
 }
@@ -67,6 +71,7 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
     options.dims[name] = parsed;
   }
   if (args.batch) options.dims["batch"] = *args.batch;
+  options.omitted_inputs.insert(args.omitted_inputs.begin(), args.omitted_inputs.end());
   options.counting.causal = args.causal == "half" ? CausalCounting::kHalf : CausalCounting::kFull;
   options.counting.kv_cache_length = kv_cache_length;
   for (const std::string& item : args.input_shapes) {

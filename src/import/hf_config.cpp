@@ -740,15 +740,17 @@ void emit_bert(const Spec& spec, Json& model) {
 }
 
 // The image encoder, after the decoder: its own input (`images` images of the batch, read at
-// prefill only) and its own output, the image tokens in the decoder's width. Gemma 3 scatters
-// them into the embedded sequence at its image-token positions, which `seq` counts.
+// prefill only, optional: a text-only prompt has none) and its own output, the image tokens in the
+// decoder's width. Gemma 3 scatters them into the embedded sequence at its image-token positions,
+// which `seq` counts.
 void emit_vision(const Spec& spec, Json& model) {
   const VisionSpec& v = *spec.vision;
   const std::int64_t side = v.image / v.patch;
   model["dims"]["images"] = 1;
   model["inputs"].push_back(Json{{"name", "pixel_values"},
                                  {"shape", {"batch * images", v.channels, v.image, v.image}},
-                                 {"prefill_only", true}});
+                                 {"prefill_only", true},
+                                 {"optional", true}});
   Json body = Json::array();
   body.push_back(layer("layer_norm1", "layernorm"));
   Json attention = layer("self_attn", "attention");

@@ -462,6 +462,11 @@ class Importer {
       : model_(model), graph_proto_(*model.mutable_graph()), file_(file), options_(options) {}
 
   Graph build() {
+    if (!options_.omitted_inputs.empty()) {
+      fail("", fmt::format("an ONNX model cannot run without input \"{}\" (--omit-input is for "
+                           "capcalc and Hugging Face models)",
+                           *options_.omitted_inputs.begin()));
+    }
     validate();
     origins_ = onnx_import::inline_local_functions(model_, file_);
     for (int i = 0; i < graph_proto_.node_size(); ++i)
