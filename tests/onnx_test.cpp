@@ -278,6 +278,14 @@ TEST_CASE("onnx: torch.onnx.export's unnamed dynamic batch axis is the batch", "
                       Catch::Contains("dimension \"input_1_dynamic_axes_1\" (axis 2) is not set"));
 }
 
+TEST_CASE("onnx: --omit-input is refused, naming the input", "[onnx]") {
+  ModelOptions options;
+  options.omitted_inputs.insert("x");
+  REQUIRE_THROWS_WITH(small_cnn().load("omit", options),
+                      Catch::EndsWith("omit.onnx: an ONNX model cannot run without input \"x\" "
+                                      "(--omit-input is for capcalc and Hugging Face models)"));
+}
+
 TEST_CASE("onnx: --input-shape sets a whole input shape", "[onnx]") {
   ModelOptions options;
   options.input_shapes["x"] = {3, 3, 64, 64};
