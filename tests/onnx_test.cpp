@@ -931,6 +931,26 @@ TEST_CASE("onnx: a Loop that cannot be unrolled is listed as unknown", "[onnx]")
   }
 }
 
+TEST_CASE("onnx: a Loop's trip count given as an input is set with --set", "[onnx]") {
+  // The trip count as an int64 scalar input (a generation length): --set trips=3 unrolls the
+  // loop as a constant 3 would.
+  OnnxModel runtime = loop_model(3, false);
+  runtime.graph().mutable_node(0)->set_output(0, "unused");
+  runtime.input("trips", {}, onnx::TensorProto::INT64);
+  ModelOptions options;
+  options.dims["trips"] = 3;
+  const Graph set = runtime.load("loop_set", options);
+  const Graph constant = loop_model(3, false).load("loop_constant");
+  CHECK(set.unknown_ops.empty());
+  CHECK(capcalc::graph_totals(set).macs == capcalc::graph_totals(constant).macs);
+  CHECK(capcalc::graph_totals(set).macs > 0);
+  // A name that is neither a dim nor an integer scalar input lists both kinds.
+  options.dims = {{"trip", 3}};
+  REQUIRE_THROWS_WITH(runtime.load("loop_set_typo", options),
+                      Catch::Contains("the model has no dimension \"trip\" to set") &&
+                          Catch::Contains("integer scalar inputs: trips"));
+}
+
 namespace {
 
 // An RNN cell written as Scan, as TensorFlow-to-ONNX converters and hand-written recurrences

@@ -607,17 +607,40 @@ class Importer {
     const bool has_sequence = std::any_of(dim_params.begin(), dim_params.end(), [](const auto& d) {
       return is_one_of(kSequenceNames, d);
     });
+    // Integer scalar inputs (a Loop's trip count, a max length) take their value from --set.
+    std::set<std::string> scalar_inputs;
+    for (const auto& input : graph_proto_.input()) {
+      if (initializers_.count(input.name()) != 0 || !input.type().has_tensor_type()) continue;
+      const auto& tensor = input.type().tensor_type();
+      const bool integer = tensor.elem_type() == onnx::TensorProto::INT64 ||
+                           tensor.elem_type() == onnx::TensorProto::INT32;
+      const bool scalar =
+          tensor.has_shape() &&
+          (tensor.shape().dim_size() == 0 ||
+           (tensor.shape().dim_size() == 1 && tensor.shape().dim(0).dim_value() == 1));
+      if (integer && scalar) scalar_inputs.insert(input.name());
+    }
     for (const auto& [name, value] : options_.dims) {
       if (value <= 0)
         fail("", fmt::format("dimension \"{}\" must be positive, got {}", name, value));
+      if (scalar_inputs.count(name) != 0) {
+        scalar_values_[name] = value;
+        if (dim_params.count(name) == 0) continue;
+      }
       if (dim_params.count(name) != 0 || (name == "batch" && has_batch)) continue;
       if (name == "seq" && has_sequence) continue;
       if (name == "batch" && !options_.input_shapes.empty()) continue;
       std::vector<std::string_view> known(dim_params.begin(), dim_params.end());
+      known.insert(known.end(), scalar_inputs.begin(), scalar_inputs.end());
       std::string message = with_suggestion(
           fmt::format("the model has no dimension \"{}\" to set", name), name, known);
-      message += known.empty() ? " (its inputs have fixed shapes)"
-                               : fmt::format(" (its dynamic dims: {})", fmt::join(known, ", "));
+      message += dim_params.empty()
+                     ? " (its inputs have fixed shapes"
+                     : fmt::format(" (its dynamic dims: {}", fmt::join(dim_params, ", "));
+      if (!scalar_inputs.empty()) {
+        message += fmt::format("; integer scalar inputs: {}", fmt::join(scalar_inputs, ", "));
+      }
+      message += ")";
       fail("", message);
     }
     for (const auto& [name, shape] : options_.input_shapes) {
@@ -2038,6 +2061,7 @@ class Importer {
 
   // The value of an integer or boolean scalar (or one-element tensor) known at import.
   std::optional<std::int64_t> constant_int(const std::string& tensor) const {
+    if (const auto it = scalar_values_.find(tensor); it != scalar_values_.end()) return it->second;
     std::optional<std::vector<std::int64_t> > values;
     if (const auto it = initializers_.find(tensor); it != initializers_.end()) {
       values = onnx_import::integer_values(*it->second);
@@ -2085,7 +2109,8 @@ class Importer {
   std::set<std::string> used_;
   std::set<std::string> counted_;  // Parameter initializers already counted.
   std::set<std::string> assumed_;  // Outputs whose shape was assumed (unknown operators).
-  std::set<std::string> exporter_batch_dims_;  // "<input>_dynamic_axes_1" on axis 0.
+  std::set<std::string> exporter_batch_dims_;          // "<input>_dynamic_axes_1" on axis 0.
+  std::map<std::string, std::int64_t> scalar_values_;  // Integer scalar inputs set by --set.
   std::map<std::string, std::int32_t> groups_;
   std::string scope_ = "/graph";      // JSON pointer of the graph being read.
   std::string name_prefix_;           // Unnamed nodes in If branches, every node in Loop bodies.
