@@ -318,7 +318,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       // bits (Transformer Engine, TensorRT-LLM).
       const double comm_bytes = std::max(act_bytes, 2.0);
       for (const Layer& layer : graph.layers) {
-        if (layer.op != "attention") continue;
+        if (layer.op != "attention" || layer.view) continue;  // Views: dropped, no work.
         const double bytes = static_cast<double>(element_count(layer.output)) * comm_bytes;
         const double t = latency + ring * bytes / (params.allreduce_efficiency * per_direction);
         result.communication_s += 2 * passes * t;

@@ -345,6 +345,17 @@ TEST_CASE("hf: a Gemma 3 image runs at prefill only; decode steps match the text
   CHECK(no_image.decode_step_s == Approx(text_only.decode_step_s));
   CHECK(no_image.prefill.memory.weight_bytes == Approx(with_image.prefill.memory.weight_bytes));
   CHECK(capcalc::graph_totals(omitted(512, 0)).params == 4300079472);
+
+  // Tensor parallelism all-reduces after the attention layers that run: the decode step's are
+  // the text model's (34 layers), the image's tower (27 more) only in the prefill.
+  w.devices = 2;
+  w.tensor_parallel = 2;
+  const capcalc::ServingEstimate tp_image =
+      capcalc::estimate_serving(build(multimodal, "gemma3_4b.json"), device, params, w, request);
+  CHECK(tp_image.decode.allreduces == 2 * 34);
+  CHECK(tp_image.prefill.allreduces == 2 * (34 + 27));
+  CHECK(capcalc::estimate_serving(omitted, device, params, w, request).prefill.allreduces ==
+        2 * 34);
 }
 
 TEST_CASE("hf: Gemma 3 multimodal configs' errors point into text_config and vision_config",
