@@ -443,6 +443,14 @@ capcalc::Shape output_of(const Graph& g, const std::string& name) {
   return capcalc::test::layer_named(g, name).output;
 }
 
+// bert-base-uncased's MACs for B sequences of S tokens: per layer 4·B·S·H² (Q, K, V, output)
+// + 2·B·S·H·F (FFN) + 2·B·S²·H (QKᵀ and AV), 12 layers, plus the pooler B·H².
+std::int64_t bert_base_macs(std::int64_t B, std::int64_t S) {
+  const std::int64_t H = 768, F = 3072;
+  const std::int64_t per_layer = 4 * B * S * H * H + 2 * B * S * H * F + 2 * B * S * S * H;
+  return 12 * per_layer + B * H * H;
+}
+
 std::int64_t conv_macs(const Graph& g) {
   std::int64_t macs = 0;
   for (const auto& layer : g.layers) {
@@ -619,11 +627,8 @@ TEST_CASE("onnx export: BERT-base with dynamic axes has bert-base-uncased's coun
   CHECK(totals.params == 109'482'240);
   // The dynamic reshapes were resolved: every layer has a known output shape.
   CHECK(output_of(g, "last_hidden_state") == capcalc::Shape{2, 128, 768});
-  // MACs: per layer 4·B·S·H² (Q, K, V, output) + 2·B·S·H·F (FFN) + 2·B·S²·H (QKᵀ and AV),
-  // plus the pooler B·H².
-  const std::int64_t B = 2, S = 128, H = 768, F = 3072;
-  const std::int64_t per_layer = 4 * B * S * H * H + 2 * B * S * H * F + 2 * B * S * S * H;
-  CHECK(totals.macs == 12 * per_layer + B * H * H);
+  const std::int64_t B = 2, S = 128, H = 768;
+  CHECK(totals.macs == bert_base_macs(B, S));
   std::int64_t score_macs = 0;
   for (const auto& layer : g.layers)
     score_macs += layer.counts.score_macs;
@@ -749,8 +754,7 @@ TEST_CASE("onnx export: BERT-base fused by onnxruntime counts as the unfused mod
   CHECK(output_of(g, "EmbedLayerNormalization_0") == capcalc::Shape{B, S, H});
   // The same MACs as the torch export and the HF config: the packed projection and the
   // products per head in Attention, the output projection in its own MatMul.
-  const std::int64_t per_layer = 4 * B * S * H * H + 2 * B * S * H * F + 2 * B * S * S * H;
-  CHECK(totals.macs == 12 * per_layer + B * H * H);
+  CHECK(totals.macs == bert_base_macs(B, S));
   const auto& attention = layer_named(g, "encoder.layer.0.Attention");
   CHECK(attention.op == "attention");
   CHECK(attention.counts.score_macs == 2 * B * S * S * H);
