@@ -382,6 +382,29 @@ TEST_CASE("onnx: unknown operators are listed, and an error with strict", "[onnx
                                       "com.example.FancyNorm (1)"));
 }
 
+TEST_CASE("onnx: Shape of an unknown operator's output is read, not a crash", "[onnx]") {
+  // ONNX 1.12's data propagation dereferenced the missing type of a Shape node's input (the
+  // output of an operator it has no schema for): a SIGSEGV, found by fuzzing.
+  OnnxModel m("unknown_shape");
+  m.input("x", {std::string("N"), std::int64_t{3}, std::int64_t{8}, std::int64_t{8}});
+  auto& custom = m.node("Foo", {"x"}, {"r"}, "custom");
+  custom.set_domain("com.example");
+  m.node("Shape", {"r"}, {"shape"}, "shape");
+  m.constant_ints("zero", {0});
+  m.constant_ints("two", {2});
+  m.node("Slice", {"shape", "zero", "two", "zero"}, {"nc"}, "slice");
+  m.weight("w", {4, 3, 3, 3});
+  auto& conv = m.node("Conv", {"r", "w"}, {"y"}, "conv");
+  OnnxModel::attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.output("y");
+  m.output("nc", onnx::TensorProto::INT64);
+  const Graph g = m.load("unknown_shape");
+  REQUIRE(g.unknown_ops.size() == 1);
+  CHECK(g.unknown_ops[0].op == "com.example.Foo");
+  // The unknown operator is taken to keep its input's shape; the conv after it is counted.
+  CHECK(layer_named(g, "conv").counts.macs == 4 * 8 * 8 * 27);
+}
+
 TEST_CASE("onnx: corrupt and truncated files are errors naming the file", "[onnx]") {
   const std::string corrupt = OnnxModel::temp_path("corrupt");
   std::ofstream(corrupt, std::ios::binary) << "this is not a protobuf \xff\xff\xff\xff";

@@ -812,6 +812,7 @@ class Importer {
         opset->set_version(1);
       }
     }
+    type_unschematized_outputs(graph_proto_);
     // Inference needs the values of small constants only (shapes, axes, scales); dropping
     // the weights' data keeps it from copying them.
     for (auto& init : *graph_proto_.mutable_initializer()) {
@@ -881,6 +882,43 @@ class Importer {
         added = true;
       }
       if (!added) break;
+    }
+  }
+
+  // ONNX 1.12's data propagation dereferences the type of a Shape node's input unchecked: the
+  // output of an operator ONNX has no schema for (a custom or onnxruntime operator) has none,
+  // and `Shape` of it was a crash. Such outputs get a tensor type without a shape (float: with
+  // type checks off, only the rank and dims matter), in every graph, subgraphs included.
+  void type_unschematized_outputs(onnx::GraphProto& graph) {
+    std::map<std::string, int> versions;
+    for (const auto& opset : model_.opset_import())
+      versions[opset.domain() == "ai.onnx" ? "" : opset.domain()] =
+          static_cast<int>(opset.version());
+    std::set<std::string> typed;
+    for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()}) {
+      for (const auto& info : *list)
+        if (info.has_type()) typed.insert(info.name());
+    }
+    for (const auto& init : graph.initializer())
+      typed.insert(init.name());
+    for (auto& node : *graph.mutable_node()) {
+      for (auto& attribute : *node.mutable_attribute()) {
+        if (attribute.has_g()) type_unschematized_outputs(*attribute.mutable_g());
+        for (auto& g : *attribute.mutable_graphs())
+          type_unschematized_outputs(g);
+      }
+      const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+      const auto version = versions.find(domain);
+      if (version != versions.end() &&
+          onnx::OpSchemaRegistry::Schema(node.op_type(), version->second, domain) != nullptr) {
+        continue;
+      }
+      for (const std::string& output : node.output()) {
+        if (output.empty() || !typed.insert(output).second) continue;
+        auto* info = graph.add_value_info();
+        info->set_name(output);
+        info->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+      }
     }
   }
 
