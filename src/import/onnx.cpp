@@ -797,9 +797,9 @@ class Importer {
     }
   }
 
-  // ONNX shape inference, with data propagation for shape arithmetic (Shape -> Gather ->
-  // Concat -> Reshape). Operators ONNX does not know get their first input's shape, and
-  // inference runs again from there.
+  // ONNX shape inference in rounds; between them capcalc folds the shape arithmetic (Shape ->
+  // Gather -> Concat -> Reshape) to constants. Operators ONNX does not know get their first
+  // input's shape, and inference runs again from there.
   void infer_shapes() {
     // ONNX refuses nodes of a domain the model does not import; custom domains are common.
     std::set<std::string> domains;
@@ -812,7 +812,6 @@ class Importer {
         opset->set_version(1);
       }
     }
-    type_unschematized_outputs(graph_proto_);
     // Inference needs the values of small constants only (shapes, axes, scales); dropping
     // the weights' data keeps it from copying them.
     for (auto& init : *graph_proto_.mutable_initializer()) {
@@ -827,8 +826,12 @@ class Importer {
         init.clear_external_data();
       }
     }
+    // No data propagation: ONNX 1.12's dereferences the type of a Shape node's input unchecked,
+    // and a value without one (the output of an operator ONNX has no schema for, or of a node
+    // whose inference failed) made `Shape` of it a crash (found by fuzzing). The shape
+    // arithmetic it would propagate is folded by fold_shape_arithmetic between rounds instead.
     const onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*error_mode=*/0,
-                                                /*enable_data_propagation=*/true);
+                                                /*enable_data_propagation=*/false);
     // Each round gets past the operators that ONNX cannot infer (onnxruntime's fused ones, a
     // passthrough) for one more stretch of the graph: a fused transformer needs a few per layer.
     for (int round = 0; round < kMaxInferenceRounds; ++round) {
@@ -882,43 +885,6 @@ class Importer {
         added = true;
       }
       if (!added) break;
-    }
-  }
-
-  // ONNX 1.12's data propagation dereferences the type of a Shape node's input unchecked: the
-  // output of an operator ONNX has no schema for (a custom or onnxruntime operator) has none,
-  // and `Shape` of it was a crash. Such outputs get a tensor type without a shape (float: with
-  // type checks off, only the rank and dims matter), in every graph, subgraphs included.
-  void type_unschematized_outputs(onnx::GraphProto& graph) {
-    std::map<std::string, int> versions;
-    for (const auto& opset : model_.opset_import())
-      versions[opset.domain() == "ai.onnx" ? "" : opset.domain()] =
-          static_cast<int>(opset.version());
-    std::set<std::string> typed;
-    for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()}) {
-      for (const auto& info : *list)
-        if (info.has_type()) typed.insert(info.name());
-    }
-    for (const auto& init : graph.initializer())
-      typed.insert(init.name());
-    for (auto& node : *graph.mutable_node()) {
-      for (auto& attribute : *node.mutable_attribute()) {
-        if (attribute.has_g()) type_unschematized_outputs(*attribute.mutable_g());
-        for (auto& g : *attribute.mutable_graphs())
-          type_unschematized_outputs(g);
-      }
-      const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
-      const auto version = versions.find(domain);
-      if (version != versions.end() &&
-          onnx::OpSchemaRegistry::Schema(node.op_type(), version->second, domain) != nullptr) {
-        continue;
-      }
-      for (const std::string& output : node.output()) {
-        if (output.empty() || !typed.insert(output).second) continue;
-        auto* info = graph.add_value_info();
-        info->set_name(output);
-        info->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-      }
     }
   }
 
