@@ -747,6 +747,21 @@ TEST_CASE("onnx: If without both branches is an error naming the node", "[onnx]"
                                           "and else_branch"));
 }
 
+TEST_CASE("onnx: Loop and Scan without a body are errors, not a crash", "[onnx]") {
+  // ONNX's Scan inference dereferenced the missing body (found by fuzzing).
+  for (const char* op : {"Scan", "Loop"}) {
+    INFO(op);
+    OnnxModel m("no_body");
+    m.input("x", {std::int64_t{2}, std::int64_t{4}});
+    auto& node = m.node(op, {"x", "x"}, {"y"}, "steps");
+    if (std::string(op) == "Scan") OnnxModel::attr(node, "num_scan_inputs", std::int64_t{1});
+    m.output("y");
+    REQUIRE_THROWS_WITH(m.load("no_body"),
+                        Catch::EndsWith("no_body.onnx:/graph/node/0: node \"steps\" (" +
+                                        std::string(op) + ") has no body graph"));
+  }
+}
+
 namespace {
 
 // Adds a node to a local function's body.
@@ -1064,8 +1079,12 @@ TEST_CASE("onnx: a Scan is unrolled over its scan axis", "[onnx]") {
 TEST_CASE("onnx: a Scan that cannot be unrolled is listed as unknown", "[onnx]") {
   // Opset 8's Scan (batch axis, sequence_lens) is not read: it stays an unknown operator.
   OnnxModel old = scan_model(0, 0, 8);
+  onnx::AttributeProto body;
+  for (const auto& a : old.graph().node(0).attribute())
+    if (a.name() == "body") body = a;
   old.graph().mutable_node(0)->clear_attribute();
   auto& node = *old.graph().mutable_node(0);
+  *node.add_attribute() = body;
   node.clear_input();
   node.add_input("");
   node.add_input("h0");

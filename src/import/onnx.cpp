@@ -525,6 +525,18 @@ class Importer {
   // sizes without checking them (a zero stride is a floating-point exception, not an
   // error): they must be positive before it runs. Subgraphs are checked too.
   void check_sizes(const onnx::NodeProto& node, const std::string& pointer) const {
+    // Control flow without its graphs: ONNX's Scan inference dereferences a missing body.
+    if (node.domain().empty() || node.domain() == "ai.onnx") {
+      const auto has_graph = [&](const char* name) {
+        return std::any_of(
+            node.attribute().begin(), node.attribute().end(),
+            [&](const onnx::AttributeProto& a) { return a.name() == name && a.has_g(); });
+      };
+      if ((node.op_type() == "Loop" || node.op_type() == "Scan") && !has_graph("body")) {
+        fail(pointer,
+             fmt::format("node \"{}\" ({}) has no body graph", node.name(), node.op_type()));
+      }
+    }
     for (int a = 0; a < node.attribute_size(); ++a) {
       const onnx::AttributeProto& attr = node.attribute(a);
       const std::string where = fmt::format("{}/attribute/{}", pointer, a);
