@@ -456,6 +456,28 @@ TEST_CASE("onnx: zero strides, dilations, kernels and groups are errors, not a c
                                       "\"pool\" (MaxPool): kernel_shape must be positive"));
 }
 
+TEST_CASE("onnx: malformed nodes found by fuzzing are located errors", "[onnx]") {
+  // A ConvTranspose whose weight is rank 1 (ONNX's inference read its channel axes: a crash).
+  OnnxModel m("rank1");
+  m.input("x", {std::int64_t{1}, std::int64_t{8}, std::int64_t{16}});
+  m.weight("g", {16});
+  m.node("ConvTranspose", {"x", "g"}, {"y"}, "deconv");
+  m.output("y");
+  REQUIRE_THROWS_WITH(m.load("rank1"), Catch::EndsWith("rank1.onnx:/graph/node/0: node \"deconv\" "
+                                                       "(ConvTranspose): weight \"g\" has rank 1; "
+                                                       "a convolution's weight is [out channels, "
+                                                       "in channels / group, kernel...]"));
+  // onnxruntime's ConvInteger with one input: ONNX has no schema for it, so nothing checked
+  // its arity, and its formula read the weight (an uncaught out_of_range).
+  OnnxModel one("one_input");
+  one.input("x", {std::int64_t{1}, std::int64_t{3}, std::int64_t{8}, std::int64_t{8}});
+  one.node("ConvInteger", {"x"}, {"y"}, "conv").set_domain("com.microsoft");
+  one.output("y");
+  REQUIRE_THROWS_WITH(one.load("one_input"),
+                      Catch::EndsWith("one_input.onnx:/graph/node/0: node \"conv\" "
+                                      "(com.microsoft.ConvInteger) has too few inputs (1)"));
+}
+
 TEST_CASE("onnx: a convolution whose weight has more spatial dims than its input is an error",
           "[onnx]") {
   // No kernel_shape: ONNX took it from the 4-D weight and indexed the rank-2 input's spatial

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
@@ -562,9 +563,11 @@ class Importer {
   // A convolution without `kernel_shape` takes it from its weight's spatial dims. ONNX's
   // shape inference then indexes the input's spatial dims by the weight's without checking
   // that the ranks agree (a crash on a rank-2 input); stated as the attribute, the kernel is
-  // checked against the input's rank, which makes that an error.
+  // checked against the input's rank, which makes that an error. A weight of rank below 3 is
+  // an error here: ONNX reads its channel axes unchecked.
   void make_kernel_shapes_explicit() {
-    for (auto& node : *graph_proto_.mutable_node()) {
+    for (int index = 0; index < graph_proto_.node_size(); ++index) {
+      onnx::NodeProto& node = *graph_proto_.mutable_node(index);
       int weight_slot = -1;
       if (is_one_of({"conv", "convinteger", "convtranspose"}, node.op_type())) weight_slot = 1;
       if (node.op_type() == "QLinearConv") weight_slot = 3;
@@ -573,7 +576,17 @@ class Importer {
           std::any_of(node.attribute().begin(), node.attribute().end(),
                       [](const onnx::AttributeProto& a) { return a.name() == "kernel_shape"; });
       const auto weight = initializers_.find(node.input(weight_slot));
-      if (has_kernel || weight == initializers_.end() || weight->second->dims_size() < 3) continue;
+      if (weight == initializers_.end()) continue;
+      if (weight->second->dims_size() < 3) {
+        // ONNX's inference reads the weight's channel axes unchecked (a crash on a rank-1
+        // weight, found by fuzzing).
+        fail(node_pointer(index),
+             fmt::format("node \"{}\" ({}): weight \"{}\" has rank {}; a convolution's weight is "
+                         "[out channels, in channels / group, kernel...]",
+                         node_name(node, index), node.op_type(), weight->first,
+                         weight->second->dims_size()));
+      }
+      if (has_kernel) continue;
       auto* kernel = node.add_attribute();
       kernel->set_name("kernel_shape");
       kernel->set_type(onnx::AttributeProto::INTS);
@@ -1578,8 +1591,17 @@ class Importer {
     }
     for (const auto& output : graph.output())
       used_.insert(output.name());
-    for (int i = 0; i < graph.node_size(); ++i)
-      add_node(graph.node(i), i);
+    for (int i = 0; i < graph.node_size(); ++i) {
+      try {
+        add_node(graph.node(i), i);
+      } catch (const std::out_of_range&) {
+        // A known operator with fewer inputs than its formula reads (a malformed node).
+        const onnx::NodeProto& node = graph.node(i);
+        fail(node_pointer(i),
+             fmt::format("node \"{}\" ({}) has too few inputs ({})", node_name(node, i),
+                         qualified_op(node), node.input_size()));
+      }
+    }
   }
 
   // Loop with a trip count known at import: the body unrolled, once per iteration, its
