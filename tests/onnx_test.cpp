@@ -437,7 +437,27 @@ TEST_CASE("onnx: zero strides, dilations, kernels and groups are errors, not a c
     REQUIRE_THROWS_WITH(
         m.load("zero"),
         Catch::EndsWith("zero.onnx:/graph/node/0/attribute/0: node \"conv\" (Conv): " +
-                        std::string(attribute) + " must be positive"));
+                        std::string(attribute) + " must be " +
+                        (std::string(attribute) == "group" ? "a positive integer"
+                                                           : "a list of positive integers")));
+  }
+  // A group given twice, or as a list: capcalc read the other one (a division by zero).
+  {
+    OnnxModel m("group_twice");
+    m.input("x", {std::int64_t{1}, std::int64_t{4}, std::int64_t{8}, std::int64_t{8}});
+    m.weight("w", {4, 4, 3, 3});
+    auto& conv = m.node("Conv", {"x", "w"}, {"y"}, "conv");
+    OnnxModel::attr(conv, "group", std::int64_t{1});
+    OnnxModel::attr(conv, "group", std::vector<std::int64_t>{1});
+    m.output("y");
+    // ONNX's own check of the operator's contract says so first.
+    REQUIRE_THROWS_WITH(m.load("group_twice"),
+                        Catch::EndsWith("group_twice.onnx:/graph/node/0: node \"conv\" (Conv) is "
+                                        "malformed: Attribute 'group' appeared multiple times."));
+    conv.mutable_attribute()->DeleteSubrange(0, 1);
+    REQUIRE_THROWS_WITH(m.load("group_list"),
+                        Catch::EndsWith("group_list.onnx:/graph/node/0: node \"conv\" (Conv) is "
+                                        "malformed: Mismatched attribute type in 'conv : group'"));
   }
   // Inside a Loop body too.
   OnnxModel m("zero_loop");
@@ -449,11 +469,14 @@ TEST_CASE("onnx: zero strides, dilations, kernels and groups are errors, not a c
   auto* pool = body->mutable_g()->add_node();
   pool->set_op_type("MaxPool");
   pool->set_name("pool");
+  pool->add_input("x");
+  pool->add_output("pooled");
   OnnxModel::attr(*pool, "kernel_shape", std::vector<std::int64_t>{0});
   m.output("y");
   REQUIRE_THROWS_WITH(m.load("zero_loop"),
                       Catch::EndsWith(":/graph/node/0/attribute/0/g/node/0/attribute/0: node "
-                                      "\"pool\" (MaxPool): kernel_shape must be positive"));
+                                      "\"pool\" (MaxPool): kernel_shape must be a list of "
+                                      "positive integers"));
 }
 
 TEST_CASE("onnx: malformed nodes found by fuzzing are located errors", "[onnx]") {
@@ -467,6 +490,21 @@ TEST_CASE("onnx: malformed nodes found by fuzzing are located errors", "[onnx]")
                                                        "(ConvTranspose): weight \"g\" has rank 1; "
                                                        "a convolution's weight is [out channels, "
                                                        "in channels / group, kernel...]"));
+  // An operator's contract as ONNX's checker states it: a Relu reads one input.
+  OnnxModel two("two_inputs");
+  two.input("x", {std::int64_t{2}, std::int64_t{8}});
+  two.node("Relu", {"x", "x"}, {"y"});
+  two.output("y");
+  REQUIRE_THROWS_WITH(two.load("two_inputs"),
+                      Catch::Contains("two_inputs.onnx:/graph/node/0: node \"y\" (Relu) is "
+                                      "malformed: ") &&
+                          Catch::Contains("has input size 2 not in range [min=1, max=1]"));
+  // An attribute the operator does not define is ignored, as runtimes ignore it.
+  OnnxModel extra("extra_attribute");
+  extra.input("x", {std::int64_t{2}, std::int64_t{8}});
+  OnnxModel::attr(extra.node("Relu", {"x"}, {"y"}), "exporter_hint", std::int64_t{1});
+  extra.output("y");
+  CHECK(extra.load("extra_attribute").layers.size() == 1);
   // onnxruntime's ConvInteger with one input: ONNX has no schema for it, so nothing checked
   // its arity, and its formula read the weight (an uncaught out_of_range).
   OnnxModel one("one_input");
@@ -765,8 +803,8 @@ TEST_CASE("onnx: If without both branches is an error naming the node", "[onnx]"
   node.mutable_attribute()->RemoveLast();
   REQUIRE_THROWS_WITH(m.load("if_broken"),
                       Catch::Contains("/graph/node/1") &&
-                          Catch::Contains("node \"branch\" (If) needs a condition, then_branch "
-                                          "and else_branch"));
+                          Catch::Contains("node \"branch\" (If) is malformed: Required "
+                                          "attribute 'else_branch' is missing."));
 }
 
 TEST_CASE("onnx: Loop and Scan without a body are errors, not a crash", "[onnx]") {
@@ -1274,5 +1312,7 @@ TEST_CASE("onnx: LRN, GridSample, TopK, scatters and other vision operators are 
   bad.input("x", {std::int64_t{1}, std::int64_t{4}, std::int64_t{4}, std::int64_t{4}});
   bad.node("LRN", {"x"}, {"y"}, "norm");
   bad.output("y");
-  CHECK_THROWS_WITH(bad.load("bad_lrn"), Catch::Contains("node \"norm\" (LRN) needs a size"));
+  CHECK_THROWS_WITH(
+      bad.load("bad_lrn"),
+      Catch::Contains("node \"norm\" (LRN) is malformed: Required attribute 'size' is missing."));
 }

@@ -471,7 +471,7 @@ class Importer {
     validate();
     origins_ = onnx_import::inline_local_functions(model_, file_);
     for (int i = 0; i < graph_proto_.node_size(); ++i)
-      check_sizes(graph_proto_.node(i), node_pointer(i));
+      check_sizes(graph_proto_.node(i), i, node_pointer(i));
     for (const auto& init : graph_proto_.initializer())
       initializers_[init.name()] = &init;
     make_kernel_shapes_explicit();
@@ -525,7 +525,9 @@ class Importer {
   // ONNX's shape inference divides by strides, dilations, kernel sizes, groups and block
   // sizes without checking them (a zero stride is a floating-point exception, not an
   // error): they must be positive before it runs. Subgraphs are checked too.
-  void check_sizes(const onnx::NodeProto& node, const std::string& pointer) const {
+  void check_sizes(const onnx::NodeProto& node, int index, const std::string& pointer) const {
+    const std::string label =
+        node.name().empty() ? fmt::format("{}_{}", node.op_type(), index) : node.name();
     // Control flow without its graphs: ONNX's Scan inference dereferences a missing body.
     if (node.domain().empty() || node.domain() == "ai.onnx") {
       const auto has_graph = [&](const char* name) {
@@ -534,25 +536,54 @@ class Importer {
             [&](const onnx::AttributeProto& a) { return a.name() == name && a.has_g(); });
       };
       if ((node.op_type() == "Loop" || node.op_type() == "Scan") && !has_graph("body")) {
-        fail(pointer,
-             fmt::format("node \"{}\" ({}) has no body graph", node.name(), node.op_type()));
+        fail(pointer, fmt::format("node \"{}\" ({}) has no body graph", label, node.op_type()));
       }
     }
+    // The operator's own contract (input and output counts, attribute types, required
+    // attributes), as ONNX's checker verifies it: ONNX's inference functions assume it, and
+    // crashed on nodes that break it (an STFT with missing inputs, found by fuzzing).
+    if (node.domain().empty() || node.domain() == "ai.onnx") {
+      if (const auto* schema =
+              onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset_), "")) {
+        try {
+          schema->Verify(node);
+        } catch (const std::exception& e) {
+          std::string reason = e.what();
+          if (const auto cut = reason.find("\n\n==> Context"); cut != std::string::npos) {
+            reason.erase(cut);
+          }
+          // An attribute the operator does not define is ignored by inference, as by runtimes.
+          if (reason.rfind("Unrecognized attribute", 0) != 0) {
+            fail(pointer,
+                 fmt::format("node \"{}\" ({}) is malformed: {}", label, node.op_type(), reason));
+          }
+        }
+      }
+    }
+    std::set<std::string> names;
     for (int a = 0; a < node.attribute_size(); ++a) {
       const onnx::AttributeProto& attr = node.attribute(a);
       const std::string where = fmt::format("{}/attribute/{}", pointer, a);
-      if (is_one_of({"strides", "dilations", "kernel_shape", "group", "blocksize"}, attr.name())) {
-        const bool bad = attr.has_i() ? attr.i() <= 0
-                                      : std::any_of(attr.ints().begin(), attr.ints().end(),
-                                                    [](std::int64_t v) { return v <= 0; });
+      if (!names.insert(attr.name()).second) {
+        fail(where, fmt::format("node \"{}\" ({}) has a second attribute \"{}\"", label,
+                                node.op_type(), attr.name()));
+      }
+      // Sizes ONNX (and capcalc) divide by: one positive integer, or a list of them.
+      const bool scalar = is_one_of({"group", "blocksize"}, attr.name());
+      if (scalar || is_one_of({"strides", "dilations", "kernel_shape"}, attr.name())) {
+        const bool bad = scalar ? attr.type() != onnx::AttributeProto::INT || attr.i() <= 0
+                                : attr.type() != onnx::AttributeProto::INTS ||
+                                      std::any_of(attr.ints().begin(), attr.ints().end(),
+                                                  [](std::int64_t v) { return v <= 0; });
         if (bad) {
-          fail(where, fmt::format("node \"{}\" ({}): {} must be positive", node.name(),
-                                  node.op_type(), attr.name()));
+          fail(where,
+               fmt::format("node \"{}\" ({}): {} must be {}", label, node.op_type(), attr.name(),
+                           scalar ? "a positive integer" : "a list of positive integers"));
         }
       }
       const auto check_graph = [&](const onnx::GraphProto& g, const std::string& at) {
         for (int i = 0; i < g.node_size(); ++i)
-          check_sizes(g.node(i), fmt::format("{}/node/{}", at, i));
+          check_sizes(g.node(i), i, fmt::format("{}/node/{}", at, i));
       };
       if (attr.has_g()) check_graph(attr.g(), where + "/g");
       for (int g = 0; g < attr.graphs_size(); ++g)
