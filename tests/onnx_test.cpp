@@ -516,6 +516,40 @@ TEST_CASE("onnx: malformed nodes found by fuzzing are located errors", "[onnx]")
                                       "(com.microsoft.ConvInteger) has too few inputs (1)"));
 }
 
+TEST_CASE("onnx: STFT's shape is inferred once its signal's is known; a scalar signal is an error",
+          "[onnx]") {
+  // ONNX's STFT inference read the signal's first two dims unchecked: a scalar signal (an
+  // int64 from Shape and Gather) crashed it (found by fuzzing).
+  const auto model = [](bool scalar_signal) {
+    OnnxModel m("stft");
+    m.input("audio", {std::int64_t{1}, std::int64_t{512}});
+    m.constant_ints("step", {128}, /*rank0=*/true);
+    m.constant_ints("length", {256}, /*rank0=*/true);
+    m.constant_ints("axis", {2});
+    if (scalar_signal) {
+      m.node("Shape", {"audio"}, {"shape"});
+      m.constant_ints("zero", {0}, /*rank0=*/true);
+      m.node("Gather", {"shape", "zero"}, {"signal"});
+    } else {
+      m.node("Unsqueeze", {"audio", "axis"}, {"signal"});  // [1, 512, 1]
+    }
+    // Two-sided: ONNX 1.12 infers one-sided STFTs with the two-sided bin count.
+    OnnxModel::attr(m.node("STFT", {"signal", "step", "", "length"}, {"spectrum"}, "stft"),
+                    "onesided", std::int64_t{0});
+    m.node("Relu", {"spectrum"}, {"y"}, "relu");
+    m.output("y");
+    return m;
+  };
+  const Graph g = model(false).load("stft");
+  // 256 bins (two-sided); (512 - 256) / 128 + 1 = 3 frames; real and imaginary.
+  CHECK(layer_named(g, "relu").output == capcalc::Shape{1, 3, 256, 2});
+  REQUIRE(g.unknown_ops.size() == 1);
+  CHECK(g.unknown_ops[0].op == "STFT");
+  REQUIRE_THROWS_WITH(model(true).load("stft_scalar"),
+                      Catch::EndsWith("stft_scalar.onnx:/graph/node/6: node \"stft\" (STFT): its "
+                                      "signal has rank 0; STFT needs [batch, length, 1 or 2]"));
+}
+
 TEST_CASE("onnx: a convolution whose weight has more spatial dims than its input is an error",
           "[onnx]") {
   // No kernel_shape: ONNX took it from the 4-D weight and indexed the rank-2 input's spatial

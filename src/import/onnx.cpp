@@ -890,6 +890,13 @@ class Importer {
                                                 /*enable_data_propagation=*/false);
     // Each round gets past the operators that ONNX cannot infer (onnxruntime's fused ones, a
     // passthrough) for one more stretch of the graph: a fused transformer needs a few per layer.
+    // STFT's inference reads its signal's first two dims unchecked (a crash on a scalar, found
+    // by fuzzing): an STFT waits in a private domain, which ONNX skips, until a round has
+    // given its signal a shape of rank 2 or more.
+    auto* waiting = model_.add_opset_import();
+    waiting->set_domain(std::string(kWaitingDomain));
+    waiting->set_version(1);
+    hold_unready_nodes();
     for (int round = 0; round < kMaxInferenceRounds; ++round) {
       try {
         onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), inference);
@@ -911,6 +918,7 @@ class Importer {
       added = set_loop_output_shapes() || added;
       for (const auto& node : graph_proto_.node()) {
         if (node.input_size() == 0 || node.output_size() == 0) continue;
+        if (node.domain() == kWaitingDomain) continue;  // ONNX infers it once released.
         const OpRule* rule = find_rule(node);
         const bool has_schema =
             onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset_),
@@ -940,8 +948,43 @@ class Importer {
         assumed_.insert(node.output(0));
         added = true;
       }
-      if (!added) break;
+      const bool released = hold_unready_nodes();
+      if (!added && !released) break;
     }
+    for (int i = 0; i < graph_proto_.node_size(); ++i) {
+      onnx::NodeProto& node = *graph_proto_.mutable_node(i);
+      if (node.domain() != kWaitingDomain) continue;
+      node.set_domain("");
+      const auto signal = shapes_.find(node.input(0));
+      if (signal != shapes_.end() && signal->second.complete() && signal->second.dims.size() < 2) {
+        fail(node_pointer(i), fmt::format("node \"{}\" (STFT): its signal has rank {}; STFT needs "
+                                          "[batch, length, 1 or 2]",
+                                          node_name(node, i), signal->second.dims.size()));
+      }
+    }
+  }
+
+  static constexpr std::string_view kWaitingDomain = "capcalc.waiting";
+
+  // Moves each STFT whose signal has no known shape of rank 2 or more into kWaitingDomain, and
+  // back once it has one; true if one came back (another round is needed to infer it).
+  bool hold_unready_nodes() {
+    bool released = false;
+    for (auto& node : *graph_proto_.mutable_node()) {
+      const bool stft =
+          node.op_type() == "STFT" && node.input_size() > 0 &&
+          (node.domain().empty() || node.domain() == "ai.onnx" || node.domain() == kWaitingDomain);
+      if (!stft) continue;
+      const auto signal = shapes_.find(node.input(0));
+      const bool ready = signal != shapes_.end() && signal->second.dims.size() >= 2;
+      if (ready && node.domain() == kWaitingDomain) {
+        node.set_domain("");
+        released = true;
+      } else if (!ready) {
+        node.set_domain(std::string(kWaitingDomain));
+      }
+    }
+    return released;
   }
 
   // The output shapes of onnxruntime's fused operators (ONNX has no schema for them), or
