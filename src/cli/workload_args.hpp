@@ -27,8 +27,9 @@ inline void add_parallel_options(CLI::App& sub, std::int64_t& devices,
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub.add_option("--tensor-parallel,--tp", tensor_parallel,
-                 "Devices per model replica: layers, weights, state and KV cache split over them "
-                 "(ideal: no communication); --devices defaults to it")
+                 "Devices per model replica: layers, weights, state and KV cache split over them, "
+                 "two all-reduces per attention layer over the scale-up link; --devices defaults "
+                 "to it")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub.add_option("--zero", zero_stage,
