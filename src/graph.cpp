@@ -56,32 +56,18 @@ std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context) {
   return total;
 }
 
-std::int64_t drop_prefill_only_layers(Graph& graph) {
-  // Whether each value (inputs, then layers) depends on an input read at every step.
-  std::vector<bool> per_step;
-  per_step.reserve(graph.inputs.size() + graph.layers.size());
-  for (const GraphInput& input : graph.inputs)
-    per_step.push_back(!input.prefill_only);
-  std::int64_t dropped = 0;
-  for (Layer& layer : graph.layers) {
-    bool step = layer.inputs.empty();
-    for (std::int32_t id : layer.inputs)
-      step = step || per_step.at(static_cast<std::size_t>(id));
-    per_step.push_back(step);
-    if (step) continue;
-    layer.counts = LayerCounts{};
-    layer.view = true;
-    ++dropped;
-  }
-  return dropped;
-}
+namespace {
 
-std::int64_t omit_input_layers(Graph& graph) {
+// Turns the layers computed only from inputs that `absent` picks into views without counts
+// (the parameters kept where asked: weights still loaded); returns how many.
+template <typename Absent>
+std::int64_t drop_layers_fed_only_by(Graph& graph, Absent absent, bool keep_params) {
+  // Whether each value (inputs, then layers) depends on an input that is there.
   std::vector<bool> present;
   present.reserve(graph.inputs.size() + graph.layers.size());
   for (const GraphInput& input : graph.inputs)
-    present.push_back(!input.omitted);
-  std::int64_t omitted = 0;
+    present.push_back(!absent(input));
+  std::int64_t dropped = 0;
   for (Layer& layer : graph.layers) {
     bool runs = layer.inputs.empty();
     for (std::int32_t id : layer.inputs)
@@ -89,13 +75,27 @@ std::int64_t omit_input_layers(Graph& graph) {
     present.push_back(runs);
     if (runs) continue;
     LayerCounts kept;
-    kept.params = layer.counts.params;
-    kept.active_params = layer.counts.active_params;
+    if (keep_params) {
+      kept.params = layer.counts.params;
+      kept.active_params = layer.counts.active_params;
+    }
     layer.counts = kept;
     layer.view = true;
-    ++omitted;
+    ++dropped;
   }
-  return omitted;
+  return dropped;
+}
+
+}  // namespace
+
+std::int64_t drop_prefill_only_layers(Graph& graph) {
+  return drop_layers_fed_only_by(
+      graph, [](const GraphInput& input) { return input.prefill_only; }, false);
+}
+
+std::int64_t omit_input_layers(Graph& graph) {
+  return drop_layers_fed_only_by(
+      graph, [](const GraphInput& input) { return input.omitted; }, true);
 }
 
 GraphTotals graph_totals(const Graph& graph) {
