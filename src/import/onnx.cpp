@@ -2240,6 +2240,11 @@ Graph parse_onnx_model(std::string_view bytes, const std::string& file,
     throw Error({file, "", 0, 0},
                 "not a valid ONNX model: the protobuf does not parse (corrupt or truncated file?)");
   }
+  return import_onnx_model(model, file, options);
+}
+
+Graph import_onnx_model(onnx::ModelProto& model, const std::string& file,
+                        const ModelOptions& options) {
   try {
     return Importer(model, file, options).build();
   } catch (const OverflowError&) {

@@ -10,6 +10,12 @@
 #include "capcalc/graph.hpp"
 #include "capcalc/model.hpp"
 
+#if CAPCALC_WITH_ONNX
+namespace onnx {
+class ModelProto;
+}
+#endif
+
 namespace capcalc {
 
 /// True when this build can read ONNX files (CMake option CAPCALC_WITH_ONNX).
@@ -18,6 +24,12 @@ bool onnx_supported();
 /// Parses serialised ONNX bytes; `file` names the model in messages.
 Graph parse_onnx_model(std::string_view bytes, const std::string& file,
                        const ModelOptions& options);
+
+#if CAPCALC_WITH_ONNX
+/// Imports a parsed model (the importer edits it: bound dims, inferred shapes).
+Graph import_onnx_model(onnx::ModelProto& model, const std::string& file,
+                        const ModelOptions& options);
+#endif
 
 /// Reads and parses an ONNX file. External-data weights need not be present: their sizes
 /// come from the TensorProto dims.

@@ -141,15 +141,6 @@ std::size_t walk_model(onnx::ModelProto& model, const std::vector<std::string>* 
   return next;
 }
 
-Graph import_parsed(const onnx::ModelProto& model, const std::string& file,
-                    const ModelOptions& options) {
-  std::string bytes;
-  if (!model.SerializeToString(&bytes)) {
-    throw Error({file, "", 0, 0}, "the model is too large to import");
-  }
-  return parse_onnx_model(bytes, file, options);
-}
-
 }  // namespace
 
 Graph parse_onnx_text_model(const std::string& text, OnnxTextSyntax syntax, const std::string& file,
@@ -182,7 +173,7 @@ Graph parse_onnx_text_model(const std::string& text, OnnxTextSyntax syntax, cons
       throw Error({file, "", 0, 0}, "protobuf text format: not a ModelProto");
     }
   }
-  return import_parsed(model, file, options);
+  return import_onnx_model(model, file, options);
 }
 
 #endif
