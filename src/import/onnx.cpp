@@ -471,7 +471,7 @@ class Importer {
     validate();
     origins_ = onnx_import::inline_local_functions(model_, file_);
     for (int i = 0; i < graph_proto_.node_size(); ++i)
-      check_sizes(graph_proto_.node(i), i, node_pointer(i));
+      check_node(graph_proto_.node(i), i, node_pointer(i));
     for (const auto& init : graph_proto_.initializer())
       initializers_[init.name()] = &init;
     make_kernel_shapes_explicit();
@@ -522,10 +522,11 @@ class Importer {
                                       model_.producer_version());
   }
 
-  // ONNX's shape inference divides by strides, dilations, kernel sizes, groups and block
-  // sizes without checking them (a zero stride is a floating-point exception, not an
-  // error): they must be positive before it runs. Subgraphs are checked too.
-  void check_sizes(const onnx::NodeProto& node, int index, const std::string& pointer) const {
+  // What ONNX's inference functions assume of a node, checked before they run (each of these
+  // was a crash, found by fuzzing): control flow has its graphs, the node keeps its operator's
+  // contract, and strides, dilations, kernel sizes, groups and block sizes, which they divide
+  // by unchecked, are positive. Subgraphs are checked too.
+  void check_node(const onnx::NodeProto& node, int index, const std::string& pointer) const {
     const std::string label =
         node.name().empty() ? fmt::format("{}_{}", node.op_type(), index) : node.name();
     // Control flow without its graphs: ONNX's Scan inference dereferences a missing body.
@@ -583,7 +584,7 @@ class Importer {
       }
       const auto check_graph = [&](const onnx::GraphProto& g, const std::string& at) {
         for (int i = 0; i < g.node_size(); ++i)
-          check_sizes(g.node(i), i, fmt::format("{}/node/{}", at, i));
+          check_node(g.node(i), i, fmt::format("{}/node/{}", at, i));
       };
       if (attr.has_g()) check_graph(attr.g(), where + "/g");
       for (int g = 0; g < attr.graphs_size(); ++g)
