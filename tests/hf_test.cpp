@@ -347,7 +347,8 @@ TEST_CASE("hf: a Gemma 3 image runs at prefill only; decode steps match the text
   CHECK(capcalc::graph_totals(omitted(512, 0)).params == 4300079472);
 
   // Tensor parallelism all-reduces after the attention layers that run: the decode step's are
-  // the text model's (34 layers), the image's tower (27 more) only in the prefill.
+  // the text model's (text_config.num_hidden_layers 34), the image tower's
+  // (vision_config.num_hidden_layers 27) only in the prefill.
   w.devices = 2;
   w.tensor_parallel = 2;
   const capcalc::ServingEstimate tp_image =
