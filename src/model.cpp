@@ -510,7 +510,8 @@ Graph load_model(const std::string& path, const ModelOptions& options) {
            path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (ends_with(".onnx")) return load_onnx_model(path, options);
-  if (ends_with(".onnxtxt")) return load_onnx_text_model(path, OnnxTextSyntax::onnx, options);
+  if (ends_with(".onnxtxt") || ends_with(".onnxtext"))
+    return load_onnx_text_model(path, OnnxTextSyntax::onnx, options);
   if (ends_with(".textproto") || ends_with(".pbtxt")) {
     return load_onnx_text_model(path, OnnxTextSyntax::protobuf, options);
   }

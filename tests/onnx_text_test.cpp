@@ -233,3 +233,59 @@ g (float[1,2,4,4] x) => (float[1,2,2,2] y) {
   REQUIRE(l.layers.size() == 1);
   CHECK(l.layers[0].output == capcalc::Shape{1, 2, 2, 2});
 }
+
+TEST_CASE("onnx text: quoted names as ONNX 1.16+ prints an exported model's are kept", "[onnx]") {
+  // Exporters name values "/encoder/MatMul_output_0", "onnx::MatMul_42", "input.1": the printer
+  // quotes them, and Debian's parser (1.12) reads identifiers only. String values (the
+  // header's, attributes', an Einsum equation with its "->") stay strings; a weight declared
+  // in the value-info list without a value (a printed model with its weights stripped, as
+  // Loam writes GPT-2) is a weight.
+  const std::string printed = R"(<ir_version: 8, opset_import: ["" : 17], producer_name: "pytorch",
+  doc_string: "a > and a {">
+"main graph" (float[batch, 16, 8] "input.1") => (float[batch, 16, 8] "/out/Add_output_0",
+    float[batch, "seq + 1", 8] "present.0")
+<float[8, 8] "encoder.w.weight", float[8] "encoder.b", float[1, 1, 8] "onnx::Add_7" = {0}>
+{
+   # a "comment" with quotes: ( [ <
+   "/enc/MatMul_output_0" = Einsum <equation = "bij,jk->bik"> ("input.1", "encoder.w.weight")
+   "/enc/Add_output_0" = Add ("/enc/MatMul_output_0", "encoder.b")
+   pads = Constant <value = int64[6] {0, 0, 0, 0, 0, 0}> ()
+   "/enc/Pad_output_0" = Pad <mode = "reflect"> ("/enc/Add_output_0", pads)
+   "present.0" = Concat <axis = 1> ("/enc/Pad_output_0", "/enc/Add_output_0")
+   "/out/Add_output_0" = Add ("/enc/Add_output_0", "onnx::Add_7")
+}
+)";
+  ModelOptions options;
+  options.dims["batch"] = 2;
+  const Graph g =
+      capcalc::parse_onnx_text_model(printed, OnnxTextSyntax::onnx, "quoted.onnxtxt", options);
+  CHECK(g.name == "main graph");
+  CHECK(g.description == "a > and a {");
+  REQUIRE(g.inputs.size() == 1);
+  CHECK(g.inputs[0].name == "input.1");
+  CHECK(g.inputs[0].shape == capcalc::Shape{2, 16, 8});
+  // The Einsum reads the declared weight: 8x8 params, 2*16*8*8 MACs; the bias adds 8 and the
+  // last Add's (given a value) 8 more.
+  std::int64_t params = 0;
+  std::int64_t macs = 0;
+  for (const auto& layer : g.layers) {
+    params += layer.counts.params;
+    macs += layer.counts.macs;
+  }
+  CHECK(params == 64 + 8 + 8);
+  CHECK(macs == 2 * 16 * 8 * 8);
+  bool concat_seen = false;
+  for (const auto& layer : g.layers) {
+    if (layer.op != "concat") continue;
+    concat_seen = true;
+    CHECK(layer.output == capcalc::Shape{2, 32, 8});  // Not the declared "seq + 1".
+  }
+  CHECK(concat_seen);
+  // A quoted name left open is a syntax error at its place, not a crash.
+  const std::string unclosed =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      "g (float[4] \"x) => (float[4] y) { y = Relu (x) }\n";
+  CHECK_THROWS_WITH(
+      capcalc::parse_onnx_text_model(unclosed, OnnxTextSyntax::onnx, "open.onnxtxt", options),
+      Catch::StartsWith("open.onnxtxt:"));
+}

@@ -32,7 +32,7 @@ std::string executable_dir() {
 void add_model_options(CLI::App& sub, ModelArgs& args) {
   sub.add_option("model", args.path,
                  "Model file: capcalc JSON, a Hugging Face config.json, ONNX (.onnx) or ONNX as "
-                 "text (.onnxtxt, .textproto, .pbtxt)")
+                 "text (.onnxtxt or .onnxtext, .textproto, .pbtxt)")
       ->required();
   sub.add_option("-b,--batch", args.batch, "Batch size: sets the model's \"batch\" dimension")
       ->check(CLI::PositiveNumber);

@@ -472,10 +472,12 @@ class Importer {
     origins_ = onnx_import::inline_local_functions(model_, file_);
     for (int i = 0; i < graph_proto_.node_size(); ++i)
       check_node(graph_proto_.node(i), i, node_pointer(i));
+    take_declared_weights();
     for (const auto& init : graph_proto_.initializer())
       initializers_[init.name()] = &init;
     make_kernel_shapes_explicit();
     bind_inputs();
+    forget_output_dim_names();
     infer_shapes();
     collect_shapes();
     read_nodes(graph_proto_);
@@ -504,6 +506,35 @@ class Importer {
  private:
   [[noreturn]] void fail(const std::string& pointer, const std::string& message) const {
     throw Error({file_, pointer, 0, 0}, message);
+  }
+
+  // A printed model with its weights stripped out (Loam's `.onnxtext`, for one) declares each
+  // weight in the graph's value-info list, typed but with no value: a value that nothing
+  // defines, of a fully known shape, is an initializer whose data was left out.
+  void take_declared_weights() {
+    std::set<std::string> defined;
+    for (const auto& input : graph_proto_.input())
+      defined.insert(input.name());
+    for (const auto& init : graph_proto_.initializer())
+      defined.insert(init.name());
+    for (const auto& node : graph_proto_.node())
+      defined.insert(node.output().begin(), node.output().end());
+    for (const auto& info : graph_proto_.value_info()) {
+      if (defined.count(info.name()) != 0 || !info.type().has_tensor_type()) continue;
+      const auto& tensor = info.type().tensor_type();
+      if (!is_parameter_type(tensor.elem_type()) || !tensor.has_shape()) continue;
+      bool known = true;
+      for (const auto& dim : tensor.shape().dim())
+        known = known && dim.has_dim_value() && dim.dim_value() > 0;
+      if (!known) continue;
+      auto* init = graph_proto_.add_initializer();
+      init->set_name(info.name());
+      init->set_data_type(tensor.elem_type());
+      for (const auto& dim : tensor.shape().dim())
+        init->add_dims(dim.dim_value());
+      init->set_data_location(onnx::TensorProto::EXTERNAL);
+      defined.insert(info.name());
+    }
   }
 
   void validate() {
@@ -643,6 +674,20 @@ class Importer {
 
   bool batch_like(const std::string& param) const {
     return is_batch_name(param) || exporter_batch_dims_.count(param) != 0;
+  }
+
+  // Exporters name the output dims they cannot size ("past_sequence_length + 1"), and ONNX's
+  // inference keeps such a name rather than the size it infers: the outputs' sizes are what
+  // inference and capcalc's folding find, as for every other value.
+  void forget_output_dim_names() {
+    for (auto& output : *graph_proto_.mutable_output()) {
+      if (!output.type().has_tensor_type()) continue;
+      auto& tensor = *output.mutable_type()->mutable_tensor_type();
+      if (!tensor.has_shape()) continue;
+      for (auto& dim : *tensor.mutable_shape()->mutable_dim()) {
+        if (dim.has_dim_param()) dim.clear_dim_param();
+      }
+    }
   }
 
   void bind_inputs() {

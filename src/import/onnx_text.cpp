@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "capcalc/error.hpp"
 
@@ -118,6 +121,135 @@ std::vector<std::string> take_node_names(std::string& text) {
   return names;
 }
 
+// ONNX 1.16+ prints a name that is not an identifier in quotes: `"/conv1/Conv_output_0" = Conv
+// ("input.1", "onnx::Conv_193")`, and a symbolic dim that is an expression the same way
+// (`float[batch, "past_sequence_length + 1"]`). Debian's 1.12 parser reads identifiers only, so
+// each quoted name becomes a placeholder identifier (padded to the quoted length, so that
+// columns in syntax errors stay right) and gets its name back after parsing. Quoted strings
+// that are string values stay: those in the model's or a function's header, in a node's
+// attribute list and in tensor data.
+class QuotedNames {
+ public:
+  explicit QuotedNames(std::string& text) {
+    while (text.find(prefix_) != std::string::npos)
+      prefix_ += 'q';
+    enum class Open { header, value_infos, attributes, body, data, parens, square };
+    std::vector<Open> stack;
+    const auto previous = [&](std::size_t at) {
+      while (at > 0 && std::isspace(static_cast<unsigned char>(text[at - 1])) != 0)
+        --at;
+      return at == 0 ? '\0' : text[at - 1];
+    };
+    for (std::size_t at = 0; at < text.size(); ++at) {
+      const char c = text[at];
+      if (c == '#') {  // A comment runs to the end of its line.
+        at = text.find('\n', at);
+        if (at == std::string::npos) break;
+      } else if (c == '<') {
+        // After a signature's closing parenthesis: its value-info list; at the top level
+        // otherwise: the model's or a function's header.
+        const char before = previous(at);
+        stack.push_back(before == ')'   ? Open::value_infos
+                        : stack.empty() ? Open::header
+                                        : Open::attributes);
+      } else if (c == '{') {
+        const char before = previous(at);
+        stack.push_back(before == ')' || before == '>' ? Open::body : Open::data);
+      } else if (c == '(' || c == '[') {
+        stack.push_back(c == '(' ? Open::parens : Open::square);
+      } else if ((c == '>' && previous(at) != '=') || c == '}' || c == ')' || c == ']') {
+        if (!stack.empty()) stack.pop_back();
+      } else if (c == '"') {
+        std::size_t end = at + 1;
+        while (end < text.size() && text[end] != '"' && text[end] != '\n')
+          end += text[end] == '\\' ? std::size_t{2} : std::size_t{1};
+        if (end >= text.size() || text[end] != '"') break;  // Unclosed: the parser says where.
+        // The innermost bracket that decides: parentheses (a signature, a node's inputs), a
+        // value-info list and a graph body hold names; a header, an attribute list and tensor
+        // data hold values; square brackets (dims, lists) are what encloses them.
+        bool is_name = true;
+        for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+          if (*it == Open::square) continue;
+          is_name = *it == Open::parens || *it == Open::value_infos || *it == Open::body;
+          break;
+        }
+        if (is_name) {
+          const std::string quoted = text.substr(at, end + 1 - at);
+          std::string placeholder = fmt::format("{}{}_", prefix_, originals_.size());
+          if (placeholder.size() < quoted.size()) placeholder.resize(quoted.size(), '_');
+          originals_[placeholder] = quoted.substr(1, quoted.size() - 2);
+          text.replace(at, quoted.size(), placeholder);
+          end = at + placeholder.size() - 1;
+        }
+        at = end;
+      }
+    }
+  }
+
+  void restore(onnx::ModelProto& model) const {
+    if (originals_.empty()) return;
+    restore(*model.mutable_graph());
+    for (auto& function : *model.mutable_functions()) {
+      for (auto& name : *function.mutable_input())
+        restore(name);
+      for (auto& name : *function.mutable_output())
+        restore(name);
+      restore(*function.mutable_node());
+    }
+  }
+
+ private:
+  void restore(std::string& name) const {
+    if (name.rfind(prefix_, 0) != 0) return;
+    const auto it = originals_.find(name);
+    if (it != originals_.end()) name = it->second;
+  }
+
+  void restore(onnx::TypeProto& type) const {
+    if (type.has_tensor_type()) {
+      for (auto& dim : *type.mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+        if (dim.has_dim_param()) restore(*dim.mutable_dim_param());
+      }
+    }
+    if (type.has_sequence_type()) restore(*type.mutable_sequence_type()->mutable_elem_type());
+    if (type.has_optional_type()) restore(*type.mutable_optional_type()->mutable_elem_type());
+  }
+
+  void restore(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& values) const {
+    for (auto& value : values) {
+      restore(*value.mutable_name());
+      if (value.has_type()) restore(*value.mutable_type());
+    }
+  }
+
+  void restore(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes) const {
+    for (auto& node : nodes) {
+      for (auto& name : *node.mutable_input())
+        restore(name);
+      for (auto& name : *node.mutable_output())
+        restore(name);
+      for (auto& attribute : *node.mutable_attribute()) {
+        if (attribute.has_g()) restore(*attribute.mutable_g());
+        for (auto& g : *attribute.mutable_graphs())
+          restore(g);
+      }
+    }
+  }
+
+  void restore(onnx::GraphProto& graph) const {
+    restore(*graph.mutable_name());
+    restore(*graph.mutable_input());
+    restore(*graph.mutable_output());
+    restore(*graph.mutable_value_info());
+    for (auto& init : *graph.mutable_initializer())
+      restore(*init.mutable_name());
+    restore(*graph.mutable_node());
+  }
+
+  std::string prefix_ = "__q";
+  std::map<std::string, std::string> originals_;
+};
+
 // Counts (names == nullptr) or names the nodes of a list and of its subgraphs, pre-order.
 void walk_nodes(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
                 const std::vector<std::string>* names, std::size_t& next) {
@@ -153,10 +285,12 @@ Graph parse_onnx_text_model(const std::string& text, OnnxTextSyntax syntax, cons
     }
     std::string plain = text;
     const std::vector<std::string> names = take_node_names(plain);
+    const QuotedNames quoted(plain);
     onnx::OnnxParser parser(plain.c_str());
     try {
       const auto status = parser.Parse(model);
       if (!status.IsOK()) throw textual_syntax_error(file, status.ErrorMessage());
+      quoted.restore(model);
       // Named statements are all or none in printed models; a partly named text keeps the
       // parser's defaults rather than names shifted onto the wrong nodes.
       if (!names.empty() && names.size() == walk_model(model, nullptr)) walk_model(model, &names);
