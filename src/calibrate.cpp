@@ -163,9 +163,11 @@ std::string render_hardware_file(const std::vector<const Device*>& devices) {
     if (d->cache_bytes > 0) e["cache_mb"] = d->cache_bytes / 1e6;
     if (d->tdp_w > 0) e["tdp_w"] = d->tdp_w;
     const auto link = [](const Link& l) {
-      return Json{{"name", l.name},
-                  {"bandwidth_gb_per_s", l.bandwidth_bytes_per_s / 1e9},
-                  {"direction", l.direction}};
+      Json j{{"name", l.name},
+             {"bandwidth_gb_per_s", l.bandwidth_bytes_per_s / 1e9},
+             {"direction", l.direction}};
+      if (l.peers > 0) j["peers"] = l.peers;
+      return j;
     };
     if (d->intra_node || d->inter_node) {
       Json links = Json::object();

@@ -76,7 +76,8 @@ double optional_positive(const JsonView& device, std::string_view key, double sc
 
 std::optional<Link> parse_link(const std::optional<JsonView>& link) {
   if (!link) return std::nullopt;
-  reject_unknown_keys(*link, {"name", "bandwidth_gb_per_s", "direction", "comment"}, "a link");
+  reject_unknown_keys(*link, {"name", "bandwidth_gb_per_s", "direction", "peers", "comment"},
+                      "a link");
   Link result;
   result.name = link->at("name").as_string();
   result.bandwidth_bytes_per_s = link->at("bandwidth_gb_per_s").as_positive_number() * kGiga;
@@ -85,6 +86,11 @@ std::optional<Link> parse_link(const std::optional<JsonView>& link) {
   if (result.direction != "bidirectional" && result.direction != "per_direction") {
     direction.fail(fmt::format("expected \"bidirectional\" or \"per_direction\", got \"{}\"",
                                result.direction));
+  }
+  if (auto peers = link->find("peers")) {
+    const std::int64_t n = peers->as_positive_int();
+    if (n > 1024) peers->fail(fmt::format("{} peers: expected at most 1024", n));
+    result.peers = static_cast<int>(n);
   }
   return result;
 }

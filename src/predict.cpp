@@ -310,7 +310,8 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     if (!device.intra_node) {
       result.communication_modelled = false;
     } else {
-      const double per_direction = link_per_direction(*device.intra_node);
+      const double per_direction =
+          group_per_direction(*device.intra_node, workload.tensor_parallel);
       const double ring = 2 * (tp - 1) / tp;
       const double latency = params.allreduce_latency(result.profile);
       const double passes = training ? (workload.checkpointing ? 3 : 2) : 1;

@@ -322,7 +322,7 @@ std::string render_explain_text(const ReportInput& in) {
           in.device->intra_node->name,
           format_duration(model.allreduce_latency(in.estimate->profile)), tp, tp,
           100 * model.allreduce_efficiency,
-          format_rate(link_per_direction(*in.device->intra_node), "B/s"));
+          format_rate(group_per_direction(*in.device->intra_node, tp), "B/s"));
     } else {
       out += "  all-reduce   not modelled: the table has no scale-up link for this device\n";
     }

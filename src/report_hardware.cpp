@@ -32,6 +32,7 @@ Json link_json(const Link& link) {
   j["name"] = link.name;
   j["bandwidth_bytes_per_s"] = link.bandwidth_bytes_per_s;
   j["direction"] = link.direction;
+  if (link.peers > 0) j["peers"] = link.peers;
   return j;
 }
 
@@ -164,9 +165,14 @@ std::string render_device_text(const Device& d, const PerformanceParams& params)
              : "  2:4 sparsity no hardware support\n";
   const auto link = [&](const char* label, const std::optional<Link>& l) {
     if (l) {
-      out += fmt::format("  {:<12} {}, {} ({})\n", label, l->name,
-                         format_rate(l->bandwidth_bytes_per_s, "B/s"),
-                         l->direction == "per_direction" ? "per direction" : l->direction);
+      out += fmt::format(
+          "  {:<12} {}, {} ({}){}\n", label, l->name, format_rate(l->bandwidth_bytes_per_s, "B/s"),
+          l->direction == "per_direction" ? "per direction" : l->direction,
+          l->peers > 0
+              ? fmt::format(", a full mesh: {} per direction to each of {} "
+                            "peers",
+                            format_rate(link_per_direction(*l) / l->peers, "B/s"), l->peers)
+              : "");
     }
   };
   link("intra-node", d.intra_node);

@@ -642,6 +642,21 @@ TEST_CASE("parse_hardware errors name the JSON pointer", "[hardware][errors]") {
           "hw.json:/performance_model/gpu/matrix_efficiency: an efficiency is a fraction in "
           "(0, 1], got 1.5");
   }
+  SECTION("a mesh's peers not a positive integer") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["interconnect"] = {{"intra_node",
+                                           {{"name", "xGMI"},
+                                            {"bandwidth_gb_per_s", 896},
+                                            {"direction", "bidirectional"},
+                                            {"peers", 0}}}};
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/interconnect/intra_node/peers: expected a positive integer, got 0");
+    json["devices"][0]["interconnect"]["intra_node"]["peers"] = 3.5;
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/interconnect/intra_node/peers: expected a positive integer, got 3.5");
+    json["devices"][0]["interconnect"]["intra_node"]["peers"] = 7;
+    CHECK(parse(json).devices[0].intra_node->peers == 7);
+  }
   SECTION("negative all-reduce latency, all-reduce efficiency above 1") {
     nlohmann::json json = minimal_table();
     json["performance_model"] = {{"gpu", {{"allreduce_latency_us", -1}}}};

@@ -366,6 +366,20 @@ TEST_CASE("predict: tensor parallelism all-reduces each block's output twice ove
   w.devices = 2;
   w.tensor_parallel = 2;
   CHECK(estimate(g, d, p, w).communication_s == Approx(4 * (10e-6 + bytes / 50e9)));
+  // A switchless full mesh of 7 peers (MI300X): 2 of 8 devices have one of the 7 links
+  // between them, a seventh of the bandwidth; 4 have three; 8 have all of it.
+  Device mesh = d;
+  mesh.intra_node->peers = 7;
+  CHECK(estimate(g, mesh, p, w).communication_s == Approx(4 * (10e-6 + bytes / (50e9 / 7))));
+  w.devices = 4;
+  w.tensor_parallel = 4;
+  CHECK(estimate(g, mesh, p, w).communication_s ==
+        Approx(4 * (10e-6 + 1.5 * bytes / (50e9 * 3 / 7))));
+  w.devices = 8;
+  w.tensor_parallel = 8;
+  CHECK(estimate(g, mesh, p, w).communication_s == Approx(estimate(g, d, p, w).communication_s));
+  w.devices = 2;
+  w.tensor_parallel = 2;
   // No tensor parallelism, no all-reduce; no link in the table, not modelled (and said so).
   w.devices = 1;
   w.tensor_parallel = 1;

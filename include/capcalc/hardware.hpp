@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,12 +49,25 @@ struct Link {
   std::string name;                  ///< "NVLink 4", "PCIe 5.0 x16".
   double bandwidth_bytes_per_s = 0;  ///< As the source states it; see `direction`.
   std::string direction;             ///< "bidirectional" or "per_direction".
+  /// A full mesh without a switch (MI300X's xGMI, Gaudi's scale-up ports): the bandwidth is
+  /// split evenly over direct links to this many other devices; 0 where a switch (NVSwitch)
+  /// or a single link gives every device all of it.
+  int peers = 0;
 };
 
 /// A link's bandwidth in one direction (half a bidirectional figure).
 inline double link_per_direction(const Link& link) {
   return link.direction == "bidirectional" ? link.bandwidth_bytes_per_s / 2
                                            : link.bandwidth_bytes_per_s;
+}
+
+/// The bandwidth in one direction that each member of a group of `group` devices can use for
+/// the group's collectives: all of it through a switch; on a full mesh, only its links to the
+/// group's other members (2 of 8 MI300Xs: one xGMI link of seven).
+inline double group_per_direction(const Link& link, std::int64_t group) {
+  const double all = link_per_direction(link);
+  if (link.peers <= 0 || group <= 1 || group - 1 >= link.peers) return all;
+  return all * static_cast<double>(group - 1) / link.peers;
 }
 
 /// An indicative on-demand price.
