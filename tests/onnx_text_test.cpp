@@ -289,3 +289,28 @@ TEST_CASE("onnx text: quoted names as ONNX 1.16+ prints an exported model's are 
       capcalc::parse_onnx_text_model(unclosed, OnnxTextSyntax::onnx, "open.onnxtxt", options),
       Catch::StartsWith("open.onnxtxt:"));
 }
+
+TEST_CASE("onnx text: a whole number for a float attribute is a float", "[onnx]") {
+  // Printers write 1.0 as `1`, which the textual syntax reads as an int: GPT-2's printed export
+  // has `Gemm <alpha = 1, beta = 1>`, and ONNX's checks refuse an int alpha.
+  const std::string printed = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[4, 8] x) => (float[4, 16] y, float[3] c)
+<float[8, 16] w = {0}, float[16] b = {0}>
+{
+   y = Gemm <alpha = 1, beta = 1> (x, w, b)
+   c = Constant <value_floats = [1, 2, 3]> ()
+}
+)";
+  const Graph g =
+      capcalc::parse_onnx_text_model(printed, OnnxTextSyntax::onnx, "whole.onnxtxt", {});
+  REQUIRE(!g.layers.empty());
+  CHECK(g.layers[0].counts.params == 8 * 16 + 16);
+  CHECK(g.layers[0].counts.macs == 4 * 8 * 16);
+  // An int attribute stays an int, and a real type mismatch is still refused.
+  const std::string wrong = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[4, 8] x) => (float[4, 8] y) { y = Softmax <axis = "last"> (x) }
+)";
+  CHECK_THROWS_WITH(
+      capcalc::parse_onnx_text_model(wrong, OnnxTextSyntax::onnx, "wrong.onnxtxt", {}),
+      Catch::Contains("wrong.onnxtxt") && Catch::Contains("Mismatched attribute type"));
+}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <onnx/defs/parser.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #endif
 
@@ -250,6 +252,51 @@ class QuotedNames {
   std::map<std::string, std::string> originals_;
 };
 
+// The textual syntax types an attribute by its literal: `alpha = 1` is an int, where the
+// operator wants a float, and printers write whole floats that way (GPT-2's `Gemm <alpha = 1,
+// beta = 1>`). An int (or ints) attribute that the operator's schema declares float (or
+// floats) becomes one, here and in subgraphs; other mismatches stay for the checks on import.
+void type_whole_floats(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
+                       const std::map<std::string, int>& opsets) {
+  for (auto& node : nodes) {
+    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const auto opset = opsets.find(domain);
+    const onnx::OpSchema* schema =
+        opset == opsets.end()
+            ? nullptr
+            : onnx::OpSchemaRegistry::Schema(node.op_type(), opset->second, domain);
+    for (auto& attribute : *node.mutable_attribute()) {
+      if (attribute.has_g()) type_whole_floats(*attribute.mutable_g()->mutable_node(), opsets);
+      for (auto& g : *attribute.mutable_graphs())
+        type_whole_floats(*g.mutable_node(), opsets);
+      if (schema == nullptr) continue;
+      const auto declared = schema->attributes().find(attribute.name());
+      if (declared == schema->attributes().end()) continue;
+      using A = onnx::AttributeProto;
+      if (attribute.type() == A::INT && declared->second.type == A::FLOAT) {
+        attribute.set_f(static_cast<float>(attribute.i()));
+        attribute.clear_i();
+        attribute.set_type(A::FLOAT);
+      } else if (attribute.type() == A::INTS && declared->second.type == A::FLOATS) {
+        for (const std::int64_t v : attribute.ints())
+          attribute.add_floats(static_cast<float>(v));
+        attribute.clear_ints();
+        attribute.set_type(A::FLOATS);
+      }
+    }
+  }
+}
+
+void type_whole_floats(onnx::ModelProto& model) {
+  std::map<std::string, int> opsets;
+  for (const auto& opset : model.opset_import()) {
+    opsets[opset.domain() == "ai.onnx" ? "" : opset.domain()] = static_cast<int>(opset.version());
+  }
+  type_whole_floats(*model.mutable_graph()->mutable_node(), opsets);
+  for (auto& function : *model.mutable_functions())
+    type_whole_floats(*function.mutable_node(), opsets);
+}
+
 // Counts (names == nullptr) or names the nodes of a list and of its subgraphs, pre-order.
 void walk_nodes(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
                 const std::vector<std::string>* names, std::size_t& next) {
@@ -291,6 +338,7 @@ Graph parse_onnx_text_model(const std::string& text, OnnxTextSyntax syntax, cons
       const auto status = parser.Parse(model);
       if (!status.IsOK()) throw textual_syntax_error(file, status.ErrorMessage());
       quoted.restore(model);
+      type_whole_floats(model);
       // Named statements are all or none in printed models; a partly named text keeps the
       // parser's defaults rather than names shifted onto the wrong nodes.
       if (!names.empty() && names.size() == walk_model(model, nullptr)) walk_model(model, &names);
