@@ -2,10 +2,12 @@
 // (.textproto, .pbtxt) import exactly as the same model in binary protobuf does.
 #include "import/onnx_text.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <google/protobuf/text_format.h>
 #include <onnx/onnx_pb.h>
 
@@ -313,4 +315,250 @@ g (float[4, 8] x) => (float[4, 8] y) { y = Softmax <axis = "last"> (x) }
   CHECK_THROWS_WITH(
       capcalc::parse_onnx_text_model(wrong, OnnxTextSyntax::onnx, "wrong.onnxtxt", {}),
       Catch::Contains("wrong.onnxtxt") && Catch::Contains("Mismatched attribute type"));
+}
+
+namespace {
+
+// GPT-2 as torch.onnx.export of Hugging Face's GPT2LMHeadModel prints it (ONNX 1.16+ printer):
+// quoted path-like names, every reshape sized by Shape -> Gather -> Unsqueeze -> Concat, Conv1D
+// as a 2-D Gemm <alpha = 1, beta = 1>, q/k/v from one Split, the causal mask sliced out of a
+// bool constant with bounds computed from shapes and applied with Where, LayerNorm and the
+// tanh GELU decomposed, the tied LM head as a transposed copy of the embedding, and the
+// weights declared in the value-info list without values (as a printed model with its
+// weights stripped is written). A tiny configuration: layers x n_embd, n_head heads.
+std::string exported_gpt2_text(int layers, int n_embd, int n_head, int vocab, int positions) {
+  const int head = n_embd / n_head;
+  std::string weights = fmt::format(R"(float[{0}, {1}] "transformer.wte.weight", )"
+                                    R"(float[{2}, {1}] "transformer.wpe.weight")",
+                                    vocab, n_embd, positions);
+  std::string nodes;
+  int next = 0;
+  const auto name = [&](const std::string& scope, const std::string& op) {
+    return fmt::format("\"{}/{}_{}_output_0\"", scope, op, next++);
+  };
+  // A 3-D [batch, seq, n] tensor to 2-D [batch*seq, n] and a Gemm on it, back to 3-D.
+  const auto conv1d = [&](const std::string& scope, const std::string& x, const std::string& w,
+                          int out) {
+    const std::string shape = name(scope, "Shape"), b = name(scope, "Gather"),
+                      s = name(scope, "Gather"), flat = name(scope, "Reshape"),
+                      gemm = name(scope, "Gemm"), ub = name(scope, "Unsqueeze"),
+                      us = name(scope, "Unsqueeze"), dims = name(scope, "Concat"),
+                      back = name(scope, "Reshape");
+    nodes += fmt::format(R"(    {0} = Shape ({1})
+    {2} = Gather <axis = 0> ({0}, "/const/zero")
+    {3} = Gather <axis = 0> ({0}, "/const/one")
+    {4} = Reshape ({1}, "/const/flat")
+    {5} = Gemm <alpha = 1, beta = 1> ({4}, "{6}.weight", "{6}.bias")
+    {7} = Unsqueeze ({2}, "/const/axis0")
+    {8} = Unsqueeze ({3}, "/const/axis0")
+    {9} = Concat <axis = 0> ({7}, {8}, "/const/{10}")
+    {11} = Reshape ({5}, {9})
+)",
+                         shape, x, b, s, flat, gemm, w, ub, us, dims, out, back);
+    return back;
+  };
+  const auto layer_norm = [&](const std::string& scope, const std::string& x,
+                              const std::string& w) {
+    const std::string mean = name(scope, "ReduceMean"), sub = name(scope, "Sub"),
+                      pow = name(scope, "Pow"), var = name(scope, "ReduceMean"),
+                      eps = name(scope, "Add"), sqrt = name(scope, "Sqrt"),
+                      div = name(scope, "Div"), mul = name(scope, "Mul"), add = name(scope, "Add");
+    nodes += fmt::format(R"(    {0} = ReduceMean <axes = [-1]> ({1})
+    {2} = Sub ({1}, {0})
+    {3} = Pow ({2}, "/const/two")
+    {4} = ReduceMean <axes = [-1]> ({3})
+    {5} = Add ({4}, "/const/eps")
+    {6} = Sqrt ({5})
+    {7} = Div ({2}, {6})
+    {8} = Mul ({7}, "{9}.weight")
+    {10} = Add ({8}, "{9}.bias")
+)",
+                         mean, x, sub, pow, var, eps, sqrt, div, mul, w, add);
+    weights += fmt::format(R"(, float[{0}] "{1}.weight", float[{0}] "{1}.bias")", n_embd, w);
+    return add;
+  };
+  nodes += R"(    "/transformer/wte/Gather_output_0" = Gather ("transformer.wte.weight", input_ids)
+    "/transformer/Shape_output_0" = Shape (input_ids)
+    "/transformer/Gather_output_0" = Gather <axis = 0> ("/transformer/Shape_output_0", "/const/one")
+    "/transformer/Cast_output_0" = Cast <to = 7> ("/transformer/Gather_output_0")
+    "/transformer/Range_output_0" = Range ("/const/zero", "/transformer/Cast_output_0", "/const/one")
+    "/transformer/Unsqueeze_output_0" = Unsqueeze ("/transformer/Range_output_0", "/const/axis0")
+    "/transformer/wpe/Gather_output_0" = Gather ("transformer.wpe.weight", "/transformer/Unsqueeze_output_0")
+    "/transformer/Add_output_0" = Add ("/transformer/wte/Gather_output_0", "/transformer/wpe/Gather_output_0")
+)";
+  std::string hidden = "\"/transformer/Add_output_0\"";
+  for (int l = 0; l < layers; ++l) {
+    const std::string scope = fmt::format("/transformer/h.{}", l);
+    const std::string prefix = fmt::format("transformer.h.{}", l);
+    weights += fmt::format(R"(, float[{0}, {1}] "{2}.attn.c_attn.weight", float[{1}] )"
+                           R"("{2}.attn.c_attn.bias", float[{0}, {0}] "{2}.attn.c_proj.weight", )"
+                           R"(float[{0}] "{2}.attn.c_proj.bias", float[{0}, {3}] )"
+                           R"("{2}.mlp.c_fc.weight", float[{3}] "{2}.mlp.c_fc.bias", )"
+                           R"(float[{3}, {0}] "{2}.mlp.c_proj.weight", float[{0}] )"
+                           R"("{2}.mlp.c_proj.bias")",
+                           n_embd, 3 * n_embd, prefix, 4 * n_embd);
+    const std::string ln1 = layer_norm(scope + "/ln_1", hidden, prefix + ".ln_1");
+    const std::string qkv =
+        conv1d(scope + "/attn/c_attn", ln1, prefix + ".attn.c_attn", 3 * n_embd);
+    const std::string attn = scope + "/attn";
+    const std::string q = name(attn, "Split"), k = name(attn, "Split"), v = name(attn, "Split");
+    nodes +=
+        fmt::format("    {}, {}, {} = Split <axis = 2> ({}, \"/const/split\")\n", q, k, v, qkv);
+    // Each of q, k, v to [batch, heads, seq, head]; k transposed to [batch, heads, head, seq].
+    std::string heads[3];
+    const std::string parts[3] = {q, k, v};
+    for (int i = 0; i < 3; ++i) {
+      const std::string shape = name(attn, "Shape"), b = name(attn, "Gather"),
+                        s = name(attn, "Gather"), ub = name(attn, "Unsqueeze"),
+                        us = name(attn, "Unsqueeze"), dims = name(attn, "Concat"),
+                        split = name(attn, "Reshape"), t = name(attn, "Transpose");
+      nodes += fmt::format(R"(    {0} = Shape ({1})
+    {2} = Gather <axis = 0> ({0}, "/const/zero")
+    {3} = Gather <axis = 0> ({0}, "/const/one")
+    {4} = Unsqueeze ({2}, "/const/axis0")
+    {5} = Unsqueeze ({3}, "/const/axis0")
+    {6} = Concat <axis = 0> ({4}, {5}, "/const/heads")
+    {7} = Reshape ({1}, {6})
+    {8} = Transpose <perm = [{9}]> ({7})
+)",
+                           shape, parts[i], b, s, ub, us, dims, split, t,
+                           i == 1 ? "0, 2, 3, 1" : "0, 2, 1, 3");
+      heads[i] = t;
+    }
+    const std::string scores = name(attn, "MatMul"), scaled = name(attn, "Div"),
+                      kshape = name(attn, "Shape"), klen = name(attn, "Slice"),
+                      qshape = name(attn, "Shape"), qlen = name(attn, "Slice"),
+                      start = name(attn, "Sub"), rows = name(attn, "Slice"),
+                      mask = name(attn, "Slice"), where = name(attn, "Where"),
+                      probs = name(attn, "Softmax"), context = name(attn, "MatMul"),
+                      merged = name(attn, "Transpose"), flat = name(attn, "Reshape");
+    nodes += fmt::format(R"(    {0} = MatMul ({1}, {2})
+    {3} = Div ({0}, "/const/sqrt_head")
+    {4} = Shape ({2})
+    {5} = Slice ({4}, "/const/minus1", "/const/max", "/const/axis0")
+    {6} = Shape ({1})
+    {7} = Slice ({6}, "/const/minus2", "/const/minus1", "/const/axis0")
+    {8} = Sub ({5}, {7})
+    {9} = Slice ("onnx::Slice_mask", {8}, {5}, "/const/axis2", "/const/step")
+    {10} = Slice ({9}, "/const/zero1", {5}, "/const/axis3", "/const/step")
+    {11} = Where ({10}, {3}, "/const/min")
+    {12} = Softmax <axis = -1> ({11})
+    {13} = MatMul ({12}, {14})
+    {15} = Transpose <perm = [0, 2, 1, 3]> ({13})
+    {16} = Reshape ({15}, "/const/merge")
+)",
+                         scores, heads[0], heads[1], scaled, kshape, klen, qshape, qlen, start,
+                         rows, mask, where, probs, context, heads[2], merged, flat);
+    const std::string proj = conv1d(attn + "/c_proj", flat, prefix + ".attn.c_proj", n_embd);
+    const std::string res1 = name(scope, "Add");
+    nodes += fmt::format("    {} = Add ({}, {})\n", res1, proj, hidden);
+    const std::string ln2 = layer_norm(scope + "/ln_2", res1, prefix + ".ln_2");
+    const std::string fc = conv1d(scope + "/mlp/c_fc", ln2, prefix + ".mlp.c_fc", 4 * n_embd);
+    const std::string act = scope + "/mlp/act";
+    const std::string half = name(act, "Mul"), cube = name(act, "Pow"),
+                      scaled_cube = name(act, "Mul"), inner = name(act, "Add"),
+                      arg = name(act, "Mul"), tanh = name(act, "Tanh"), one_plus = name(act, "Add"),
+                      gelu = name(act, "Mul");
+    nodes += fmt::format(R"(    {0} = Mul ({1}, "/const/half")
+    {2} = Pow ({1}, "/const/three")
+    {3} = Mul ({2}, "/const/gelu_c")
+    {4} = Add ({1}, {3})
+    {5} = Mul ({4}, "/const/sqrt_2_over_pi")
+    {6} = Tanh ({5})
+    {7} = Add ({6}, "/const/onef")
+    {8} = Mul ({0}, {7})
+)",
+                         half, fc, cube, scaled_cube, inner, arg, tanh, one_plus, gelu);
+    const std::string down = conv1d(scope + "/mlp/c_proj", gelu, prefix + ".mlp.c_proj", n_embd);
+    const std::string res2 = name(scope, "Add");
+    nodes += fmt::format("    {} = Add ({}, {})\n", res2, res1, down);
+    hidden = res2;
+  }
+  const std::string final_ln = layer_norm("/transformer/ln_f", hidden, "transformer.ln_f");
+  weights += fmt::format(R"(, float[{}, {}] "onnx::MatMul_head")", n_embd, vocab);
+  nodes += fmt::format("    logits = MatMul ({}, \"onnx::MatMul_head\")\n", final_ln);
+
+  std::string mask;
+  for (int r = 0; r < positions; ++r) {
+    for (int c = 0; c < positions; ++c)
+      mask += (r == 0 && c == 0) ? (c <= r ? "1" : "0") : (c <= r ? ", 1" : ", 0");
+  }
+  const std::string constants = fmt::format(
+      R"(    "/const/zero" = Constant <value = int64 {{0}}> ()
+    "/const/one" = Constant <value = int64 {{1}}> ()
+    "/const/axis0" = Constant <value = int64[1] {{0}}> ()
+    "/const/axis2" = Constant <value = int64[1] {{2}}> ()
+    "/const/axis3" = Constant <value = int64[1] {{3}}> ()
+    "/const/step" = Constant <value = int64[1] {{1}}> ()
+    "/const/zero1" = Constant <value = int64[1] {{0}}> ()
+    "/const/minus1" = Constant <value = int64[1] {{-1}}> ()
+    "/const/minus2" = Constant <value = int64[1] {{-2}}> ()
+    "/const/max" = Constant <value = int64[1] {{9223372036854775807}}> ()
+    "/const/flat" = Constant <value = int64[2] {{-1, {0}}}> ()
+    "/const/{1}" = Constant <value = int64[1] {{{1}}}> ()
+    "/const/{0}" = Constant <value = int64[1] {{{0}}}> ()
+    "/const/{2}" = Constant <value = int64[1] {{{2}}}> ()
+    "/const/split" = Constant <value = int64[3] {{{0}, {0}, {0}}}> ()
+    "/const/heads" = Constant <value = int64[2] {{{3}, {4}}}> ()
+    "/const/merge" = Constant <value = int64[3] {{0, 0, {0}}}> ()
+    "/const/sqrt_head" = Constant <value = float {{{5}}}> ()
+    "/const/min" = Constant <value = float {{-340282350000000000000000000000000000000}}> ()
+    "/const/two" = Constant <value = float {{2}}> ()
+    "/const/eps" = Constant <value = float {{0.00001}}> ()
+    "/const/half" = Constant <value = float {{0.5}}> ()
+    "/const/three" = Constant <value = float {{3}}> ()
+    "/const/gelu_c" = Constant <value = float {{0.044715}}> ()
+    "/const/sqrt_2_over_pi" = Constant <value = float {{0.7978846}}> ()
+    "/const/onef" = Constant <value = float {{1}}> ()
+    "onnx::Slice_mask" = Constant <value = bool[1, 1, {6}, {6}] {{{7}}}> ()
+)",
+      n_embd, 3 * n_embd, 4 * n_embd, n_head, head, std::sqrt(static_cast<double>(head)), positions,
+      mask);
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 14], producer_name: "pytorch">
+torch_jit (int64[batch_size, sequence_length] input_ids) => (float[batch_size, sequence_length, {}] logits)
+<{}>
+{{
+{}{}}}
+)",
+                     vocab, weights, constants, nodes);
+}
+
+}  // namespace
+
+TEST_CASE("onnx text: a GPT-2 export as printed counts as its Hugging Face config does", "[onnx]") {
+  // The same tiny GPT-2 two ways: exported-and-printed (exported_gpt2_text), and as its
+  // config.json. Conv MACs per token and layer: d·3d + d·d + 2·d·4d = 12d²; attention
+  // 2·seq·d; the head d·vocab. Parameters: the config's (tied head) plus the export's
+  // transposed copy of the embedding. capcalc was checked the same way on the full GPT-2
+  // (openai-community/gpt2's onnx/decoder_model.onnx as Loam's gpt2.onnxtext prints it,
+  // wado-lang/wado at 518227a): 163,037,184 params = 124,439,808 + 768·50257, and at 128
+  // tokens 16,114,089,984 MACs, equal to this HF import's.
+  constexpr int kLayers = 2, kEmbd = 64, kHeads = 4, kVocab = 100, kPositions = 32;
+  const std::string text = exported_gpt2_text(kLayers, kEmbd, kHeads, kVocab, kPositions);
+  const std::string config = fmt::format(
+      R"({{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": {},
+          "n_embd": {}, "n_head": {}, "vocab_size": {}, "n_positions": {},
+          "activation_function": "gelu_new"}})",
+      kLayers, kEmbd, kHeads, kVocab, kPositions);
+  for (const std::int64_t seq : {1, 7, 32}) {
+    INFO("sequence length " << seq);
+    ModelOptions onnx_options;
+    onnx_options.dims["batch_size"] = 2;
+    onnx_options.dims["sequence_length"] = seq;
+    const Graph exported =
+        capcalc::parse_onnx_text_model(text, OnnxTextSyntax::onnx, "gpt2.onnxtxt", onnx_options);
+    ModelOptions hf_options;
+    hf_options.dims["batch"] = 2;
+    hf_options.dims["seq"] = seq;
+    const Graph hf = capcalc::parse_model(config, "config.json", hf_options);
+    CHECK(exported.unknown_ops.empty());
+    const auto e = capcalc::graph_totals(exported);
+    const auto h = capcalc::graph_totals(hf);
+    const std::int64_t d = kEmbd;
+    const std::int64_t macs = kLayers * (12 * d * d * seq + 2 * seq * seq * d) + d * kVocab * seq;
+    CHECK(e.macs == 2 * macs);  // Batch 2.
+    CHECK(e.macs == h.macs);
+    CHECK(e.params == h.params + kVocab * d);
+    CHECK(h.params == kVocab * d + kPositions * d + kLayers * (12 * d * d + 13 * d) + 2 * d);
+  }
 }
