@@ -325,8 +325,12 @@ namespace {
 // bool constant with bounds computed from shapes and applied with Where, LayerNorm and the
 // tanh GELU decomposed, the tied LM head as a transposed copy of the embedding, and the
 // weights declared in the value-info list without values (as a printed model with its
-// weights stripped is written). A tiny configuration: layers x n_embd, n_head heads.
-std::string exported_gpt2_text(int layers, int n_embd, int n_head, int vocab, int positions) {
+// weights stripped is written). A tiny configuration: layers x n_embd, n_head heads. With
+// `with_past`, Optimum's decoder_with_past: each layer's cached keys and values are inputs
+// ("past_key_values.0.key") that the new tokens' are concatenated to, positions start after
+// them, and the outputs' dims are named "past_sequence_length + sequence_length".
+std::string exported_gpt2_text(int layers, int n_embd, int n_head, int vocab, int positions,
+                               bool with_past = false) {
   const int head = n_embd / n_head;
   std::string weights = fmt::format(R"(float[{0}, {1}] "transformer.wte.weight", )"
                                     R"(float[{2}, {1}] "transformer.wpe.weight")",
@@ -380,14 +384,39 @@ std::string exported_gpt2_text(int layers, int n_embd, int n_head, int vocab, in
   nodes += R"(    "/transformer/wte/Gather_output_0" = Gather ("transformer.wte.weight", input_ids)
     "/transformer/Shape_output_0" = Shape (input_ids)
     "/transformer/Gather_output_0" = Gather <axis = 0> ("/transformer/Shape_output_0", "/const/one")
-    "/transformer/Cast_output_0" = Cast <to = 7> ("/transformer/Gather_output_0")
-    "/transformer/Range_output_0" = Range ("/const/zero", "/transformer/Cast_output_0", "/const/one")
-    "/transformer/Unsqueeze_output_0" = Unsqueeze ("/transformer/Range_output_0", "/const/axis0")
+)";
+  std::string first = "\"/const/zero\"";
+  if (with_past) {
+    nodes += R"(    "/transformer/Shape_1_output_0" = Shape ("past_key_values.0.key")
+    "/transformer/Gather_1_output_0" = Gather <axis = 0> ("/transformer/Shape_1_output_0", "/const/two_i")
+    "/transformer/Add_1_output_0" = Add ("/transformer/Gather_1_output_0", "/transformer/Gather_output_0")
+)";
+    first = "\"/transformer/Gather_1_output_0\"";
+  }
+  nodes += fmt::format(
+      R"(    "/transformer/Cast_output_0" = Cast <to = 7> ({})
+    "/transformer/Range_output_0" = Range ({}, "/transformer/Cast_output_0", "/const/one")
+)",
+      with_past ? "\"/transformer/Add_1_output_0\"" : "\"/transformer/Gather_output_0\"", first);
+  nodes +=
+      R"(    "/transformer/Unsqueeze_output_0" = Unsqueeze ("/transformer/Range_output_0", "/const/axis0")
     "/transformer/wpe/Gather_output_0" = Gather ("transformer.wpe.weight", "/transformer/Unsqueeze_output_0")
     "/transformer/Add_output_0" = Add ("/transformer/wte/Gather_output_0", "/transformer/wpe/Gather_output_0")
 )";
   std::string hidden = "\"/transformer/Add_output_0\"";
+  std::string inputs, outputs;
   for (int l = 0; l < layers; ++l) {
+    const std::string cached =
+        with_past ? "past_sequence_length + sequence_length" : "sequence_length";
+    for (const char* kv : {"key", "value"}) {
+      if (with_past) {
+        inputs += fmt::format(R"(, float[batch_size, {}, past_sequence_length, {}] )"
+                              R"("past_key_values.{}.{}")",
+                              n_head, head, l, kv);
+      }
+      outputs += fmt::format(R"(, float[batch_size, {}, "{}", {}] "present.{}.{}")", n_head, cached,
+                             head, l, kv);
+    }
     const std::string scope = fmt::format("/transformer/h.{}", l);
     const std::string prefix = fmt::format("transformer.h.{}", l);
     weights += fmt::format(R"(, float[{0}, {1}] "{2}.attn.c_attn.weight", float[{1}] )"
@@ -404,7 +433,8 @@ std::string exported_gpt2_text(int layers, int n_embd, int n_head, int vocab, in
     const std::string q = name(attn, "Split"), k = name(attn, "Split"), v = name(attn, "Split");
     nodes +=
         fmt::format("    {}, {}, {} = Split <axis = 2> ({}, \"/const/split\")\n", q, k, v, qkv);
-    // Each of q, k, v to [batch, heads, seq, head]; k transposed to [batch, heads, head, seq].
+    // Each of q, k, v to [batch, heads, seq, head]; the keys and values, after the cached ones
+    // where there are, are the layer's present outputs.
     std::string heads[3];
     const std::string parts[3] = {q, k, v};
     for (int i = 0; i < 3; ++i) {
@@ -412,7 +442,8 @@ std::string exported_gpt2_text(int layers, int n_embd, int n_head, int vocab, in
                         s = name(attn, "Gather"), ub = name(attn, "Unsqueeze"),
                         us = name(attn, "Unsqueeze"), dims = name(attn, "Concat"),
                         split = name(attn, "Reshape"), t = name(attn, "Transpose");
-      nodes += fmt::format(R"(    {0} = Shape ({1})
+      nodes += fmt::format(
+          R"(    {0} = Shape ({1})
     {2} = Gather <axis = 0> ({0}, "/const/zero")
     {3} = Gather <axis = 0> ({0}, "/const/one")
     {4} = Unsqueeze ({2}, "/const/axis0")
@@ -421,10 +452,22 @@ std::string exported_gpt2_text(int layers, int n_embd, int n_head, int vocab, in
     {7} = Reshape ({1}, {6})
     {8} = Transpose <perm = [{9}]> ({7})
 )",
-                           shape, parts[i], b, s, ub, us, dims, split, t,
-                           i == 1 ? "0, 2, 3, 1" : "0, 2, 1, 3");
+          shape, parts[i], b, s, ub, us, dims, split,
+          i == 0 || with_past ? t : fmt::format("\"present.{}.{}\"", l, i == 1 ? "key" : "value"),
+          "0, 2, 1, 3");
       heads[i] = t;
+      if (i > 0) {
+        const std::string present = fmt::format("\"present.{}.{}\"", l, i == 1 ? "key" : "value");
+        if (with_past) {
+          nodes += fmt::format("    {} = Concat <axis = -2> (\"past_key_values.{}.{}\", {})\n",
+                               present, l, i == 1 ? "key" : "value", t);
+        }
+        heads[i] = present;
+      }
     }
+    const std::string keys_t = name(attn, "Transpose");
+    nodes += fmt::format("    {} = Transpose <perm = [0, 1, 3, 2]> ({})\n", keys_t, heads[1]);
+    heads[1] = keys_t;
     const std::string scores = name(attn, "MatMul"), scaled = name(attn, "Div"),
                       kshape = name(attn, "Shape"), klen = name(attn, "Slice"),
                       qshape = name(attn, "Shape"), qlen = name(attn, "Slice"),
@@ -486,6 +529,7 @@ std::string exported_gpt2_text(int layers, int n_embd, int n_head, int vocab, in
   const std::string constants = fmt::format(
       R"(    "/const/zero" = Constant <value = int64 {{0}}> ()
     "/const/one" = Constant <value = int64 {{1}}> ()
+    "/const/two_i" = Constant <value = int64 {{2}}> ()
     "/const/axis0" = Constant <value = int64[1] {{0}}> ()
     "/const/axis2" = Constant <value = int64[1] {{2}}> ()
     "/const/axis3" = Constant <value = int64[1] {{3}}> ()
@@ -515,12 +559,12 @@ std::string exported_gpt2_text(int layers, int n_embd, int n_head, int vocab, in
       n_embd, 3 * n_embd, 4 * n_embd, n_head, head, std::sqrt(static_cast<double>(head)), positions,
       mask);
   return fmt::format(R"(<ir_version: 8, opset_import: ["" : 14], producer_name: "pytorch">
-torch_jit (int64[batch_size, sequence_length] input_ids) => (float[batch_size, sequence_length, {}] logits)
+torch_jit (int64[batch_size, sequence_length] input_ids{}) => (float[batch_size, sequence_length, {}] logits{})
 <{}>
 {{
 {}{}}}
 )",
-                     vocab, weights, constants, nodes);
+                     inputs, vocab, outputs, weights, constants, nodes);
 }
 
 }  // namespace
@@ -560,5 +604,35 @@ TEST_CASE("onnx text: a GPT-2 export as printed counts as its Hugging Face confi
     CHECK(e.macs == h.macs);
     CHECK(e.params == h.params + kVocab * d);
     CHECK(h.params == kVocab * d + kPositions * d + kLayers * (12 * d * d + 13 * d) + 2 * d);
+  }
+}
+
+TEST_CASE("onnx text: a GPT-2 decoder_with_past export counts a decode step's attention",
+          "[onnx]") {
+  // Each new token's query meets the cached keys too: attention MACs per layer are
+  // 2·seq·(past + seq)·d, the rest as without a cache; the present outputs' dim names
+  // ("past_sequence_length + sequence_length") do not stop their sizes being inferred.
+  constexpr int kLayers = 2, kEmbd = 64, kHeads = 4, kVocab = 100, kPositions = 32;
+  const std::string text = exported_gpt2_text(kLayers, kEmbd, kHeads, kVocab, kPositions, true);
+  const std::int64_t d = kEmbd;
+  for (const auto& [past, seq] : {std::pair<std::int64_t, std::int64_t>{1, 5}, {12, 1}, {31, 1}}) {
+    INFO("past " << past << ", new tokens " << seq);
+    ModelOptions options;
+    options.dims["batch_size"] = 1;
+    options.dims["sequence_length"] = seq;
+    options.dims["past_sequence_length"] = past;
+    const Graph g =
+        capcalc::parse_onnx_text_model(text, OnnxTextSyntax::onnx, "gpt2_past.onnxtxt", options);
+    CHECK(g.unknown_ops.empty());
+    const auto totals = capcalc::graph_totals(g);
+    CHECK(totals.macs ==
+          kLayers * (12 * d * d * seq + 2 * seq * (past + seq) * d) + d * kVocab * seq);
+    bool found = false;
+    for (const auto& layer : g.layers) {
+      if (layer.op != "concat") continue;
+      found = true;
+      CHECK(layer.output == capcalc::Shape{1, kHeads, past + seq, kEmbd / kHeads});
+    }
+    CHECK(found);
   }
 }
