@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -135,6 +136,10 @@ class QuotedNames {
   explicit QuotedNames(std::string& text) {
     while (text.find(prefix_) != std::string::npos)
       prefix_ += 'q';
+    std::string out;  // The text with placeholders, built in one pass.
+    out.reserve(text.size());
+    std::map<std::string, std::string> placeholders;  // Name -> its placeholder.
+    std::size_t copied = 0;                           // text[0, copied) is in `out`.
     enum class Open { header, value_infos, attributes, body, data, parens, square };
     std::vector<Open> stack;
     const auto previous = [&](std::size_t at) {
@@ -176,16 +181,23 @@ class QuotedNames {
           break;
         }
         if (is_name) {
-          const std::string quoted = text.substr(at, end + 1 - at);
-          std::string placeholder = fmt::format("{}{}_", prefix_, originals_.size());
-          if (placeholder.size() < quoted.size()) placeholder.resize(quoted.size(), '_');
-          originals_[placeholder] = quoted.substr(1, quoted.size() - 2);
-          text.replace(at, quoted.size(), placeholder);
-          end = at + placeholder.size() - 1;
+          const std::string name = text.substr(at + 1, end - at - 1);
+          auto [it, added] = placeholders.try_emplace(name);
+          if (added) {
+            it->second = fmt::format("{}{}_", prefix_, originals_.size());
+            if (it->second.size() < name.size() + 2) it->second.resize(name.size() + 2, '_');
+            originals_[it->second] = name;
+          }
+          out.append(text, copied, at - copied);
+          out += it->second;
+          copied = end + 1;
         }
         at = end;
       }
     }
+    if (copied == 0) return;
+    out.append(text, copied, std::string::npos);
+    text = std::move(out);
   }
 
   void restore(onnx::ModelProto& model) const {
