@@ -241,7 +241,8 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   const bool has_matrix = rates.matrix_flops_per_s > 0;
 
   Estimate result;
-  result.profile = workload.profile.value_or(params.default_profile);
+  result.profile = workload.profile.value_or(graph.runs_fused ? Profile::kCompiled
+                                                              : params.default_profile);
   const double floor_s = params.overhead_s(result.profile);
   // Eager backward kernels are launched by the autograd engine in C++, not dispatched from
   // Python one by one: they take the graph executor's floor.

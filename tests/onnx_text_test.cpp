@@ -13,7 +13,9 @@
 
 #include "capcalc/error.hpp"
 #include "capcalc/graph.hpp"
+#include "capcalc/hardware.hpp"
 #include "capcalc/model.hpp"
+#include "capcalc/predict.hpp"
 
 #include "catch.hpp"
 #include "onnx_builder.hpp"
@@ -605,6 +607,30 @@ TEST_CASE("onnx text: a GPT-2 export as printed counts as its Hugging Face confi
     CHECK(e.params == h.params + kVocab * d);
     CHECK(h.params == kVocab * d + kPositions * d + kLayers * (12 * d * d + 13 * d) + 2 * d);
   }
+  // ONNX files run in ONNX Runtime or TensorRT, which fuse the elementwise chains that the
+  // exporter decomposed: without a --profile the estimate is compiled (one floor per fused
+  // kernel, not per node), where the same model from its config.json is PyTorch eager.
+  ModelOptions onnx_options;
+  onnx_options.dims["batch_size"] = 1;
+  onnx_options.dims["sequence_length"] = 16;
+  const Graph exported =
+      capcalc::parse_onnx_text_model(text, OnnxTextSyntax::onnx, "gpt2.onnxtxt", onnx_options);
+  CHECK(exported.runs_fused);
+  capcalc::Device device;
+  device.id = "test-gpu";
+  device.dense_peak[static_cast<std::size_t>(capcalc::Precision::kFp32)] = {10e12, 0};
+  device.memory_bytes = 1e9;
+  device.memory_bandwidth_bytes_per_s = 1e11;
+  const capcalc::PerformanceParams params;  // Eager by default.
+  CHECK(capcalc::estimate(exported, device, params, {}).profile == capcalc::Profile::kCompiled);
+  capcalc::Workload eager;
+  eager.profile = capcalc::Profile::kEager;
+  CHECK(capcalc::estimate(exported, device, params, eager).profile == capcalc::Profile::kEager);
+  ModelOptions hf_options;
+  hf_options.dims["seq"] = 16;
+  const Graph hf = capcalc::parse_model(config, "config.json", hf_options);
+  CHECK_FALSE(hf.runs_fused);
+  CHECK(capcalc::estimate(hf, device, params, {}).profile == capcalc::Profile::kEager);
 }
 
 TEST_CASE("onnx text: a GPT-2 decoder_with_past export counts a decode step's attention",

@@ -94,6 +94,10 @@ struct Graph {
   std::vector<std::int32_t> outputs;         ///< Value ids of the model's outputs.
   std::map<std::string, std::int64_t> dims;  ///< Symbolic dimensions as resolved.
   std::int64_t batch = 1;                    ///< dims["batch"], or 1 if the model has none.
+  /// The model's format runs, as a rule, in runtimes that fuse elementwise chains (ONNX files
+  /// in ONNX Runtime, whose default optimisations fuse LayerNorm, GELU and attention, or in
+  /// TensorRT): estimates without a --profile take the compiled profile.
+  bool runs_fused = false;
   /// Unknown operators (ONNX import), in order of first use; their layers count zero.
   std::vector<UnknownOperator> unknown_ops;
   /// KV-cache elements per cached token of one sequence held in the model's past inputs (ONNX

@@ -135,7 +135,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
   sub->add_option("-m,--mode", options->mode, "inference or training")
       ->check(CLI::IsMember({"inference", "training"}))
       ->capture_default_str();
-  sub->add_option("--profile", options->profile, "eager, graph or compiled")
+  sub->add_option("--profile", options->profile,
+                  "eager, graph or compiled; default: compiled for ONNX models, else the device "
+                  "type's")
       ->check(CLI::IsMember({"eager", "graph", "compiled"}));
   add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
   sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")

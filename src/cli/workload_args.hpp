@@ -74,7 +74,8 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
       ->capture_default_str();
   sub.add_option("--profile", args.profile,
                  "eager (framework, one kernel per layer), graph (graph executor, no fusion) or "
-                 "compiled (TensorRT, torch.compile, XLA: fused); default: the device type's")
+                 "compiled (TensorRT, torch.compile, XLA: fused); default: compiled for ONNX "
+                 "models, else the device type's")
       ->check(CLI::IsMember({"eager", "graph", "compiled"}));
   sub.add_option("--sparsity", args.sparsity,
                  "2:4 (structured, where the hardware supports it) or unstructured (no speedup)")

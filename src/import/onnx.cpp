@@ -546,6 +546,7 @@ class Importer {
     }
     if (opset_ <= 0) fail("", "not an ONNX model: it imports no ai.onnx opset (truncated?)");
     graph_.name = graph_proto_.name().empty() ? "onnx_model" : graph_proto_.name();
+    graph_.runs_fused = true;
     graph_.description = model_.doc_string();
     graph_.source = model_.producer_name().empty()
                         ? "ONNX"
