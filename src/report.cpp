@@ -205,6 +205,14 @@ std::string render_serving_text(const ReportInput& in) {
   out += fmt::format("  request      {} end to end\n", format_duration(s.request_latency_s));
   out += fmt::format("  KV cache     {} per token, {} for the batch at full context\n",
                      format_bytes(s.kv_bytes_per_token), format_bytes(s.kv_bytes));
+  if (s.kv_bytes_per_token <= 0) {
+    // An ONNX decoder exported without past_key_values inputs (Optimum's decoder_model.onnx).
+    out +=
+        "  note         the model keeps no KV cache (no attention layers, no past key/value\n"
+        "               inputs): a decode step is the model on one token attending to nothing\n"
+        "               cached; an export with past inputs (decoder_with_past_model.onnx,\n"
+        "               decoder_model_merged.onnx) gives real decode figures\n";
+  }
   out += fmt::format("  memory       {} of {}: {} (weights + KV cache + prefill activations)\n",
                      format_bytes(s.memory_bytes), format_bytes(in.device->memory_bytes),
                      s.fits ? "fits" : "DOES NOT FIT");
@@ -571,6 +579,7 @@ std::string render_estimate_json(const ReportInput& in) {
     llm["decode_tokens_per_s"] = sv.tokens_per_s;
     llm["request_latency_s"] = sv.request_latency_s;
     llm["kv_cache_bytes_per_token"] = sv.kv_bytes_per_token;
+    llm["kv_cache_modelled"] = sv.kv_bytes_per_token > 0;
     llm["kv_cache_bytes"] = sv.kv_bytes;
     llm["memory_bytes"] = sv.memory_bytes;
     llm["fits"] = sv.fits;

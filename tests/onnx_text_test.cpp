@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <google/protobuf/text_format.h>
+#include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
 #include "capcalc/error.hpp"
@@ -16,6 +17,7 @@
 #include "capcalc/hardware.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/report.hpp"
 
 #include "catch.hpp"
 #include "onnx_builder.hpp"
@@ -660,5 +662,52 @@ TEST_CASE("onnx text: a GPT-2 decoder_with_past export counts a decode step's at
       CHECK(layer.output == capcalc::Shape{1, kHeads, past + seq, kEmbd / kHeads});
     }
     CHECK(found);
+  }
+}
+
+TEST_CASE("onnx text: serving a decoder exported without a KV cache says so", "[onnx]") {
+  // Optimum's decoder_model.onnx has no past inputs: a decode step can attend to nothing
+  // cached, and the estimate says so (text and JSON); decoder_with_past holds the cache.
+  constexpr int kLayers = 2, kEmbd = 64, kHeads = 4, kVocab = 100, kPositions = 32;
+  capcalc::Device device;
+  device.id = "test-gpu";
+  device.name = "Test GPU";
+  device.dense_peak[static_cast<std::size_t>(capcalc::Precision::kFp32)] = {10e12, 0};
+  device.memory_bytes = 1e9;
+  device.memory_bandwidth_bytes_per_s = 1e11;
+  const capcalc::PerformanceParams params;
+  capcalc::ServingRequest request;
+  request.prompt_tokens = 8;
+  request.output_tokens = 4;
+  for (const bool with_past : {false, true}) {
+    INFO("with past: " << with_past);
+    const std::string text =
+        exported_gpt2_text(kLayers, kEmbd, kHeads, kVocab, kPositions, with_past);
+    const auto build = [&](std::int64_t seq, std::int64_t cached) {
+      ModelOptions options;
+      options.dims["sequence_length"] = seq;
+      options.counting.kv_cache_length = cached;
+      return capcalc::parse_onnx_text_model(text, OnnxTextSyntax::onnx, "gpt2.onnxtxt", options);
+    };
+    const capcalc::ServingEstimate s =
+        capcalc::estimate_serving(build, device, params, {}, request);
+    const Graph g = build(request.prompt_tokens, 0);
+    const auto totals = capcalc::graph_totals(g);
+    const capcalc::Workload workload;
+    capcalc::ReportInput in{g, totals, workload, &device, &params, &s.prefill};
+    in.serving = &s;
+    in.request = &request;
+    const std::string rendered = capcalc::render_estimate_text(in, 3);
+    const auto json = nlohmann::json::parse(capcalc::render_estimate_json(in));
+    if (with_past) {
+      // Keys and values of 2 layers, 64 wide: 2·2·64 elements per token, 4 bytes each.
+      CHECK(s.kv_bytes_per_token == Approx(2.0 * 2 * 64 * 4));
+      CHECK(rendered.find("keeps no KV cache") == std::string::npos);
+      CHECK(json["estimate"]["llm"]["kv_cache_modelled"] == true);
+    } else {
+      CHECK(s.kv_bytes_per_token == 0);
+      CHECK(rendered.find("keeps no KV cache") != std::string::npos);
+      CHECK(json["estimate"]["llm"]["kv_cache_modelled"] == false);
+    }
   }
 }
