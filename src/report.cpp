@@ -548,6 +548,7 @@ std::string render_estimate_json(const ReportInput& in) {
   est["communication_s"] = e.communication_s;
   est["allreduces"] = e.allreduces;
   est["allreduce_bytes"] = e.allreduce_bytes;
+  est["communication_modelled"] = e.communication_modelled;
   est["memory_bytes"] = e.memory.total_bytes;
   est["fits"] = e.fits;
   Json memory;
