@@ -282,6 +282,12 @@ if(CAPCALC_WITH_ONNX)
                  layers ${cases}/small_cnn.onnxtxt --batch 8)
   capcalc_cli_error(onnx_text_syntax "^capcalc: error: tests/cli/bad_syntax.onnxtxt:4:1: ONNX text: Expected character \\) not found"
                     layers ${cases}/bad_syntax.onnxtxt)
+  # As ONNX 1.16+ prints an export (quoted names, weights declared without values), .onnxtext;
+  # ONNX models default to the compiled profile.
+  capcalc_cli_ok(onnx_text_exported "total: 9,610 params, 37,888 MACs"
+                 layers ${cases}/exported_mlp.onnxtext --batch 4)
+  capcalc_cli_ok(onnx_text_compiled_default "workload +inference, fp32, batch 4, compiled profile"
+                 estimate ${cases}/exported_mlp.onnxtext --batch 4 --gpu A100)
 endif()
 
 # Optional inputs: a text-only prompt to Gemma 3, and the errors.
