@@ -23,7 +23,7 @@ _capcalc() {
   local model_flags="--batch --set --causal --input-shape --strict --omit-input"
   local hw_flags="--hardware --hardware-file"
   local workload_flags="--gpu --hw --device --precision --mode --profile --optimizer --devices
-    --tensor-parallel --tp --zero"
+    --tensor-parallel --tp --pipeline-parallel --pp --micro-batches --zero"
   local run_flags="--dataset-size --epochs --tokens --price-per-hour"
 
   # The subcommand: the first word that is not an option.
@@ -71,7 +71,8 @@ _capcalc() {
     --models)
       COMPREPLY=($(compgen -d -- "$cur"))
       return ;;
-    -b | --batch | --set | --input-shape | --devices | --tensor-parallel | --tp | --zero | --dataset-size | --epochs | --tokens | \
+    -b | --batch | --set | --input-shape | --devices | --tensor-parallel | --tp | --pipeline-parallel | --pp | \
+      --micro-batches | --zero | --dataset-size | --epochs | --tokens | \
       --price-per-hour | --top | --prompt-tokens | --output-tokens | --seconds | -s | \
       --threads | -j | --label | --max-*)
       return ;;

@@ -232,7 +232,7 @@ std::string workload_text(const Graph& graph, Precision precision, const Workloa
   std::string text = fmt::format("{}, {}, batch {}", mode_name(workload.mode),
                                  precision_name(precision), graph.batch);
   if (workload.devices > 1) text += fmt::format(", {} devices", workload.devices);
-  return text + parallelism_text(workload.tensor_parallel, workload.zero_stage);
+  return text + parallelism_text(workload);
 }
 
 }  // namespace

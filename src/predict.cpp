@@ -209,6 +209,20 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
     throw Error({}, fmt::format("{} devices do not split into tensor-parallel groups of {}",
                                 workload.devices, workload.tensor_parallel));
   }
+  if (workload.pipeline_parallel < 1 || workload.micro_batches < 1) {
+    throw Error({}, "pipeline stages and micro-batches must be at least 1");
+  }
+  if ((workload.pipeline_parallel > 1 || workload.micro_batches > 1) &&
+      workload.mode != Mode::kTraining) {
+    throw Error({}, "pipeline stages and micro-batches are for training: add --mode training");
+  }
+  const std::int64_t group = workload.tensor_parallel * workload.pipeline_parallel;
+  if (workload.devices % group != 0) {
+    throw Error({}, fmt::format("{} devices do not split into model replicas of {} "
+                                "(tensor-parallel {} x pipeline {})",
+                                workload.devices, group, workload.tensor_parallel,
+                                workload.pipeline_parallel));
+  }
   if (workload.zero_stage < 0 || workload.zero_stage > 3) {
     throw Error(
         {}, fmt::format("ZeRO stage {} does not exist: 0 (none) to 3 (FSDP)", workload.zero_stage));
@@ -216,13 +230,19 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
   if (workload.zero_stage > 0 && workload.mode != Mode::kTraining) {
     throw Error({}, "ZeRO shards training state: add --mode training");
   }
-  return workload.devices / workload.tensor_parallel;
+  return workload.devices / group;
 }
 
-std::string parallelism_text(std::int64_t tensor_parallel, int zero_stage) {
+std::string parallelism_text(const Workload& workload) {
   std::string text;
-  if (tensor_parallel > 1) text += fmt::format(" (tensor-parallel {})", tensor_parallel);
-  if (zero_stage > 0) text += fmt::format(", ZeRO-{}", zero_stage);
+  if (workload.tensor_parallel > 1) {
+    text += fmt::format(" (tensor-parallel {})", workload.tensor_parallel);
+  }
+  if (workload.pipeline_parallel > 1 || workload.micro_batches > 1) {
+    text += fmt::format(" (pipeline {} x {} micro-batch{})", workload.pipeline_parallel,
+                        workload.micro_batches, workload.micro_batches == 1 ? "" : "es");
+  }
+  if (workload.zero_stage > 0) text += fmt::format(", ZeRO-{}", workload.zero_stage);
   return text;
 }
 
@@ -241,8 +261,8 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   const bool has_matrix = rates.matrix_flops_per_s > 0;
 
   Estimate result;
-  result.profile = workload.profile.value_or(graph.runs_fused ? Profile::kCompiled
-                                                              : params.default_profile);
+  result.profile =
+      workload.profile.value_or(graph.runs_fused ? Profile::kCompiled : params.default_profile);
   const double floor_s = params.overhead_s(result.profile);
   // Eager backward kernels are launched by the autograd engine in C++, not dispatched from
   // Python one by one: they take the graph executor's floor.
@@ -332,7 +352,10 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   }
 
   const GraphTotals totals = graph_totals(graph);
-  const double params_count = static_cast<double>(totals.params) / tp;
+  // A pipeline stage holds 1/pp of the layers (an even split) of its tensor-parallel share.
+  const auto pp = static_cast<double>(workload.pipeline_parallel);
+  const auto micro_batches = static_cast<double>(workload.micro_batches);
+  const double params_count = static_cast<double>(totals.params) / tp / pp;
   for (const LayerEstimate& e : result.layers) {
     result.latency_s += e.time_s;
     result.flops += e.flops;
@@ -350,18 +373,33 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     const double update_bytes =
         params_count * optimizer_update_bytes(workload.optimizer) / (zero >= 1 ? shards : 1);
     result.optimizer_s = std::max(update_bytes / rates.bytes_per_s, floor_s);
-    result.latency_s += result.optimizer_s;
     result.bytes += update_bytes;
     memory.gradient_bytes = params_count * weight_bytes / (zero >= 2 ? shards : 1);
     memory.optimizer_bytes = params_count * optimizer_state_bytes(workload.optimizer);
     if (weight_bytes < 4) memory.optimizer_bytes += params_count * kMasterWeightBytesPerParam;
     if (zero >= 1) memory.optimizer_bytes /= shards;
     if (zero >= 3) memory.weight_bytes /= shards;
+    // 1F1B: the first stage holds min(pp, micro-batches) micro-batches' activations of its
+    // 1/pp of the layers; gradient accumulation alone (pp = 1) holds one at a time.
     memory.activation_bytes =
         static_cast<double>(workload.checkpointing ? totals.checkpointed_elements
                                                    : totals.activation_elements) *
-        act_bytes / tp;
-    result.latency_s += result.recompute_s;
+        act_bytes / tp * std::min(pp, micro_batches) / pp;
+    // One micro-batch through the whole model (forward, backward, recompute, all-reduces);
+    // each stage takes 1/pp of it, micro-batch after micro-batch, and the pipeline fills and
+    // drains: (micro-batches + pp - 1) stage times, then the optimizer update of the stage.
+    const double stage_s = (result.latency_s + result.recompute_s) / pp;
+    result.pipeline_bubble_s = (pp - 1) * stage_s;
+    result.latency_s = micro_batches * stage_s + result.pipeline_bubble_s + result.optimizer_s;
+    // The device's own work in a step: its stage's share of every micro-batch.
+    const double share = micro_batches / pp;
+    result.layer_repeats = share;
+    result.flops *= share;
+    result.bytes = (result.bytes - update_bytes) * share + update_bytes;
+    result.recompute_s *= share;
+    result.communication_s *= share;
+    result.allreduce_bytes *= share;
+    result.allreduces = static_cast<int>(std::lround(result.allreduces * share));
   } else {
     memory.activation_bytes = static_cast<double>(totals.peak_live_elements) * act_bytes / tp;
   }
@@ -379,7 +417,8 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
                            : static_cast<std::int64_t>(std::floor((device.memory_bytes - fixed) /
                                                                   memory.per_sample_bytes));
   }
-  result.throughput_per_s = result.latency_s > 0 ? batch * replicas / result.latency_s : 0;
+  result.throughput_per_s =
+      result.latency_s > 0 ? batch * micro_batches * replicas / result.latency_s : 0;
   result.achieved_flops_per_s = result.latency_s > 0 ? result.flops / result.latency_s : 0;
   return result;
 }
@@ -436,8 +475,9 @@ TrainingTotals training_totals(const Estimate& step, std::int64_t batch, const W
                                const TrainingRun& run) {
   TrainingTotals totals;
   const auto devices = workload.devices;
-  const double global_batch =
-      static_cast<double>(batch) * static_cast<double>(data_parallel_replicas(workload));
+  const double global_batch = static_cast<double>(batch) *
+                              static_cast<double>(workload.micro_batches) *
+                              static_cast<double>(data_parallel_replicas(workload));
   totals.steps = std::ceil(run.samples / global_batch);
   totals.time_s = totals.steps * step.latency_s;
   totals.device_hours = totals.time_s * static_cast<double>(devices) / 3600;

@@ -347,14 +347,27 @@ std::string render_explain_text(const ReportInput& in) {
         replicas,
         zero == 3 ? ";\n               the one layer gathered at a time is not counted" : "");
   }
+  const std::int64_t pp = in.workload.pipeline_parallel;
+  const std::int64_t micro = in.workload.micro_batches;
+  if (pp > 1 || micro > 1) {
+    out += fmt::format(
+        "  pipeline     {} stage{} x {} micro-batch{}, 1F1B: each stage holds 1/{} of the layers,\n"
+        "               weights and state (an even split); step = (M + P - 1) x (one\n"
+        "               micro-batch's forward + backward) / P + optimizer = ({} + {} - 1) x\n"
+        "               stage time; at most min(P, M) micro-batches' activations in flight;\n"
+        "               stage-to-stage sends not timed\n",
+        pp, pp == 1 ? "" : "s", micro, micro == 1 ? "" : "es", pp, micro, pp);
+  }
   if (replicas > 1) {
     out += fmt::format(
         "  devices      {} data-parallel replica{} of {} device{}, ideal scaling (no "
         "communication time)\n",
-        replicas, replicas == 1 ? "" : "s", tp, tp == 1 ? "" : "s");
+        replicas, replicas == 1 ? "" : "s", tp * pp, tp * pp == 1 ? "" : "s");
   }
   if (in.training != nullptr) {
-    out += "  run          steps = ceil(samples / (batch x replicas)); time = steps x step time\n";
+    out +=
+        "  run          steps = ceil(samples / (batch x micro-batches x replicas));\n"
+        "               time = steps x step time\n";
     out += "               device-hours = time x devices; cost = device-hours x price\n";
     out +=
         "               energy = device-hours x TDP (devices rarely run at TDP: an upper bound)\n";
@@ -378,7 +391,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   std::string workload = fmt::format("{}, {}, batch {}, {} profile", mode_name(in.workload.mode),
                                      precision_name(precision), g.batch, profile_name(e.profile));
   if (in.workload.devices > 1) workload += fmt::format(", {} devices", in.workload.devices);
-  workload += parallelism_text(in.workload.tensor_parallel, in.workload.zero_stage);
+  workload += parallelism_text(in.workload);
   out += fmt::format("  workload     {}\n", workload);
   if (in.workload.sparsity == Sparsity::kUnstructured) {
     out += "  sparsity     unstructured: no speedup on dense hardware, counted as dense\n";
@@ -422,8 +435,17 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
       "memory {:.0f} % of peak; {} floor\n",
       100 * p.matrix_efficiency, 100 * p.vector_efficiency, 100 * p.memory_efficiency,
       format_duration(p.overhead_s(e.profile)));
-  out += fmt::format("  {:<12} {} per {} of {}\n", training ? "step time" : "latency",
-                     format_duration(e.latency_s), training ? "step" : "batch", g.batch);
+  const std::int64_t micro = in.workload.micro_batches;
+  out += fmt::format("  {:<12} {} per {} of {}{}\n", training ? "step time" : "latency",
+                     format_duration(e.latency_s), training ? "step" : "batch", g.batch,
+                     micro > 1 ? fmt::format(" x {} micro-batches", micro) : "");
+  if (in.workload.pipeline_parallel > 1) {
+    out += fmt::format(
+        "  pipeline     {} stages, 1F1B: {} of bubble ({} stage times, {} of the "
+        "step)\n",
+        in.workload.pipeline_parallel, format_duration(e.pipeline_bubble_s),
+        in.workload.pipeline_parallel - 1, percent(e.pipeline_bubble_s / e.latency_s));
+  }
   if (in.workload.tensor_parallel > 1) out += communication_text("all-reduce", e, *in.device);
   if (training) {
     out += fmt::format("  optimizer    {} ({} update)\n", format_duration(e.optimizer_s),
@@ -470,7 +492,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
     const BoundShare& s = shares[static_cast<std::size_t>(b)];
     if (s.layers == 0) continue;
     parts.push_back(fmt::format("{:<8} {:>5} layers, {:>7} of the time", bound_name(b), s.layers,
-                                percent(s.time_s / e.latency_s)));
+                                percent(s.time_s * e.layer_repeats / e.latency_s)));
   }
   for (std::size_t k = 0; k < parts.size(); ++k) {
     out += fmt::format("  {:<12} {}\n", k == 0 ? "bound" : "", parts[k]);
@@ -502,7 +524,8 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
       const LayerEstimate& le = e.layers[i];
       table.add_row({g.layers[i].name, g.layers[i].op, shape_to_string(g.layers[i].output),
                      fmt::format("{:.3f}", le.flops / 1e9), format_duration(le.time_s),
-                     percent(le.time_s / e.latency_s), std::string(bound_name(le.bound))});
+                     percent(le.time_s * e.layer_repeats / e.latency_s),
+                     std::string(bound_name(le.bound))});
     }
     out += table.render("  ");
   }
@@ -523,6 +546,8 @@ std::string render_estimate_json(const ReportInput& in) {
   workload["profile"] = std::string(profile_name(e.profile));
   workload["devices"] = in.workload.devices;
   workload["tensor_parallel"] = in.workload.tensor_parallel;
+  workload["pipeline_parallel"] = in.workload.pipeline_parallel;
+  workload["micro_batches"] = in.workload.micro_batches;
   workload["zero_stage"] = in.workload.zero_stage;
   workload["checkpointing"] = in.workload.checkpointing;
   workload["weight_precision"] =
@@ -545,6 +570,7 @@ std::string render_estimate_json(const ReportInput& in) {
   est["achieved_flops_per_s"] = e.achieved_flops_per_s;
   est["optimizer_s"] = e.optimizer_s;
   est["recompute_s"] = e.recompute_s;
+  est["pipeline_bubble_s"] = e.pipeline_bubble_s;
   est["communication_s"] = e.communication_s;
   est["allreduces"] = e.allreduces;
   est["allreduce_bytes"] = e.allreduce_bytes;

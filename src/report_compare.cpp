@@ -113,7 +113,10 @@ std::string title(const CompareTable& table) {
     if (!table.batch_sweep) text += fmt::format(", batch {}", first.batch);
   }
   if (table.devices > 1) text += fmt::format(", {} of each", table.devices);
-  text += parallelism_text(table.tensor_parallel, table.zero_stage);
+  Workload parallel;
+  parallel.tensor_parallel = table.tensor_parallel;
+  parallel.zero_stage = table.zero_stage;
+  text += parallelism_text(parallel);
   if (table.run_samples) {
     text += fmt::format(", run of {} samples", format_count(*table.run_samples));
   }

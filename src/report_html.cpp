@@ -126,7 +126,8 @@ std::string summary_section(const ReportInput& in) {
     if (shares.layers[i] == 0) continue;
     if (shares.time_s[i] > shares.time_s[static_cast<std::size_t>(dominant)]) dominant = b;
     parts.push_back(fmt::format("{} {} of the time ({} layers)", bound_span(b),
-                                esc(percent(shares.time_s[i] / e.latency_s)), shares.layers[i]));
+                                esc(percent(shares.time_s[i] * e.layer_repeats / e.latency_s)),
+                                shares.layers[i]));
   }
   out += kv_row("bound",
                 fmt::format("mostly {}-bound: {}", bound_span(dominant), fmt::join(parts, "; ")));
@@ -203,7 +204,7 @@ std::string layers_section(const ReportInput& in) {
   const Estimate& e = *in.estimate;
   double max_share = 0;
   for (const LayerEstimate& le : e.layers)
-    max_share = std::max(max_share, le.time_s / e.latency_s);
+    max_share = std::max(max_share, le.time_s * e.layer_repeats / e.latency_s);
   std::string out = fmt::format(
       "<h2>Layers</h2>\n<p>{} layers in graph order; time is per step of the batch "
       "(forward{}).</p>\n<table>\n<tr><th class=\"num\">#</th><th>layer</th><th>op</th><th>output "
@@ -213,7 +214,7 @@ std::string layers_section(const ReportInput& in) {
   for (std::size_t i = 0; i < g.layers.size(); ++i) {
     const Layer& layer = g.layers[i];
     const LayerEstimate& le = e.layers[i];
-    const double share = e.latency_s > 0 ? le.time_s / e.latency_s : 0;
+    const double share = e.latency_s > 0 ? le.time_s * e.layer_repeats / e.latency_s : 0;
     const double bar = max_share > 0 ? 100 * share / max_share : 0;
     out += fmt::format(
         "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td "

@@ -261,7 +261,7 @@ capcalc_cli_ok(serving_tensor_parallel_json "\"devices\": 4,.*\"tensor_parallel\
 # ZeRO-1 over 8 replicas of TP 8: Llama 3 70B's bf16 training state fits 80 GB H100s.
 capcalc_cli_ok(training_zero_tensor_parallel "64 devices \\(tensor-parallel 8\\), ZeRO-1.*memory +[0-9.]+ GB of 80.0 GB: fits.*ZeRO-1 +optimizer state and its update sharded over 8 data-parallel replicas"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1 --explain)
-capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"zero_stage\": 3"
+capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"pipeline_parallel\": 1,\n *\"micro_batches\": 1,\n *\"zero_stage\": 3"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 3 --format json)
 capcalc_cli_error(zero_inference "ZeRO shards training state: add --mode training"
                   estimate data/models/llama3_70b.json --gpu H100 --zero 3)
@@ -271,6 +271,12 @@ capcalc_cli_ok(estimate_tp_allreduce "all-reduce   [0-9.]+ ms: 160 all-reduces o
                estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 4 --precision fp16)
 capcalc_cli_ok(estimate_tp_allreduce_json "\"communication_s\": 0\\.0[0-9]+,\n *\"allreduces\": 160,\n *\"allreduce_bytes\": 10737418240"
                estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 4 --precision fp16 --format json)
+capcalc_cli_ok(training_pipeline "step time +[0-9.]+ s per step of 1 x 16 micro-batches\n +pipeline +4 stages, 1F1B: [0-9.]+ ms of bubble \\(3 stage times, [0-9.]+ % of the step\\)"
+               estimate data/models/llama2_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --pp 4 --micro-batches 16 --devices 64)
+capcalc_cli_error(pipeline_uneven "--devices 6 is not a multiple of --tensor-parallel 1 x --pipeline-parallel 4 \\(4\\)"
+                  estimate data/models/llama2_70b.json --gpu H100 --mode training --pp 4 --devices 6)
+capcalc_cli_error(pipeline_inference "pipeline stages and micro-batches are for training: add --mode training"
+                  estimate data/models/llama2_70b.json --gpu H100 --pp 2)
 capcalc_cli_error(tensor_parallel_uneven "--devices 6 is not a multiple of --tensor-parallel 4"
                   estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 6)
 capcalc_cli_error(serving_no_seq "--prompt-tokens needs a model with a \"seq\" dimension"

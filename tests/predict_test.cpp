@@ -421,6 +421,63 @@ TEST_CASE("predict: ZeRO stages shard state over the data-parallel replicas", "[
                     ContainsSubstring("ZeRO stage 4 does not exist"));
 }
 
+TEST_CASE("predict: pipeline stages run micro-batches through a 1F1B schedule", "[predict]") {
+  // Narayanan et al. 2021 (arXiv:2104.04473), section 2.2: with p stages and m micro-batches
+  // a step takes (m + p - 1) stage times, the bubble being (p - 1) of them; 1F1B keeps at most
+  // p micro-batches' activations in flight on the first stage.
+  const Graph g = one_linear(64, 4096, 4096);
+  Workload base;
+  base.mode = Mode::kTraining;
+  base.precision = Precision::kFp16;
+  const Estimate one = estimate(g, round_device(), round_params(), base);
+  const double pass = one.latency_s - one.optimizer_s;  // One micro-batch, forward + backward.
+
+  Workload w = base;
+  w.pipeline_parallel = 4;
+  w.micro_batches = 8;
+  w.devices = 8;  // Two replicas of 4 stages.
+  const Estimate e = estimate(g, round_device(), round_params(), w);
+  const double stage = pass / 4;
+  CHECK(e.pipeline_bubble_s == Approx(3 * stage));
+  CHECK(e.latency_s == Approx((8 + 3) * stage + e.optimizer_s));
+  CHECK(e.optimizer_s <= one.optimizer_s);
+  CHECK(e.throughput_per_s == Approx(64.0 * 8 * 2 / e.latency_s));
+  CHECK(e.memory.weight_bytes == Approx(one.memory.weight_bytes / 4));
+  CHECK(e.memory.gradient_bytes == Approx(one.memory.gradient_bytes / 4));
+  CHECK(e.memory.optimizer_bytes == Approx(one.memory.optimizer_bytes / 4));
+  // Four micro-batches in flight of a quarter of the layers: one micro-batch's worth.
+  CHECK(e.memory.activation_bytes == Approx(one.memory.activation_bytes));
+  CHECK(e.flops == Approx(one.flops * 8 / 4).epsilon(1e-6));
+  CHECK(e.layer_repeats == Approx(2.0));
+  // Fewer micro-batches than stages: fewer in flight, more bubble.
+  w.micro_batches = 2;
+  const Estimate few = estimate(g, round_device(), round_params(), w);
+  CHECK(few.memory.activation_bytes == Approx(one.memory.activation_bytes / 2));
+  CHECK(few.pipeline_bubble_s / few.latency_s > e.pipeline_bubble_s / e.latency_s);
+
+  // Gradient accumulation alone: micro-batch after micro-batch, one optimizer update, one
+  // micro-batch's activations at a time.
+  Workload accumulate = base;
+  accumulate.micro_batches = 4;
+  const Estimate a = estimate(g, round_device(), round_params(), accumulate);
+  CHECK(a.pipeline_bubble_s == 0);
+  CHECK(a.latency_s == Approx(4 * pass + one.optimizer_s));
+  CHECK(a.memory.activation_bytes == Approx(one.memory.activation_bytes));
+  CHECK(a.throughput_per_s == Approx(64.0 * 4 / a.latency_s));
+  TrainingRun run;
+  run.samples = 64.0 * 4 * 10;
+  CHECK(training_totals(a, 64, accumulate, run).steps == 10);
+
+  // Training only, and whole replicas.
+  Workload inference = w;
+  inference.mode = Mode::kInference;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), inference),
+                    ContainsSubstring("pipeline stages and micro-batches are for training"));
+  w.devices = 6;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), w),
+                    ContainsSubstring("6 devices do not split into model replicas of 4"));
+}
+
 TEST_CASE("predict: training activations of a transformer layer match Korthikanti et al.",
           "[predict]") {
   // Korthikanti et al. 2022 (arXiv:2205.05198), eq. 1: a GPT layer keeps

@@ -76,11 +76,19 @@ struct Workload {
   std::optional<Profile> profile;          ///< Unset: the device type's default.
   Sparsity sparsity = Sparsity::kDense;    ///< 2:4 structured sparsity of conv/linear weights.
   Optimizer optimizer = Optimizer::kAdam;  ///< Training only.
-  std::int64_t devices = 1;                ///< All devices: tensor_parallel × replicas.
+  std::int64_t devices = 1;                ///< All devices: tensor × pipeline × replicas.
   std::int64_t tensor_parallel = 1;        ///< Devices per model replica. Each layer's work,
                                            ///< weights, state, activations and KV cache split
                                            ///< evenly over them, with all-reduces per block;
                                            ///< the per-kernel floor does not split.
+  /// Training: pipeline stages per replica, a 1F1B schedule (Narayanan et al. 2021): each
+  /// stage holds and computes an even 1/pipeline_parallel of the layers, weights and state;
+  /// a step runs micro_batches micro-batches through, and the pipeline fills and drains
+  /// (pipeline_parallel - 1 stage times of bubble). Stage-to-stage sends are not timed.
+  std::int64_t pipeline_parallel = 1;
+  /// Training: micro-batches (of the model's batch) per optimizer step: gradient accumulation,
+  /// and the number of micro-batches a pipeline runs per step.
+  std::int64_t micro_batches = 1;
   int zero_stage = 0;  ///< Training: ZeRO sharding over the data-parallel replicas (ideal): 1
                        ///< optimizer state and its update, 2 also gradients, 3 (FSDP) also
                        ///< weights.
@@ -115,31 +123,37 @@ struct MemoryEstimate {
 
 /// The prediction for one step over the graph's batch on one device.
 struct Estimate {
-  std::vector<LayerEstimate> layers;   ///< Parallel to Graph::layers.
-  Profile profile = Profile::kEager;   ///< The profile used.
-  double optimizer_s = 0;              ///< Training: the optimizer update.
-  double recompute_s = 0;              ///< Training with checkpointing: the forward again.
-  double communication_s = 0;          ///< Tensor-parallel all-reduces (in latency_s).
+  std::vector<LayerEstimate> layers;  ///< Parallel to Graph::layers.
+  Profile profile = Profile::kEager;  ///< The profile used.
+  double optimizer_s = 0;             ///< Training: the optimizer update.
+  double recompute_s = 0;             ///< Training with checkpointing: the forward again.
+  double communication_s = 0;         ///< Tensor-parallel all-reduces (in latency_s).
+  double pipeline_bubble_s = 0;       ///< Training with pipeline stages: fill and drain.
+  /// How often each layer's time recurs in a device's step, on average: micro-batches /
+  /// pipeline stages (1 without either). A layer's share of the step is time x this / latency.
+  double layer_repeats = 1;
   int allreduces = 0;                  ///< How many per step.
   double allreduce_bytes = 0;          ///< Bytes per device all-reduced per step.
   bool communication_modelled = true;  ///< False: tensor parallel on a device with no link.
-  double latency_s = 0;                ///< Inference: one forward pass; training: one step.
-  double throughput_per_s = 0;         ///< Samples per second over all replicas.
-  double flops = 0;                    ///< FLOPs executed per step per device.
-  double bytes = 0;                    ///< Bytes moved per step per device.
-  double achieved_flops_per_s = 0;     ///< flops / latency, per device.
-  double sparsity_speedup = 1;         ///< The 2:4 factor applied to weight MACs (1: none).
+  double latency_s = 0;  ///< Inference: one forward pass; training: one step (all micro-batches).
+  double throughput_per_s = 0;      ///< Samples per second over all replicas.
+  double flops = 0;                 ///< FLOPs executed per step per device.
+  double bytes = 0;                 ///< Bytes moved per step per device.
+  double achieved_flops_per_s = 0;  ///< flops / latency, per device.
+  double sparsity_speedup = 1;      ///< The 2:4 factor applied to weight MACs (1: none).
   MemoryEstimate memory;
   bool fits = false;           ///< memory.total_bytes <= device memory.
   std::int64_t max_batch = 0;  ///< Largest batch that fits (0: none; -1: no batch dim).
 };
 
-/// Data-parallel replicas: devices / tensor_parallel. Throws capcalc::Error unless both are at
-/// least 1, tensor_parallel divides devices and zero_stage is 0 to 3 (above 0 only in training).
+/// Data-parallel replicas: devices / (tensor_parallel × pipeline_parallel). Throws
+/// capcalc::Error unless all are at least 1, the groups divide devices, zero_stage is 0 to 3
+/// (above 0 only in training) and pipelines and micro-batches are asked for in training only.
 std::int64_t data_parallel_replicas(const Workload& workload);
 
-/// " (tensor-parallel T)" and ", ZeRO-S" where they apply, for workload descriptions.
-std::string parallelism_text(std::int64_t tensor_parallel, int zero_stage);
+/// " (tensor-parallel T)", " (pipeline P x M micro-batches)" and ", ZeRO-S" where they apply,
+/// for workload descriptions.
+std::string parallelism_text(const Workload& workload);
 
 /// Predicts one step. Throws capcalc::Error if the device cannot compute in the precision.
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,

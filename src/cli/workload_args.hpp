@@ -59,6 +59,8 @@ struct WorkloadArgs {
   std::string optimizer = "adam";
   std::int64_t devices = 1;
   std::int64_t tensor_parallel = 1;
+  std::int64_t pipeline_parallel = 1;
+  std::int64_t micro_batches = 1;
   int zero_stage = 0;
   bool checkpointing = false;
   std::string weight_precision;
@@ -85,6 +87,16 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->capture_default_str();
   add_parallel_options(sub, args.devices, args.tensor_parallel, args.zero_stage);
+  sub.add_option("--pipeline-parallel,--pp", args.pipeline_parallel,
+                 "Training: pipeline stages per replica (1F1B), each with 1/P of the layers, "
+                 "weights and state; --devices defaults to T x P")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--micro-batches", args.micro_batches,
+                 "Training: micro-batches (of --batch) per optimizer step: gradient accumulation, "
+                 "the pipeline's M; the bubble is (P-1)/(M+P-1) of the step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub.add_option("--weight-precision", args.weight_precision,
                  "Weight storage if it differs (int4/int8 weight-only quantisation)")
       ->check(CLI::IsMember(precision_names()));
@@ -104,6 +116,19 @@ inline Workload workload_from(const WorkloadArgs& args) {
                                                         : Sparsity::kDense;
   workload.optimizer = parse_optimizer(args.optimizer).value_or(Optimizer::kAdam);
   set_parallelism(workload, args.devices, args.tensor_parallel, args.zero_stage);
+  workload.pipeline_parallel = args.pipeline_parallel;
+  workload.micro_batches = args.micro_batches;
+  if (args.pipeline_parallel > 1) {
+    // A replica is T x P devices: --devices defaults to one, and counts whole ones.
+    const std::int64_t replica = args.tensor_parallel * args.pipeline_parallel;
+    workload.devices = args.devices == 1 ? replica : args.devices;
+    if (workload.devices % replica != 0) {
+      throw Error({},
+                  fmt::format("--devices {} is not a multiple of --tensor-parallel {} x "
+                              "--pipeline-parallel {} ({})",
+                              args.devices, args.tensor_parallel, args.pipeline_parallel, replica));
+    }
+  }
   workload.checkpointing = args.checkpointing;
   if (!args.weight_precision.empty()) {
     workload.weight_precision = precision_from(args.weight_precision);
