@@ -104,10 +104,12 @@ _capcalc() {
     validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor" ;;
     compare)
       flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
-             --batch --profile --optimizer --devices --tensor-parallel --tp --zero $run_flags --format" ;;
+             --batch --profile --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp
+             --micro-batches --zero $run_flags --format" ;;
     check)
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile
-             --devices --tensor-parallel --tp --zero $run_flags --max-latency --min-throughput --max-memory --max-cost
+             --devices --tensor-parallel --tp --pipeline-parallel --pp --micro-batches --zero $run_flags
+             --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --must-fit --format --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision --kv-precision

@@ -71,10 +71,10 @@ std::string parent_dir(const std::string& path) {
 
 // Keys a budget (or "defaults") may hold.
 // clang-format off
-constexpr std::array<std::string_view, 16> kBudgetKeys = {
+constexpr std::array<std::string_view, 18> kBudgetKeys = {
     "name", "model", "devices", "batch", "set", "precision", "mode", "profile", "data_parallel",
-    "tensor_parallel", "zero_stage", "dataset_size", "epochs", "tokens", "price_per_hour_usd",
-    "limits"};
+    "tensor_parallel", "pipeline_parallel", "micro_batches", "zero_stage", "dataset_size",
+    "epochs", "tokens", "price_per_hour_usd", "limits"};
 // clang-format on
 
 void check_keys(const JsonView& object, const std::vector<std::string_view>& known) {
@@ -188,13 +188,20 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
     workload.profile = parse_profile(profile->as_string());
     if (!workload.profile) profile->fail("expected \"eager\", \"graph\" or \"compiled\"");
   }
-  // data_parallel counts replicas; each replica is tensor_parallel devices.
+  // data_parallel counts replicas; each replica is tensor_parallel x pipeline_parallel devices.
   if (auto parallel = lookup(view, defaults, "data_parallel")) {
     workload.devices = parallel->as_positive_int();
   }
   if (auto tp = lookup(view, defaults, "tensor_parallel")) {
     workload.tensor_parallel = tp->as_positive_int();
     workload.devices *= workload.tensor_parallel;
+  }
+  if (auto pp = lookup(view, defaults, "pipeline_parallel")) {
+    workload.pipeline_parallel = pp->as_positive_int();
+    workload.devices *= workload.pipeline_parallel;
+  }
+  if (auto micro = lookup(view, defaults, "micro_batches")) {
+    workload.micro_batches = micro->as_positive_int();
   }
   if (auto zero = lookup(view, defaults, "zero_stage")) {
     const std::int64_t stage = zero->as_integer();

@@ -166,6 +166,8 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
   out.mode = request.workload.mode;
   out.devices = request.workload.devices;
   out.tensor_parallel = request.workload.tensor_parallel;
+  out.pipeline_parallel = request.workload.pipeline_parallel;
+  out.micro_batches = request.workload.micro_batches;
   out.zero_stage = request.workload.zero_stage;
   out.sort = sort;
   out.batch_sweep = graphs.size() > 1;

@@ -115,6 +115,8 @@ std::string title(const CompareTable& table) {
   if (table.devices > 1) text += fmt::format(", {} of each", table.devices);
   Workload parallel;
   parallel.tensor_parallel = table.tensor_parallel;
+  parallel.pipeline_parallel = table.pipeline_parallel;
+  parallel.micro_batches = table.micro_batches;
   parallel.zero_stage = table.zero_stage;
   text += parallelism_text(parallel);
   if (table.run_samples) {
@@ -216,6 +218,8 @@ std::string render_compare_json(const CompareTable& table) {
   j["mode"] = std::string(mode_name(table.mode));
   j["devices"] = table.devices;
   j["tensor_parallel"] = table.tensor_parallel;
+  j["pipeline_parallel"] = table.pipeline_parallel;
+  j["micro_batches"] = table.micro_batches;
   j["zero_stage"] = table.zero_stage;
   j["sort"] = std::string(compare_sort_name(table.sort));
   j["cost_basis"] = std::string(cost_basis_name(table.cost_basis));

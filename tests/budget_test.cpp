@@ -110,6 +110,32 @@ TEST_CASE("a budget's tensor_parallel multiplies its data-parallel replicas", "[
   CHECK_FALSE(report.results[1].passed);
 }
 
+TEST_CASE("a budget's pipeline stages multiply its replicas' devices", "[budget]") {
+  const char* text = R"({
+    "schema_version": 1,
+    "defaults": {"devices": ["h100"], "mode": "training", "precision": "bf16",
+                 "limits": {"must_fit": true}},
+    "budgets": [{"model": "models/llama2_70b.json", "tensor_parallel": 8,
+                 "pipeline_parallel": 4, "micro_batches": 16, "data_parallel": 2},
+                {"model": "models/llama2_70b.json", "tensor_parallel": 8}]})";
+  const std::vector<Budget> budgets = parse_budget(text, test::data_path("budget.json"));
+  REQUIRE(budgets.size() == 2);
+  CHECK(budgets[0].request.workload.devices == 64);
+  CHECK(budgets[0].request.workload.pipeline_parallel == 4);
+  CHECK(budgets[0].request.workload.micro_batches == 16);
+  CHECK(budgets[1].request.workload.pipeline_parallel == 1);
+  // Training Llama 2 70B with Adam: 16 bytes of state per parameter, 1.1 TB in all; an eighth
+  // (tensor parallel) does not fit in 80 GB, a thirty-second (x 4 stages) does.
+  const CheckReport report = check_budgets(budgets, table());
+  REQUIRE(report.results.size() == 2);
+  CHECK(report.results[0].passed);
+  CHECK_FALSE(report.results[1].passed);
+  CHECK_THROWS_WITH(parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["t4"],
+                                                  "pipeline_parallel": 0}]})",
+                                 "b.json"),
+                    ContainsSubstring("b.json:/budgets/0/pipeline_parallel"));
+}
+
 TEST_CASE("budget file errors are located", "[budget]") {
   REQUIRE_THROWS_WITH(
       parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["t4"],

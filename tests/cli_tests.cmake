@@ -273,6 +273,8 @@ capcalc_cli_ok(estimate_tp_allreduce_json "\"communication_s\": 0\\.0[0-9]+,\n *
                estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 4 --precision fp16 --format json)
 capcalc_cli_ok(training_pipeline "step time +[0-9.]+ s per step of 1 x 16 micro-batches\n +pipeline +4 stages, 1F1B: [0-9.]+ ms of bubble \\(3 stage times, [0-9.]+ % of the step\\)"
                estimate data/models/llama2_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --pp 4 --micro-batches 16 --devices 64)
+capcalc_cli_ok(compare_pipeline "training, bf16, batch 1, 32 of each \\(tensor-parallel 8\\) \\(pipeline 4 x 16 micro-batches\\)"
+               compare data/models/llama2_70b.json --gpu H100 --gpu A100 --mode training --precision bf16 --tp 8 --pp 4 --micro-batches 16)
 capcalc_cli_error(pipeline_uneven "--devices 6 is not a multiple of --tensor-parallel 1 x --pipeline-parallel 4 \\(4\\)"
                   estimate data/models/llama2_70b.json --gpu H100 --mode training --pp 4 --devices 6)
 capcalc_cli_error(pipeline_inference "pipeline stages and micro-batches are for training: add --mode training"

@@ -93,10 +93,12 @@ struct CompareTable {
   std::string model;  ///< Graph name.
   std::int64_t params = 0;
   Mode mode = Mode::kInference;
-  std::int64_t devices = 1;           ///< Per row: all devices (tensor_parallel × replicas).
-  std::int64_t tensor_parallel = 1;   ///< Devices per model replica.
-  int zero_stage = 0;                 ///< Training state sharding over the replicas.
-  std::optional<double> run_samples;  ///< The training run's samples (of the first graph).
+  std::int64_t devices = 1;            ///< Per row: all devices (tensor_parallel × replicas).
+  std::int64_t tensor_parallel = 1;    ///< Devices per pipeline stage of a replica.
+  std::int64_t pipeline_parallel = 1;  ///< Training: pipeline stages per replica.
+  std::int64_t micro_batches = 1;      ///< Training: micro-batches per optimizer step.
+  int zero_stage = 0;                  ///< Training state sharding over the replicas.
+  std::optional<double> run_samples;   ///< The training run's samples (of the first graph).
   CostBasis cost_basis = CostBasis::kPerMillionSamples;
   CompareSort sort = CompareSort::kTable;
   bool batch_sweep = false;      ///< More than one batch.

@@ -28,6 +28,8 @@ struct CompareOptions {
   std::string optimizer = "adam";
   std::int64_t device_count = 1;
   std::int64_t tensor_parallel = 1;
+  std::int64_t pipeline_parallel = 1;
+  std::int64_t micro_batches = 1;
   int zero_stage = 0;
   RunSize run;
   std::optional<double> price_per_hour;
@@ -76,6 +78,8 @@ void run_compare(const CompareOptions& options) {
   request.workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
   set_parallelism(request.workload, options.device_count, options.tensor_parallel,
                   options.zero_stage);
+  set_pipeline(request.workload, options.device_count, options.pipeline_parallel,
+               options.micro_batches);
   request.run = options.run;
   request.price_per_hour_usd = options.price_per_hour;
   request.model_file = options.model.path;
@@ -137,6 +141,7 @@ void add_compare_command(CLI::App& app) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->capture_default_str();
   add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
+  add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches);
   sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
       ->check(CLI::PositiveNumber);
   sub->add_option("--epochs", options->run.epochs, "Training run: epochs (default 1)")

@@ -51,6 +51,37 @@ inline void set_parallelism(Workload& workload, std::int64_t devices, std::int64
   }
 }
 
+// --pipeline-parallel P and --micro-batches M (training).
+inline void add_pipeline_options(CLI::App& sub, std::int64_t& pipeline_parallel,
+                                 std::int64_t& micro_batches) {
+  sub.add_option("--pipeline-parallel,--pp", pipeline_parallel,
+                 "Training: pipeline stages per replica (1F1B), each with 1/P of the layers, "
+                 "weights and state; --devices defaults to T x P")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--micro-batches", micro_batches,
+                 "Training: micro-batches (of --batch) per optimizer step: gradient accumulation, "
+                 "the pipeline's M; the bubble is (P-1)/(M+P-1) of the step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+// After set_parallelism: a replica is T x P devices; --devices defaults to one and counts
+// whole ones.
+inline void set_pipeline(Workload& workload, std::int64_t devices, std::int64_t pipeline_parallel,
+                         std::int64_t micro_batches) {
+  workload.pipeline_parallel = pipeline_parallel;
+  workload.micro_batches = micro_batches;
+  if (pipeline_parallel == 1) return;
+  const std::int64_t replica = workload.tensor_parallel * pipeline_parallel;
+  workload.devices = devices == 1 ? replica : devices;
+  if (workload.devices % replica != 0) {
+    throw Error({}, fmt::format("--devices {} is not a multiple of --tensor-parallel {} x "
+                                "--pipeline-parallel {} ({})",
+                                devices, workload.tensor_parallel, pipeline_parallel, replica));
+  }
+}
+
 struct WorkloadArgs {
   std::string precision = "fp32";
   std::string mode = "inference";
@@ -87,16 +118,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->capture_default_str();
   add_parallel_options(sub, args.devices, args.tensor_parallel, args.zero_stage);
-  sub.add_option("--pipeline-parallel,--pp", args.pipeline_parallel,
-                 "Training: pipeline stages per replica (1F1B), each with 1/P of the layers, "
-                 "weights and state; --devices defaults to T x P")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub.add_option("--micro-batches", args.micro_batches,
-                 "Training: micro-batches (of --batch) per optimizer step: gradient accumulation, "
-                 "the pipeline's M; the bubble is (P-1)/(M+P-1) of the step")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_pipeline_options(sub, args.pipeline_parallel, args.micro_batches);
   sub.add_option("--weight-precision", args.weight_precision,
                  "Weight storage if it differs (int4/int8 weight-only quantisation)")
       ->check(CLI::IsMember(precision_names()));
@@ -116,19 +138,7 @@ inline Workload workload_from(const WorkloadArgs& args) {
                                                         : Sparsity::kDense;
   workload.optimizer = parse_optimizer(args.optimizer).value_or(Optimizer::kAdam);
   set_parallelism(workload, args.devices, args.tensor_parallel, args.zero_stage);
-  workload.pipeline_parallel = args.pipeline_parallel;
-  workload.micro_batches = args.micro_batches;
-  if (args.pipeline_parallel > 1) {
-    // A replica is T x P devices: --devices defaults to one, and counts whole ones.
-    const std::int64_t replica = args.tensor_parallel * args.pipeline_parallel;
-    workload.devices = args.devices == 1 ? replica : args.devices;
-    if (workload.devices % replica != 0) {
-      throw Error({},
-                  fmt::format("--devices {} is not a multiple of --tensor-parallel {} x "
-                              "--pipeline-parallel {} ({})",
-                              args.devices, args.tensor_parallel, args.pipeline_parallel, replica));
-    }
-  }
+  set_pipeline(workload, args.devices, args.pipeline_parallel, args.micro_batches);
   workload.checkpointing = args.checkpointing;
   if (!args.weight_precision.empty()) {
     workload.weight_precision = precision_from(args.weight_precision);
