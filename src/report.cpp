@@ -161,10 +161,12 @@ std::string render_training_text(const ReportInput& in) {
   const TrainingRun& run = *in.run;
   std::string out = fmt::format("\nTraining run ({} samples)\n", format_count(run.samples));
   const std::int64_t replicas = data_parallel_replicas(in.workload);
-  out += fmt::format("  steps        {} of {} x {} {}\n",
-                     format_grouped(static_cast<std::int64_t>(t.steps)), in.graph.batch, replicas,
-                     in.workload.tensor_parallel > 1 ? (replicas == 1 ? "replica" : "replicas")
-                                                     : (replicas == 1 ? "device" : "devices"));
+  const std::int64_t micro = in.workload.micro_batches;
+  const bool groups = in.workload.tensor_parallel * in.workload.pipeline_parallel > 1;
+  out += fmt::format(
+      "  steps        {} of {}{} x {} {}\n", format_grouped(static_cast<std::int64_t>(t.steps)),
+      in.graph.batch, micro > 1 ? fmt::format(" x {} micro-batches", micro) : "", replicas,
+      groups ? (replicas == 1 ? "replica" : "replicas") : (replicas == 1 ? "device" : "devices"));
   out += fmt::format("  time         {}\n", format_duration(t.time_s));
   out += fmt::format("  device-hours {:.1f} h\n", t.device_hours);
   if (t.cost_usd) {
