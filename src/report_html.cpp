@@ -104,13 +104,21 @@ std::string summary_section(const ReportInput& in) {
   out += kv_row("batch", fmt::format("{}", g.batch));
   std::string mode(mode_name(in.workload.mode));
   if (training) mode += fmt::format(" ({} optimizer)", optimizer_name(in.workload.optimizer));
-  if (in.workload.devices > 1)
-    mode += fmt::format(", {} data-parallel devices", in.workload.devices);
+  if (in.workload.devices > 1) mode += fmt::format(", {} devices", in.workload.devices);
+  mode += parallelism_text(in.workload);
   out += kv_row("mode", esc(mode));
   out += kv_row("profile", esc(profile_name(e.profile)));
+  const std::int64_t micro = in.workload.micro_batches;
   out += kv_row(training ? "step time" : "latency",
-                fmt::format("{} per {} of {}", esc(format_duration(e.latency_s)),
-                            training ? "step" : "batch", g.batch));
+                fmt::format("{} per {} of {}{}", esc(format_duration(e.latency_s)),
+                            training ? "step" : "batch", g.batch,
+                            micro > 1 ? fmt::format(" x {} micro-batches", micro) : ""));
+  if (in.workload.pipeline_parallel > 1) {
+    out += kv_row("pipeline", fmt::format("{} stages, 1F1B: {} of bubble ({} of the step)",
+                                          in.workload.pipeline_parallel,
+                                          esc(format_duration(e.pipeline_bubble_s)),
+                                          esc(percent(e.pipeline_bubble_s / e.latency_s))));
+  }
   out += kv_row("throughput", esc(format_count(e.throughput_per_s)) + " samples/s");
   const PeakRate& peak = d.peak(precision);
   const double top = std::max(peak.matrix_flops_per_s, peak.vector_flops_per_s);
