@@ -323,6 +323,17 @@ g (float[4, 8] x) => (float[4, 8] y) { y = Softmax <axis = "last"> (x) }
 
 namespace {
 
+// A round fp32-only GPU for the estimates below: 10 TFLOP/s vector, 1 GB at 100 GB/s.
+capcalc::Device small_gpu() {
+  capcalc::Device device;
+  device.id = "test-gpu";
+  device.name = "Test GPU";
+  device.dense_peak[static_cast<std::size_t>(capcalc::Precision::kFp32)] = {10e12, 0};
+  device.memory_bytes = 1e9;
+  device.memory_bandwidth_bytes_per_s = 1e11;
+  return device;
+}
+
 // GPT-2 as torch.onnx.export of Hugging Face's GPT2LMHeadModel prints it (ONNX 1.16+ printer):
 // quoted path-like names, every reshape sized by Shape -> Gather -> Unsqueeze -> Concat, Conv1D
 // as a 2-D Gemm <alpha = 1, beta = 1>, q/k/v from one Split, the causal mask sliced out of a
@@ -618,11 +629,7 @@ TEST_CASE("onnx text: a GPT-2 export as printed counts as its Hugging Face confi
   const Graph exported =
       capcalc::parse_onnx_text_model(text, OnnxTextSyntax::onnx, "gpt2.onnxtxt", onnx_options);
   CHECK(exported.runs_fused);
-  capcalc::Device device;
-  device.id = "test-gpu";
-  device.dense_peak[static_cast<std::size_t>(capcalc::Precision::kFp32)] = {10e12, 0};
-  device.memory_bytes = 1e9;
-  device.memory_bandwidth_bytes_per_s = 1e11;
+  const capcalc::Device device = small_gpu();
   const capcalc::PerformanceParams params;  // Eager by default.
   CHECK(capcalc::estimate(exported, device, params, {}).profile == capcalc::Profile::kCompiled);
   capcalc::Workload eager;
@@ -669,12 +676,7 @@ TEST_CASE("onnx text: serving a decoder exported without a KV cache says so", "[
   // Optimum's decoder_model.onnx has no past inputs: a decode step can attend to nothing
   // cached, and the estimate says so (text and JSON); decoder_with_past holds the cache.
   constexpr int kLayers = 2, kEmbd = 64, kHeads = 4, kVocab = 100, kPositions = 32;
-  capcalc::Device device;
-  device.id = "test-gpu";
-  device.name = "Test GPU";
-  device.dense_peak[static_cast<std::size_t>(capcalc::Precision::kFp32)] = {10e12, 0};
-  device.memory_bytes = 1e9;
-  device.memory_bandwidth_bytes_per_s = 1e11;
+  const capcalc::Device device = small_gpu();
   const capcalc::PerformanceParams params;
   capcalc::ServingRequest request;
   request.prompt_tokens = 8;

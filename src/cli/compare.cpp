@@ -77,9 +77,7 @@ void run_compare(const CompareOptions& options) {
   if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
   request.workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
   set_parallelism(request.workload, options.device_count, options.tensor_parallel,
-                  options.zero_stage);
-  set_pipeline(request.workload, options.device_count, options.pipeline_parallel,
-               options.micro_batches);
+                  options.pipeline_parallel, options.micro_batches, options.zero_stage);
   request.run = options.run;
   request.price_per_hour_usd = options.price_per_hour;
   request.model_file = options.model.path;

@@ -39,18 +39,6 @@ inline void add_parallel_options(CLI::App& sub, std::int64_t& devices,
       ->capture_default_str();
 }
 
-// --tensor-parallel alone means one replica; otherwise it must divide --devices.
-inline void set_parallelism(Workload& workload, std::int64_t devices, std::int64_t tensor_parallel,
-                            int zero_stage) {
-  workload.tensor_parallel = tensor_parallel;
-  workload.zero_stage = zero_stage;
-  workload.devices = devices == 1 ? tensor_parallel : devices;
-  if (workload.devices % tensor_parallel != 0) {
-    throw Error({}, fmt::format("--devices {} is not a multiple of --tensor-parallel {}", devices,
-                                tensor_parallel));
-  }
-}
-
 // --pipeline-parallel P and --micro-batches M (training).
 inline void add_pipeline_options(CLI::App& sub, std::int64_t& pipeline_parallel,
                                  std::int64_t& micro_batches) {
@@ -66,19 +54,24 @@ inline void add_pipeline_options(CLI::App& sub, std::int64_t& pipeline_parallel,
       ->capture_default_str();
 }
 
-// After set_parallelism: a replica is T x P devices; --devices defaults to one and counts
-// whole ones.
-inline void set_pipeline(Workload& workload, std::int64_t devices, std::int64_t pipeline_parallel,
-                         std::int64_t micro_batches) {
+// A replica is T x P devices: --tensor-parallel (and --pipeline-parallel) alone mean one
+// replica; otherwise --devices must count whole replicas.
+inline void set_parallelism(Workload& workload, std::int64_t devices, std::int64_t tensor_parallel,
+                            std::int64_t pipeline_parallel, std::int64_t micro_batches,
+                            int zero_stage) {
+  workload.tensor_parallel = tensor_parallel;
   workload.pipeline_parallel = pipeline_parallel;
   workload.micro_batches = micro_batches;
-  if (pipeline_parallel == 1) return;
-  const std::int64_t replica = workload.tensor_parallel * pipeline_parallel;
+  workload.zero_stage = zero_stage;
+  const std::int64_t replica = tensor_parallel * pipeline_parallel;
   workload.devices = devices == 1 ? replica : devices;
   if (workload.devices % replica != 0) {
-    throw Error({}, fmt::format("--devices {} is not a multiple of --tensor-parallel {} x "
-                                "--pipeline-parallel {} ({})",
-                                devices, workload.tensor_parallel, pipeline_parallel, replica));
+    throw Error({}, pipeline_parallel == 1
+                        ? fmt::format("--devices {} is not a multiple of --tensor-parallel {}",
+                                      devices, tensor_parallel)
+                        : fmt::format("--devices {} is not a multiple of --tensor-parallel {} x "
+                                      "--pipeline-parallel {} ({})",
+                                      devices, tensor_parallel, pipeline_parallel, replica));
   }
 }
 
@@ -137,8 +130,8 @@ inline Workload workload_from(const WorkloadArgs& args) {
                       : args.sparsity == "unstructured" ? Sparsity::kUnstructured
                                                         : Sparsity::kDense;
   workload.optimizer = parse_optimizer(args.optimizer).value_or(Optimizer::kAdam);
-  set_parallelism(workload, args.devices, args.tensor_parallel, args.zero_stage);
-  set_pipeline(workload, args.devices, args.pipeline_parallel, args.micro_batches);
+  set_parallelism(workload, args.devices, args.tensor_parallel, args.pipeline_parallel,
+                  args.micro_batches, args.zero_stage);
   workload.checkpointing = args.checkpointing;
   if (!args.weight_precision.empty()) {
     workload.weight_precision = precision_from(args.weight_precision);

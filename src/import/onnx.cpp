@@ -559,8 +559,7 @@ class Importer {
   // contract, and strides, dilations, kernel sizes, groups and block sizes, which they divide
   // by unchecked, are positive. Subgraphs are checked too.
   void check_node(const onnx::NodeProto& node, int index, const std::string& pointer) const {
-    const std::string label =
-        node.name().empty() ? fmt::format("{}_{}", node.op_type(), index) : node.name();
+    const std::string label = node_name(node, index);
     // Control flow without its graphs: ONNX's Scan inference dereferences a missing body.
     if (node.domain().empty() || node.domain() == "ai.onnx") {
       const auto has_graph = [&](const char* name) {
