@@ -76,8 +76,9 @@ double optional_positive(const JsonView& device, std::string_view key, double sc
 
 std::optional<Link> parse_link(const std::optional<JsonView>& link) {
   if (!link) return std::nullopt;
-  reject_unknown_keys(*link, {"name", "bandwidth_gb_per_s", "direction", "peers", "comment"},
-                      "a link");
+  reject_unknown_keys(
+      *link, {"name", "bandwidth_gb_per_s", "direction", "peers", "domain_devices", "comment"},
+      "a link");
   Link result;
   result.name = link->at("name").as_string();
   result.bandwidth_bytes_per_s = link->at("bandwidth_gb_per_s").as_positive_number() * kGiga;
@@ -91,6 +92,11 @@ std::optional<Link> parse_link(const std::optional<JsonView>& link) {
     const std::int64_t n = peers->as_positive_int();
     if (n > 1024) peers->fail(fmt::format("{} peers: expected at most 1024", n));
     result.peers = static_cast<int>(n);
+  }
+  if (auto domain = link->find("domain_devices")) {
+    const std::int64_t n = domain->as_positive_int();
+    if (n > 1'000'000) domain->fail(fmt::format("{} devices: expected at most 1000000", n));
+    result.domain_devices = static_cast<int>(n);
   }
   return result;
 }

@@ -133,6 +133,30 @@ void add(LayerEstimate& total, const LayerEstimate& part) {
   total.time_s += part.time_s;
 }
 
+// The link a data-parallel all-reduce crosses and the bandwidth in one direction each member
+// gets. Replicas are laid out after the tensor-parallel group (Megatron's order: tensor,
+// data, pipeline), so tp x replicas devices stay within one scale-up domain when they fit;
+// otherwise each domain's members reduce over their own network ports at once (NCCL runs one
+// ring per NIC), so members per domain x the per-device network figure, at most the scale-up
+// link. No link: nullptr.
+struct DataParallelLink {
+  const Link* link = nullptr;
+  double per_direction = 0;
+};
+
+DataParallelLink data_parallel_link(const Device& device, std::int64_t tp, std::int64_t replicas) {
+  if (!device.intra_node) return {};
+  const Link& intra = *device.intra_node;
+  const std::int64_t domain = intra.domain_devices;
+  if (domain == 0 || tp * replicas <= domain) {
+    return {&intra, group_per_direction(intra, replicas)};
+  }
+  if (!device.inter_node) return {};
+  const std::int64_t members = std::max<std::int64_t>(1, domain / tp);
+  const double network = link_per_direction(*device.inter_node) * static_cast<double>(members);
+  return {&*device.inter_node, std::min(network, group_per_direction(intra, members))};
+}
+
 }  // namespace
 
 std::string_view bound_name(Bound bound) {
@@ -275,6 +299,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   result.sparsity_speedup = sparse && has_matrix ? device.sparsity_2_4_speedup : 1;
   const double sparse_weight_bytes = 0.5 * (weight_bytes + 0.25);
 
+  double backward_s = 0;  // One micro-batch's backward through the whole model.
   result.layers.reserve(graph.layers.size());
   for (const Layer& layer : graph.layers) {
     if (layer.view) {
@@ -319,7 +344,9 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       backward.bytes = 2 * forward.bytes;
       backward.kernels = 2;
       // A fused forward still leaves a backward that reads what it saved: not fused.
-      add(e, roofline(backward, matrix, speed, false, rates, backward_floor_s));
+      const LayerEstimate b = roofline(backward, matrix, speed, false, rates, backward_floor_s);
+      backward_s += b.time_s;
+      add(e, b);
     }
     result.layers.push_back(e);
   }
@@ -390,7 +417,25 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     // drains: (micro-batches + pp - 1) stage times, then the optimizer update of the stage.
     const double stage_s = (result.latency_s + result.recompute_s) / pp;
     result.pipeline_bubble_s = (pp - 1) * stage_s;
-    result.latency_s = micro_batches * stage_s + result.pipeline_bubble_s + result.optimizer_s;
+    if (replicas > 1) {
+      const DataParallelLink dp =
+          data_parallel_link(device, workload.tensor_parallel, static_cast<std::int64_t>(replicas));
+      result.data_parallel_bytes =
+          params_count * weight_bytes * (workload.zero_stage >= 3 ? 1.5 : 1);
+      if (dp.link == nullptr) {
+        result.data_parallel_modelled = false;
+      } else {
+        result.data_parallel_link = dp.link->name;
+        result.data_parallel_s = params.allreduce_latency(result.profile) +
+                                 2 * (replicas - 1) / replicas * result.data_parallel_bytes /
+                                     (params.allreduce_efficiency * dp.per_direction);
+        // Buckets of gradients are reduced as backward produces them (PyTorch DDP, FSDP,
+        // Megatron's overlapped grad reduce): only what outlasts the stage's last backward shows.
+        result.data_parallel_exposed_s = std::max(0.0, result.data_parallel_s - backward_s / pp);
+      }
+    }
+    result.latency_s = micro_batches * stage_s + result.pipeline_bubble_s +
+                       result.data_parallel_exposed_s + result.optimizer_s;
     // The device's own work in a step: its stage's share of every micro-batch.
     const double share = micro_batches / pp;
     result.layer_repeats = share;

@@ -341,7 +341,7 @@ std::string render_explain_text(const ReportInput& in) {
   if (const int zero = in.workload.zero_stage; zero > 0) {
     out += fmt::format(
         "  ZeRO-{}       optimizer state{} sharded over {} data-parallel replicas\n"
-        "               (ideal: no all-gather or reduce-scatter time{})\n",
+        "               (reduce-scatter + all-gather: an all-reduce's bytes{})\n",
         zero,
         zero == 1   ? " and its update"
         : zero == 2 ? ", its update and gradients"
@@ -360,11 +360,23 @@ std::string render_explain_text(const ReportInput& in) {
         "               stage-to-stage sends not timed\n",
         pp, pp == 1 ? "" : "s", micro, micro == 1 ? "" : "es", pp, micro, pp);
   }
-  if (replicas > 1) {
+  if (replicas > 1 && in.workload.mode != Mode::kTraining) {
     out += fmt::format(
-        "  devices      {} data-parallel replica{} of {} device{}, ideal scaling (no "
-        "communication time)\n",
+        "  devices      {} data-parallel replica{} of {} device{} (independent: no traffic)\n",
         replicas, replicas == 1 ? "" : "s", tp * pp, tp * pp == 1 ? "" : "s");
+  } else if (replicas > 1) {
+    const PerformanceParams& model = *in.params;
+    out += fmt::format(
+        "  devices      {} data-parallel replicas of {} device{}; per step one all-reduce of\n"
+        "               the device's gradients, G bytes{}: {} + 2({}-1)/{} x G / ({:.0f} % of\n"
+        "               B per direction), B the scale-up link while tensor-parallel x replicas\n"
+        "               devices fit the link's domain, else the per-device network x members\n"
+        "               per domain; overlapped with the backward of the step's last\n"
+        "               micro-batch (exposed: the rest)\n",
+        replicas, tp * pp, tp * pp == 1 ? "" : "s",
+        in.workload.zero_stage >= 3 ? " (ZeRO-3: x 1.5 for the weights' all-gathers)" : "",
+        format_duration(model.allreduce_latency(in.estimate->profile)), replicas, replicas,
+        100 * model.allreduce_efficiency);
   }
   if (in.training != nullptr) {
     out +=
@@ -449,6 +461,15 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
         in.workload.pipeline_parallel - 1, percent(e.pipeline_bubble_s / e.latency_s));
   }
   if (in.workload.tensor_parallel > 1) out += communication_text("all-reduce", e, *in.device);
+  if (training && data_parallel_replicas(in.workload) > 1) {
+    out +=
+        e.data_parallel_modelled
+            ? fmt::format("  grad sync    {} exposed of {} ({} of gradients{} over {})\n",
+                          format_duration(e.data_parallel_exposed_s),
+                          format_duration(e.data_parallel_s), format_bytes(e.data_parallel_bytes),
+                          in.workload.zero_stage >= 3 ? " and weights" : "", e.data_parallel_link)
+            : "  grad sync    not modelled (no link in the table for this many devices)\n";
+  }
   if (training) {
     out += fmt::format("  optimizer    {} ({} update)\n", format_duration(e.optimizer_s),
                        optimizer_name(in.workload.optimizer));
@@ -577,6 +598,15 @@ std::string render_estimate_json(const ReportInput& in) {
   est["allreduces"] = e.allreduces;
   est["allreduce_bytes"] = e.allreduce_bytes;
   est["communication_modelled"] = e.communication_modelled;
+  if (in.workload.mode == Mode::kTraining && data_parallel_replicas(in.workload) > 1) {
+    Json dp;
+    dp["allreduce_s"] = e.data_parallel_s;
+    dp["exposed_s"] = e.data_parallel_exposed_s;
+    dp["bytes"] = e.data_parallel_bytes;
+    dp["link"] = e.data_parallel_modelled ? Json(e.data_parallel_link) : Json(nullptr);
+    dp["modelled"] = e.data_parallel_modelled;
+    est["data_parallel"] = dp;
+  }
   est["memory_bytes"] = e.memory.total_bytes;
   est["fits"] = e.fits;
   Json memory;

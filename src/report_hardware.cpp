@@ -33,6 +33,7 @@ Json link_json(const Link& link) {
   j["bandwidth_bytes_per_s"] = link.bandwidth_bytes_per_s;
   j["direction"] = link.direction;
   if (link.peers > 0) j["peers"] = link.peers;
+  if (link.domain_devices > 0) j["domain_devices"] = link.domain_devices;
   return j;
 }
 
@@ -166,13 +167,15 @@ std::string render_device_text(const Device& d, const PerformanceParams& params)
   const auto link = [&](const char* label, const std::optional<Link>& l) {
     if (l) {
       out += fmt::format(
-          "  {:<12} {}, {} ({}){}\n", label, l->name, format_rate(l->bandwidth_bytes_per_s, "B/s"),
+          "  {:<12} {}, {} ({}){}{}\n", label, l->name,
+          format_rate(l->bandwidth_bytes_per_s, "B/s"),
           l->direction == "per_direction" ? "per direction" : l->direction,
           l->peers > 0
               ? fmt::format(", a full mesh: {} per direction to each of {} "
                             "peers",
                             format_rate(link_per_direction(*l) / l->peers, "B/s"), l->peers)
-              : "");
+              : "",
+          l->domain_devices > 0 ? fmt::format(", joins {} devices", l->domain_devices) : "");
     }
   };
   link("intra-node", d.intra_node);

@@ -258,6 +258,15 @@ capcalc_cli_ok(serving_tensor_parallel "8 devices \\(tensor-parallel 4\\).*weigh
                estimate data/models/llama2_70b.json --gpu H100 --prompt-tokens 512 --output-tokens 128 --precision fp16 --tp 4 --devices 8 --explain)
 capcalc_cli_ok(serving_tensor_parallel_json "\"devices\": 4,.*\"tensor_parallel\": 4,.*\"kv_cache_bytes_per_token\": 81920\\.0"
                estimate data/models/llama2_70b.json --gpu H100 --prompt-tokens 512 --precision fp16 --tensor-parallel 4 --format json)
+# Data parallelism: GPT-2 (124 M weights, 249 MB of bf16 gradients) over 8 RTX 4090s on PCIe
+# 4.0 (32 GB/s per direction): the all-reduce outlasts the backward pass it overlaps.
+capcalc_cli_ok(training_data_parallel_pcie "grad sync +[1-9][0-9.]* ms exposed of [0-9.]+ ms \\(249 MB of gradients over PCIe 4.0 x16\\).*devices +8 data-parallel replicas of 1 device; per step one all-reduce"
+               estimate data/models/gpt2.json --gpu rtx-4090 --mode training --devices 8 --precision bf16 --explain)
+# 64 A100s are 8 DGX nodes: the ring crosses InfiniBand, hidden behind ResNet-50's backward.
+capcalc_cli_ok(training_data_parallel_json "\"data_parallel\": \\{[^}]*\"exposed_s\": 0\\.0,[^}]*\"link\": \"InfiniBand HDR[^}]*\"modelled\": true"
+               estimate data/models/resnet50.json --gpu a100-80gb --mode training --devices 64 --precision fp16 --batch 32 --format json)
+capcalc_cli_ok(hw_show_link_domain "intra-node +NVLink 4, 900 GB/s \\(bidirectional\\), joins 8 devices"
+               hw show h100-sxm)
 # ZeRO-1 over 8 replicas of TP 8: Llama 3 70B's bf16 training state fits 80 GB H100s.
 capcalc_cli_ok(training_zero_tensor_parallel "64 devices \\(tensor-parallel 8\\), ZeRO-1.*memory +[0-9.]+ GB of 80.0 GB: fits.*ZeRO-1 +optimizer state and its update sharded over 8 data-parallel replicas"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1 --explain)

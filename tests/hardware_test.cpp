@@ -371,6 +371,15 @@ TEST_CASE("scale-up and scale-out links per device, with their direction", "[har
   REQUIRE(v5p.inter_node.has_value());
   CHECK(v5p.inter_node->bandwidth_bytes_per_s == Approx(6.25 * kGiga));
   CHECK(v5p.intra_node->bandwidth_bytes_per_s == Approx(1200 * kGiga));
+  // The devices one scale-up link joins in the reference system: DGX H100, H200 and B200
+  // ("8 x NVIDIA ConnectX-7" for eight GPUs, above), a v5p slice ("up to 6144 chips", the
+  // entry's notes); PCIe cards have none (the server decides).
+  for (const char* id : {"h100-sxm", "h200", "b200", "mi300x", "gaudi2", "gaudi3"}) {
+    CAPTURE(id);
+    CHECK(device(id).intra_node->domain_devices == 8);
+  }
+  CHECK(v5p.intra_node->domain_devices == 6144);
+  CHECK(device("h100-pcie").intra_node->domain_devices == 0);
 }
 
 TEST_CASE("MI300X stores AMD's dense figures", "[hardware]") {
@@ -656,6 +665,19 @@ TEST_CASE("parse_hardware errors name the JSON pointer", "[hardware][errors]") {
           "hw.json:/devices/0/interconnect/intra_node/peers: expected a positive integer, got 3.5");
     json["devices"][0]["interconnect"]["intra_node"]["peers"] = 7;
     CHECK(parse(json).devices[0].intra_node->peers == 7);
+  }
+  SECTION("a link's domain not a positive integer") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["interconnect"] = {{"intra_node",
+                                           {{"name", "NVLink 4"},
+                                            {"bandwidth_gb_per_s", 900},
+                                            {"direction", "bidirectional"},
+                                            {"domain_devices", -8}}}};
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/interconnect/intra_node/domain_devices: expected a positive "
+          "integer, got -8");
+    json["devices"][0]["interconnect"]["intra_node"]["domain_devices"] = 8;
+    CHECK(parse(json).devices[0].intra_node->domain_devices == 8);
   }
   SECTION("negative all-reduce latency, all-reduce efficiency above 1") {
     nlohmann::json json = minimal_table();

@@ -391,6 +391,76 @@ TEST_CASE("predict: tensor parallelism all-reduces each block's output twice ove
   CHECK(unlinked.communication_s == 0);
 }
 
+TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behind backward",
+          "[predict]") {
+  // 8 x 4096 -> 4096 in fp16: 16.8 M weights, 33.6 MB of gradients per replica.
+  const Graph g = one_linear(8, 4096, 4096);
+  const double grads = 4096.0 * 4096 * 2;
+  Device d = round_device();
+  d.intra_node = Link{"Slow link", 2e9, "bidirectional"};  // 1 GB/s per direction.
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = 10e-6;
+  p.allreduce_efficiency = 0.5;
+  Workload w;
+  w.mode = Mode::kTraining;
+  w.precision = Precision::kFp16;
+  w.devices = 8;
+  Workload inference = w;
+  inference.mode = Mode::kInference;
+  const double forward_s = estimate(g, d, p, inference).layers[0].time_s;
+  const Estimate e = estimate(g, d, p, w);
+  const double backward_s = e.layers[0].time_s - forward_s;
+  // Ring over 8: 2·7/8 of the bytes at 0.5 GB/s; backward hides its own duration of it.
+  const double ring = 10e-6 + 1.75 * grads / 0.5e9;
+  CHECK(e.data_parallel_modelled);
+  CHECK(e.data_parallel_link == "Slow link");
+  CHECK(e.data_parallel_bytes == Approx(grads));
+  CHECK(e.data_parallel_s == Approx(ring));
+  CHECK(e.data_parallel_exposed_s == Approx(ring - backward_s));
+  CHECK(e.latency_s == Approx(e.layers[0].time_s + ring - backward_s + e.optimizer_s));
+  CHECK(e.throughput_per_s == Approx(8.0 * 8 / e.latency_s));
+  // A fast link and a longer backward (batch 256): all of it hidden, a replica's step as on
+  // one device.
+  Device fast = d;
+  fast.intra_node = Link{"Fast link", 1800e9, "bidirectional"};
+  const Graph big = one_linear(256, 4096, 4096);
+  const Estimate hidden = estimate(big, fast, p, w);
+  CHECK(hidden.data_parallel_s > 0);
+  CHECK(hidden.data_parallel_exposed_s == 0);
+  Workload single = w;
+  single.devices = 1;
+  CHECK(hidden.latency_s == Approx(estimate(big, fast, p, single).latency_s));
+  CHECK(estimate(big, fast, p, single).data_parallel_s == 0);
+  // ZeRO-3 adds the weights' two all-gathers: 1.5x the bytes.
+  Workload zero3 = w;
+  zero3.zero_stage = 3;
+  CHECK(estimate(g, d, p, zero3).data_parallel_s == Approx(10e-6 + 1.5 * 1.75 * grads / 0.5e9));
+  // Beyond the link's domain (4 devices) the ring crosses the network: each of the 4 members
+  // in a domain uses its own port (1 GB/s per direction), 4 GB/s in all, below the link's.
+  fast.intra_node->domain_devices = 4;
+  const Estimate unnetworked = estimate(g, fast, p, w);
+  CHECK_FALSE(unnetworked.data_parallel_modelled);
+  CHECK(unnetworked.data_parallel_s == 0);
+  fast.inter_node = Link{"Network", 1e9, "per_direction"};
+  const Estimate across = estimate(g, fast, p, w);
+  CHECK(across.data_parallel_link == "Network");
+  CHECK(across.data_parallel_s == Approx(10e-6 + 1.75 * grads / (0.5 * 4e9)));
+  // Tensor-parallel pairs: 8 replicas of 2 span 16 devices, 2 members per domain, each
+  // reducing its half of the gradients.
+  Workload tp2 = w;
+  tp2.devices = 16;
+  tp2.tensor_parallel = 2;
+  const Estimate pairs = estimate(g, fast, p, tp2);
+  CHECK(pairs.data_parallel_bytes == Approx(grads / 2));
+  CHECK(pairs.data_parallel_s == Approx(10e-6 + 1.75 * grads / 2 / (0.5 * 2e9)));
+  // Within the domain (4 replicas) the scale-up link carries it.
+  w.devices = 4;
+  CHECK(estimate(g, fast, p, w).data_parallel_link == "Fast link");
+  // Inference replicas exchange nothing.
+  inference.devices = 8;
+  CHECK(estimate(g, d, p, inference).data_parallel_s == 0);
+}
+
 TEST_CASE("predict: ZeRO stages shard state over the data-parallel replicas", "[predict]") {
   // Rajbhandari et al. 2020 (arXiv:1910.02054), Figure 1: with Nd replicas, stage 1 keeps
   // 1/Nd of the optimizer state, stage 2 also of the gradients, stage 3 also of the weights.

@@ -53,6 +53,10 @@ struct Link {
   /// split evenly over direct links to this many other devices; 0 where a switch (NVSwitch)
   /// or a single link gives every device all of it.
   int peers = 0;
+  /// How many devices this link joins in the vendor's reference system (a DGX's 8 GPUs over
+  /// NVLink, a TPU slice over ICI): a data-parallel group larger than that crosses
+  /// `inter_node`. 0 where the table does not say (PCIe cards: it depends on the server).
+  int domain_devices = 0;
 };
 
 /// A link's bandwidth in one direction (half a bidirectional figure).

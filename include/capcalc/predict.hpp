@@ -16,13 +16,15 @@
 //
 // Training adds the backward pass (its own FLOPs, twice the forward traffic, two kernels per
 // layer; in the eager profile at the graph floor, since the autograd engine launches them from
-// C++) and the optimizer update (memory-bound), per device, with ideal data parallelism. Tensor
+// C++) and the optimizer update (memory-bound), per device. Tensor
 // parallelism splits each layer's work, weights, state, activations and KV cache evenly over the
 // replica's devices; each device still launches every kernel. Its communication is Megatron's:
 // each attention layer and the feed-forward block after it end in an all-reduce of the block's
 // output over the group (two per attention layer forward, two more backward), timed as a ring
 // over the device's scale-up link: latency + 2(n-1)/n · bytes / (efficiency · bandwidth per
-// direction). Data-parallel gradient all-reduces are not modelled (taken as overlapped).
+// direction). Data-parallel replicas all-reduce their gradients once a step by the same ring,
+// over the scale-up link within its domain, else the network; it overlaps with the last
+// micro-batch's backward and only the rest adds to the step.
 #pragma once
 
 #include <functional>
@@ -89,11 +91,11 @@ struct Workload {
   /// Training: micro-batches (of the model's batch) per optimizer step: gradient accumulation,
   /// and the number of micro-batches a pipeline runs per step.
   std::int64_t micro_batches = 1;
-  int zero_stage = 0;  ///< Training: ZeRO sharding over the data-parallel replicas (ideal): 1
-                       ///< optimizer state and its update, 2 also gradients, 3 (FSDP) also
-                       ///< weights.
-  bool checkpointing = false;                 ///< Training: recompute activations per top-level
-                                              ///< entry (block) instead of keeping them all.
+  int zero_stage = 0;          ///< Training: ZeRO sharding over the data-parallel replicas: 1
+                               ///< optimizer state and its update, 2 also gradients, 3 (FSDP) also
+                               ///< weights.
+  bool checkpointing = false;  ///< Training: recompute activations per top-level
+                               ///< entry (block) instead of keeping them all.
   std::optional<Precision> weight_precision;  ///< Weight storage (int4/int8 weight-only
                                               ///< quantisation); unset: `precision`.
   std::optional<Precision> kv_precision;      ///< KV cache storage; unset: activations'.
@@ -135,6 +137,14 @@ struct Estimate {
   int allreduces = 0;                  ///< How many per step.
   double allreduce_bytes = 0;          ///< Bytes per device all-reduced per step.
   bool communication_modelled = true;  ///< False: tensor parallel on a device with no link.
+  /// Training with data-parallel replicas: one all-reduce of the device's gradients per step
+  /// (ZeRO-3: reduce-scatter plus two all-gathers of the weights, 1.5x the bytes), overlapped
+  /// with the backward pass of the step's last micro-batch.
+  double data_parallel_s = 0;
+  double data_parallel_exposed_s = 0;  ///< The part backward does not hide (in latency_s).
+  double data_parallel_bytes = 0;      ///< Gradient bytes per device it reduces.
+  std::string data_parallel_link;      ///< The link it is timed on ("" when none).
+  bool data_parallel_modelled = true;  ///< False: replicas but no link in the table.
   double latency_s = 0;  ///< Inference: one forward pass; training: one step (all micro-batches).
   double throughput_per_s = 0;      ///< Samples per second over all replicas.
   double flops = 0;                 ///< FLOPs executed per step per device.

@@ -22,8 +22,10 @@ namespace capcalc::cli {
 // (training state sharded over the replicas).
 inline void add_parallel_options(CLI::App& sub, std::int64_t& devices,
                                  std::int64_t& tensor_parallel, int& zero_stage) {
-  sub.add_option("--devices", devices,
-                 "Devices in all: tensor-parallel groups x data-parallel replicas (ideal scaling)")
+  sub.add_option(
+         "--devices", devices,
+         "Devices in all: tensor-parallel groups x data-parallel replicas (training: one gradient "
+         "all-reduce per step, overlapped with backward)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub.add_option("--tensor-parallel,--tp", tensor_parallel,
