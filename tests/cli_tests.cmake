@@ -159,7 +159,7 @@ capcalc_cli_error(calibrate_unknown_device "unknown device \"a1000\"; did you me
 
 # compare: one row per device; JSON and CSV carry the same rows.
 # Rows by cost per 1M samples; devices without a price come after the priced ones.
-capcalc_cli_ok(compare_gpus_by_cost "resnet50 \\(25.6 M params\\), inference, fp32, batch 1: [0-9]+ devices, by cost\ndevice +latency +samples/s +memory +of GB +fits +bound +\\$/1M +kWh\n-+.*\nt4 .*\\$[0-9.]+ .*\nb200 .*\\$[0-9.]+ +[0-9.]+\nv100-pcie-16gb .* +- +[0-9.]+\nmi250x .* +- +[0-9.]+\n"
+capcalc_cli_ok(compare_gpus_by_cost "resnet50 \\(25.6 M params\\), inference, fp32, batch 1: [0-9]+ devices, by cost\ndevice +latency +samples/s +memory +of GB +fits +bound +\\$/1M +kWh\n-+.*\nt4 .*\\$[0-9.]+ .*\nb200 .*\\$[0-9.]+ +[0-9.]+\nm2-ultra .* +- +-\nm3-max .* +- +-\n"
                compare data/models/resnet50.json --type gpu --sort cost)
 # A device without the precision is shown, marked, not dropped.
 capcalc_cli_ok(compare_unsupported "\na10g +-  +- .*\n.*  a10g: no fp64 \\(has fp32"

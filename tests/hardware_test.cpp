@@ -516,6 +516,33 @@ TEST_CASE("CPU prices per socket: the EPYC 9654 by an AWS proxy, the Xeon 8480+ 
   CHECK(xeon.price->usd_per_hour == Approx(3.62 / 2));
 }
 
+TEST_CASE("V100 PCIe carries IBM Cloud's price; the MI250X and i9-13900K labelled proxies",
+          "[hardware]") {
+  // skypilot-catalog at 6cd128a, catalogs/v5/ibm/vms.csv:
+  // "gx2-8x64x1v100,V100,1.0,8,64,V100,2.497,,us-south,us-south-1"; ibm-cloud-docs/vpc at
+  // 63f33e1, vsi_is_profiles.md: "GPU -v100 profiles include 1 or 2 NVIDIA V100 PCIe 16 GB".
+  const Device& v100 = device("v100-pcie-16gb");
+  REQUIRE(v100.price.has_value());
+  CHECK(v100.price->usd_per_hour == Approx(2.497));
+  // No cloud rents an MI250X: the MI250's RunPod price stands in (lukepiette/takehome-cro-eng
+  // at cc0bdb2: 'price: "$2.10/hr"'), and the notes say so.
+  const Device& mi250x = device("mi250x");
+  REQUIRE(mi250x.price.has_value());
+  CHECK(mi250x.price->usd_per_hour == Approx(device("mi250").price->usd_per_hour));
+  CHECK(mi250x.notes.find("a proxy") != std::string::npos);
+  // RE-NODE/.github at beab8b7: "i9 14900k (32 cores) | 128 GB | 3 TB | $168.00" a month.
+  const Device& i9 = device("i9-13900k");
+  REQUIRE(i9.price.has_value());
+  CHECK(i9.price->usd_per_hour == Approx(168.0 / 730).epsilon(0.01));
+  CHECK(i9.notes.find("proxy") != std::string::npos);
+  // Nobody rents Apple's chips by the hour: no price, and the notes say why.
+  for (const char* id : {"m2-ultra", "m3-max"}) {
+    CAPTURE(id);
+    CHECK_FALSE(device(id).price.has_value());
+    CHECK(device(id).notes.find("No price") != std::string::npos);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Lookup.
 
