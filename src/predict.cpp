@@ -133,26 +133,25 @@ void add(LayerEstimate& total, const LayerEstimate& part) {
   total.time_s += part.time_s;
 }
 
-// The link a data-parallel all-reduce crosses and the bandwidth in one direction each member
-// gets. Replicas are laid out after the tensor-parallel group (Megatron's order: tensor,
-// data, pipeline), so tp x replicas devices stay within one scale-up domain when they fit;
-// otherwise each domain's members reduce over their own network ports at once (NCCL runs one
-// ring per NIC), so members per domain x the per-device network figure, at most the scale-up
-// link. No link: nullptr.
-struct DataParallelLink {
+// The link a collective of `group` devices crosses, its members `stride` devices apart, and
+// the bandwidth in one direction each member gets. Megatron's order lays out a replica's
+// tensor-parallel group first (stride 1), then the data-parallel replicas (stride tp): a
+// group stays on the scale-up link while stride x group devices fit in the link's domain;
+// beyond it each domain's members reduce over their own network ports at once (NCCL runs one
+// ring per NIC), so members per domain x the per-device network figure, at most what the
+// scale-up link gives them. No link for it: nullptr.
+struct CollectiveLink {
   const Link* link = nullptr;
   double per_direction = 0;
 };
 
-DataParallelLink data_parallel_link(const Device& device, std::int64_t tp, std::int64_t replicas) {
+CollectiveLink collective_link(const Device& device, std::int64_t stride, std::int64_t group) {
   if (!device.intra_node) return {};
   const Link& intra = *device.intra_node;
   const std::int64_t domain = intra.domain_devices;
-  if (domain == 0 || tp * replicas <= domain) {
-    return {&intra, group_per_direction(intra, replicas)};
-  }
+  if (domain == 0 || stride * group <= domain) return {&intra, group_per_direction(intra, group)};
   if (!device.inter_node) return {};
-  const std::int64_t members = std::max<std::int64_t>(1, domain / tp);
+  const std::int64_t members = std::clamp<std::int64_t>(domain / stride, 1, group);
   const double network = link_per_direction(*device.inter_node) * static_cast<double>(members);
   return {&*device.inter_node, std::min(network, group_per_direction(intra, members))};
 }
@@ -355,11 +354,13 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   // output projection and after the feed-forward block's last projection), forward; backward
   // all-reduces the gradients of the same activations.
   if (workload.tensor_parallel > 1) {
-    if (!device.intra_node) {
+    const CollectiveLink tp_link = collective_link(device, 1, workload.tensor_parallel);
+    if (tp_link.link == nullptr) {
       result.communication_modelled = false;
     } else {
-      const double per_direction =
-          group_per_direction(*device.intra_node, workload.tensor_parallel);
+      result.communication_link = tp_link.link->name;
+      result.communication_bandwidth = tp_link.per_direction;
+      const double per_direction = tp_link.per_direction;
       const double ring = 2 * (tp - 1) / tp;
       const double latency = params.allreduce_latency(result.profile);
       const double passes = training ? (workload.checkpointing ? 3 : 2) : 1;
@@ -418,14 +419,15 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     const double stage_s = (result.latency_s + result.recompute_s) / pp;
     result.pipeline_bubble_s = (pp - 1) * stage_s;
     if (replicas > 1) {
-      const DataParallelLink dp =
-          data_parallel_link(device, workload.tensor_parallel, static_cast<std::int64_t>(replicas));
+      const CollectiveLink dp =
+          collective_link(device, workload.tensor_parallel, static_cast<std::int64_t>(replicas));
       result.data_parallel_bytes =
           params_count * weight_bytes * (workload.zero_stage >= 3 ? 1.5 : 1);
       if (dp.link == nullptr) {
         result.data_parallel_modelled = false;
       } else {
         result.data_parallel_link = dp.link->name;
+        result.data_parallel_bandwidth = dp.per_direction;
         result.data_parallel_s = params.allreduce_latency(result.profile) +
                                  2 * (replicas - 1) / replicas * result.data_parallel_bytes /
                                      (params.allreduce_efficiency * dp.per_direction);

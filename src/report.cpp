@@ -149,11 +149,11 @@ std::string price_text(const Device& d, const TrainingRun& run) {
 // "  all-reduce   1.2 ms: 64 all-reduces of 512 MB in all over NVLink 4\n".
 std::string communication_text(std::string_view label, const Estimate& e, const Device& d) {
   if (!e.communication_modelled) {
-    return fmt::format("  {:<12} not modelled (no scale-up link in the table)\n", label);
+    return fmt::format("  {:<12} not modelled (no link in the table for this group)\n", label);
   }
   return fmt::format("  {:<12} {}: {} all-reduces of {} in all over {}\n", label,
                      format_duration(e.communication_s), e.allreduces,
-                     format_bytes(e.allreduce_bytes), d.intra_node ? d.intra_node->name : "-");
+                     format_bytes(e.allreduce_bytes), e.communication_link);
 }
 
 std::string render_training_text(const ReportInput& in) {
@@ -323,18 +323,19 @@ std::string render_explain_text(const ReportInput& in) {
         "  tensor par.  each layer's work, weights, state, activations{} split over {} devices;\n"
         "               each device still pays every kernel's floor\n",
         in.serving != nullptr ? " and KV cache" : "", tp);
-    if (in.device->intra_node) {
+    if (in.estimate->communication_modelled) {
       out += fmt::format(
           "  all-reduce   2 per attention layer (after its output projection and after the\n"
-          "               feed-forward block){}; each of S bytes (the layer's output) over {}:\n"
-          "               {} + 2({}-1)/{} x S / ({:.0f} % of {} per direction)\n",
+          "               feed-forward block){}; each of S bytes (the layer's output):\n"
+          "               {} + 2({}-1)/{} x S / ({:.0f} % of {} per direction)\n"
+          "               over {}\n",
           in.workload.mode == Mode::kTraining ? ", as many again in backward" : "",
-          in.device->intra_node->name,
           format_duration(model.allreduce_latency(in.estimate->profile)), tp, tp,
           100 * model.allreduce_efficiency,
-          format_rate(group_per_direction(*in.device->intra_node, tp), "B/s"));
+          format_rate(in.estimate->communication_bandwidth, "B/s"),
+          in.estimate->communication_link);
     } else {
-      out += "  all-reduce   not modelled: the table has no scale-up link for this device\n";
+      out += "  all-reduce   not modelled: the table has no link for this device and group\n";
     }
   }
   const std::int64_t replicas = data_parallel_replicas(in.workload);
@@ -372,11 +373,16 @@ std::string render_explain_text(const ReportInput& in) {
         "               B per direction), B the scale-up link while tensor-parallel x replicas\n"
         "               devices fit the link's domain, else the per-device network x members\n"
         "               per domain; overlapped with the backward of the step's last\n"
-        "               micro-batch (exposed: the rest)\n",
+        "               micro-batch (exposed: the rest){}\n",
         replicas, tp * pp, tp * pp == 1 ? "" : "s",
         in.workload.zero_stage >= 3 ? " (ZeRO-3: x 1.5 for the weights' all-gathers)" : "",
         format_duration(model.allreduce_latency(in.estimate->profile)), replicas, replicas,
-        100 * model.allreduce_efficiency);
+        100 * model.allreduce_efficiency,
+        in.estimate->data_parallel_modelled
+            ? fmt::format(";\n               here B = {} over {}",
+                          format_rate(in.estimate->data_parallel_bandwidth, "B/s"),
+                          in.estimate->data_parallel_link)
+            : "; not modelled here: no link in the table for this group");
   }
   if (in.training != nullptr) {
     out +=

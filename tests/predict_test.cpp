@@ -389,6 +389,21 @@ TEST_CASE("predict: tensor parallelism all-reduces each block's output twice ove
   const Estimate unlinked = estimate(g, round_device(), p, w);
   CHECK_FALSE(unlinked.communication_modelled);
   CHECK(unlinked.communication_s == 0);
+  // A group of 4 over a link that joins 2 devices crosses the network: with none in the table
+  // it is not modelled; with 10 GB/s per direction per device, the 2 members of each domain
+  // reduce over their own ports, 20 GB/s, below the link's 100 GB/s.
+  Device pairs = d;
+  pairs.intra_node->domain_devices = 2;
+  CHECK_FALSE(estimate(g, pairs, p, w).communication_modelled);
+  pairs.inter_node = Link{"Round network", 10e9, "per_direction"};
+  const Estimate across = estimate(g, pairs, p, w);
+  CHECK(across.communication_link == "Round network");
+  CHECK(across.communication_bandwidth == Approx(20e9));
+  CHECK(across.communication_s == Approx(4 * (10e-6 + 1.5 * bytes / (0.5 * 20e9))));
+  // Within the domain the link carries it.
+  w.devices = 2;
+  w.tensor_parallel = 2;
+  CHECK(estimate(g, pairs, p, w).communication_link == "Round link");
 }
 
 TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behind backward",

@@ -137,6 +137,8 @@ struct Estimate {
   int allreduces = 0;                  ///< How many per step.
   double allreduce_bytes = 0;          ///< Bytes per device all-reduced per step.
   bool communication_modelled = true;  ///< False: tensor parallel on a device with no link.
+  std::string communication_link;      ///< The link the tensor-parallel all-reduces cross.
+  double communication_bandwidth = 0;  ///< Bytes/s per direction each device gets on it.
   /// Training with data-parallel replicas: one all-reduce of the device's gradients per step
   /// (ZeRO-3: reduce-scatter plus two all-gathers of the weights, 1.5x the bytes), overlapped
   /// with the backward pass of the step's last micro-batch.
@@ -144,6 +146,7 @@ struct Estimate {
   double data_parallel_exposed_s = 0;  ///< The part backward does not hide (in latency_s).
   double data_parallel_bytes = 0;      ///< Gradient bytes per device it reduces.
   std::string data_parallel_link;      ///< The link it is timed on ("" when none).
+  double data_parallel_bandwidth = 0;  ///< Bytes/s per direction each device gets on it.
   bool data_parallel_modelled = true;  ///< False: replicas but no link in the table.
   double latency_s = 0;  ///< Inference: one forward pass; training: one step (all micro-batches).
   double throughput_per_s = 0;      ///< Samples per second over all replicas.
