@@ -56,6 +56,29 @@ std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context) {
   return total;
 }
 
+double kv_cache_share(const LayerCounts& counts, std::int64_t tp) {
+  const std::int64_t split = counts.kv_cache_heads > 0 ? std::min(tp, counts.kv_cache_heads) : tp;
+  return 1.0 / static_cast<double>(std::max<std::int64_t>(split, 1));
+}
+
+double kv_cache_elements_per_device(const Graph& graph, std::int64_t context, std::int64_t tp) {
+  double total = 0;
+  bool layered = false;
+  for (const Layer& layer : graph.layers) {
+    const LayerCounts& c = layer.counts;
+    if (c.kv_cache_per_token == 0) continue;
+    layered = true;
+    const std::int64_t kept =
+        c.kv_cache_window > 0 ? std::min(context, c.kv_cache_window) : context;
+    total += static_cast<double>(checked_mul(c.kv_cache_per_token, kept)) * kv_cache_share(c, tp);
+  }
+  if (!layered) {
+    total = static_cast<double>(checked_mul(graph.past_elements_per_token, context)) /
+            static_cast<double>(tp);
+  }
+  return total;
+}
+
 namespace {
 
 // Turns the layers computed only from inputs that `absent` picks into views without counts

@@ -549,6 +549,7 @@ OpResult infer_attention(OpContext& ctx) {
   if (self_attention) {
     c.kv_cache_per_token = checked_mul(2, kv_width);
     c.kv_cache_window = window;
+    c.kv_cache_heads = kv_heads;
   }
   if (cached > 0) {
     // Read the cache (the last `window` positions at most); the new K, V are already counted.
@@ -887,6 +888,110 @@ OpResult infer_position_embedding(OpContext& ctx) {
 // expert is a SwiGLU MLP down(silu(gate(x)) * up(x)) with `hidden` units, no biases. Shazeer et
 // al. 2017 (arXiv:1701.06538); Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088), and
 // Hugging Face's MixtralSparseMoeBlock. Params count every expert; MACs only the chosen ones.
+// Multi-head latent attention (DeepSeek-V2/V3, Kimi K2): queries through an optional low-rank
+// pair (q_a_proj to q_lora_rank, RMSNorm, q_b_proj to heads x (nope + rope)), keys and values
+// through one shared latent (kv_a_proj_with_mqa to kv_lora_rank plus a shared rope key,
+// RMSNorm, kv_b_proj up to heads x (nope + v)), output projection from heads x v.
+// The cache keeps the latent and the rope key, kv_lora_rank + rope per token, as serving
+// engines do (vLLM, SGLang, FlashMLA). Without a cache (training, prefill) keys and values are
+// expanded and attention runs per head over nope + rope; with one (decode) kv_b_proj is
+// absorbed: queries map into the latent, attention runs over kv_lora_rank + rope per key and
+// kv_lora_rank per value, and the context maps back out (DeepSeek-V2 paper, section 2.1.2).
+OpResult infer_mla_attention(OpContext& ctx) {
+  const Shape& x = expect_rank(ctx, 0, 3, "[batch, seq, features]");
+  const std::int64_t batch = x[0];
+  const std::int64_t s = x[1];
+  const std::int64_t d = x[2];
+  const std::int64_t heads = ctx.attrs.positive("heads");
+  const std::int64_t q_rank = ctx.attrs.non_negative("q_lora_rank", 0);
+  const std::int64_t kv_rank = ctx.attrs.positive("kv_lora_rank");
+  const std::int64_t nope = ctx.attrs.positive("qk_nope_head_dim");
+  const std::int64_t rope = ctx.attrs.positive("qk_rope_head_dim");
+  const std::int64_t v_dim = ctx.attrs.positive("v_head_dim");
+  const std::int64_t d_out = ctx.attrs.positive("out_features", d);
+  const bool causal = ctx.attrs.flag("causal", true);
+  const std::int64_t window = ctx.attrs.non_negative("window", 0);
+  if (window > 0 && !causal) ctx.attrs.fail_at("window", "a window needs \"causal\": true");
+
+  const std::int64_t qk_dim = checked_add(nope, rope);
+  const std::int64_t q_width = checked_mul(heads, qk_dim);
+  const std::int64_t latent = checked_add(kv_rank, rope);  // Cached per token.
+  const std::int64_t up_width = checked_mul(heads, checked_add(nope, v_dim));
+  const std::int64_t cached = causal ? ctx.options.kv_cache_length : 0;
+  const std::int64_t keys = checked_add(s, cached);
+  const std::int64_t pairs = formulas::attention_pairs(
+      s, keys, causal, window, cached > 0 ? CausalCounting::kHalf : ctx.options.causal);
+  const std::int64_t tokens = checked_mul(batch, s);
+
+  OpResult result;
+  LayerCounts& c = result.counts;
+  // Weights: the query path, the latent down-projection and its norm, the up-projection, out.
+  const std::int64_t q_params =
+      q_rank > 0
+          ? checked_add(checked_add(checked_mul(d, q_rank), q_rank), checked_mul(q_rank, q_width))
+          : checked_mul(d, q_width);
+  c.params =
+      checked_add(checked_add(q_params, checked_add(checked_mul(d, latent), kv_rank)),
+                  checked_add(checked_mul(kv_rank, up_width), checked_mul(heads, v_dim, d_out)));
+  const std::int64_t q_macs =
+      q_rank > 0
+          ? checked_mul(tokens, checked_add(checked_mul(d, q_rank), checked_mul(q_rank, q_width)))
+          : checked_mul(tokens, d, q_width);
+  const std::int64_t down_macs = checked_mul(tokens, d, latent);
+  const std::int64_t out_macs = checked_mul(tokens, heads, v_dim, d_out);
+  std::int64_t up_macs = 0;  // kv_b_proj: expanding the new keys and values, or absorbed.
+  std::int64_t qk_macs = 0;
+  std::int64_t av_macs = 0;
+  if (cached == 0) {
+    up_macs = checked_mul(tokens, kv_rank, up_width);
+    qk_macs = checked_mul(batch, heads, pairs, qk_dim);
+    av_macs = checked_mul(batch, heads, pairs, v_dim);
+  } else {
+    // Queries' nope part into the latent, and the latent context out to v per head.
+    up_macs = checked_mul(tokens, heads, kv_rank, checked_add(nope, v_dim));
+    qk_macs = checked_mul(batch, heads, pairs, latent);
+    av_macs = checked_mul(batch, heads, pairs, kv_rank);
+  }
+  const std::int64_t projection_macs =
+      checked_add(checked_add(q_macs, down_macs), checked_add(up_macs, out_macs));
+  c.score_macs = checked_add(qk_macs, av_macs);
+  c.macs = checked_add(projection_macs, c.score_macs);
+  const std::int64_t scores = checked_mul(batch, heads, pairs);
+  // Scale and softmax on every score (1 + 5), RMSNorm of the latents.
+  c.other_flops = checked_add(checked_mul(scores, 6), checked_mul(formulas::kRmsNormFlops, tokens,
+                                                                  checked_add(q_rank, kv_rank)));
+  c.weight_elements_read = c.params;
+  // Written once and read once each: the latents, the queries, the expanded keys and values
+  // (without a cache) and the context.
+  const std::int64_t intermediates = checked_mul(
+      tokens, checked_add(checked_add(q_rank, latent),
+                          checked_add(q_width, checked_add(cached == 0 ? up_width : 0,
+                                                           checked_mul(heads, v_dim)))));
+  c.input_elements = checked_add(sum_input_elements(ctx), intermediates);
+  Shape out{batch, s, d_out};
+  c.output_elements = checked_add(element_count(out), intermediates);
+  c.saved_elements = intermediates;
+  if (causal) {
+    c.kv_cache_per_token = latent;
+    c.kv_cache_window = window;
+    c.kv_cache_heads = 1;  // One latent for all heads: every tensor-parallel device keeps it.
+  }
+  if (cached > 0) {
+    const std::int64_t read = window > 0 ? std::min(cached, window) : cached;
+    c.kv_cache_read_elements = checked_mul(batch, read, latent);
+  }
+  // Weight and input gradients of every projection (the first one's input gradient only if
+  // the input needs one); both operands of the two products.
+  const std::int64_t reads_input =
+      checked_add(q_rank > 0 ? checked_mul(tokens, d, q_rank) : q_macs, down_macs);
+  c.backward_macs =
+      checked_add(checked_mul(projection_macs, 2) - (ctx.input_needs_grad[0] ? 0 : reads_input),
+                  checked_mul(c.score_macs, 2));
+  c.backward_other_flops = checked_mul(c.other_flops, 2);
+  result.output = std::move(out);
+  return result;
+}
+
 OpResult infer_moe(OpContext& ctx) {
   const Shape& in = expect_min_rank(ctx, 0, 1);
   const std::int64_t experts = ctx.attrs.positive("experts");
@@ -901,32 +1006,43 @@ OpResult infer_moe(OpContext& ctx) {
     ctx.attrs.fail_at("experts_per_token",
                       fmt::format("experts_per_token = {} exceeds experts = {}", top_k, experts));
   }
+  // DeepSeek's MoE: an always-on shared SwiGLU MLP of shared_hidden beside the routed
+  // experts, and a per-expert router bias (its e_score_correction_bias).
+  const std::int64_t shared_hidden = ctx.attrs.non_negative("shared_hidden", 0);
+  const bool router_bias = ctx.attrs.flag("router_bias", false);
   const std::int64_t d = in.back();
   const std::int64_t tokens = element_count(in) / d;
-  const std::int64_t router = checked_mul(d, experts);
-  const std::int64_t expert = checked_mul(3, d, hidden);   // gate, up (d x hidden), down.
+  const std::int64_t router = checked_add(checked_mul(d, experts), router_bias ? experts : 0);
+  const std::int64_t expert = checked_mul(3, d, hidden);  // gate, up (d x hidden), down.
+  const std::int64_t shared = checked_mul(3, d, shared_hidden);
   const std::int64_t routed = checked_mul(tokens, top_k);  // Token-expert pairs.
 
   OpResult result;
   LayerCounts& c = result.counts;
-  c.params = checked_add(checked_mul(experts, expert), router);
-  result.active_params = checked_add(checked_mul(top_k, expert), router);
-  const std::int64_t router_macs = checked_mul(tokens, router);
-  const std::int64_t gate_up_macs = checked_mul(routed, 2, d, hidden);
-  const std::int64_t down_macs = checked_mul(routed, d, hidden);
+  c.params = checked_add(checked_add(checked_mul(experts, expert), router), shared);
+  result.active_params = checked_add(checked_add(checked_mul(top_k, expert), router), shared);
+  const std::int64_t router_macs = checked_mul(tokens, d, experts);
+  // The shared MLP's gate and up, then its down: on every token.
+  const std::int64_t gate_up_macs =
+      checked_add(checked_mul(routed, 2, d, hidden), checked_mul(tokens, 2, d, shared_hidden));
+  const std::int64_t down_macs =
+      checked_add(checked_mul(routed, d, hidden), checked_mul(tokens, d, shared_hidden));
   c.macs = checked_add(router_macs, checked_add(gate_up_macs, down_macs));
   // Softmax over the router logits (5 per expert), then per token-expert pair SiLU (5) and the
   // gating multiply (1) per hidden unit, and the routing weight's scale and the sum (2) per
-  // output feature.
-  c.other_flops =
+  // output feature; the shared MLP's SiLU and multiply, and its sum.
+  c.other_flops = checked_add(
       checked_add(checked_mul(tokens, experts, 5),
-                  checked_mul(routed, checked_add(checked_mul(6, hidden), checked_mul(2, d))));
+                  checked_mul(routed, checked_add(checked_mul(6, hidden), checked_mul(2, d)))),
+      shared_hidden > 0 ? checked_mul(tokens, checked_add(checked_mul(6, shared_hidden), d)) : 0);
   // The experts a batch touches: at most one per token-expert pair (balanced routing).
-  c.weight_elements_read = checked_add(router, checked_mul(std::min(experts, routed), expert));
-  // Router logits, and per pair the gate and up outputs and their product: written once,
-  // read once, and kept for backward.
+  c.weight_elements_read =
+      checked_add(checked_add(router, checked_mul(std::min(experts, routed), expert)), shared);
+  // Router logits, and per pair (and per token for the shared MLP) the gate and up outputs and
+  // their product: written once, read once, and kept for backward.
   const std::int64_t intermediates =
-      checked_add(checked_mul(tokens, experts), checked_mul(routed, 3, hidden));
+      checked_add(checked_add(checked_mul(tokens, experts), checked_mul(routed, 3, hidden)),
+                  checked_mul(tokens, 3, shared_hidden));
   c.output_elements = checked_add(element_count(in), intermediates);
   c.input_elements = checked_add(element_count(in), intermediates);
   c.saved_elements = intermediates;
@@ -953,6 +1069,7 @@ constexpr std::array kOps = {
     OpKind{"matmul", 2, 2, infer_matmul},
     OpKind{"embedding", 1, 1, infer_embedding},
     OpKind{"attention", 1, 2, infer_attention},
+    OpKind{"mla_attention", 1, 1, infer_mla_attention},
     OpKind{"layernorm", 1, 1, infer_layernorm},
     OpKind{"rmsnorm", 1, 1, infer_rmsnorm},
     OpKind{"batchnorm", 1, 1, infer_batchnorm},

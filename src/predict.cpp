@@ -312,11 +312,12 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     const bool sparse_layer = sparse && has_sparse_weights(layer);
     // The output width N is the channel axis of NCHW convolutions, the last axis otherwise;
     // the reduction K is MACs per output. Attention mixes several products: no penalty.
-    const double n = layer.output.size() == 4 && layer.op != "attention"
+    const bool attention = layer.op == "attention" || layer.op == "mla_attention";
+    const double n = layer.output.size() == 4 && !attention
                          ? static_cast<double>(layer.output[1])
                          : static_cast<double>(layer.output.back());
     const double k = static_cast<double>(c.macs) / outputs;
-    const double utilisation = layer.op == "attention" || !matrix ? 1 : tile_utilisation(n, k);
+    const double utilisation = attention || !matrix ? 1 : tile_utilisation(n, k);
     const double speed = utilisation * (sparse_layer && matrix ? result.sparsity_speedup : 1);
     const bool fused = compiled && fusable(layer, workload.mode);
     const double layer_weight_bytes = sparse_layer ? sparse_weight_bytes : weight_bytes;
@@ -325,10 +326,13 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     forward.macs = static_cast<double>(c.macs - c.score_macs) / tp;
     forward.score_macs = static_cast<double>(c.score_macs) / tp;
     forward.other_flops = static_cast<double>(c.other_flops) / tp;
+    // Each device reads its share of the cache: all of it where there are fewer key/value
+    // heads (one latent) than devices.
     forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * act_bytes +
-                     static_cast<double>(c.weight_elements_read) * layer_weight_bytes +
-                     static_cast<double>(c.kv_cache_read_elements) * kv_bytes) /
-                    tp;
+                     static_cast<double>(c.weight_elements_read) * layer_weight_bytes) /
+                        tp +
+                    static_cast<double>(c.kv_cache_read_elements) * kv_bytes *
+                        kv_cache_share(c, workload.tensor_parallel);
     LayerEstimate e = roofline(forward, matrix, speed, fused, rates, floor_s);
     if (training && workload.checkpointing) result.recompute_s += e.time_s;
     if (training) {
@@ -368,7 +372,8 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       // bits (Transformer Engine, TensorRT-LLM).
       const double comm_bytes = std::max(act_bytes, 2.0);
       for (const Layer& layer : graph.layers) {
-        if (layer.op != "attention" || layer.view) continue;  // Views: dropped, no work.
+        // Views: dropped, no work.
+        if ((layer.op != "attention" && layer.op != "mla_attention") || layer.view) continue;
         const double bytes = static_cast<double>(element_count(layer.output)) * comm_bytes;
         const double t = latency + ring * bytes / (params.allreduce_efficiency * per_direction);
         result.communication_s += 2 * passes * t;
@@ -496,11 +501,12 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
                               ? activation_bytes_per_element(*workload.kv_precision)
                               : activation_bytes_per_element(workload.precision);
   const std::int64_t context = request.prompt_tokens + request.output_tokens;
-  // Tensor parallelism splits the heads, and the cache with them, over the group.
-  const auto tp = static_cast<double>(workload.tensor_parallel);
-  s.kv_bytes_per_token = static_cast<double>(kv_cache_elements(prefill, 1)) * kv_bytes / tp;
+  // Tensor parallelism splits the heads, and the cache with them, over the group (at most
+  // over as many devices as a layer has key/value heads).
+  s.kv_bytes_per_token =
+      kv_cache_elements_per_device(prefill, 1, workload.tensor_parallel) * kv_bytes;
   const double kv_per_sequence =
-      static_cast<double>(kv_cache_elements(prefill, context)) * kv_bytes / tp;
+      kv_cache_elements_per_device(prefill, context, workload.tensor_parallel) * kv_bytes;
   s.kv_bytes = kv_per_sequence * batch;
   const double weights = s.prefill.memory.weight_bytes;
   const double activations = s.prefill.memory.activation_bytes;

@@ -267,6 +267,10 @@ capcalc_cli_ok(training_data_parallel_json "\"data_parallel\": \\{[^}]*\"exposed
                estimate data/models/resnet50.json --gpu a100-80gb --mode training --devices 64 --precision fp16 --batch 32 --format json)
 capcalc_cli_ok(hw_show_link_domain "intra-node +NVLink 4, 900 GB/s \\(bidirectional\\), joins 8 devices"
                hw show h100-sxm)
+# DeepSeek-V3 from its config.json: 671 B weights, and its latent KV cache (61 layers x 576
+# elements at fp8) kept whole on each of 8 tensor-parallel H200s.
+capcalc_cli_ok(serving_deepseek_v3_latent_cache "parameters +671,026,419,200.*KV cache +35.1 kB per token"
+               estimate data/models/deepseek_v3_hf.json --gpu h200 --tp 8 --devices 8 --prompt-tokens 1024 --output-tokens 256 --precision fp8)
 # ZeRO-1 over 8 replicas of TP 8: Llama 3 70B's bf16 training state fits 80 GB H100s.
 capcalc_cli_ok(training_zero_tensor_parallel "64 devices \\(tensor-parallel 8\\), ZeRO-1.*memory +[0-9.]+ GB of 80.0 GB: fits.*ZeRO-1 +optimizer state and its update sharded over 8 data-parallel replicas"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1 --explain)

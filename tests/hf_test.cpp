@@ -182,6 +182,107 @@ TEST_CASE("hf: Qwen3-30B-A3B config has 30,532,122,624 parameters, 3.35 B active
   CHECK(t.active_params == 3353032704);
 }
 
+TEST_CASE("hf: DeepSeek-V3 config has 671.0 B parameters, 37.6 B active", "[hf][zoo]") {
+  // DeepSeek-V3 Technical Report (arXiv:2412.19437), abstract: "671B total parameters with 37B
+  // activated for each token" (the 14B multi-token-prediction module apart). Exactly, from the
+  // config (deepseek-ai/DeepSeek-V3 config.json, DeepseekV3ForCausalLM in transformers):
+  // latent attention per layer: q_a 7168 x 1536 + its norm 1536 + q_b 1536 x 128 x (128 + 64),
+  // kv_a 7168 x (512 + 64) + its norm 512 + kv_b 512 x 128 x (128 + 128), o 128 x 128 x 7168;
+  // two norms of 7168; 3 dense layers of 3 x 7168 x 18432; 58 MoE layers of 256 routed and one
+  // shared expert of 3 x 7168 x 2048, a 256 x 7168 router and its 256 correction biases;
+  // untied 129280 x 7168 embedding and head, the final norm.
+  const std::int64_t attention = 7168LL * 1536 + 1536 + 1536LL * 128 * 192 + 7168LL * 576 + 512 +
+                                 512LL * 128 * 256 + 128LL * 128 * 7168;
+  const std::int64_t expert = 3LL * 7168 * 2048;
+  const std::int64_t router = 256LL * 7168 + 256;
+  const std::int64_t moe = 256 * expert + expert + router;
+  const std::int64_t dense = 3LL * 7168 * 18432;
+  const std::int64_t outside = 2 * 129280LL * 7168 + 7168;
+  const GraphTotals t = totals_of("deepseek_v3_hf.json");
+  CHECK(t.params == 61 * (attention + 2 * 7168) + 3 * dense + 58 * moe + outside);
+  CHECK(t.params == 671026419200);
+  CHECK(std::llround(static_cast<double>(t.params) / 1e9) == 671);
+  // Per token: 8 routed experts of 256.
+  CHECK(t.active_params == t.params - 58 * (256 - 8) * expert);
+  CHECK(std::llround(static_cast<double>(t.active_params) / 1e9) == 38);  // 37.55 B.
+}
+
+TEST_CASE("hf: DeepSeek-V3 caches 576 latent elements per layer, kept whole on each TP device",
+          "[hf][serving]") {
+  // kv_lora_rank 512 + qk_rope_head_dim 64 per token per layer (DeepSeek-V2 paper, section
+  // 2.1.2: "(d_c + d_h^R) l" elements per token), against 2 x 128 heads x 192 for the keys
+  // and values it stands for. Tensor parallelism splits heads, not the one latent: every
+  // device keeps all of it (vLLM and SGLang replicate the MLA cache over the group).
+  const std::string path = capcalc::test::data_path("models/deepseek_v3_hf.json");
+  const std::string text = capcalc::read_text_file(path);
+  const auto build = [&](std::int64_t seq, std::int64_t cached) {
+    ModelOptions options;
+    options.dims["seq"] = seq;
+    options.counting.kv_cache_length = cached;
+    return capcalc::parse_model(text, "deepseek_v3_hf.json", options);
+  };
+  const Graph prefill = build(16, 0);
+  CHECK(capcalc::kv_cache_elements(prefill, 1) == 61 * 576);
+  CHECK(capcalc::kv_cache_elements_per_device(prefill, 1, 8) == Approx(61 * 576));
+  const capcalc::HardwareTable table =
+      capcalc::load_hardware(capcalc::test::data_path("hardware.json"));
+  const capcalc::Device& device = table.get("h200");
+  capcalc::Workload w;
+  w.precision = capcalc::Precision::kFp8;
+  w.devices = 8;
+  w.tensor_parallel = 8;
+  capcalc::ServingRequest request;
+  request.prompt_tokens = 1024;
+  request.output_tokens = 128;
+  const capcalc::ServingEstimate s =
+      capcalc::estimate_serving(build, device, table.performance_for(device), w, request);
+  CHECK(s.kv_bytes_per_token == Approx(61 * 576));  // fp8: 1 byte per element.
+  // A decode step reads the whole cache on every device: 1,087 cached tokens at the mean.
+  const Graph decode = build(1, s.mean_context);
+  std::int64_t read = 0;
+  for (const capcalc::Layer& layer : decode.layers)
+    read += layer.counts.kv_cache_read_elements;
+  CHECK(read == 61 * 576 * s.mean_context);
+}
+
+TEST_CASE("hf: DeepSeek layouts capcalc cannot count are errors", "[hf][errors]") {
+  const std::string base = R"({"model_type": "deepseek_v3", "vocab_size": 100, "hidden_size": 64,
+    "num_hidden_layers": 4, "intermediate_size": 128, "max_position_embeddings": 64,
+    "num_attention_heads": 4, "kv_lora_rank": 16, "qk_nope_head_dim": 8,
+    "qk_rope_head_dim": 4, "v_head_dim": 8, "n_routed_experts": 8, "moe_intermediate_size": 32,)";
+  CHECK_THROWS_WITH(capcalc::parse_model(base + R"("num_experts_per_tok": 9})", "d.json"),
+                    ContainsSubstring("d.json:/num_experts_per_tok: num_experts_per_tok = 9 "
+                                      "exceeds n_routed_experts = 8"));
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(base + R"("num_experts_per_tok": 2, "moe_layer_freq": 2})", "d.json"),
+      ContainsSubstring("d.json:/moe_layer_freq: only moe_layer_freq 1"));
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(base + R"("num_experts_per_tok": 2, "first_k_dense_replace": -1})",
+                           "d.json"),
+      ContainsSubstring("d.json:/first_k_dense_replace: expected a count (0 or more), got -1"));
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(base + R"("num_experts_per_tok": 2, "first_k_dense_replace": 5})",
+                           "d.json"),
+      ContainsSubstring("first_k_dense_replace = 5 exceeds num_hidden_layers = 4"));
+  CHECK_THROWS_WITH(capcalc::parse_model(R"({"model_type": "deepseek_v3", "vocab_size": 100,
+    "hidden_size": 64, "num_hidden_layers": 4, "intermediate_size": 128,
+    "max_position_embeddings": 64, "num_attention_heads": 4})",
+                                         "d.json"),
+                    ContainsSubstring("d.json:/kv_lora_rank: missing required key"));
+  // A working one: 1 dense layer then 3 MoE layers of 8 experts, 2 of them shared.
+  const Graph g = capcalc::parse_model(
+      base + R"("num_experts_per_tok": 2, "first_k_dense_replace": 1, "n_shared_experts": 2})",
+      "d.json");
+  int moe_layers = 0;
+  for (const capcalc::Layer& layer : g.layers) {
+    if (layer.op == "moe") {
+      ++moe_layers;
+      CHECK(layer.counts.params == 8 * 3 * 64 * 32 + 64 * 8 + 3 * 64 * 64);  // No noaux_tc.
+    }
+  }
+  CHECK(moe_layers == 3);
+}
+
 TEST_CASE("hf: Qwen3-MoE layouts capcalc cannot count are errors", "[hf][errors]") {
   const std::string base = R"({"model_type": "qwen3_moe", "vocab_size": 100, "hidden_size": 64,
     "num_hidden_layers": 4, "intermediate_size": 128, "max_position_embeddings": 64,
@@ -549,14 +650,14 @@ TEST_CASE(
     "[hf][model][errors]") {
   const std::string text = R"({"model_type": "lama", "hidden_size": 8})";
   CHECK_THROWS_AS(capcalc::parse_model(text, "cfg.json"), capcalc::Error);
-  CHECK_THROWS_WITH(
-      capcalc::parse_model(text, "cfg.json"),
-      "cfg.json:/model_type: unsupported model_type \"lama\" (supported: bert, "
-      "gemma, gemma2, gemma3, gemma3_text, gpt2, gpt_neox, llama, mistral, mixtral, phi3, qwen2, "
-      "qwen3, "
-      "qwen3_moe); did you "
-      "mean "
-      "\"llama\"?");
+  CHECK_THROWS_WITH(capcalc::parse_model(text, "cfg.json"),
+                    "cfg.json:/model_type: unsupported model_type \"lama\" (supported: bert, "
+                    "deepseek_v2, deepseek_v3, gemma, gemma2, gemma3, gemma3_text, gpt2, gpt_neox, "
+                    "llama, mistral, mixtral, phi3, qwen2, "
+                    "qwen3, "
+                    "qwen3_moe); did you "
+                    "mean "
+                    "\"llama\"?");
   CHECK_THROWS_WITH(
       capcalc::parse_model(R"({"architectures": ["T5ForConditionalGeneration"]})", "cfg.json"),
       ContainsSubstring("cfg.json:/architectures/0: unsupported architecture "
@@ -680,6 +781,90 @@ TEST_CASE("ops: moe counts every expert's parameters and the chosen experts' MAC
       "m.json:/layers/1/kind: layer \"moe\": unknown expert kind \"swiglue\"; "
       "did you mean "
       "\"swiglu\"?");
+}
+
+TEST_CASE("serving: tensor parallelism splits a GQA cache over at most its KV heads",
+          "[hf][serving]") {
+  // 2 KV heads of 4: TP 2 halves the cache per device; TP 4 cannot split it further (each
+  // pair of devices keeps the same head), so each device still keeps half.
+  ModelOptions options;
+  options.counting.kv_cache_length = 8;
+  const Graph g = capcalc::parse_model(
+      one_layer("[1, 1, 16]", R"({"name": "a", "op": "attention", "heads": 4, "kv_heads": 2,
+                 "causal": true})"),
+      "m.json", options);
+  const double whole = static_cast<double>(capcalc::kv_cache_elements(g, 10));
+  CHECK(whole == 10 * 2 * 2 * 4);  // 10 tokens x K and V x 2 heads x head_dim 4.
+  CHECK(capcalc::kv_cache_elements_per_device(g, 10, 1) == Approx(whole));
+  CHECK(capcalc::kv_cache_elements_per_device(g, 10, 2) == Approx(whole / 2));
+  CHECK(capcalc::kv_cache_elements_per_device(g, 10, 4) == Approx(whole / 2));
+}
+
+TEST_CASE("ops: moe shared experts run on every token; the router bias is a parameter", "[ops]") {
+  // DeepseekV3MoE: routed experts, plus shared_experts (one SwiGLU MLP of shared_hidden) on
+  // every token, plus e_score_correction_bias (one per expert) in the router.
+  const std::int64_t b = 2, s = 5, d = 16, e = 4, k = 2, h = 24, sh = 48;
+  const Graph g =
+      capcalc::parse_model(one_layer("[2, 5, 16]", R"({"name": "moe", "op": "moe", "experts": 4,
+                 "experts_per_token": 2, "hidden": 24, "shared_hidden": 48,
+                 "router_bias": true})"),
+                           "m.json");
+  const capcalc::LayerCounts& c = g.layers.back().counts;
+  const std::int64_t tokens = b * s;
+  CHECK(c.params == e * 3 * d * h + d * e + e + 3 * d * sh);
+  CHECK(capcalc::graph_totals(g).active_params == d + k * 3 * d * h + d * e + e + 3 * d * sh);
+  CHECK(c.macs == tokens * (d * e + k * 3 * d * h + 3 * d * sh));
+  CHECK(c.other_flops == tokens * (5 * e + k * (6 * h + 2 * d) + 6 * sh + d));
+  CHECK(c.backward_macs == 2 * c.macs);
+}
+
+TEST_CASE("ops: mla_attention counts DeepSeek's latent attention, absorbed when decoding",
+          "[ops]") {
+  // d 16, 2 heads; queries 16 -> 8 (q_lora_rank) -> 2 x (3 + 2); the latent 16 -> 4 + 2 (the
+  // rope key); up 4 -> 2 x (3 + 5); out 2 x 5 -> 16. Batch 1, 3 tokens, causal (counted full).
+  const std::int64_t s = 3, d = 16, H = 2, qr = 8, kvr = 4, n = 3, r = 2, v = 5;
+  const std::string layer = R"({"name": "a", "op": "mla_attention", "heads": 2,
+      "q_lora_rank": 8, "kv_lora_rank": 4, "qk_nope_head_dim": 3, "qk_rope_head_dim": 2,
+      "v_head_dim": 5, "causal": true})";
+  const capcalc::LayerCounts c =
+      capcalc::parse_model(one_layer("[1, 3, 16]", layer), "m.json").layers.back().counts;
+  const std::int64_t params =
+      d * qr + qr + qr * H * (n + r) + d * (kvr + r) + kvr + kvr * H * (n + v) + H * v * d;
+  CHECK(c.params == params);
+  const std::int64_t projections =
+      s * (d * qr + qr * H * (n + r)) + s * d * (kvr + r) + s * kvr * H * (n + v) + s * H * v * d;
+  const std::int64_t scores = H * s * s * (n + r) + H * s * s * v;  // QK over nope + rope; AV.
+  CHECK(c.macs == projections + scores);
+  CHECK(c.score_macs == scores);
+  CHECK(c.kv_cache_per_token == kvr + r);
+  CHECK(c.kv_cache_heads == 1);
+  CHECK(c.backward_macs == 2 * c.macs);  // The input needs a gradient (after the norm).
+  // Without the low-rank query pair: one projection 16 -> 2 x 5.
+  const capcalc::LayerCounts direct =
+      capcalc::parse_model(one_layer("[1, 3, 16]", R"({"name": "a", "op": "mla_attention",
+      "heads": 2, "kv_lora_rank": 4, "qk_nope_head_dim": 3, "qk_rope_head_dim": 2,
+      "v_head_dim": 5})"),
+                           "m.json")
+          .layers.back()
+          .counts;
+  CHECK(direct.params == params - (d * qr + qr + qr * H * (n + r)) + d * H * (n + r));
+  // Decode, one new token over 10 cached: kv_b absorbed, attention in the latent space over
+  // 11 keys (kvr + r per key for QK, kvr for AV), the cache read whole.
+  ModelOptions decode;
+  decode.counting.kv_cache_length = 10;
+  const capcalc::LayerCounts step =
+      capcalc::parse_model(one_layer("[1, 1, 16]", layer), "m.json", decode).layers.back().counts;
+  const std::int64_t absorbed =
+      (d * qr + qr * H * (n + r)) + d * (kvr + r) + H * kvr * (n + v) + H * v * d;
+  CHECK(step.score_macs == H * 11 * (kvr + r) + H * 11 * kvr);
+  CHECK(step.macs == absorbed + step.score_macs);
+  CHECK(step.kv_cache_read_elements == 10 * (kvr + r));
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(one_layer("[1, 3, 16]", R"({"name": "a", "op": "mla_attention",
+      "heads": 2, "qk_nope_head_dim": 3, "qk_rope_head_dim": 2, "v_head_dim": 5})"),
+                           "m.json"),
+      ContainsSubstring(
+          "m.json:/layers/1: layer \"a\": missing required attribute \"kv_lora_rank\""));
 }
 
 TEST_CASE("ops: attention qkv_bias and out_bias split the projection biases", "[ops]") {

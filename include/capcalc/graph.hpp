@@ -44,6 +44,9 @@ struct LayerCounts {
   std::int64_t kv_cache_per_token = 0;    ///< Self-attention: K and V elements cached per token.
   std::int64_t kv_cache_window = 0;       ///< Sliding window of that cache (0: the whole context).
   std::int64_t kv_cache_read_elements = 0;  ///< Decode: cached K, V elements read.
+  /// How many devices tensor parallelism can split this layer's cache over: its key/value
+  /// heads (1 for latent attention, whose one latent every device keeps); 0: any number.
+  std::int64_t kv_cache_heads = 0;
 
   /// Forward FLOPs: 2 per MAC plus the other FLOPs (checked).
   std::int64_t flops() const;
@@ -132,6 +135,13 @@ struct GraphTotals {
 /// Elements of the KV cache of one sequence of `context` tokens (each layer keeps at most its
 /// window; without such layers, the past inputs' elements per token).
 std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context);
+
+/// The same on one device of a tensor-parallel group of `tp`: each layer's cache split over
+/// min(tp, its kv_cache_heads) devices, replicated beyond that (as serving engines do).
+double kv_cache_elements_per_device(const Graph& graph, std::int64_t context, std::int64_t tp);
+
+/// The share of a layer's cache one device of a tensor-parallel group of `tp` keeps.
+double kv_cache_share(const LayerCounts& counts, std::int64_t tp);
 
 /// LLM decode: layers computed from prefill-only inputs alone (an image's encoder) ran once, at
 /// prefill; they become views without counts, so that a decode step does not count them again.

@@ -74,11 +74,20 @@ struct Spec {
   bool sandwich_norms = false;  // RMSNorm after attention and around the MLP (Gemma 2, 3).
   std::int64_t experts = 0;     // > 0: the MLP is a mixture of experts.
   std::int64_t experts_per_token = 0;
-  std::int64_t expert_intermediate = 0;       // Each expert's hidden size.
-  std::string moe_name = "block_sparse_moe";  // The MoE module's name in the checkpoint.
-  std::int64_t type_vocab = 0;                // BERT's token types.
-  std::vector<std::int64_t> windows;          // Per layer: sliding window, 0 for full attention.
-  std::optional<VisionSpec> vision;           // Multimodal: the image encoder beside the decoder.
+  std::int64_t expert_intermediate = 0;         // Each expert's hidden size.
+  std::string moe_name = "block_sparse_moe";    // The MoE module's name in the checkpoint.
+  std::int64_t shared_expert_intermediate = 0;  // DeepSeek: the always-on shared experts' MLP.
+  bool router_bias = false;                     // DeepSeek-V3: e_score_correction_bias.
+  std::int64_t first_dense = 0;                 // DeepSeek: leading layers with a dense MLP.
+  // Multi-head latent attention (DeepSeek-V2/V3): set when kv_lora_rank > 0.
+  std::int64_t q_lora_rank = 0;  // 0: queries projected directly (V2-Lite).
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  std::int64_t type_vocab = 0;        // BERT's token types.
+  std::vector<std::int64_t> windows;  // Per layer: sliding window, 0 for full attention.
+  std::optional<VisionSpec> vision;   // Multimodal: the image encoder beside the decoder.
 };
 
 // Located reads of a config's keys. A JSON null counts as absent: transformers
@@ -101,6 +110,16 @@ class Config {
 
   std::int64_t positive(std::string_view key, std::int64_t fallback) const {
     if (auto value = find(key)) return value->as_positive_int();
+    return fallback;
+  }
+
+  // A count that may be zero.
+  std::int64_t count(std::string_view key, std::int64_t fallback) const {
+    if (auto value = find(key)) {
+      const std::int64_t n = value->as_integer();
+      if (n < 0) value->fail(fmt::format("expected a count (0 or more), got {}", n));
+      return n;
+    }
     return fallback;
   }
 
@@ -280,6 +299,49 @@ void read_qwen3_moe(const Config& config, Spec& spec) {
   }
   if (auto dense = config.find("mlp_only_layers"); dense && dense->array_size() > 0) {
     dense->fail("layers with a dense MLP (mlp_only_layers) are not supported");
+  }
+}
+
+// DeepSeek-V2 and V3 (and Kimi K2, a deepseek_v3): multi-head latent attention, and MoE
+// layers of n_routed_experts experts (num_experts_per_tok per token) beside n_shared_experts
+// always-on ones, after first_k_dense_replace layers with a dense MLP of intermediate_size
+// (DeepseekV3DecoderLayer). V3's router also holds a per-expert e_score_correction_bias
+// (topk_method "noaux_tc"). The multi-token-prediction layers (num_nextn_predict_layers) are
+// not part of the model transformers builds, nor of the published 671B.
+void read_deepseek(const Config& config, Spec& spec) {
+  read_decoder(config, spec);
+  spec.qkv_bias = spec.out_bias = config.flag("attention_bias", false);
+  spec.tied = config.flag("tie_word_embeddings", false);
+  spec.q_lora_rank = config.optional_positive("q_lora_rank").value_or(0);
+  spec.kv_lora_rank = config.required("kv_lora_rank");
+  spec.qk_nope_head_dim = config.required("qk_nope_head_dim");
+  spec.qk_rope_head_dim = config.required("qk_rope_head_dim");
+  spec.v_head_dim = config.required("v_head_dim");
+  if (spec.qkv_bias) config.fail("attention_bias", "latent attention with biases is not supported");
+  if (auto experts = config.optional_positive("n_routed_experts")) {
+    spec.experts = *experts;
+    spec.experts_per_token = config.required("num_experts_per_tok");
+    spec.expert_intermediate = config.required("moe_intermediate_size");
+    spec.shared_expert_intermediate =
+        config.count("n_shared_experts", 0) * spec.expert_intermediate;
+    spec.first_dense = config.count("first_k_dense_replace", 0);
+    spec.router_bias = config.text("topk_method").value_or("") == "noaux_tc";
+    spec.moe_name = "mlp";
+    if (spec.experts_per_token > spec.experts) {
+      config.fail("num_experts_per_tok", fmt::format("num_experts_per_tok = {} exceeds "
+                                                     "n_routed_experts = {}",
+                                                     spec.experts_per_token, spec.experts));
+    }
+    if (spec.first_dense > spec.layers) {
+      config.fail("first_k_dense_replace",
+                  fmt::format("first_k_dense_replace = {} exceeds num_hidden_layers = {}",
+                              spec.first_dense, spec.layers));
+    }
+    if (config.positive("moe_layer_freq", 1) != 1) {
+      config.fail("moe_layer_freq",
+                  "only moe_layer_freq 1 (every layer after "
+                  "first_k_dense_replace sparse) is supported");
+    }
   }
 }
 
@@ -463,6 +525,8 @@ struct ModelType {
 // Sorted by name.
 constexpr std::array kModelTypes = {
     ModelType{"bert", "Bert", read_bert},
+    ModelType{"deepseek_v2", "DeepseekV2", read_deepseek},
+    ModelType{"deepseek_v3", "DeepseekV3", read_deepseek},
     ModelType{"gemma", "Gemma", read_gemma},
     ModelType{"gemma2", "Gemma2", read_gemma2},
     ModelType{"gemma3", "Gemma3ForConditionalGeneration", read_gemma3},
@@ -580,27 +644,43 @@ Json lm_head(std::string_view name, const Spec& spec, std::string_view embedding
 // The decoder layers as block calls: one repeated call when every layer has the
 // same window, else one call per layer ("layers.0", "layers.1", ...) with its
 // own.
-void add_layer_calls(Json& layers, std::string_view name, std::string_view block,
-                     const Spec& spec) {
+void add_layer_calls(Json& layers, std::string_view name, std::string_view block, const Spec& spec,
+                     std::string_view first_block = {}) {
   const bool uniform = std::all_of(spec.windows.begin(), spec.windows.end(),
                                    [&](std::int64_t w) { return w == spec.windows.front(); });
-  if (uniform) {
+  if (uniform && spec.first_dense == 0) {
     Json call{{"name", name}, {"block", block}, {"repeat", spec.layers}};
     if (spec.windows.front() > 0) call["args"] = Json{{"window", spec.windows.front()}};
     layers.push_back(std::move(call));
     return;
   }
   for (std::size_t i = 0; i < spec.windows.size(); ++i) {
-    Json call{{"name", fmt::format("{}.{}", name, i)}, {"block", block}};
+    const bool first = static_cast<std::int64_t>(i) < spec.first_dense;
+    Json call{{"name", fmt::format("{}.{}", name, i)}, {"block", first ? first_block : block}};
     if (spec.windows[i] > 0) call["args"] = Json{{"window", spec.windows[i]}};
     layers.push_back(std::move(call));
   }
 }
 
-Json decoder_block(const Spec& spec) {
+Json mla_attention(std::string_view name, const Spec& spec) {
+  Json entry = layer(name, "mla_attention");
+  entry["heads"] = spec.heads;
+  if (spec.q_lora_rank > 0) entry["q_lora_rank"] = spec.q_lora_rank;
+  entry["kv_lora_rank"] = spec.kv_lora_rank;
+  entry["qk_nope_head_dim"] = spec.qk_nope_head_dim;
+  entry["qk_rope_head_dim"] = spec.qk_rope_head_dim;
+  entry["v_head_dim"] = spec.v_head_dim;
+  entry["causal"] = true;
+  entry["window"] = "window";
+  return entry;
+}
+
+// One decoder layer; `sparse` false gives the dense MLP of a MoE model's leading layers.
+Json decoder_block(const Spec& spec, bool sparse = true) {
   Json body = Json::array();
   body.push_back(layer("input_layernorm", "rmsnorm"));
-  body.push_back(attention("self_attn", spec, true));
+  body.push_back(spec.kv_lora_rank > 0 ? mla_attention("self_attn", spec)
+                                       : attention("self_attn", spec, true));
   // Gemma 2 and 3 normalise the attention's and the MLP's outputs too ("sandwich" norms):
   // post_attention_layernorm is then the attention's output norm, pre_feedforward_layernorm
   // the MLP's input norm.
@@ -614,14 +694,16 @@ Json decoder_block(const Spec& spec) {
       spec.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm";
   body.push_back(layer(mlp_norm, "rmsnorm"));
   std::string mlp_out = "mlp.down_proj";
-  if (spec.experts > 0) {
+  if (spec.experts > 0 && sparse) {
     // MixtralSparseMoeBlock (Qwen3MoeSparseMoeBlock): router "gate" and SwiGLU experts w1 (gate),
-    // w3 (up), w2 (down).
+    // w3 (up), w2 (down); DeepseekV3MoE adds shared_experts, one SwiGLU MLP.
     Json moe = layer(spec.moe_name, "moe");
     moe["experts"] = spec.experts;
     moe["experts_per_token"] = spec.experts_per_token;
     moe["hidden"] = spec.expert_intermediate;
     moe["kind"] = "swiglu";
+    if (spec.shared_expert_intermediate > 0) moe["shared_hidden"] = spec.shared_expert_intermediate;
+    if (spec.router_bias) moe["router_bias"] = true;
     body.push_back(std::move(moe));
     mlp_out = spec.moe_name;
   } else {
@@ -642,9 +724,10 @@ Json decoder_block(const Spec& spec) {
 
 void emit_decoder(const Spec& spec, Json& model) {
   model["blocks"] = Json{{"decoder_layer", decoder_block(spec)}};
+  if (spec.first_dense > 0) model["blocks"]["dense_decoder_layer"] = decoder_block(spec, false);
   Json layers = Json::array();
   layers.push_back(embedding("embed_tokens", spec.vocab, spec.hidden));
-  add_layer_calls(layers, "layers", "decoder_layer", spec);
+  add_layer_calls(layers, "layers", "decoder_layer", spec, "dense_decoder_layer");
   layers.push_back(layer("norm", "rmsnorm"));
   layers.push_back(lm_head("lm_head", spec, "embed_tokens"));
   model["layers"] = std::move(layers);
@@ -811,15 +894,30 @@ void emit_vision(const Spec& spec, Json& model) {
 }
 
 std::string describe(const Spec& spec) {
+  const std::string heads =
+      spec.kv_lora_rank > 0
+          ? fmt::format(
+                "{} heads of latent attention (q_lora_rank {}, kv_lora_rank {}, qk {} + "
+                "{} rope, v {})",
+                spec.heads, spec.q_lora_rank, spec.kv_lora_rank, spec.qk_nope_head_dim,
+                spec.qk_rope_head_dim, spec.v_head_dim)
+          : fmt::format("{} heads ({} key/value heads, head_dim {})", spec.heads, spec.kv_heads,
+                        spec.head_dim);
   std::string text = fmt::format(
       "Translated from a Hugging Face config.json (model_type \"{}\"): {} "
-      "layers, hidden {}, "
-      "{} heads ({} key/value heads, head_dim {}), {} {}, vocab {}",
-      spec.model_type, spec.layers, spec.hidden, spec.heads, spec.kv_heads, spec.head_dim,
+      "layers, hidden {}, {}, {} {}, vocab {}",
+      spec.model_type, spec.layers, spec.hidden, heads,
       spec.experts > 0
           ? fmt::format("{} experts (top {}) of intermediate", spec.experts, spec.experts_per_token)
           : std::string("intermediate"),
-      spec.intermediate, spec.vocab);
+      spec.experts > 0 ? spec.expert_intermediate : spec.intermediate, spec.vocab);
+  if (spec.shared_expert_intermediate > 0) {
+    text += fmt::format(", shared experts of {}", spec.shared_expert_intermediate);
+  }
+  if (spec.first_dense > 0) {
+    text += fmt::format(", the first {} layers dense of intermediate {}", spec.first_dense,
+                        spec.intermediate);
+  }
   switch (spec.family) {
     case Family::kDecoder:
     case Family::kNeox:
