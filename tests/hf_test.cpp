@@ -207,6 +207,34 @@ TEST_CASE("hf: DeepSeek-V3 config has 671.0 B parameters, 37.6 B active", "[hf][
   CHECK(std::llround(static_cast<double>(t.active_params) / 1e9) == 38);  // 37.55 B.
 }
 
+TEST_CASE("hf: DeepSeek-V2-Lite (direct queries, 2 shared experts) has 15.7 B parameters", "[hf]") {
+  // DeepSeek-V2 paper (arXiv:2405.04434), appendix B: DeepSeek-V2-Lite has "15.7B total
+  // parameters, of which 2.4B are activated for each token"; its config.json (deepseek-ai/
+  // DeepSeek-V2-Lite): q_lora_rank null (queries projected directly), 64 routed experts of
+  // 1408 (top 6) and 2 shared, the first layer dense, topk_method "greedy" (no router bias).
+  const Graph g = capcalc::parse_model(R"({"architectures": ["DeepseekV2ForCausalLM"],
+    "model_type": "deepseek_v2", "vocab_size": 102400, "hidden_size": 2048,
+    "intermediate_size": 10944, "moe_intermediate_size": 1408, "num_hidden_layers": 27,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "n_shared_experts": 2,
+    "n_routed_experts": 64, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+    "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": null, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "topk_method": "greedy",
+    "max_position_embeddings": 163840, "tie_word_embeddings": false,
+    "attention_bias": false})",
+                                       "deepseek_v2_lite.json");
+  const GraphTotals t = capcalc::graph_totals(g);
+  const std::int64_t attention =
+      2048LL * 16 * 192 + 2048LL * 576 + 512 + 512LL * 16 * 256 + 16LL * 128 * 2048;
+  const std::int64_t expert = 3LL * 2048 * 1408;
+  const std::int64_t moe = 64 * expert + 2 * expert + 64LL * 2048;
+  CHECK(t.params ==
+        27 * (attention + 2 * 2048) + 3LL * 2048 * 10944 + 26 * moe + 2 * 102400LL * 2048 + 2048);
+  CHECK(std::llround(static_cast<double>(t.params) / 1e8) == 157);
+  // Activated without the embedding table: 2.45 B, the paper's 2.4 B.
+  const double active = static_cast<double>(t.active_params - 102400LL * 2048);
+  CHECK(std::abs(active - 2.4e9) / 2.4e9 < 0.03);
+}
+
 TEST_CASE("hf: DeepSeek-V3 caches 576 latent elements per layer, kept whole on each TP device",
           "[hf][serving]") {
   // kv_lora_rank 512 + qk_rope_head_dim 64 per token per layer (DeepSeek-V2 paper, section
