@@ -488,6 +488,9 @@ OpResult infer_attention(OpContext& ctx) {
   // Qwen3 normalises each head's queries and keys (RMSNorm over head_dim, one scale vector for
   // the queries and one for the keys) before the product.
   const bool qk_norm = ctx.attrs.flag("qk_norm", false);
+  // gpt-oss: a learned "sink" logit per head joins every query's softmax (one parameter per
+  // head, one more logit per query and head).
+  const bool sinks = ctx.attrs.flag("sinks", false);
   if (window > 0 && !causal) ctx.attrs.fail_at("window", "a window needs \"causal\": true");
   if (causal && s > s_kv) {
     ctx.fail(fmt::format("causal attention with {} queries over {} keys", s, s_kv));
@@ -533,6 +536,10 @@ OpResult infer_attention(OpContext& ctx) {
         c.other_flops,
         checked_mul(formulas::kRmsNormFlops, checked_add(checked_mul(batch, s, q_width),
                                                          checked_mul(batch, s_kv, kv_width))));
+  }
+  if (sinks) {
+    c.params = checked_add(c.params, heads);
+    c.other_flops = checked_add(c.other_flops, checked_mul(batch, heads, s, 5));
   }
   c.macs = checked_add(projection_macs, checked_mul(score_macs, 2));
   c.score_macs = checked_mul(score_macs, 2);
@@ -1010,10 +1017,14 @@ OpResult infer_moe(OpContext& ctx) {
   // experts, and a per-expert router bias (its e_score_correction_bias).
   const std::int64_t shared_hidden = ctx.attrs.non_negative("shared_hidden", 0);
   const bool router_bias = ctx.attrs.flag("router_bias", false);
+  // gpt-oss: biases on each expert's gate/up (2 x hidden) and down (d) projections.
+  const bool expert_bias = ctx.attrs.flag("expert_bias", false);
   const std::int64_t d = in.back();
   const std::int64_t tokens = element_count(in) / d;
   const std::int64_t router = checked_add(checked_mul(d, experts), router_bias ? experts : 0);
-  const std::int64_t expert = checked_mul(3, d, hidden);  // gate, up (d x hidden), down.
+  // gate, up (d x hidden), down (+ their biases).
+  const std::int64_t expert = checked_add(checked_mul(3, d, hidden),
+                                          expert_bias ? checked_add(checked_mul(2, hidden), d) : 0);
   const std::int64_t shared = checked_mul(3, d, shared_hidden);
   const std::int64_t routed = checked_mul(tokens, top_k);  // Token-expert pairs.
 
@@ -1034,7 +1045,10 @@ OpResult infer_moe(OpContext& ctx) {
   c.other_flops = checked_add(
       checked_add(checked_mul(tokens, experts, 5),
                   checked_mul(routed, checked_add(checked_mul(6, hidden), checked_mul(2, d)))),
-      shared_hidden > 0 ? checked_mul(tokens, checked_add(checked_mul(6, shared_hidden), d)) : 0);
+      checked_add(shared_hidden > 0
+                      ? checked_mul(tokens, checked_add(checked_mul(6, shared_hidden), d))
+                      : 0,
+                  expert_bias ? checked_mul(routed, checked_add(checked_mul(2, hidden), d)) : 0));
   // The experts a batch touches: at most one per token-expert pair (balanced routing).
   c.weight_elements_read =
       checked_add(checked_add(router, checked_mul(std::min(experts, routed), expert)), shared);

@@ -439,11 +439,18 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
     out += fmt::format("  backward     {} FLOPs\n",
                        format_count(per_sample(t.backward_flops, g.batch)));
   }
-  const auto tp = static_cast<double>(in.workload.tensor_parallel);
+  // The whole model's weights at their storage precision; per device what its share holds
+  // (tensor and pipeline splits, ZeRO-3 shards).
+  const Precision stored = in.workload.weight_precision.value_or(precision);
+  const double all_weights = static_cast<double>(t.params) * weight_bytes_per_element(stored);
+  const bool split = in.workload.tensor_parallel * in.workload.pipeline_parallel > 1 ||
+                     (training && in.workload.zero_stage >= 3);
+  const bool sparse = in.workload.sparsity == Sparsity::k2of4;
   out += fmt::format(
-      "  weights      {} at {}{}\n", format_bytes(e.memory.weight_bytes * tp),
-      precision_name(precision),
-      tp > 1 ? fmt::format(", {} per device", format_bytes(e.memory.weight_bytes)) : std::string());
+      "  weights      {} at {}{}\n", format_bytes(all_weights), precision_name(stored),
+      split    ? fmt::format(", {} per device", format_bytes(e.memory.weight_bytes))
+      : sparse ? fmt::format(", {} stored 2:4 sparse", format_bytes(e.memory.weight_bytes))
+               : std::string());
 
   out += "\nDevice\n";
   out += fmt::format("  compute      {}\n", describe_peak(d, precision));

@@ -271,6 +271,9 @@ capcalc_cli_ok(hw_show_link_domain "intra-node +NVLink 4, 900 GB/s \\(bidirectio
 # elements at fp8) kept whole on each of 8 tensor-parallel H200s.
 capcalc_cli_ok(serving_deepseek_v3_latent_cache "parameters +671,026,419,200.*KV cache +35.1 kB per token"
                estimate data/models/deepseek_v3_hf.json --gpu h200 --tp 8 --devices 8 --prompt-tokens 1024 --output-tokens 256 --precision fp8)
+# gpt-oss-120b with 4-bit weights fits one 80 GB H100; the weights line says their precision.
+capcalc_cli_ok(serving_gpt_oss_int4_fits "parameters +116,829,156,672.*weights +60.2 GB at int4.*memory +[0-9.]+ GB of 80.0 GB: fits"
+               estimate data/models/gpt_oss_120b_hf.json --gpu h100 --precision bf16 --weight-precision int4 --prompt-tokens 1024 --output-tokens 256)
 # ZeRO-1 over 8 replicas of TP 8: Llama 3 70B's bf16 training state fits 80 GB H100s.
 capcalc_cli_ok(training_zero_tensor_parallel "64 devices \\(tensor-parallel 8\\), ZeRO-1.*memory +[0-9.]+ GB of 80.0 GB: fits.*ZeRO-1 +optimizer state and its update sharded over 8 data-parallel replicas"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1 --explain)

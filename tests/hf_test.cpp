@@ -235,6 +235,39 @@ TEST_CASE("hf: DeepSeek-V2-Lite (direct queries, 2 shared experts) has 15.7 B pa
   CHECK(std::abs(active - 2.4e9) / 2.4e9 < 0.03);
 }
 
+TEST_CASE("hf: gpt-oss-120b has 116.83 B parameters, 5.13 B active; gpt-oss-20b 20.91 B",
+          "[hf][zoo]") {
+  // OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card" (arXiv:2508.10925), table 1: 120b 116.83 B
+  // total, 5.13 B active (MLP 114.71 B, attention 0.96 B, embed + unembed 1.16 B; active counts
+  // the unembedding, not the embedding); 20b 20.91 B, 3.61 B. From openai/gpt-oss-120b's
+  // config.json: per layer attention 2880 -> 64 x 64 queries and 2 x 8 x 64 keys and values,
+  // all with biases, output 4096 -> 2880 with bias, 64 sinks; 128 experts of gate/up
+  // 2880 -> 2 x 2880 and down 2880 -> 2880, with biases, a 2880 x 128 router with bias.
+  const std::int64_t attention =
+      2880LL * 4096 + 4096 + 2 * (2880LL * 512 + 512) + 4096LL * 2880 + 2880 + 64;
+  const std::int64_t expert = 2880LL * 5760 + 5760 + 2880LL * 2880 + 2880;
+  const std::int64_t embedding = 201088LL * 2880;
+  const auto total = [&](std::int64_t layers, std::int64_t experts) {
+    return layers * (attention + experts * expert + 2880 * experts + experts + 2 * 2880) +
+           2 * embedding + 2880;
+  };
+  const GraphTotals big = totals_of("gpt_oss_120b_hf.json");
+  CHECK(big.params == total(36, 128));
+  CHECK(std::llround(static_cast<double>(big.params) / 1e7) == 11683);
+  CHECK(std::llround(static_cast<double>(big.active_params - embedding) / 1e7) == 513);
+  // gpt-oss-20b: the same layers, 24 of them with 32 experts each.
+  nlohmann::json small = config_of("gpt_oss_120b_hf.json");
+  small["num_hidden_layers"] = 24;
+  small["num_local_experts"] = 32;
+  small["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 24; ++i)
+    small["layer_types"].push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+  const GraphTotals t = capcalc::graph_totals(capcalc::parse_model(small.dump(), "20b.json"));
+  CHECK(t.params == total(24, 32));
+  CHECK(std::llround(static_cast<double>(t.params) / 1e7) == 2091);
+  CHECK(std::llround(static_cast<double>(t.active_params - embedding) / 1e7) == 361);
+}
+
 TEST_CASE("hf: DeepSeek-V3 caches 576 latent elements per layer, kept whole on each TP device",
           "[hf][serving]") {
   // kv_lora_rank 512 + qk_rope_head_dim 64 per token per layer (DeepSeek-V2 paper, section
@@ -678,14 +711,15 @@ TEST_CASE(
     "[hf][model][errors]") {
   const std::string text = R"({"model_type": "lama", "hidden_size": 8})";
   CHECK_THROWS_AS(capcalc::parse_model(text, "cfg.json"), capcalc::Error);
-  CHECK_THROWS_WITH(capcalc::parse_model(text, "cfg.json"),
-                    "cfg.json:/model_type: unsupported model_type \"lama\" (supported: bert, "
-                    "deepseek_v2, deepseek_v3, gemma, gemma2, gemma3, gemma3_text, gpt2, gpt_neox, "
-                    "llama, mistral, mixtral, phi3, qwen2, "
-                    "qwen3, "
-                    "qwen3_moe); did you "
-                    "mean "
-                    "\"llama\"?");
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(text, "cfg.json"),
+      "cfg.json:/model_type: unsupported model_type \"lama\" (supported: bert, "
+      "deepseek_v2, deepseek_v3, gemma, gemma2, gemma3, gemma3_text, gpt2, gpt_neox, gpt_oss, "
+      "llama, mistral, mixtral, phi3, qwen2, "
+      "qwen3, "
+      "qwen3_moe); did you "
+      "mean "
+      "\"llama\"?");
   CHECK_THROWS_WITH(
       capcalc::parse_model(R"({"architectures": ["T5ForConditionalGeneration"]})", "cfg.json"),
       ContainsSubstring("cfg.json:/architectures/0: unsupported architecture "
@@ -844,6 +878,35 @@ TEST_CASE("ops: moe shared experts run on every token; the router bias is a para
   CHECK(c.macs == tokens * (d * e + k * 3 * d * h + 3 * d * sh));
   CHECK(c.other_flops == tokens * (5 * e + k * (6 * h + 2 * d) + 6 * sh + d));
   CHECK(c.backward_macs == 2 * c.macs);
+}
+
+TEST_CASE("ops: gpt-oss attention sinks and expert biases are parameters", "[ops]") {
+  // One sink logit per head; per expert a gate/up bias (2 h) and a down bias (d), and the
+  // router's bias, one per expert.
+  const capcalc::LayerCounts plain =
+      capcalc::parse_model(one_layer("[1, 3, 16]", R"({"name": "a", "op": "attention",
+      "heads": 4, "causal": true})"),
+                           "m.json")
+          .layers.back()
+          .counts;
+  const capcalc::LayerCounts sinks =
+      capcalc::parse_model(one_layer("[1, 3, 16]", R"({"name": "a", "op": "attention",
+      "heads": 4, "causal": true, "sinks": true})"),
+                           "m.json")
+          .layers.back()
+          .counts;
+  CHECK(sinks.params == plain.params + 4);
+  CHECK(sinks.other_flops == plain.other_flops + 4 * 3 * 5);  // A softmax entry per query-head.
+  CHECK(sinks.macs == plain.macs);
+  const capcalc::LayerCounts biased =
+      capcalc::parse_model(one_layer("[2, 5, 16]", R"({"name": "moe", "op": "moe", "experts": 4,
+                 "experts_per_token": 2, "hidden": 24, "expert_bias": true,
+                 "router_bias": true})"),
+                           "m.json")
+          .layers.back()
+          .counts;
+  CHECK(biased.params == 4 * (3 * 16 * 24 + 2 * 24 + 16) + 16 * 4 + 4);
+  CHECK(biased.other_flops == 10 * (5 * 4 + 2 * (6 * 24 + 2 * 16 + 2 * 24 + 16)));
 }
 
 TEST_CASE("ops: mla_attention counts DeepSeek's latent attention, absorbed when decoding",

@@ -78,6 +78,8 @@ struct Spec {
   std::string moe_name = "block_sparse_moe";    // The MoE module's name in the checkpoint.
   std::int64_t shared_expert_intermediate = 0;  // DeepSeek: the always-on shared experts' MLP.
   bool router_bias = false;                     // DeepSeek-V3: e_score_correction_bias.
+  bool expert_bias = false;                     // gpt-oss: biases in every expert.
+  bool attention_sinks = false;                 // gpt-oss: a learned sink logit per head.
   std::int64_t first_dense = 0;                 // DeepSeek: leading layers with a dense MLP.
   // Multi-head latent attention (DeepSeek-V2/V3): set when kv_lora_rank > 0.
   std::int64_t q_lora_rank = 0;  // 0: queries projected directly (V2-Lite).
@@ -345,6 +347,29 @@ void read_deepseek(const Config& config, Spec& spec) {
   }
 }
 
+// gpt-oss (GptOssForCausalLM): GQA attention with biases and a learned sink per head, every
+// MLP a mixture of num_local_experts experts of intermediate_size (top num_experts_per_tok)
+// whose router and experts carry biases (GptOssTopKRouter, GptOssExperts), sliding windows
+// on the layers layer_types names. Its clamped SwiGLU counts as SwiGLU.
+void read_gpt_oss(const Config& config, Spec& spec) {
+  read_decoder(config, spec);
+  spec.qkv_bias = spec.out_bias = config.flag("attention_bias", true);
+  spec.tied = config.flag("tie_word_embeddings", false);
+  spec.attention_sinks = true;
+  spec.experts = config.required("num_local_experts");
+  spec.experts_per_token =
+      config.positive("num_experts_per_tok", config.positive("experts_per_token", 4));
+  spec.expert_intermediate = spec.intermediate;
+  spec.router_bias = spec.expert_bias = true;
+  spec.moe_name = "mlp";
+  if (spec.experts_per_token > spec.experts) {
+    config.fail("num_experts_per_tok", fmt::format("num_experts_per_tok = {} exceeds "
+                                                   "num_local_experts = {}",
+                                                   spec.experts_per_token, spec.experts));
+  }
+  read_windows(config, spec, true);
+}
+
 void read_gemma(const Config& config, Spec& spec) {
   read_decoder(config, spec);
   if (!config.find("head_dim")) spec.head_dim = 256;  // GemmaConfig's default.
@@ -533,6 +558,7 @@ constexpr std::array kModelTypes = {
     ModelType{"gemma3_text", "Gemma3", read_gemma3_text},
     ModelType{"gpt2", "GPT2", read_gpt2},
     ModelType{"gpt_neox", "GPTNeoX", read_gpt_neox},
+    ModelType{"gpt_oss", "GptOss", read_gpt_oss},
     ModelType{"llama", "Llama", read_llama},
     ModelType{"mistral", "Mistral", read_mistral},
     ModelType{"mixtral", "Mixtral", read_mixtral},
@@ -619,6 +645,7 @@ Json attention(std::string_view name, const Spec& spec, bool causal) {
   entry["causal"] = causal;
   if (causal) entry["window"] = "window";
   if (spec.qk_norm) entry["qk_norm"] = true;
+  if (spec.attention_sinks) entry["sinks"] = true;
   if (spec.qkv_bias == spec.out_bias) {
     entry["bias"] = spec.qkv_bias;
   } else {
@@ -704,6 +731,7 @@ Json decoder_block(const Spec& spec, bool sparse = true) {
     moe["kind"] = "swiglu";
     if (spec.shared_expert_intermediate > 0) moe["shared_hidden"] = spec.shared_expert_intermediate;
     if (spec.router_bias) moe["router_bias"] = true;
+    if (spec.expert_bias) moe["expert_bias"] = true;
     body.push_back(std::move(moe));
     mlp_out = spec.moe_name;
   } else {
