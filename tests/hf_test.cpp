@@ -268,6 +268,32 @@ TEST_CASE("hf: gpt-oss-120b has 116.83 B parameters, 5.13 B active; gpt-oss-20b 
   CHECK(std::llround(static_cast<double>(t.active_params - embedding) / 1e7) == 361);
 }
 
+TEST_CASE("hf: Kimi K2 (model_type kimi_k2, a DeepseekV3ForCausalLM) has 1.03 T parameters",
+          "[hf]") {
+  // moonshotai/Kimi-K2-Instruct model card: "Total Parameters 1T", "Activated Parameters 32B";
+  // its config.json names its own model_type ("kimi_k2") on DeepseekV3ForCausalLM: 384 experts,
+  // 64 heads, 1 dense layer, vocab 163840. The architecture decides how it is built.
+  const Graph g = capcalc::parse_model(R"({"architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "kimi_k2", "vocab_size": 163840, "hidden_size": 7168,
+    "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61,
+    "num_attention_heads": 64, "num_key_value_heads": 64, "n_shared_experts": 1,
+    "n_routed_experts": 384, "num_experts_per_tok": 8, "first_k_dense_replace": 1,
+    "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "topk_method": "noaux_tc",
+    "max_position_embeddings": 131072, "tie_word_embeddings": false})",
+                                       "kimi_k2.json");
+  const GraphTotals t = capcalc::graph_totals(g);
+  CHECK(t.params == 1026408232448);
+  CHECK(std::llround(static_cast<double>(t.params) / 1e12) == 1);
+  // Activated without the embedding table: 31.7 B, the card's 32 B.
+  CHECK(std::llround(static_cast<double>(t.active_params - 163840LL * 7168) / 1e9) == 32);
+  // An unknown model_type on an unknown architecture is still an error.
+  CHECK_THROWS_WITH(capcalc::parse_model(R"({"architectures": ["KimiForCausalLM"],
+    "model_type": "kimi_k2"})",
+                                         "k.json"),
+                    ContainsSubstring("k.json:/model_type: unsupported model_type \"kimi_k2\""));
+}
+
 TEST_CASE("hf: DeepSeek-V3 caches 576 latent elements per layer, kept whole on each TP device",
           "[hf][serving]") {
   // kv_lora_rank 512 + qk_rope_head_dim 64 per token per layer (DeepSeek-V2 paper, section

@@ -597,6 +597,11 @@ const ModelType& model_type_of(const Config& config) {
   if (auto model_type = config.find("model_type")) {
     const std::string name = model_type->as_string();
     if (const ModelType* type = find_type(name)) return *type;
+    // A model of its own name on a known architecture (Kimi K2's "kimi_k2" is a
+    // DeepseekV3ForCausalLM): the architecture class says how transformers builds it.
+    if (auto classes = config.find("architectures"); classes && classes->array_size() > 0) {
+      if (const ModelType* type = type_of_class(classes->at(0).as_string())) return *type;
+    }
     model_type->fail(with_suggestion(
         fmt::format("unsupported model_type \"{}\" (supported: {})", name, supported_list()), name,
         hf_model_types()));
