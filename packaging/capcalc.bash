@@ -23,7 +23,7 @@ _capcalc() {
   local model_flags="--batch --set --causal --input-shape --strict --omit-input"
   local hw_flags="--hardware --hardware-file"
   local workload_flags="--gpu --hw --device --precision --mode --profile --optimizer --devices
-    --tensor-parallel --tp --pipeline-parallel --pp --micro-batches --zero"
+    --tensor-parallel --tp --pipeline-parallel --pp --micro-batches --virtual-stages --zero"
   local run_flags="--dataset-size --epochs --tokens --price-per-hour"
 
   # The subcommand: the first word that is not an option.
@@ -72,7 +72,7 @@ _capcalc() {
       COMPREPLY=($(compgen -d -- "$cur"))
       return ;;
     -b | --batch | --set | --input-shape | --devices | --tensor-parallel | --tp | --pipeline-parallel | --pp | \
-      --micro-batches | --zero | --dataset-size | --epochs | --tokens | \
+      --micro-batches | --virtual-stages | --zero | --dataset-size | --epochs | --tokens | \
       --price-per-hour | --top | --prompt-tokens | --output-tokens | --seconds | -s | \
       --threads | -j | --label | --max-*)
       return ;;
@@ -105,10 +105,10 @@ _capcalc() {
     compare)
       flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
              --batch --profile --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp
-             --micro-batches --zero $run_flags --format" ;;
+             --micro-batches --virtual-stages --zero $run_flags --format" ;;
     check)
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile
-             --devices --tensor-parallel --tp --pipeline-parallel --pp --micro-batches --zero $run_flags
+             --devices --tensor-parallel --tp --pipeline-parallel --pp --micro-batches --virtual-stages --zero $run_flags
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --must-fit --format --output" ;;
     roofline | report)

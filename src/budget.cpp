@@ -71,10 +71,10 @@ std::string parent_dir(const std::string& path) {
 
 // Keys a budget (or "defaults") may hold.
 // clang-format off
-constexpr std::array<std::string_view, 18> kBudgetKeys = {
+constexpr std::array<std::string_view, 19> kBudgetKeys = {
     "name", "model", "devices", "batch", "set", "precision", "mode", "profile", "data_parallel",
-    "tensor_parallel", "pipeline_parallel", "micro_batches", "zero_stage", "dataset_size",
-    "epochs", "tokens", "price_per_hour_usd", "limits"};
+    "tensor_parallel", "pipeline_parallel", "micro_batches", "virtual_stages", "zero_stage",
+    "dataset_size", "epochs", "tokens", "price_per_hour_usd", "limits"};
 // clang-format on
 
 void check_keys(const JsonView& object, const std::vector<std::string_view>& known) {
@@ -202,6 +202,9 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
   }
   if (auto micro = lookup(view, defaults, "micro_batches")) {
     workload.micro_batches = micro->as_positive_int();
+  }
+  if (auto virtual_stages = lookup(view, defaults, "virtual_stages")) {
+    workload.virtual_stages = virtual_stages->as_positive_int();
   }
   if (auto zero = lookup(view, defaults, "zero_stage")) {
     const std::int64_t stage = zero->as_integer();

@@ -168,6 +168,7 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
   out.tensor_parallel = request.workload.tensor_parallel;
   out.pipeline_parallel = request.workload.pipeline_parallel;
   out.micro_batches = request.workload.micro_batches;
+  out.virtual_stages = request.workload.virtual_stages;
   out.zero_stage = request.workload.zero_stage;
   out.sort = sort;
   out.batch_sweep = graphs.size() > 1;

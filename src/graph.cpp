@@ -157,6 +157,12 @@ GraphTotals graph_totals(const Graph& graph) {
   for (const auto& [group, elements] : result) {
     totals.checkpointed_elements = checked_add(totals.checkpointed_elements, elements);
   }
+  if (!result.empty()) {
+    const std::int32_t last = result.rbegin()->first;
+    for (const auto& [group, elements] : result) {
+      if (group != last) totals.boundary_elements = std::max(totals.boundary_elements, elements);
+    }
+  }
 
   // Liveness. A view shares the storage of the value it reads; storage lives from the step
   // that creates it to the last step that reads it (or any view of it); model inputs from the

@@ -156,6 +156,24 @@ CollectiveLink collective_link(const Device& device, std::int64_t stride, std::i
   return {&*device.inter_node, std::min(network, group_per_direction(intra, members))};
 }
 
+// The link between neighbouring pipeline stages: stages are the outermost split (Megatron's
+// order), so they share the scale-up link while the whole job (tp x replicas x pp devices)
+// fits its domain, else each device sends over its own network port.
+struct PipelineLink {
+  const Link* link = nullptr;
+  double per_direction = 0;
+};
+
+PipelineLink pipeline_link(const Device& device, std::int64_t devices) {
+  if (!device.intra_node) return {};
+  const Link& intra = *device.intra_node;
+  if (intra.domain_devices == 0 || devices <= intra.domain_devices) {
+    return {&intra, group_per_direction(intra, 2)};
+  }
+  if (!device.inter_node) return {};
+  return {&*device.inter_node, link_per_direction(*device.inter_node)};
+}
+
 }  // namespace
 
 std::string_view bound_name(Bound bound) {
@@ -228,10 +246,6 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
   if (workload.devices < 1) throw Error({}, "the number of devices must be at least 1");
   if (workload.tensor_parallel < 1)
     throw Error({}, "the tensor-parallel degree must be at least 1");
-  if (workload.devices % workload.tensor_parallel != 0) {
-    throw Error({}, fmt::format("{} devices do not split into tensor-parallel groups of {}",
-                                workload.devices, workload.tensor_parallel));
-  }
   if (workload.pipeline_parallel < 1 || workload.micro_batches < 1) {
     throw Error({}, "pipeline stages and micro-batches must be at least 1");
   }
@@ -241,10 +255,26 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
   }
   const std::int64_t group = workload.tensor_parallel * workload.pipeline_parallel;
   if (workload.devices % group != 0) {
-    throw Error({}, fmt::format("{} devices do not split into model replicas of {} "
-                                "(tensor-parallel {} x pipeline {})",
-                                workload.devices, group, workload.tensor_parallel,
-                                workload.pipeline_parallel));
+    throw Error({}, workload.pipeline_parallel == 1
+                        ? fmt::format("{} devices do not split into tensor-parallel groups of {}",
+                                      workload.devices, workload.tensor_parallel)
+                        : fmt::format("{} devices do not split into model replicas of {} "
+                                      "(tensor-parallel {} x pipeline {})",
+                                      workload.devices, group, workload.tensor_parallel,
+                                      workload.pipeline_parallel));
+  }
+  if (workload.virtual_stages < 1) throw Error({}, "virtual stages must be at least 1");
+  if (workload.virtual_stages > 1) {
+    if (workload.pipeline_parallel < 2) {
+      throw Error({}, "virtual stages interleave a pipeline: add --pipeline-parallel 2 or more");
+    }
+    // Megatron-LM: "number of microbatches ... should be divisible by pipeline-parallel size
+    // when using interleaved schedule".
+    if (workload.micro_batches % workload.pipeline_parallel != 0) {
+      throw Error({}, fmt::format("the interleaved schedule needs micro-batches ({}) to be a "
+                                  "multiple of the pipeline stages ({})",
+                                  workload.micro_batches, workload.pipeline_parallel));
+    }
   }
   if (workload.zero_stage < 0 || workload.zero_stage > 3) {
     throw Error(
@@ -262,8 +292,11 @@ std::string parallelism_text(const Workload& workload) {
     text += fmt::format(" (tensor-parallel {})", workload.tensor_parallel);
   }
   if (workload.pipeline_parallel > 1 || workload.micro_batches > 1) {
-    text += fmt::format(" (pipeline {} x {} micro-batch{})", workload.pipeline_parallel,
-                        workload.micro_batches, workload.micro_batches == 1 ? "" : "es");
+    text += fmt::format(" (pipeline {} x {} micro-batch{}{})", workload.pipeline_parallel,
+                        workload.micro_batches, workload.micro_batches == 1 ? "" : "es",
+                        workload.virtual_stages > 1
+                            ? fmt::format(", {} virtual stages", workload.virtual_stages)
+                            : "");
   }
   if (workload.zero_stage > 0) text += fmt::format(", ZeRO-{}", workload.zero_stage);
   return text;
@@ -414,15 +447,51 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     if (zero >= 3) memory.weight_bytes /= shards;
     // 1F1B: the first stage holds min(pp, micro-batches) micro-batches' activations of its
     // 1/pp of the layers; gradient accumulation alone (pp = 1) holds one at a time.
+    // Interleaved, Megatron-LM's schedule warms up 2(P-1) + (V-1)P chunk passes on the first
+    // stage and keeps one more in flight, each over 1/(P V) of the layers: 1 + (P-1)/(P V)
+    // micro-batches' worth for many micro-batches (Korthikanti et al. 2022).
+    const auto virtual_stages = static_cast<double>(workload.virtual_stages);
+    const double in_flight = workload.virtual_stages == 1
+                                 ? std::min(pp, micro_batches) / pp
+                                 : std::min(2 * (pp - 1) + (virtual_stages - 1) * pp + 1,
+                                            micro_batches * virtual_stages) /
+                                       (pp * virtual_stages);
     memory.activation_bytes =
         static_cast<double>(workload.checkpointing ? totals.checkpointed_elements
                                                    : totals.activation_elements) *
-        act_bytes / tp * std::min(pp, micro_batches) / pp;
+        act_bytes / tp * in_flight;
     // One micro-batch through the whole model (forward, backward, recompute, all-reduces);
     // each stage takes 1/pp of it, micro-batch after micro-batch, and the pipeline fills and
-    // drains: (micro-batches + pp - 1) stage times, then the optimizer update of the stage.
-    const double stage_s = (result.latency_s + result.recompute_s) / pp;
-    result.pipeline_bubble_s = (pp - 1) * stage_s;
+    // drains: (micro-batches + pp - 1) stage times (interleaved: the fill and drain take 1/V
+    // of that), then the optimizer update of the stage.
+    double stage_s = (result.latency_s + result.recompute_s) / pp;
+    double sends_per_micro_batch = 0;
+    if (workload.pipeline_parallel > 1) {
+      // Each micro-batch sends its boundary activation forward and receives its gradient
+      // back, 1/tp of it per device (Megatron's scatter-gather), once per chunk. 1F1B blocks
+      // on them; the interleaved schedule overlaps them with its chunks' compute.
+      const PipelineLink link =
+          pipeline_link(device, workload.tensor_parallel * static_cast<std::int64_t>(replicas) *
+                                    workload.pipeline_parallel);
+      result.pipeline_send_bytes =
+          static_cast<double>(totals.boundary_elements) * std::max(act_bytes, 2.0) / tp;
+      if (link.link == nullptr) {
+        result.pipeline_sends_modelled = false;
+      } else {
+        result.pipeline_link = link.link->name;
+        const double send =
+            params.allreduce_latency(result.profile) +
+            result.pipeline_send_bytes / (params.allreduce_efficiency * link.per_direction);
+        const double chunk_s = stage_s / virtual_stages;
+        sends_per_micro_batch = workload.virtual_stages == 1
+                                    ? 2 * send
+                                    : virtual_stages * std::max(0.0, 2 * send - chunk_s);
+        stage_s += sends_per_micro_batch;
+      }
+    }
+    result.pipeline_bubble_s = (pp - 1) * stage_s / virtual_stages;
+    // The sends' share of the step: in every stage time, the bubble's included.
+    result.pipeline_send_s = (micro_batches + (pp - 1) / virtual_stages) * sends_per_micro_batch;
     if (replicas > 1) {
       const CollectiveLink dp =
           collective_link(device, workload.tensor_parallel, static_cast<std::int64_t>(replicas));

@@ -352,14 +352,31 @@ std::string render_explain_text(const ReportInput& in) {
   }
   const std::int64_t pp = in.workload.pipeline_parallel;
   const std::int64_t micro = in.workload.micro_batches;
-  if (pp > 1 || micro > 1) {
+  const std::int64_t v = in.workload.virtual_stages;
+  if ((pp > 1 || micro > 1) && v == 1) {
     out += fmt::format(
         "  pipeline     {} stage{} x {} micro-batch{}, 1F1B: each stage holds 1/{} of the layers,\n"
         "               weights and state (an even split); step = (M + P - 1) x (one\n"
         "               micro-batch's forward + backward) / P + optimizer = ({} + {} - 1) x\n"
-        "               stage time; at most min(P, M) micro-batches' activations in flight;\n"
-        "               stage-to-stage sends not timed\n",
+        "               stage time; at most min(P, M) micro-batches' activations in flight\n",
         pp, pp == 1 ? "" : "s", micro, micro == 1 ? "" : "es", pp, micro, pp);
+  } else if (pp > 1) {
+    out += fmt::format(
+        "  pipeline     {} stages x {} chunks x {} micro-batches, interleaved 1F1B (Megatron):\n"
+        "               each stage holds {} chunks of 1/{} of the layers; step = (M + (P - 1) /\n"
+        "               V) x stage time + optimizer = ({} + {}/{}) x stage time; activations in\n"
+        "               flight: min(2(P-1) + (V-1)P + 1, M V) chunks of 1/(P V)\n",
+        pp, v, micro, v, pp * v, micro, pp - 1, v);
+  }
+  if (pp > 1) {
+    out += fmt::format(
+        "  stage sends  per micro-batch its boundary activation forward and its gradient back,\n"
+        "               1/{} of it per device, each latency + bytes / ({:.0f} % of the link per\n"
+        "               direction){}\n",
+        in.workload.tensor_parallel, 100 * in.params->allreduce_efficiency,
+        v == 1 ? ", blocking (1F1B)"
+               : ";\n               once per chunk, overlapped with its compute (only the rest "
+                 "shows)");
   }
   if (replicas > 1 && in.workload.mode != Mode::kTraining) {
     out += fmt::format(
@@ -467,11 +484,20 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
                      format_duration(e.latency_s), training ? "step" : "batch", g.batch,
                      micro > 1 ? fmt::format(" x {} micro-batches", micro) : "");
   if (in.workload.pipeline_parallel > 1) {
-    out += fmt::format(
-        "  pipeline     {} stages, 1F1B: {} of bubble ({} stage times, {} of the "
-        "step)\n",
-        in.workload.pipeline_parallel, format_duration(e.pipeline_bubble_s),
-        in.workload.pipeline_parallel - 1, percent(e.pipeline_bubble_s / e.latency_s));
+    const std::int64_t v = in.workload.virtual_stages;
+    out +=
+        fmt::format("  pipeline     {} stages{}: {} of bubble ({} stage times, {} of the step)\n",
+                    in.workload.pipeline_parallel,
+                    v > 1 ? fmt::format(" x {} chunks, interleaved 1F1B", v) : ", 1F1B",
+                    format_duration(e.pipeline_bubble_s),
+                    v > 1 ? fmt::format("{}/{}", in.workload.pipeline_parallel - 1, v)
+                          : fmt::format("{}", in.workload.pipeline_parallel - 1),
+                    percent(e.pipeline_bubble_s / e.latency_s));
+    out += e.pipeline_sends_modelled
+               ? fmt::format("  stage sends  {} of the step ({} per send over {})\n",
+                             format_duration(e.pipeline_send_s),
+                             format_bytes(e.pipeline_send_bytes), e.pipeline_link)
+               : "  stage sends  not modelled (no link in the table between the stages)\n";
   }
   if (in.workload.tensor_parallel > 1) out += communication_text("all-reduce", e, *in.device);
   if (training && data_parallel_replicas(in.workload) > 1) {
@@ -584,6 +610,7 @@ std::string render_estimate_json(const ReportInput& in) {
   workload["tensor_parallel"] = in.workload.tensor_parallel;
   workload["pipeline_parallel"] = in.workload.pipeline_parallel;
   workload["micro_batches"] = in.workload.micro_batches;
+  workload["virtual_stages"] = in.workload.virtual_stages;
   workload["zero_stage"] = in.workload.zero_stage;
   workload["checkpointing"] = in.workload.checkpointing;
   workload["weight_precision"] =
@@ -607,6 +634,13 @@ std::string render_estimate_json(const ReportInput& in) {
   est["optimizer_s"] = e.optimizer_s;
   est["recompute_s"] = e.recompute_s;
   est["pipeline_bubble_s"] = e.pipeline_bubble_s;
+  if (in.workload.pipeline_parallel > 1) {
+    est["pipeline_sends"] = {
+        {"time_s", e.pipeline_send_s},
+        {"bytes", e.pipeline_send_bytes},
+        {"link", e.pipeline_sends_modelled ? Json(e.pipeline_link) : Json(nullptr)},
+        {"modelled", e.pipeline_sends_modelled}};
+  }
   est["communication_s"] = e.communication_s;
   est["allreduces"] = e.allreduces;
   est["allreduce_bytes"] = e.allreduce_bytes;

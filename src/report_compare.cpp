@@ -117,6 +117,7 @@ std::string title(const CompareTable& table) {
   parallel.tensor_parallel = table.tensor_parallel;
   parallel.pipeline_parallel = table.pipeline_parallel;
   parallel.micro_batches = table.micro_batches;
+  parallel.virtual_stages = table.virtual_stages;
   parallel.zero_stage = table.zero_stage;
   text += parallelism_text(parallel);
   if (table.run_samples) {
@@ -220,6 +221,7 @@ std::string render_compare_json(const CompareTable& table) {
   j["tensor_parallel"] = table.tensor_parallel;
   j["pipeline_parallel"] = table.pipeline_parallel;
   j["micro_batches"] = table.micro_batches;
+  j["virtual_stages"] = table.virtual_stages;
   j["zero_stage"] = table.zero_stage;
   j["sort"] = std::string(compare_sort_name(table.sort));
   j["cost_basis"] = std::string(cost_basis_name(table.cost_basis));

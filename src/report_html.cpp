@@ -114,10 +114,14 @@ std::string summary_section(const ReportInput& in) {
                             training ? "step" : "batch", g.batch,
                             micro > 1 ? fmt::format(" x {} micro-batches", micro) : ""));
   if (in.workload.pipeline_parallel > 1) {
-    out += kv_row("pipeline", fmt::format("{} stages, 1F1B: {} of bubble ({} of the step)",
-                                          in.workload.pipeline_parallel,
-                                          esc(format_duration(e.pipeline_bubble_s)),
-                                          esc(percent(e.pipeline_bubble_s / e.latency_s))));
+    out += kv_row(
+        "pipeline",
+        fmt::format("{} stages, {}: {} of bubble ({} of the step)", in.workload.pipeline_parallel,
+                    in.workload.virtual_stages > 1 ? fmt::format("{} chunks each, interleaved 1F1B",
+                                                                 in.workload.virtual_stages)
+                                                   : std::string("1F1B"),
+                    esc(format_duration(e.pipeline_bubble_s)),
+                    esc(percent(e.pipeline_bubble_s / e.latency_s))));
   }
   out += kv_row("throughput", esc(format_count(e.throughput_per_s)) + " samples/s");
   const PeakRate& peak = d.peak(precision);

@@ -116,13 +116,16 @@ TEST_CASE("a budget's pipeline stages multiply its replicas' devices", "[budget]
     "defaults": {"devices": ["h100"], "mode": "training", "precision": "bf16",
                  "limits": {"must_fit": true}},
     "budgets": [{"model": "models/llama2_70b.json", "tensor_parallel": 8,
-                 "pipeline_parallel": 4, "micro_batches": 16, "data_parallel": 2},
+                 "pipeline_parallel": 4, "micro_batches": 16, "virtual_stages": 2,
+                 "data_parallel": 2},
                 {"model": "models/llama2_70b.json", "tensor_parallel": 8}]})";
   const std::vector<Budget> budgets = parse_budget(text, test::data_path("budget.json"));
   REQUIRE(budgets.size() == 2);
   CHECK(budgets[0].request.workload.devices == 64);
   CHECK(budgets[0].request.workload.pipeline_parallel == 4);
   CHECK(budgets[0].request.workload.micro_batches == 16);
+  CHECK(budgets[0].request.workload.virtual_stages == 2);
+  CHECK(budgets[1].request.workload.virtual_stages == 1);
   CHECK(budgets[1].request.workload.pipeline_parallel == 1);
   // Training Llama 2 70B with Adam: 16 bytes of state per parameter, 1.1 TB in all; an eighth
   // (tensor parallel) does not fit in 80 GB, a thirty-second (x 4 stages) does.

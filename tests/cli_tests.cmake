@@ -274,10 +274,18 @@ capcalc_cli_ok(serving_deepseek_v3_latent_cache "parameters +671,026,419,200.*KV
 # gpt-oss-120b with 4-bit weights fits one 80 GB H100; the weights line says their precision.
 capcalc_cli_ok(serving_gpt_oss_int4_fits "parameters +116,829,156,672.*weights +60.2 GB at int4.*memory +[0-9.]+ GB of 80.0 GB: fits"
                estimate data/models/gpt_oss_120b_hf.json --gpu h100 --precision bf16 --weight-precision int4 --prompt-tokens 1024 --output-tokens 256)
+# Interleaved pipeline: Llama 3 70B over 8 DGX H100s, TP 8 x PP 4 x 4 chunks; the bubble is
+# 3/4 of a stage time and the stage sends cross InfiniBand.
+capcalc_cli_ok(training_interleaved_pipeline "pipeline 4 x 16 micro-batches, 4 virtual stages.*pipeline +4 stages x 4 chunks, interleaved 1F1B: [0-9.]+ ms of bubble \\(3/4 stage times.*stage sends .* per send over InfiniBand NDR"
+               estimate data/models/llama3_70b.json --gpu h100 --mode training --precision bf16 --tp 8 --pp 4 --micro-batches 16 --virtual-stages 4 --devices 64 --checkpointing)
+capcalc_cli_ok(training_interleaved_pipeline_json "\"virtual_stages\": 4.*\"pipeline_sends\": \\{[^}]*\"link\": \"InfiniBand[^}]*\"modelled\": true"
+               estimate data/models/llama3_70b.json --gpu h100 --mode training --precision bf16 --tp 8 --pp 4 --micro-batches 16 --virtual-stages 4 --devices 64 --format json)
+capcalc_cli_error(interleaved_micro_batches "the interleaved schedule needs micro-batches \\(6\\) to be a multiple of the pipeline stages \\(4\\)"
+               estimate data/models/llama3_70b.json --gpu h100 --mode training --tp 8 --pp 4 --micro-batches 6 --virtual-stages 4)
 # ZeRO-1 over 8 replicas of TP 8: Llama 3 70B's bf16 training state fits 80 GB H100s.
 capcalc_cli_ok(training_zero_tensor_parallel "64 devices \\(tensor-parallel 8\\), ZeRO-1.*memory +[0-9.]+ GB of 80.0 GB: fits.*ZeRO-1 +optimizer state and its update sharded over 8 data-parallel replicas"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1 --explain)
-capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"pipeline_parallel\": 1,\n *\"micro_batches\": 1,\n *\"zero_stage\": 3"
+capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"pipeline_parallel\": 1,\n *\"micro_batches\": 1,\n *\"virtual_stages\": 1,\n *\"zero_stage\": 3"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 3 --format json)
 capcalc_cli_error(zero_inference "ZeRO shards training state: add --mode training"
                   estimate data/models/llama3_70b.json --gpu H100 --zero 3)

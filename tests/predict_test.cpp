@@ -563,6 +563,78 @@ TEST_CASE("predict: pipeline stages run micro-batches through a 1F1B schedule", 
                     ContainsSubstring("6 devices do not split into model replicas of 4"));
 }
 
+TEST_CASE("predict: interleaved stages cut the bubble V-fold; stage sends cross the link",
+          "[predict]") {
+  // Narayanan et al. 2021 (arXiv:2104.04473), section 2.2.2: with v model chunks per device
+  // the bubble is (p - 1) / v stage times. Megatron-LM's interleaved schedule warms up
+  // 2(p-1) + (v-1)p chunk passes on the first stage (schedules.py,
+  // num_warmup_microbatches) and keeps one more in flight.
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "two", "dims": {"batch": 64},
+    "inputs": [{"name": "x", "shape": ["batch", 4096]}],
+    "layers": [{"name": "fc1", "op": "linear", "out_features": 4096, "bias": false},
+               {"name": "fc2", "op": "linear", "out_features": 4096, "bias": false}]})",
+                              "two.json");
+  Workload base;
+  base.mode = Mode::kTraining;
+  base.precision = Precision::kFp16;
+  const Estimate one = estimate(g, round_device(), round_params(), base);
+  const double pass = one.latency_s - one.optimizer_s;
+  Workload w = base;
+  w.pipeline_parallel = 2;
+  w.micro_batches = 4;
+  w.devices = 2;
+  w.virtual_stages = 2;
+  const Estimate e = estimate(g, round_device(), round_params(), w);
+  const double stage = pass / 2;
+  CHECK(e.pipeline_bubble_s == Approx(stage / 2));
+  CHECK(e.latency_s == Approx((4 + 0.5) * stage + e.optimizer_s));
+  // min(2(2-1) + (2-1)2 + 1, 4 x 2) = 5 chunk passes of a quarter of the layers.
+  CHECK(e.memory.activation_bytes == Approx(one.memory.activation_bytes * 5 / 4));
+  // The round device has no link: the sends are not modelled, and say so.
+  CHECK_FALSE(e.pipeline_sends_modelled);
+  CHECK(e.pipeline_send_s == 0);
+
+  // Over a link: each micro-batch sends fc1's output (64 x 4096 x 2 B) forward and its
+  // gradient back. 1F1B blocks on both; in every stage time, the bubble's too.
+  Device d = round_device();
+  d.intra_node = Link{"Slow link", 2e9, "bidirectional"};  // 1 GB/s per direction.
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = 10e-6;
+  p.allreduce_efficiency = 0.5;
+  const double bytes = 64.0 * 4096 * 2;
+  const double send = 10e-6 + bytes / 0.5e9;
+  Workload blocking = w;
+  blocking.virtual_stages = 1;
+  const Estimate b = estimate(g, d, p, blocking);
+  const double linked_stage = (estimate(g, d, p, base).latency_s - one.optimizer_s) / 2;
+  CHECK(b.pipeline_sends_modelled);
+  CHECK(b.pipeline_link == "Slow link");
+  CHECK(b.pipeline_send_bytes == Approx(bytes));
+  CHECK(b.pipeline_send_s == Approx((4 + 1) * 2 * send));
+  CHECK(b.latency_s == Approx((4 + 1) * (linked_stage + 2 * send) + b.optimizer_s));
+  // Interleaved: twice as many sends, each chunk's overlapped with its compute.
+  const Estimate overlapped = estimate(g, d, p, w);
+  const double chunk = linked_stage / 2;
+  CHECK(overlapped.pipeline_send_s ==
+        Approx((4 + 0.5) * 2 * std::max(0.0, 2 * send - chunk)).margin(1e-12));
+  // Beyond the link's domain the stages' sends cross the network, device by device.
+  d.intra_node->domain_devices = 1;
+  CHECK_FALSE(estimate(g, d, p, blocking).pipeline_sends_modelled);
+  d.inter_node = Link{"Network", 4e9, "per_direction"};
+  CHECK(estimate(g, d, p, blocking).pipeline_link == "Network");
+  CHECK(estimate(g, d, p, blocking).pipeline_send_s == Approx((4 + 1) * 2 * (10e-6 + bytes / 2e9)));
+
+  // Megatron's conditions: a pipeline to interleave, micro-batches a multiple of its stages.
+  Workload unpiped = base;
+  unpiped.virtual_stages = 2;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), unpiped),
+                    ContainsSubstring("virtual stages interleave a pipeline"));
+  w.micro_batches = 3;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), w),
+                    ContainsSubstring("needs micro-batches (3) to be a multiple of the pipeline "
+                                      "stages (2)"));
+}
+
 TEST_CASE("predict: training activations of a transformer layer match Korthikanti et al.",
           "[predict]") {
   // Korthikanti et al. 2022 (arXiv:2205.05198), eq. 1: a GPT layer keeps

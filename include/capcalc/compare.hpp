@@ -97,6 +97,7 @@ struct CompareTable {
   std::int64_t tensor_parallel = 1;    ///< Devices per pipeline stage of a replica.
   std::int64_t pipeline_parallel = 1;  ///< Training: pipeline stages per replica.
   std::int64_t micro_batches = 1;      ///< Training: micro-batches per optimizer step.
+  std::int64_t virtual_stages = 1;     ///< Training: interleaved chunks per pipeline stage.
   int zero_stage = 0;                  ///< Training state sharding over the replicas.
   std::optional<double> run_samples;   ///< The training run's samples (of the first graph).
   CostBasis cost_basis = CostBasis::kPerMillionSamples;

@@ -130,6 +130,9 @@ struct GraphTotals {
   /// With activation checkpointing per top-level entry: the entries' outputs, plus the
   /// internals of the largest entry while it is recomputed.
   std::int64_t checkpointed_elements = 0;
+  /// The largest output of a top-level entry but the last: what a pipeline stage boundary,
+  /// placed between entries, sends (a transformer block's hidden states).
+  std::int64_t boundary_elements = 0;
 };
 
 /// Elements of the KV cache of one sequence of `context` tokens (each layer keeps at most its

@@ -86,8 +86,14 @@ struct Workload {
   /// Training: pipeline stages per replica, a 1F1B schedule (Narayanan et al. 2021): each
   /// stage holds and computes an even 1/pipeline_parallel of the layers, weights and state;
   /// a step runs micro_batches micro-batches through, and the pipeline fills and drains
-  /// (pipeline_parallel - 1 stage times of bubble). Stage-to-stage sends are not timed.
+  /// (pipeline_parallel - 1 stage times of bubble). Each micro-batch's activation goes to the
+  /// next stage and its gradient comes back, over the link that joins the stages.
   std::int64_t pipeline_parallel = 1;
+  /// Training with pipeline stages: model chunks per stage, Megatron's interleaved 1F1B: each
+  /// device holds virtual_stages chunks of 1/(P x V) of the layers; the bubble is 1/V of
+  /// 1F1B's, the sends V times as many (overlapped with the chunks' compute). Needs
+  /// micro_batches a multiple of pipeline_parallel.
+  std::int64_t virtual_stages = 1;
   /// Training: micro-batches (of the model's batch) per optimizer step: gradient accumulation,
   /// and the number of micro-batches a pipeline runs per step.
   std::int64_t micro_batches = 1;
@@ -131,6 +137,12 @@ struct Estimate {
   double recompute_s = 0;             ///< Training with checkpointing: the forward again.
   double communication_s = 0;         ///< Tensor-parallel all-reduces (in latency_s).
   double pipeline_bubble_s = 0;       ///< Training with pipeline stages: fill and drain.
+  /// Training with pipeline stages: what the sends between stages add to the step (in
+  /// latency_s); one send of each is the boundary activation's bytes / tensor_parallel.
+  double pipeline_send_s = 0;
+  double pipeline_send_bytes = 0;       ///< One send: a micro-batch's boundary activation.
+  std::string pipeline_link;            ///< The link between stages ("" when not modelled).
+  bool pipeline_sends_modelled = true;  ///< False: no link in the table for the stages.
   /// How often each layer's time recurs in a device's step, on average: micro-batches /
   /// pipeline stages (1 without either). A layer's share of the step is time x this / latency.
   double layer_repeats = 1;

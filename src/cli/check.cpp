@@ -26,6 +26,7 @@ struct CheckOptions {
   std::int64_t tensor_parallel = 1;
   std::int64_t pipeline_parallel = 1;
   std::int64_t micro_batches = 1;
+  std::int64_t virtual_stages = 1;
   int zero_stage = 0;
   RunSize run;
   std::optional<double> price_per_hour;
@@ -65,7 +66,8 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
   request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
   if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
   set_parallelism(request.workload, options.device_count, options.tensor_parallel,
-                  options.pipeline_parallel, options.micro_batches, options.zero_stage);
+                  options.pipeline_parallel, options.micro_batches, options.zero_stage,
+                  options.virtual_stages);
   request.run = options.run;
   request.price_per_hour_usd = options.price_per_hour;
   request.model_file = options.model.path;
@@ -142,7 +144,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
                   "type's")
       ->check(CLI::IsMember({"eager", "graph", "compiled"}));
   add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
-  add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches);
+  add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches,
+                       options->virtual_stages);
   sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
       ->check(CLI::PositiveNumber);
   sub->add_option("--epochs", options->run.epochs, "Training run: epochs (default 1)")

@@ -30,6 +30,7 @@ struct CompareOptions {
   std::int64_t tensor_parallel = 1;
   std::int64_t pipeline_parallel = 1;
   std::int64_t micro_batches = 1;
+  std::int64_t virtual_stages = 1;
   int zero_stage = 0;
   RunSize run;
   std::optional<double> price_per_hour;
@@ -77,7 +78,8 @@ void run_compare(const CompareOptions& options) {
   if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
   request.workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
   set_parallelism(request.workload, options.device_count, options.tensor_parallel,
-                  options.pipeline_parallel, options.micro_batches, options.zero_stage);
+                  options.pipeline_parallel, options.micro_batches, options.zero_stage,
+                  options.virtual_stages);
   request.run = options.run;
   request.price_per_hour_usd = options.price_per_hour;
   request.model_file = options.model.path;
@@ -139,7 +141,8 @@ void add_compare_command(CLI::App& app) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->capture_default_str();
   add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
-  add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches);
+  add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches,
+                       options->virtual_stages);
   sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
       ->check(CLI::PositiveNumber);
   sub->add_option("--epochs", options->run.epochs, "Training run: epochs (default 1)")

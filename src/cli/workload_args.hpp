@@ -41,9 +41,9 @@ inline void add_parallel_options(CLI::App& sub, std::int64_t& devices,
       ->capture_default_str();
 }
 
-// --pipeline-parallel P and --micro-batches M (training).
+// --pipeline-parallel P, --micro-batches M and --virtual-stages V (training).
 inline void add_pipeline_options(CLI::App& sub, std::int64_t& pipeline_parallel,
-                                 std::int64_t& micro_batches) {
+                                 std::int64_t& micro_batches, std::int64_t& virtual_stages) {
   sub.add_option("--pipeline-parallel,--pp", pipeline_parallel,
                  "Training: pipeline stages per replica (1F1B), each with 1/P of the layers, "
                  "weights and state; --devices defaults to T x P")
@@ -54,16 +54,23 @@ inline void add_pipeline_options(CLI::App& sub, std::int64_t& pipeline_parallel,
                  "the pipeline's M; the bubble is (P-1)/(M+P-1) of the step")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  sub.add_option("--virtual-stages", virtual_stages,
+                 "Training: model chunks per pipeline stage (Megatron's interleaved 1F1B): the "
+                 "bubble is 1/V of 1F1B's, the stage sends V times as many; M must be a "
+                 "multiple of P")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 // A replica is T x P devices: --tensor-parallel (and --pipeline-parallel) alone mean one
 // replica; otherwise --devices must count whole replicas.
 inline void set_parallelism(Workload& workload, std::int64_t devices, std::int64_t tensor_parallel,
                             std::int64_t pipeline_parallel, std::int64_t micro_batches,
-                            int zero_stage) {
+                            int zero_stage, std::int64_t virtual_stages = 1) {
   workload.tensor_parallel = tensor_parallel;
   workload.pipeline_parallel = pipeline_parallel;
   workload.micro_batches = micro_batches;
+  workload.virtual_stages = virtual_stages;
   workload.zero_stage = zero_stage;
   const std::int64_t replica = tensor_parallel * pipeline_parallel;
   workload.devices = devices == 1 ? replica : devices;
@@ -87,6 +94,7 @@ struct WorkloadArgs {
   std::int64_t tensor_parallel = 1;
   std::int64_t pipeline_parallel = 1;
   std::int64_t micro_batches = 1;
+  std::int64_t virtual_stages = 1;
   int zero_stage = 0;
   bool checkpointing = false;
   std::string weight_precision;
@@ -113,7 +121,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->capture_default_str();
   add_parallel_options(sub, args.devices, args.tensor_parallel, args.zero_stage);
-  add_pipeline_options(sub, args.pipeline_parallel, args.micro_batches);
+  add_pipeline_options(sub, args.pipeline_parallel, args.micro_batches, args.virtual_stages);
   sub.add_option("--weight-precision", args.weight_precision,
                  "Weight storage if it differs (int4/int8 weight-only quantisation)")
       ->check(CLI::IsMember(precision_names()));
@@ -133,7 +141,7 @@ inline Workload workload_from(const WorkloadArgs& args) {
                                                         : Sparsity::kDense;
   workload.optimizer = parse_optimizer(args.optimizer).value_or(Optimizer::kAdam);
   set_parallelism(workload, args.devices, args.tensor_parallel, args.pipeline_parallel,
-                  args.micro_batches, args.zero_stage);
+                  args.micro_batches, args.zero_stage, args.virtual_stages);
   workload.checkpointing = args.checkpointing;
   if (!args.weight_precision.empty()) {
     workload.weight_precision = precision_from(args.weight_precision);
