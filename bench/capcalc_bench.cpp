@@ -201,6 +201,12 @@ void BM_Serving_Gemma3_4B(benchmark::State& state) {
 }
 BENCHMARK(BM_Serving_Gemma3_4B)->Unit(benchmark::kMillisecond);
 
+// 61 layers called one by one (3 dense, 58 MoE) with latent attention: DeepSeek-V3.
+void BM_Serving_DeepSeekV3(benchmark::State& state) {
+  serving(state, "deepseek_v3_hf.json");
+}
+BENCHMARK(BM_Serving_DeepSeekV3)->Unit(benchmark::kMillisecond);
+
 // --- generated chains of N layers ------------------------------------------------------------
 
 void generated_sizes(benchmark::internal::Benchmark* b) {

@@ -232,6 +232,19 @@ TEST_CASE("report: the HTML page has the summary, layers, roofline and memory", 
     INFO(part);
     CHECK_THAT(html, ContainsSubstring(part));
   }
+  // Parallel runs say what their communication costs: 16 A100s are two DGX nodes, so the
+  // gradient all-reduce crosses InfiniBand; 2 stages send over it too.
+  Workload parallel = training;
+  parallel.devices = 16;
+  parallel.pipeline_parallel = 2;
+  parallel.micro_batches = 4;
+  const Estimate pe = estimate(g, a100, p, parallel);
+  const std::string parallel_html = render_report_html({g, t, parallel, &a100, &p, &pe});
+  for (const char* part : {"<th>pipeline</th><td>2 stages, 1F1B", "<th>stage sends</th><td>",
+                           "<th>grad sync</th><td>", "over InfiniBand HDR"}) {
+    INFO(part);
+    CHECK_THAT(parallel_html, ContainsSubstring(part));
+  }
   // Sources are printed as text, never fetched or linked.
   CHECK_THAT(html, ContainsSubstring("<li>https://"));
   for (const char* external : {"<script", "@import", "url(", "<link", "<img", "src=", "href="}) {
