@@ -1016,6 +1016,11 @@ OpResult infer_moe(OpContext& ctx) {
   // DeepSeek's MoE: an always-on shared SwiGLU MLP of shared_hidden beside the routed
   // experts, and a per-expert router bias (its e_score_correction_bias).
   const std::int64_t shared_hidden = ctx.attrs.non_negative("shared_hidden", 0);
+  // Qwen2-MoE: the shared MLP's output scaled by sigmoid(x · w), w of d.
+  const bool shared_gate = ctx.attrs.flag("shared_gate", false);
+  if (shared_gate && shared_hidden == 0) {
+    ctx.attrs.fail_at("shared_gate", "a shared_gate needs a shared expert (shared_hidden)");
+  }
   const bool router_bias = ctx.attrs.flag("router_bias", false);
   // gpt-oss: biases on each expert's gate/up (2 x hidden) and down (d) projections.
   const bool expert_bias = ctx.attrs.flag("expert_bias", false);
@@ -1025,7 +1030,7 @@ OpResult infer_moe(OpContext& ctx) {
   // gate, up (d x hidden), down (+ their biases).
   const std::int64_t expert = checked_add(checked_mul(3, d, hidden),
                                           expert_bias ? checked_add(checked_mul(2, hidden), d) : 0);
-  const std::int64_t shared = checked_mul(3, d, shared_hidden);
+  const std::int64_t shared = checked_add(checked_mul(3, d, shared_hidden), shared_gate ? d : 0);
   const std::int64_t routed = checked_mul(tokens, top_k);  // Token-expert pairs.
 
   OpResult result;
@@ -1036,8 +1041,9 @@ OpResult infer_moe(OpContext& ctx) {
   // The shared MLP's gate and up, then its down: on every token.
   const std::int64_t gate_up_macs =
       checked_add(checked_mul(routed, 2, d, hidden), checked_mul(tokens, 2, d, shared_hidden));
-  const std::int64_t down_macs =
-      checked_add(checked_mul(routed, d, hidden), checked_mul(tokens, d, shared_hidden));
+  const std::int64_t down_macs = checked_add(
+      checked_add(checked_mul(routed, d, hidden), checked_mul(tokens, d, shared_hidden)),
+      shared_gate ? checked_mul(tokens, d) : 0);
   c.macs = checked_add(router_macs, checked_add(gate_up_macs, down_macs));
   // Softmax over the router logits (5 per expert), then per token-expert pair SiLU (5) and the
   // gating multiply (1) per hidden unit, and the routing weight's scale and the sum (2) per
@@ -1045,10 +1051,12 @@ OpResult infer_moe(OpContext& ctx) {
   c.other_flops = checked_add(
       checked_add(checked_mul(tokens, experts, 5),
                   checked_mul(routed, checked_add(checked_mul(6, hidden), checked_mul(2, d)))),
-      checked_add(shared_hidden > 0
-                      ? checked_mul(tokens, checked_add(checked_mul(6, shared_hidden), d))
-                      : 0,
-                  expert_bias ? checked_mul(routed, checked_add(checked_mul(2, hidden), d)) : 0));
+      checked_add(
+          shared_hidden > 0
+              ? checked_mul(tokens, checked_add(checked_add(checked_mul(6, shared_hidden), d),
+                                                shared_gate ? formulas::kSigmoidFlops + d : 0))
+              : 0,
+          expert_bias ? checked_mul(routed, checked_add(checked_mul(2, hidden), d)) : 0));
   // The experts a batch touches: at most one per token-expert pair (balanced routing).
   c.weight_elements_read =
       checked_add(checked_add(router, checked_mul(std::min(experts, routed), expert)), shared);

@@ -341,9 +341,6 @@ TEST_CASE("hf: DeepSeek layouts capcalc cannot count are errors", "[hf][errors]"
                     ContainsSubstring("d.json:/num_experts_per_tok: num_experts_per_tok = 9 "
                                       "exceeds n_routed_experts = 8"));
   CHECK_THROWS_WITH(
-      capcalc::parse_model(base + R"("num_experts_per_tok": 2, "moe_layer_freq": 2})", "d.json"),
-      ContainsSubstring("d.json:/moe_layer_freq: only moe_layer_freq 1"));
-  CHECK_THROWS_WITH(
       capcalc::parse_model(base + R"("num_experts_per_tok": 2, "first_k_dense_replace": -1})",
                            "d.json"),
       ContainsSubstring("d.json:/first_k_dense_replace: expected a count (0 or more), got -1"));
@@ -368,23 +365,68 @@ TEST_CASE("hf: DeepSeek layouts capcalc cannot count are errors", "[hf][errors]"
     }
   }
   CHECK(moe_layers == 3);
+  // moe_layer_freq 2: sparse on layers 0 and 2 only (layer_idx % 2 == 0), the others dense.
+  const Graph every_other =
+      capcalc::parse_model(base + R"("num_experts_per_tok": 2, "moe_layer_freq": 2})", "d.json");
+  std::vector<std::string> sparse;
+  for (const capcalc::Layer& layer : every_other.layers)
+    if (layer.op == "moe") sparse.push_back(layer.name);
+  CHECK(sparse == std::vector<std::string>{"layers.0.mlp", "layers.2.mlp"});
 }
 
-TEST_CASE("hf: Qwen3-MoE layouts capcalc cannot count are errors", "[hf][errors]") {
+TEST_CASE("hf: Qwen3-MoE dense layers: decoder_sparse_step and mlp_only_layers", "[hf][errors]") {
+  // Qwen3MoeDecoderLayer: sparse when layer_idx is not in mlp_only_layers and
+  // (layer_idx + 1) % decoder_sparse_step == 0; a dense layer's MLP has intermediate_size.
   const std::string base = R"({"model_type": "qwen3_moe", "vocab_size": 100, "hidden_size": 64,
     "num_hidden_layers": 4, "intermediate_size": 128, "max_position_embeddings": 64,
     "num_attention_heads": 4, "head_dim": 16, "num_experts": 8,)";
-  CHECK_THROWS_WITH(capcalc::parse_model(
-                        base + R"("num_experts_per_tok": 2, "decoder_sparse_step": 2})", "q.json"),
-                    ContainsSubstring("q.json:/decoder_sparse_step: only decoder_sparse_step 1"));
+  const auto sparse_layers = [](const Graph& g) {
+    std::vector<std::string> names;
+    for (const capcalc::Layer& layer : g.layers)
+      if (layer.op == "moe") names.push_back(layer.name);
+    return names;
+  };
+  const Graph stepped = capcalc::parse_model(
+      base + R"("num_experts_per_tok": 2, "decoder_sparse_step": 2})", "q.json");
+  CHECK(sparse_layers(stepped) == std::vector<std::string>{"layers.1.mlp", "layers.3.mlp"});
+  // A dense layer: gate, up and down of 64 x 128.
+  std::int64_t dense_mlp = 0;
+  for (const capcalc::Layer& layer : stepped.layers)
+    if (layer.name.rfind("layers.0.mlp.", 0) == 0) dense_mlp += layer.counts.params;
+  CHECK(dense_mlp == 3 * 64 * 128);
+  const Graph listed = capcalc::parse_model(
+      base + R"("num_experts_per_tok": 2, "mlp_only_layers": [0, 3]})", "q.json");
+  CHECK(sparse_layers(listed) == std::vector<std::string>{"layers.1.mlp", "layers.2.mlp"});
   CHECK_THROWS_WITH(
-      capcalc::parse_model(base + R"("num_experts_per_tok": 2, "mlp_only_layers": [0]})", "q.json"),
-      ContainsSubstring("q.json:/mlp_only_layers: layers with a dense MLP"));
+      capcalc::parse_model(base + R"("num_experts_per_tok": 2, "mlp_only_layers": [4]})", "q.json"),
+      ContainsSubstring("q.json:/mlp_only_layers/0: layer 4 out of range: the "
+                        "model has 4 (0 to 3)"));
   CHECK_THROWS_WITH(capcalc::parse_model(base + R"("num_experts_per_tok": 9})", "q.json"),
                     ContainsSubstring("q.json:/num_experts_per_tok: num_experts_per_tok = 9 "
                                       "exceeds num_experts = 8"));
-  // A working one, for contrast: 4 layers of 8 experts.
-  CHECK(capcalc::parse_model(base + R"("num_experts_per_tok": 2})", "q.json").layers.size() > 4);
+}
+
+TEST_CASE("hf: Qwen1.5-MoE-A2.7B (qwen2_moe, a gated shared expert) has 14.3 B parameters",
+          "[hf]") {
+  // Qwen blog, "Qwen1.5-MoE: Matching 7B Model Performance with 1/3 Activated Parameters"
+  // (2024-03-28): "14.3B parameters in total and 2.7B activated parameters"; config.json of
+  // Qwen/Qwen1.5-MoE-A2.7B: 24 layers, hidden 2048, 60 experts of 1408 (top 4), a shared
+  // expert of 5632 behind a sigmoid gate (2048 x 1), Q, K, V biases, untied head.
+  const Graph g = capcalc::parse_model(R"({"architectures": ["Qwen2MoeForCausalLM"],
+    "model_type": "qwen2_moe", "vocab_size": 151936, "hidden_size": 2048,
+    "intermediate_size": 5632, "moe_intermediate_size": 1408,
+    "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4,
+    "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "max_position_embeddings": 8192, "decoder_sparse_step": 1, "tie_word_embeddings": false})",
+                                       "qwen1_5_moe.json");
+  const GraphTotals t = capcalc::graph_totals(g);
+  const std::int64_t attention = 4LL * 2048 * 2048 + 3 * 2048;
+  const std::int64_t expert = 3LL * 2048 * 1408;
+  const std::int64_t shared = 3LL * 2048 * 5632 + 2048;
+  const std::int64_t layer = attention + 60 * expert + shared + 2048 * 60 + 2 * 2048;
+  CHECK(t.params == 24 * layer + 2 * 151936LL * 2048 + 2048);
+  CHECK(std::llround(static_cast<double>(t.params) / 1e8) == 143);
+  CHECK(std::llround(static_cast<double>(t.active_params) / 1e8) == 27);  // 2.69 B.
 }
 
 TEST_CASE("hf: Gemma-2-9B config has 9,241,705,984 parameters (sandwich norms)", "[hf][zoo]") {
@@ -741,7 +783,7 @@ TEST_CASE(
       capcalc::parse_model(text, "cfg.json"),
       "cfg.json:/model_type: unsupported model_type \"lama\" (supported: bert, "
       "deepseek_v2, deepseek_v3, gemma, gemma2, gemma3, gemma3_text, gpt2, gpt_neox, gpt_oss, "
-      "llama, mistral, mixtral, phi3, qwen2, "
+      "llama, mistral, mixtral, phi3, qwen2, qwen2_moe, "
       "qwen3, "
       "qwen3_moe); did you "
       "mean "
@@ -904,6 +946,21 @@ TEST_CASE("ops: moe shared experts run on every token; the router bias is a para
   CHECK(c.macs == tokens * (d * e + k * 3 * d * h + 3 * d * sh));
   CHECK(c.other_flops == tokens * (5 * e + k * (6 * h + 2 * d) + 6 * sh + d));
   CHECK(c.backward_macs == 2 * c.macs);
+  // Qwen2-MoE gates the shared expert: sigmoid(x · w), w of d, scales its output.
+  const capcalc::LayerCounts gated =
+      capcalc::parse_model(one_layer("[2, 5, 16]", R"({"name": "moe", "op": "moe", "experts": 4,
+                 "experts_per_token": 2, "hidden": 24, "shared_hidden": 48,
+                 "router_bias": true, "shared_gate": true})"),
+                           "m.json")
+          .layers.back()
+          .counts;
+  CHECK(gated.params == c.params + d);
+  CHECK(gated.macs == c.macs + tokens * d);
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(one_layer("[2, 5, 16]", R"({"name": "moe", "op": "moe", "experts": 4,
+                 "experts_per_token": 2, "hidden": 24, "shared_gate": true})"),
+                           "m.json"),
+      ContainsSubstring("shared_gate: layer \"moe\": a shared_gate needs a shared expert"));
 }
 
 TEST_CASE("ops: gpt-oss attention sinks and expert biases are parameters", "[ops]") {

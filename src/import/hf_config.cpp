@@ -80,7 +80,8 @@ struct Spec {
   bool router_bias = false;                     // DeepSeek-V3: e_score_correction_bias.
   bool expert_bias = false;                     // gpt-oss: biases in every expert.
   bool attention_sinks = false;                 // gpt-oss: a learned sink logit per head.
-  std::int64_t first_dense = 0;                 // DeepSeek: leading layers with a dense MLP.
+  std::vector<bool> dense_layers;   // MoE models: layers with a dense MLP (empty: none).
+  bool shared_expert_gate = false;  // Qwen2-MoE: a sigmoid gate on the shared expert.
   // Multi-head latent attention (DeepSeek-V2/V3): set when kv_lora_rank > 0.
   std::int64_t q_lora_rank = 0;  // 0: queries projected directly (V2-Lite).
   std::int64_t kv_lora_rank = 0;
@@ -280,6 +281,27 @@ void read_qwen3(const Config& config, Spec& spec) {
   spec.qk_norm = true;
 }
 
+// Qwen's MoE decoders: layer i's MLP is sparse unless mlp_only_layers lists it or
+// (i + 1) % decoder_sparse_step != 0; dense ones have intermediate_size.
+void read_qwen_sparse_layers(const Config& config, Spec& spec) {
+  const std::int64_t step = config.positive("decoder_sparse_step", 1);
+  spec.dense_layers.assign(static_cast<std::size_t>(spec.layers), false);
+  for (std::int64_t i = 0; i < spec.layers; ++i) {
+    spec.dense_layers[static_cast<std::size_t>(i)] = (i + 1) % step != 0;
+  }
+  if (auto dense = config.find("mlp_only_layers")) {
+    for (std::size_t k = 0; k < dense->array_size(); ++k) {
+      const JsonView entry = dense->at(k);
+      const std::int64_t i = entry.as_integer();
+      if (i < 0 || i >= spec.layers) {
+        entry.fail(fmt::format("layer {} out of range: the model has {} (0 to {})", i, spec.layers,
+                               spec.layers - 1));
+      }
+      spec.dense_layers[static_cast<std::size_t>(i)] = true;
+    }
+  }
+}
+
 // Qwen3-MoE: Qwen3 attention; every layer's MLP a mixture of num_experts SwiGLU experts of
 // moe_intermediate_size, num_experts_per_tok of them per token, routed by "mlp.gate".
 void read_qwen3_moe(const Config& config, Spec& spec) {
@@ -293,15 +315,26 @@ void read_qwen3_moe(const Config& config, Spec& spec) {
                                                    "num_experts = {}",
                                                    spec.experts_per_token, spec.experts));
   }
-  // Dense MLPs between the sparse ones are not supported: say so rather than miscount.
-  if (config.positive("decoder_sparse_step", 1) != 1) {
-    config.fail("decoder_sparse_step",
-                "only decoder_sparse_step 1 (every layer sparse) is "
-                "supported");
+  read_qwen_sparse_layers(config, spec);
+}
+
+// Qwen2-MoE (Qwen1.5-MoE, Qwen2-57B-A14B): Qwen2 attention (Q, K, V biases); every MLP a
+// mixture of num_experts experts of moe_intermediate_size (top num_experts_per_tok) beside a
+// shared expert of shared_expert_intermediate_size scaled by a sigmoid gate (d x 1).
+void read_qwen2_moe(const Config& config, Spec& spec) {
+  read_qwen2(config, spec);
+  spec.experts = config.positive("num_experts", 60);
+  spec.experts_per_token = config.positive("num_experts_per_tok", 4);
+  spec.expert_intermediate = config.positive("moe_intermediate_size", 1408);
+  spec.shared_expert_intermediate = config.count("shared_expert_intermediate_size", 5632);
+  spec.shared_expert_gate = spec.shared_expert_intermediate > 0;
+  spec.moe_name = "mlp";
+  if (spec.experts_per_token > spec.experts) {
+    config.fail("num_experts_per_tok", fmt::format("num_experts_per_tok = {} exceeds "
+                                                   "num_experts = {}",
+                                                   spec.experts_per_token, spec.experts));
   }
-  if (auto dense = config.find("mlp_only_layers"); dense && dense->array_size() > 0) {
-    dense->fail("layers with a dense MLP (mlp_only_layers) are not supported");
-  }
+  read_qwen_sparse_layers(config, spec);
 }
 
 // DeepSeek-V2 and V3 (and Kimi K2, a deepseek_v3): multi-head latent attention, and MoE
@@ -326,7 +359,8 @@ void read_deepseek(const Config& config, Spec& spec) {
     spec.expert_intermediate = config.required("moe_intermediate_size");
     spec.shared_expert_intermediate =
         config.count("n_shared_experts", 0) * spec.expert_intermediate;
-    spec.first_dense = config.count("first_k_dense_replace", 0);
+    const std::int64_t first_dense = config.count("first_k_dense_replace", 0);
+    const std::int64_t every = config.positive("moe_layer_freq", 1);
     spec.router_bias = config.text("topk_method").value_or("") == "noaux_tc";
     spec.moe_name = "mlp";
     if (spec.experts_per_token > spec.experts) {
@@ -334,15 +368,16 @@ void read_deepseek(const Config& config, Spec& spec) {
                                                      "n_routed_experts = {}",
                                                      spec.experts_per_token, spec.experts));
     }
-    if (spec.first_dense > spec.layers) {
+    if (first_dense > spec.layers) {
       config.fail("first_k_dense_replace",
                   fmt::format("first_k_dense_replace = {} exceeds num_hidden_layers = {}",
-                              spec.first_dense, spec.layers));
+                              first_dense, spec.layers));
     }
-    if (config.positive("moe_layer_freq", 1) != 1) {
-      config.fail("moe_layer_freq",
-                  "only moe_layer_freq 1 (every layer after "
-                  "first_k_dense_replace sparse) is supported");
+    // DeepSeek's decoder layer: MoE when layer_idx >= first_k_dense_replace and
+    // layer_idx % moe_layer_freq == 0, else the dense MLP.
+    spec.dense_layers.resize(static_cast<std::size_t>(spec.layers));
+    for (std::int64_t i = 0; i < spec.layers; ++i) {
+      spec.dense_layers[static_cast<std::size_t>(i)] = i < first_dense || i % every != 0;
     }
   }
 }
@@ -564,6 +599,7 @@ constexpr std::array kModelTypes = {
     ModelType{"mixtral", "Mixtral", read_mixtral},
     ModelType{"phi3", "Phi3", read_phi3},
     ModelType{"qwen2", "Qwen2", read_qwen2},
+    ModelType{"qwen2_moe", "Qwen2Moe", read_qwen2_moe},
     ModelType{"qwen3", "Qwen3", read_qwen3},
     ModelType{"qwen3_moe", "Qwen3Moe", read_qwen3_moe},
 };
@@ -680,15 +716,17 @@ void add_layer_calls(Json& layers, std::string_view name, std::string_view block
                      std::string_view first_block = {}) {
   const bool uniform = std::all_of(spec.windows.begin(), spec.windows.end(),
                                    [&](std::int64_t w) { return w == spec.windows.front(); });
-  if (uniform && spec.first_dense == 0) {
+  const bool any_dense = std::find(spec.dense_layers.begin(), spec.dense_layers.end(), true) !=
+                         spec.dense_layers.end();
+  if (uniform && !any_dense) {
     Json call{{"name", name}, {"block", block}, {"repeat", spec.layers}};
     if (spec.windows.front() > 0) call["args"] = Json{{"window", spec.windows.front()}};
     layers.push_back(std::move(call));
     return;
   }
   for (std::size_t i = 0; i < spec.windows.size(); ++i) {
-    const bool first = static_cast<std::int64_t>(i) < spec.first_dense;
-    Json call{{"name", fmt::format("{}.{}", name, i)}, {"block", first ? first_block : block}};
+    const bool dense = i < spec.dense_layers.size() && spec.dense_layers[i];
+    Json call{{"name", fmt::format("{}.{}", name, i)}, {"block", dense ? first_block : block}};
     if (spec.windows[i] > 0) call["args"] = Json{{"window", spec.windows[i]}};
     layers.push_back(std::move(call));
   }
@@ -737,6 +775,7 @@ Json decoder_block(const Spec& spec, bool sparse = true) {
     if (spec.shared_expert_intermediate > 0) moe["shared_hidden"] = spec.shared_expert_intermediate;
     if (spec.router_bias) moe["router_bias"] = true;
     if (spec.expert_bias) moe["expert_bias"] = true;
+    if (spec.shared_expert_gate) moe["shared_gate"] = true;
     body.push_back(std::move(moe));
     mlp_out = spec.moe_name;
   } else {
@@ -757,7 +796,10 @@ Json decoder_block(const Spec& spec, bool sparse = true) {
 
 void emit_decoder(const Spec& spec, Json& model) {
   model["blocks"] = Json{{"decoder_layer", decoder_block(spec)}};
-  if (spec.first_dense > 0) model["blocks"]["dense_decoder_layer"] = decoder_block(spec, false);
+  if (std::find(spec.dense_layers.begin(), spec.dense_layers.end(), true) !=
+      spec.dense_layers.end()) {
+    model["blocks"]["dense_decoder_layer"] = decoder_block(spec, false);
+  }
   Json layers = Json::array();
   layers.push_back(embedding("embed_tokens", spec.vocab, spec.hidden));
   add_layer_calls(layers, "layers", "decoder_layer", spec, "dense_decoder_layer");
@@ -947,9 +989,9 @@ std::string describe(const Spec& spec) {
   if (spec.shared_expert_intermediate > 0) {
     text += fmt::format(", shared experts of {}", spec.shared_expert_intermediate);
   }
-  if (spec.first_dense > 0) {
-    text += fmt::format(", the first {} layers dense of intermediate {}", spec.first_dense,
-                        spec.intermediate);
+  if (const auto dense = std::count(spec.dense_layers.begin(), spec.dense_layers.end(), true);
+      dense > 0) {
+    text += fmt::format(", {} layers dense of intermediate {}", dense, spec.intermediate);
   }
   switch (spec.family) {
     case Family::kDecoder:
