@@ -222,6 +222,15 @@ void read_windows(const Config& config, Spec& spec, bool enabled, std::int64_t f
   }
 }
 
+// A mixture of experts routes each token to at most all its experts.
+void check_experts_per_token(const Config& config, const Spec& spec, std::string_view experts_key) {
+  if (spec.experts_per_token > spec.experts) {
+    config.fail("num_experts_per_tok",
+                fmt::format("num_experts_per_tok = {} exceeds {} = {}", spec.experts_per_token,
+                            experts_key, spec.experts));
+  }
+}
+
 // Llama 1/2/3 and the decoders that share its layout.
 void read_decoder(const Config& config, Spec& spec) {
   spec.family = Family::kDecoder;
@@ -255,11 +264,7 @@ void read_mixtral(const Config& config, Spec& spec) {
   spec.experts = config.positive("num_local_experts", 8);
   spec.experts_per_token = config.positive("num_experts_per_tok", 2);
   spec.expert_intermediate = spec.intermediate;
-  if (spec.experts_per_token > spec.experts) {
-    config.fail("num_experts_per_tok", fmt::format("num_experts_per_tok = {} exceeds "
-                                                   "num_local_experts = {}",
-                                                   spec.experts_per_token, spec.experts));
-  }
+  check_experts_per_token(config, spec, "num_local_experts");
 }
 
 void read_qwen2(const Config& config, Spec& spec) {
@@ -310,11 +315,7 @@ void read_qwen3_moe(const Config& config, Spec& spec) {
   spec.experts_per_token = config.positive("num_experts_per_tok", 8);
   spec.expert_intermediate = config.positive("moe_intermediate_size", 768);
   spec.moe_name = "mlp";
-  if (spec.experts_per_token > spec.experts) {
-    config.fail("num_experts_per_tok", fmt::format("num_experts_per_tok = {} exceeds "
-                                                   "num_experts = {}",
-                                                   spec.experts_per_token, spec.experts));
-  }
+  check_experts_per_token(config, spec, "num_experts");
   read_qwen_sparse_layers(config, spec);
 }
 
@@ -329,11 +330,7 @@ void read_qwen2_moe(const Config& config, Spec& spec) {
   spec.shared_expert_intermediate = config.count("shared_expert_intermediate_size", 5632);
   spec.shared_expert_gate = spec.shared_expert_intermediate > 0;
   spec.moe_name = "mlp";
-  if (spec.experts_per_token > spec.experts) {
-    config.fail("num_experts_per_tok", fmt::format("num_experts_per_tok = {} exceeds "
-                                                   "num_experts = {}",
-                                                   spec.experts_per_token, spec.experts));
-  }
+  check_experts_per_token(config, spec, "num_experts");
   read_qwen_sparse_layers(config, spec);
 }
 
@@ -363,11 +360,7 @@ void read_deepseek(const Config& config, Spec& spec) {
     const std::int64_t every = config.positive("moe_layer_freq", 1);
     spec.router_bias = config.text("topk_method").value_or("") == "noaux_tc";
     spec.moe_name = "mlp";
-    if (spec.experts_per_token > spec.experts) {
-      config.fail("num_experts_per_tok", fmt::format("num_experts_per_tok = {} exceeds "
-                                                     "n_routed_experts = {}",
-                                                     spec.experts_per_token, spec.experts));
-    }
+    check_experts_per_token(config, spec, "n_routed_experts");
     if (first_dense > spec.layers) {
       config.fail("first_k_dense_replace",
                   fmt::format("first_k_dense_replace = {} exceeds num_hidden_layers = {}",
@@ -397,11 +390,7 @@ void read_gpt_oss(const Config& config, Spec& spec) {
   spec.expert_intermediate = spec.intermediate;
   spec.router_bias = spec.expert_bias = true;
   spec.moe_name = "mlp";
-  if (spec.experts_per_token > spec.experts) {
-    config.fail("num_experts_per_tok", fmt::format("num_experts_per_tok = {} exceeds "
-                                                   "num_local_experts = {}",
-                                                   spec.experts_per_token, spec.experts));
-  }
+  check_experts_per_token(config, spec, "num_local_experts");
   read_windows(config, spec, true);
 }
 
