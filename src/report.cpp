@@ -147,7 +147,7 @@ std::string price_text(const Device& d, const TrainingRun& run) {
 }
 
 // "  all-reduce   1.2 ms: 64 all-reduces of 512 MB in all over NVLink 4\n".
-std::string communication_text(std::string_view label, const Estimate& e, const Device& d) {
+std::string communication_text(std::string_view label, const Estimate& e) {
   if (!e.communication_modelled) {
     return fmt::format("  {:<12} not modelled (no link in the table for this group)\n", label);
   }
@@ -201,8 +201,8 @@ std::string render_serving_text(const ReportInput& in) {
   out += fmt::format("  decode       {} tokens/s per sequence, {} tokens/s in total\n",
                      format_count(s.tokens_per_s_per_sequence), format_count(s.tokens_per_s));
   if (in.workload.tensor_parallel > 1) {
-    out += communication_text("prefill comm", s.prefill, *in.device);
-    out += communication_text("decode comm", s.decode, *in.device);
+    out += communication_text("prefill comm", s.prefill);
+    out += communication_text("decode comm", s.decode);
   }
   out += fmt::format("  request      {} end to end\n", format_duration(s.request_latency_s));
   out += fmt::format("  KV cache     {} per token, {} for the batch at full context\n",
@@ -499,7 +499,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
                              format_bytes(e.pipeline_send_bytes), e.pipeline_link)
                : "  stage sends  not modelled (no link in the table between the stages)\n";
   }
-  if (in.workload.tensor_parallel > 1) out += communication_text("all-reduce", e, *in.device);
+  if (in.workload.tensor_parallel > 1) out += communication_text("all-reduce", e);
   if (training && data_parallel_replicas(in.workload) > 1) {
     out +=
         e.data_parallel_modelled
