@@ -159,12 +159,7 @@ CollectiveLink collective_link(const Device& device, std::int64_t stride, std::i
 // The link between neighbouring pipeline stages: stages are the outermost split (Megatron's
 // order), so they share the scale-up link while the whole job (tp x replicas x pp devices)
 // fits its domain, else each device sends over its own network port.
-struct PipelineLink {
-  const Link* link = nullptr;
-  double per_direction = 0;
-};
-
-PipelineLink pipeline_link(const Device& device, std::int64_t devices) {
+CollectiveLink pipeline_link(const Device& device, std::int64_t devices) {
   if (!device.intra_node) return {};
   const Link& intra = *device.intra_node;
   if (intra.domain_devices == 0 || devices <= intra.domain_devices) {
@@ -470,7 +465,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       // Each micro-batch sends its boundary activation forward and receives its gradient
       // back, 1/tp of it per device (Megatron's scatter-gather), once per chunk. 1F1B blocks
       // on them; the interleaved schedule overlaps them with its chunks' compute.
-      const PipelineLink link =
+      const CollectiveLink link =
           pipeline_link(device, workload.tensor_parallel * static_cast<std::int64_t>(replicas) *
                                     workload.pipeline_parallel);
       result.pipeline_send_bytes =
