@@ -105,7 +105,8 @@ _capcalc() {
     compare)
       flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
              --batch --profile --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp
-             --micro-batches --virtual-stages --zero $run_flags --format" ;;
+             --micro-batches --virtual-stages --zero $run_flags --format
+             --prompt-tokens --output-tokens --weight-precision --kv-precision" ;;
     check)
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile
              --devices --tensor-parallel --tp --pipeline-parallel --pp --micro-batches --virtual-stages --zero $run_flags

@@ -68,7 +68,15 @@ constexpr std::array<std::string_view, 6> kSortNames = {"table", "time",   "thro
 }  // namespace
 
 std::string_view cost_basis_name(CostBasis basis) {
-  return basis == CostBasis::kPerRun ? "per_run" : "per_million_samples";
+  switch (basis) {
+    case CostBasis::kPerRun:
+      return "per_run";
+    case CostBasis::kPerMillionTokens:
+      return "per_million_tokens";
+    case CostBasis::kPerMillionSamples:
+      break;
+  }
+  return "per_million_samples";
 }
 
 std::optional<CompareSort> parse_compare_sort(std::string_view name) {
@@ -117,19 +125,45 @@ CompareRow compare_row(const Graph& graph, const Device& device, const Performan
   }
   Workload workload = request.workload;
   workload.precision = precision;
+  const auto fit_count = [&](double needed) {
+    return device.memory_bytes > 0
+               ? std::max<std::int64_t>(
+                     1, static_cast<std::int64_t>(std::ceil(needed / device.memory_bytes)))
+               : 1;
+  };
+  const double devices = static_cast<double>(workload.devices);
+  if (request.serving) {
+    // A request of the graph's batch of sequences: its prefill and every decode step; the
+    // rate is the tokens it generates over its whole time, on every replica.
+    const ServingEstimate s = estimate_serving(
+        [&](std::int64_t seq, std::int64_t cached) {
+          return request.serving_graph(graph.batch, seq, cached);
+        },
+        device, params, workload, *request.serving);
+    row.ttft_s = s.ttft_s;
+    row.latency_s = s.request_latency_s;
+    row.throughput_per_s =
+        static_cast<double>(graph.batch) * static_cast<double>(data_parallel_replicas(workload)) *
+        static_cast<double>(request.serving->output_tokens) / s.request_latency_s;
+    row.memory_bytes = s.memory_bytes;
+    row.fits = s.fits;
+    row.devices_to_fit = fit_count(row.memory_bytes);
+    row.bound = dominant_bound(s.decode);
+    const double device_hours = kCostSamples / row.throughput_per_s * devices / kSecondsPerHour;
+    if (row.price_per_device_hour_usd) {
+      row.cost_usd = device_hours * *row.price_per_device_hour_usd;
+    }
+    if (device.tdp_w > 0) row.energy_kwh = device_hours * device.tdp_w / 1000;
+    return row;
+  }
   const Estimate result = estimate(graph, device, params, workload);
   row.latency_s = result.latency_s;
   row.throughput_per_s = result.throughput_per_s;
   row.memory_bytes = result.memory.total_bytes;
   row.fits = result.fits;
-  row.devices_to_fit =
-      device.memory_bytes > 0
-          ? std::max<std::int64_t>(
-                1, static_cast<std::int64_t>(std::ceil(row.memory_bytes / device.memory_bytes)))
-          : 1;
+  row.devices_to_fit = fit_count(row.memory_bytes);
   row.bound = dominant_bound(result);
 
-  const double devices = static_cast<double>(workload.devices);
   const std::optional<double> samples = workload.mode == Mode::kTraining
                                             ? run_samples(request.run, graph, request.model_file)
                                             : std::nullopt;
@@ -179,6 +213,14 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
     throw Error({}, "--dataset-size and --tokens describe a training run: add --mode training");
   }
   out.cost_basis = out.run_samples ? CostBasis::kPerRun : CostBasis::kPerMillionSamples;
+  if (request.serving) {
+    if (request.workload.mode != Mode::kInference) {
+      throw Error({}, "--prompt-tokens and --output-tokens describe serving: use --mode inference");
+    }
+    if (!request.serving_graph) throw Error({}, "compare: serving rows need a graph builder");
+    out.serving = request.serving;
+    out.cost_basis = CostBasis::kPerMillionTokens;
+  }
 
   // Device-major groups, each in sweep order (batch, then precision).
   std::vector<std::vector<CompareRow>> groups;

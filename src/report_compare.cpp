@@ -44,11 +44,20 @@ Json json_number(const std::optional<double>& value) {
 }
 
 std::string time_header(const CompareTable& table) {
+  if (table.serving) return "request";
   return table.mode == Mode::kTraining ? "step" : "latency";
 }
 
 std::string cost_header(const CompareTable& table) {
-  return table.cost_basis == CostBasis::kPerRun ? "$/run" : "$/1M";
+  switch (table.cost_basis) {
+    case CostBasis::kPerRun:
+      return "$/run";
+    case CostBasis::kPerMillionTokens:
+      return "$/1M tok";
+    case CostBasis::kPerMillionSamples:
+      break;
+  }
+  return "$/1M";
 }
 
 // The cells of one row, in column order; `columns` decides which optional ones appear.
@@ -56,11 +65,14 @@ struct Columns {
   bool batch = false;
   bool precision = false;
   bool run = false;
-  bool device = true;  ///< Off in sweep text tables: the device heads its group of rows.
+  bool device = true;    ///< Off in sweep text tables: the device heads its group of rows.
+  bool serving = false;  ///< LLM serving: TTFT before the request time, tokens/s.
 };
 
 Columns columns_of(const CompareTable& table) {
-  return {table.batch_sweep, table.precision_sweep, table.cost_basis == CostBasis::kPerRun};
+  Columns c{table.batch_sweep, table.precision_sweep, table.cost_basis == CostBasis::kPerRun};
+  c.serving = table.serving.has_value();
+  return c;
 }
 
 std::vector<std::string> headers(const CompareTable& table, const Columns& c) {
@@ -68,8 +80,9 @@ std::vector<std::string> headers(const CompareTable& table, const Columns& c) {
   if (c.device) h.emplace_back("device");
   if (c.batch) h.emplace_back("batch");
   if (c.precision) h.emplace_back("prec");
+  if (c.serving) h.emplace_back("TTFT");
   h.push_back(time_header(table));
-  h.emplace_back("samples/s");
+  h.emplace_back(c.serving ? "tokens/s" : "samples/s");
   if (c.run) h.emplace_back("run");
   h.emplace_back("memory");
   if (c.device) h.emplace_back("of GB");
@@ -84,6 +97,7 @@ std::vector<std::string> cells(const CompareRow& row, const Columns& c) {
   if (c.precision) out.emplace_back(precision_name(row.precision));
   const std::string of = fmt::format("{:.4g}", row.device_memory_bytes / 1e9);
   if (!row.supported) {
+    if (c.serving) out.emplace_back("-");
     out.insert(out.end(), {"-", "-"});
     if (c.run) out.emplace_back("-");
     out.emplace_back("-");
@@ -91,6 +105,7 @@ std::vector<std::string> cells(const CompareRow& row, const Columns& c) {
     out.insert(out.end(), {"-", "-", "-", "-"});
     return out;
   }
+  if (c.serving) out.push_back(row.ttft_s ? format_duration(*row.ttft_s) : "-");
   out.push_back(format_duration(row.latency_s));
   out.push_back(format_count(row.throughput_per_s));
   if (c.run) out.push_back(row.run_time_s ? format_duration(*row.run_time_s) : "-");
@@ -123,6 +138,10 @@ std::string title(const CompareTable& table) {
   if (table.run_samples) {
     text += fmt::format(", run of {} samples", format_count(*table.run_samples));
   }
+  if (table.serving) {
+    text += fmt::format(", serving {} prompt + {} generated tokens a sequence",
+                        table.serving->prompt_tokens, table.serving->output_tokens);
+  }
   std::map<std::string, bool> devices;
   for (const CompareRow& row : table.rows)
     devices[row.device->id] = true;
@@ -145,6 +164,7 @@ Json row_json(const CompareRow& row, Mode mode) {
   j["note"] = row.note.empty() ? Json(nullptr) : Json(row.note);
   const auto known = [&](double value) { return row.supported ? Json(value) : Json(nullptr); };
   j["latency_s"] = known(row.latency_s);
+  j["ttft_s"] = json_number(row.ttft_s);
   j["throughput_per_s"] = known(row.throughput_per_s);
   j["run_time_s"] = json_number(row.run_time_s);
   j["memory_bytes"] = known(row.memory_bytes);
@@ -203,8 +223,15 @@ std::string render_compare_text(const CompareTable& table) {
   std::string footer = c.device ? "memory: needed on one device, of the device's memory"
                                 : "memory: needed on one device (its memory beside its name)";
   if (any_misfit) footer += "; fits \"no (N)\": at least N devices by memory alone (a lower bound)";
+  if (c.serving) {
+    footer +=
+        ". request: prefill and every decode step of the batch; tokens/s: generated tokens over "
+        "that time, all replicas";
+  }
   footer += table.cost_basis == CostBasis::kPerRun ? ". Cost and energy of the whole run"
-                                                   : ". Cost and energy per 1M samples";
+            : table.cost_basis == CostBasis::kPerMillionTokens
+                ? ". Cost and energy per 1M generated tokens"
+                : ". Cost and energy per 1M samples";
   footer += " at indicative prices and at TDP (an upper bound); \"-\": unknown.";
   std::string out = title(table) + text.render() + wrap_text(footer, 80);
   for (const std::string& note : notes)
@@ -226,6 +253,9 @@ std::string render_compare_json(const CompareTable& table) {
   j["sort"] = std::string(compare_sort_name(table.sort));
   j["cost_basis"] = std::string(cost_basis_name(table.cost_basis));
   j["run_samples"] = json_number(table.run_samples);
+  j["serving"] = table.serving ? Json{{"prompt_tokens", table.serving->prompt_tokens},
+                                      {"output_tokens", table.serving->output_tokens}}
+                               : Json(nullptr);
   Json rows = Json::array();
   for (const CompareRow& row : table.rows)
     rows.push_back(row_json(row, table.mode));
@@ -237,12 +267,12 @@ std::string render_compare_csv(const CompareTable& table) {
   std::string out =
       "model,device,device_name,type,batch,precision,mode,supported,note,latency_s,"
       "throughput_per_s,run_time_s,memory_bytes,device_memory_bytes,fits,devices_to_fit,bound,"
-      "price_per_device_hour_usd,cost_basis,cost_usd,energy_kwh\n";
+      "price_per_device_hour_usd,cost_basis,cost_usd,energy_kwh,ttft_s\n";
   for (const CompareRow& r : table.rows) {
     const auto known = [&](double value) {
       return r.supported ? csv_number(value) : std::string();
     };
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                        csv_field(table.model), r.device->id, csv_field(r.device->name),
                        device_type_name(r.device->type), r.batch, precision_name(r.precision),
                        mode_name(table.mode), r.supported ? "true" : "false", csv_field(r.note),
@@ -252,7 +282,7 @@ std::string render_compare_csv(const CompareTable& table) {
                        r.supported ? std::to_string(r.devices_to_fit) : "",
                        r.supported ? std::string(bound_name(r.bound)) : "",
                        csv_number(r.price_per_device_hour_usd), cost_basis_name(table.cost_basis),
-                       csv_number(r.cost_usd), csv_number(r.energy_kwh));
+                       csv_number(r.cost_usd), csv_number(r.energy_kwh), csv_number(r.ttft_s));
   }
   return out;
 }

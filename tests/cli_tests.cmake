@@ -164,7 +164,7 @@ capcalc_cli_ok(compare_gpus_by_cost "resnet50 \\(25.6 M params\\), inference, fp
 # A device without the precision is shown, marked, not dropped.
 capcalc_cli_ok(compare_unsupported "\na10g +-  +- .*\n.*  a10g: no fp64 \\(has fp32"
                compare data/models/resnet50.json --type gpu --sort cost --precision fp64)
-capcalc_cli_ok(compare_csv "^model,device,device_name,type,batch,precision,mode,supported,note,latency_s,throughput_per_s,run_time_s,memory_bytes,device_memory_bytes,fits,devices_to_fit,bound,price_per_device_hour_usd,cost_basis,cost_usd,energy_kwh\nresnet50,"
+capcalc_cli_ok(compare_csv "^model,device,device_name,type,batch,precision,mode,supported,note,latency_s,throughput_per_s,run_time_s,memory_bytes,device_memory_bytes,fits,devices_to_fit,bound,price_per_device_hour_usd,cost_basis,cost_usd,energy_kwh,ttft_s\nresnet50,"
                compare data/models/resnet50.json --type gpu --sort cost --format csv)
 capcalc_cli_ok(compare_json "^\\{\n  \"schema_version\": 1,.*\"cost_basis\": \"per_million_samples\",.*\"rows\": \\[.*\"device\": \"mi325x\",.*\"supported\": false,\n *\"note\": \"no fp64"
                compare data/models/resnet50.json --type gpu --sort cost --format json --precision fp64)
@@ -282,6 +282,16 @@ capcalc_cli_ok(training_interleaved_pipeline_json "\"virtual_stages\": 4.*\"pipe
                estimate data/models/llama3_70b.json --gpu h100 --mode training --precision bf16 --tp 8 --pp 4 --micro-batches 16 --virtual-stages 4 --devices 64 --format json)
 capcalc_cli_error(interleaved_micro_batches "the interleaved schedule needs micro-batches \\(6\\) to be a multiple of the pipeline stages \\(4\\)"
                estimate data/models/llama3_70b.json --gpu h100 --mode training --tp 8 --pp 4 --micro-batches 6 --virtual-stages 4)
+# compare for LLM serving: TTFT, request time, generated tokens/s and cost per 1M tokens; a
+# 48 GB L40S cannot hold half of Llama 3 70B in bf16.
+capcalc_cli_ok(compare_serving "serving 1024 prompt \\+ 256 generated tokens a sequence.*TTFT +request +tokens/s .*\\$/1M tok.*l40s .* no \\(2\\).*per 1M generated tokens"
+               compare data/models/llama3_70b.json --gpu h100,l40s --tp 2 --precision bf16 --prompt-tokens 1024 --output-tokens 256)
+capcalc_cli_ok(compare_serving_json "\"cost_basis\": \"per_million_tokens\",.*\"serving\": \\{[^}]*\"prompt_tokens\": 1024,[^}]*\"output_tokens\": 256.*\"ttft_s\": [0-9]"
+               compare data/models/llama3_70b.json --gpu h100 --tp 2 --precision fp8 --prompt-tokens 1024 --output-tokens 256 --format json)
+capcalc_cli_error(compare_serving_training "--prompt-tokens and --output-tokens describe serving: use --mode inference"
+               compare data/models/llama3_70b.json --gpu h100 --mode training --prompt-tokens 1024)
+capcalc_cli_error(compare_serving_no_seq "resnet50.json: --prompt-tokens needs a model with a \"seq\" dimension"
+               compare data/models/resnet50.json --gpu h100 --prompt-tokens 1024)
 # ZeRO-1 over 8 replicas of TP 8: Llama 3 70B's bf16 training state fits 80 GB H100s.
 capcalc_cli_ok(training_zero_tensor_parallel "64 devices \\(tensor-parallel 8\\), ZeRO-1.*memory +[0-9.]+ GB of 80.0 GB: fits.*ZeRO-1 +optimizer state and its update sharded over 8 data-parallel replicas"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1 --explain)

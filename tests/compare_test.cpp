@@ -180,3 +180,57 @@ TEST_CASE("the compare table fits 80 columns, JSON and CSV carry the same rows",
   }
   CHECK(devices_in_json == result.rows.size());
 }
+
+TEST_CASE("serving rows agree with estimate_serving() and cost per 1M generated tokens",
+          "[compare][serving]") {
+  // Llama 2 7B from its config.json, 4 sequences of 512 + 128 tokens, tensor-parallel 2 over
+  // 4 H100s (two replicas).
+  const std::string path = test::data_path("models/llama2_7b_hf.json");
+  const auto build = [&](std::int64_t batch, std::int64_t seq, std::int64_t cached) {
+    ModelOptions options;
+    options.dims["batch"] = batch;
+    options.dims["seq"] = seq;
+    options.counting.kv_cache_length = cached;
+    return load_model(path, options);
+  };
+  CompareRequest request;
+  request.workload.devices = 4;
+  request.workload.tensor_parallel = 2;
+  request.serving = ServingRequest{512, 128};
+  request.serving_graph = build;
+  const Device& h100 = table().get("h100-sxm");
+  const PerformanceParams params = table().performance_for(h100);
+  const Graph prefill = build(4, 512, 0);
+  const CompareRow row = compare_row(prefill, h100, params, Precision::kFp16, request);
+  Workload workload = request.workload;
+  workload.precision = Precision::kFp16;
+  const ServingEstimate s =
+      estimate_serving([&](std::int64_t seq, std::int64_t cached) { return build(4, seq, cached); },
+                       h100, params, workload, *request.serving);
+  REQUIRE(row.ttft_s);
+  CHECK(*row.ttft_s == Approx(s.ttft_s));
+  CHECK(row.latency_s == Approx(s.request_latency_s));
+  // 4 sequences x 2 replicas x 128 tokens over the request's time.
+  CHECK(row.throughput_per_s == Approx(4.0 * 2 * 128 / s.request_latency_s));
+  CHECK(row.memory_bytes == Approx(s.memory_bytes));
+  CHECK(row.fits == s.fits);
+  REQUIRE(row.cost_usd);
+  const double device_hours = 1e6 / row.throughput_per_s * 4 / 3600;
+  CHECK(*row.cost_usd == Approx(device_hours * h100.price->usd_per_hour));
+
+  // The table says what it is; serving is inference.
+  const CompareTable t =
+      compare_devices({prefill}, {&h100}, table(), {Precision::kFp16}, request, CompareSort::kCost);
+  CHECK(t.cost_basis == CostBasis::kPerMillionTokens);
+  REQUIRE(t.serving);
+  const std::string text = render_compare_text(t);
+  CHECK_THAT(text, ContainsSubstring("serving 512 prompt + 128 generated tokens a sequence"));
+  CHECK_THAT(text, ContainsSubstring("TTFT"));
+  CHECK_THAT(text, ContainsSubstring("tokens/s"));
+  CHECK_THAT(text, ContainsSubstring("$/1M tok"));
+  CHECK_THAT(render_compare_json(t), ContainsSubstring("\"cost_basis\": \"per_million_tokens\""));
+  request.workload.mode = Mode::kTraining;
+  CHECK_THROWS_WITH(
+      compare_devices({prefill}, {&h100}, table(), {Precision::kFp16}, request, CompareSort::kCost),
+      ContainsSubstring("describe serving: use --mode inference"));
+}

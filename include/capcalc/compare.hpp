@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,8 +32,10 @@ inline constexpr double kCostSamples = 1e6;
 enum class CostBasis {
   kPerMillionSamples,  ///< 1e6 samples at the row's throughput.
   kPerRun,             ///< The whole training run.
+  kPerMillionTokens,   ///< LLM serving: 1e6 generated tokens at the row's token rate.
 };
-std::string_view cost_basis_name(CostBasis basis);  ///< "per_million_samples", "per_run".
+/// "per_million_samples", "per_run", "per_million_tokens".
+std::string_view cost_basis_name(CostBasis basis);
 
 /// A training run described by the user: dataset size × epochs, or tokens.
 struct RunSize {
@@ -48,12 +51,20 @@ struct RunSize {
 std::optional<double> run_samples(const RunSize& size, const Graph& graph,
                                   const std::string& model_file);
 
+/// LLM serving rows: the model at `batch` sequences of `seq` new tokens over `cached` ones.
+using CompareServingBuilder =
+    std::function<Graph(std::int64_t batch, std::int64_t seq, std::int64_t cached)>;
+
 /// How every row is run; the precision of each row is given separately (a sweep has several).
 struct CompareRequest {
   Workload workload;                         ///< Mode, profile, optimizer, devices, ...
   RunSize run;                               ///< Training only; empty: no run.
   std::optional<double> price_per_hour_usd;  ///< Overrides the table's prices when set.
   std::string model_file;                    ///< For messages about the run.
+  /// LLM serving (inference only): each row is estimate_serving() of a request of the graph's
+  /// batch of sequences, its graphs built by serving_graph. Unset: one forward pass a row.
+  std::optional<ServingRequest> serving;
+  CompareServingBuilder serving_graph;
 };
 
 /// One device at one batch and precision.
@@ -61,10 +72,13 @@ struct CompareRow {
   const Device* device = nullptr;
   std::int64_t batch = 1;
   Precision precision = Precision::kFp32;
-  bool supported = true;        ///< false: the device lacks the precision; figures below are unset.
-  std::string note;             ///< Why a row is not supported, e.g. "no bf16 (has fp32, fp16)".
-  double latency_s = 0;         ///< Inference: one forward pass of the batch; training: a step.
-  double throughput_per_s = 0;  ///< Samples per second over all data-parallel devices.
+  bool supported = true;  ///< false: the device lacks the precision; figures below are unset.
+  std::string note;       ///< Why a row is not supported, e.g. "no bf16 (has fp32, fp16)".
+  double latency_s = 0;   ///< Inference: one forward pass of the batch; training: a step;
+                          ///< serving: the whole request (prefill and every decode step).
+  std::optional<double> ttft_s;  ///< Serving: time to first token (the prefill).
+  double throughput_per_s = 0;   ///< Samples per second over all data-parallel devices; serving:
+                                 ///< generated tokens per second (all sequences, all replicas).
   std::optional<double> run_time_s;  ///< Wall-clock time of the training run, if one is given.
   double memory_bytes = 0;           ///< Needed on one device.
   double device_memory_bytes = 0;    ///< Available on one device.
@@ -93,13 +107,14 @@ struct CompareTable {
   std::string model;  ///< Graph name.
   std::int64_t params = 0;
   Mode mode = Mode::kInference;
-  std::int64_t devices = 1;            ///< Per row: all devices (tensor_parallel × replicas).
-  std::int64_t tensor_parallel = 1;    ///< Devices per pipeline stage of a replica.
-  std::int64_t pipeline_parallel = 1;  ///< Training: pipeline stages per replica.
-  std::int64_t micro_batches = 1;      ///< Training: micro-batches per optimizer step.
-  std::int64_t virtual_stages = 1;     ///< Training: interleaved chunks per pipeline stage.
-  int zero_stage = 0;                  ///< Training state sharding over the replicas.
-  std::optional<double> run_samples;   ///< The training run's samples (of the first graph).
+  std::int64_t devices = 1;               ///< Per row: all devices (tensor_parallel × replicas).
+  std::int64_t tensor_parallel = 1;       ///< Devices per pipeline stage of a replica.
+  std::int64_t pipeline_parallel = 1;     ///< Training: pipeline stages per replica.
+  std::int64_t micro_batches = 1;         ///< Training: micro-batches per optimizer step.
+  std::int64_t virtual_stages = 1;        ///< Training: interleaved chunks per pipeline stage.
+  int zero_stage = 0;                     ///< Training state sharding over the replicas.
+  std::optional<double> run_samples;      ///< The training run's samples (of the first graph).
+  std::optional<ServingRequest> serving;  ///< Serving rows: the request each row serves.
   CostBasis cost_basis = CostBasis::kPerMillionSamples;
   CompareSort sort = CompareSort::kTable;
   bool batch_sweep = false;      ///< More than one batch.

@@ -35,6 +35,10 @@ struct CompareOptions {
   RunSize run;
   std::optional<double> price_per_hour;
   std::string format = "table";
+  std::optional<std::int64_t> prompt_tokens;  // LLM serving.
+  std::optional<std::int64_t> output_tokens;
+  std::string weight_precision;
+  std::string kv_precision;
 };
 
 std::vector<const Device*> pick_devices(const CompareOptions& options, const HardwareTable& table) {
@@ -56,18 +60,35 @@ std::vector<const Device*> pick_devices(const CompareOptions& options, const Har
 }
 
 void run_compare(const CompareOptions& options) {
+  const bool serving = options.prompt_tokens || options.output_tokens;
+  ModelArgs model = options.model;
+  if (serving) {
+    // The rows' graphs are prefills: the prompt is the sequence. An ONNX export may leave its
+    // sequence length unset, and must then take the prompt's.
+    std::optional<Graph> as_given;
+    try {
+      as_given = load_model_from(options.model);
+    } catch (const Error&) {
+    }
+    if (as_given && as_given->dims.count("seq") == 0) {
+      throw Error({options.model.path},
+                  "--prompt-tokens needs a model with a \"seq\" dimension (a language model)");
+    }
+    model.sets.push_back("seq=" + std::to_string(options.prompt_tokens.value_or(512)));
+  }
   const HardwareTable table = load_table(options.hardware);
   const std::vector<const Device*> devices = pick_devices(options, table);
   std::vector<Graph> graphs;
   if (options.batches.empty()) {
-    graphs.push_back(load_model_from(options.model));
+    graphs.push_back(load_model_from(model));
   } else {
     for (std::int64_t batch : options.batches) {
-      ModelArgs args = options.model;
+      ModelArgs args = model;
       args.batch = batch;
       graphs.push_back(load_model_from(args));
     }
   }
+
   std::vector<Precision> precisions;
   for (const std::string& name : options.precisions)
     precisions.push_back(precision_from(name));
@@ -83,6 +104,25 @@ void run_compare(const CompareOptions& options) {
   request.run = options.run;
   request.price_per_hour_usd = options.price_per_hour;
   request.model_file = options.model.path;
+  if (!options.weight_precision.empty()) {
+    request.workload.weight_precision = precision_from(options.weight_precision);
+  }
+  if (!options.kv_precision.empty()) {
+    request.workload.kv_precision = precision_from(options.kv_precision);
+  }
+  if (serving) {
+    ServingRequest serving_request;
+    serving_request.prompt_tokens = options.prompt_tokens.value_or(512);
+    serving_request.output_tokens = options.output_tokens.value_or(128);
+    request.serving = serving_request;
+    request.serving_graph = [base = options.model](std::int64_t batch, std::int64_t seq,
+                                                   std::int64_t cached) {
+      ModelArgs shaped = base;
+      shaped.batch = batch;
+      shaped.sets.push_back("seq=" + std::to_string(seq));
+      return load_model_from(shaped, cached);
+    };
+  }
   const CompareSort sort = parse_compare_sort(options.sort).value_or(CompareSort::kTime);
   const CompareTable result = compare_devices(graphs, devices, table, precisions, request, sort);
   std::string text;
@@ -104,7 +144,9 @@ void add_compare_command(CLI::App& app) {
   auto options = std::make_shared<CompareOptions>();
   CLI::App* sub = app.add_subcommand(
       "compare", "One model on many devices: time, throughput, memory, fit, cost, energy");
-  sub->add_option("model", options->model.path, "Model file (capcalc JSON)")->required();
+  sub->add_option("model", options->model.path,
+                  "Model file (capcalc JSON, ONNX or a Hugging Face config.json)")
+      ->required();
   sub->add_option("--set", options->model.sets,
                   "Set a model dimension, e.g. --set seq=2048 (repeatable)");
   sub->add_option("--causal", options->model.causal, "Count causal attention as full or half")
@@ -156,6 +198,19 @@ void add_compare_command(CLI::App& app) {
   sub->add_option("-f,--format", options->format, "Output format")
       ->check(CLI::IsMember({"table", "json", "csv", "markdown"}))
       ->capture_default_str();
+  sub->add_option("--prompt-tokens", options->prompt_tokens,
+                  "LLM serving: prompt tokens per sequence; each row serves --batch sequences "
+                  "(TTFT, request time, generated tokens/s, cost per 1M tokens)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--output-tokens", options->output_tokens,
+                  "LLM serving: generated tokens per sequence (default 128)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--weight-precision", options->weight_precision,
+                  "Weight storage if it differs (int4/int8 weight-only quantisation)")
+      ->check(CLI::IsMember(precision_names()));
+  sub->add_option("--kv-precision", options->kv_precision,
+                  "KV cache storage (default: activations')")
+      ->check(CLI::IsMember(precision_names()));
   sub->callback([options] { run_compare(*options); });
 }
 
