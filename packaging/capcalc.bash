@@ -111,7 +111,8 @@ _capcalc() {
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile
              --devices --tensor-parallel --tp --pipeline-parallel --pp --micro-batches --virtual-stages --zero $run_flags
              --max-latency --min-throughput --max-memory --max-cost
-             --max-train-time --max-params --max-macs --must-fit --format --output" ;;
+             --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens
+             --output-tokens --format --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision --kv-precision
              --checkpointing --label --output" ;;

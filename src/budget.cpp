@@ -14,9 +14,9 @@
 namespace capcalc {
 namespace {
 
-constexpr std::array<std::string_view, 8> kLimitNames = {
-    "max_latency",    "min_throughput", "max_memory", "max_cost",
-    "max_train_time", "max_params",     "max_macs",   "must_fit"};
+constexpr std::array<std::string_view, 9> kLimitNames = {
+    "max_latency", "min_throughput", "max_memory", "max_cost", "max_train_time",
+    "max_params",  "max_macs",       "must_fit",   "max_ttft"};
 
 bool is_min(LimitKind kind) {
   return kind == LimitKind::kMinThroughput;
@@ -27,6 +27,7 @@ std::string format_value(LimitKind kind, double value) {
   switch (kind) {
     case LimitKind::kMaxLatency:
     case LimitKind::kMaxTrainTime:
+    case LimitKind::kMaxTtft:
       return format_duration(value);
     case LimitKind::kMinThroughput:
       return format_count(value) + "/s";  // "995/s", "1.53 k/s"
@@ -46,14 +47,19 @@ std::string format_value(LimitKind kind, double value) {
 std::string quantity_name(LimitKind kind, Mode mode, CostBasis basis) {
   switch (kind) {
     case LimitKind::kMaxLatency:
+      if (basis == CostBasis::kPerMillionTokens) return "request time";
       return mode == Mode::kTraining ? "step time" : "latency";
     case LimitKind::kMinThroughput:
-      return "throughput";
+      return basis == CostBasis::kPerMillionTokens ? "generated tokens/s" : "throughput";
+    case LimitKind::kMaxTtft:
+      return "time to first token";
     case LimitKind::kMaxMemory:
     case LimitKind::kMustFit:
       return "memory";
     case LimitKind::kMaxCost:
-      return basis == CostBasis::kPerRun ? "cost of the run" : "cost per 1M samples";
+      return basis == CostBasis::kPerRun             ? "cost of the run"
+             : basis == CostBasis::kPerMillionTokens ? "cost per 1M generated tokens"
+                                                     : "cost per 1M samples";
     case LimitKind::kMaxTrainTime:
       return "training time";
     case LimitKind::kMaxParams:
@@ -71,10 +77,11 @@ std::string parent_dir(const std::string& path) {
 
 // Keys a budget (or "defaults") may hold.
 // clang-format off
-constexpr std::array<std::string_view, 19> kBudgetKeys = {
+constexpr std::array<std::string_view, 21> kBudgetKeys = {
     "name", "model", "devices", "batch", "set", "precision", "mode", "profile", "data_parallel",
     "tensor_parallel", "pipeline_parallel", "micro_batches", "virtual_stages", "zero_stage",
-    "dataset_size", "epochs", "tokens", "price_per_hour_usd", "limits"};
+    "dataset_size", "epochs", "tokens", "price_per_hour_usd", "prompt_tokens", "output_tokens",
+    "limits"};
 // clang-format on
 
 void check_keys(const JsonView& object, const std::vector<std::string_view>& known) {
@@ -228,6 +235,29 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
         "\"dataset_size\" and \"tokens\" describe a training run: add \"mode\": \"training\"");
   }
   budget.request.model_file = budget.model_path;
+  // LLM serving: rows serve `batch` sequences of prompt_tokens + output_tokens.
+  const auto prompt = lookup(view, defaults, "prompt_tokens");
+  const auto output = lookup(view, defaults, "output_tokens");
+  if (prompt || output) {
+    if (workload.mode != Mode::kInference) {
+      (prompt ? *prompt : *output)
+          .fail("prompt and output tokens describe serving: use \"mode\": \"inference\"");
+    }
+    ServingRequest serving;
+    if (prompt) serving.prompt_tokens = prompt->as_positive_int();
+    if (output) serving.output_tokens = output->as_positive_int();
+    budget.request.serving = serving;
+    budget.model_options.dims["seq"] = serving.prompt_tokens;
+    budget.request.serving_graph = [path = budget.model_path, options = budget.model_options](
+                                       std::int64_t batch, std::int64_t seq, std::int64_t cached) {
+      ModelOptions shaped = options;
+      // A model without a "batch" dimension serves one sequence (its graphs' batch is 1).
+      if (batch != 1 || shaped.dims.count("batch") > 0) shaped.dims["batch"] = batch;
+      shaped.dims["seq"] = seq;
+      shaped.counting.kv_cache_length = cached;
+      return load_model(path, shaped);
+    };
+  }
   if (defaults) {
     if (auto limits = defaults->find("limits")) add_limits(*limits, budget.limits);
   }
@@ -269,6 +299,7 @@ Limit parse_limit(LimitKind kind, std::string_view text) {
   switch (kind) {
     case LimitKind::kMaxLatency:
     case LimitKind::kMaxTrainTime:
+    case LimitKind::kMaxTtft:
       limit.value = parse_duration(text);
       break;
     case LimitKind::kMinThroughput:
@@ -334,7 +365,9 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
   }
   const GraphTotals totals = graph_totals(graph);
   const Mode mode = request.workload.mode;
-  const CostBasis basis = row.run_time_s ? CostBasis::kPerRun : CostBasis::kPerMillionSamples;
+  const CostBasis basis = request.serving  ? CostBasis::kPerMillionTokens
+                          : row.run_time_s ? CostBasis::kPerRun
+                                           : CostBasis::kPerMillionSamples;
   std::vector<CheckResult> out;
   for (const Limit& limit : limits) {
     CheckResult result;
@@ -342,6 +375,10 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
     result.model = graph.name;
     result.device = device.id;
     result.workload = workload_text(graph, precision, request.workload);
+    if (request.serving) {
+      result.workload += fmt::format(", serving {} + {} tokens", request.serving->prompt_tokens,
+                                     request.serving->output_tokens);
+    }
     result.limit = limit;
     std::string unknown_reason;
     double bound = limit.value;
@@ -377,6 +414,12 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
       case LimitKind::kMustFit:
         result.value = row.memory_bytes;
         bound = row.device_memory_bytes;
+        break;
+      case LimitKind::kMaxTtft:
+        if (!row.ttft_s) {
+          throw Error({}, "max_ttft needs LLM serving: prompt_tokens (--prompt-tokens)");
+        }
+        result.value = row.ttft_s;
         break;
     }
     const std::string quantity = quantity_name(limit.kind, mode, basis);

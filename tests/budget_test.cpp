@@ -139,6 +139,47 @@ TEST_CASE("a budget's pipeline stages multiply its replicas' devices", "[budget]
                     ContainsSubstring("b.json:/budgets/0/pipeline_parallel"));
 }
 
+TEST_CASE("a serving budget gates time to first token, token rate and cost per token",
+          "[budget][serving]") {
+  // Llama 2 7B's config served 512 + 128 tokens a sequence on an H100: the limits read the
+  // same figures as compare's serving rows.
+  const char* text = R"({
+    "budgets": [{"model": "models/llama2_7b_hf.json", "devices": ["h100"], "precision": "fp16",
+                 "prompt_tokens": 512, "output_tokens": 128,
+                 "limits": {"max_ttft": "1s", "min_throughput": "1G/s", "max_latency": "1h"}}]})";
+  const std::vector<Budget> budgets = parse_budget(text, test::data_path("budget.json"));
+  REQUIRE(budgets.size() == 1);
+  REQUIRE(budgets[0].request.serving);
+  CHECK(budgets[0].request.serving->prompt_tokens == 512);
+  const CheckReport report = check_budgets(budgets, table());
+  REQUIRE(report.results.size() == 3);
+  // Sorted by kind: max_latency (the request), min_throughput, max_ttft.
+  CHECK(report.results[0].passed);
+  CHECK_THAT(report.results[0].message, ContainsSubstring("request time"));
+  CHECK_FALSE(report.results[1].passed);
+  CHECK_THAT(report.results[1].message, ContainsSubstring("generated tokens/s"));
+  CHECK(report.results[2].passed);
+  CHECK_THAT(report.results[2].message, ContainsSubstring("time to first token"));
+  CHECK_THAT(report.results[2].workload, ContainsSubstring("serving 512 + 128 tokens"));
+  // The TTFT it checks is the serving estimate's.
+  const Device& h100 = table().get("h100");
+  const CompareRow row =
+      compare_row(load_model(budgets[0].model_path, budgets[0].model_options), h100,
+                  table().performance_for(h100), Precision::kFp16, budgets[0].request);
+  REQUIRE(row.ttft_s);
+  CHECK(*report.results[2].value == Approx(*row.ttft_s));
+
+  // max_ttft needs a serving request; serving is inference.
+  REQUIRE_THROWS_WITH(check({parse_limit(LimitKind::kMaxTtft, "1s")}),
+                      ContainsSubstring("max_ttft needs LLM serving"));
+  CHECK_THROWS_WITH(
+      parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["h100"], "mode": "training",
+                                    "prompt_tokens": 512, "limits": {"must_fit": true}}]})",
+                   "b.json"),
+      ContainsSubstring("b.json:/budgets/0/prompt_tokens: prompt and output tokens describe "
+                        "serving"));
+}
+
 TEST_CASE("budget file errors are located", "[budget]") {
   REQUIRE_THROWS_WITH(
       parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["t4"],

@@ -292,6 +292,15 @@ capcalc_cli_error(compare_serving_training "--prompt-tokens and --output-tokens 
                compare data/models/llama3_70b.json --gpu h100 --mode training --prompt-tokens 1024)
 capcalc_cli_error(compare_serving_no_seq "resnet50.json: --prompt-tokens needs a model with a \"seq\" dimension"
                compare data/models/resnet50.json --gpu h100 --prompt-tokens 1024)
+# check for LLM serving: a TTFT gate fails on an L40S pair and passes on H100s (exit 1).
+add_test(NAME cli.check_serving_ttft
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=check;data/models/llama3_70b.json;--gpu;h100,l40s;--tp;2;--precision;fp8;--prompt-tokens;1024;--output-tokens;256;--max-ttft;200ms" -DEXPECT_CODE=1
+                 "-DSTDOUT_REGEX=FAIL +llama3_70b on l40s .*serving 1024 \\+ 256 tokens.*time to first token [0-9.]+ ms exceeds max 200ms.*ok +llama3_70b on h100-sxm .*time to first token"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+capcalc_cli_error(check_ttft_needs_serving "max_ttft needs LLM serving: prompt_tokens \\(--prompt-tokens\\)"
+               check data/models/llama3_70b.json --gpu h100 --max-ttft 200ms)
 # ZeRO-1 over 8 replicas of TP 8: Llama 3 70B's bf16 training state fits 80 GB H100s.
 capcalc_cli_ok(training_zero_tensor_parallel "64 devices \\(tensor-parallel 8\\), ZeRO-1.*memory +[0-9.]+ GB of 80.0 GB: fits.*ZeRO-1 +optimizer state and its update sharded over 8 data-parallel replicas"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1 --explain)

@@ -37,10 +37,13 @@ enum class LimitKind {
   kMaxParams,      ///< Parameters.
   kMaxMacs,        ///< Forward MACs per sample.
   kMustFit,        ///< The model fits in one device's memory (no value).
+  kMaxTtft,        ///< Seconds: LLM serving's time to first token (needs a serving request).
 };
 
 /// "max_latency", "min_throughput", "max_memory", "max_cost", "max_train_time", "max_params",
-/// "max_macs", "must_fit": the budget-file keys (flags are the same with '-').
+/// "max_macs", "must_fit", "max_ttft": the budget-file keys (flags are the same with '-').
+/// With a serving request (prompt_tokens) latency is the request's time, throughput generated
+/// tokens per second and cost that of 1M generated tokens, as compare's serving rows.
 std::string_view limit_name(LimitKind kind);
 std::vector<std::string_view> limit_names();
 std::optional<LimitKind> parse_limit_kind(std::string_view name);

@@ -118,7 +118,8 @@ void run_compare(const CompareOptions& options) {
     request.serving_graph = [base = options.model](std::int64_t batch, std::int64_t seq,
                                                    std::int64_t cached) {
       ModelArgs shaped = base;
-      shaped.batch = batch;
+      // A model without a "batch" dimension serves one sequence (its graphs' batch is 1).
+      if (batch != 1 || shaped.batch) shaped.batch = batch;
       shaped.sets.push_back("seq=" + std::to_string(seq));
       return load_model_from(shaped, cached);
     };
