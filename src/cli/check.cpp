@@ -144,7 +144,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<CheckOptions>();
   CLI::App* sub = app.add_subcommand(
       "check", "Budget gates for CI: exit 1 if a model exceeds a limit on a device");
-  sub->add_option("model", options->model.path, "Model file (capcalc JSON); or use --budget");
+  sub->add_option("model", options->model.path,
+                  "Model file (capcalc JSON, ONNX or a Hugging Face config.json); or use --budget");
   sub->add_option("--budget", options->budget,
                   "Budget file (JSON): models x devices x limits (see README)");
   sub->add_option("-b,--batch", options->model.batch, "Batch size")->check(CLI::PositiveNumber);
