@@ -214,9 +214,6 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
   }
   out.cost_basis = out.run_samples ? CostBasis::kPerRun : CostBasis::kPerMillionSamples;
   if (request.serving) {
-    if (request.workload.mode != Mode::kInference) {
-      throw Error({}, "--prompt-tokens and --output-tokens describe serving: use --mode inference");
-    }
     if (!request.serving_graph) throw Error({}, "compare: serving rows need a graph builder");
     out.serving = request.serving;
     out.cost_basis = CostBasis::kPerMillionTokens;

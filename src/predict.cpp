@@ -545,6 +545,9 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
   if (request.prompt_tokens < 1 || request.output_tokens < 1) {
     throw Error({}, "prompt and output tokens must be at least 1");
   }
+  if (workload.mode != Mode::kInference) {
+    throw Error({}, "--prompt-tokens and --output-tokens describe serving: use --mode inference");
+  }
   ServingEstimate s;
   const Graph prefill = build(request.prompt_tokens, 0);
   s.prefill = estimate(prefill, device, params, workload);

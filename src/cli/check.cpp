@@ -33,8 +33,7 @@ struct CheckOptions {
   // Limits as written; parsed by the library's unit parsers.
   std::vector<std::pair<LimitKind, std::string>> limits;
   bool must_fit = false;
-  std::optional<std::int64_t> prompt_tokens;  // LLM serving.
-  std::optional<std::int64_t> output_tokens;
+  ServingArgs serving;
   std::string format = "text";
   std::string output;
 };
@@ -76,25 +75,13 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
   if (!request.run.empty() && request.workload.mode != Mode::kTraining) {
     throw Error({}, "--dataset-size and --tokens describe a training run: add --mode training");
   }
-  ModelArgs model = options.model;
-  if (options.prompt_tokens || options.output_tokens) {
-    if (request.workload.mode != Mode::kInference) {
-      throw Error({}, "--prompt-tokens and --output-tokens describe serving: use --mode inference");
-    }
-    ServingRequest serving;
-    serving.prompt_tokens = options.prompt_tokens.value_or(512);
-    serving.output_tokens = options.output_tokens.value_or(128);
-    request.serving = serving;
-    model.sets.push_back("seq=" + std::to_string(serving.prompt_tokens));
-    request.serving_graph = [base = options.model](std::int64_t batch, std::int64_t seq,
-                                                   std::int64_t cached) {
-      ModelArgs shaped = base;
-      if (batch != 1 || shaped.batch) shaped.batch = batch;
-      shaped.sets.push_back("seq=" + std::to_string(seq));
-      return load_model_from(shaped, cached);
-    };
+  const bool serving = options.serving.requested();
+  if (serving) {
+    request.serving = options.serving.request();
+    request.serving_graph = serving_graphs(options.model);
   }
-  const Graph graph = load_model_from(model);
+  const Graph graph =
+      load_model_from(serving ? prefill_args(options.model, options.serving) : options.model);
   const Precision precision = precision_from(options.precision);
   CheckReport report;
   for (const std::string& name : options.devices) {
@@ -200,13 +187,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
         flag.help);
   }
   sub->add_flag("--must-fit", options->must_fit, "The model must fit in one device's memory");
-  sub->add_option("--prompt-tokens", options->prompt_tokens,
-                  "LLM serving: prompt tokens per sequence; latency is then the request's time, "
-                  "throughput generated tokens/s, cost per 1M generated tokens")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--output-tokens", options->output_tokens,
-                  "LLM serving: generated tokens per sequence (default 128)")
-      ->check(CLI::PositiveNumber);
+  add_serving_options(*sub, options->serving,
+                      "LLM serving: prompt tokens per sequence; latency is then the request's "
+                      "time, throughput generated tokens/s, cost per 1M generated tokens");
   sub->add_option("-f,--format", options->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "junit", "markdown"}))
       ->capture_default_str();

@@ -11,9 +11,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "capcalc/compare.hpp"
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/model.hpp"
+#include "capcalc/predict.hpp"
 
 namespace capcalc::cli {
 
@@ -32,6 +34,24 @@ void add_model_options(CLI::App& sub, ModelArgs& args);
 /// Loads the model; warns on stderr about operators counted as zero (ONNX).
 /// `kv_cache_length`: LLM decode over that many cached tokens (CountOptions).
 Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length = 0);
+
+/// LLM serving flags of estimate, compare and check: --prompt-tokens P, --output-tokens O.
+struct ServingArgs {
+  std::optional<std::int64_t> prompt_tokens;
+  std::optional<std::int64_t> output_tokens;
+  bool requested() const { return prompt_tokens || output_tokens; }
+  /// The request, with capcalc's defaults (512 prompt, 128 generated tokens).
+  ServingRequest request() const;
+};
+
+/// `prompt_help` says what the command does with the prompt.
+void add_serving_options(CLI::App& sub, ServingArgs& args, const std::string& prompt_help);
+/// The prefill's model: `model` with "seq" the prompt. A model without a "seq" dimension is an
+/// error naming the file; an ONNX export that leaves its sequence unset takes the prompt's.
+ModelArgs prefill_args(const ModelArgs& model, const ServingArgs& serving);
+/// The model at `batch` sequences of `seq` new tokens over `cached` ones (a model without a
+/// "batch" dimension serves one sequence).
+CompareServingBuilder serving_graphs(const ModelArgs& model);
 
 /// The hardware table to read: --hardware, else $CAPCALC_DATA_DIR/hardware.json, else the
 /// installed data next to the binary, else the source tree's data/.

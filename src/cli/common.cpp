@@ -111,6 +111,45 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
   return graph;
 }
 
+ServingRequest ServingArgs::request() const {
+  ServingRequest request;
+  request.prompt_tokens = prompt_tokens.value_or(request.prompt_tokens);
+  request.output_tokens = output_tokens.value_or(request.output_tokens);
+  return request;
+}
+
+void add_serving_options(CLI::App& sub, ServingArgs& args, const std::string& prompt_help) {
+  sub.add_option("--prompt-tokens", args.prompt_tokens, prompt_help)->check(CLI::PositiveNumber);
+  sub.add_option("--output-tokens", args.output_tokens,
+                 "LLM serving: generated tokens per sequence (decode; default 128)")
+      ->check(CLI::PositiveNumber);
+}
+
+ModelArgs prefill_args(const ModelArgs& model, const ServingArgs& serving) {
+  std::optional<Graph> as_given;
+  try {
+    as_given = load_model_from(model);
+  } catch (const Error&) {
+  }
+  ModelArgs prefill = model;
+  prefill.sets.push_back("seq=" + std::to_string(serving.request().prompt_tokens));
+  const Graph& probe = as_given ? *as_given : load_model_from(prefill);
+  if (probe.dims.count("seq") == 0) {
+    throw Error({model.path},
+                "--prompt-tokens needs a model with a \"seq\" dimension (a language model)");
+  }
+  return prefill;
+}
+
+CompareServingBuilder serving_graphs(const ModelArgs& model) {
+  return [model](std::int64_t batch, std::int64_t seq, std::int64_t cached) {
+    ModelArgs shaped = model;
+    if (batch != 1 || shaped.batch) shaped.batch = batch;
+    shaped.sets.push_back("seq=" + std::to_string(seq));
+    return load_model_from(shaped, cached);
+  };
+}
+
 bool color_enabled(std::FILE* stream) {
   const auto set = [](const char* name) {
     const char* value = std::getenv(name);

@@ -35,8 +35,7 @@ struct CompareOptions {
   RunSize run;
   std::optional<double> price_per_hour;
   std::string format = "table";
-  std::optional<std::int64_t> prompt_tokens;  // LLM serving.
-  std::optional<std::int64_t> output_tokens;
+  ServingArgs serving;
   std::string weight_precision;
   std::string kv_precision;
 };
@@ -60,22 +59,9 @@ std::vector<const Device*> pick_devices(const CompareOptions& options, const Har
 }
 
 void run_compare(const CompareOptions& options) {
-  const bool serving = options.prompt_tokens || options.output_tokens;
-  ModelArgs model = options.model;
-  if (serving) {
-    // The rows' graphs are prefills: the prompt is the sequence. An ONNX export may leave its
-    // sequence length unset, and must then take the prompt's.
-    std::optional<Graph> as_given;
-    try {
-      as_given = load_model_from(options.model);
-    } catch (const Error&) {
-    }
-    if (as_given && as_given->dims.count("seq") == 0) {
-      throw Error({options.model.path},
-                  "--prompt-tokens needs a model with a \"seq\" dimension (a language model)");
-    }
-    model.sets.push_back("seq=" + std::to_string(options.prompt_tokens.value_or(512)));
-  }
+  // Serving rows' graphs are prefills: the prompt is the sequence.
+  const bool serving = options.serving.requested();
+  const ModelArgs model = serving ? prefill_args(options.model, options.serving) : options.model;
   const HardwareTable table = load_table(options.hardware);
   const std::vector<const Device*> devices = pick_devices(options, table);
   std::vector<Graph> graphs;
@@ -111,18 +97,8 @@ void run_compare(const CompareOptions& options) {
     request.workload.kv_precision = precision_from(options.kv_precision);
   }
   if (serving) {
-    ServingRequest serving_request;
-    serving_request.prompt_tokens = options.prompt_tokens.value_or(512);
-    serving_request.output_tokens = options.output_tokens.value_or(128);
-    request.serving = serving_request;
-    request.serving_graph = [base = options.model](std::int64_t batch, std::int64_t seq,
-                                                   std::int64_t cached) {
-      ModelArgs shaped = base;
-      // A model without a "batch" dimension serves one sequence (its graphs' batch is 1).
-      if (batch != 1 || shaped.batch) shaped.batch = batch;
-      shaped.sets.push_back("seq=" + std::to_string(seq));
-      return load_model_from(shaped, cached);
-    };
+    request.serving = options.serving.request();
+    request.serving_graph = serving_graphs(options.model);
   }
   const CompareSort sort = parse_compare_sort(options.sort).value_or(CompareSort::kTime);
   const CompareTable result = compare_devices(graphs, devices, table, precisions, request, sort);
@@ -199,13 +175,9 @@ void add_compare_command(CLI::App& app) {
   sub->add_option("-f,--format", options->format, "Output format")
       ->check(CLI::IsMember({"table", "json", "csv", "markdown"}))
       ->capture_default_str();
-  sub->add_option("--prompt-tokens", options->prompt_tokens,
-                  "LLM serving: prompt tokens per sequence; each row serves --batch sequences "
-                  "(TTFT, request time, generated tokens/s, cost per 1M tokens)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--output-tokens", options->output_tokens,
-                  "LLM serving: generated tokens per sequence (default 128)")
-      ->check(CLI::PositiveNumber);
+  add_serving_options(*sub, options->serving,
+                      "LLM serving: prompt tokens per sequence; each row serves --batch sequences "
+                      "(TTFT, request time, generated tokens/s, cost per 1M tokens)");
   sub->add_option("--weight-precision", options->weight_precision,
                   "Weight storage if it differs (int4/int8 weight-only quantisation)")
       ->check(CLI::IsMember(precision_names()));

@@ -22,8 +22,7 @@ struct EstimateOptions {
   std::string format = "table";
   std::size_t top = 10;
   bool explain = false;
-  std::optional<std::int64_t> prompt_tokens;
-  std::optional<std::int64_t> output_tokens;
+  ServingArgs serving;
 };
 
 // Samples in the training run, from --dataset-size x --epochs or --tokens / seq.
@@ -44,22 +43,9 @@ std::optional<double> run_samples(const EstimateOptions& options, const Graph& g
 
 void run_estimate(const EstimateOptions& options) {
   // Serving: the estimate's graph is the prefill (seq = the prompt).
-  const bool serving_request = options.prompt_tokens || options.output_tokens;
-  ModelArgs model_args = options.run.model;
-  if (serving_request) {
-    // An ONNX export may leave its sequence length unset: then it must take the prompt's.
-    std::optional<Graph> as_given;
-    try {
-      as_given = load_model_from(options.run.model);
-    } catch (const Error&) {
-    }
-    model_args.sets.push_back("seq=" + std::to_string(options.prompt_tokens.value_or(512)));
-    const Graph& probe = as_given ? *as_given : load_model_from(model_args);
-    if (probe.dims.count("seq") == 0) {
-      throw Error({options.run.model.path},
-                  "--prompt-tokens needs a model with a \"seq\" dimension (a language model)");
-    }
-  }
+  const bool serving_request = options.serving.requested();
+  const ModelArgs model_args =
+      serving_request ? prefill_args(options.run.model, options.serving) : options.run.model;
   const auto e = run_single_estimate(options.run, &model_args);
   const Graph& graph = e->graph;
   const Device& device = *e->device;
@@ -86,18 +72,10 @@ void run_estimate(const EstimateOptions& options) {
   ServingRequest request;
   ServingEstimate serving;
   if (serving_request) {
-    if (workload.mode != Mode::kInference) {
-      throw Error({}, "--prompt-tokens and --output-tokens describe serving: use --mode inference");
-    }
-    request.prompt_tokens = options.prompt_tokens.value_or(512);
-    request.output_tokens = options.output_tokens.value_or(128);
-    ModelArgs args = options.run.model;
+    request = options.serving.request();
+    const CompareServingBuilder build = serving_graphs(options.run.model);
     serving = estimate_serving(
-        [&](std::int64_t seq, std::int64_t cached) {
-          ModelArgs shaped = args;
-          shaped.sets.push_back("seq=" + std::to_string(seq));
-          return load_model_from(shaped, cached);
-        },
+        [&](std::int64_t seq, std::int64_t cached) { return build(graph.batch, seq, cached); },
         device, e->params, workload, request);
     input.request = &request;
     input.serving = &serving;
@@ -129,12 +107,9 @@ void add_estimate_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--top", options->top, "How many of the heaviest layers to list")
       ->capture_default_str();
-  sub->add_option("--prompt-tokens", options->prompt_tokens,
-                  "LLM serving: prompt tokens per sequence (prefill); --batch is the sequences")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--output-tokens", options->output_tokens,
-                  "LLM serving: generated tokens per sequence (decode)")
-      ->check(CLI::PositiveNumber);
+  add_serving_options(
+      *sub, options->serving,
+      "LLM serving: prompt tokens per sequence (prefill); --batch is the sequences");
   sub->add_flag("--explain", options->explain,
                 "Show the formulas and assumptions behind each figure");
   sub->callback([options] { run_estimate(*options); });
