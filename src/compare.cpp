@@ -125,13 +125,6 @@ CompareRow compare_row(const Graph& graph, const Device& device, const Performan
   }
   Workload workload = request.workload;
   workload.precision = precision;
-  const auto fit_count = [&](double needed) {
-    return device.memory_bytes > 0
-               ? std::max<std::int64_t>(
-                     1, static_cast<std::int64_t>(std::ceil(needed / device.memory_bytes)))
-               : 1;
-  };
-  const double devices = static_cast<double>(workload.devices);
   if (request.serving) {
     // A request of the graph's batch of sequences: its prefill and every decode step; the
     // rate is the tokens it generates over its whole time, on every replica.
@@ -147,38 +140,37 @@ CompareRow compare_row(const Graph& graph, const Device& device, const Performan
         static_cast<double>(request.serving->output_tokens) / s.request_latency_s;
     row.memory_bytes = s.memory_bytes;
     row.fits = s.fits;
-    row.devices_to_fit = fit_count(row.memory_bytes);
     row.bound = dominant_bound(s.decode);
-    const double device_hours = kCostSamples / row.throughput_per_s * devices / kSecondsPerHour;
-    if (row.price_per_device_hour_usd) {
-      row.cost_usd = device_hours * *row.price_per_device_hour_usd;
+  } else {
+    const Estimate result = estimate(graph, device, params, workload);
+    row.latency_s = result.latency_s;
+    row.throughput_per_s = result.throughput_per_s;
+    row.memory_bytes = result.memory.total_bytes;
+    row.fits = result.fits;
+    row.bound = dominant_bound(result);
+    if (workload.mode == Mode::kTraining) {
+      if (const auto samples = run_samples(request.run, graph, request.model_file)) {
+        TrainingRun run;
+        run.samples = *samples;
+        run.price_per_device_hour_usd = row.price_per_device_hour_usd;
+        run.power_w = device.tdp_w;
+        const TrainingTotals totals = training_totals(result, graph.batch, workload, run);
+        row.run_time_s = totals.time_s;
+        row.cost_usd = totals.cost_usd;
+        row.energy_kwh = totals.energy_kwh;
+      }
     }
-    if (device.tdp_w > 0) row.energy_kwh = device_hours * device.tdp_w / 1000;
-    return row;
   }
-  const Estimate result = estimate(graph, device, params, workload);
-  row.latency_s = result.latency_s;
-  row.throughput_per_s = result.throughput_per_s;
-  row.memory_bytes = result.memory.total_bytes;
-  row.fits = result.fits;
-  row.devices_to_fit = fit_count(row.memory_bytes);
-  row.bound = dominant_bound(result);
-
-  const std::optional<double> samples = workload.mode == Mode::kTraining
-                                            ? run_samples(request.run, graph, request.model_file)
-                                            : std::nullopt;
-  if (samples) {
-    TrainingRun run;
-    run.samples = *samples;
-    run.price_per_device_hour_usd = row.price_per_device_hour_usd;
-    run.power_w = device.tdp_w;
-    const TrainingTotals totals = training_totals(result, graph.batch, workload, run);
-    row.run_time_s = totals.time_s;
-    row.cost_usd = totals.cost_usd;
-    row.energy_kwh = totals.energy_kwh;
-  } else if (result.throughput_per_s > 0) {
-    // Device-hours for 1e6 samples: throughput is over all devices, each one is paid for.
-    const double device_hours = kCostSamples / result.throughput_per_s * devices / kSecondsPerHour;
+  row.devices_to_fit =
+      device.memory_bytes > 0
+          ? std::max<std::int64_t>(
+                1, static_cast<std::int64_t>(std::ceil(row.memory_bytes / device.memory_bytes)))
+          : 1;
+  if (!row.run_time_s && row.throughput_per_s > 0) {
+    // Device-hours for 1e6 samples (serving: generated tokens): the rate is over all devices,
+    // each one is paid for.
+    const double device_hours = kCostSamples / row.throughput_per_s *
+                                static_cast<double>(workload.devices) / kSecondsPerHour;
     if (row.price_per_device_hour_usd) {
       row.cost_usd = device_hours * *row.price_per_device_hour_usd;
     }
