@@ -889,12 +889,8 @@ OpResult infer_position_embedding(OpContext& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Mixture of experts (Mixtral's sparse MoE block)
+// Latent attention (DeepSeek)
 
-// A router (Linear d -> experts, no bias) picks experts_per_token experts per token; each
-// expert is a SwiGLU MLP down(silu(gate(x)) * up(x)) with `hidden` units, no biases. Shazeer et
-// al. 2017 (arXiv:1701.06538); Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088), and
-// Hugging Face's MixtralSparseMoeBlock. Params count every expert; MACs only the chosen ones.
 // Multi-head latent attention (DeepSeek-V2/V3, Kimi K2): queries through an optional low-rank
 // pair (q_a_proj to q_lora_rank, RMSNorm, q_b_proj to heads x (nope + rope)), keys and values
 // through one shared latent (kv_a_proj_with_mqa to kv_lora_rank plus a shared rope key,
@@ -999,6 +995,14 @@ OpResult infer_mla_attention(OpContext& ctx) {
   return result;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Mixture of experts (Mixtral's sparse MoE block)
+
+// A router (Linear d -> experts, no bias unless router_bias) picks experts_per_token experts
+// per token; each expert is a SwiGLU MLP down(silu(gate(x)) * up(x)) with `hidden` units, no
+// biases unless expert_bias. Shazeer et
+// al. 2017 (arXiv:1701.06538); Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088), and
+// Hugging Face's MixtralSparseMoeBlock. Params count every expert; MACs only the chosen ones.
 OpResult infer_moe(OpContext& ctx) {
   const Shape& in = expect_min_rank(ctx, 0, 1);
   const std::int64_t experts = ctx.attrs.positive("experts");
@@ -1014,7 +1018,7 @@ OpResult infer_moe(OpContext& ctx) {
                       fmt::format("experts_per_token = {} exceeds experts = {}", top_k, experts));
   }
   // DeepSeek's MoE: an always-on shared SwiGLU MLP of shared_hidden beside the routed
-  // experts, and a per-expert router bias (its e_score_correction_bias).
+  // experts. A per-expert router bias: DeepSeek-V3's e_score_correction_bias, gpt-oss's.
   const std::int64_t shared_hidden = ctx.attrs.non_negative("shared_hidden", 0);
   // Qwen2-MoE: the shared MLP's output scaled by sigmoid(x · w), w of d.
   const bool shared_gate = ctx.attrs.flag("shared_gate", false);
