@@ -77,9 +77,9 @@ struct Spec {
   std::int64_t expert_intermediate = 0;         // Each expert's hidden size.
   std::string moe_name = "block_sparse_moe";    // The MoE module's name in the checkpoint.
   std::int64_t shared_expert_intermediate = 0;  // DeepSeek: the always-on shared experts' MLP.
-  bool router_bias = false;                     // DeepSeek-V3: e_score_correction_bias.
-  bool expert_bias = false;                     // gpt-oss: biases in every expert.
-  bool attention_sinks = false;                 // gpt-oss: a learned sink logit per head.
+  bool router_bias = false;         // DeepSeek-V3's e_score_correction_bias, gpt-oss's router bias.
+  bool expert_bias = false;         // gpt-oss: biases in every expert.
+  bool attention_sinks = false;     // gpt-oss: a learned sink logit per head.
   std::vector<bool> dense_layers;   // MoE models: layers with a dense MLP (empty: none).
   bool shared_expert_gate = false;  // Qwen2-MoE: a sigmoid gate on the shared expert.
   // Multi-head latent attention (DeepSeek-V2/V3): set when kv_lora_rank > 0.
@@ -698,16 +698,19 @@ Json lm_head(std::string_view name, const Spec& spec, std::string_view embedding
   return entry;
 }
 
+bool has_dense_layers(const Spec& spec) {
+  return std::find(spec.dense_layers.begin(), spec.dense_layers.end(), true) !=
+         spec.dense_layers.end();
+}
+
 // The decoder layers as block calls: one repeated call when every layer has the
-// same window, else one call per layer ("layers.0", "layers.1", ...) with its
-// own.
+// same window and block, else one call per layer ("layers.0", "layers.1", ...)
+// with its own (`dense_block` for a MoE model's dense layers).
 void add_layer_calls(Json& layers, std::string_view name, std::string_view block, const Spec& spec,
-                     std::string_view first_block = {}) {
+                     std::string_view dense_block = {}) {
   const bool uniform = std::all_of(spec.windows.begin(), spec.windows.end(),
                                    [&](std::int64_t w) { return w == spec.windows.front(); });
-  const bool any_dense = std::find(spec.dense_layers.begin(), spec.dense_layers.end(), true) !=
-                         spec.dense_layers.end();
-  if (uniform && !any_dense) {
+  if (uniform && !has_dense_layers(spec)) {
     Json call{{"name", name}, {"block", block}, {"repeat", spec.layers}};
     if (spec.windows.front() > 0) call["args"] = Json{{"window", spec.windows.front()}};
     layers.push_back(std::move(call));
@@ -715,7 +718,7 @@ void add_layer_calls(Json& layers, std::string_view name, std::string_view block
   }
   for (std::size_t i = 0; i < spec.windows.size(); ++i) {
     const bool dense = i < spec.dense_layers.size() && spec.dense_layers[i];
-    Json call{{"name", fmt::format("{}.{}", name, i)}, {"block", dense ? first_block : block}};
+    Json call{{"name", fmt::format("{}.{}", name, i)}, {"block", dense ? dense_block : block}};
     if (spec.windows[i] > 0) call["args"] = Json{{"window", spec.windows[i]}};
     layers.push_back(std::move(call));
   }
@@ -785,10 +788,7 @@ Json decoder_block(const Spec& spec, bool sparse = true) {
 
 void emit_decoder(const Spec& spec, Json& model) {
   model["blocks"] = Json{{"decoder_layer", decoder_block(spec)}};
-  if (std::find(spec.dense_layers.begin(), spec.dense_layers.end(), true) !=
-      spec.dense_layers.end()) {
-    model["blocks"]["dense_decoder_layer"] = decoder_block(spec, false);
-  }
+  if (has_dense_layers(spec)) model["blocks"]["dense_decoder_layer"] = decoder_block(spec, false);
   Json layers = Json::array();
   layers.push_back(embedding("embed_tokens", spec.vocab, spec.hidden));
   add_layer_calls(layers, "layers", "decoder_layer", spec, "dense_decoder_layer");
