@@ -148,12 +148,7 @@ std::string price_text(const Device& d, const TrainingRun& run) {
 
 // "  all-reduce   1.2 ms: 64 all-reduces of 512 MB in all over NVLink 4\n".
 std::string communication_text(std::string_view label, const Estimate& e) {
-  if (!e.communication_modelled) {
-    return fmt::format("  {:<12} not modelled (no link in the table for this group)\n", label);
-  }
-  return fmt::format("  {:<12} {}: {} all-reduces of {} in all over {}\n", label,
-                     format_duration(e.communication_s), e.allreduces,
-                     format_bytes(e.allreduce_bytes), e.communication_link);
+  return fmt::format("  {:<12} {}\n", label, allreduce_summary(e));
 }
 
 std::string render_training_text(const ReportInput& in) {
@@ -414,6 +409,28 @@ std::string render_explain_text(const ReportInput& in) {
 
 }  // namespace
 
+std::string allreduce_summary(const Estimate& e) {
+  if (!e.communication_modelled) return "not modelled (no link in the table for this group)";
+  return fmt::format("{}: {} all-reduces of {} in all over {}", format_duration(e.communication_s),
+                     e.allreduces, format_bytes(e.allreduce_bytes), e.communication_link);
+}
+
+std::string stage_sends_summary(const Estimate& e) {
+  if (!e.pipeline_sends_modelled) return "not modelled (no link in the table between the stages)";
+  return fmt::format("{} of the step ({} per send over {})", format_duration(e.pipeline_send_s),
+                     format_bytes(e.pipeline_send_bytes), e.pipeline_link);
+}
+
+std::string grad_sync_summary(const Estimate& e, int zero_stage) {
+  if (!e.data_parallel_modelled) {
+    return "not modelled (no link in the table for this many devices)";
+  }
+  return fmt::format("{} exposed of {} ({} of gradients{} over {})",
+                     format_duration(e.data_parallel_exposed_s), format_duration(e.data_parallel_s),
+                     format_bytes(e.data_parallel_bytes), zero_stage >= 3 ? " and weights" : "",
+                     e.data_parallel_link);
+}
+
 std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) {
   const Graph& g = in.graph;
   const GraphTotals& t = in.totals;
@@ -493,21 +510,11 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
                     v > 1 ? fmt::format("{}/{}", in.workload.pipeline_parallel - 1, v)
                           : fmt::format("{}", in.workload.pipeline_parallel - 1),
                     percent(e.pipeline_bubble_s / e.latency_s));
-    out += e.pipeline_sends_modelled
-               ? fmt::format("  stage sends  {} of the step ({} per send over {})\n",
-                             format_duration(e.pipeline_send_s),
-                             format_bytes(e.pipeline_send_bytes), e.pipeline_link)
-               : "  stage sends  not modelled (no link in the table between the stages)\n";
+    out += "  stage sends  " + stage_sends_summary(e) + "\n";
   }
   if (in.workload.tensor_parallel > 1) out += communication_text("all-reduce", e);
   if (training && data_parallel_replicas(in.workload) > 1) {
-    out +=
-        e.data_parallel_modelled
-            ? fmt::format("  grad sync    {} exposed of {} ({} of gradients{} over {})\n",
-                          format_duration(e.data_parallel_exposed_s),
-                          format_duration(e.data_parallel_s), format_bytes(e.data_parallel_bytes),
-                          in.workload.zero_stage >= 3 ? " and weights" : "", e.data_parallel_link)
-            : "  grad sync    not modelled (no link in the table for this many devices)\n";
+    out += "  grad sync    " + grad_sync_summary(e, in.workload.zero_stage) + "\n";
   }
   if (training) {
     out += fmt::format("  optimizer    {} ({} update)\n", format_duration(e.optimizer_s),

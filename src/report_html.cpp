@@ -122,31 +122,11 @@ std::string summary_section(const ReportInput& in) {
                                                    : std::string("1F1B"),
                     esc(format_duration(e.pipeline_bubble_s)),
                     esc(percent(e.pipeline_bubble_s / e.latency_s))));
-    out += kv_row("stage sends",
-                  e.pipeline_sends_modelled
-                      ? fmt::format("{} of the step ({} per send over {})",
-                                    esc(format_duration(e.pipeline_send_s)),
-                                    esc(format_bytes(e.pipeline_send_bytes)), esc(e.pipeline_link))
-                      : std::string("not modelled (no link in the table between the stages)"));
+    out += kv_row("stage sends", esc(stage_sends_summary(e)));
   }
-  if (in.workload.tensor_parallel > 1) {
-    out += kv_row("all-reduce",
-                  e.communication_modelled
-                      ? fmt::format("{}: {} all-reduces of {} in all over {}",
-                                    esc(format_duration(e.communication_s)), e.allreduces,
-                                    esc(format_bytes(e.allreduce_bytes)), esc(e.communication_link))
-                      : std::string("not modelled (no link in the table for this group)"));
-  }
+  if (in.workload.tensor_parallel > 1) out += kv_row("all-reduce", esc(allreduce_summary(e)));
   if (training && data_parallel_replicas(in.workload) > 1) {
-    out += kv_row(
-        "grad sync",
-        e.data_parallel_modelled
-            ? fmt::format("{} exposed of {} ({} of gradients over {}, overlapped with "
-                          "backward)",
-                          esc(format_duration(e.data_parallel_exposed_s)),
-                          esc(format_duration(e.data_parallel_s)),
-                          esc(format_bytes(e.data_parallel_bytes)), esc(e.data_parallel_link))
-            : std::string("not modelled (no link in the table for this many devices)"));
+    out += kv_row("grad sync", esc(grad_sync_summary(e, in.workload.zero_stage)));
   }
   out += kv_row("throughput", esc(format_count(e.throughput_per_s)) + " samples/s");
   const PeakRate& peak = d.peak(precision);

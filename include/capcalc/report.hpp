@@ -34,6 +34,14 @@ struct ReportInput {
   const ServingEstimate* serving = nullptr;  ///< Its prefill/decode prediction.
 };
 
+/// What an estimate's communication costs, in one line without a label, for the text report
+/// and the HTML page: tensor-parallel all-reduces ("1.2 ms: 64 all-reduces of 512 MB in all
+/// over NVLink 4"), pipeline stage sends, the data-parallel gradient sync (`zero_stage` 3 adds
+/// the weights).
+std::string allreduce_summary(const Estimate& e);
+std::string stage_sends_summary(const Estimate& e);
+std::string grad_sync_summary(const Estimate& e, int zero_stage);
+
 /// `capcalc estimate`: summary, device, estimate, the `top_layers` heaviest layers.
 std::string render_estimate_text(const ReportInput& input, std::size_t top_layers);
 /// `capcalc estimate --format json` (estimate-output.schema.json).
