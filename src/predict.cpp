@@ -156,6 +156,15 @@ CollectiveLink collective_link(const Device& device, std::int64_t stride, std::i
   return {&*device.inter_node, std::min(network, group_per_direction(intra, members))};
 }
 
+// One collective over a link: the framework's or engine's latency, then `bytes` x `factor`
+// (a ring all-reduce over n devices moves 2(n-1)/n of its bytes over each device's link; a send
+// 1) at the all-reduce efficiency of the bandwidth each device gets in one direction.
+double collective_s(const PerformanceParams& params, Profile profile, double factor, double bytes,
+                    double per_direction) {
+  return params.allreduce_latency(profile) +
+         factor * bytes / (params.allreduce_efficiency * per_direction);
+}
+
 // The link between neighbouring pipeline stages: stages are the outermost split (Megatron's
 // order), so they share the scale-up link while the whole job (tp x replicas x pp devices)
 // fits its domain, else each device sends over its own network port.
@@ -382,6 +391,9 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     result.layers.push_back(e);
   }
 
+  // 8- and 4-bit recipes quantise GEMM inputs; the activations they all-reduce or send between
+  // devices stay in 16 bits (Transformer Engine, TensorRT-LLM).
+  const double comm_bytes = std::max(act_bytes, 2.0);
   // Tensor parallelism: two all-reduces of each attention layer's output (after the attention
   // output projection and after the feed-forward block's last projection), forward; backward
   // all-reduces the gradients of the same activations.
@@ -392,18 +404,13 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     } else {
       result.communication_link = tp_link.link->name;
       result.communication_bandwidth = tp_link.per_direction;
-      const double per_direction = tp_link.per_direction;
-      const double ring = 2 * (tp - 1) / tp;
-      const double latency = params.allreduce_latency(result.profile);
       const double passes = training ? (workload.checkpointing ? 3 : 2) : 1;
-      // 8- and 4-bit recipes quantise GEMM inputs; the activations they all-reduce stay in 16
-      // bits (Transformer Engine, TensorRT-LLM).
-      const double comm_bytes = std::max(act_bytes, 2.0);
       for (const Layer& layer : graph.layers) {
         // Views: dropped, no work.
         if ((layer.op != "attention" && layer.op != "mla_attention") || layer.view) continue;
         const double bytes = static_cast<double>(element_count(layer.output)) * comm_bytes;
-        const double t = latency + ring * bytes / (params.allreduce_efficiency * per_direction);
+        const double t =
+            collective_s(params, result.profile, 2 * (tp - 1) / tp, bytes, tp_link.per_direction);
         result.communication_s += 2 * passes * t;
         result.allreduces += static_cast<int>(2 * passes);
         result.allreduce_bytes += 2 * passes * bytes;
@@ -468,15 +475,13 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       const CollectiveLink link =
           pipeline_link(device, workload.tensor_parallel * static_cast<std::int64_t>(replicas) *
                                     workload.pipeline_parallel);
-      result.pipeline_send_bytes =
-          static_cast<double>(totals.boundary_elements) * std::max(act_bytes, 2.0) / tp;
+      result.pipeline_send_bytes = static_cast<double>(totals.boundary_elements) * comm_bytes / tp;
       if (link.link == nullptr) {
         result.pipeline_sends_modelled = false;
       } else {
         result.pipeline_link = link.link->name;
         const double send =
-            params.allreduce_latency(result.profile) +
-            result.pipeline_send_bytes / (params.allreduce_efficiency * link.per_direction);
+            collective_s(params, result.profile, 1, result.pipeline_send_bytes, link.per_direction);
         const double chunk_s = stage_s / virtual_stages;
         sends_per_micro_batch = workload.virtual_stages == 1
                                     ? 2 * send
@@ -497,9 +502,8 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       } else {
         result.data_parallel_link = dp.link->name;
         result.data_parallel_bandwidth = dp.per_direction;
-        result.data_parallel_s = params.allreduce_latency(result.profile) +
-                                 2 * (replicas - 1) / replicas * result.data_parallel_bytes /
-                                     (params.allreduce_efficiency * dp.per_direction);
+        result.data_parallel_s = collective_s(params, result.profile, 2 * (replicas - 1) / replicas,
+                                              result.data_parallel_bytes, dp.per_direction);
         // Buckets of gradients are reduced as backward produces them (PyTorch DDP, FSDP,
         // Megatron's overlapped grad reduce): only what outlasts the stage's last backward shows.
         result.data_parallel_exposed_s = std::max(0.0, result.data_parallel_s - backward_s / pp);
