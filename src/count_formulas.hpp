@@ -125,4 +125,19 @@ inline std::int64_t attention_pairs(std::int64_t s, std::int64_t s_kv, bool caus
   return checked_add(ramp, checked_mul(s - growing, w));
 }
 
+// Query/key pairs of chunked local attention (Llama 4's chunked_attention layers): position p
+// sees the positions of its own chunk of `chunk` up to itself, p mod chunk + 1 keys; the s
+// queries are the last of s_kv positions.
+inline std::int64_t chunked_attention_pairs(std::int64_t s, std::int64_t s_kv, std::int64_t chunk,
+                                            CausalCounting counting) {
+  if (counting == CausalCounting::kFull) return checked_mul(s, s_kv);
+  // Pairs of positions 0 .. n-1: whole chunks of chunk (chunk + 1) / 2, then the partial one.
+  const auto upto = [chunk](std::int64_t n) {
+    const std::int64_t rest = n % chunk;
+    return checked_add(checked_mul(n / chunk, checked_mul(chunk, chunk + 1) / 2),
+                       checked_mul(rest, rest + 1) / 2);
+  };
+  return upto(s_kv) - upto(s_kv - s);
+}
+
 }  // namespace capcalc::formulas

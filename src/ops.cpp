@@ -481,6 +481,8 @@ OpResult infer_attention(OpContext& ctx) {
   const std::int64_t d_out = ctx.attrs.positive("out_features", d_model);
   const bool causal = ctx.attrs.flag("causal", false);
   const std::int64_t window = ctx.attrs.non_negative("window", 0);
+  // Llama 4: chunked local attention, each query over its own chunk of `chunk` positions.
+  const std::int64_t chunk = ctx.attrs.non_negative("chunk", 0);
   const bool bias = ctx.attrs.flag("bias", true);
   // Qwen2 has biases on the Q, K and V projections but none on the output projection.
   const bool qkv_bias = ctx.attrs.flag("qkv_bias", bias);
@@ -488,10 +490,14 @@ OpResult infer_attention(OpContext& ctx) {
   // Qwen3 normalises each head's queries and keys (RMSNorm over head_dim, one scale vector for
   // the queries and one for the keys) before the product.
   const bool qk_norm = ctx.attrs.flag("qk_norm", false);
+  // Llama 4's is an L2 norm without scales (Llama4TextL2Norm).
+  const bool qk_norm_affine = ctx.attrs.flag("qk_norm_affine", true);
   // gpt-oss: a learned "sink" logit per head joins every query's softmax (one parameter per
   // head, one more logit per query and head).
   const bool sinks = ctx.attrs.flag("sinks", false);
   if (window > 0 && !causal) ctx.attrs.fail_at("window", "a window needs \"causal\": true");
+  if (chunk > 0 && !causal) ctx.attrs.fail_at("chunk", "chunked attention needs \"causal\": true");
+  if (chunk > 0 && window > 0) ctx.attrs.fail_at("chunk", "give a window or a chunk, not both");
   if (causal && s > s_kv) {
     ctx.fail(fmt::format("causal attention with {} queries over {} keys", s, s_kv));
   }
@@ -505,8 +511,10 @@ OpResult infer_attention(OpContext& ctx) {
   const bool self_attention = ctx.inputs.size() == 1 && causal;
   const std::int64_t cached = self_attention ? ctx.options.kv_cache_length : 0;
   const std::int64_t keys = checked_add(s_kv, cached);
-  const std::int64_t pairs = formulas::attention_pairs(
-      s, keys, causal, window, cached > 0 ? CausalCounting::kHalf : ctx.options.causal);
+  const CausalCounting counting = cached > 0 ? CausalCounting::kHalf : ctx.options.causal;
+  const std::int64_t pairs = chunk > 0
+                                 ? formulas::chunked_attention_pairs(s, keys, chunk, counting)
+                                 : formulas::attention_pairs(s, keys, causal, window, counting);
   const std::int64_t q_macs = checked_mul(batch, s, d_model, q_width);
   const std::int64_t kv_macs = checked_mul(2, batch, s_kv, d_kv, kv_width);
   const std::int64_t out_macs = checked_mul(batch, s, q_width, d_out);
@@ -531,7 +539,7 @@ OpResult infer_attention(OpContext& ctx) {
     c.other_flops = checked_add(c.other_flops, checked_mul(batch, s, d_out));
   }
   if (qk_norm) {
-    c.params = checked_add(c.params, checked_mul(2, head_dim));
+    if (qk_norm_affine) c.params = checked_add(c.params, checked_mul(2, head_dim));
     c.other_flops = checked_add(
         c.other_flops,
         checked_mul(formulas::kRmsNormFlops, checked_add(checked_mul(batch, s, q_width),
@@ -555,12 +563,16 @@ OpResult infer_attention(OpContext& ctx) {
   c.saved_elements = intermediates / 2;  // Q, K, V and context, once each.
   if (self_attention) {
     c.kv_cache_per_token = checked_mul(2, kv_width);
-    c.kv_cache_window = window;
+    // A chunked layer keeps at most one chunk (transformers' and vLLM's chunked caches).
+    c.kv_cache_window = chunk > 0 ? chunk : window;
     c.kv_cache_heads = kv_heads;
   }
   if (cached > 0) {
-    // Read the cache (the last `window` positions at most); the new K, V are already counted.
-    const std::int64_t read = window > 0 ? std::min(cached, window) : cached;
+    // Read the cache (the last `window` positions at most, the current chunk's); the new K, V
+    // are already counted.
+    const std::int64_t read = chunk > 0    ? cached % chunk
+                              : window > 0 ? std::min(cached, window)
+                                           : cached;
     c.kv_cache_read_elements = checked_mul(batch, read, 2, kv_width);
   }
   // Projections: the weight gradient always; the input gradient of the Q (K, V) projection

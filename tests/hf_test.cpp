@@ -268,6 +268,126 @@ TEST_CASE("hf: gpt-oss-120b has 116.83 B parameters, 5.13 B active; gpt-oss-20b 
   CHECK(std::llround(static_cast<double>(t.active_params - embedding) / 1e7) == 361);
 }
 
+// Llama 4 (transformers' modeling_llama4.py): per text layer GQA attention 5120 -> 40 x 128,
+// 8 KV heads, no biases; a MoE layer has num_local_experts SwiGLU experts of 8192, a shared
+// expert of 8192 and a 5120 x experts router, a dense layer a SwiGLU MLP of 16384; two
+// RMSNorms. The vision encoder: a 14 x 14 x 3 -> 1408 patch map without bias, a class token,
+// 577 learned positions, LayerNorms before and after, 34 layers (attention and MLP 1408 ->
+// 5632 -> 1408 with biases, two LayerNorms), the adapter 5632 -> 4096 -> 4096 and the
+// projector 4096 -> 5120, both without biases.
+std::int64_t llama4_text_params(std::int64_t experts, std::int64_t moe_layers) {
+  const std::int64_t attention = 2 * 5120LL * 5120 + 2 * 5120LL * 1024;
+  const std::int64_t swiglu = 3 * 5120LL * 8192;
+  const std::int64_t moe = (experts + 1) * swiglu + 5120 * experts;
+  const std::int64_t dense = 3 * 5120LL * 16384;
+  return 48 * (attention + 2 * 5120) + moe_layers * moe + (48 - moe_layers) * dense +
+         2 * 202048LL * 5120 + 5120;
+}
+
+constexpr std::int64_t kLlama4Vision =
+    14 * 14 * 3 * 1408LL + 1408 + 577 * 1408LL + 2 * 2 * 1408 +
+    34 * (4 * (1408LL * 1408 + 1408) + 1408LL * 5632 + 5632 + 5632LL * 1408 + 1408 + 4 * 1408) +
+    5632LL * 4096 + 4096LL * 4096 + 4096LL * 5120;
+
+TEST_CASE("hf: Llama 4 Scout and Maverick have the checkpoints' parameter counts", "[hf]") {
+  // Hugging Face model API, safetensors.parameters.BF16 of meta-llama/Llama-4-Scout-17B-16E-
+  // Instruct (revision 92f3b15): 108,641,793,536; of Llama-4-Maverick-17B-128E-Instruct:
+  // 401,583,781,376. Model card: "17B (Activated) 109B (Total)" and "17B (Activated) 400B
+  // (Total)". Configs: data/models/llama4_scout_hf.json, llama4_maverick_hf.json.
+  const GraphTotals scout = totals_of("llama4_scout_hf.json");
+  CHECK(kLlama4Vision == 871932416);
+  CHECK(scout.params == llama4_text_params(16, 48) + kLlama4Vision);
+  CHECK(scout.params == 108641793536);
+  // Active: one routed expert and the shared one per layer; 17.17 B in the text model.
+  const std::int64_t scout_idle = 48 * 15 * 3 * 5120LL * 8192;
+  CHECK(scout.active_params == scout.params - scout_idle);
+  CHECK(std::llround(static_cast<double>(scout.active_params - kLlama4Vision) / 1e9) == 17);
+
+  const GraphTotals maverick = totals_of("llama4_maverick_hf.json");
+  CHECK(maverick.params == llama4_text_params(128, 24) + kLlama4Vision);
+  CHECK(maverick.params == 401583781376);
+  const std::int64_t maverick_idle = 24 * 127 * 3 * 5120LL * 8192;
+  CHECK(std::llround(static_cast<double>(maverick.active_params - kLlama4Vision) / 1e9) == 17);
+  CHECK(maverick.active_params == maverick.params - maverick_idle);
+
+  // The text model alone (model_type llama4_text, Llama4ForCausalLM).
+  nlohmann::json text = config_of("llama4_scout_hf.json")["text_config"];
+  const GraphTotals t = capcalc::graph_totals(capcalc::parse_model(text.dump(), "scout.json"));
+  CHECK(t.params == 107769861120);
+}
+
+TEST_CASE("hf: Llama 4's chunked layers keep one chunk of cache, its NoPE layers all of it",
+          "[hf][serving]") {
+  // Scout: 36 of 48 layers (RoPE, no_rope_layers 1) attend in chunks of 8192; every fourth layer
+  // attends over the whole context. Per token and layer 2 x 8 x 128 elements.
+  const Graph g = load("llama4_scout_hf.json", with_seq(16));
+  const std::int64_t per_token = 2 * 8 * 128;
+  CHECK(capcalc::kv_cache_elements(g, 1000) == 48 * per_token * 1000);
+  CHECK(capcalc::kv_cache_elements(g, 100000) == (12 * 100000LL + 36 * 8192LL) * per_token);
+  CHECK(layer_named(g, "layers.0.self_attn").counts.kv_cache_window == 8192);
+  CHECK(layer_named(g, "layers.3.self_attn").counts.kv_cache_window == 0);
+  // The RoPE layers L2-normalise queries and keys (no parameters), the NoPE ones do not.
+  CHECK(layer_named(g, "layers.0.self_attn").counts.other_flops >
+        layer_named(g, "layers.3.self_attn").counts.other_flops);
+  CHECK(layer_named(g, "layers.0.self_attn").counts.params ==
+        layer_named(g, "layers.3.self_attn").counts.params);
+
+  // attention_chunk_size null: no chunking; layer_types overrides the RoPE layers' default.
+  nlohmann::json config = config_of("llama4_scout_hf.json");
+  config["text_config"]["attention_chunk_size"] = nullptr;
+  CHECK(capcalc::kv_cache_elements(capcalc::parse_model(config.dump(), "s.json"), 100000) ==
+        48 * 100000LL * per_token);
+  config = config_of("llama4_scout_hf.json");
+  config["text_config"]["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 48; ++i)
+    config["text_config"]["layer_types"].push_back(i == 0 ? "chunked_attention" : "full_attention");
+  CHECK(capcalc::kv_cache_elements(capcalc::parse_model(config.dump(), "s.json"), 100000) ==
+        (47 * 100000LL + 8192) * per_token);
+}
+
+TEST_CASE("hf: Llama 4 config errors name the key", "[hf][errors]") {
+  const nlohmann::json scout = config_of("llama4_scout_hf.json");
+  const auto error_of = [](const nlohmann::json& config) {
+    try {
+      capcalc::parse_model(config.dump(), "l4.json");
+    } catch (const capcalc::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  nlohmann::json c = scout;
+  c["text_config"]["no_rope_layers"] = {1, 0};
+  CHECK_THAT(error_of(c), ContainsSubstring("l4.json:/text_config/no_rope_layers: expected at "
+                                            "least 48 entries (num_hidden_layers), got 2"));
+  c = scout;
+  c["text_config"]["no_rope_layers"][5] = 2;
+  CHECK_THAT(error_of(c),
+             ContainsSubstring("l4.json:/text_config/no_rope_layers/5: expected 0 or 1, got 2"));
+  c = scout;
+  c["text_config"]["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 48; ++i)
+    c["text_config"]["layer_types"].push_back("full_attention");
+  c["text_config"]["layer_types"][7] = "sliding_attention";
+  CHECK_THAT(error_of(c), ContainsSubstring("l4.json:/text_config/layer_types/7: unknown layer "
+                                            "type \"sliding_attention\""));
+  c = scout;
+  c["text_config"]["moe_layers"] = {0, 48};
+  CHECK_THAT(error_of(c), ContainsSubstring("l4.json:/text_config/moe_layers/1: layer 48 out of "
+                                            "range: the model has 48 (0 to 47)"));
+  c = scout;
+  c["vision_config"].erase("vision_output_dim");
+  CHECK_THAT(error_of(c), ContainsSubstring("l4.json:/vision_config/vision_output_dim: "
+                                            "vision_output_dim 7680 must equal "
+                                            "projector_output_dim 4096"));
+  c = scout;
+  c["vision_config"]["pixel_shuffle_ratio"] = 0.3;
+  CHECK_THAT(error_of(c), ContainsSubstring("l4.json:/vision_config/pixel_shuffle_ratio: "));
+  c = scout;
+  c.erase("text_config");
+  CHECK_THAT(error_of(c), ContainsSubstring("l4.json:/text_config: missing required key "
+                                            "\"text_config\" (model_type \"llama4\")"));
+}
+
 TEST_CASE("hf: Kimi K2 (model_type kimi_k2, a DeepseekV3ForCausalLM) has 1.03 T parameters",
           "[hf]") {
   // moonshotai/Kimi-K2-Instruct model card: "Total Parameters 1T", "Activated Parameters 32B";
@@ -783,11 +903,8 @@ TEST_CASE(
       capcalc::parse_model(text, "cfg.json"),
       "cfg.json:/model_type: unsupported model_type \"lama\" (supported: bert, "
       "deepseek_v2, deepseek_v3, gemma, gemma2, gemma3, gemma3_text, gpt2, gpt_neox, gpt_oss, "
-      "llama, mistral, mixtral, phi3, qwen2, qwen2_moe, "
-      "qwen3, "
-      "qwen3_moe); did you "
-      "mean "
-      "\"llama\"?");
+      "llama, llama4, llama4_text, mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3, "
+      "qwen3_moe); did you mean \"llama\"?");
   CHECK_THROWS_WITH(
       capcalc::parse_model(R"({"architectures": ["T5ForConditionalGeneration"]})", "cfg.json"),
       ContainsSubstring("cfg.json:/architectures/0: unsupported architecture "

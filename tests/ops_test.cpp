@@ -551,6 +551,76 @@ TEST_CASE("ops: causal attention, full and half counting, with a window", "[ops]
   CHECK(causal_pairs_by_loop(4, 10, 0) == 7 + 8 + 9 + 10);
 }
 
+// Pairs of chunked attention counted one query at a time: position p of s_kv sees the positions
+// of its chunk up to itself.
+std::int64_t chunked_pairs_by_loop(std::int64_t s, std::int64_t s_kv, std::int64_t chunk) {
+  std::int64_t pairs = 0;
+  for (std::int64_t p = s_kv - s; p < s_kv; ++p)
+    pairs += p - (p / chunk) * chunk + 1;
+  return pairs;
+}
+
+TEST_CASE("ops: chunked attention (Llama 4) counts each chunk's causal pairs", "[ops]") {
+  const std::int64_t s = 10;
+  const Attn a{1, s, 64, s, 64, 4, 4, 16, 64};
+  const std::string chunked = R"({"op": "attention", "heads": 4, "causal": true, "chunk": 4})";
+  // Positions 0-3, 4-7, 8-9: 1+2+3+4 twice, then 1+2 = 23 pairs.
+  CHECK(chunked_pairs_by_loop(s, s, 4) == 23);
+  const Layer halved = only("[1, 10, 64]", chunked, half());
+  CHECK(halved.counts.macs == a.macs(23));
+  CHECK(halved.counts.other_flops == a.other_flops(23, true));
+  // Full counting computes every pair, as for windows.
+  CHECK(only("[1, 10, 64]", chunked).counts.macs == a.macs(s * s));
+  // A chunk as long as the sequence is plain causal attention.
+  CHECK(
+      only("[1, 10, 64]", R"({"op": "attention", "heads": 4, "causal": true, "chunk": 16})", half())
+          .counts.macs == a.macs(s * (s + 1) / 2));
+
+  // The last 4 of 10 positions (positions 6-9, chunks of 4: 3, 4, 1, 2 keys).
+  const std::string cache = R"({"format": "capcalc-model/1", "name": "t",
+      "inputs": [{"name": "q", "shape": [1, 4, 64]}, {"name": "kv", "shape": [1, 10, 64]}],
+      "layers": [{"op": "attention", "inputs": ["q", "kv"], "heads": 4, "causal": true,
+                  "chunk": CHUNK}]})";
+  const Attn c{1, 4, 64, 10, 64, 4, 4, 16, 64};
+  for (const std::int64_t chunk : {1, 3, 4, 7, 20}) {
+    std::string text = cache;
+    text.replace(text.find("CHUNK"), 5, std::to_string(chunk));
+    const Layer l = parse_model(text, "m.json", half()).layers.back();
+    INFO("chunk " << chunk);
+    CHECK(l.counts.macs == c.macs(chunked_pairs_by_loop(4, 10, chunk)));
+  }
+  CHECK(chunked_pairs_by_loop(4, 10, 4) == 3 + 4 + 1 + 2);
+
+  // Decoding with a cache: the new token at position 10 reads the cached positions of its chunk
+  // (8 and 9 for chunks of 4) and the cache keeps at most one chunk.
+  ModelOptions decode = half();
+  decode.counting.kv_cache_length = 10;
+  const Layer step = only("[1, 1, 64]", chunked, decode);
+  CHECK(step.counts.kv_cache_window == 4);
+  CHECK(step.counts.kv_cache_read_elements == 2 * 2 * 64);
+  CHECK(step.counts.macs == Attn{1, 1, 64, 1, 64, 4, 4, 16, 64}.macs(3));
+
+  // Llama 4's L2 norm of queries and keys has no scales: RMSNorm FLOPs, no parameters.
+  const Layer l2 = only(
+      "[1, 10, 64]",
+      R"({"op": "attention", "heads": 4, "causal": true, "qk_norm": true, "qk_norm_affine": false})");
+  const Layer rms =
+      only("[1, 10, 64]", R"({"op": "attention", "heads": 4, "causal": true, "qk_norm": true})");
+  CHECK(l2.counts.params == a.params(true));
+  CHECK(rms.counts.params == a.params(true) + 2 * 16);
+  CHECK(l2.counts.other_flops == rms.counts.other_flops);
+  CHECK(
+      l2.counts.other_flops >
+      only("[1, 10, 64]", R"({"op": "attention", "heads": 4, "causal": true})").counts.other_flops);
+
+  REQUIRE_THROWS_WITH(
+      parse("[1, 4, 64]", R"({"name": "a", "op": "attention", "heads": 8, "chunk": 2})"),
+      "m.json:/layers/0/chunk: layer \"a\": chunked attention needs \"causal\": true");
+  REQUIRE_THROWS_WITH(parse("[1, 4, 64]", R"({"name": "a", "op": "attention", "heads": 8,
+                                              "causal": true, "chunk": 2, "window": 2})"),
+                      "m.json:/layers/0/chunk: layer \"a\": give a window or a chunk, not both");
+}
+
 TEST_CASE("ops: attention errors", "[ops][errors]") {
   REQUIRE_THROWS_WITH(parse("[2, 64]", R"({"name": "a", "op": "attention", "heads": 8})"),
                       "m.json:/layers/0: layer \"a\": expected an input of rank 3 [batch, seq, "

@@ -37,10 +37,16 @@ enum class Family {
   kBert,     // Post-LN encoder with token types and a pooler (BertModel).
 };
 
-// A SigLIP vision tower and Gemma 3's projector: patch embedding, learned positions, pre-LN
-// encoder layers, final LayerNorm; the patches average-pooled to `tokens` per image, RMSNorm,
-// projected to the decoder's width.
+// An image encoder beside the decoder. kSiglip: a SigLIP vision tower and Gemma 3's projector
+// (patch embedding, learned positions, pre-LN encoder layers, final LayerNorm; the patches
+// average-pooled to `tokens` per image, RMSNorm, projected to the decoder's width). kLlama4:
+// Llama 4's (patch embedding without bias, a class token, learned positions, LayerNorm, pre-LN
+// encoder layers, LayerNorm; the class token dropped, the patches pixel-shuffled to `tokens`
+// of hidden / ratio², a two-layer GELU adapter, a projection to the decoder's width).
+enum class VisionKind { kSiglip, kLlama4 };
+
 struct VisionSpec {
+  VisionKind kind = VisionKind::kSiglip;
   std::int64_t hidden = 0;
   std::int64_t intermediate = 0;
   std::int64_t layers = 0;
@@ -51,6 +57,12 @@ struct VisionSpec {
   std::int64_t tokens = 0;  // mm_tokens_per_image.
   std::int64_t pooled = 0;  // Tokens per side of the pooled grid: sqrt(tokens).
   std::string activation = "gelu";
+  // kLlama4: the adapter's widths (projector_input_dim, projector_output_dim), the shuffled
+  // token width and the projector's bias.
+  std::int64_t adapter_hidden = 0;
+  std::int64_t adapter_out = 0;
+  std::int64_t shuffled = 0;
+  bool projector_bias = false;
 };
 
 struct Spec {
@@ -90,6 +102,9 @@ struct Spec {
   std::int64_t v_head_dim = 0;
   std::int64_t type_vocab = 0;        // BERT's token types.
   std::vector<std::int64_t> windows;  // Per layer: sliding window, 0 for full attention.
+  std::vector<std::int64_t> chunks;   // Per layer: chunked attention's chunk (Llama 4), 0: none.
+  std::vector<bool> l2_qk_norm;       // Per layer: queries and keys L2-normalised (Llama 4).
+  std::string mlp_name = "mlp";       // The dense MLP's module name.
   std::optional<VisionSpec> vision;   // Multimodal: the image encoder beside the decoder.
 };
 
@@ -508,6 +523,194 @@ void read_gemma3(const Config& config, Spec& spec) {
   }
 }
 
+// A per-layer 0/1 list of at least `layers` entries (Llama 4's no_rope_layers).
+std::vector<bool> read_layer_flags(const JsonView& list, std::int64_t layers) {
+  if (list.array_size() < static_cast<std::size_t>(layers)) {
+    list.fail(fmt::format("expected at least {} entries (num_hidden_layers), got {}", layers,
+                          list.array_size()));
+  }
+  std::vector<bool> flags(static_cast<std::size_t>(layers));
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    const std::int64_t value = list.at(i).as_integer();
+    if (value != 0 && value != 1) list.at(i).fail(fmt::format("expected 0 or 1, got {}", value));
+    flags[i] = value == 1;
+  }
+  return flags;
+}
+
+// Llama 4 (text; Llama4TextConfig's defaults, those of Scout): every layer's attention is GQA
+// without biases; the layers with RoPE (no_rope_layers 1, by default all but every
+// no_rope_layer_interval-th) attend in chunks of attention_chunk_size ("chunked_attention",
+// unless layer_types says otherwise) and L2-normalise queries and keys (use_qk_norm), the NoPE
+// ones attend over everything. The layers moe_layers lists (by default every
+// interleave_moe_layer_step-th) route each token to num_experts_per_tok of num_local_experts
+// SwiGLU experts of intermediate_size beside a shared expert of the same size; the others are
+// SwiGLU MLPs of intermediate_size_mlp.
+void read_llama4_text(const Config& config, Spec& spec) {
+  spec.family = Family::kDecoder;
+  spec.vocab = config.positive("vocab_size", 202048);
+  spec.hidden = config.positive("hidden_size", 5120);
+  spec.layers = config.positive("num_hidden_layers", 48);
+  spec.expert_intermediate = config.positive("intermediate_size", 8192);
+  spec.intermediate = config.positive("intermediate_size_mlp", 16384);
+  spec.max_positions = config.positive("max_position_embeddings", 131072);
+  read_heads(config, spec, "num_attention_heads", 40, 8);
+  spec.head_dim = config.positive("head_dim", 128);
+  spec.activation = activation_of(config, "hidden_act", "silu");
+  spec.qkv_bias = spec.out_bias = config.flag("attention_bias", false);
+  spec.tied = config.flag("tie_word_embeddings", false);
+  spec.experts = config.positive("num_local_experts", 16);
+  spec.experts_per_token = config.positive("num_experts_per_tok", 1);
+  check_experts_per_token(config, spec, "num_local_experts");
+  spec.shared_expert_intermediate = spec.expert_intermediate;
+  spec.moe_name = "feed_forward";
+  spec.mlp_name = "feed_forward";
+  const auto layers = static_cast<std::size_t>(spec.layers);
+
+  spec.dense_layers.assign(layers, true);
+  if (auto moe = config.find("moe_layers")) {
+    for (std::size_t k = 0; k < moe->array_size(); ++k) {
+      const JsonView entry = moe->at(k);
+      const std::int64_t i = entry.as_integer();
+      if (i < 0 || i >= spec.layers) {
+        entry.fail(fmt::format("layer {} out of range: the model has {} (0 to {})", i, spec.layers,
+                               spec.layers - 1));
+      }
+      spec.dense_layers[static_cast<std::size_t>(i)] = false;
+    }
+  } else {
+    const std::int64_t step = config.positive("interleave_moe_layer_step", 1);
+    for (std::int64_t i = step - 1; i < spec.layers; i += step) {
+      spec.dense_layers[static_cast<std::size_t>(i)] = false;
+    }
+  }
+
+  std::vector<bool> rope(layers);
+  // An empty list means "not set" in transformers, as null does.
+  if (auto list = config.find("no_rope_layers"); list && list->array_size() > 0) {
+    rope = read_layer_flags(*list, spec.layers);
+  } else {
+    const std::int64_t interval = config.positive("no_rope_layer_interval", 4);
+    for (std::size_t i = 0; i < layers; ++i) {
+      rope[i] = (static_cast<std::int64_t>(i) + 1) % interval != 0;
+    }
+  }
+  // attention_chunk_size null: no chunking.
+  const std::optional<JsonView> chunk_key = config.root().find("attention_chunk_size");
+  const std::int64_t chunk =
+      chunk_key && chunk_key->is_null() ? 0 : config.positive("attention_chunk_size", 8192);
+  spec.chunks.assign(layers, 0);
+  if (auto types = config.find("layer_types")) {
+    if (types->array_size() != layers) {
+      types->fail(fmt::format("expected {} entries (num_hidden_layers), got {}", spec.layers,
+                              types->array_size()));
+    }
+    for (std::size_t i = 0; i < layers; ++i) {
+      const std::string kind = types->at(i).as_string();
+      if (kind == "chunked_attention") {
+        spec.chunks[i] = chunk;
+      } else if (kind != "full_attention") {
+        types->at(i).fail(
+            fmt::format("unknown layer type \"{}\" (expected \"full_attention\" or "
+                        "\"chunked_attention\")",
+                        kind));
+      }
+    }
+  } else {
+    for (std::size_t i = 0; i < layers; ++i) {
+      spec.chunks[i] = rope[i] ? chunk : 0;
+    }
+  }
+  const bool qk_norm = config.flag("use_qk_norm", true);
+  spec.l2_qk_norm.assign(layers, false);
+  for (std::size_t i = 0; i < layers; ++i) {
+    spec.l2_qk_norm[i] = qk_norm && rope[i];
+  }
+  spec.windows.assign(layers, 0);
+}
+
+// Llama 4's vision encoder (Llama4VisionConfig's defaults).
+VisionSpec read_llama4_vision(const Config& config) {
+  VisionSpec v;
+  v.kind = VisionKind::kLlama4;
+  v.hidden = config.positive("hidden_size", 768);
+  v.intermediate = config.positive("intermediate_size", 5632);
+  v.layers = config.positive("num_hidden_layers", 34);
+  v.heads = config.positive("num_attention_heads", 16);
+  v.channels = config.positive("num_channels", 3);
+  v.image = config.positive("image_size", 448);
+  v.patch = config.positive("patch_size", 14);
+  v.activation = activation_of(config, "hidden_act", "gelu");
+  v.adapter_hidden = config.positive("projector_input_dim", 4096);
+  v.adapter_out = config.positive("projector_output_dim", 4096);
+  v.projector_bias = config.flag("multi_modal_projector_bias", false);
+  if (v.hidden % v.heads != 0) {
+    config.fail("num_attention_heads",
+                fmt::format("hidden_size {} is not divisible by num_attention_heads = {}", v.hidden,
+                            v.heads));
+  }
+  if (v.image % v.patch != 0) {
+    config.fail("patch_size",
+                fmt::format("image_size {} is not a multiple of patch_size {}", v.image, v.patch));
+  }
+  // Pixel shuffle: the side x side patches regrouped to (side r)² tokens of hidden / r².
+  const double ratio = config.find("pixel_shuffle_ratio")
+                           ? config.find("pixel_shuffle_ratio")->as_positive_number()
+                           : 0.5;
+  const std::int64_t side = v.image / v.patch;
+  const auto per_side = static_cast<std::int64_t>(std::llround(static_cast<double>(side) * ratio));
+  const auto width =
+      static_cast<std::int64_t>(std::llround(static_cast<double>(v.hidden) / (ratio * ratio)));
+  if (std::abs(static_cast<double>(per_side) - static_cast<double>(side) * ratio) > 1e-9 ||
+      std::abs(static_cast<double>(width) * ratio * ratio - static_cast<double>(v.hidden)) > 1e-6) {
+    config.fail("pixel_shuffle_ratio",
+                fmt::format("pixel_shuffle_ratio {} does not regroup {} x {} patches of {} "
+                            "evenly",
+                            ratio, side, side, v.hidden));
+  }
+  v.tokens = per_side * per_side;
+  v.pooled = per_side;
+  v.shuffled = width;
+  // Llama4VisionMLP2 reads intermediate_size features and maps projector_output_dim to itself;
+  // the projector reads vision_output_dim: transformers builds them so only when they agree.
+  if (v.intermediate != width) {
+    config.fail("intermediate_size",
+                fmt::format("intermediate_size {} must equal hidden_size / pixel_shuffle_ratio² "
+                            "= {}, the adapter's input",
+                            v.intermediate, width));
+  }
+  if (v.adapter_hidden != v.adapter_out) {
+    config.fail("projector_output_dim",
+                fmt::format("projector_output_dim {} must equal projector_input_dim {} (the "
+                            "adapter's second layer maps one to the other)",
+                            v.adapter_out, v.adapter_hidden));
+  }
+  if (const std::int64_t output = config.positive("vision_output_dim", 7680);
+      output != v.adapter_out) {
+    config.fail("vision_output_dim",
+                fmt::format("vision_output_dim {} must equal projector_output_dim {}, the "
+                            "projector's input",
+                            output, v.adapter_out));
+  }
+  return v;
+}
+
+// Llama 4 multimodal (Llama4ForConditionalGeneration): the llama4_text decoder of text_config
+// and the image encoder of vision_config.
+void read_llama4(const Config& config, Spec& spec) {
+  for (std::string_view key : {"text_config", "vision_config"}) {
+    if (!config.find(key)) {
+      config.fail(key, fmt::format("missing required key \"{}\" (model_type \"llama4\")", key));
+    }
+  }
+  const JsonView text = *config.find("text_config");
+  text.expect_object();
+  read_llama4_text(Config(text), spec);
+  const JsonView vision = *config.find("vision_config");
+  vision.expect_object();
+  spec.vision = read_llama4_vision(Config(vision));
+}
+
 void read_phi3(const Config& config, Spec& spec) {
   read_decoder(config,
                spec);  // Fused qkv_proj and gate_up_proj: the same counts.
@@ -584,6 +787,8 @@ constexpr std::array kModelTypes = {
     ModelType{"gpt_neox", "GPTNeoX", read_gpt_neox},
     ModelType{"gpt_oss", "GptOss", read_gpt_oss},
     ModelType{"llama", "Llama", read_llama},
+    ModelType{"llama4", "Llama4ForConditionalGeneration", read_llama4},
+    ModelType{"llama4_text", "Llama4", read_llama4_text},
     ModelType{"mistral", "Mistral", read_mistral},
     ModelType{"mixtral", "Mixtral", read_mixtral},
     ModelType{"phi3", "Phi3", read_phi3},
@@ -667,14 +872,23 @@ Json linear(std::string_view name, std::int64_t out, bool bias) {
   return entry;
 }
 
-Json attention(std::string_view name, const Spec& spec, bool causal) {
+bool has_chunks(const Spec& spec) {
+  return std::any_of(spec.chunks.begin(), spec.chunks.end(), [](std::int64_t c) { return c > 0; });
+}
+
+Json attention(std::string_view name, const Spec& spec, bool causal, bool l2_qk_norm = false) {
   Json entry = layer(name, "attention");
   entry["heads"] = spec.heads;
   entry["kv_heads"] = spec.kv_heads;
   entry["head_dim"] = spec.head_dim;
   entry["causal"] = causal;
   if (causal) entry["window"] = "window";
+  if (causal && has_chunks(spec)) entry["chunk"] = "chunk";
   if (spec.qk_norm) entry["qk_norm"] = true;
+  if (l2_qk_norm) {
+    entry["qk_norm"] = true;
+    entry["qk_norm_affine"] = false;
+  }
   if (spec.attention_sinks) entry["sinks"] = true;
   if (spec.qkv_bias == spec.out_bias) {
     entry["bias"] = spec.qkv_bias;
@@ -698,28 +912,44 @@ Json lm_head(std::string_view name, const Spec& spec, std::string_view embedding
   return entry;
 }
 
-bool has_dense_layers(const Spec& spec) {
-  return std::find(spec.dense_layers.begin(), spec.dense_layers.end(), true) !=
-         spec.dense_layers.end();
+bool l2_qk_norm_at(const Spec& spec, std::size_t i) {
+  return i < spec.l2_qk_norm.size() && spec.l2_qk_norm[i];
+}
+
+// A decoder layer's block: "decoder_layer", "dense_" before it for a MoE model's dense
+// layers, "_qk_norm" after it for Llama 4's L2-normalised layers.
+std::string block_name(std::string_view block, bool dense, bool l2_qk_norm) {
+  return fmt::format("{}{}{}", dense ? "dense_" : "", block, l2_qk_norm ? "_qk_norm" : "");
 }
 
 // The decoder layers as block calls: one repeated call when every layer has the
-// same window and block, else one call per layer ("layers.0", "layers.1", ...)
-// with its own (`dense_block` for a MoE model's dense layers).
-void add_layer_calls(Json& layers, std::string_view name, std::string_view block, const Spec& spec,
-                     std::string_view dense_block = {}) {
-  const bool uniform = std::all_of(spec.windows.begin(), spec.windows.end(),
-                                   [&](std::int64_t w) { return w == spec.windows.front(); });
-  if (uniform && !has_dense_layers(spec)) {
-    Json call{{"name", name}, {"block", block}, {"repeat", spec.layers}};
-    if (spec.windows.front() > 0) call["args"] = Json{{"window", spec.windows.front()}};
+// same window, chunk and block, else one call per layer ("layers.0", "layers.1", ...)
+// with its own (block_name's).
+void add_layer_calls(Json& layers, std::string_view name, std::string_view block,
+                     const Spec& spec) {
+  const auto kind = [&](std::size_t i) {
+    const bool dense = i < spec.dense_layers.size() && spec.dense_layers[i];
+    const std::int64_t chunk = i < spec.chunks.size() ? spec.chunks[i] : 0;
+    return std::tuple(spec.windows[i], chunk, block_name(block, dense, l2_qk_norm_at(spec, i)));
+  };
+  const auto args = [&](std::size_t i) {
+    Json values = Json::object();
+    if (spec.windows[i] > 0) values["window"] = spec.windows[i];
+    if (i < spec.chunks.size() && spec.chunks[i] > 0) values["chunk"] = spec.chunks[i];
+    return values;
+  };
+  bool uniform = true;
+  for (std::size_t i = 1; i < spec.windows.size(); ++i)
+    uniform = uniform && kind(i) == kind(0);
+  if (uniform) {
+    Json call{{"name", name}, {"block", std::get<2>(kind(0))}, {"repeat", spec.layers}};
+    if (Json values = args(0); !values.empty()) call["args"] = std::move(values);
     layers.push_back(std::move(call));
     return;
   }
   for (std::size_t i = 0; i < spec.windows.size(); ++i) {
-    const bool dense = i < spec.dense_layers.size() && spec.dense_layers[i];
-    Json call{{"name", fmt::format("{}.{}", name, i)}, {"block", dense ? dense_block : block}};
-    if (spec.windows[i] > 0) call["args"] = Json{{"window", spec.windows[i]}};
+    Json call{{"name", fmt::format("{}.{}", name, i)}, {"block", std::get<2>(kind(i))}};
+    if (Json values = args(i); !values.empty()) call["args"] = std::move(values);
     layers.push_back(std::move(call));
   }
 }
@@ -737,12 +967,13 @@ Json mla_attention(std::string_view name, const Spec& spec) {
   return entry;
 }
 
-// One decoder layer; `sparse` false gives the dense MLP of a MoE model's leading layers.
-Json decoder_block(const Spec& spec, bool sparse = true) {
+// One decoder layer; `sparse` false gives the dense MLP of a MoE model's leading layers,
+// `l2_qk_norm` Llama 4's normalised queries and keys.
+Json decoder_block(const Spec& spec, bool sparse = true, bool l2_qk_norm = false) {
   Json body = Json::array();
   body.push_back(layer("input_layernorm", "rmsnorm"));
   body.push_back(spec.kv_lora_rank > 0 ? mla_attention("self_attn", spec)
-                                       : attention("self_attn", spec, true));
+                                       : attention("self_attn", spec, true, l2_qk_norm));
   // Gemma 2 and 3 normalise the attention's and the MLP's outputs too ("sandwich" norms):
   // post_attention_layernorm is then the attention's output norm, pre_feedforward_layernorm
   // the MLP's input norm.
@@ -755,7 +986,8 @@ Json decoder_block(const Spec& spec, bool sparse = true) {
   const std::string mlp_norm =
       spec.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm";
   body.push_back(layer(mlp_norm, "rmsnorm"));
-  std::string mlp_out = "mlp.down_proj";
+  const std::string mlp = spec.mlp_name + ".";
+  std::string mlp_out = mlp + "down_proj";
   if (spec.experts > 0 && sparse) {
     // MixtralSparseMoeBlock (Qwen3MoeSparseMoeBlock): router "gate" and SwiGLU experts w1 (gate),
     // w3 (up), w2 (down); DeepseekV3MoE adds shared_experts, one SwiGLU MLP.
@@ -772,26 +1004,34 @@ Json decoder_block(const Spec& spec, bool sparse = true) {
     mlp_out = spec.moe_name;
   } else {
     // down(act(gate(x)) * up(x)): SwiGLU (silu) or GeGLU (gelu).
-    body.push_back(linear("mlp.gate_proj", spec.intermediate, spec.mlp_bias));
-    body.push_back(layer("mlp.act", spec.activation));
-    body.push_back(with_input(linear("mlp.up_proj", spec.intermediate, spec.mlp_bias), mlp_norm));
-    body.push_back(with_inputs(layer("mlp.gated", "mul"), {"mlp.act", "mlp.up_proj"}));
-    body.push_back(linear("mlp.down_proj", spec.hidden, spec.mlp_bias));
+    body.push_back(linear(mlp + "gate_proj", spec.intermediate, spec.mlp_bias));
+    body.push_back(layer(mlp + "act", spec.activation));
+    body.push_back(with_input(linear(mlp + "up_proj", spec.intermediate, spec.mlp_bias), mlp_norm));
+    body.push_back(with_inputs(layer(mlp + "gated", "mul"), {mlp + "act", mlp + "up_proj"}));
+    body.push_back(linear(mlp + "down_proj", spec.hidden, spec.mlp_bias));
   }
   if (spec.sandwich_norms) {
     body.push_back(with_input(layer("post_feedforward_layernorm", "rmsnorm"), mlp_out));
     mlp_out = "post_feedforward_layernorm";
   }
   body.push_back(with_inputs(layer("mlp_add", "add"), {mlp_out, "attn_add"}));
-  return Json{{"args", {{"window", 0}}}, {"layers", std::move(body)}};
+  Json args{{"window", 0}};
+  if (has_chunks(spec)) args["chunk"] = 0;
+  return Json{{"args", std::move(args)}, {"layers", std::move(body)}};
 }
 
 void emit_decoder(const Spec& spec, Json& model) {
-  model["blocks"] = Json{{"decoder_layer", decoder_block(spec)}};
-  if (has_dense_layers(spec)) model["blocks"]["dense_decoder_layer"] = decoder_block(spec, false);
+  // The blocks the layers use: sparse or dense, with or without L2-normalised queries and keys.
+  model["blocks"] = Json::object();
+  for (std::size_t i = 0; i < static_cast<std::size_t>(spec.layers); ++i) {
+    const bool dense = i < spec.dense_layers.size() && spec.dense_layers[i];
+    const bool l2 = l2_qk_norm_at(spec, i);
+    const std::string name = block_name("decoder_layer", dense, l2);
+    if (!model["blocks"].contains(name)) model["blocks"][name] = decoder_block(spec, !dense, l2);
+  }
   Json layers = Json::array();
   layers.push_back(embedding("embed_tokens", spec.vocab, spec.hidden));
-  add_layer_calls(layers, "layers", "decoder_layer", spec, "dense_decoder_layer");
+  add_layer_calls(layers, "layers", "decoder_layer", spec);
   layers.push_back(layer("norm", "rmsnorm"));
   layers.push_back(lm_head("lm_head", spec, "embed_tokens"));
   model["layers"] = std::move(layers);
@@ -886,32 +1126,95 @@ void emit_bert(const Spec& spec, Json& model) {
   model["outputs"] = {fmt::format("encoder.layer.{}", spec.layers - 1), "pooler.tanh"};
 }
 
-// The image encoder, after the decoder: its own input (`images` images of the batch, read at
-// prefill only, optional: a text-only prompt has none) and its own output, the image tokens in the
-// decoder's width. Gemma 3 scatters them into the embedded sequence at its image-token positions,
-// which `seq` counts.
-void emit_vision(const Spec& spec, Json& model) {
-  const VisionSpec& v = *spec.vision;
-  const std::int64_t side = v.image / v.patch;
-  model["dims"]["images"] = 1;
-  model["inputs"].push_back(Json{{"name", "pixel_values"},
-                                 {"shape", {"batch * images", v.channels, v.image, v.image}},
-                                 {"prefill_only", true},
-                                 {"optional", true}});
+// A pre-LN vision encoder layer (SigLIP's, Llama 4's): LayerNorm, attention with biases,
+// residual, LayerNorm, MLP fc1 / activation / fc2 with biases, residual.
+Json vision_encoder_block(const VisionSpec& v, std::string_view norm1, std::string_view norm2) {
   Json body = Json::array();
-  body.push_back(layer("layer_norm1", "layernorm"));
+  body.push_back(layer(norm1, "layernorm"));
   Json attention = layer("self_attn", "attention");
   attention["heads"] = v.heads;
   attention["causal"] = false;
   attention["bias"] = true;
   body.push_back(std::move(attention));
   body.push_back(with_inputs(layer("attn_add", "add"), {"self_attn", "x"}));
-  body.push_back(layer("layer_norm2", "layernorm"));
+  body.push_back(layer(norm2, "layernorm"));
   body.push_back(linear("mlp.fc1", v.intermediate, true));
   body.push_back(layer("mlp.act", v.activation));
   body.push_back(linear("mlp.fc2", v.hidden, true));
   body.push_back(with_inputs(layer("mlp_add", "add"), {"mlp.fc2", "attn_add"}));
-  model["blocks"]["siglip_encoder_layer"] = Json{{"layers", std::move(body)}};
+  return Json{{"layers", std::move(body)}};
+}
+
+// The image encoder comes after the decoder: its own input (`images` images of the batch,
+// read at prefill only, optional: a text-only prompt has none) and its own output, the image
+// tokens in the decoder's width. Gemma 3 and Llama 4 scatter them into the embedded sequence at
+// its image-token positions, which `seq` counts.
+void add_image_input(const VisionSpec& v, Json& model) {
+  model["dims"]["images"] = 1;
+  model["inputs"].push_back(Json{{"name", "pixel_values"},
+                                 {"shape", {"batch * images", v.channels, v.image, v.image}},
+                                 {"prefill_only", true},
+                                 {"optional", true}});
+}
+
+// Llama4VisionModel and Llama4MultiModalProjector: per 336 x 336 tile, the patches (a linear
+// map of each unfolded patch, a conv without bias), a class token, learned positions,
+// layernorm_pre, the encoder, layernorm_post; the class token dropped, the patches
+// pixel-shuffled, the adapter's fc1 / GELU / fc2 / GELU without biases, and linear_1 to the
+// decoder's width.
+void emit_llama4_vision(const Spec& spec, Json& model) {
+  const VisionSpec& v = *spec.vision;
+  const std::int64_t side = v.image / v.patch;
+  add_image_input(v, model);
+  model["blocks"]["vision_encoder_layer"] =
+      vision_encoder_block(v, "input_layernorm", "post_attention_layernorm");
+  const std::string tower = "vision_model.";
+  Json& layers = model["layers"];
+  Json patches = with_input(layer(tower + "patch_embedding", "conv2d"), "pixel_values");
+  patches["in_channels"] = v.channels;
+  patches["out_channels"] = v.hidden;
+  patches["kernel"] = v.patch;
+  patches["stride"] = v.patch;
+  patches["bias"] = false;
+  layers.push_back(std::move(patches));
+  Json flat = layer(tower + "patch_embedding.flatten", "flatten");
+  flat["start_dim"] = 2;
+  layers.push_back(std::move(flat));  // [images, hidden, side²]
+  Json to_tokens = layer(tower + "patch_embedding.transpose", "transpose");
+  to_tokens["dim0"] = 1;
+  to_tokens["dim1"] = 2;
+  layers.push_back(std::move(to_tokens));  // [images, side², hidden]
+  Json cls = layer(tower + "class_embedding", "class_token");
+  cls["tokens"] = 1;
+  layers.push_back(std::move(cls));
+  Json positions = layer(tower + "positional_embedding_vlm", "position_embedding");
+  positions["positions"] = side * side + 1;
+  layers.push_back(std::move(positions));
+  layers.push_back(layer(tower + "layernorm_pre", "layernorm"));
+  layers.push_back(Json{
+      {"name", tower + "model.layers"}, {"block", "vision_encoder_layer"}, {"repeat", v.layers}});
+  layers.push_back(layer(tower + "layernorm_post", "layernorm"));
+  Json patches_only = layer(tower + "drop_class_token", "slice");
+  patches_only["axis"] = 1;
+  patches_only["end"] = -1;
+  layers.push_back(std::move(patches_only));
+  const std::string adapter = tower + "vision_adapter.";
+  Json shuffle = layer(adapter + "pixel_shuffle", "reshape");
+  shuffle["shape"] = {-1, v.tokens, v.shuffled};
+  layers.push_back(std::move(shuffle));
+  layers.push_back(linear(adapter + "mlp.fc1", v.adapter_hidden, false));
+  layers.push_back(layer(adapter + "mlp.act1", "gelu"));
+  layers.push_back(linear(adapter + "mlp.fc2", v.adapter_out, false));
+  layers.push_back(layer(adapter + "mlp.act2", "gelu"));
+  layers.push_back(linear("multi_modal_projector.linear_1", spec.hidden, v.projector_bias));
+  model["outputs"] = {"lm_head", "multi_modal_projector.linear_1"};
+}
+
+void emit_siglip_vision(const Spec& spec, Json& model) {
+  const VisionSpec& v = *spec.vision;
+  const std::int64_t side = v.image / v.patch;
+  add_image_input(v, model);
+  model["blocks"]["siglip_encoder_layer"] = vision_encoder_block(v, "layer_norm1", "layer_norm2");
 
   const std::string tower = "vision_tower.vision_model.";
   Json& layers = model["layers"];
@@ -999,7 +1302,30 @@ std::string describe(const Spec& spec) {
                           spec.max_positions);
       break;
   }
-  if (spec.vision) {
+  if (const auto chunked = std::count_if(spec.chunks.begin(), spec.chunks.end(),
+                                         [](std::int64_t c) { return c > 0; });
+      chunked > 0) {
+    text += fmt::format(
+        ", {} layers attending in chunks of {} (their cache keeps one chunk), {} over the whole "
+        "context",
+        chunked, *std::max_element(spec.chunks.begin(), spec.chunks.end()), spec.layers - chunked);
+  }
+  if (const auto normed = std::count(spec.l2_qk_norm.begin(), spec.l2_qk_norm.end(), true);
+      normed > 0) {
+    text += fmt::format(", queries and keys L2-normalised (no parameters) in {} layers", normed);
+  }
+  if (spec.vision && spec.vision->kind == VisionKind::kLlama4) {
+    const VisionSpec& v = *spec.vision;
+    text += fmt::format(
+        "; with Llama 4's vision encoder ({} layers, hidden {}, {} heads, intermediate {}; "
+        "{}x{} tiles in {}x{} patches and a class token) whose patches are pixel-shuffled to {} "
+        "tokens of {} per tile, passed through a {} -> {} GELU adapter and projected to the "
+        "decoder's width (tiles: dimension \"images\", one per sequence by default, run at "
+        "prefill only; their tokens are part of \"seq\"). Llama 4's attention temperature on the "
+        "NoPE layers is elementwise and not counted",
+        v.layers, v.hidden, v.heads, v.intermediate, v.image, v.image, v.patch, v.patch, v.tokens,
+        v.shuffled, v.adapter_hidden, v.adapter_out);
+  } else if (spec.vision) {
     const VisionSpec& v = *spec.vision;
     text += fmt::format(
         "; with a SigLIP vision tower ({} layers, hidden {}, {} heads, intermediate {}; {}x{} "
@@ -1069,7 +1395,13 @@ nlohmann::json hf_config_to_model(const nlohmann::json& config, const std::strin
       emit_bert(spec, model);
       break;
   }
-  if (spec.vision) emit_vision(spec, model);
+  if (spec.vision) {
+    if (spec.vision->kind == VisionKind::kLlama4) {
+      emit_llama4_vision(spec, model);
+    } else {
+      emit_siglip_vision(spec, model);
+    }
+  }
   return model;
 }
 
