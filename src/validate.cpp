@@ -52,6 +52,10 @@ const std::vector<std::string_view> kCaseKeys = {"id",
                                                  "device",
                                                  "devices",
                                                  "tensor_parallel",
+                                                 "pipeline_parallel",
+                                                 "micro_batches",
+                                                 "virtual_stages",
+                                                 "zero_stage",
                                                  "checkpointing",
                                                  "precision",
                                                  "mode",
@@ -90,6 +94,21 @@ Measurement parse_case(const JsonView& entry) {
       tp->fail(fmt::format("{} devices do not split into tensor-parallel groups of {}", m.devices,
                            m.tensor_parallel));
     }
+  }
+  if (auto pp = entry.find("pipeline_parallel")) {
+    m.pipeline_parallel = pp->as_positive_int();
+    if (m.devices % (m.tensor_parallel * m.pipeline_parallel) != 0) {
+      pp->fail(fmt::format("{} devices do not split into replicas of {} tensor-parallel x {} "
+                           "pipeline stages",
+                           m.devices, m.tensor_parallel, m.pipeline_parallel));
+    }
+  }
+  if (auto mb = entry.find("micro_batches")) m.micro_batches = mb->as_positive_int();
+  if (auto vs = entry.find("virtual_stages")) m.virtual_stages = vs->as_positive_int();
+  if (auto zero = entry.find("zero_stage")) {
+    const std::int64_t stage = zero->as_integer();
+    if (stage < 0 || stage > 3) zero->fail(fmt::format("expected 0 to 3, got {}", stage));
+    m.zero_stage = static_cast<int>(stage);
   }
   if (auto checkpointing = entry.find("checkpointing")) {
     m.checkpointing = checkpointing->as_bool();
@@ -166,6 +185,10 @@ double predict_case(const Measurement& m, const HardwareTable& table,
   workload.profile = m.profile;
   workload.devices = m.devices;
   workload.tensor_parallel = m.tensor_parallel;
+  workload.pipeline_parallel = m.pipeline_parallel;
+  workload.micro_batches = m.micro_batches;
+  workload.virtual_stages = m.virtual_stages;
+  workload.zero_stage = m.zero_stage;
   workload.checkpointing = m.checkpointing;
   const PerformanceParams params = table.performance_for(device);
   if (is_serving(m.metric)) {

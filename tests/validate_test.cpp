@@ -120,3 +120,68 @@ TEST_CASE("validate: held-out cases get their own median", "[validate]") {
   CHECK(summary.held_out == 1);
   CHECK(summary.held_out_median_abs_error == Approx(std::fabs(summary.results[1].ratio - 1)));
 }
+
+TEST_CASE("validate: a training case's layout reaches the estimate", "[validate]") {
+  // NeMo's Llama 2 13B row (16 H100s, GBS 128, MBS 1, PP 4, VP 10): 4 replicas of 4 stages,
+  // 32 micro-batches a step; the prediction is the estimate of that layout, per device.
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  nlohmann::json c = {{"id", "pp"},
+                      {"model", "llama2_13b.json"},
+                      {"dims", {{"batch", 1}, {"seq", 4096}}},
+                      {"device", "h100-sxm"},
+                      {"devices", 16},
+                      {"pipeline_parallel", 4},
+                      {"virtual_stages", 10},
+                      {"micro_batches", 32},
+                      {"zero_stage", 1},
+                      {"precision", "fp8"},
+                      {"mode", "training"},
+                      {"metric", "tokens_per_s"},
+                      {"value", 8646.0},
+                      {"per", "device"},
+                      {"source", "https://example.org/"},
+                      {"quote", "x"}};
+  const std::vector<Measurement> measurements =
+      load_measurements(write_cases(nlohmann::json::array({c}), "layout"));
+  REQUIRE(measurements.size() == 1);
+  CHECK(measurements[0].pipeline_parallel == 4);
+  CHECK(measurements[0].virtual_stages == 10);
+  CHECK(measurements[0].micro_batches == 32);
+  CHECK(measurements[0].zero_stage == 1);
+  const ValidationSummary summary = validate(measurements, table, test::data_path("models"));
+
+  ModelOptions options;
+  options.dims = {{"batch", 1}, {"seq", 4096}};
+  const Graph graph = load_model(test::data_path("models/llama2_13b.json"), options);
+  Workload w;
+  w.precision = Precision::kFp8;
+  w.mode = Mode::kTraining;
+  w.devices = 16;
+  w.pipeline_parallel = 4;
+  w.virtual_stages = 10;
+  w.micro_batches = 32;
+  w.zero_stage = 1;
+  const Device& device = table.get("h100-sxm");
+  const Estimate e = estimate(graph, device, table.performance_for(device), w);
+  CHECK(summary.results[0].predicted == Approx(e.throughput_per_s / 16 * 4096));
+  // Without the layout the same devices are 16 replicas that update after every sample.
+  w.pipeline_parallel = 1;
+  w.virtual_stages = 1;
+  w.micro_batches = 1;
+  CHECK(estimate(graph, device, table.performance_for(device), w).throughput_per_s !=
+        Approx(e.throughput_per_s));
+
+  nlohmann::json bad = c;
+  bad["pipeline_parallel"] = 3;
+  CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({bad}), "bad_pp")),
+                    Catch::Contains(":/cases/0/pipeline_parallel: 16 devices do not split into "
+                                    "replicas of 1 tensor-parallel x 3 pipeline stages"));
+  bad = c;
+  bad["zero_stage"] = 4;
+  CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({bad}), "bad_zero")),
+                    Catch::Contains(":/cases/0/zero_stage: expected 0 to 3, got 4"));
+  bad = c;
+  bad["micro_batches"] = 0;
+  CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({bad}), "bad_mb")),
+                    Catch::Contains(":/cases/0/micro_batches: expected a positive integer, got 0"));
+}

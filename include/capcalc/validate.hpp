@@ -42,6 +42,12 @@ struct Measurement {
   std::string device;                        ///< Id in the hardware table.
   std::int64_t devices = 1;                  ///< All devices.
   std::int64_t tensor_parallel = 1;  ///< Devices per model replica (the batch is a replica's).
+  /// Training layouts as the source gives them: pipeline stages per replica, micro-batches per
+  /// step (the batch is one micro-batch), model chunks per stage (interleaved 1F1B).
+  std::int64_t pipeline_parallel = 1;
+  std::int64_t micro_batches = 1;
+  std::int64_t virtual_stages = 1;
+  int zero_stage = 0;  ///< ZeRO / FSDP sharding over the data-parallel replicas (0-3).
   bool checkpointing = false;        ///< Activation recomputation (training).
   Precision precision = Precision::kFp32;
   bool training = false;
