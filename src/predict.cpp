@@ -432,6 +432,9 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
 
   MemoryEstimate& memory = result.memory;
   memory.weight_bytes = params_count * (sparse ? sparse_weight_bytes : weight_bytes);
+  // Gradients are kept and reduced in 16 bits at least: fp8 training (Transformer Engine,
+  // Megatron) computes fp8 products but writes bf16 weight gradients (fp32 main grads).
+  const double gradient_bytes = std::max(weight_bytes, 2.0);
   const auto batch = static_cast<double>(graph.batch);
   if (training) {
     // ZeRO: each replica keeps and updates 1/replicas of the optimizer state (stage 1), of the
@@ -442,7 +445,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
         params_count * optimizer_update_bytes(workload.optimizer) / (zero >= 1 ? shards : 1);
     result.optimizer_s = std::max(update_bytes / rates.bytes_per_s, floor_s);
     result.bytes += update_bytes;
-    memory.gradient_bytes = params_count * weight_bytes / (zero >= 2 ? shards : 1);
+    memory.gradient_bytes = params_count * gradient_bytes / (zero >= 2 ? shards : 1);
     memory.optimizer_bytes = params_count * optimizer_state_bytes(workload.optimizer);
     if (weight_bytes < 4) memory.optimizer_bytes += params_count * kMasterWeightBytesPerParam;
     if (zero >= 1) memory.optimizer_bytes /= shards;
@@ -495,8 +498,11 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     if (replicas > 1) {
       const CollectiveLink dp =
           collective_link(device, workload.tensor_parallel, static_cast<std::int64_t>(replicas));
-      result.data_parallel_bytes =
-          params_count * weight_bytes * (workload.zero_stage >= 3 ? 1.5 : 1);
+      // ZeRO-3: a reduce-scatter of the gradients (half an all-reduce) and two all-gathers of
+      // the weights (forward and backward, half an all-reduce each).
+      result.data_parallel_bytes = workload.zero_stage >= 3
+                                       ? params_count * (0.5 * gradient_bytes + weight_bytes)
+                                       : params_count * gradient_bytes;
       if (dp.link == nullptr) {
         result.data_parallel_modelled = false;
       } else {

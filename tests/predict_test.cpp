@@ -471,6 +471,15 @@ TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behi
   // Within the domain (4 replicas) the scale-up link carries it.
   w.devices = 4;
   CHECK(estimate(g, fast, p, w).data_parallel_link == "Fast link");
+  // fp8 training reduces bf16 gradients (Transformer Engine's weight gradients): 2 bytes per
+  // weight, not 1; ZeRO-3's all-gathers move the fp8 weights.
+  Workload fp8 = w;
+  fp8.precision = Precision::kFp8;
+  fast.dense_peak[static_cast<std::size_t>(Precision::kFp8)] = {0, 200e12};
+  CHECK(estimate(g, fast, p, fp8).data_parallel_bytes == Approx(grads));
+  CHECK(estimate(g, fast, p, fp8).memory.gradient_bytes == Approx(grads));
+  fp8.zero_stage = 3;
+  CHECK(estimate(g, fast, p, fp8).data_parallel_bytes == Approx(0.5 * grads + grads / 2));
   // Inference replicas exchange nothing.
   inference.devices = 8;
   CHECK(estimate(g, d, p, inference).data_parallel_s == 0);
