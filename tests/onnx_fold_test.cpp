@@ -3,6 +3,7 @@
 // Constant's values, worked out by hand from ONNX's operator definitions.
 #include "import/onnx_fold.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -116,6 +117,40 @@ TEST_CASE("onnx fold: Slice bounds from Shape, negative starts, steps and clampi
   CHECK(constant(m, "tail") == std::pair{Ints{1, 4}, Ints{2, 3, 4, 5}});
   CHECK(constant(m, "backwards") == std::pair{Ints{1, 2}, Ints{5, 3}});
   CHECK(constant(m, "clamped") == std::pair{Ints{1, 4}, Ints{2, 3, 4, 5}});
+}
+
+TEST_CASE("onnx fold: a Shape read by a node that stays is fed to it as a constant", "[onnx]") {
+  // torch.export's BERT: position_ids[:, :Shape(attention_mask, start=1, end=2)], position_ids
+  // an int64 buffer saved as external data, so the Slice cannot be folded; ONNX's inference
+  // needs its bounds as constants to size it.
+  OnnxModel m("fold");
+  auto& buffer = *m.graph().add_initializer();
+  buffer.set_name("position_ids");
+  buffer.set_data_type(onnx::TensorProto::INT64);
+  buffer.add_dims(1);
+  buffer.add_dims(512);
+  buffer.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto& shape = m.node("Shape", {"attention_mask"}, {"seq_len"});
+  OnnxModel::attr(shape, "start", std::int64_t{1});
+  OnnxModel::attr(shape, "end", std::int64_t{2});
+  m.ints("starts", {0});
+  m.ints("axes", {1});
+  m.node("Slice", {"position_ids", "starts", "seq_len", "axes"}, {"positions"});
+  m.node("Unsqueeze", {"seq_len", "axes"}, {"seq_2d"});  // Folded: reads seq_len's value.
+
+  Shapes shapes{{{"attention_mask", {2, 6}}}};
+  CHECK(fold_shape_arithmetic(m.graph(), shapes.lookup()) == 2);  // Unsqueeze, Slice's bound.
+  CHECK(producer(m, "seq_len").op_type() == "Shape");
+  const onnx::NodeProto& slice = producer(m, "positions");
+  CHECK(slice.op_type() == "Slice");
+  REQUIRE(slice.input(2) == "seq_len__value");
+  const auto fed = std::find_if(m.graph().initializer().begin(), m.graph().initializer().end(),
+                                [](const auto& t) { return t.name() == "seq_len__value"; });
+  REQUIRE(fed != m.graph().initializer().end());
+  CHECK(fed->data_type() == onnx::TensorProto::INT64);
+  CHECK(Ints(fed->int64_data().begin(), fed->int64_data().end()) == Ints{6});
+  // A second round finds nothing more to feed.
+  CHECK(fold_shape_arithmetic(m.graph(), shapes.lookup()) == 0);
 }
 
 TEST_CASE("onnx fold: Range, arithmetic, Equal and Where with broadcasting", "[onnx]") {

@@ -477,7 +477,7 @@ class Importer {
       initializers_[init.name()] = &init;
     make_kernel_shapes_explicit();
     bind_inputs();
-    forget_output_dim_names();
+    forget_exporter_dim_names();
     infer_shapes();
     collect_shapes();
     read_nodes(graph_proto_);
@@ -676,18 +676,24 @@ class Importer {
     return is_batch_name(param) || exporter_batch_dims_.count(param) != 0;
   }
 
-  // Exporters name the output dims they cannot size ("past_sequence_length + 1"), and ONNX's
-  // inference keeps such a name rather than the size it infers: the outputs' sizes are what
-  // inference and capcalc's folding find, as for every other value.
-  void forget_output_dim_names() {
-    for (auto& output : *graph_proto_.mutable_output()) {
-      if (!output.type().has_tensor_type()) continue;
-      auto& tensor = *output.mutable_type()->mutable_tensor_type();
-      if (!tensor.has_shape()) continue;
+  // Exporters name the dims they cannot size, on the outputs ("past_sequence_length + 1") and,
+  // torch.export's exporter, on every intermediate value it lists in value_info ("sequence",
+  // "(12//batch)", "unk__45"). ONNX's inference keeps such a name rather than the size it
+  // infers, so the sizes of outputs and intermediates are what inference and capcalc's folding
+  // find, as for every other value; only the graph inputs' names bind to --set and --batch.
+  void forget_exporter_dim_names() {
+    const auto forget = [](onnx::ValueInfoProto& value) {
+      if (!value.type().has_tensor_type()) return;
+      auto& tensor = *value.mutable_type()->mutable_tensor_type();
+      if (!tensor.has_shape()) return;
       for (auto& dim : *tensor.mutable_shape()->mutable_dim()) {
         if (dim.has_dim_param()) dim.clear_dim_param();
       }
-    }
+    };
+    for (auto& output : *graph_proto_.mutable_output())
+      forget(output);
+    for (auto& info : *graph_proto_.mutable_value_info())
+      forget(info);
   }
 
   void bind_inputs() {

@@ -239,11 +239,14 @@ class Folder {
       if (!value || count(value->dims) > kMaxFoldedElements) continue;
       known_[node.output(0)] = *value;
       // Shape and Size stay: they read an activation, and a graph output stays computed.
-      if (op == "Shape" || op == "Size" || graph_outputs_.count(node.output(0)) > 0) continue;
+      if (op == "Shape" || op == "Size" || graph_outputs_.count(node.output(0)) > 0) {
+        kept_.insert(node.output(0));
+        continue;
+      }
       rewrite(node, *value);
       ++folded;
     }
-    return folded;
+    return folded + feed_kept_values();
   }
 
  private:
@@ -568,6 +571,33 @@ class Folder {
     return t;
   }
 
+  // A node that stays computed (it reads a tensor without values: an external-data buffer,
+  // an activation) but takes a kept Shape or Size output whose value is known reads that value
+  // from an int64 initializer instead, so that ONNX's inference sees a constant there: torch's
+  // exporter slices position_ids[:, :Shape(input_ids)[1]] directly. Integer initializers are
+  // never parameters.
+  int feed_kept_values() {
+    int fed = 0;
+    for (auto& node : *graph_.mutable_node()) {
+      // Nodes whose own value is known were folded or are kept on purpose.
+      if (node.output_size() > 0 && known_.count(node.output(0)) != 0) continue;
+      for (int i = 0; i < node.input_size(); ++i) {
+        const std::string name = node.input(i);
+        if (kept_.count(name) == 0) continue;
+        const std::string constant = name + "__value";
+        if (known_.count(constant) == 0) {
+          onnx::TensorProto& init = *graph_.add_initializer();
+          init.set_name(constant);
+          fill(init, known_.at(name));
+          known_[constant] = known_.at(name);
+        }
+        node.set_input(i, constant);
+        ++fed;
+      }
+    }
+    return fed;
+  }
+
   // Turns `node` into a Constant holding `value`; its name and output stay.
   static void rewrite(onnx::NodeProto& node, const Tensor& value) {
     node.clear_input();
@@ -576,7 +606,10 @@ class Folder {
     auto* a = node.add_attribute();
     a->set_name("value");
     a->set_type(onnx::AttributeProto::TENSOR);
-    onnx::TensorProto& t = *a->mutable_t();
+    fill(*a->mutable_t(), value);
+  }
+
+  static void fill(onnx::TensorProto& t, const Tensor& value) {
     t.set_data_type(value.elem_type);
     for (std::int64_t d : value.dims)
       t.add_dims(d);
@@ -596,6 +629,7 @@ class Folder {
   const ShapeLookup& shape_of_;
   Tensors known_;
   std::set<std::string> graph_outputs_;
+  std::set<std::string> kept_;  // Shape, Size and graph outputs: known, left computed.
 };
 
 }  // namespace
