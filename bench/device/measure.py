@@ -25,8 +25,10 @@ What is run, and how it maps onto capcalc:
     request_latency_s is generate(O).
   - profile is "eager" for plain PyTorch and "compiled" for torch.compile.
 
-Usage: python3 bench/device/measure.py OUT_DIR [--budget-s SECONDS] [--quick]
---quick shrinks every model and batch so that the script can be dry-run on a CPU.
+Usage: python3 bench/device/measure.py OUT_DIR [--budget-s SECONDS] [--quick] [--only A,B]
+--quick shrinks every model and batch so that the script can be dry-run on a CPU; --only runs
+the groups whose names contain one of the comma-separated parts (a repeat on another machine).
+Groups are skipped once the budget would be exceeded.
 """
 
 import argparse
