@@ -619,3 +619,61 @@ TrainingTotals training_totals(const Estimate& step, std::int64_t batch, const W
 }
 
 }  // namespace capcalc
+
+namespace capcalc {
+
+std::vector<MisalignedLayer> misaligned_matrix_layers(const Graph& graph, const Device& device,
+                                                      Precision precision) {
+  // Elements in the 16 bytes that NVIDIA's GEMM guide asks each dimension to be a multiple of
+  // ("Tensor Core Requirements"); precisions without a rule there get no warning.
+  std::int64_t multiple = 0;
+  switch (precision) {
+    case Precision::kFp16:
+    case Precision::kBf16:
+      multiple = 8;
+      break;
+    case Precision::kTf32:
+      multiple = 4;
+      break;
+    case Precision::kFp8:
+    case Precision::kInt8:
+      multiple = 16;
+      break;
+    default:
+      return {};
+  }
+  if (device.vendor != "nvidia" || device.peak(precision).matrix_flops_per_s <= 0) return {};
+  std::int64_t total_macs = 0;
+  for (const Layer& layer : graph.layers)
+    total_macs += layer.counts.macs;
+  std::vector<MisalignedLayer> result;
+  for (const Layer& layer : graph.layers) {
+    if (layer.op != "linear" || layer.inputs.empty() || layer.output.empty()) continue;
+    const Shape& input = graph.value_shape(layer.inputs.front());
+    if (input.empty()) continue;
+    // A product's output and input features are its N and K (M is the tokens, which cuBLAS
+    // tiles whatever their number).
+    const std::pair<const char*, std::int64_t> dims[] = {{"output features", layer.output.back()},
+                                                         {"input features", input.back()}};
+    for (const auto& [dimension, size] : dims) {
+      if (size % multiple == 0) continue;
+      MisalignedLayer m;
+      m.name = layer.name;
+      m.dimension = dimension;
+      m.size = size;
+      m.multiple = multiple;
+      m.padded = (size + 63) / 64 * 64;
+      m.share_of_macs =
+          total_macs > 0 ? static_cast<double>(layer.counts.macs) / static_cast<double>(total_macs)
+                         : 0;
+      result.push_back(std::move(m));
+      break;  // One warning a layer.
+    }
+  }
+  std::stable_sort(result.begin(), result.end(), [](const auto& a, const auto& b) {
+    return a.share_of_macs > b.share_of_macs;
+  });
+  return result;
+}
+
+}  // namespace capcalc

@@ -431,6 +431,32 @@ std::string grad_sync_summary(const Estimate& e, int zero_stage) {
                      e.data_parallel_link);
 }
 
+namespace {
+
+// Linear layers whose products miss the tensor cores' granularity: up to three named, the
+// heaviest first, with the size to pad to; the estimate does not time the slower kernels.
+std::string alignment_text(const std::vector<MisalignedLayer>& misaligned, Precision precision) {
+  if (misaligned.empty()) return {};
+  std::string out;
+  const std::size_t named = std::min<std::size_t>(misaligned.size(), 3);
+  for (std::size_t k = 0; k < named; ++k) {
+    const MisalignedLayer& m = misaligned[k];
+    out += fmt::format("  {:<12} {}: {} {} not a multiple of {} ({} tensor cores; {} of the MACs):"
+                       " pad to {}\n",
+                       k == 0 ? "alignment" : "", m.name, format_grouped(m.size), m.dimension,
+                       m.multiple, precision_name(precision), percent(m.share_of_macs),
+                       format_grouped(m.padded));
+  }
+  if (misaligned.size() > named) {
+    out += fmt::format("               and {} more linear layers\n", misaligned.size() - named);
+  }
+  out += "               cuBLAS runs such products with slower kernels, which the estimate "
+         "does not time\n";
+  return out;
+}
+
+}  // namespace
+
 std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) {
   const Graph& g = in.graph;
   const GraphTotals& t = in.totals;
@@ -566,6 +592,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   for (std::size_t k = 0; k < parts.size(); ++k) {
     out += fmt::format("  {:<12} {}\n", k == 0 ? "bound" : "", parts[k]);
   }
+  out += alignment_text(misaligned_matrix_layers(g, d, precision), precision);
   if (in.training != nullptr) out += render_training_text(in);
   if (in.serving != nullptr) out += render_serving_text(in);
 
@@ -677,6 +704,19 @@ std::string render_estimate_json(const ReportInput& in) {
   est["performance_model"] = params;
   est["max_batch"] = e.max_batch;
   est["sparsity_speedup"] = e.sparsity_speedup;
+  nlohmann::json misaligned = nlohmann::json::array();
+  const std::vector<MisalignedLayer> unaligned =
+      in.device != nullptr ? misaligned_matrix_layers(in.graph, *in.device, in.workload.precision)
+                           : std::vector<MisalignedLayer>{};
+  for (const MisalignedLayer& m : unaligned) {
+    misaligned.push_back({{"layer", m.name},
+                          {"dimension", m.dimension},
+                          {"size", m.size},
+                          {"multiple", m.multiple},
+                          {"padded", m.padded},
+                          {"share_of_macs", m.share_of_macs}});
+  }
+  est["misaligned_layers"] = misaligned;
   if (in.serving != nullptr) {
     const ServingEstimate& sv = *in.serving;
     Json llm;

@@ -779,3 +779,35 @@ TEST_CASE("serving: weight-only int4 stores 4.125 bits per weight", "[predict][s
   CHECK(e.memory.weight_bytes == Approx(dense.memory.weight_bytes * 0.515625 / 2));
   CHECK(e.bytes < dense.bytes);
 }
+
+TEST_CASE("predict: linear layers off the tensor cores' granularity are named", "[predict]") {
+  // NVIDIA's Matrix Multiplication Background User's Guide: dimensions in multiples of 16
+  // bytes, 8 elements in fp16/bf16, 4 in tf32, 16 in fp8/int8.
+  Device nvidia = round_device();
+  nvidia.vendor = "nvidia";
+  nvidia.dense_peak[static_cast<std::size_t>(Precision::kTf32)] = {0, 50e12};
+  // 100 input features: not a multiple of 8, of 4 in tf32 it is.
+  const Graph g = one_linear(64, 100, 4096);
+  const std::vector<MisalignedLayer> fp16 = misaligned_matrix_layers(g, nvidia, Precision::kFp16);
+  REQUIRE(fp16.size() == 1);
+  CHECK(fp16[0].name == "fc");
+  CHECK(fp16[0].dimension == "input features");
+  CHECK(fp16[0].size == 100);
+  CHECK(fp16[0].multiple == 8);
+  CHECK(fp16[0].padded == 128);
+  CHECK(fp16[0].share_of_macs == Approx(1.0));
+  CHECK(misaligned_matrix_layers(g, nvidia, Precision::kTf32).empty());
+  // The output features are checked first; aligned layers, fp32 (no tensor-core rule), devices
+  // of other vendors and precisions without a matrix peak get nothing.
+  const Graph head = one_linear(64, 768, 50257);
+  const auto lm = misaligned_matrix_layers(head, nvidia, Precision::kFp16);
+  REQUIRE(lm.size() == 1);
+  CHECK(lm[0].dimension == "output features");
+  CHECK(lm[0].padded == 50304);  // nanoGPT's padded GPT-2 vocabulary.
+  CHECK(misaligned_matrix_layers(one_linear(64, 4096, 11008), nvidia, Precision::kFp16).empty());
+  CHECK(misaligned_matrix_layers(head, nvidia, Precision::kFp32).empty());
+  CHECK(misaligned_matrix_layers(head, nvidia, Precision::kBf16).empty());  // No bf16 peak.
+  Device other = nvidia;
+  other.vendor = "amd";
+  CHECK(misaligned_matrix_layers(head, other, Precision::kFp16).empty());
+}

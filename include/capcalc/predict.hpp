@@ -218,6 +218,26 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
                                  const PerformanceParams& params, const Workload& workload,
                                  const ServingRequest& request);
 
+/// A linear layer whose matrix product misses the tensor cores' granularity: NVIDIA's Matrix
+/// Multiplication Background User's Guide asks for dimensions that are multiples of 16 bytes
+/// (8 elements in fp16/bf16, 4 in tf32, 16 in fp8/int8); cuBLAS runs other shapes with slower
+/// kernels. capcalc times every product at the same fraction of the peak, so this is a warning
+/// beside the estimate, not a part of it (GPT-2's LM head, 50,257 outputs, ran at 13 % of an
+/// H200's bf16 peak: data/validation/README.md).
+struct MisalignedLayer {
+  std::string name;            ///< The layer, e.g. "lm_head".
+  std::string dimension;       ///< "output features" or "input features".
+  std::int64_t size = 0;       ///< Its size, e.g. 50257.
+  std::int64_t multiple = 0;   ///< What it should be a multiple of at the precision, e.g. 8.
+  std::int64_t padded = 0;     ///< `size` rounded up to a multiple of 64, e.g. 50304.
+  double share_of_macs = 0;    ///< The layer's share of the model's forward MACs.
+};
+
+/// The linear layers of `graph` that miss the granularity at `precision` on `device`: only on
+/// NVIDIA devices with a matrix peak at that precision (empty otherwise), heaviest first.
+std::vector<MisalignedLayer> misaligned_matrix_layers(const Graph& graph, const Device& device,
+                                                      Precision precision);
+
 /// A whole training run.
 struct TrainingRun {
   double samples = 0;  ///< Samples processed (dataset size × epochs, or tokens / seq).
