@@ -431,6 +431,13 @@ std::string grad_sync_summary(const Estimate& e, int zero_stage) {
                      e.data_parallel_link);
 }
 
+std::string alignment_summary(const MisalignedLayer& m, Precision precision) {
+  return fmt::format("{}: {} {} not a multiple of {} ({} tensor cores; {} of the MACs): pad to {}",
+                     m.name, format_grouped(m.size), m.dimension, m.multiple,
+                     precision_name(precision), percent(m.share_of_macs),
+                     format_grouped(m.padded));
+}
+
 namespace {
 
 // Linear layers whose products miss the tensor cores' granularity: up to three named, the
@@ -440,12 +447,8 @@ std::string alignment_text(const std::vector<MisalignedLayer>& misaligned, Preci
   std::string out;
   const std::size_t named = std::min<std::size_t>(misaligned.size(), 3);
   for (std::size_t k = 0; k < named; ++k) {
-    const MisalignedLayer& m = misaligned[k];
-    out += fmt::format("  {:<12} {}: {} {} not a multiple of {} ({} tensor cores; {} of the MACs):"
-                       " pad to {}\n",
-                       k == 0 ? "alignment" : "", m.name, format_grouped(m.size), m.dimension,
-                       m.multiple, precision_name(precision), percent(m.share_of_macs),
-                       format_grouped(m.padded));
+    out += fmt::format("  {:<12} {}\n", k == 0 ? "alignment" : "",
+                       alignment_summary(misaligned[k], precision));
   }
   if (misaligned.size() > named) {
     out += fmt::format("               and {} more linear layers\n", misaligned.size() - named);

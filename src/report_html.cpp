@@ -128,6 +128,13 @@ std::string summary_section(const ReportInput& in) {
   if (training && data_parallel_replicas(in.workload) > 1) {
     out += kv_row("grad sync", esc(grad_sync_summary(e, in.workload.zero_stage)));
   }
+  // Products off the tensor cores' granularity, as the text report names them (not timed).
+  const std::vector<MisalignedLayer> misaligned = misaligned_matrix_layers(g, d, precision);
+  for (std::size_t k = 0; k < std::min<std::size_t>(misaligned.size(), 3); ++k) {
+    out += kv_row(k == 0 ? "alignment" : "",
+                  esc(alignment_summary(misaligned[k], precision)) +
+                      (k == 0 ? " (slower kernels, not timed by the estimate)" : ""));
+  }
   out += kv_row("throughput", esc(format_count(e.throughput_per_s)) + " samples/s");
   const PeakRate& peak = d.peak(precision);
   const double top = std::max(peak.matrix_flops_per_s, peak.vector_flops_per_s);

@@ -41,6 +41,10 @@ struct ReportInput {
 std::string allreduce_summary(const Estimate& e);
 std::string stage_sends_summary(const Estimate& e);
 std::string grad_sync_summary(const Estimate& e, int zero_stage);
+/// One linear layer off the tensor cores' granularity (predict.hpp), without a label, for the
+/// text report and the HTML page: "lm_head: 50,257 output features not a multiple of 8 (bf16
+/// tensor cores; 27.1 % of the MACs): pad to 50,304".
+std::string alignment_summary(const MisalignedLayer& layer, Precision precision);
 
 /// `capcalc estimate`: summary, device, estimate, the `top_layers` heaviest layers.
 std::string render_estimate_text(const ReportInput& input, std::size_t top_layers);
