@@ -643,9 +643,7 @@ std::vector<MisalignedLayer> misaligned_matrix_layers(const Graph& graph, const 
       return {};
   }
   if (device.vendor != "nvidia" || device.peak(precision).matrix_flops_per_s <= 0) return {};
-  std::int64_t total_macs = 0;
-  for (const Layer& layer : graph.layers)
-    total_macs += layer.counts.macs;
+  const std::int64_t total_macs = graph_totals(graph).macs;
   std::vector<MisalignedLayer> result;
   for (const Layer& layer : graph.layers) {
     if (layer.op != "linear" || layer.inputs.empty() || layer.output.empty()) continue;
@@ -670,9 +668,8 @@ std::vector<MisalignedLayer> misaligned_matrix_layers(const Graph& graph, const 
       break;  // One warning a layer.
     }
   }
-  std::stable_sort(result.begin(), result.end(), [](const auto& a, const auto& b) {
-    return a.share_of_macs > b.share_of_macs;
-  });
+  std::stable_sort(result.begin(), result.end(),
+                   [](const auto& a, const auto& b) { return a.share_of_macs > b.share_of_macs; });
   return result;
 }
 

@@ -434,8 +434,7 @@ std::string grad_sync_summary(const Estimate& e, int zero_stage) {
 std::string alignment_summary(const MisalignedLayer& m, Precision precision) {
   return fmt::format("{}: {} {} not a multiple of {} ({} tensor cores; {} of the MACs): pad to {}",
                      m.name, format_grouped(m.size), m.dimension, m.multiple,
-                     precision_name(precision), percent(m.share_of_macs),
-                     format_grouped(m.padded));
+                     precision_name(precision), percent(m.share_of_macs), format_grouped(m.padded));
 }
 
 namespace {
@@ -453,8 +452,9 @@ std::string alignment_text(const std::vector<MisalignedLayer>& misaligned, Preci
   if (misaligned.size() > named) {
     out += fmt::format("               and {} more linear layers\n", misaligned.size() - named);
   }
-  out += "               cuBLAS runs such products with slower kernels, which the estimate "
-         "does not time\n";
+  out +=
+      "               cuBLAS runs such products with slower kernels, which the estimate "
+      "does not time\n";
   return out;
 }
 

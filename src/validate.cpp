@@ -98,9 +98,10 @@ Measurement parse_case(const JsonView& entry) {
   if (auto pp = entry.find("pipeline_parallel")) {
     m.pipeline_parallel = pp->as_positive_int();
     if (m.devices % (m.tensor_parallel * m.pipeline_parallel) != 0) {
-      pp->fail(fmt::format("{} devices do not split into replicas of {} tensor-parallel x {} "
-                           "pipeline stages",
-                           m.devices, m.tensor_parallel, m.pipeline_parallel));
+      pp->fail(
+          fmt::format("{} devices do not split into replicas of {} tensor-parallel x {} "
+                      "pipeline stages",
+                      m.devices, m.tensor_parallel, m.pipeline_parallel));
     }
   }
   if (auto mb = entry.find("micro_batches")) m.micro_batches = mb->as_positive_int();

@@ -44,9 +44,8 @@ std::int64_t weight_elements(const std::string& path) {
   for (const auto& init : model.graph().initializer()) {
     using T = onnx::TensorProto;
     const int type = init.data_type();
-    if (init.dims_size() == 0 || !(type == T::FLOAT || type == T::FLOAT16 ||
-                                   type == T::BFLOAT16 || type == T::DOUBLE ||
-                                   type == T::INT8 || type == T::UINT8)) {
+    if (init.dims_size() == 0 || !(type == T::FLOAT || type == T::FLOAT16 || type == T::BFLOAT16 ||
+                                   type == T::DOUBLE || type == T::INT8 || type == T::UINT8)) {
       continue;
     }
     // The weights are external data: the file says where, and holds none of them.
@@ -84,8 +83,7 @@ TEST_CASE("real export: torchvision ResNet-50 (PyTorch 2.11) has torchvision's M
   CHECK(static_cast<double>(totals.macs) / 8 == Approx(4.09e9).epsilon(0.01));
 }
 
-TEST_CASE("real export: torchvision MobileNetV2 (PyTorch 2.11) has torchvision's MACs",
-          "[onnx]") {
+TEST_CASE("real export: torchvision MobileNetV2 (PyTorch 2.11) has torchvision's MACs", "[onnx]") {
   const std::string path = export_path("mobilenet_v2.onnx");
   const Graph g = capcalc::load_model(path);  // The batch defaults to 1.
   CHECK(g.unknown_ops.empty());
@@ -124,9 +122,9 @@ TEST_CASE("real export: BertModel through torch.export counts as its config.json
   ModelOptions batch2;
   batch2.dims["batch"] = 2;
   batch2.dims["sequence"] = 128;
-  CHECK_THROWS_WITH(capcalc::load_model(path, batch2),
-                    Catch::Contains(path + ": ONNX shape inference failed") &&
-                        Catch::Contains("(2) vs (1)"));
+  CHECK_THROWS_WITH(
+      capcalc::load_model(path, batch2),
+      Catch::Contains(path + ": ONNX shape inference failed") && Catch::Contains("(2) vs (1)"));
   // Without the sequence length the error names the dim.
   CHECK_THROWS_WITH(capcalc::load_model(path), Catch::Contains("sequence"));
 }

@@ -225,12 +225,12 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
 /// beside the estimate, not a part of it (GPT-2's LM head, 50,257 outputs, ran at 13 % of an
 /// H200's bf16 peak: data/validation/README.md).
 struct MisalignedLayer {
-  std::string name;            ///< The layer, e.g. "lm_head".
-  std::string dimension;       ///< "output features" or "input features".
-  std::int64_t size = 0;       ///< Its size, e.g. 50257.
-  std::int64_t multiple = 0;   ///< What it should be a multiple of at the precision, e.g. 8.
-  std::int64_t padded = 0;     ///< `size` rounded up to a multiple of 64, e.g. 50304.
-  double share_of_macs = 0;    ///< The layer's share of the model's forward MACs.
+  std::string name;           ///< The layer, e.g. "lm_head".
+  std::string dimension;      ///< "output features" or "input features".
+  std::int64_t size = 0;      ///< Its size, e.g. 50257.
+  std::int64_t multiple = 0;  ///< What it should be a multiple of at the precision, e.g. 8.
+  std::int64_t padded = 0;    ///< `size` rounded up to a multiple of 64, e.g. 50304.
+  double share_of_macs = 0;   ///< The layer's share of the model's forward MACs.
 };
 
 /// The linear layers of `graph` that miss the granularity at `precision` on `device`: only on

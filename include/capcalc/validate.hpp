@@ -47,8 +47,8 @@ struct Measurement {
   std::int64_t pipeline_parallel = 1;
   std::int64_t micro_batches = 1;
   std::int64_t virtual_stages = 1;
-  int zero_stage = 0;  ///< ZeRO / FSDP sharding over the data-parallel replicas (0-3).
-  bool checkpointing = false;        ///< Activation recomputation (training).
+  int zero_stage = 0;          ///< ZeRO / FSDP sharding over the data-parallel replicas (0-3).
+  bool checkpointing = false;  ///< Activation recomputation (training).
   Precision precision = Precision::kFp32;
   bool training = false;
   Profile profile = Profile::kEager;
