@@ -87,47 +87,50 @@ Measurement parse_case(const JsonView& entry) {
       m.dims[item.key()] = dims->at(item.key()).as_positive_int();
   }
   m.device = entry.at("device").as_string();
-  if (auto devices = entry.find("devices")) m.devices = devices->as_positive_int();
+  Workload& w = m.workload;
+  if (auto devices = entry.find("devices")) w.devices = devices->as_positive_int();
   if (auto tp = entry.find("tensor_parallel")) {
-    m.tensor_parallel = tp->as_positive_int();
-    if (m.devices % m.tensor_parallel != 0) {
-      tp->fail(fmt::format("{} devices do not split into tensor-parallel groups of {}", m.devices,
-                           m.tensor_parallel));
+    w.tensor_parallel = tp->as_positive_int();
+    if (w.devices % w.tensor_parallel != 0) {
+      tp->fail(fmt::format("{} devices do not split into tensor-parallel groups of {}", w.devices,
+                           w.tensor_parallel));
     }
   }
   if (auto pp = entry.find("pipeline_parallel")) {
-    m.pipeline_parallel = pp->as_positive_int();
-    if (m.devices % (m.tensor_parallel * m.pipeline_parallel) != 0) {
+    w.pipeline_parallel = pp->as_positive_int();
+    if (w.devices % (w.tensor_parallel * w.pipeline_parallel) != 0) {
       pp->fail(
           fmt::format("{} devices do not split into replicas of {} tensor-parallel x {} "
                       "pipeline stages",
-                      m.devices, m.tensor_parallel, m.pipeline_parallel));
+                      w.devices, w.tensor_parallel, w.pipeline_parallel));
     }
   }
-  if (auto mb = entry.find("micro_batches")) m.micro_batches = mb->as_positive_int();
-  if (auto vs = entry.find("virtual_stages")) m.virtual_stages = vs->as_positive_int();
+  if (auto mb = entry.find("micro_batches")) w.micro_batches = mb->as_positive_int();
+  if (auto vs = entry.find("virtual_stages")) w.virtual_stages = vs->as_positive_int();
   if (auto zero = entry.find("zero_stage")) {
     const std::int64_t stage = zero->as_integer();
     if (stage < 0 || stage > 3) zero->fail(fmt::format("expected 0 to 3, got {}", stage));
-    m.zero_stage = static_cast<int>(stage);
+    w.zero_stage = static_cast<int>(stage);
   }
   if (auto checkpointing = entry.find("checkpointing")) {
-    m.checkpointing = checkpointing->as_bool();
+    w.checkpointing = checkpointing->as_bool();
   }
-  m.precision = parse_precision_at(entry.at("precision"));
-  if (auto w = entry.find("weight_precision")) m.weight_precision = parse_precision_at(*w);
-  if (auto kv = entry.find("kv_precision")) m.kv_precision = parse_precision_at(*kv);
+  w.precision = parse_precision_at(entry.at("precision"));
+  if (auto weights = entry.find("weight_precision"))
+    w.weight_precision = parse_precision_at(*weights);
+  if (auto kv = entry.find("kv_precision")) w.kv_precision = parse_precision_at(*kv);
   const JsonView mode = entry.at("mode");
   if (mode.as_string() != "training" && mode.as_string() != "inference") {
     mode.fail("expected \"training\" or \"inference\", got \"" + mode.as_string() + "\"");
   }
-  m.training = mode.as_string() == "training";
+  w.mode = mode.as_string() == "training" ? Mode::kTraining : Mode::kInference;
+  w.profile = Profile::kEager;
   if (auto profile = entry.find("profile")) {
     const std::optional<Profile> parsed = parse_profile(profile->as_string());
     if (!parsed)
       profile->fail("expected \"eager\", \"graph\" or \"compiled\", got \"" + profile->as_string() +
                     "\"");
-    m.profile = *parsed;
+    w.profile = *parsed;
   }
   const JsonView metric = entry.at("metric");
   const std::string metric_text = metric.as_string();
@@ -151,7 +154,8 @@ Measurement parse_case(const JsonView& entry) {
   if (auto prompt = entry.find("prompt_tokens")) m.prompt_tokens = prompt->as_positive_int();
   if (auto output = entry.find("output_tokens")) m.output_tokens = output->as_positive_int();
   if (is_serving(m.metric)) {
-    if (m.training) entry.at("mode").fail("an LLM serving metric needs \"mode\": \"inference\"");
+    if (w.mode == Mode::kTraining)
+      entry.at("mode").fail("an LLM serving metric needs \"mode\": \"inference\"");
     if (m.prompt_tokens == 0 || m.output_tokens == 0) {
       entry.fail(
           fmt::format("a {} case needs \"prompt_tokens\" and \"output_tokens\"", metric_text));
@@ -178,19 +182,7 @@ double predict_case(const Measurement& m, const HardwareTable& table,
   // A bare file name is looked up in the models directory; a path is used as it is.
   const std::string path =
       m.model.find('/') == std::string::npos ? models_dir + "/" + m.model : m.model;
-  Workload workload;
-  workload.precision = m.precision;
-  workload.weight_precision = m.weight_precision;
-  workload.kv_precision = m.kv_precision;
-  workload.mode = m.training ? Mode::kTraining : Mode::kInference;
-  workload.profile = m.profile;
-  workload.devices = m.devices;
-  workload.tensor_parallel = m.tensor_parallel;
-  workload.pipeline_parallel = m.pipeline_parallel;
-  workload.micro_batches = m.micro_batches;
-  workload.virtual_stages = m.virtual_stages;
-  workload.zero_stage = m.zero_stage;
-  workload.checkpointing = m.checkpointing;
+  const Workload& workload = m.workload;
   const PerformanceParams params = table.performance_for(device);
   if (is_serving(m.metric)) {
     ServingRequest request;
@@ -216,15 +208,15 @@ double predict_case(const Measurement& m, const HardwareTable& table,
         const double tokens =
             s.tokens_per_s * s.decode_step_s * static_cast<double>(m.output_tokens);
         const double total = tokens / s.request_latency_s;
-        return m.per_device ? total / static_cast<double>(m.devices) : total;
+        return m.per_device ? total / static_cast<double>(workload.devices) : total;
       }
     }
   }
   const Graph graph = load_model(path, options);
   const Estimate e = estimate(graph, device, params, workload);
-  const auto devices = static_cast<double>(m.devices);
+  const auto devices = static_cast<double>(workload.devices);
   const double per_device_samples = e.throughput_per_s / devices;
-  const PeakRate& peak = device.peak(m.precision);
+  const PeakRate& peak = device.peak(workload.precision);
   const double matrix_peak =
       peak.matrix_flops_per_s > 0 ? peak.matrix_flops_per_s : peak.vector_flops_per_s;
   switch (m.metric) {

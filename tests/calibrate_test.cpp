@@ -17,8 +17,9 @@ Measurement record(const std::string& id, std::int64_t batch, bool training, dou
   m.model = "resnet50.json";
   m.dims["batch"] = batch;
   m.device = "A100";
-  m.precision = Precision::kFp16;
-  m.training = training;
+  m.workload.precision = Precision::kFp16;
+  m.workload.mode = training ? Mode::kTraining : Mode::kInference;
+  m.workload.profile = Profile::kEager;
   m.metric = Metric::kThroughput;
   m.value = value;
   return m;

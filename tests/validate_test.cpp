@@ -58,7 +58,7 @@ TEST_CASE("validate: LLM serving metrics are estimate_serving's figures", "[vali
   const std::vector<Measurement> measurements = load_measurements(write_cases(cases, "serving"));
   REQUIRE(measurements.size() == 4);
   CHECK(measurements[0].prompt_tokens == 300);
-  CHECK(measurements[0].weight_precision == Precision::kInt4);
+  CHECK(measurements[0].workload.weight_precision == Precision::kInt4);
   const ValidationSummary summary = validate(measurements, table, test::data_path("models"));
 
   // The same request through estimate_serving: 4 sequences per replica, 2 replicas.
@@ -144,10 +144,10 @@ TEST_CASE("validate: a training case's layout reaches the estimate", "[validate]
   const std::vector<Measurement> measurements =
       load_measurements(write_cases(nlohmann::json::array({c}), "layout"));
   REQUIRE(measurements.size() == 1);
-  CHECK(measurements[0].pipeline_parallel == 4);
-  CHECK(measurements[0].virtual_stages == 10);
-  CHECK(measurements[0].micro_batches == 32);
-  CHECK(measurements[0].zero_stage == 1);
+  CHECK(measurements[0].workload.pipeline_parallel == 4);
+  CHECK(measurements[0].workload.virtual_stages == 10);
+  CHECK(measurements[0].workload.micro_batches == 32);
+  CHECK(measurements[0].workload.zero_stage == 1);
   const ValidationSummary summary = validate(measurements, table, test::data_path("models"));
 
   ModelOptions options;

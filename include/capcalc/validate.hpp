@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "capcalc/hardware.hpp"
+#include "capcalc/predict.hpp"
 
 namespace capcalc {
 
@@ -40,18 +41,10 @@ struct Measurement {
   std::string model;                         ///< File name in the models directory.
   std::map<std::string, std::int64_t> dims;  ///< Per-device batch and other dims.
   std::string device;                        ///< Id in the hardware table.
-  std::int64_t devices = 1;                  ///< All devices.
-  std::int64_t tensor_parallel = 1;  ///< Devices per model replica (the batch is a replica's).
-  /// Training layouts as the source gives them: pipeline stages per replica, micro-batches per
-  /// step (the batch is one micro-batch), model chunks per stage (interleaved 1F1B).
-  std::int64_t pipeline_parallel = 1;
-  std::int64_t micro_batches = 1;
-  std::int64_t virtual_stages = 1;
-  int zero_stage = 0;          ///< ZeRO / FSDP sharding over the data-parallel replicas (0-3).
-  bool checkpointing = false;  ///< Activation recomputation (training).
-  Precision precision = Precision::kFp32;
-  bool training = false;
-  Profile profile = Profile::kEager;
+  /// How it ran: precision, training or inference, profile and the parallel layout, as
+  /// estimate() takes them (the batch is one replica's micro-batch, in dims). The profile is
+  /// always set (eager when the case names none).
+  Workload workload;
   Metric metric = Metric::kThroughput;
   bool per_device = false;       ///< Throughput-like metrics: per device or total.
   double value = 0;              ///< As published, SI units.
@@ -59,8 +52,6 @@ struct Measurement {
   /// LLM serving metrics: tokens per sequence; the batch (dims) is the concurrent sequences.
   std::int64_t prompt_tokens = 0;
   std::int64_t output_tokens = 0;
-  std::optional<Precision> weight_precision;  ///< Weight-only quantisation (int4 AWQ, ...).
-  std::optional<Precision> kv_precision;      ///< The KV cache's format.
   /// Added after the parameters that move it were fixed, and never used to set them: its error
   /// is an out-of-sample check.
   bool held_out = false;
