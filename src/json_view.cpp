@@ -39,6 +39,32 @@ std::string describe_parse_error(const std::string& what) {
   return description;
 }
 
+// Finds where the parser stopped: nlohmann's out_of_range (a number too large for a double,
+// "1e999") carries no offset, but its SAX interface reports one for every error.
+struct ErrorLocator : nlohmann::json::json_sax_t {
+  std::size_t position = 0;
+  std::string token;
+
+  bool null() override { return true; }
+  bool boolean(bool /*value*/) override { return true; }
+  bool number_integer(number_integer_t /*value*/) override { return true; }
+  bool number_unsigned(number_unsigned_t /*value*/) override { return true; }
+  bool number_float(number_float_t /*value*/, const string_t& /*text*/) override { return true; }
+  bool string(string_t& /*value*/) override { return true; }
+  bool binary(binary_t& /*value*/) override { return true; }
+  bool start_object(std::size_t /*size*/) override { return true; }
+  bool key(string_t& /*value*/) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t /*size*/) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t at, const std::string& last_token,
+                   const nlohmann::json::exception& /*error*/) override {
+    position = at;
+    token = last_token;
+    return false;
+  }
+};
+
 std::string short_dump(const nlohmann::json& value) {
   std::string text = value.dump();
   if (text.size() > 40) text = text.substr(0, 37) + "...";
@@ -82,6 +108,16 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
     // The byte offset is one past the offending character.
     locate(text, e.byte > 0 ? e.byte - 1 : 0, where.line, where.column);
     throw Error(where, describe_parse_error(e.what()));
+  } catch (const nlohmann::json::out_of_range&) {
+    ErrorLocator locator;
+    nlohmann::json::sax_parse(text.begin(), text.end(), &locator);
+    SourceLocation where{file, "", 0, 0};
+    // The position is one past the number's last character; point at its first.
+    const std::size_t end = locator.position > 0 ? locator.position - 1 : 0;
+    locate(text, end >= locator.token.size() ? end + 1 - locator.token.size() : 0, where.line,
+           where.column);
+    throw Error(where, fmt::format("number {} is out of range (larger than a double can hold)",
+                                   locator.token));
   }
 }
 

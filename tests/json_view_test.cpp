@@ -24,6 +24,17 @@ TEST_CASE("parse_json_text reports syntax errors as file:line:col without nlohma
   REQUIRE_THROWS_WITH(parse_json_text("[1, 2", file), ContainsSubstring("m.json:1:"));
 }
 
+// Found by fuzzing (tests/fuzz): a number too large for a double threw nlohmann's
+// out_of_range, which reached the CLI as an internal error (exit 3) with nlohmann's text.
+TEST_CASE("parse_json_text locates a number too large for a double", "[json]") {
+  REQUIRE_THROWS_WITH(parse_json_text("{\"schema_version\": 1e999}", "m.json"),
+                      "m.json:1:20: number 1e999 is out of range (larger than a double can hold)");
+  REQUIRE_THROWS_WITH(parse_json_text("{\n  \"a\": [1,\n   -2e400 ]}", "m.json"),
+                      "m.json:3:4: number -2e400 is out of range (larger than a double can hold)");
+  // Large integers stay numbers: nlohmann reads them as doubles.
+  CHECK(parse_json_text("[123456789012345678901234567890]", "m.json")[0].is_number_float());
+}
+
 TEST_CASE("read_text_file names a missing file", "[json]") {
   REQUIRE_THROWS_WITH(read_text_file("/nonexistent/model.json"),
                       "/nonexistent/model.json: cannot open file");
