@@ -2,8 +2,32 @@
 
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace capcalc {
 namespace {
+
+// Messages quote the user's own names and keys, which JSON lets hold any character: control
+// characters are written as escapes so that every message stays on one line.
+std::string one_line(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 std::string render(const SourceLocation& where, const std::string& message) {
   std::string text = where.file;
@@ -19,8 +43,8 @@ std::string render(const SourceLocation& where, const std::string& message) {
 }  // namespace
 
 Error::Error(SourceLocation where, std::string message)
-    : std::runtime_error(render(where, message)),
+    : std::runtime_error(one_line(render(where, message))),
       where_(std::move(where)),
-      message_(std::move(message)) {}
+      message_(one_line(message)) {}
 
 }  // namespace capcalc

@@ -220,6 +220,13 @@ TEST_CASE("model: load_model reads files and names a missing one", "[model]") {
 // ---------------------------------------------------------------------------------------------
 // Errors, one class each, with the exact message
 
+// Found by fuzzing (tests/fuzz): a name with a newline escape made a two-line message.
+TEST_CASE("model: names with control characters are quoted escaped, on one line",
+          "[model][errors]") {
+  REQUIRE_THROWS_WITH(parse(model("[1, 4]", R"({"name": "a\nct", "op": "re\tul\u0001"})")),
+                      "m.json:/layers/0/op: layer \"a\\nct\": unknown operator \"re\\tul\\x01\"");
+}
+
 TEST_CASE("model: unknown operators, attributes and keys suggest a name", "[model][errors]") {
   REQUIRE_THROWS_WITH(
       parse(model("[1, 4]", R"({"name": "act", "op": "reul"})")),
