@@ -271,8 +271,12 @@ std::string_view metric_name(Metric metric) {
 }
 
 std::vector<Measurement> load_measurements(const std::string& path) {
-  const nlohmann::json document = parse_json_text(read_text_file(path), path);
-  const JsonView root(document, path);
+  return parse_measurements(read_text_file(path), path);
+}
+
+std::vector<Measurement> parse_measurements(std::string_view text, const std::string& file) {
+  const nlohmann::json document = parse_json_text(text, file);
+  const JsonView root(document, file);
   root.expect_object();
   const JsonView version = root.at("schema_version");
   if (version.as_positive_int() != 1) version.fail("unsupported schema_version; expected 1");

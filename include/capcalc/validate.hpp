@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capcalc/hardware.hpp"
@@ -75,6 +76,10 @@ struct ValidationSummary {
 };
 
 std::string_view metric_name(Metric metric);
+
+/// Parses measurements from JSON text; `file` names it in messages. Problems are
+/// capcalc::Error with file and JSON pointer (line:col for a syntax error).
+std::vector<Measurement> parse_measurements(std::string_view text, const std::string& file);
 
 /// Reads a measurement file; problems are capcalc::Error with file and JSON pointer.
 std::vector<Measurement> load_measurements(const std::string& path);

@@ -1,0 +1,17 @@
+// Fuzz target: hardware tables (parse_hardware), the format of data/hardware.json and of
+// users' --hardware-file overlays, merged over the built-in table as the CLI does.
+#include "capcalc/hardware.hpp"
+
+#include "fuzz_target.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  capcalc::fuzz::expect_located_errors([&] {
+    capcalc::HardwareTable overlay =
+        capcalc::parse_hardware(capcalc::fuzz::as_text(data, size), "fuzz.json");
+    for (const capcalc::Device& device : overlay.devices)
+      (void)overlay.performance_for(device);
+    capcalc::HardwareTable base = capcalc::load_hardware(CAPCALC_FUZZ_DATA_DIR "/hardware.json");
+    capcalc::merge_hardware(base, std::move(overlay));
+  });
+  return 0;
+}

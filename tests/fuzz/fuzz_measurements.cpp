@@ -1,0 +1,11 @@
+// Fuzz target: measurement files of `capcalc validate` and `capcalc calibrate`
+// (parse_measurements).
+#include "capcalc/validate.hpp"
+
+#include "fuzz_target.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  capcalc::fuzz::expect_located_errors(
+      [&] { (void)capcalc::parse_measurements(capcalc::fuzz::as_text(data, size), "fuzz.json"); });
+  return 0;
+}
