@@ -595,6 +595,17 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   for (std::size_t k = 0; k < parts.size(); ++k) {
     out += fmt::format("  {:<12} {}\n", k == 0 ? "bound" : "", parts[k]);
   }
+  // Per-kernel floors that dominate are the batch's to amortise, when a larger one fits.
+  const double overhead_share =
+      shares[static_cast<std::size_t>(Bound::kOverhead)].time_s * e.layer_repeats / e.latency_s;
+  const auto batch = g.dims.find("batch");
+  if (overhead_share > 0.5 && batch != g.dims.end() && e.max_batch > batch->second &&
+      in.serving == nullptr) {
+    out += fmt::format(
+        "  hint         per-kernel floors take {} of the time at batch {}:\n"
+        "               a larger --batch (up to {} fits) spreads them out\n",
+        percent(overhead_share), batch->second, format_grouped(e.max_batch));
+  }
   out += alignment_text(misaligned_matrix_layers(g, d, precision), precision);
   if (in.training != nullptr) out += render_training_text(in);
   if (in.serving != nullptr) out += render_serving_text(in);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capcalc/model.hpp"
+#include "capcalc/units.hpp"
 
 #include "catch.hpp"
 
@@ -52,6 +53,25 @@ TEST_CASE("report: estimate JSON carries the documented keys, per sample", "[rep
   CHECK(doc["layers"].size() == 4);
   CHECK(doc["layers"][2]["bound"] == "-");  // flatten is a view.
   CHECK(doc["device"]["id"] == "test-gpu");
+}
+
+TEST_CASE("report: a batch whose time is mostly per-kernel floors gets a hint", "[report]") {
+  const Device d = test_device();
+  PerformanceParams p;
+  p.eager_overhead_s = 1e-3;  // Every layer of the small model is overhead-bound.
+  const Graph g = parse_model(kModel, "small.json");
+  const GraphTotals t = graph_totals(g);
+  const Estimate e = estimate(g, d, p, Workload{});
+  REQUIRE(e.max_batch > 2);
+  const std::string text = render_estimate_text({g, t, Workload{}, &d, &p, &e}, 0);
+  CHECK_THAT(text, ContainsSubstring("hint         per-kernel floors take 100.0 % of the time at "
+                                     "batch 2:\n               a larger --batch (up to " +
+                                     format_grouped(e.max_batch) + " fits) spreads them out\n"));
+  // Floors that do not dominate: no hint.
+  p.eager_overhead_s = 1e-9;
+  const Estimate fast = estimate(g, d, p, Workload{});
+  CHECK_THAT(render_estimate_text({g, t, Workload{}, &d, &p, &fast}, 0),
+             !ContainsSubstring("hint"));
 }
 
 TEST_CASE("report: estimate text shows the summary, the fit and the heaviest layers", "[report]") {
