@@ -46,7 +46,7 @@ _capcalc() {
       COMPREPLY=($(compgen -W "$precisions" -- "$cur"))
       return ;;
     -m | --mode) COMPREPLY=($(compgen -W "inference training" -- "$cur")); return ;;
-    --profile) COMPREPLY=($(compgen -W "eager graph compiled" -- "$cur")); return ;;
+    --profile) COMPREPLY=($(compgen -W "eager graph compiled inductor" -- "$cur")); return ;;
     --optimizer) COMPREPLY=($(compgen -W "sgd momentum adam adamw" -- "$cur")); return ;;
     --sparsity) COMPREPLY=($(compgen -W "dense 2:4 unstructured" -- "$cur")); return ;;
     --causal) COMPREPLY=($(compgen -W "full half" -- "$cur")); return ;;

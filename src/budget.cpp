@@ -193,7 +193,7 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
   }
   if (auto profile = lookup(view, defaults, "profile")) {
     workload.profile = parse_profile(profile->as_string());
-    if (!workload.profile) profile->fail("expected \"eager\", \"graph\" or \"compiled\"");
+    if (!workload.profile) profile->fail(unknown_profile_message(profile->as_string()));
   }
   // data_parallel counts replicas; each replica is tensor_parallel x pipeline_parallel devices.
   if (auto parallel = lookup(view, defaults, "data_parallel")) {

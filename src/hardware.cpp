@@ -238,10 +238,7 @@ PerformanceParams parse_performance(const JsonView& params) {
   }
   if (auto profile = params.find("default_profile")) {
     const std::optional<Profile> parsed = parse_profile(profile->as_string());
-    if (!parsed) {
-      profile->fail(
-          fmt::format("expected \"eager\" or \"compiled\", got \"{}\"", profile->as_string()));
-    }
+    if (!parsed) profile->fail(unknown_profile_message(profile->as_string()));
     result.default_profile = *parsed;
   }
   return result;
@@ -431,6 +428,8 @@ std::string_view profile_name(Profile profile) {
       return "eager";
     case Profile::kGraph:
       return "graph";
+    case Profile::kInductor:
+      return "inductor";
     case Profile::kCompiled:
       break;
   }
@@ -438,10 +437,25 @@ std::string_view profile_name(Profile profile) {
 }
 
 std::optional<Profile> parse_profile(std::string_view name) {
-  if (name == "eager") return Profile::kEager;
-  if (name == "graph") return Profile::kGraph;
-  if (name == "compiled") return Profile::kCompiled;
+  for (Profile p : {Profile::kEager, Profile::kGraph, Profile::kCompiled, Profile::kInductor}) {
+    if (name == profile_name(p)) return p;
+  }
   return std::nullopt;
+}
+
+std::vector<std::string_view> profile_names() {
+  return {"eager", "graph", "compiled", "inductor"};
+}
+
+std::string unknown_profile_message(std::string_view name) {
+  return with_suggestion(fmt::format("unknown profile \"{}\"; expected \"eager\", \"graph\", "
+                                     "\"compiled\" or \"inductor\"",
+                                     name),
+                         name, profile_names());
+}
+
+bool fuses_elementwise(Profile profile) {
+  return profile == Profile::kCompiled || profile == Profile::kInductor;
 }
 
 }  // namespace capcalc

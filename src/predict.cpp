@@ -325,10 +325,11 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       workload.profile.value_or(graph.runs_fused ? Profile::kCompiled : params.default_profile);
   const double floor_s = params.overhead_s(result.profile);
   // Eager backward kernels are launched by the autograd engine in C++, not dispatched from
-  // Python one by one: they take the graph executor's floor.
+  // Python one by one: they take the graph executor's floor. Inductor compiles the backward
+  // too (AOTAutograd) and launches its kernels from Python, as the forward's.
   const double backward_floor_s =
       result.profile == Profile::kEager ? params.graph_overhead_s : floor_s;
-  const bool compiled = result.profile == Profile::kCompiled;
+  const bool fusing = fuses_elementwise(result.profile);
   // 2:4 sparsity: half the weight MACs and values (plus 2 bits of index per kept value),
   // where the hardware supports it.
   const bool sparse = workload.sparsity == Sparsity::k2of4;
@@ -356,7 +357,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     const double k = static_cast<double>(c.macs) / outputs;
     const double utilisation = attention || !matrix ? 1 : tile_utilisation(n, k);
     const double speed = utilisation * (sparse_layer && matrix ? result.sparsity_speedup : 1);
-    const bool fused = compiled && fusable(layer, workload.mode);
+    const bool fused = fusing && fusable(layer, workload.mode);
     const double layer_weight_bytes = sparse_layer ? sparse_weight_bytes : weight_bytes;
 
     Work forward;

@@ -264,6 +264,10 @@ std::string render_explain_text(const ReportInput& in) {
                      format_duration(p.compiled_overhead_s));
   if (e.profile == Profile::kCompiled) {
     out += "               compiled: elementwise layers fused (no traffic, no floor)\n";
+  } else if (e.profile == Profile::kInductor) {
+    out +=
+        "               inductor: elementwise layers fused (no traffic, no floor), each\n"
+        "               other kernel launched from Python at the eager floor\n";
   }
   if (training) {
     out +=

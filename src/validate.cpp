@@ -127,9 +127,7 @@ Measurement parse_case(const JsonView& entry) {
   w.profile = Profile::kEager;
   if (auto profile = entry.find("profile")) {
     const std::optional<Profile> parsed = parse_profile(profile->as_string());
-    if (!parsed)
-      profile->fail("expected \"eager\", \"graph\" or \"compiled\", got \"" + profile->as_string() +
-                    "\"");
+    if (!parsed) profile->fail(unknown_profile_message(profile->as_string()));
     w.profile = *parsed;
   }
   const JsonView metric = entry.at("metric");

@@ -200,6 +200,51 @@ TEST_CASE("predict: the graph profile keeps every kernel at its own floor", "[pr
   CHECK(profile_name(Profile::kGraph) == "graph");
 }
 
+TEST_CASE("predict: the inductor profile fuses as compiled and launches at the eager floor",
+          "[predict]") {
+  // torch.compile's default mode: Inductor fuses the elementwise layers, and its Python
+  // wrapper launches each remaining kernel, forward and backward (AOTAutograd), one by one.
+  const Graph g = parse(R"({"op": "conv2d", "out_channels": 8, "kernel": 1},
+                           {"op": "batchnorm"}, {"op": "relu"},
+                           {"op": "conv2d", "out_channels": 8, "kernel": 1}, {"op": "relu"})",
+                        "[\"batch\", 4, 2, 2]");
+  PerformanceParams params = round_params();
+  params.eager_overhead_s = 60e-6;
+  params.graph_overhead_s = 30e-6;
+  params.compiled_overhead_s = 7e-6;
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.profile = Profile::kCompiled;
+  const Estimate compiled = estimate(g, round_device(), params, w);
+  w.profile = Profile::kInductor;
+  const Estimate inductor = estimate(g, round_device(), params, w);
+  CHECK(inductor.profile == Profile::kInductor);
+  std::size_t kernels = 0;
+  for (std::size_t i = 0; i < g.layers.size(); ++i) {
+    CHECK((inductor.layers[i].bound == Bound::kFused) ==
+          (compiled.layers[i].bound == Bound::kFused));
+    if (inductor.layers[i].bound == Bound::kFused) continue;
+    ++kernels;
+    CHECK(inductor.layers[i].time_s == Approx(60e-6));  // Tiny kernels: the floor.
+  }
+  CHECK(kernels == 2);  // The two convolutions; batchnorm and both relus fuse.
+  CHECK(inductor.latency_s == Approx(compiled.latency_s - 2 * 7e-6 + 2 * 60e-6));
+  // Training: batchnorm no longer fuses (its statistics are computed), every layer keeps a
+  // backward of two kernels (a fused forward's too), launched from Python as well: 3 forward
+  // kernels, 10 backward and the optimizer's update, each at the eager floor instead of the
+  // compiled one.
+  w.mode = Mode::kTraining;
+  const Estimate step = estimate(g, round_device(), params, w);
+  w.profile = Profile::kCompiled;
+  const Estimate compiled_step = estimate(g, round_device(), params, w);
+  CHECK(step.latency_s - compiled_step.latency_s == Approx(14 * (60e-6 - 7e-6)));
+  CHECK(parse_profile("inductor") == Profile::kInductor);
+  CHECK(profile_name(Profile::kInductor) == "inductor");
+  CHECK(unknown_profile_message("inductr") ==
+        "unknown profile \"inductr\"; expected \"eager\", \"graph\", \"compiled\" or "
+        "\"inductor\"; did you mean \"inductor\"?");
+}
+
 TEST_CASE("predict: 2:4 sparsity speeds up weight MACs only where the hardware supports it",
           "[predict]") {
   const Graph g = one_linear(8192, 8192, 8192);

@@ -83,11 +83,19 @@ struct Price {
 
 /// How the model is run: one kernel per layer dispatched by a framework from Python (PyTorch
 /// eager); one kernel per layer from a graph executor (TensorFlow 1 graphs without XLA,
-/// TorchScript), with cheaper dispatch; or compiled (TensorRT, torch.compile, XLA) with
-/// elementwise layers fused into their neighbours and the cheapest launch per kernel.
-enum class Profile { kEager, kGraph, kCompiled };
-std::string_view profile_name(Profile profile);  ///< "eager", "graph", "compiled".
+/// TorchScript), with cheaper dispatch; compiled (TensorRT, XLA, CUDA graphs such as
+/// torch.compile's "reduce-overhead" mode) with elementwise layers fused into their
+/// neighbours and the cheapest launch per kernel; or inductor (torch.compile's default mode):
+/// fused as compiled, each kernel launched from Python as in eager.
+enum class Profile { kEager, kGraph, kCompiled, kInductor };
+std::string_view profile_name(Profile profile);  ///< "eager", "graph", "compiled", "inductor".
 std::optional<Profile> parse_profile(std::string_view name);
+/// All profile names, in the order above.
+std::vector<std::string_view> profile_names();
+/// `unknown profile "x"; expected "eager", "graph", "compiled" or "inductor"` (did you mean).
+std::string unknown_profile_message(std::string_view name);
+/// Whether elementwise layers fuse into their neighbours (compiled and inductor).
+bool fuses_elementwise(Profile profile);
 
 /// Free parameters of the performance model for one device type (data, not code).
 struct PerformanceParams {
@@ -111,6 +119,7 @@ struct PerformanceParams {
   double overhead_s(Profile profile) const {
     switch (profile) {
       case Profile::kEager:
+      case Profile::kInductor:  // Inductor's wrapper launches each kernel from Python.
         return eager_overhead_s;
       case Profile::kGraph:
         return graph_overhead_s;

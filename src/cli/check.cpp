@@ -148,9 +148,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"inference", "training"}))
       ->capture_default_str();
   sub->add_option("--profile", options->profile,
-                  "eager, graph or compiled; default: compiled for ONNX models, else the device "
-                  "type's")
-      ->check(CLI::IsMember({"eager", "graph", "compiled"}));
+                  "eager, graph, compiled or inductor; default: compiled for ONNX models, else "
+                  "the device type's")
+      ->check(CLI::IsMember(profile_names()));
   add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
   add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches,
                        options->virtual_stages);

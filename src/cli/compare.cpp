@@ -152,10 +152,10 @@ void add_compare_command(CLI::App& app) {
                   "Batch size; a comma-separated list (1,8,64) is a sweep")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
-  sub->add_option(
-         "--profile", options->profile,
-         "eager, graph or compiled; default: compiled for ONNX models, else the device type's")
-      ->check(CLI::IsMember({"eager", "graph", "compiled"}));
+  sub->add_option("--profile", options->profile,
+                  "eager, graph, compiled or inductor; default: compiled for ONNX models, else the "
+                  "device type's")
+      ->check(CLI::IsMember(profile_names()));
   sub->add_option("--optimizer", options->optimizer, "Training optimizer")
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->capture_default_str();

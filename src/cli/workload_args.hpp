@@ -109,10 +109,11 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
       ->check(CLI::IsMember({"inference", "training"}))
       ->capture_default_str();
   sub.add_option("--profile", args.profile,
-                 "eager (framework, one kernel per layer), graph (graph executor, no fusion) or "
-                 "compiled (TensorRT, torch.compile, XLA: fused); default: compiled for ONNX "
+                 "eager (framework, one kernel per layer), graph (graph executor, no fusion), "
+                 "compiled (TensorRT, XLA, CUDA graphs: fused) or inductor (torch.compile's "
+                 "default mode: fused, launched from Python); default: compiled for ONNX "
                  "models, else the device type's")
-      ->check(CLI::IsMember({"eager", "graph", "compiled"}));
+      ->check(CLI::IsMember(profile_names()));
   sub.add_option("--sparsity", args.sparsity,
                  "2:4 (structured, where the hardware supports it) or unstructured (no speedup)")
       ->check(CLI::IsMember({"dense", "2:4", "unstructured"}))
