@@ -23,7 +23,8 @@ What is run, and how it maps onto capcalc:
     early stop), the KV cache as transformers keeps it. ttft_s is generate() for one new token
     (prefill + one step); inter_token_latency_s is (generate(O) - generate(1)) / (O - 1);
     request_latency_s is generate(O).
-  - profile is "eager" for plain PyTorch and "compiled" for torch.compile.
+  - profile is "eager" for plain PyTorch, "inductor" for torch.compile's default mode and
+    "compiled" for its CUDA-graph mode ("reduce-overhead"): capcalc's profiles.
 
 Usage: python3 bench/device/measure.py OUT_DIR [--budget-s SECONDS] [--quick] [--only A,B]
 --quick shrinks every model and batch so that the script can be dry-run on a CPU; --only runs
@@ -232,7 +233,8 @@ def vision_compiled(name, precision, batches, mode="default"):
             t, iters = timed(lambda: compiled(x))
         record(kind="case", model=f"{name}.json", dims={"batch": batch}, precision=precision,
                mode="inference", metric="latency_s", value=t, unit="s", per=None,
-               profile="compiled", iters=iters, compile_s=compile_s,
+               profile="inductor" if mode == "default" else "compiled", iters=iters,
+               compile_s=compile_s,
                software_extra=COMPILE_MODES[mode], compile_mode=mode,
                samples_per_s=batch / t)
     del model, compiled
