@@ -550,6 +550,20 @@ TEST_CASE("onnx: STFT's shape is inferred once its signal's is known; a scalar s
                                       "signal has rank 0; STFT needs [batch, length, 1 or 2]"));
 }
 
+TEST_CASE("onnx: a weight whose dims overflow int64 is a located error", "[onnx]") {
+  // Sizing the initializers before inference multiplied their dims unchecked: a signed
+  // overflow (UBSan, found by fuzzing).
+  OnnxModel m("huge");
+  m.input("x", {std::int64_t{1}, std::int64_t{4}});
+  m.weight("w", {2176, 55310146758720702});
+  m.node("MatMul", {"x", "w"}, {"y"}, "mm");
+  m.output("y");
+  REQUIRE_THROWS_WITH(m.load("huge"),
+                      Catch::EndsWith("huge.onnx:/graph/initializer/0: initializer \"w\": dims "
+                                      "[2176, 55310146758720702] hold more elements than a 64-bit "
+                                      "count"));
+}
+
 TEST_CASE("onnx: a convolution whose weight has more spatial dims than its input is an error",
           "[onnx]") {
   // No kernel_shape: ONNX took it from the 4-D weight and indexed the rank-2 input's spatial

@@ -473,8 +473,11 @@ class Importer {
     for (int i = 0; i < graph_proto_.node_size(); ++i)
       check_node(graph_proto_.node(i), i, node_pointer(i));
     take_declared_weights();
-    for (const auto& init : graph_proto_.initializer())
+    for (int i = 0; i < graph_proto_.initializer_size(); ++i) {
+      const onnx::TensorProto& init = graph_proto_.initializer(i);
+      check_element_count(init, fmt::format("/graph/initializer/{}", i));
       initializers_[init.name()] = &init;
+    }
     make_kernel_shapes_explicit();
     bind_inputs();
     forget_exporter_dim_names();
@@ -506,6 +509,19 @@ class Importer {
  private:
   [[noreturn]] void fail(const std::string& pointer, const std::string& message) const {
     throw Error({file_, pointer, 0, 0}, message);
+  }
+
+  // A weight's dims are the file's word: their product must be a count.
+  void check_element_count(const onnx::TensorProto& init, const std::string& pointer) const {
+    try {
+      std::int64_t elements = 1;
+      for (std::int64_t d : init.dims())
+        elements = checked_mul(elements, d);
+    } catch (const OverflowError&) {
+      fail(pointer, fmt::format("initializer \"{}\": dims [{}] hold more elements than a 64-bit "
+                                "count",
+                                init.name(), fmt::join(init.dims(), ", ")));
+    }
   }
 
   // A printed model with its weights stripped out (Loam's `.onnxtext`, for one) declares each
@@ -923,9 +939,12 @@ class Importer {
     // Inference needs the values of small constants only (shapes, axes, scales); dropping
     // the weights' data keeps it from copying them.
     for (auto& init : *graph_proto_.mutable_initializer()) {
+      // Counted only as far as 4097: the dims are whatever the file says, and their product
+      // can overflow (found by fuzzing).
       std::int64_t elements = 1;
-      for (std::int64_t d : init.dims())
-        elements = d > 0 && elements < 1'000'000 ? elements * d : elements;
+      for (std::int64_t d : init.dims()) {
+        if (d > 0) elements = d > 4096 / elements ? 4097 : elements * d;
+      }
       if (elements > 4096) {
         init.clear_raw_data();
         init.clear_float_data();
