@@ -1,6 +1,7 @@
 #include "capcalc/hardware.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 
@@ -436,22 +437,35 @@ std::string_view profile_name(Profile profile) {
   return "compiled";
 }
 
+constexpr std::array kProfiles = {Profile::kEager, Profile::kGraph, Profile::kCompiled,
+                                  Profile::kInductor};
+
 std::optional<Profile> parse_profile(std::string_view name) {
-  for (Profile p : {Profile::kEager, Profile::kGraph, Profile::kCompiled, Profile::kInductor}) {
+  for (Profile p : kProfiles) {
     if (name == profile_name(p)) return p;
   }
   return std::nullopt;
 }
 
 std::vector<std::string_view> profile_names() {
-  return {"eager", "graph", "compiled", "inductor"};
+  std::vector<std::string_view> names;
+  for (Profile p : kProfiles)
+    names.push_back(profile_name(p));
+  return names;
 }
 
 std::string unknown_profile_message(std::string_view name) {
-  return with_suggestion(fmt::format("unknown profile \"{}\"; expected \"eager\", \"graph\", "
-                                     "\"compiled\" or \"inductor\"",
-                                     name),
-                         name, profile_names());
+  const std::vector<std::string_view> names = profile_names();
+  std::string expected;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    expected += fmt::format("{}\"{}\"",
+                            i == 0                  ? ""
+                            : i + 1 == names.size() ? " or "
+                                                    : ", ",
+                            names[i]);
+  }
+  return with_suggestion(fmt::format("unknown profile \"{}\"; expected {}", name, expected), name,
+                         names);
 }
 
 bool fuses_elementwise(Profile profile) {
