@@ -137,6 +137,15 @@ Graph parse(const std::string& layers, const std::string& input = "[\"batch\", 6
                      "t.json");
 }
 
+// The round parameters with the GPU floors: eager 60 µs, graph 30 µs, compiled as given.
+PerformanceParams floored_params(double compiled_overhead_s) {
+  PerformanceParams params = round_params();
+  params.eager_overhead_s = 60e-6;
+  params.graph_overhead_s = 30e-6;
+  params.compiled_overhead_s = compiled_overhead_s;
+  return params;
+}
+
 }  // namespace
 
 TEST_CASE("predict: depthwise convolutions run on vector units", "[predict]") {
@@ -180,10 +189,7 @@ TEST_CASE("predict: the graph profile keeps every kernel at its own floor", "[pr
   // A tiny elementwise chain: every kernel is below its floor, so the latency is the number
   // of kernels times the profile's floor, and nothing is fused.
   const Graph g = parse(R"({"op": "relu"}, {"op": "relu"}, {"op": "relu"})", "[\"batch\", 4]");
-  PerformanceParams params = round_params();
-  params.eager_overhead_s = 60e-6;
-  params.graph_overhead_s = 30e-6;
-  params.compiled_overhead_s = 3e-6;
+  const PerformanceParams params = floored_params(3e-6);
   Workload w;
   w.precision = Precision::kFp16;
   w.profile = Profile::kGraph;
@@ -208,10 +214,7 @@ TEST_CASE("predict: the inductor profile fuses as compiled and launches at the e
                            {"op": "batchnorm"}, {"op": "relu"},
                            {"op": "conv2d", "out_channels": 8, "kernel": 1}, {"op": "relu"})",
                         "[\"batch\", 4, 2, 2]");
-  PerformanceParams params = round_params();
-  params.eager_overhead_s = 60e-6;
-  params.graph_overhead_s = 30e-6;
-  params.compiled_overhead_s = 7e-6;
+  const PerformanceParams params = floored_params(7e-6);
   Workload w;
   w.precision = Precision::kFp16;
   w.profile = Profile::kCompiled;
