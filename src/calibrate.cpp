@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "report_json.hpp"
+
 namespace capcalc {
 namespace {
 
@@ -196,7 +198,7 @@ std::string render_hardware_file(const std::vector<const Device*>& devices) {
     list.push_back(e);
   }
   doc["devices"] = list;
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 }  // namespace capcalc

@@ -22,6 +22,8 @@
 #include "capcalc/error.hpp"
 #include "capcalc/units.hpp"
 
+#include "report_json.hpp"
+
 #if defined(__linux__)
 #include <sched.h>
 
@@ -648,7 +650,7 @@ std::string render_probe_json(const ProbeResult& r) {
       "Written by `capcalc probe`. Use: capcalc estimate MODEL --gpu local --hardware-file FILE";
   doc["updated"] = r.timestamp.substr(0, 10);
   doc["devices"] = Json::array({device});
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 std::string render_probe_text(const ProbeResult& r) {

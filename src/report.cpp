@@ -776,7 +776,7 @@ std::string render_estimate_json(const ReportInput& in) {
   for (std::size_t i = 0; i < in.graph.layers.size(); ++i)
     layers.push_back(layer_json(in, i));
   doc["layers"] = layers;
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 std::string render_layers_text(const ReportInput& in) {
@@ -832,7 +832,7 @@ std::string render_layers_json(const ReportInput& in) {
   for (std::size_t i = 0; i < in.graph.layers.size(); ++i)
     layers.push_back(layer_json(in, i));
   doc["layers"] = layers;
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 std::string render_layers_csv(const ReportInput& in) {

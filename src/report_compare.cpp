@@ -12,6 +12,7 @@
 #include "capcalc/units.hpp"
 
 #include "markup.hpp"
+#include "report_json.hpp"
 #include "table.hpp"
 
 namespace capcalc {
@@ -260,7 +261,7 @@ std::string render_compare_json(const CompareTable& table) {
   for (const CompareRow& row : table.rows)
     rows.push_back(row_json(row, table.mode));
   j["rows"] = rows;
-  return j.dump(2) + "\n";
+  return json_text(j);
 }
 
 std::string render_compare_csv(const CompareTable& table) {
@@ -354,7 +355,7 @@ std::string render_check_json(const CheckReport& report) {
     results.push_back(item);
   }
   j["results"] = results;
-  return j.dump(2) + "\n";
+  return json_text(j);
 }
 
 std::string render_check_junit(const CheckReport& report) {

@@ -115,7 +115,7 @@ std::string render_hardware_json(const HardwareTable& table,
   for (const Device* d : devices)
     list.push_back(device_full_json(*d));
   doc["devices"] = list;
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 std::string render_hardware_csv(const std::vector<const Device*>& devices) {
@@ -219,7 +219,7 @@ std::string render_device_json(const Device& d, const PerformanceParams& params)
       {"allreduce_latency_s", params.allreduce_latency_s},
       {"compiled_allreduce_latency_s", params.compiled_allreduce_latency_s},
       {"allreduce_efficiency", params.allreduce_efficiency}};
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 }  // namespace capcalc

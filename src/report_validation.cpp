@@ -7,6 +7,7 @@
 #include "capcalc/report.hpp"
 #include "capcalc/units.hpp"
 
+#include "report_json.hpp"
 #include "table.hpp"
 
 namespace capcalc {
@@ -152,7 +153,7 @@ std::string render_validation_json(const ValidationSummary& summary) {
   doc["within_2x"] = summary.within_2x;
   doc["held_out"] = summary.held_out;
   doc["held_out_median_abs_error"] = summary.held_out_median_abs_error;
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 }  // namespace capcalc

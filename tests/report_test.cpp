@@ -74,6 +74,20 @@ TEST_CASE("report: a batch whose time is mostly per-kernel floors gets a hint", 
              !ContainsSubstring("hint"));
 }
 
+TEST_CASE("report: JSON output replaces bytes that are not UTF-8", "[report]") {
+  // ONNX names are whatever bytes the file holds (protobuf does not check them); nlohmann's
+  // dump threw type_error 316 on them, which the CLI reported as an internal error (found by
+  // running the CLI over fuzzed ONNX files).
+  Graph g = parse_model(kModel, "small.json");
+  g.layers[0].name = "conv\xff";
+  const GraphTotals t = graph_totals(g);
+  const Device d = test_device();
+  const PerformanceParams p;
+  const Estimate e = estimate(g, d, p, Workload{});
+  const auto doc = nlohmann::json::parse(render_estimate_json({g, t, Workload{}, &d, &p, &e}));
+  CHECK(doc["layers"][0]["name"] == "conv\xef\xbf\xbd");  // U+FFFD
+}
+
 TEST_CASE("report: estimate text shows the summary, the fit and the heaviest layers", "[report]") {
   const Graph g = parse_model(kModel, "small.json");
   const GraphTotals t = graph_totals(g);
