@@ -1,8 +1,7 @@
 // Fuzz target: text ONNX models (parse_onnx_text_model), ONNX's own syntax (.onnxtxt) when the
-// first byte is even, protobuf's text format (.textproto) when it is odd.
+// first byte is even, protobuf's text format (.textproto) when it is odd; then a prediction
+// and its reports.
 #include <string>
-
-#include "capcalc/graph.hpp"
 
 #include "fuzz_target.hpp"
 #include "import/onnx_text.hpp"
@@ -13,8 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       data[0] % 2 == 0 ? capcalc::OnnxTextSyntax::onnx : capcalc::OnnxTextSyntax::protobuf;
   const std::string text(capcalc::fuzz::as_text(data + 1, size - 1));
   capcalc::fuzz::expect_located_errors([&] {
-    const capcalc::Graph graph = capcalc::parse_onnx_text_model(text, syntax, "fuzz.onnxtxt", {});
-    (void)capcalc::graph_totals(graph);
+    capcalc::fuzz::predict_and_render(
+        capcalc::parse_onnx_text_model(text, syntax, "fuzz.onnxtxt", {}));
   });
   return 0;
 }

@@ -13,6 +13,10 @@
 #include <string_view>
 
 #include "capcalc/error.hpp"
+#include "capcalc/graph.hpp"
+#include "capcalc/hardware.hpp"
+#include "capcalc/predict.hpp"
+#include "capcalc/report.hpp"
 
 namespace capcalc::fuzz {
 
@@ -32,6 +36,27 @@ void expect_located_errors(Parse&& parse) {
       std::fprintf(stderr, "capcalc::Error over more than one line: %s\n", e.what());
       std::abort();
     }
+  }
+}
+
+/// What the CLI does with a model that loads: counts, an inference and a training estimate
+/// on an H100 (bf16), and the estimate rendered as text and JSON (names from ONNX files can
+/// hold any bytes).
+inline void predict_and_render(const capcalc::Graph& graph) {
+  static const capcalc::HardwareTable table =
+      capcalc::load_hardware(CAPCALC_FUZZ_DATA_DIR "/hardware.json");
+  const capcalc::GraphTotals totals = capcalc::graph_totals(graph);
+  const capcalc::Device& device = table.get("h100-sxm");
+  const capcalc::PerformanceParams params = table.performance_for(device);
+  for (capcalc::Mode mode : {capcalc::Mode::kInference, capcalc::Mode::kTraining}) {
+    capcalc::Workload workload;
+    workload.precision = capcalc::Precision::kBf16;
+    workload.mode = mode;
+    const capcalc::Estimate estimate = capcalc::estimate(graph, device, params, workload);
+    const capcalc::ReportInput input{graph, totals, workload, &device, &params, &estimate};
+    (void)capcalc::render_estimate_text(input, 10);
+    (void)capcalc::render_estimate_json(input);
+    (void)capcalc::render_layers_json(input);
   }
 }
 
