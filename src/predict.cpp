@@ -619,10 +619,6 @@ TrainingTotals training_totals(const Estimate& step, std::int64_t batch, const W
   return totals;
 }
 
-}  // namespace capcalc
-
-namespace capcalc {
-
 std::vector<MisalignedLayer> misaligned_matrix_layers(const Graph& graph, const Device& device,
                                                       Precision precision) {
   // Elements in the 16 bytes that NVIDIA's GEMM guide asks each dimension to be a multiple of
