@@ -39,12 +39,18 @@ void expect_located_errors(Parse&& parse) {
   }
 }
 
+/// data/hardware.json, read once.
+inline const capcalc::HardwareTable& built_in_table() {
+  static const capcalc::HardwareTable table =
+      capcalc::load_hardware(CAPCALC_FUZZ_DATA_DIR "/hardware.json");
+  return table;
+}
+
 /// What the CLI does with a model that loads: counts, an inference and a training estimate
 /// on an H100 (bf16), and the estimate rendered as text and JSON (names from ONNX files can
 /// hold any bytes).
 inline void predict_and_render(const capcalc::Graph& graph) {
-  static const capcalc::HardwareTable table =
-      capcalc::load_hardware(CAPCALC_FUZZ_DATA_DIR "/hardware.json");
+  const capcalc::HardwareTable& table = built_in_table();
   const capcalc::GraphTotals totals = capcalc::graph_totals(graph);
   const capcalc::Device& device = table.get("h100-sxm");
   const capcalc::PerformanceParams params = table.performance_for(device);
