@@ -9,6 +9,28 @@
 
 namespace capcalc {
 
+std::string_view op_class_name(OpClass op_class) {
+  switch (op_class) {
+    case OpClass::kMatrix:
+      return "matrix";
+    case OpClass::kAttention:
+      return "attention";
+    case OpClass::kElementwise:
+      return "elementwise";
+    case OpClass::kNormalization:
+      return "normalization";
+    case OpClass::kPooling:
+      return "pooling";
+    case OpClass::kDataMovement:
+      return "data_movement";
+    case OpClass::kView:
+      return "view";
+    case OpClass::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
 std::string shape_to_string(const Shape& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }

@@ -336,6 +336,15 @@ OpResult convolution(OpContext& ctx, std::size_t spatial, bool transposed) {
   c = formulas::conv_counts({element_count(in), element_count(out), in_channels, out_channels,
                              groups, kernel_elements, bias, transposed});
   weighted_backward(ctx, c);
+  // Implicit GEMM per group; a transposed convolution scatters each input pixel's product with
+  // the kernel (col2im), so its rows are input pixels and its columns channels x kernel.
+  const std::int64_t per_group_in = in_channels / groups;
+  const std::int64_t per_group_out = out_channels / groups;
+  result.gemm = transposed
+                    ? GemmView{element_count(in) / in_channels,
+                               checked_mul(per_group_out, kernel_elements), per_group_in, groups}
+                    : GemmView{element_count(out) / out_channels, per_group_out,
+                               checked_mul(per_group_in, kernel_elements), groups};
   result.output = std::move(out);
   return result;
 }
@@ -388,6 +397,7 @@ OpResult infer_linear(OpContext& ctx) {
   const std::int64_t rows = element_count(in) / in_features;
   c = formulas::linear_counts(rows, in_features, out_features, bias, tied);
   weighted_backward(ctx, c);
+  result.gemm = GemmView{rows, out_features, in_features, 1};
   result.output = std::move(out);
   return result;
 }
@@ -433,6 +443,7 @@ OpResult infer_matmul(OpContext& ctx) {
       static_cast<int>(std::count(ctx.input_needs_grad.begin(), ctx.input_needs_grad.end(), true));
   result.counts = formulas::matmul_counts(element_count(*batch), m, n, k, sum_input_elements(ctx),
                                           element_count(out), needing_grad);
+  result.gemm = GemmView{m, n, k, element_count(*batch)};
   result.output = std::move(out);
   return result;
 }
@@ -1100,43 +1111,43 @@ OpResult infer_moe(OpContext& ctx) {
 constexpr int kAny = -1;
 
 constexpr std::array kOps = {
-    OpKind{"conv1d", 1, 1, infer_conv1d},
-    OpKind{"conv2d", 1, 1, infer_conv2d},
-    OpKind{"conv_transpose2d", 1, 1, infer_conv_transpose2d},
-    OpKind{"linear", 1, 1, infer_linear},
-    OpKind{"matmul", 2, 2, infer_matmul},
-    OpKind{"embedding", 1, 1, infer_embedding},
-    OpKind{"attention", 1, 2, infer_attention},
-    OpKind{"mla_attention", 1, 1, infer_mla_attention},
-    OpKind{"layernorm", 1, 1, infer_layernorm},
-    OpKind{"rmsnorm", 1, 1, infer_rmsnorm},
-    OpKind{"batchnorm", 1, 1, infer_batchnorm},
-    OpKind{"groupnorm", 1, 1, infer_groupnorm},
-    OpKind{"relu", 1, 1, infer_unary<formulas::kReluFlops>},
-    OpKind{"gelu", 1, 1, infer_unary<formulas::kGeluFlops>},
-    OpKind{"silu", 1, 1, infer_unary<formulas::kSiluFlops>},
-    OpKind{"sigmoid", 1, 1, infer_unary<formulas::kSigmoidFlops>},
-    OpKind{"tanh", 1, 1, infer_unary<formulas::kTanhFlops>},
-    OpKind{"softmax", 1, 1, infer_softmax},
-    OpKind{"add", 2, kAny, infer_binary},
-    OpKind{"mul", 2, kAny, infer_binary},
-    OpKind{"concat", 1, kAny, infer_concat},
-    OpKind{"maxpool2d", 1, 1, infer_maxpool2d},
-    OpKind{"avgpool2d", 1, 1, infer_avgpool2d},
-    OpKind{"adaptive_avgpool2d", 1, 1, infer_adaptive_avgpool2d},
-    OpKind{"global_avgpool", 1, 1, infer_global_avgpool},
-    OpKind{"flatten", 1, 1, infer_flatten},
-    OpKind{"reshape", 1, 1, infer_reshape},
-    OpKind{"transpose", 1, 1, infer_transpose},
-    OpKind{"permute", 1, 1, infer_permute},
-    OpKind{"select", 1, 1, infer_select},
-    OpKind{"slice", 1, 1, infer_slice},
-    OpKind{"dropout", 1, 1, infer_identity},
-    OpKind{"identity", 1, 1, infer_identity},
-    OpKind{"upsample", 1, 1, infer_upsample},
-    OpKind{"class_token", 1, 1, infer_class_token},
-    OpKind{"position_embedding", 1, 1, infer_position_embedding},
-    OpKind{"moe", 1, 1, infer_moe},
+    OpKind{"conv1d", 1, 1, infer_conv1d, OpClass::kMatrix, Fusion::kNever},
+    OpKind{"conv2d", 1, 1, infer_conv2d, OpClass::kMatrix, Fusion::kNever},
+    OpKind{"conv_transpose2d", 1, 1, infer_conv_transpose2d, OpClass::kMatrix, Fusion::kNever},
+    OpKind{"linear", 1, 1, infer_linear, OpClass::kMatrix, Fusion::kNever},
+    OpKind{"matmul", 2, 2, infer_matmul, OpClass::kMatrix, Fusion::kNever},
+    OpKind{"embedding", 1, 1, infer_embedding, OpClass::kDataMovement, Fusion::kNever},
+    OpKind{"attention", 1, 2, infer_attention, OpClass::kAttention, Fusion::kNever},
+    OpKind{"mla_attention", 1, 1, infer_mla_attention, OpClass::kAttention, Fusion::kNever},
+    OpKind{"layernorm", 1, 1, infer_layernorm, OpClass::kNormalization, Fusion::kAlways},
+    OpKind{"rmsnorm", 1, 1, infer_rmsnorm, OpClass::kNormalization, Fusion::kAlways},
+    OpKind{"batchnorm", 1, 1, infer_batchnorm, OpClass::kNormalization, Fusion::kInferenceOnly},
+    OpKind{"groupnorm", 1, 1, infer_groupnorm, OpClass::kNormalization, Fusion::kNever},
+    OpKind{"relu", 1, 1, infer_unary<formulas::kReluFlops>, OpClass::kElementwise, Fusion::kAlways},
+    OpKind{"gelu", 1, 1, infer_unary<formulas::kGeluFlops>, OpClass::kElementwise, Fusion::kAlways},
+    OpKind{"silu", 1, 1, infer_unary<formulas::kSiluFlops>, OpClass::kElementwise, Fusion::kAlways},
+    OpKind{"sigmoid", 1, 1, infer_unary<formulas::kSigmoidFlops>, OpClass::kElementwise, Fusion::kAlways},
+    OpKind{"tanh", 1, 1, infer_unary<formulas::kTanhFlops>, OpClass::kElementwise, Fusion::kAlways},
+    OpKind{"softmax", 1, 1, infer_softmax, OpClass::kNormalization, Fusion::kAlways},
+    OpKind{"add", 2, kAny, infer_binary, OpClass::kElementwise, Fusion::kAlways},
+    OpKind{"mul", 2, kAny, infer_binary, OpClass::kElementwise, Fusion::kAlways},
+    OpKind{"concat", 1, kAny, infer_concat, OpClass::kDataMovement, Fusion::kNever},
+    OpKind{"maxpool2d", 1, 1, infer_maxpool2d, OpClass::kPooling, Fusion::kNever},
+    OpKind{"avgpool2d", 1, 1, infer_avgpool2d, OpClass::kPooling, Fusion::kNever},
+    OpKind{"adaptive_avgpool2d", 1, 1, infer_adaptive_avgpool2d, OpClass::kPooling, Fusion::kNever},
+    OpKind{"global_avgpool", 1, 1, infer_global_avgpool, OpClass::kPooling, Fusion::kNever},
+    OpKind{"flatten", 1, 1, infer_flatten, OpClass::kView, Fusion::kNever},
+    OpKind{"reshape", 1, 1, infer_reshape, OpClass::kView, Fusion::kNever},
+    OpKind{"transpose", 1, 1, infer_transpose, OpClass::kView, Fusion::kNever},
+    OpKind{"permute", 1, 1, infer_permute, OpClass::kView, Fusion::kNever},
+    OpKind{"select", 1, 1, infer_select, OpClass::kView, Fusion::kNever},
+    OpKind{"slice", 1, 1, infer_slice, OpClass::kView, Fusion::kNever},
+    OpKind{"dropout", 1, 1, infer_identity, OpClass::kView, Fusion::kNever},
+    OpKind{"identity", 1, 1, infer_identity, OpClass::kView, Fusion::kNever},
+    OpKind{"upsample", 1, 1, infer_upsample, OpClass::kDataMovement, Fusion::kNever},
+    OpKind{"class_token", 1, 1, infer_class_token, OpClass::kDataMovement, Fusion::kNever},
+    OpKind{"position_embedding", 1, 1, infer_position_embedding, OpClass::kElementwise, Fusion::kAlways},
+    OpKind{"moe", 1, 1, infer_moe, OpClass::kMatrix, Fusion::kNever},
 };
 
 }  // namespace

@@ -86,6 +86,7 @@ struct OpResult {
   bool view = false;
   /// Parameters used per token, when fewer than counts.params (moe); unset: all of them.
   std::optional<std::int64_t> active_params;
+  std::optional<GemmView> gemm;  ///< Matrix layers: the product the matrix units see.
 };
 
 /// One row of the operator table.
@@ -94,6 +95,8 @@ struct OpKind {
   int min_inputs;
   int max_inputs;  ///< -1: any number.
   OpResult (*infer)(OpContext&);
+  OpClass op_class;
+  Fusion fusion;
 };
 
 /// The row for `name`, or nullptr.

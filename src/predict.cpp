@@ -12,25 +12,17 @@ namespace {
 
 constexpr double kMasterWeightBytesPerParam = 4;  // fp32 copy under mixed precision.
 
-// Elementwise layers a compiler fuses into a neighbouring kernel. Batchnorm folds into the
-// preceding convolution at inference only.
+// Whether a compiler fuses the layer into a neighbouring kernel (the operator's trait).
 bool fusable(const Layer& layer, Mode mode) {
-  // Native operators, and the ONNX names of elementwise work (lower-cased op types).
-  static const std::vector<std::string_view> kFusable = {"relu",        "gelu",
-                                                         "silu",        "sigmoid",
-                                                         "tanh",        "add",
-                                                         "mul",         "position_embedding",
-                                                         "softmax",     "layernorm",
-                                                         "rmsnorm",     "sub",
-                                                         "div",         "pow",
-                                                         "sqrt",        "erf",
-                                                         "clip",        "hardswish",
-                                                         "hardsigmoid", "reducemean",
-                                                         "where",       "layernormalization",
-                                                         "exp",         "neg",
-                                                         "reciprocal",  "leakyrelu"};
-  if (layer.op == "batchnorm") return mode == Mode::kInference;  // Folded into the conv.
-  return std::find(kFusable.begin(), kFusable.end(), layer.op) != kFusable.end();
+  switch (layer.traits.fusion) {
+    case Fusion::kAlways:
+      return true;
+    case Fusion::kInferenceOnly:
+      return mode == Mode::kInference;
+    case Fusion::kNever:
+      break;
+  }
+  return false;
 }
 
 // Matrix units work on tiles: a product whose output width N or reduction K is not a multiple
@@ -348,14 +340,12 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     const bool matrix =
         has_matrix && c.macs > 0 && static_cast<double>(c.macs) / outputs >= kMinMatrixReduction;
     const bool sparse_layer = sparse && has_sparse_weights(layer);
-    // The output width N is the channel axis of NCHW convolutions, the last axis otherwise;
-    // the reduction K is MACs per output. Attention mixes several products: no penalty.
-    const bool attention = layer.op == "attention" || layer.op == "mla_attention";
-    const double n = layer.output.size() == 4 && !attention
-                         ? static_cast<double>(layer.output[1])
-                         : static_cast<double>(layer.output.back());
-    const double k = static_cast<double>(c.macs) / outputs;
-    const double utilisation = attention || !matrix ? 1 : tile_utilisation(n, k);
+    // Tiles are cut from the product the matrix units see (the layer's GEMM view); layers
+    // that mix products (attention, experts) have none and take no penalty.
+    const std::optional<GemmView>& gemm = layer.traits.gemm;
+    const double utilisation =
+        matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n), static_cast<double>(gemm->k))
+                       : 1;
     const double speed = utilisation * (sparse_layer && matrix ? result.sparsity_speedup : 1);
     const bool fused = fusing && fusable(layer, workload.mode);
     const double layer_weight_bytes = sparse_layer ? sparse_weight_bytes : weight_bytes;
@@ -408,7 +398,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       const double passes = training ? (workload.checkpointing ? 3 : 2) : 1;
       for (const Layer& layer : graph.layers) {
         // Views: dropped, no work.
-        if ((layer.op != "attention" && layer.op != "mla_attention") || layer.view) continue;
+        if (layer.traits.op_class != OpClass::kAttention || layer.view) continue;
         const double bytes = static_cast<double>(element_count(layer.output)) * comm_bytes;
         const double t =
             collective_s(params, result.profile, 2 * (tp - 1) / tp, bytes, tp_link.per_direction);
@@ -643,13 +633,16 @@ std::vector<MisalignedLayer> misaligned_matrix_layers(const Graph& graph, const 
   const std::int64_t total_macs = graph_totals(graph).macs;
   std::vector<MisalignedLayer> result;
   for (const Layer& layer : graph.layers) {
-    if (layer.op != "linear" || layer.inputs.empty() || layer.output.empty()) continue;
-    const Shape& input = graph.value_shape(layer.inputs.front());
-    if (input.empty()) continue;
-    // A product's output and input features are its N and K (M is the tokens, which cuBLAS
-    // tiles whatever their number).
-    const std::pair<const char*, std::int64_t> dims[] = {{"output features", layer.output.back()},
-                                                         {"input features", input.back()}};
+    // Products with weights whose features are the last axis (linear layers, MatMuls by a
+    // weight; convolutions are channels-first): their output and input features are the
+    // GEMM's N and K (M is the tokens, which cuBLAS tiles whatever their number).
+    const std::optional<GemmView>& gemm = layer.traits.gemm;
+    if (layer.view || !gemm || layer.counts.weight_elements_read == 0 || layer.output.empty() ||
+        layer.output.back() != gemm->n) {
+      continue;
+    }
+    const std::pair<const char*, std::int64_t> dims[] = {{"output features", gemm->n},
+                                                         {"input features", gemm->k}};
     for (const auto& [dimension, size] : dims) {
       if (size % multiple == 0) continue;
       MisalignedLayer m;

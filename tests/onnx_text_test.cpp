@@ -713,3 +713,47 @@ TEST_CASE("onnx text: serving a decoder exported without a KV cache says so", "[
     }
   }
 }
+
+// The ConvNeXt case from an export: a channels-last MatMul by a weight is one GEMM with
+// M = the product of the leading axes; ONNX rules set the same traits as native operators.
+TEST_CASE("onnx text: layers carry their rule's traits and GEMM view", "[onnx][traits]") {
+  constexpr const char* kText = R"(<
+   ir_version: 8,
+   opset_import: ["" : 17]
+>
+mlp (float[batch,7,7,768] x) => (float[batch,7,7,768] y)
+<float[768,3072] w1 = {0}, float[3072,768] w2 = {0}>
+{
+   h = MatMul (x, w1)
+   a = Gelu (h)
+   y = MatMul (a, w2)
+}
+)";
+  ModelOptions options;
+  options.dims["batch"] = 4;
+  const Graph g =
+      capcalc::parse_onnx_text_model(kText, OnnxTextSyntax::onnx, "mlp.onnxtxt", options);
+  REQUIRE(g.layers.size() == 3);
+  REQUIRE(g.layers[0].traits.gemm);
+  CHECK(g.layers[0].traits.op_class == capcalc::OpClass::kMatrix);
+  CHECK(g.layers[0].traits.gemm->m == 4 * 49);
+  CHECK(g.layers[0].traits.gemm->n == 3072);
+  CHECK(g.layers[0].traits.gemm->k == 768);
+  CHECK(g.layers[1].traits.op_class == capcalc::OpClass::kElementwise);
+  CHECK(g.layers[1].traits.fusion == capcalc::Fusion::kAlways);
+  CHECK(g.layers[2].traits.gemm->n == 768);
+  CHECK(g.layers[2].traits.gemm->k == 3072);
+
+  // The small CNN: its Conv is an implicit GEMM (M = 2 x 32 x 32 pixels, N = 16, K = 3 x 3 x 3),
+  // its pools are pooling, its Flatten a view.
+  ModelOptions two;
+  two.dims["batch"] = 2;
+  const Graph cnn =
+      capcalc::parse_onnx_text_model(kSmallCnnText, OnnxTextSyntax::onnx, "cnn.onnxtxt", two);
+  const capcalc::GemmView conv = *cnn.layers[0].traits.gemm;
+  CHECK(conv.m == 2 * 32 * 32);
+  CHECK(conv.n == 16);
+  CHECK(conv.k == 27);
+  CHECK(cnn.layers[2].traits.op_class == capcalc::OpClass::kPooling);
+  CHECK(cnn.layers[4].traits.op_class == capcalc::OpClass::kView);
+}

@@ -10,6 +10,7 @@
 #include "capcalc/model.hpp"
 
 #include "catch.hpp"
+#include "ops.hpp"
 
 namespace {
 
@@ -20,6 +21,13 @@ using capcalc::Layer;
 using capcalc::ModelOptions;
 using capcalc::parse_model;
 using capcalc::Shape;
+using capcalc::find_op;
+using capcalc::Fusion;
+using capcalc::GemmView;
+using capcalc::OpClass;
+using capcalc::op_class_name;
+using capcalc::op_names;
+using capcalc::OpKind;
 
 // A model with one input "x" of `shape` (JSON array text) and `layers` (the JSON array's body).
 std::string model_text(const std::string& shape, const std::string& layers) {
@@ -1014,4 +1022,79 @@ TEST_CASE("ops: every operator in the table is covered by a test here", "[ops]")
   for (std::string_view name : capcalc::operator_names())
     names.emplace_back(name);
   CHECK(names == tested);
+}
+
+// Every operator's row says what kind of work it does; the performance model reads that.
+TEST_CASE("ops: traits come from the operator's row", "[ops][traits]") {
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "t",
+    "dims": {"batch": 2}, "inputs": [{"name": "x", "shape": ["batch", 32, 16, 16]}],
+    "layers": [{"name": "conv", "op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1,
+                "groups": 4},
+               {"name": "bn", "op": "batchnorm"},
+               {"name": "act", "op": "gelu"},
+               {"name": "pool", "op": "global_avgpool"},
+               {"name": "flat", "op": "flatten"},
+               {"name": "fc", "op": "linear", "out_features": 10}]})",
+                              "t.json");
+  REQUIRE(g.layers.size() == 6);
+  CHECK(g.layers[0].traits.op_class == OpClass::kMatrix);
+  CHECK(g.layers[1].traits.op_class == OpClass::kNormalization);
+  CHECK(g.layers[1].traits.fusion == Fusion::kInferenceOnly);
+  CHECK(g.layers[2].traits.op_class == OpClass::kElementwise);
+  CHECK(g.layers[2].traits.fusion == Fusion::kAlways);
+  CHECK(g.layers[3].traits.op_class == OpClass::kPooling);
+  CHECK(g.layers[4].traits.op_class == OpClass::kView);
+  CHECK(g.layers[5].traits.op_class == OpClass::kMatrix);
+  CHECK_FALSE(g.layers[2].traits.gemm);
+  // A grouped convolution is `groups` implicit GEMMs: M = batch x output pixels (2 x 16 x 16),
+  // N = 64 / 4 output channels, K = 32 / 4 input channels x 3 x 3.
+  REQUIRE(g.layers[0].traits.gemm);
+  const GemmView conv = *g.layers[0].traits.gemm;
+  CHECK(conv.m == 2 * 16 * 16);
+  CHECK(conv.n == 16);
+  CHECK(conv.k == 8 * 9);
+  CHECK(conv.count == 4);
+  CHECK(conv.m * conv.n * conv.k * conv.count == g.layers[0].counts.macs);
+  const GemmView fc = *g.layers[5].traits.gemm;
+  CHECK(fc.m == 2);
+  CHECK(fc.n == 10);
+  CHECK(fc.k == 64);
+  CHECK(op_class_name(OpClass::kDataMovement) == "data_movement");
+}
+
+TEST_CASE("ops: every operator row names a class", "[ops][traits]") {
+  for (std::string_view name : op_names()) {
+    INFO(name);
+    const OpKind* kind = find_op(name);
+    REQUIRE(kind != nullptr);
+    CHECK(kind->op_class != OpClass::kUnknown);
+    // Only elementwise work and normalisation fuse.
+    if (kind->fusion != Fusion::kNever) {
+      CHECK((kind->op_class == OpClass::kElementwise ||
+             kind->op_class == OpClass::kNormalization));
+    }
+  }
+}
+
+// A batched product of activations is one GEMM per batch element; a transposed convolution
+// scatters each input pixel's product with the kernel (M = input pixels, N = out x kernel).
+TEST_CASE("ops: GEMM views of matmul and transposed convolution", "[ops][traits]") {
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "t",
+    "dims": {"batch": 2}, "inputs": [{"name": "a", "shape": ["batch", 12, 128, 64]},
+                                     {"name": "b", "shape": ["batch", 12, 64, 128]},
+                                     {"name": "img", "shape": ["batch", 8, 4, 4]}],
+    "layers": [{"name": "scores", "op": "matmul", "inputs": ["a", "b"]},
+               {"name": "up", "op": "conv_transpose2d", "inputs": ["img"], "out_channels": 16,
+                "kernel": 2, "stride": 2}]})",
+                              "t.json");
+  const GemmView mm = *g.layers[0].traits.gemm;
+  CHECK(mm.m == 128);
+  CHECK(mm.n == 128);
+  CHECK(mm.k == 64);
+  CHECK(mm.count == 2 * 12);
+  const GemmView up = *g.layers[1].traits.gemm;
+  CHECK(up.m == 2 * 4 * 4);
+  CHECK(up.n == 16 * 4);
+  CHECK(up.k == 8);
+  CHECK(up.m * up.n * up.k * up.count == g.layers[1].counts.macs);
 }

@@ -859,3 +859,70 @@ TEST_CASE("predict: linear layers off the tensor cores' granularity are named", 
   other.vendor = "amd";
   CHECK(misaligned_matrix_layers(head, other, Precision::kFp16).empty());
 }
+
+// Tile quantisation (NVIDIA's "Matrix Multiplication Background" guide: tensor-core kernels
+// compute the output in 128-wide tiles and the reduction in 64-deep slices; partial tiles
+// waste the rest). N = 192 fills 192 / 256 of two output tiles; K = 96 fills 96 / 128 of two
+// slices: the product runs at 0.75 x 0.75 of the matrix rate.
+TEST_CASE("predict: partial tiles of N and K slow a product by their fill", "[predict]") {
+  const Graph full = one_linear(4096, 128, 256);
+  const Graph partial = one_linear(4096, 96, 192);
+  Workload w;
+  w.precision = Precision::kFp16;
+  const Estimate e = estimate(partial, round_device(), round_params(), w);
+  const double macs = 4096.0 * 96 * 192;
+  CHECK(e.layers[0].matrix_units);
+  CHECK(e.layers[0].compute_s == Approx(2 * macs / (100e12 * 0.5 * (192.0 / 256) * (96.0 / 128))));
+  // Multiples of the tile lose nothing.
+  const Estimate f = estimate(full, round_device(), round_params(), w);
+  CHECK(f.layers[0].compute_s == Approx(2 * 4096.0 * 128 * 256 / (100e12 * 0.5)));
+}
+
+// The ConvNeXt case: its channels-last MLP is a linear layer on [B, 7, 7, 768]. The matrix
+// units see one [49B, 768] x [768, 3072] product: the layer is timed exactly as that GEMM, not
+// with the image's 7-wide axis taken for the output width.
+TEST_CASE("predict: a linear layer over image axes is timed as its flattened GEMM", "[predict]") {
+  const Graph image = parse_model(R"({"format": "capcalc-model/1", "name": "mlp",
+    "dims": {"batch": 1024}, "inputs": [{"name": "x", "shape": ["batch", 7, 7, 768]}],
+    "layers": [{"name": "pwconv1", "op": "linear", "out_features": 3072, "bias": false}]})",
+                                  "mlp.json");
+  const Graph rows = one_linear(49 * 1024, 768, 3072);
+  REQUIRE(image.layers[0].traits.gemm);
+  const GemmView& gemm = *image.layers[0].traits.gemm;
+  CHECK(gemm.m == 49 * 1024);
+  CHECK(gemm.n == 3072);
+  CHECK(gemm.k == 768);
+  CHECK(gemm.count == 1);
+  Workload w;
+  w.precision = Precision::kFp16;
+  const Estimate a = estimate(image, round_device(), round_params(), w);
+  const Estimate b = estimate(rows, round_device(), round_params(), w);
+  // 3072 and 768 are whole tiles: the full matrix rate.
+  const double macs = 49.0 * 1024 * 768 * 3072;
+  CHECK(a.layers[0].compute_s == Approx(2 * macs / 50e12));
+  CHECK(a.layers[0].compute_s == Approx(b.layers[0].compute_s));
+  CHECK(a.layers[0].time_s == Approx(b.layers[0].time_s));
+}
+
+// Fusion is the operator's trait: under the compiled profile an elementwise layer keeps its
+// arithmetic and loses its traffic and launch; batch normalisation folds at inference only.
+TEST_CASE("predict: fusion follows the operator's trait", "[predict]") {
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "cbr",
+    "dims": {"batch": 8}, "inputs": [{"name": "x", "shape": ["batch", 64, 32, 32]}],
+    "layers": [{"name": "conv", "op": "conv2d", "out_channels": 64, "kernel": 3, "padding": 1},
+               {"name": "bn", "op": "batchnorm"},
+               {"name": "relu", "op": "relu"},
+               {"name": "pool", "op": "maxpool2d", "kernel": 2, "stride": 2}]})",
+                              "cbr.json");
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.profile = Profile::kCompiled;
+  const Estimate inference = estimate(g, round_device(), round_params(), w);
+  CHECK(inference.layers[1].bound == Bound::kFused);
+  CHECK(inference.layers[2].bound == Bound::kFused);
+  CHECK(inference.layers[2].bytes == 0);
+  CHECK(inference.layers[3].bound != Bound::kFused);  // Pooling is never fused.
+  w.mode = Mode::kTraining;
+  const Estimate training = estimate(g, round_device(), round_params(), w);
+  CHECK(training.layers[1].bound != Bound::kFused);  // Batch statistics: its own kernel.
+}

@@ -7,9 +7,12 @@
 // are exact 64-bit integers; an overflow is an error, never a wrap.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace capcalc {
@@ -56,6 +59,51 @@ struct LayerCounts {
   std::int64_t moved_elements() const;
 };
 
+/// The kind of work a layer does. Its operator's row sets it (native operators and ONNX rules
+/// alike); the performance model reads classes and traits, never operator names.
+enum class OpClass {
+  kMatrix,         ///< Products with weights or of activations (conv, linear, matmul, experts).
+  kAttention,      ///< Scores, softmax and context of attention heads in one layer.
+  kElementwise,    ///< Per-element arithmetic (activations, add, mul, casts with work).
+  kNormalization,  ///< Row or channel statistics then scaling (LayerNorm, RMSNorm, softmax).
+  kPooling,        ///< Windows reduced to one value (max/average pooling, reductions).
+  kDataMovement,   ///< Copies and lookups without arithmetic (concat, pad, embedding rows).
+  kView,           ///< Aliases its input (reshape, transpose, slice): no kernel.
+  kUnknown,        ///< An operator the importer did not know; counted as zero.
+};
+inline constexpr std::size_t kOpClassCount = 8;
+
+/// "matrix", "attention", "elementwise", "normalization", "pooling", "data_movement", "view",
+/// "unknown".
+std::string_view op_class_name(OpClass op_class);
+
+/// When a compiler may fuse the layer into a neighbouring kernel (its traffic and launch vanish,
+/// its arithmetic stays).
+enum class Fusion {
+  kNever,
+  kAlways,         ///< Elementwise work and normalisation (TensorRT, XLA, Inductor fuse them).
+  kInferenceOnly,  ///< Batch normalisation: folded into the convolution before it at inference.
+};
+
+/// A matrix layer as the matrix units see it: `count` independent products of an [m, k] by a
+/// [k, n] matrix. A linear or MatMul layer takes m as the product of its leading axes; a
+/// convolution is an implicit GEMM with m = batch x output pixels, n = output channels / groups,
+/// k = input channels / groups x kernel elements, count = groups.
+struct GemmView {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::int64_t count = 1;
+};
+
+/// What a layer's operator says about how it runs.
+struct LayerTraits {
+  OpClass op_class = OpClass::kUnknown;
+  Fusion fusion = Fusion::kNever;
+  std::optional<GemmView> gemm;  ///< Matrix layers with one plain product shape; unset for
+                                 ///< attention and experts, whose products are mixed.
+};
+
 /// One node of the graph.
 struct Layer {
   std::string name;                  ///< Full name, e.g. "layer1.0.conv1".
@@ -67,6 +115,7 @@ struct Layer {
   std::string definition;  ///< JSON pointer of its definition (for messages).
   std::int32_t group = 0;  ///< The top-level entry (block call instance) it comes from:
                            ///< the unit of activation checkpointing.
+  LayerTraits traits{};    ///< Set from the operator's row.
 };
 
 /// A named model input.

@@ -320,6 +320,52 @@ const std::vector<OpRule> kRules = {
     {"EyeLike", Rule::kConstant, "eyelike"},
 };
 
+// What each counting rule's layers are, for the performance model (graph.hpp, LayerTraits).
+// Every elementwise operator and reduction fuses under a compiler (onnxruntime's and TensorRT's
+// fusions of LayerNorm, GELU and bias chains are built of them); batch normalisation folds into
+// the convolution before it at inference.
+LayerTraits rule_traits(Rule rule) {
+  switch (rule) {
+    case Rule::kConv:
+    case Rule::kConvTranspose:
+    case Rule::kGemm:
+    case Rule::kMatMul:
+    case Rule::kEinsum:
+    case Rule::kRecurrent:
+      return {OpClass::kMatrix, Fusion::kNever, std::nullopt};
+    case Rule::kFusedAttention:
+      return {OpClass::kAttention, Fusion::kNever, std::nullopt};
+    case Rule::kBatchNorm:
+      return {OpClass::kNormalization, Fusion::kInferenceOnly, std::nullopt};
+    case Rule::kLayerNorm:
+    case Rule::kSoftmax:
+      return {OpClass::kNormalization, Fusion::kAlways, std::nullopt};
+    case Rule::kGroupNorm:
+    case Rule::kLrn:
+      return {OpClass::kNormalization, Fusion::kNever, std::nullopt};
+    case Rule::kUnary:
+    case Rule::kBinary:
+    case Rule::kBiased:
+      return {OpClass::kElementwise, Fusion::kAlways, std::nullopt};
+    case Rule::kReduce:
+      return {OpClass::kPooling, Fusion::kAlways, std::nullopt};
+    case Rule::kPool:
+    case Rule::kGlobalPool:
+      return {OpClass::kPooling, Fusion::kNever, std::nullopt};
+    case Rule::kCopy:
+    case Rule::kGather:
+    case Rule::kResize:
+    case Rule::kEmbedLayerNorm:
+      return {OpClass::kDataMovement, Fusion::kNever, std::nullopt};
+    case Rule::kView:
+    case Rule::kSplit:
+    case Rule::kMeta:
+    case Rule::kConstant:
+      break;
+  }
+  return {OpClass::kView, Fusion::kNever, std::nullopt};
+}
+
 const OpRule* find_rule(const onnx::NodeProto& node) {
   const std::string& domain = node.domain();
   if (!domain.empty() && domain != "ai.onnx" && domain != "com.microsoft") return nullptr;
@@ -1375,6 +1421,7 @@ class Importer {
       note_unknown(qualified_op(node));
       layer.op = lowercase(qualified_op(node));
       layer.view = false;
+      layer.traits.op_class = OpClass::kUnknown;
       const std::string& out = node.output_size() > 0 ? node.output(0) : node.input(0);
       const auto known = shapes_.find(out);
       layer.output =
@@ -1394,6 +1441,7 @@ class Importer {
     LayerCounts c;
     std::string op(rule->name);
     bool view = false;
+    layer.traits = rule_traits(rule->rule);
     switch (rule->rule) {
       case Rule::kConv:
       case Rule::kConvTranspose: {
@@ -1413,6 +1461,17 @@ class Importer {
                                    product(w, 2), bias, transposed});
         formulas::add_weighted_backward(c, any_needs_grad);
         op = fmt::format("{}{}d", rule->name, x.size() - 2);
+        {
+          // Implicit GEMM per group (ops.cpp's convolution says how).
+          const std::int64_t in_per_group = x[1] / groups;
+          const std::int64_t out_per_group = out_channels / groups;
+          const std::int64_t kernel = product(w, 2);
+          layer.traits.gemm =
+              transposed ? GemmView{element_count(x) / x[1], checked_mul(out_per_group, kernel),
+                                    in_per_group, groups}
+                         : GemmView{out_elements / out_channels, out_per_group,
+                                    checked_mul(in_per_group, kernel), groups};
+        }
         break;
       }
       case Rule::kGemm: {
@@ -1428,6 +1487,7 @@ class Importer {
         const std::int64_t k = trans_a ? a[0] : a[1];
         const std::int64_t n = trans_b ? b[0] : b[1];
         const bool bias = node.input_size() > 2 && !node.input(2).empty();
+        layer.traits.gemm = GemmView{m, n, k, 1};
         if (constant[0] || constant[1]) {
           c = formulas::linear_counts(m, k, n, bias, false);
           formulas::add_weighted_backward(c, any_needs_grad);
@@ -1460,6 +1520,8 @@ class Importer {
           const bool bias = has_input(node, o.bias);
           c = formulas::linear_counts(element_count(a) / k, k, n, bias, false);
           formulas::add_weighted_backward(c, any_needs_grad);
+          // [..., K] x [K, N] is one product whatever the leading axes: M is their product.
+          layer.traits.gemm = GemmView{element_count(a) / k, n, k, 1};
         } else if (constant[xa] || constant[wb]) {
           op = "linear";
           c.macs = checked_mul(out_elements, k);
@@ -1470,6 +1532,7 @@ class Importer {
         } else {
           c = formulas::matmul_counts(out_elements / checked_mul(m, n), m, n, k,
                                       activation_elements, out_elements, operands_needing_grad);
+          layer.traits.gemm = GemmView{m, n, k, out_elements / checked_mul(m, n)};
         }
         break;
       }
@@ -1592,6 +1655,7 @@ class Importer {
     layer.output = out;
     layer.counts = c;
     layer.view = view;
+    if (view) layer.traits = rule_traits(Rule::kView);
     finish(node, std::move(layer), any_needs_grad || has_weights);
   }
 
@@ -1617,6 +1681,7 @@ class Importer {
       extra.op = graph_.layers.back().op;
       extra.inputs = inputs;
       extra.view = true;
+      extra.traits = rule_traits(Rule::kView);
       extra.group = group;
       extra.definition = graph_.layers.back().definition;
       const auto it = shapes_.find(output);
@@ -1830,6 +1895,7 @@ class Importer {
             slice.name = fmt::format("{}/{}/scan_input_{}", name, it, j);
             slice.op = "slice";
             slice.view = true;
+            slice.traits = rule_traits(Rule::kView);
             slice.definition = node_pointer(index);
             slice.group = group_of(name);
             slice.inputs = {source.id};
@@ -1943,6 +2009,7 @@ class Importer {
       Layer layer;
       layer.name = fmt::format("{}/scan_{}", name, j);
       layer.op = "concat";
+      layer.traits = rule_traits(Rule::kCopy);
       layer.definition = node_pointer(index);
       layer.group = group_of(name);
       layer.inputs = scanned[static_cast<std::size_t>(j)];
