@@ -1126,7 +1126,8 @@ constexpr std::array kOps = {
     OpKind{"relu", 1, 1, infer_unary<formulas::kReluFlops>, OpClass::kElementwise, Fusion::kAlways},
     OpKind{"gelu", 1, 1, infer_unary<formulas::kGeluFlops>, OpClass::kElementwise, Fusion::kAlways},
     OpKind{"silu", 1, 1, infer_unary<formulas::kSiluFlops>, OpClass::kElementwise, Fusion::kAlways},
-    OpKind{"sigmoid", 1, 1, infer_unary<formulas::kSigmoidFlops>, OpClass::kElementwise, Fusion::kAlways},
+    OpKind{"sigmoid", 1, 1, infer_unary<formulas::kSigmoidFlops>, OpClass::kElementwise,
+           Fusion::kAlways},
     OpKind{"tanh", 1, 1, infer_unary<formulas::kTanhFlops>, OpClass::kElementwise, Fusion::kAlways},
     OpKind{"softmax", 1, 1, infer_softmax, OpClass::kNormalization, Fusion::kAlways},
     OpKind{"add", 2, kAny, infer_binary, OpClass::kElementwise, Fusion::kAlways},
@@ -1146,7 +1147,8 @@ constexpr std::array kOps = {
     OpKind{"identity", 1, 1, infer_identity, OpClass::kView, Fusion::kNever},
     OpKind{"upsample", 1, 1, infer_upsample, OpClass::kDataMovement, Fusion::kNever},
     OpKind{"class_token", 1, 1, infer_class_token, OpClass::kDataMovement, Fusion::kNever},
-    OpKind{"position_embedding", 1, 1, infer_position_embedding, OpClass::kElementwise, Fusion::kAlways},
+    OpKind{"position_embedding", 1, 1, infer_position_embedding, OpClass::kElementwise,
+           Fusion::kAlways},
     OpKind{"moe", 1, 1, infer_moe, OpClass::kMatrix, Fusion::kNever},
 };
 

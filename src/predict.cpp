@@ -343,9 +343,9 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     // Tiles are cut from the product the matrix units see (the layer's GEMM view); layers
     // that mix products (attention, experts) have none and take no penalty.
     const std::optional<GemmView>& gemm = layer.traits.gemm;
-    const double utilisation =
-        matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n), static_cast<double>(gemm->k))
-                       : 1;
+    const double utilisation = matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n),
+                                                                 static_cast<double>(gemm->k))
+                                              : 1;
     const double speed = utilisation * (sparse_layer && matrix ? result.sparsity_speedup : 1);
     const bool fused = fusing && fusable(layer, workload.mode);
     const double layer_weight_bytes = sparse_layer ? sparse_weight_bytes : weight_bytes;

@@ -1,6 +1,8 @@
 // The operator table (src/ops.cpp): for every operator, the inferred shape, the exact counts and
 // the shape errors. Every expected number is computed here from the formula it comes from
 // (PyTorch's documented output-size formulas, data/README.md's counting rules).
+#include "ops.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,24 +12,23 @@
 #include "capcalc/model.hpp"
 
 #include "catch.hpp"
-#include "ops.hpp"
 
 namespace {
 
 using capcalc::CausalCounting;
 using capcalc::element_count;
-using capcalc::Graph;
-using capcalc::Layer;
-using capcalc::ModelOptions;
-using capcalc::parse_model;
-using capcalc::Shape;
 using capcalc::find_op;
 using capcalc::Fusion;
 using capcalc::GemmView;
-using capcalc::OpClass;
+using capcalc::Graph;
+using capcalc::Layer;
+using capcalc::ModelOptions;
 using capcalc::op_class_name;
 using capcalc::op_names;
+using capcalc::OpClass;
 using capcalc::OpKind;
+using capcalc::parse_model;
+using capcalc::Shape;
 
 // A model with one input "x" of `shape` (JSON array text) and `layers` (the JSON array's body).
 std::string model_text(const std::string& shape, const std::string& layers) {
@@ -1070,8 +1071,7 @@ TEST_CASE("ops: every operator row names a class", "[ops][traits]") {
     CHECK(kind->op_class != OpClass::kUnknown);
     // Only elementwise work and normalisation fuse.
     if (kind->fusion != Fusion::kNever) {
-      CHECK((kind->op_class == OpClass::kElementwise ||
-             kind->op_class == OpClass::kNormalization));
+      CHECK((kind->op_class == OpClass::kElementwise || kind->op_class == OpClass::kNormalization));
     }
   }
 }
