@@ -18,11 +18,11 @@ _capcalc() {
     cword=$COMP_CWORD
   fi
 
-  local commands="estimate layers hw calibrate probe validate compare check roofline report"
+  local commands="estimate layers hw runtimes calibrate probe validate compare check roofline report"
   local precisions="fp64 fp32 tf32 fp16 bf16 fp8 int8 int4"
   local model_flags="--batch --set --causal --input-shape --strict --omit-input"
   local hw_flags="--hardware --hardware-file"
-  local workload_flags="--gpu --hw --device --precision --mode --profile --optimizer --devices
+  local workload_flags="--gpu --hw --device --precision --mode --profile --runtime --runtime-file --optimizer --devices
     --tensor-parallel --tp --pipeline-parallel --pp --micro-batches --virtual-stages --zero"
   local run_flags="--dataset-size --epochs --tokens --price-per-hour"
 
@@ -32,7 +32,7 @@ _capcalc() {
     if [[ ${words[i]} != -* ]]; then
       if [[ -z $command ]]; then
         command=${words[i]}
-      elif [[ $command == hw && -z $sub ]]; then
+      elif [[ ($command == hw || $command == runtimes) && -z $sub ]]; then
         sub=${words[i]}
       fi
     fi
@@ -47,6 +47,10 @@ _capcalc() {
       return ;;
     -m | --mode) COMPREPLY=($(compgen -W "inference training" -- "$cur")); return ;;
     --profile) COMPREPLY=($(compgen -W "eager graph compiled inductor" -- "$cur")); return ;;
+    --runtime)
+      COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" runtimes list --format json 2>/dev/null |
+        sed -n 's/^ *"id": "\(.*\)",$/\1/p')" -- "$cur"))
+      return ;;
     --optimizer) COMPREPLY=($(compgen -W "sgd momentum adam adamw" -- "$cur")); return ;;
     --sparsity) COMPREPLY=($(compgen -W "dense 2:4 unstructured" -- "$cur")); return ;;
     --causal) COMPREPLY=($(compgen -W "full half" -- "$cur")); return ;;
@@ -62,10 +66,11 @@ _capcalc() {
         check) formats="text json junit markdown" ;;
       esac
       [[ $command == hw && $sub == show ]] && formats="table json"
+      [[ $command == runtimes ]] && formats="table json"
       [[ $command == probe ]] && formats="json table"
       COMPREPLY=($(compgen -W "$formats" -- "$cur"))
       return ;;
-    --hardware | --hardware-file | --budget | --measurements | -o | --output)
+    --hardware | --hardware-file | --runtime-file | --budget | --measurements | -o | --output)
       COMPREPLY=($(compgen -f -- "$cur"))
       return ;;
     --models)
@@ -98,6 +103,11 @@ _capcalc() {
             return
           fi
           flags="$hw_flags --format" ;;
+      esac ;;
+    runtimes)
+      case "$sub" in
+        "") COMPREPLY=($(compgen -W "list show --help" -- "$cur")); return ;;
+        *) flags="--runtime-file --format" ;;
       esac ;;
     calibrate) flags="$hw_flags --models --output" ;;
     probe) flags="--seconds --threads --output --format" ;;

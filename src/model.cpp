@@ -376,7 +376,7 @@ class Builder {
     layer.counts = result.counts;
     layer.counts.active_params = result.active_params.value_or(layer.counts.params);
     layer.view = result.view;
-    layer.traits = {kind->op_class, kind->fusion, result.gemm};
+    layer.traits = {kind->op_class, kind->fusion, result.gemm, result.rotary};
     layer.definition = entry.pointer();
     layer.group = group_;
     needs_grad_.push_back(needs_grad || layer.counts.params > 0);

@@ -506,6 +506,9 @@ OpResult infer_attention(OpContext& ctx) {
   // gpt-oss: a learned "sink" logit per head joins every query's softmax (one parameter per
   // head, one more logit per query and head).
   const bool sinks = ctx.attrs.flag("sinks", false);
+  // Rotary position embedding applied to Q and K (Llama, GPT-NeoX): not counted in FLOPs, as
+  // the counters the counts are checked against leave it out; runtimes launch kernels for it.
+  const bool rotary = ctx.attrs.flag("rotary", false);
   if (window > 0 && !causal) ctx.attrs.fail_at("window", "a window needs \"causal\": true");
   if (chunk > 0 && !causal) ctx.attrs.fail_at("chunk", "chunked attention needs \"causal\": true");
   if (chunk > 0 && window > 0) ctx.attrs.fail_at("chunk", "give a window or a chunk, not both");
@@ -596,6 +599,7 @@ OpResult infer_attention(OpContext& ctx) {
       checked_add(checked_mul(out_macs, 2), checked_mul(score_macs, 4)));
   c.backward_other_flops = checked_mul(c.other_flops, 2);
   result.output = std::move(out);
+  result.rotary = rotary;
   return result;
 }
 

@@ -87,6 +87,7 @@ struct OpResult {
   /// Parameters used per token, when fewer than counts.params (moe); unset: all of them.
   std::optional<std::int64_t> active_params;
   std::optional<GemmView> gemm;  ///< Matrix layers: the product the matrix units see.
+  bool rotary = false;           ///< Attention with a rotary position embedding.
 };
 
 /// One row of the operator table.

@@ -106,6 +106,7 @@ LayerEstimate roofline(const Work& w, bool matrix, double matrix_speed, bool fus
     e.bound = Bound::kFused;
     return e;
   }
+  e.kernels = w.kernels;
   e.overhead_s = w.kernels * floor_s;
   e.time_s = std::max({e.compute_s, e.memory_s, e.overhead_s});
   if (e.overhead_s >= std::max(e.compute_s, e.memory_s)) {
@@ -122,6 +123,7 @@ void add(LayerEstimate& total, const LayerEstimate& part) {
   total.compute_s += part.compute_s;
   total.memory_s += part.memory_s;
   total.overhead_s += part.overhead_s;
+  total.kernels += part.kernels;
   total.time_s += part.time_s;
 }
 
@@ -313,14 +315,23 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   const bool has_matrix = rates.matrix_flops_per_s > 0;
 
   Estimate result;
-  result.profile =
-      workload.profile.value_or(graph.runs_fused ? Profile::kCompiled : params.default_profile);
-  const double floor_s = params.overhead_s(result.profile);
+  const Runtime runtime =
+      workload.runtime ? *workload.runtime
+                       : generic_runtime(workload.profile.value_or(
+                             graph.runs_fused ? Profile::kCompiled : params.default_profile));
+  result.profile = runtime.profile;
+  result.runtime = runtime.id;
+  // The runtime's own host cost per kernel on this device type where the table gives one,
+  // else the hardware table's floor for its profile.
+  const double host_s = runtime.host_overhead_s[static_cast<std::size_t>(device.type)];
+  const double floor_s = host_s > 0 ? host_s : params.overhead_s(result.profile);
+  result.floor_s = floor_s;
   // Eager backward kernels are launched by the autograd engine in C++, not dispatched from
-  // Python one by one: they take the graph executor's floor. Inductor compiles the backward
-  // too (AOTAutograd) and launches its kernels from Python, as the forward's.
+  // Python one by one: they take the graph executor's floor (at most the forward's). Inductor
+  // compiles the backward too (AOTAutograd) and launches its kernels from Python, as the
+  // forward's.
   const double backward_floor_s =
-      result.profile == Profile::kEager ? params.graph_overhead_s : floor_s;
+      result.profile == Profile::kEager ? std::min(params.graph_overhead_s, floor_s) : floor_s;
   const bool fusing = fuses_elementwise(result.profile);
   // 2:4 sparsity: half the weight MACs and values (plus 2 bits of index per kept value),
   // where the hardware supports it.
@@ -351,6 +362,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     const double layer_weight_bytes = sparse_layer ? sparse_weight_bytes : weight_bytes;
 
     Work forward;
+    forward.kernels = runtime.kernels(layer);
     forward.macs = static_cast<double>(c.macs - c.score_macs) / tp;
     forward.score_macs = static_cast<double>(c.score_macs) / tp;
     forward.other_flops = static_cast<double>(c.other_flops) / tp;
@@ -373,7 +385,8 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       backward.macs = static_cast<double>(c.backward_macs) / tp - backward.score_macs;
       backward.other_flops = static_cast<double>(c.backward_other_flops) / tp;
       backward.bytes = 2 * forward.bytes;
-      backward.kernels = 2;
+      // Autograd runs a backward kernel per forward one and another for weight gradients.
+      backward.kernels = 2 * forward.kernels;
       // A fused forward still leaves a backward that reads what it saved: not fused.
       const LayerEstimate b = roofline(backward, matrix, speed, false, rates, backward_floor_s);
       backward_s += b.time_s;
@@ -416,6 +429,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
   const auto micro_batches = static_cast<double>(workload.micro_batches);
   const double params_count = static_cast<double>(totals.params) / tp / pp;
   for (const LayerEstimate& e : result.layers) {
+    result.kernels += e.kernels;
     result.latency_s += e.time_s;
     result.flops += e.flops;
     result.bytes += e.bytes;
@@ -512,6 +526,7 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
     const double share = micro_batches / pp;
     result.layer_repeats = share;
     result.flops *= share;
+    result.kernels *= share;
     result.bytes = (result.bytes - update_bytes) * share + update_bytes;
     result.recompute_s *= share;
     result.communication_s *= share;

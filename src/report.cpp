@@ -259,7 +259,7 @@ std::string render_explain_text(const ReportInput& in) {
                      format_rate(d.memory_bandwidth_bytes_per_s * p.memory_efficiency, "B/s"),
                      activation_bytes_per_element(precision), weight_bytes_per_element(precision));
   out += fmt::format("  floor        {} per kernel ({} profile; eager {}, graph {}, compiled {})\n",
-                     format_duration(p.overhead_s(e.profile)), profile_name(e.profile),
+                     format_duration(e.floor_s), profile_name(e.profile),
                      format_duration(p.eager_overhead_s), format_duration(p.graph_overhead_s),
                      format_duration(p.compiled_overhead_s));
   if (e.profile == Profile::kCompiled) {
@@ -272,7 +272,7 @@ std::string render_explain_text(const ReportInput& in) {
   if (training) {
     out +=
         "  backward     weight-gradient MACs + input-gradient MACs (none for layers that read\n"
-        "               only model inputs), 2 x forward traffic, 2 kernels per layer\n"
+        "               only model inputs), 2 x forward traffic, 2 kernels per forward kernel\n"
         "               (eager: at the graph floor, launched by the autograd engine)\n";
     out += fmt::format("  optimizer    {}: {:.0f} B/param moved at the achievable bandwidth\n",
                        optimizer_name(in.workload.optimizer),
@@ -475,8 +475,13 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
 
   std::string out;
   out += fmt::format("{} on {} ({})\n", g.name, d.name, d.id);
-  std::string workload = fmt::format("{}, {}, batch {}, {} profile", mode_name(in.workload.mode),
-                                     precision_name(precision), g.batch, profile_name(e.profile));
+  // A named runtime is said with its profile; without one, the profile alone.
+  const std::string runner =
+      in.workload.runtime
+          ? fmt::format("{} ({} profile)", in.workload.runtime->name, profile_name(e.profile))
+          : fmt::format("{} profile", profile_name(e.profile));
+  std::string workload = fmt::format("{}, {}, batch {}, {}", mode_name(in.workload.mode),
+                                     precision_name(precision), g.batch, runner);
   if (in.workload.devices > 1) workload += fmt::format(", {} devices", in.workload.devices);
   workload += parallelism_text(in.workload);
   out += fmt::format("  workload     {}\n", workload);
@@ -528,7 +533,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
       "\nEstimate (roofline per layer)\n  model        matrix {:.0f} %, vector {:.0f} %, "
       "memory {:.0f} % of peak; {} floor\n",
       100 * p.matrix_efficiency, 100 * p.vector_efficiency, 100 * p.memory_efficiency,
-      format_duration(p.overhead_s(e.profile)));
+      format_duration(e.floor_s));
   const std::int64_t micro = in.workload.micro_batches;
   out += fmt::format("  {:<12} {} per {} of {}{}\n", training ? "step time" : "latency",
                      format_duration(e.latency_s), training ? "step" : "batch", g.batch,
@@ -558,6 +563,8 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
     }
   }
   out += fmt::format("  throughput   {} samples/s\n", format_count(e.throughput_per_s));
+  out += fmt::format("  kernels      {} launched per {}\n", format_grouped(std::llround(e.kernels)),
+                     training ? "step" : "pass");
   const double peak = matrix_peak(d, precision);
   out += fmt::format("  achieved     {} ({} of the {} peak)\n",
                      format_rate(e.achieved_flops_per_s, "FLOP/s"),
@@ -658,6 +665,7 @@ std::string render_estimate_json(const ReportInput& in) {
   workload["precision"] = std::string(precision_name(in.workload.precision));
   workload["batch"] = in.graph.batch;
   workload["profile"] = std::string(profile_name(e.profile));
+  workload["runtime"] = e.runtime;
   workload["devices"] = in.workload.devices;
   workload["tensor_parallel"] = in.workload.tensor_parallel;
   workload["pipeline_parallel"] = in.workload.pipeline_parallel;
@@ -679,6 +687,7 @@ std::string render_estimate_json(const ReportInput& in) {
   doc["workload"] = workload;
   Json est;
   est["latency_s"] = e.latency_s;
+  est["kernels"] = e.kernels;
   est["throughput_per_s"] = e.throughput_per_s;
   est["flops_per_step"] = e.flops;
   est["bytes_per_step"] = e.bytes;
@@ -718,7 +727,7 @@ std::string render_estimate_json(const ReportInput& in) {
   params["matrix_efficiency"] = in.params->matrix_efficiency;
   params["vector_efficiency"] = in.params->vector_efficiency;
   params["memory_efficiency"] = in.params->memory_efficiency;
-  params["overhead_s"] = in.params->overhead_s(e.profile);
+  params["overhead_s"] = e.floor_s;
   est["performance_model"] = params;
   est["max_batch"] = e.max_batch;
   est["sparsity_speedup"] = e.sparsity_speedup;

@@ -271,13 +271,12 @@ std::string device_section(const ReportInput& in) {
   out += "</table>\n<table class=\"kv\">\n";
   out += kv_row("memory", fmt::format("{} at {}", esc(format_bytes(d.memory_bytes)),
                                       esc(format_rate(d.memory_bandwidth_bytes_per_s, "B/s"))));
-  out += kv_row(
-      "performance model",
-      fmt::format("matrix {:.0f} %, vector {:.0f} %, memory {:.0f} % of peak; {} per "
-                  "kernel ({} profile)",
-                  100 * p.matrix_efficiency, 100 * p.vector_efficiency, 100 * p.memory_efficiency,
-                  esc(format_duration(p.overhead_s(in.estimate->profile))),
-                  esc(profile_name(in.estimate->profile))));
+  out += kv_row("performance model",
+                fmt::format("matrix {:.0f} %, vector {:.0f} %, memory {:.0f} % of peak; {} per "
+                            "kernel ({} profile)",
+                            100 * p.matrix_efficiency, 100 * p.vector_efficiency,
+                            100 * p.memory_efficiency, esc(format_duration(in.estimate->floor_s)),
+                            esc(profile_name(in.estimate->profile))));
   if (!d.notes.empty()) out += kv_row("notes", esc(d.notes));
   out += "</table>\n";
   if (!d.sources.empty()) {

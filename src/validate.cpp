@@ -66,6 +66,7 @@ const std::vector<std::string_view> kCaseKeys = {"id",
                                                  "tokens",
                                                  "software",
                                                  "profile",
+                                                 "runtime",
                                                  "source",
                                                  "quote",
                                                  "notes",
@@ -130,6 +131,10 @@ Measurement parse_case(const JsonView& entry) {
     if (!parsed) profile->fail(unknown_profile_message(profile->as_string()));
     w.profile = *parsed;
   }
+  if (auto runtime = entry.find("runtime")) {
+    m.runtime = runtime->as_string();
+    if (m.runtime.empty()) runtime->fail("expected a runtime id, got \"\"");
+  }
   const JsonView metric = entry.at("metric");
   const std::string metric_text = metric.as_string();
   const auto found = std::find_if(kMetrics.begin(), kMetrics.end(),
@@ -172,15 +177,23 @@ std::int64_t seq_of(const Graph& graph, const Measurement& m) {
   return it->second;
 }
 
-double predict_case(const Measurement& m, const HardwareTable& table,
-                    const std::string& models_dir) {
+double predict_case(const Measurement& m, const HardwareTable& table, const std::string& models_dir,
+                    const RuntimeTable* runtimes) {
   const Device& device = table.get(m.device);
   ModelOptions options;
   options.dims = m.dims;
   // A bare file name is looked up in the models directory; a path is used as it is.
   const std::string path =
       m.model.find('/') == std::string::npos ? models_dir + "/" + m.model : m.model;
-  const Workload& workload = m.workload;
+  Workload workload = m.workload;
+  if (!m.runtime.empty()) {
+    if (runtimes == nullptr) {
+      throw Error({}, fmt::format("measurement \"{}\" names runtime \"{}\" but no runtime table "
+                                  "was given",
+                                  m.id, m.runtime));
+    }
+    workload.runtime = runtimes->get(m.runtime);
+  }
   const PerformanceParams params = table.performance_for(device);
   if (is_serving(m.metric)) {
     ServingRequest request;
@@ -292,14 +305,14 @@ std::vector<Measurement> parse_measurements(std::string_view text, const std::st
 }
 
 ValidationSummary validate(const std::vector<Measurement>& measurements, const HardwareTable& table,
-                           const std::string& models_dir) {
+                           const std::string& models_dir, const RuntimeTable* runtimes) {
   ValidationSummary summary;
   std::vector<double> errors;
   std::vector<double> held_out_errors;
   for (const Measurement& m : measurements) {
     ValidationResult r;
     r.measurement = &m;
-    r.predicted = predict_case(m, table, models_dir);
+    r.predicted = predict_case(m, table, models_dir, runtimes);
     r.ratio = r.predicted / m.value;
     const double factor = std::max(r.ratio, 1 / r.ratio);
     summary.worst_factor = std::max(summary.worst_factor, factor);

@@ -102,6 +102,7 @@ struct LayerTraits {
   Fusion fusion = Fusion::kNever;
   std::optional<GemmView> gemm;  ///< Matrix layers with one plain product shape; unset for
                                  ///< attention and experts, whose products are mixed.
+  bool rotary = false;           ///< Attention that applies a rotary position embedding to Q and K.
 };
 
 /// One node of the graph.

@@ -34,6 +34,7 @@
 
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
+#include "capcalc/runtime.hpp"
 
 namespace capcalc {
 
@@ -76,6 +77,9 @@ struct Workload {
   Precision precision = Precision::kFp32;  ///< Weights, activations and math.
   Mode mode = Mode::kInference;
   std::optional<Profile> profile;          ///< Unset: the device type's default.
+  /// The runtime that runs the model (its profile replaces `profile`, its kernel counts the
+  /// one kernel per layer); unset: a generic runtime of `profile`.
+  std::optional<Runtime> runtime;
   Sparsity sparsity = Sparsity::kDense;    ///< 2:4 structured sparsity of conv/linear weights.
   Optimizer optimizer = Optimizer::kAdam;  ///< Training only.
   std::int64_t devices = 1;                ///< All devices: tensor × pipeline × replicas.
@@ -114,6 +118,7 @@ struct LayerEstimate {
   double compute_s = 0;
   double memory_s = 0;
   double overhead_s = 0;  ///< The floor that applied.
+  double kernels = 0;     ///< Kernels it launches (forward; with backward in training).
   double time_s = 0;
   bool matrix_units = false;  ///< Whether its MACs ran on matrix units.
   Bound bound = Bound::kNone;
@@ -133,6 +138,9 @@ struct MemoryEstimate {
 struct Estimate {
   std::vector<LayerEstimate> layers;  ///< Parallel to Graph::layers.
   Profile profile = Profile::kEager;  ///< The profile used.
+  std::string runtime;                ///< The runtime's id ("eager" etc. for a generic one).
+  double kernels = 0;                 ///< Kernels launched per step per device.
+  double floor_s = 0;                 ///< Host cost per kernel that applied (runtime or profile).
   double optimizer_s = 0;             ///< Training: the optimizer update.
   double recompute_s = 0;             ///< Training with checkpointing: the forward again.
   double communication_s = 0;         ///< Tensor-parallel all-reduces (in latency_s).

@@ -12,6 +12,7 @@
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/runtime.hpp"
 #include "capcalc/validate.hpp"
 
 namespace capcalc {
@@ -72,6 +73,14 @@ std::string render_hardware_csv(const std::vector<const Device*>& devices);
 /// `capcalc hw show`: every figure of one device, with its sources.
 std::string render_device_text(const Device& device, const PerformanceParams& params);
 std::string render_device_json(const Device& device, const PerformanceParams& params);
+
+/// `capcalc runtimes list`: one row per runtime (id, name, profile, devices, kernel counts
+/// that differ from one per layer).
+std::string render_runtimes_text(const RuntimeTable& table);
+std::string render_runtimes_json(const RuntimeTable& table);
+/// `capcalc runtimes show`: one runtime with its kernel counts, notes and sources.
+std::string render_runtime_text(const Runtime& runtime);
+std::string render_runtime_json(const Runtime& runtime);
 
 /// `capcalc validate`: each case predicted vs measured, then the median and worst error.
 std::string render_validation_text(const ValidationSummary& summary);

@@ -14,6 +14,7 @@
 
 #include "capcalc/hardware.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/runtime.hpp"
 
 namespace capcalc {
 
@@ -46,6 +47,7 @@ struct Measurement {
   /// estimate() takes them (the batch is one replica's micro-batch, in dims). The profile is
   /// always set (eager when the case names none).
   Workload workload;
+  std::string runtime;  ///< Id or alias in the runtime table; empty: the profile alone.
   Metric metric = Metric::kThroughput;
   bool per_device = false;       ///< Throughput-like metrics: per device or total.
   double value = 0;              ///< As published, SI units.
@@ -86,6 +88,6 @@ std::vector<Measurement> load_measurements(const std::string& path);
 
 /// Predicts every measurement with the table's global parameters and summarises the errors.
 ValidationSummary validate(const std::vector<Measurement>& measurements, const HardwareTable& table,
-                           const std::string& models_dir);
+                           const std::string& models_dir, const RuntimeTable* runtimes = nullptr);
 
 }  // namespace capcalc

@@ -16,6 +16,7 @@
 #include "capcalc/hardware.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/runtime.hpp"
 
 namespace capcalc::cli {
 
@@ -68,12 +69,20 @@ void add_hardware_options(CLI::App& sub, HardwareArgs& args);
 /// --hardware-file merged on top: an entry with the same id replaces the built-in one.
 HardwareTable load_table(const HardwareArgs& args);
 
+/// The runtime table (data/runtimes.json) with each --runtime-file merged on top.
+RuntimeTable load_runtime_table(const std::vector<std::string>& files);
+/// The runtime --runtime names, checked against the device type it runs on; unset when the
+/// flag is empty.
+std::optional<Runtime> runtime_from(const std::string& name, const std::vector<std::string>& files,
+                                    const Device& device);
+
 /// "--precision fp16" -> Precision (the flag's values are checked by CLI11).
 Precision precision_from(const std::string& name);
 
 void add_estimate_command(CLI::App& app);
 void add_layers_command(CLI::App& app);
 void add_hw_command(CLI::App& app);
+void add_runtimes_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 /// `validate` sets `exit_code` to 1 when a --max-* limit is exceeded.

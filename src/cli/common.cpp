@@ -194,6 +194,26 @@ HardwareTable load_table(const HardwareArgs& args) {
   return load_hardware(hardware_path(args.table), overlays);
 }
 
+RuntimeTable load_runtime_table(const std::vector<std::string>& files) {
+  return load_runtimes(data_dir() + "/runtimes.json", files);
+}
+
+std::optional<Runtime> runtime_from(const std::string& name, const std::vector<std::string>& files,
+                                    const Device& device) {
+  if (name.empty()) return std::nullopt;
+  const RuntimeTable table = load_runtime_table(files);
+  const Runtime& runtime = table.get(name);
+  if (!runtime.runs_on(device.type)) {
+    std::vector<std::string_view> types;
+    for (DeviceType type : runtime.device_types)
+      types.push_back(device_type_name(type));
+    throw Error({},
+                fmt::format("{} does not run on a {} ({}); it runs on: {}", runtime.name,
+                            device_type_name(device.type), device.name, fmt::join(types, ", ")));
+  }
+  return runtime;
+}
+
 Precision precision_from(const std::string& name) {
   if (auto precision = parse_precision(name)) return *precision;
   throw Error({}, unknown_precision_message(name));

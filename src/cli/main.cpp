@@ -37,6 +37,7 @@ int run(int argc, char** argv) {
   capcalc::cli::add_estimate_command(app);
   capcalc::cli::add_layers_command(app);
   capcalc::cli::add_hw_command(app);
+  capcalc::cli::add_runtimes_command(app);
   capcalc::cli::add_calibrate_command(app);
   capcalc::cli::add_probe_command(app);
   int exit_code = 0;

@@ -27,8 +27,9 @@ int run_validate(const ValidateOptions& options) {
                                        ? data_dir() + "/validation/measurements.json"
                                        : options.measurements;
   const std::vector<Measurement> cases = load_measurements(measurements);
-  const ValidationSummary summary =
-      validate(cases, table, options.models.empty() ? data_dir() + "/models" : options.models);
+  const RuntimeTable runtimes = load_runtime_table({});
+  const ValidationSummary summary = validate(
+      cases, table, options.models.empty() ? data_dir() + "/models" : options.models, &runtimes);
   fmt::print("{}", options.format == "json" ? render_validation_json(summary)
                                             : render_validation_text(summary));
   bool failed = false;

@@ -88,6 +88,8 @@ struct WorkloadArgs {
   std::string precision = "fp32";
   std::string mode = "inference";
   std::string profile;  // Empty: the device type's default.
+  std::string runtime;  // Empty: a generic runtime of the profile.
+  std::vector<std::string> runtime_files;
   std::string sparsity = "dense";
   std::string optimizer = "adam";
   std::int64_t devices = 1;
@@ -114,6 +116,12 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
                  "default mode: fused, launched from Python); default: compiled for ONNX "
                  "models, else the device type's")
       ->check(CLI::IsMember(profile_names()));
+  sub.add_option("--runtime", args.runtime,
+                 "The runtime that runs the model (`capcalc runtimes list`): its profile and its "
+                 "kernels per layer; the profile names are aliases")
+      ->excludes("--profile");
+  sub.add_option("--runtime-file", args.runtime_files,
+                 "Extra runtimes or overrides (same id replaces); repeatable");
   sub.add_option("--sparsity", args.sparsity,
                  "2:4 (structured, where the hardware supports it) or unstructured (no speedup)")
       ->check(CLI::IsMember({"dense", "2:4", "unstructured"}))
@@ -194,6 +202,8 @@ inline std::unique_ptr<SingleEstimate> run_single_estimate(const SingleEstimateA
   e->device = &e->table.get(args.device);
   e->graph = load_model_from(model != nullptr ? *model : args.model);
   e->workload = workload_from(args.workload);
+  e->workload.runtime =
+      runtime_from(args.workload.runtime, args.workload.runtime_files, *e->device);
   e->params = e->table.performance_for(*e->device);
   e->result = estimate(e->graph, *e->device, e->params, e->workload);
   e->totals = graph_totals(e->graph);

@@ -876,7 +876,8 @@ bool has_chunks(const Spec& spec) {
   return std::any_of(spec.chunks.begin(), spec.chunks.end(), [](std::int64_t c) { return c > 0; });
 }
 
-Json attention(std::string_view name, const Spec& spec, bool causal, bool l2_qk_norm = false) {
+Json attention(std::string_view name, const Spec& spec, bool causal, bool l2_qk_norm = false,
+               bool rotary = false) {
   Json entry = layer(name, "attention");
   entry["heads"] = spec.heads;
   entry["kv_heads"] = spec.kv_heads;
@@ -890,6 +891,7 @@ Json attention(std::string_view name, const Spec& spec, bool causal, bool l2_qk_
     entry["qk_norm_affine"] = false;
   }
   if (spec.attention_sinks) entry["sinks"] = true;
+  if (rotary) entry["rotary"] = true;
   if (spec.qkv_bias == spec.out_bias) {
     entry["bias"] = spec.qkv_bias;
   } else {
@@ -973,7 +975,7 @@ Json decoder_block(const Spec& spec, bool sparse = true, bool l2_qk_norm = false
   Json body = Json::array();
   body.push_back(layer("input_layernorm", "rmsnorm"));
   body.push_back(spec.kv_lora_rank > 0 ? mla_attention("self_attn", spec)
-                                       : attention("self_attn", spec, true, l2_qk_norm));
+                                       : attention("self_attn", spec, true, l2_qk_norm, true));
   // Gemma 2 and 3 normalise the attention's and the MLP's outputs too ("sandwich" norms):
   // post_attention_layernorm is then the attention's output norm, pre_feedforward_layernorm
   // the MLP's input norm.
@@ -1064,7 +1066,7 @@ void emit_neox(const Spec& spec, Json& model) {
   // else sequential.
   Json body = Json::array();
   body.push_back(layer("input_layernorm", "layernorm"));
-  body.push_back(attention("attention", spec, true));
+  body.push_back(attention("attention", spec, true, false, true));
   std::string mlp_input = "x";
   if (!spec.parallel_residual) {
     body.push_back(with_inputs(layer("attn_add", "add"), {"attention", "x"}));

@@ -1,0 +1,71 @@
+// The runtime table: how the frameworks and engines people run (PyTorch eager, torch.compile,
+// TensorRT, ONNX Runtime, vLLM, llama.cpp, ...) execute a model's layers. A runtime is data
+// (data/runtimes.json, documented in data/README.md): its execution profile (per-kernel floor,
+// fusion, collective latency) and how many kernels each layer class becomes. Every figure cites
+// the runtime's docs or source code.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "capcalc/graph.hpp"
+#include "capcalc/hardware.hpp"
+
+namespace capcalc {
+
+/// One runtime.
+struct Runtime {
+  std::string id;                        ///< Kebab-case, e.g. "pytorch-eager".
+  std::string name;                      ///< As its makers write it, e.g. "PyTorch eager".
+  std::vector<std::string> aliases;      ///< Other names --runtime takes (the old profile names).
+  Profile profile = Profile::kEager;     ///< Floor per kernel, fusion and collective latency.
+  std::vector<DeviceType> device_types;  ///< Where it runs; empty: anywhere.
+  /// Kernels a layer of each class becomes (indexed by OpClass; views 0, others 1 unless the
+  /// table says otherwise).
+  std::array<double, kOpClassCount> kernels_per_class{};
+  /// Per native operator, where it differs from its class (Hugging Face's eager RMSNorm is
+  /// eight kernels): pairs of operator name and kernels.
+  std::vector<std::pair<std::string, double>> kernels_per_op;
+  /// Kernels a rotary position embedding adds to an attention layer that applies one.
+  double rotary_kernels = 0;
+  /// Kernels a decode step's KV-cache update adds to each self-attention layer.
+  double cache_update_kernels = 0;
+  /// Host cost per kernel launch on each device type (indexed by DeviceType, seconds), where
+  /// the table gives one; 0: the hardware table's floor for the profile.
+  std::array<double, kDeviceTypeCount> host_overhead_s{};
+  std::vector<std::string> sources;  ///< URLs of the figures.
+  std::string notes;
+
+  /// Kernels one forward pass of `layer` launches (0 for views).
+  double kernels(const Layer& layer) const;
+  bool runs_on(DeviceType type) const;
+};
+
+/// The whole table.
+struct RuntimeTable {
+  std::string version;
+  std::vector<Runtime> runtimes;
+
+  /// By id or alias, ignoring case and treating '-', '_' and ' ' alike; nullptr if none.
+  const Runtime* find(std::string_view name) const;
+  /// The runtime, or a capcalc::Error naming the closest ("did you mean").
+  const Runtime& get(std::string_view name) const;
+  /// The runtime a profile name stands for (its alias), or a generic one of that profile.
+  Runtime for_profile(Profile profile) const;
+};
+
+/// A runtime of `profile` with one kernel per layer and nothing else: what capcalc assumed
+/// before runtimes were data, and what it uses when no runtime is named.
+Runtime generic_runtime(Profile profile);
+
+/// Parses a runtime table; problems are capcalc::Error with file and JSON pointer.
+RuntimeTable parse_runtimes(std::string_view text, const std::string& file);
+RuntimeTable load_runtimes(const std::string& path);
+/// The table at `path` with the runtimes of each of `overlays` on top (same id replaces).
+RuntimeTable load_runtimes(const std::string& path, const std::vector<std::string>& overlays);
+
+}  // namespace capcalc
