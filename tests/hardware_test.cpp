@@ -583,6 +583,21 @@ TEST_CASE("an unknown device is an error that suggests a close name", "[hardware
 // ---------------------------------------------------------------------------------------------
 // parse_hardware errors: located, compiler style, no nlohmann text.
 
+TEST_CASE("compute units and the boost clock parse into SI units", "[hardware]") {
+  nlohmann::json json = minimal_table();
+  json["devices"][0]["compute_units"] = 132;
+  json["devices"][0]["compute_unit_name"] = "SM";
+  json["devices"][0]["boost_clock_mhz"] = 1830;
+  const Device& d = parse(json).devices[0];
+  CHECK(d.compute_units == 132);
+  CHECK(d.compute_unit_name == "SM");
+  CHECK(d.boost_clock_hz == Approx(1.83e9));
+  const Device& bare = parse(minimal_table()).devices[0];  // Both optional: 0 and "" if absent.
+  CHECK(bare.compute_units == 0);
+  CHECK(bare.compute_unit_name.empty());
+  CHECK(bare.boost_clock_hz == 0);
+}
+
 TEST_CASE("parse_hardware accepts the minimal table", "[hardware][errors]") {
   const HardwareTable parsed = parse(minimal_table());
   REQUIRE(parsed.devices.size() == 1);
@@ -727,6 +742,33 @@ TEST_CASE("parse_hardware errors name the JSON pointer", "[hardware][errors]") {
     CHECK(error_of([&] { parse(json); }) ==
           "hw.json:/performance_model/gpu/allreduce_efficiency: an efficiency is a fraction in "
           "(0, 1], got 1.2");
+  }
+  SECTION("compute units not a positive integer, or without their name") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["compute_units"] = -4;
+    json["devices"][0]["compute_unit_name"] = "SM";
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/compute_units: expected a positive integer, got -4");
+    json["devices"][0]["compute_units"] = 0;
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/compute_units: expected a positive integer, got 0");
+    json["devices"][0]["compute_units"] = 132;
+    json["devices"][0].erase("compute_unit_name");
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0: \"compute_units\" needs \"compute_unit_name\" (\"SM\", \"CU\", ...)");
+    json["devices"][0]["compute_unit_name"] = "";
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/compute_unit_name: a compute unit name cannot be empty");
+    json["devices"][0].erase("compute_units");
+    json["devices"][0]["compute_unit_name"] = "SM";
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0: \"compute_unit_name\" needs \"compute_units\"");
+  }
+  SECTION("negative boost clock") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["boost_clock_mhz"] = -1830;
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/boost_clock_mhz: expected a positive number, got -1830");
   }
   SECTION("unsupported schema version") {
     nlohmann::json json = minimal_table();
