@@ -163,6 +163,11 @@ std::string render_hardware_file(const std::vector<const Device*>& devices) {
     e["memory_gb"] = d->memory_bytes / 1e9;
     e["memory_bandwidth_gb_per_s"] = d->memory_bandwidth_bytes_per_s / 1e9;
     if (d->cache_bytes > 0) e["cache_mb"] = d->cache_bytes / 1e6;
+    if (d->compute_units > 0) {
+      e["compute_units"] = d->compute_units;
+      e["compute_unit_name"] = d->compute_unit_name;
+    }
+    if (d->boost_clock_hz > 0) e["boost_clock_mhz"] = d->boost_clock_hz / 1e6;
     if (d->tdp_w > 0) e["tdp_w"] = d->tdp_w;
     const auto link = [](const Link& l) {
       Json j{{"name", l.name},

@@ -36,6 +36,9 @@ const std::vector<std::string_view> kDeviceKeys = {"id",
                                                    "memory_gb",
                                                    "memory_bandwidth_gb_per_s",
                                                    "cache_mb",
+                                                   "compute_units",
+                                                   "compute_unit_name",
+                                                   "boost_clock_mhz",
                                                    "tdp_w",
                                                    "interconnect",
                                                    "price_per_hour_usd",
@@ -102,6 +105,23 @@ std::optional<Link> parse_link(const std::optional<JsonView>& link) {
   return result;
 }
 
+// compute_units and compute_unit_name come together: a count means nothing without its unit.
+void parse_compute_units(const JsonView& entry, Device& device) {
+  const std::optional<JsonView> units = entry.find("compute_units");
+  const std::optional<JsonView> name = entry.find("compute_unit_name");
+  if (units) {
+    const std::int64_t n = units->as_positive_int();
+    if (n > 1'000'000) units->fail(fmt::format("{} compute units: expected at most 1000000", n));
+    if (!name) entry.fail("\"compute_units\" needs \"compute_unit_name\" (\"SM\", \"CU\", ...)");
+    device.compute_units = static_cast<int>(n);
+  }
+  if (name) {
+    device.compute_unit_name = name->as_string();
+    if (device.compute_unit_name.empty()) name->fail("a compute unit name cannot be empty");
+    if (!units) entry.fail("\"compute_unit_name\" needs \"compute_units\"");
+  }
+}
+
 PerformanceOverride parse_override(const JsonView& params);
 
 Device parse_device(const JsonView& entry) {
@@ -156,6 +176,8 @@ Device parse_device(const JsonView& entry) {
   device.memory_bandwidth_bytes_per_s =
       entry.at("memory_bandwidth_gb_per_s").as_positive_number() * kGiga;
   device.cache_bytes = optional_positive(entry, "cache_mb", kMega);
+  parse_compute_units(entry, device);
+  device.boost_clock_hz = optional_positive(entry, "boost_clock_mhz", kMega);
   device.tdp_w = optional_positive(entry, "tdp_w", 1);
   if (auto links = entry.find("interconnect")) {
     reject_unknown_keys(*links, {"intra_node", "inter_node", "comment"}, "an interconnect");

@@ -37,6 +37,20 @@ Json link_json(const Link& link) {
   return j;
 }
 
+// "  compute      132 SMs at 1.83 GHz\n"; either half alone where the table lacks the other.
+std::string compute_units_line(const Device& d) {
+  std::string units;
+  if (d.compute_units > 0) {
+    units = fmt::format("{} {}{}", d.compute_units, d.compute_unit_name,
+                        d.compute_units == 1 ? "" : "s");
+  }
+  std::string clock;
+  if (d.boost_clock_hz > 0) clock = format_rate(d.boost_clock_hz, "Hz");
+  if (units.empty() && clock.empty()) return "";
+  if (units.empty()) return fmt::format("  clock        {}\n", clock);
+  return fmt::format("  compute      {}{}\n", units, clock.empty() ? "" : " at " + clock);
+}
+
 Json device_full_json(const Device& d) {
   Json j;
   j["id"] = d.id;
@@ -50,6 +64,11 @@ Json device_full_json(const Device& d) {
   j["memory_bytes"] = d.memory_bytes;
   j["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth_bytes_per_s;
   if (d.cache_bytes > 0) j["cache_bytes"] = d.cache_bytes;
+  if (d.compute_units > 0) {
+    j["compute_units"] = d.compute_units;
+    j["compute_unit_name"] = d.compute_unit_name;
+  }
+  if (d.boost_clock_hz > 0) j["boost_clock_hz"] = d.boost_clock_hz;
   if (d.tdp_w > 0) j["tdp_w"] = d.tdp_w;
   if (d.intra_node) j["intra_node"] = link_json(*d.intra_node);
   if (d.inter_node) j["inter_node"] = link_json(*d.inter_node);
@@ -149,6 +168,7 @@ std::string render_device_text(const Device& d, const PerformanceParams& params)
   out += fmt::format("  memory       {} at {}\n", format_bytes(d.memory_bytes),
                      format_rate(d.memory_bandwidth_bytes_per_s, "B/s"));
   if (d.cache_bytes > 0) out += fmt::format("  cache        {}\n", format_bytes(d.cache_bytes));
+  out += compute_units_line(d);
   if (d.tdp_w > 0) out += fmt::format("  power        {:.0f} W\n", d.tdp_w);
   out += "\n  dense peak (TFLOP/s; TOPS for integers)\n";
   TextTable table;

@@ -120,6 +120,10 @@ TEST_CASE("calibrate's hardware file loads back and carries the fit", "[calibrat
         Approx(fitted->peak(Precision::kFp16).matrix_flops_per_s));
   CHECK(*d.performance.matrix_efficiency == Approx(*fitted->performance.matrix_efficiency));
   CHECK(d.sources == fitted->sources);
+  CHECK(d.cache_bytes == Approx(fitted->cache_bytes));
+  CHECK(d.compute_units == fitted->compute_units);  // 108 SMs at 1410 MHz in the built-in table.
+  CHECK(d.compute_unit_name == fitted->compute_unit_name);
+  CHECK(d.boost_clock_hz == Approx(fitted->boost_clock_hz));
   // Merged on top of the built-in table, the estimate reproduces the record.
   HardwareTable merged = table;
   merge_hardware(merged, reloaded);

@@ -105,6 +105,10 @@ capcalc_cli_ok(hw_show "NVIDIA A100 80GB SXM4 \\(a100-sxm4-80gb\\).*bf16 +39 +31
                hw show a100)
 capcalc_cli_ok(hw_show_allreduce "all-reduce   20.0 [^ ]+ latency \\(8.00 [^ ]+ compiled\\), 77 % of 450 GB/s per direction"
                hw show h100)
+capcalc_cli_ok(hw_show_compute_units "cache +50.0 MB\n  compute +132 SMs at 1.83 GHz\n"
+               hw show h100-sxm)
+capcalc_cli_ok(hw_show_compute_units_json "\"compute_units\": 114,\n *\"compute_unit_name\": \"SM\",\n *\"boost_clock_hz\": 1620000000"
+               hw show h100-pcie --format json)
 capcalc_cli_ok(hw_show_json "\"id\": \"tpu-v4\""
                hw show "TPU v4" --format json)
 capcalc_cli_ok(hardware_file_override "My A100.*matrix 50 %"

@@ -136,6 +136,41 @@ TEST_CASE("every device has positive memory, bandwidth and peak figures", "[hard
   }
 }
 
+TEST_CASE("every GPU, TPU and accelerator has compute units and a clock, or says why not",
+          "[hardware]") {
+  // Figures no vendor document gives (data/hardware.json's notes say "NOT stored" and why).
+  // Remove an id here when its figure is sourced.
+  const std::set<std::string> no_units = {"a10g", "b200"};
+  const std::set<std::string> no_clock = {"a10g",   "b200",     "tpu-v6e",
+                                          "gaudi2", "m2-ultra", "m3-max"};
+  for (const Device& d : table().devices) {
+    CAPTURE(d.id);
+    CHECK(d.compute_units >= 0);
+    CHECK(d.compute_unit_name.empty() == (d.compute_units == 0));
+    CHECK(d.boost_clock_hz >= 0);
+    if (d.boost_clock_hz > 0) {
+      CHECK(d.boost_clock_hz >= 500e6);  // MHz in the JSON, not GHz or Hz.
+      CHECK(d.boost_clock_hz <= 6e9);
+    }
+    if (no_units.count(d.id) > 0 || no_clock.count(d.id) > 0) {
+      CHECK(d.notes.find("NOT stored") != std::string::npos);
+    }
+    if (d.type == DeviceType::kCpu) {
+      CHECK(d.compute_units > 0);
+      CHECK(d.compute_unit_name == "core");
+      CHECK(d.boost_clock_hz > 0);
+      continue;
+    }
+    CHECK((d.compute_units > 0) == (no_units.count(d.id) == 0));
+    CHECK((d.boost_clock_hz > 0) == (no_clock.count(d.id) == 0));
+  }
+  CHECK(device("tpu-v4").compute_unit_name == "MXU");
+  CHECK(device("mi300x").compute_unit_name == "CU");
+  CHECK(device("gaudi3").compute_unit_name == "MME");
+  CHECK(device("m3-max").compute_unit_name == "GPU core");
+  CHECK(device("i9-13900k").compute_units == 8 + 16);  // P-cores + E-cores (Intel ARK).
+}
+
 TEST_CASE("every precision listed in the JSON has a peak, and only those", "[hardware]") {
   const nlohmann::json& devices = raw_table().at("devices");
   for (std::size_t i = 0; i < devices.size(); ++i) {
@@ -322,6 +357,34 @@ TEST_CASE("T4, L4 and B200 figures match their sources", "[hardware]") {
   const Device& b200 = device("b200");
   CHECK(tflops(b200, Precision::kBf16, true) == Approx(2250));
   CHECK(tflops(b200, Precision::kFp8, true) == Approx(4500));
+}
+
+TEST_CASE("NVIDIA dense FP16 tensor peaks are SMs x boost clock x tensor FLOP per clock per SM",
+          "[hardware]") {
+  // The FLOP per clock per SM of each architecture, dense, FP16 inputs with FP32 accumulate:
+  const auto check = [](const char* id, int sms, double mhz, double flop_per_clock_per_sm) {
+    CAPTURE(id);
+    const Device& d = device(id);
+    CHECK(d.compute_units == sms);
+    CHECK(d.compute_unit_name == "SM");
+    CHECK(d.boost_clock_hz == Approx(mhz * 1e6));
+    const double predicted = d.compute_units * d.boost_clock_hz * flop_per_clock_per_sm;
+    CHECK(d.peak(Precision::kFp16).matrix_flops_per_s == Approx(predicted).epsilon(0.02));
+  };
+  // NVIDIA H100 Tensor Core GPU Architecture whitepaper (GTC22): H100 SXM5 132 SMs; Hopper's SM
+  // does twice A100's dense MMA rate, 4 tensor cores x 512 FP16 FMA = 4096 FLOP/clk; its
+  // tensor peaks (989.4 dense) are stated at 1830 MHz (FP32 vector ones at the 1980 MHz maximum).
+  check("h100-sxm", 132, 1830, 4096);
+  // NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs, 1410 MHz boost; "A100 has four
+  // Tensor Cores per SM, which together deliver 1024 dense FP16/FP32 FMA operations per clock".
+  check("a100-sxm4-80gb", 108, 1410, 2 * 1024);
+  check("a100-pcie-40gb", 108, 1410, 2 * 1024);
+  // NVIDIA Tesla V100 GPU Architecture whitepaper: 80 SMs, 1530 MHz boost (SXM2); 8 tensor
+  // cores per SM, each 64 FP16 FMA per clock.
+  check("v100-sxm2-16gb", 80, 1530, 2 * 8 * 64);
+  // NVIDIA Turing GPU Architecture whitepaper (Tesla T4 appendix): 40 SMs, 1590 MHz boost;
+  // 8 tensor cores per SM, each 64 FP16 FMA per clock.
+  check("t4", 40, 1590, 2 * 8 * 64);
 }
 
 TEST_CASE("TPU figures match the Cloud TPU documentation", "[hardware]") {
@@ -583,6 +646,21 @@ TEST_CASE("an unknown device is an error that suggests a close name", "[hardware
 // ---------------------------------------------------------------------------------------------
 // parse_hardware errors: located, compiler style, no nlohmann text.
 
+TEST_CASE("compute units and the boost clock parse into SI units", "[hardware]") {
+  nlohmann::json json = minimal_table();
+  json["devices"][0]["compute_units"] = 132;
+  json["devices"][0]["compute_unit_name"] = "SM";
+  json["devices"][0]["boost_clock_mhz"] = 1830;
+  const Device& d = parse(json).devices[0];
+  CHECK(d.compute_units == 132);
+  CHECK(d.compute_unit_name == "SM");
+  CHECK(d.boost_clock_hz == Approx(1.83e9));
+  const Device& bare = parse(minimal_table()).devices[0];  // Both optional: 0 and "" if absent.
+  CHECK(bare.compute_units == 0);
+  CHECK(bare.compute_unit_name.empty());
+  CHECK(bare.boost_clock_hz == 0);
+}
+
 TEST_CASE("parse_hardware accepts the minimal table", "[hardware][errors]") {
   const HardwareTable parsed = parse(minimal_table());
   REQUIRE(parsed.devices.size() == 1);
@@ -727,6 +805,33 @@ TEST_CASE("parse_hardware errors name the JSON pointer", "[hardware][errors]") {
     CHECK(error_of([&] { parse(json); }) ==
           "hw.json:/performance_model/gpu/allreduce_efficiency: an efficiency is a fraction in "
           "(0, 1], got 1.2");
+  }
+  SECTION("compute units not a positive integer, or without their name") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["compute_units"] = -4;
+    json["devices"][0]["compute_unit_name"] = "SM";
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/compute_units: expected a positive integer, got -4");
+    json["devices"][0]["compute_units"] = 0;
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/compute_units: expected a positive integer, got 0");
+    json["devices"][0]["compute_units"] = 132;
+    json["devices"][0].erase("compute_unit_name");
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0: \"compute_units\" needs \"compute_unit_name\" (\"SM\", \"CU\", ...)");
+    json["devices"][0]["compute_unit_name"] = "";
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/compute_unit_name: a compute unit name cannot be empty");
+    json["devices"][0].erase("compute_units");
+    json["devices"][0]["compute_unit_name"] = "SM";
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0: \"compute_unit_name\" needs \"compute_units\"");
+  }
+  SECTION("negative boost clock") {
+    nlohmann::json json = minimal_table();
+    json["devices"][0]["boost_clock_mhz"] = -1830;
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/devices/0/boost_clock_mhz: expected a positive number, got -1830");
   }
   SECTION("unsupported schema version") {
     nlohmann::json json = minimal_table();

@@ -158,7 +158,12 @@ struct Device {
   double memory_bytes = 0;
   double memory_bandwidth_bytes_per_s = 0;
   double cache_bytes = 0;  ///< On-chip L2/SRAM; 0 if unknown.
-  double tdp_w = 0;        ///< 0 if unknown.
+  /// The independent units a GEMM's output tiles are spread over: NVIDIA SMs, AMD CUs, TPU MXUs,
+  /// Gaudi MMEs, Apple GPU cores, CPU cores; 0 if unknown.
+  int compute_units = 0;
+  std::string compute_unit_name;  ///< "SM", "CU", "MXU", "MME", "GPU core", "core"; "" if unknown.
+  double boost_clock_hz = 0;      ///< The clock the matrix peaks are stated at; 0 if unknown.
+  double tdp_w = 0;               ///< 0 if unknown.
   std::optional<Link> intra_node;
   std::optional<Link> inter_node;
   std::optional<Price> price;
