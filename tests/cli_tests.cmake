@@ -360,3 +360,18 @@ capcalc_cli_ok(omit_input "parameters   4,300,079,472.*TTFT"
                estimate data/models/gemma3_4b_hf.json --gpu H100 --prompt-tokens 128 --output-tokens 8 --omit-input pixel_values)
 capcalc_cli_error(omit_input_required "gemma3_4b_hf.json:/inputs/0: input \"input_ids\" is not optional"
                   estimate data/models/gemma3_4b_hf.json --gpu H100 --omit-input input_ids)
+
+# Runtimes: the table, one runtime, and --runtime on an estimate (ResNet-50 at batch 1 under
+# PyTorch eager: 174 kernels, one per layer that is not a view, x 25 us of host cost = 4.35 ms).
+capcalc_cli_ok(runtimes_list "pytorch-eager +PyTorch eager +eager +gpu, cpu, accelerator +attention 6, rotary \\+10, cache_update \\+2, rmsnorm 8\n.*torch-compile +torch.compile \\(default mode, Inductor\\) +inductor +gpu, cpu +matrix 2\n.*\n14 runtimes"
+               runtimes list)
+capcalc_cli_ok(runtimes_show "vLLM \\(CUDA graphs, torch.compile\\) \\(vllm\\)\n  profile      compiled \\(elementwise layers fused\\)\n  devices      gpu\n  kernels      one per layer"
+               runtimes show VLLM)
+capcalc_cli_ok(runtimes_json "\"id\": \"pytorch-eager\",\n *\"name\": \"PyTorch eager\",.*\"kernels\": \\{\n *\"attention\": 6\\.0,\n *\"rotary\": 10\\.0,\n *\"cache_update\": 2\\.0,\n *\"rmsnorm\": 8\\.0\n"
+               runtimes list --format json)
+capcalc_cli_ok(estimate_runtime "workload     inference, fp32, batch 1, PyTorch eager \\(eager profile\\)\n.*latency      4\\.35 ms per batch of 1\n.*kernels      174 launched per pass"
+               estimate data/models/resnet50.json --gpu h200 --runtime pytorch-eager)
+capcalc_cli_error(runtime_unknown "capcalc: error: unknown runtime \"vlm\"; did you mean \"vllm\"\\?"
+                  estimate data/models/resnet50.json --gpu h200 --runtime vlm)
+capcalc_cli_error(runtime_wrong_device "vLLM \\(CUDA graphs, torch.compile\\) does not run on a tpu \\(Google Cloud TPU v4\\); it runs on: gpu"
+                  estimate data/models/resnet50.json --gpu tpu-v4 --runtime vllm)
