@@ -300,257 +300,324 @@ std::string parallelism_text(const Workload& workload) {
   return text;
 }
 
-Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
-                  const Workload& workload) {
-  const auto replicas = static_cast<double>(data_parallel_replicas(workload));
-  // Each device of a tensor-parallel group holds and computes 1/tp of every layer.
-  const auto tp = static_cast<double>(workload.tensor_parallel);
-  const Rates rates = achievable_rates(device, params, workload.precision);
-  const double act_bytes = activation_bytes_per_element(workload.precision);
-  const double weight_bytes =
-      weight_bytes_per_element(workload.weight_precision.value_or(workload.precision));
-  const double kv_bytes =
-      workload.kv_precision ? activation_bytes_per_element(*workload.kv_precision) : act_bytes;
-  const bool training = workload.mode == Mode::kTraining;
-  const bool has_matrix = rates.matrix_flops_per_s > 0;
+namespace {
 
-  Estimate result;
-  const Runtime runtime =
-      workload.runtime ? *workload.runtime
-                       : generic_runtime(workload.profile.value_or(
-                             graph.runs_fused ? Profile::kCompiled : params.default_profile));
-  result.profile = runtime.profile;
-  result.runtime = runtime.id;
+// What every stage of a step needs, fixed for the step.
+struct Step {
+  const Graph& graph;
+  const Device& device;
+  const PerformanceParams& params;
+  const Workload& workload;
+  Runtime runtime;
+  Rates rates;
+  double tp = 1;        // Each device of a tensor-parallel group holds 1/tp of every layer.
+  double pp = 1;        // A pipeline stage holds 1/pp of the layers (an even split).
+  double replicas = 1;  // Data-parallel replicas.
+  double micro_batches = 1;
+  double act_bytes = 0;
+  double weight_bytes = 0;
+  double sparse_weight_bytes = 0;
+  double kv_bytes = 0;
+  double comm_bytes = 0;
+  bool training = false;
+  bool has_matrix = false;
+  bool fusing = false;
+  bool sparse = false;
+  double floor_s = 0;
+  double backward_floor_s = 0;
+};
+
+Step make_step(const Graph& graph, const Device& device, const PerformanceParams& params,
+               const Workload& workload) {
+  Step s{graph, device, params, workload,
+         workload.runtime ? *workload.runtime
+                          : generic_runtime(workload.profile.value_or(
+                                graph.runs_fused ? Profile::kCompiled : params.default_profile)),
+         achievable_rates(device, params, workload.precision)};
+  s.replicas = static_cast<double>(data_parallel_replicas(workload));
+  s.tp = static_cast<double>(workload.tensor_parallel);
+  s.pp = static_cast<double>(workload.pipeline_parallel);
+  s.micro_batches = static_cast<double>(workload.micro_batches);
+  s.act_bytes = activation_bytes_per_element(workload.precision);
+  s.weight_bytes = weight_bytes_per_element(workload.weight_precision.value_or(workload.precision));
+  // 2:4 sparsity: half the weight values plus 2 bits of index per kept value.
+  s.sparse_weight_bytes = 0.5 * (s.weight_bytes + 0.25);
+  s.kv_bytes =
+      workload.kv_precision ? activation_bytes_per_element(*workload.kv_precision) : s.act_bytes;
+  // 8- and 4-bit recipes quantise GEMM inputs; the activations they all-reduce or send between
+  // devices stay in 16 bits (Transformer Engine, TensorRT-LLM).
+  s.comm_bytes = std::max(s.act_bytes, 2.0);
+  s.training = workload.mode == Mode::kTraining;
+  s.has_matrix = s.rates.matrix_flops_per_s > 0;
+  s.fusing = fuses_elementwise(s.runtime.profile);
+  s.sparse = workload.sparsity == Sparsity::k2of4;
   // The runtime's own host cost per kernel on this device type where the table gives one,
   // else the hardware table's floor for its profile.
-  const double host_s = runtime.host_overhead_s[static_cast<std::size_t>(device.type)];
-  const double floor_s = host_s > 0 ? host_s : params.overhead_s(result.profile);
-  result.floor_s = floor_s;
+  const double host_s = s.runtime.host_overhead_s[static_cast<std::size_t>(device.type)];
+  s.floor_s = host_s > 0 ? host_s : params.overhead_s(s.runtime.profile);
   // Eager backward kernels are launched by the autograd engine in C++, not dispatched from
   // Python one by one: they take the graph executor's floor (at most the forward's). Inductor
   // compiles the backward too (AOTAutograd) and launches its kernels from Python, as the
   // forward's.
-  const double backward_floor_s =
-      result.profile == Profile::kEager ? std::min(params.graph_overhead_s, floor_s) : floor_s;
-  const bool fusing = fuses_elementwise(result.profile);
-  // 2:4 sparsity: half the weight MACs and values (plus 2 bits of index per kept value),
-  // where the hardware supports it.
-  const bool sparse = workload.sparsity == Sparsity::k2of4;
-  result.sparsity_speedup = sparse && has_matrix ? device.sparsity_2_4_speedup : 1;
-  const double sparse_weight_bytes = 0.5 * (weight_bytes + 0.25);
+  s.backward_floor_s = s.runtime.profile == Profile::kEager
+                           ? std::min(params.graph_overhead_s, s.floor_s)
+                           : s.floor_s;
+  return s;
+}
 
-  double backward_s = 0;  // One micro-batch's backward through the whole model.
-  result.layers.reserve(graph.layers.size());
-  for (const Layer& layer : graph.layers) {
-    if (layer.view) {
-      result.layers.emplace_back();
-      continue;
-    }
-    const LayerCounts& c = layer.counts;
-    const double outputs = static_cast<double>(element_count(layer.output));
-    const bool matrix =
-        has_matrix && c.macs > 0 && static_cast<double>(c.macs) / outputs >= kMinMatrixReduction;
-    const bool sparse_layer = sparse && has_sparse_weights(layer);
-    // Tiles are cut from the product the matrix units see (the layer's GEMM view); layers
-    // that mix products (attention, experts) have none and take no penalty.
-    const std::optional<GemmView>& gemm = layer.traits.gemm;
-    const double utilisation = matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n),
-                                                                 static_cast<double>(gemm->k))
-                                              : 1;
-    const double speed = utilisation * (sparse_layer && matrix ? result.sparsity_speedup : 1);
-    const bool fused = fusing && fusable(layer, workload.mode);
-    const double layer_weight_bytes = sparse_layer ? sparse_weight_bytes : weight_bytes;
+// One layer's forward (and, in training, backward) on one device.
+LayerEstimate layer_time(const Step& s, const Layer& layer, double sparsity_speedup,
+                         double& backward_s, double& recompute_s) {
+  const LayerCounts& c = layer.counts;
+  const double outputs = static_cast<double>(element_count(layer.output));
+  const bool matrix =
+      s.has_matrix && c.macs > 0 && static_cast<double>(c.macs) / outputs >= kMinMatrixReduction;
+  const bool sparse_layer = s.sparse && has_sparse_weights(layer);
+  // Tiles are cut from the product the matrix units see (the layer's GEMM view); layers that
+  // mix products (attention, experts) have none and take no penalty.
+  const std::optional<GemmView>& gemm = layer.traits.gemm;
+  const double utilisation =
+      matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n), static_cast<double>(gemm->k))
+                     : 1;
+  const double speed = utilisation * (sparse_layer && matrix ? sparsity_speedup : 1);
+  const bool fused = s.fusing && fusable(layer, s.workload.mode);
+  const double layer_weight_bytes = sparse_layer ? s.sparse_weight_bytes : s.weight_bytes;
 
-    Work forward;
-    forward.kernels = runtime.kernels(layer);
-    forward.macs = static_cast<double>(c.macs - c.score_macs) / tp;
-    forward.score_macs = static_cast<double>(c.score_macs) / tp;
-    forward.other_flops = static_cast<double>(c.other_flops) / tp;
-    // Each device reads its share of the cache: all of it where there are fewer key/value
-    // heads (one latent) than devices.
-    forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * act_bytes +
-                     static_cast<double>(c.weight_elements_read) * layer_weight_bytes) /
-                        tp +
-                    static_cast<double>(c.kv_cache_read_elements) * kv_bytes *
-                        kv_cache_share(c, workload.tensor_parallel);
-    LayerEstimate e = roofline(forward, matrix, speed, fused, rates, floor_s);
-    if (training && workload.checkpointing) result.recompute_s += e.time_s;
-    if (training) {
-      // Backward: its own FLOPs, about twice the forward traffic (read the output gradient and
-      // the saved inputs, write the input and weight gradients), two kernels.
-      Work backward;
-      // Each product of two activations needs both operands' gradients: twice its forward.
-      backward.score_macs =
-          std::min(static_cast<double>(c.backward_macs) / tp, 2 * forward.score_macs);
-      backward.macs = static_cast<double>(c.backward_macs) / tp - backward.score_macs;
-      backward.other_flops = static_cast<double>(c.backward_other_flops) / tp;
-      backward.bytes = 2 * forward.bytes;
-      // Autograd runs a backward kernel per forward one and another for weight gradients.
-      backward.kernels = 2 * forward.kernels;
-      // A fused forward still leaves a backward that reads what it saved: not fused.
-      const LayerEstimate b = roofline(backward, matrix, speed, false, rates, backward_floor_s);
-      backward_s += b.time_s;
-      add(e, b);
-    }
-    result.layers.push_back(e);
+  Work forward;
+  forward.kernels = s.runtime.kernels(layer);
+  forward.macs = static_cast<double>(c.macs - c.score_macs) / s.tp;
+  forward.score_macs = static_cast<double>(c.score_macs) / s.tp;
+  forward.other_flops = static_cast<double>(c.other_flops) / s.tp;
+  // Each device reads its share of the cache: all of it where there are fewer key/value heads
+  // (one latent) than devices.
+  forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * s.act_bytes +
+                   static_cast<double>(c.weight_elements_read) * layer_weight_bytes) /
+                      s.tp +
+                  static_cast<double>(c.kv_cache_read_elements) * s.kv_bytes *
+                      kv_cache_share(c, s.workload.tensor_parallel);
+  LayerEstimate e = roofline(forward, matrix, speed, fused, s.rates, s.floor_s);
+  if (!s.training) return e;
+  if (s.workload.checkpointing) recompute_s += e.time_s;
+  // Backward: its own FLOPs, about twice the forward traffic (read the output gradient and the
+  // saved inputs, write the input and weight gradients).
+  Work backward;
+  // Each product of two activations needs both operands' gradients: twice its forward.
+  backward.score_macs = std::min(static_cast<double>(c.backward_macs) / s.tp, 2 * forward.score_macs);
+  backward.macs = static_cast<double>(c.backward_macs) / s.tp - backward.score_macs;
+  backward.other_flops = static_cast<double>(c.backward_other_flops) / s.tp;
+  backward.bytes = 2 * forward.bytes;
+  // Autograd runs a backward kernel per forward one and another for weight gradients.
+  backward.kernels = 2 * forward.kernels;
+  // A fused forward still leaves a backward that reads what it saved: not fused.
+  const LayerEstimate b = roofline(backward, matrix, speed, false, s.rates, s.backward_floor_s);
+  backward_s += b.time_s;
+  add(e, b);
+  return e;
+}
+
+// Every layer's time; returns one micro-batch's backward through the whole model.
+double layer_times(const Step& s, Estimate& result) {
+  double backward_s = 0;
+  result.layers.reserve(s.graph.layers.size());
+  for (const Layer& layer : s.graph.layers) {
+    result.layers.push_back(layer.view ? LayerEstimate{}
+                                       : layer_time(s, layer, result.sparsity_speedup, backward_s,
+                                                    result.recompute_s));
   }
-
-  // 8- and 4-bit recipes quantise GEMM inputs; the activations they all-reduce or send between
-  // devices stay in 16 bits (Transformer Engine, TensorRT-LLM).
-  const double comm_bytes = std::max(act_bytes, 2.0);
-  // Tensor parallelism: two all-reduces of each attention layer's output (after the attention
-  // output projection and after the feed-forward block's last projection), forward; backward
-  // all-reduces the gradients of the same activations.
-  if (workload.tensor_parallel > 1) {
-    const CollectiveLink tp_link = collective_link(device, 1, workload.tensor_parallel);
-    if (tp_link.link == nullptr) {
-      result.communication_modelled = false;
-    } else {
-      result.communication_link = tp_link.link->name;
-      result.communication_bandwidth = tp_link.per_direction;
-      const double passes = training ? (workload.checkpointing ? 3 : 2) : 1;
-      for (const Layer& layer : graph.layers) {
-        // Views: dropped, no work.
-        if (layer.traits.op_class != OpClass::kAttention || layer.view) continue;
-        const double bytes = static_cast<double>(element_count(layer.output)) * comm_bytes;
-        const double t =
-            collective_s(params, result.profile, 2 * (tp - 1) / tp, bytes, tp_link.per_direction);
-        result.communication_s += 2 * passes * t;
-        result.allreduces += static_cast<int>(2 * passes);
-        result.allreduce_bytes += 2 * passes * bytes;
-      }
-      result.latency_s += result.communication_s;
-    }
-  }
-
-  const GraphTotals totals = graph_totals(graph);
-  // A pipeline stage holds 1/pp of the layers (an even split) of its tensor-parallel share.
-  const auto pp = static_cast<double>(workload.pipeline_parallel);
-  const auto micro_batches = static_cast<double>(workload.micro_batches);
-  const double params_count = static_cast<double>(totals.params) / tp / pp;
   for (const LayerEstimate& e : result.layers) {
     result.kernels += e.kernels;
     result.latency_s += e.time_s;
     result.flops += e.flops;
     result.bytes += e.bytes;
   }
+  return backward_s;
+}
 
-  MemoryEstimate& memory = result.memory;
-  memory.weight_bytes = params_count * (sparse ? sparse_weight_bytes : weight_bytes);
+// Tensor parallelism: two all-reduces of each attention layer's output (after the attention
+// output projection and after the feed-forward block's last projection), forward; backward
+// all-reduces the gradients of the same activations.
+void tensor_parallel_communication(const Step& s, Estimate& result) {
+  if (s.workload.tensor_parallel <= 1) return;
+  const CollectiveLink tp_link = collective_link(s.device, 1, s.workload.tensor_parallel);
+  if (tp_link.link == nullptr) {
+    result.communication_modelled = false;
+    return;
+  }
+  result.communication_link = tp_link.link->name;
+  result.communication_bandwidth = tp_link.per_direction;
+  const double passes = s.training ? (s.workload.checkpointing ? 3 : 2) : 1;
+  for (const Layer& layer : s.graph.layers) {
+    if (layer.traits.op_class != OpClass::kAttention || layer.view) continue;
+    const double bytes = static_cast<double>(element_count(layer.output)) * s.comm_bytes;
+    const double t = collective_s(s.params, result.profile, 2 * (s.tp - 1) / s.tp, bytes,
+                                  tp_link.per_direction);
+    result.communication_s += 2 * passes * t;
+    result.allreduces += static_cast<int>(2 * passes);
+    result.allreduce_bytes += 2 * passes * bytes;
+  }
+  result.latency_s += result.communication_s;
+}
+
+// Training memory beyond the weights: gradients, optimizer state and the activations the
+// schedule keeps in flight. ZeRO: each replica keeps and updates 1/replicas of the optimizer
+// state (stage 1), of the gradients (2) and of the weights (3).
+void training_memory(const Step& s, const GraphTotals& totals, double params_count,
+                     double gradient_bytes, MemoryEstimate& memory) {
+  const int zero = s.workload.zero_stage;
+  memory.gradient_bytes = params_count * gradient_bytes / (zero >= 2 ? s.replicas : 1);
+  memory.optimizer_bytes = params_count * optimizer_state_bytes(s.workload.optimizer);
+  if (s.weight_bytes < 4) memory.optimizer_bytes += params_count * kMasterWeightBytesPerParam;
+  if (zero >= 1) memory.optimizer_bytes /= s.replicas;
+  if (zero >= 3) memory.weight_bytes /= s.replicas;
+  // 1F1B: the first stage holds min(pp, micro-batches) micro-batches' activations of its 1/pp
+  // of the layers; gradient accumulation alone (pp = 1) holds one at a time. Interleaved,
+  // Megatron-LM's schedule warms up 2(P-1) + (V-1)P chunk passes on the first stage and keeps
+  // one more in flight, each over 1/(P V) of the layers: 1 + (P-1)/(P V) micro-batches' worth
+  // for many micro-batches (Korthikanti et al. 2022).
+  const auto virtual_stages = static_cast<double>(s.workload.virtual_stages);
+  const double in_flight =
+      s.workload.virtual_stages == 1
+          ? std::min(s.pp, s.micro_batches) / s.pp
+          : std::min(2 * (s.pp - 1) + (virtual_stages - 1) * s.pp + 1,
+                     s.micro_batches * virtual_stages) /
+                (s.pp * virtual_stages);
+  memory.activation_bytes =
+      static_cast<double>(s.workload.checkpointing ? totals.checkpointed_elements
+                                                   : totals.activation_elements) *
+      s.act_bytes / s.tp * in_flight;
+}
+
+// What the sends between pipeline stages add to one micro-batch's stage time. Each
+// micro-batch sends its boundary activation forward and receives its gradient back, 1/tp of it
+// per device (Megatron's scatter-gather), once per chunk. 1F1B blocks on them; the interleaved
+// schedule overlaps them with its chunks' compute.
+double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s,
+                      Estimate& result) {
+  const CollectiveLink link =
+      pipeline_link(s.device, s.workload.tensor_parallel *
+                                  static_cast<std::int64_t>(s.replicas) *
+                                  s.workload.pipeline_parallel);
+  result.pipeline_send_bytes = static_cast<double>(totals.boundary_elements) * s.comm_bytes / s.tp;
+  if (link.link == nullptr) {
+    result.pipeline_sends_modelled = false;
+    return 0;
+  }
+  result.pipeline_link = link.link->name;
+  const double send =
+      collective_s(s.params, result.profile, 1, result.pipeline_send_bytes, link.per_direction);
+  const auto virtual_stages = static_cast<double>(s.workload.virtual_stages);
+  const double chunk_s = stage_s / virtual_stages;
+  return s.workload.virtual_stages == 1 ? 2 * send
+                                        : virtual_stages * std::max(0.0, 2 * send - chunk_s);
+}
+
+// Data-parallel replicas all-reduce their gradients once a step (ZeRO-3: a reduce-scatter of
+// the gradients, half an all-reduce, and two all-gathers of the weights, forward and backward,
+// half an all-reduce each); buckets are reduced as backward produces them (PyTorch DDP, FSDP,
+// Megatron's overlapped grad reduce): only what outlasts the stage's last backward shows.
+void data_parallel_sync(const Step& s, double params_count, double gradient_bytes,
+                        double backward_s, Estimate& result) {
+  if (s.replicas <= 1) return;
+  const CollectiveLink dp = collective_link(s.device, s.workload.tensor_parallel,
+                                            static_cast<std::int64_t>(s.replicas));
+  result.data_parallel_bytes = s.workload.zero_stage >= 3
+                                   ? params_count * (0.5 * gradient_bytes + s.weight_bytes)
+                                   : params_count * gradient_bytes;
+  if (dp.link == nullptr) {
+    result.data_parallel_modelled = false;
+    return;
+  }
+  result.data_parallel_link = dp.link->name;
+  result.data_parallel_bandwidth = dp.per_direction;
+  result.data_parallel_s = collective_s(s.params, result.profile, 2 * (s.replicas - 1) / s.replicas,
+                                        result.data_parallel_bytes, dp.per_direction);
+  result.data_parallel_exposed_s = std::max(0.0, result.data_parallel_s - backward_s / s.pp);
+}
+
+// A training step: one micro-batch through the whole model (forward, backward, recompute,
+// all-reduces); each stage takes 1/pp of it, micro-batch after micro-batch, and the pipeline
+// fills and drains: (micro-batches + pp - 1) stage times (interleaved: the fill and drain take
+// 1/V of that), then the exposed gradient sync and the optimizer update of the stage.
+void training_schedule(const Step& s, const GraphTotals& totals, double params_count,
+                       double backward_s, Estimate& result) {
   // Gradients are kept and reduced in 16 bits at least: fp8 training (Transformer Engine,
   // Megatron) computes fp8 products but writes bf16 weight gradients (fp32 main grads).
-  const double gradient_bytes = std::max(weight_bytes, 2.0);
-  const auto batch = static_cast<double>(graph.batch);
-  if (training) {
-    // ZeRO: each replica keeps and updates 1/replicas of the optimizer state (stage 1), of the
-    // gradients (2) and of the weights (3).
-    const int zero = workload.zero_stage;
-    const double shards = replicas;
-    const double update_bytes =
-        params_count * optimizer_update_bytes(workload.optimizer) / (zero >= 1 ? shards : 1);
-    result.optimizer_s = std::max(update_bytes / rates.bytes_per_s, floor_s);
-    result.bytes += update_bytes;
-    memory.gradient_bytes = params_count * gradient_bytes / (zero >= 2 ? shards : 1);
-    memory.optimizer_bytes = params_count * optimizer_state_bytes(workload.optimizer);
-    if (weight_bytes < 4) memory.optimizer_bytes += params_count * kMasterWeightBytesPerParam;
-    if (zero >= 1) memory.optimizer_bytes /= shards;
-    if (zero >= 3) memory.weight_bytes /= shards;
-    // 1F1B: the first stage holds min(pp, micro-batches) micro-batches' activations of its
-    // 1/pp of the layers; gradient accumulation alone (pp = 1) holds one at a time.
-    // Interleaved, Megatron-LM's schedule warms up 2(P-1) + (V-1)P chunk passes on the first
-    // stage and keeps one more in flight, each over 1/(P V) of the layers: 1 + (P-1)/(P V)
-    // micro-batches' worth for many micro-batches (Korthikanti et al. 2022).
-    const auto virtual_stages = static_cast<double>(workload.virtual_stages);
-    const double in_flight = workload.virtual_stages == 1
-                                 ? std::min(pp, micro_batches) / pp
-                                 : std::min(2 * (pp - 1) + (virtual_stages - 1) * pp + 1,
-                                            micro_batches * virtual_stages) /
-                                       (pp * virtual_stages);
-    memory.activation_bytes =
-        static_cast<double>(workload.checkpointing ? totals.checkpointed_elements
-                                                   : totals.activation_elements) *
-        act_bytes / tp * in_flight;
-    // One micro-batch through the whole model (forward, backward, recompute, all-reduces);
-    // each stage takes 1/pp of it, micro-batch after micro-batch, and the pipeline fills and
-    // drains: (micro-batches + pp - 1) stage times (interleaved: the fill and drain take 1/V
-    // of that), then the optimizer update of the stage.
-    double stage_s = (result.latency_s + result.recompute_s) / pp;
-    double sends_per_micro_batch = 0;
-    if (workload.pipeline_parallel > 1) {
-      // Each micro-batch sends its boundary activation forward and receives its gradient
-      // back, 1/tp of it per device (Megatron's scatter-gather), once per chunk. 1F1B blocks
-      // on them; the interleaved schedule overlaps them with its chunks' compute.
-      const CollectiveLink link =
-          pipeline_link(device, workload.tensor_parallel * static_cast<std::int64_t>(replicas) *
-                                    workload.pipeline_parallel);
-      result.pipeline_send_bytes = static_cast<double>(totals.boundary_elements) * comm_bytes / tp;
-      if (link.link == nullptr) {
-        result.pipeline_sends_modelled = false;
-      } else {
-        result.pipeline_link = link.link->name;
-        const double send =
-            collective_s(params, result.profile, 1, result.pipeline_send_bytes, link.per_direction);
-        const double chunk_s = stage_s / virtual_stages;
-        sends_per_micro_batch = workload.virtual_stages == 1
-                                    ? 2 * send
-                                    : virtual_stages * std::max(0.0, 2 * send - chunk_s);
-        stage_s += sends_per_micro_batch;
-      }
-    }
-    result.pipeline_bubble_s = (pp - 1) * stage_s / virtual_stages;
-    // The sends' share of the step: in every stage time, the bubble's included.
-    result.pipeline_send_s = (micro_batches + (pp - 1) / virtual_stages) * sends_per_micro_batch;
-    if (replicas > 1) {
-      const CollectiveLink dp =
-          collective_link(device, workload.tensor_parallel, static_cast<std::int64_t>(replicas));
-      // ZeRO-3: a reduce-scatter of the gradients (half an all-reduce) and two all-gathers of
-      // the weights (forward and backward, half an all-reduce each).
-      result.data_parallel_bytes = workload.zero_stage >= 3
-                                       ? params_count * (0.5 * gradient_bytes + weight_bytes)
-                                       : params_count * gradient_bytes;
-      if (dp.link == nullptr) {
-        result.data_parallel_modelled = false;
-      } else {
-        result.data_parallel_link = dp.link->name;
-        result.data_parallel_bandwidth = dp.per_direction;
-        result.data_parallel_s = collective_s(params, result.profile, 2 * (replicas - 1) / replicas,
-                                              result.data_parallel_bytes, dp.per_direction);
-        // Buckets of gradients are reduced as backward produces them (PyTorch DDP, FSDP,
-        // Megatron's overlapped grad reduce): only what outlasts the stage's last backward shows.
-        result.data_parallel_exposed_s = std::max(0.0, result.data_parallel_s - backward_s / pp);
-      }
-    }
-    result.latency_s = micro_batches * stage_s + result.pipeline_bubble_s +
-                       result.data_parallel_exposed_s + result.optimizer_s;
-    // The device's own work in a step: its stage's share of every micro-batch.
-    const double share = micro_batches / pp;
-    result.layer_repeats = share;
-    result.flops *= share;
-    result.kernels *= share;
-    result.bytes = (result.bytes - update_bytes) * share + update_bytes;
-    result.recompute_s *= share;
-    result.communication_s *= share;
-    result.allreduce_bytes *= share;
-    result.allreduces = static_cast<int>(std::lround(result.allreduces * share));
-  } else {
-    memory.activation_bytes = static_cast<double>(totals.peak_live_elements) * act_bytes / tp;
-  }
+  const double gradient_bytes = std::max(s.weight_bytes, 2.0);
+  const double update_bytes = params_count * optimizer_update_bytes(s.workload.optimizer) /
+                              (s.workload.zero_stage >= 1 ? s.replicas : 1);
+  result.optimizer_s = std::max(update_bytes / s.rates.bytes_per_s, s.floor_s);
+  training_memory(s, totals, params_count, gradient_bytes, result.memory);
+
+  const auto virtual_stages = static_cast<double>(s.workload.virtual_stages);
+  double stage_s = (result.latency_s + result.recompute_s) / s.pp;
+  const double sends = s.workload.pipeline_parallel > 1 ? pipeline_sends(s, totals, stage_s, result)
+                                                        : 0;
+  stage_s += sends;
+  result.pipeline_bubble_s = (s.pp - 1) * stage_s / virtual_stages;
+  // The sends' share of the step: in every stage time, the bubble's included.
+  result.pipeline_send_s = (s.micro_batches + (s.pp - 1) / virtual_stages) * sends;
+  data_parallel_sync(s, params_count, gradient_bytes, backward_s, result);
+  result.latency_s = s.micro_batches * stage_s + result.pipeline_bubble_s +
+                     result.data_parallel_exposed_s + result.optimizer_s;
+  // The device's own work in a step: its stage's share of every micro-batch.
+  const double share = s.micro_batches / s.pp;
+  result.layer_repeats = share;
+  result.flops *= share;
+  result.kernels *= share;
+  result.bytes = result.bytes * share + update_bytes;
+  result.recompute_s *= share;
+  result.communication_s *= share;
+  result.allreduce_bytes *= share;
+  result.allreduces = static_cast<int>(std::lround(result.allreduces * share));
+}
+
+// Memory totals and the largest batch that fits: activations are linear in the batch,
+// everything else does not depend on it.
+void memory_fit(const Step& s, Estimate& result) {
+  MemoryEstimate& memory = result.memory;
   memory.total_bytes = memory.weight_bytes + memory.gradient_bytes + memory.optimizer_bytes +
                        memory.activation_bytes;
-  // Activations are linear in the batch; everything else does not depend on it.
+  const auto batch = static_cast<double>(s.graph.batch);
   memory.per_sample_bytes = memory.activation_bytes / batch;
-  result.fits = memory.total_bytes <= device.memory_bytes;
-  if (graph.dims.count("batch") == 0) {
+  result.fits = memory.total_bytes <= s.device.memory_bytes;
+  if (s.graph.dims.count("batch") == 0) {
     result.max_batch = -1;
-  } else {
-    const double fixed = memory.total_bytes - memory.activation_bytes;
-    result.max_batch = fixed >= device.memory_bytes || memory.per_sample_bytes <= 0
-                           ? 0
-                           : static_cast<std::int64_t>(std::floor((device.memory_bytes - fixed) /
-                                                                  memory.per_sample_bytes));
+    return;
   }
+  const double fixed = memory.total_bytes - memory.activation_bytes;
+  result.max_batch = fixed >= s.device.memory_bytes || memory.per_sample_bytes <= 0
+                         ? 0
+                         : static_cast<std::int64_t>(std::floor(
+                               (s.device.memory_bytes - fixed) / memory.per_sample_bytes));
+}
+
+}  // namespace
+
+Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
+                  const Workload& workload) {
+  const Step s = make_step(graph, device, params, workload);
+  Estimate result;
+  result.profile = s.runtime.profile;
+  result.runtime = s.runtime.id;
+  result.floor_s = s.floor_s;
+  result.sparsity_speedup = s.sparse && s.has_matrix ? device.sparsity_2_4_speedup : 1;
+
+  const double backward_s = layer_times(s, result);
+  tensor_parallel_communication(s, result);
+
+  const GraphTotals totals = graph_totals(graph);
+  const double params_count = static_cast<double>(totals.params) / s.tp / s.pp;
+  result.memory.weight_bytes = params_count * (s.sparse ? s.sparse_weight_bytes : s.weight_bytes);
+  if (s.training) {
+    training_schedule(s, totals, params_count, backward_s, result);
+  } else {
+    result.memory.activation_bytes =
+        static_cast<double>(totals.peak_live_elements) * s.act_bytes / s.tp;
+  }
+  memory_fit(s, result);
+  const auto batch = static_cast<double>(graph.batch);
   result.throughput_per_s =
-      result.latency_s > 0 ? batch * micro_batches * replicas / result.latency_s : 0;
+      result.latency_s > 0 ? batch * s.micro_batches * s.replicas / result.latency_s : 0;
   result.achieved_flops_per_s = result.latency_s > 0 ? result.flops / result.latency_s : 0;
   return result;
 }
