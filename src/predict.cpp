@@ -33,6 +33,22 @@ double tile_utilisation(double n, double k) {
   return fill(n, kMatrixTileN) * fill(k, kMatrixTileK);
 }
 
+// Wave quantisation (NVIDIA's "Matrix Multiplication Background" guide): a product's output
+// tiles (kMatrixTileN square) are spread over the device's compute units a wave at a time, and
+// a last partial wave leaves units idle. Fewer tiles than units: the reduction is split over
+// the idle units in slices of kMatrixTileK (cuBLAS's split-K, CUTLASS's stream-K), as far as
+// it goes. CPUs block GEMMs per core differently: no penalty there, nor without a unit count.
+double wave_utilisation(const GemmView& gemm, const Device& device) {
+  if (device.compute_units <= 0 || device.type == DeviceType::kCpu) return 1;
+  const auto units = static_cast<double>(device.compute_units);
+  const double tiles = std::ceil(static_cast<double>(gemm.m) / kMatrixTileN) *
+                       std::ceil(static_cast<double>(gemm.n) / kMatrixTileN) *
+                       static_cast<double>(gemm.count);
+  if (tiles >= units) return tiles / (std::ceil(tiles / units) * units);
+  const double slices = std::ceil(static_cast<double>(gemm.k) / kMatrixTileK);
+  return std::min(units, tiles * std::min(slices, std::floor(units / tiles))) / units;
+}
+
 // 2:4 sparsity applies to weights: layers with parameters and weight MACs.
 bool has_sparse_weights(const Layer& layer) {
   return layer.counts.params > 0 && layer.counts.macs > layer.counts.score_macs;
@@ -377,7 +393,8 @@ LayerEstimate layer_time(const Step& s, const Layer& layer, double sparsity_spee
   // mix products (attention, experts) have none and take no penalty.
   const std::optional<GemmView>& gemm = layer.traits.gemm;
   const double utilisation =
-      matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n), static_cast<double>(gemm->k))
+      matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n), static_cast<double>(gemm->k)) *
+                           wave_utilisation(*gemm, s.device)
                      : 1;
   const double speed = utilisation * (sparse_layer && matrix ? sparsity_speedup : 1);
   const bool fused = s.fusing && fusable(layer, s.workload.mode);

@@ -926,3 +926,45 @@ TEST_CASE("predict: fusion follows the operator's trait", "[predict]") {
   const Estimate training = estimate(g, round_device(), round_params(), w);
   CHECK(training.layers[1].bound != Bound::kFused);  // Batch statistics: its own kernel.
 }
+
+namespace {
+
+Device round_gpu_with_units(int units) {
+  Device d = round_device();
+  d.compute_units = units;
+  return d;
+}
+
+}  // namespace
+
+// Wave quantisation on a device of 100 units (NVIDIA's "Matrix Multiplication Background"
+// guide): [12800, 128] x [128, 1280] has 100 x 10 = 1,000 output tiles of 128 x 128: ten full
+// waves, nothing lost. [12928, ...] has 101 x 10 = 1,010 tiles: eleven waves, the last with 10
+// tiles, so 1,010 / 1,100 of the rate (and 12,928 rows fill their tiles exactly).
+TEST_CASE("predict: a partial last wave of tiles idles units", "[predict]") {
+  Workload w;
+  w.precision = Precision::kFp16;
+  const Device d = round_gpu_with_units(100);
+  const Estimate full = estimate(one_linear(12800, 128, 1280), d, round_params(), w);
+  CHECK(full.layers[0].compute_s == Approx(2.0 * 12800 * 128 * 1280 / 50e12));
+  const Estimate partial = estimate(one_linear(12928, 128, 1280), d, round_params(), w);
+  CHECK(partial.layers[0].compute_s ==
+        Approx(2.0 * 12928 * 128 * 1280 / (50e12 * 1010.0 / 1100)));
+  // Without a unit count (or on a CPU) there is no wave penalty.
+  const Estimate unknown = estimate(one_linear(12928, 128, 1280), round_device(), round_params(), w);
+  CHECK(unknown.layers[0].compute_s == Approx(2.0 * 12928 * 128 * 1280 / 50e12));
+}
+
+// Fewer tiles than units: the reduction is split over idle units in 64-deep slices. [256, 512]
+// x [512, 256] has 2 x 2 = 4 tiles on 100 units: split 25 ways (512 / 64 = 8 slices allow only
+// 8), so 4 x 8 = 32 of 100 units work. [256, 4096] x [4096, 256]: 64 slices, split 25 ways,
+// all 100 units.
+TEST_CASE("predict: too few tiles split the reduction over idle units", "[predict]") {
+  Workload w;
+  w.precision = Precision::kFp16;
+  const Device d = round_gpu_with_units(100);
+  const Estimate shallow = estimate(one_linear(256, 512, 256), d, round_params(), w);
+  CHECK(shallow.layers[0].compute_s == Approx(2.0 * 256 * 512 * 256 / (50e12 * 0.32)));
+  const Estimate deep = estimate(one_linear(256, 4096, 256), d, round_params(), w);
+  CHECK(deep.layers[0].compute_s == Approx(2.0 * 256 * 4096 * 256 / 50e12));
+}
