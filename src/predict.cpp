@@ -341,7 +341,43 @@ struct Step {
   bool sparse = false;
   double floor_s = 0;
   double backward_floor_s = 0;
+  /// Per layer: input elements written by the layer just before it that stay in the
+  /// last-level cache (read from there, not from DRAM).
+  std::vector<double> cached_input_elements{};
 };
+
+// The layer that holds a value's storage: a view aliases its input; -1 for a model input.
+std::int64_t storage_layer(const Graph& graph, std::int32_t value) {
+  const auto first_layer = static_cast<std::int32_t>(graph.inputs.size());
+  while (value >= first_layer) {
+    const Layer& layer = graph.layers[static_cast<std::size_t>(value - first_layer)];
+    if (!layer.view || layer.inputs.empty()) return value - first_layer;
+    value = layer.inputs.front();
+  }
+  return -1;
+}
+
+// An activation written by one layer and read by the next fits in the last-level cache (GPUs'
+// L2, CPUs' L3) when its bytes on one device do not exceed the cache: the reader takes it from
+// there. Only the reading is spared; the writer's traffic stays (a write-back cache still
+// writes it out).
+std::vector<double> cached_inputs(const Graph& graph, double cache_bytes, double act_bytes,
+                                  double tp) {
+  std::vector<double> cached(graph.layers.size(), 0);
+  if (cache_bytes <= 0) return cached;
+  std::int64_t previous = -1;  // The last layer that is not a view.
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    const Layer& layer = graph.layers[i];
+    if (layer.view) continue;
+    for (std::int32_t input : layer.inputs) {
+      if (previous < 0 || storage_layer(graph, input) != previous) continue;
+      const auto elements = static_cast<double>(element_count(graph.value_shape(input)));
+      if (elements * act_bytes / tp <= cache_bytes) cached[i] += elements;
+    }
+    previous = static_cast<std::int64_t>(i);
+  }
+  return cached;
+}
 
 Step make_step(const Graph& graph, const Device& device, const PerformanceParams& params,
                const Workload& workload) {
@@ -378,12 +414,14 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
   s.backward_floor_s = s.runtime.profile == Profile::kEager
                            ? std::min(params.graph_overhead_s, s.floor_s)
                            : s.floor_s;
+  s.cached_input_elements = cached_inputs(graph, device.cache_bytes, s.act_bytes, s.tp);
   return s;
 }
 
 // One layer's forward (and, in training, backward) on one device.
-LayerEstimate layer_time(const Step& s, const Layer& layer, double sparsity_speedup,
+LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speedup,
                          double& backward_s, double& recompute_s) {
+  const Layer& layer = s.graph.layers[index];
   const LayerCounts& c = layer.counts;
   const double outputs = static_cast<double>(element_count(layer.output));
   const bool matrix =
@@ -412,6 +450,11 @@ LayerEstimate layer_time(const Step& s, const Layer& layer, double sparsity_spee
                       s.tp +
                   static_cast<double>(c.kv_cache_read_elements) * s.kv_bytes *
                       kv_cache_share(c, s.workload.tensor_parallel);
+  // Backward reads saved activations, long gone from the cache: twice the uncached traffic.
+  const double uncached_bytes = forward.bytes;
+  const double cached = std::min(s.cached_input_elements[index],
+                                 static_cast<double>(c.input_elements));
+  forward.bytes -= cached * s.act_bytes / s.tp;
   LayerEstimate e = roofline(forward, matrix, speed, fused, s.rates, s.floor_s);
   if (!s.training) return e;
   if (s.workload.checkpointing) recompute_s += e.time_s;
@@ -422,7 +465,7 @@ LayerEstimate layer_time(const Step& s, const Layer& layer, double sparsity_spee
   backward.score_macs = std::min(static_cast<double>(c.backward_macs) / s.tp, 2 * forward.score_macs);
   backward.macs = static_cast<double>(c.backward_macs) / s.tp - backward.score_macs;
   backward.other_flops = static_cast<double>(c.backward_other_flops) / s.tp;
-  backward.bytes = 2 * forward.bytes;
+  backward.bytes = 2 * uncached_bytes;
   // Autograd runs a backward kernel per forward one and another for weight gradients.
   backward.kernels = 2 * forward.kernels;
   // A fused forward still leaves a backward that reads what it saved: not fused.
@@ -436,10 +479,11 @@ LayerEstimate layer_time(const Step& s, const Layer& layer, double sparsity_spee
 double layer_times(const Step& s, Estimate& result) {
   double backward_s = 0;
   result.layers.reserve(s.graph.layers.size());
-  for (const Layer& layer : s.graph.layers) {
-    result.layers.push_back(layer.view ? LayerEstimate{}
-                                       : layer_time(s, layer, result.sparsity_speedup, backward_s,
-                                                    result.recompute_s));
+  for (std::size_t i = 0; i < s.graph.layers.size(); ++i) {
+    result.layers.push_back(s.graph.layers[i].view
+                                ? LayerEstimate{}
+                                : layer_time(s, i, result.sparsity_speedup, backward_s,
+                                             result.recompute_s));
   }
   for (const LayerEstimate& e : result.layers) {
     result.kernels += e.kernels;

@@ -968,3 +968,32 @@ TEST_CASE("predict: too few tiles split the reduction over idle units", "[predic
   const Estimate deep = estimate(one_linear(256, 4096, 256), d, round_params(), w);
   CHECK(deep.layers[0].compute_s == Approx(2.0 * 256 * 4096 * 256 / 50e12));
 }
+
+// Last-level cache: fc's output (64 x 1024 fp16 = 128 kB) is read by relu straight after, and
+// fits a 1 MB cache, so relu reads it from there: relu's DRAM traffic is only its write,
+// 128 kB, not 256 kB. fc itself reads the model input, which no layer wrote: all from DRAM.
+// With a 64 kB cache nothing fits and relu moves both.
+TEST_CASE("predict: an activation the next layer reads from the cache is not read from DRAM",
+          "[predict]") {
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "fc_relu",
+    "dims": {"batch": 64}, "inputs": [{"name": "x", "shape": ["batch", 1024]}],
+    "layers": [{"name": "fc", "op": "linear", "out_features": 1024, "bias": false},
+               {"name": "relu", "op": "relu"}]})",
+                              "fc_relu.json");
+  Workload w;
+  w.precision = Precision::kFp16;
+  Device cached = round_device();
+  cached.cache_bytes = 1e6;
+  const double tensor = 64.0 * 1024 * 2;
+  const Estimate e = estimate(g, cached, round_params(), w);
+  CHECK(e.layers[1].bytes == Approx(tensor));
+  CHECK(e.layers[1].memory_s == Approx(tensor / 0.5e12));
+  CHECK(e.layers[0].bytes == Approx(tensor + tensor + 1024.0 * 1024 * 2));
+  Device small = round_device();
+  small.cache_bytes = 64e3;
+  CHECK(estimate(g, small, round_params(), w).layers[1].bytes == Approx(2 * tensor));
+  // Backward reads what forward saved, not from the cache: twice the uncached traffic.
+  w.mode = Mode::kTraining;
+  const Estimate t = estimate(g, cached, round_params(), w);
+  CHECK(t.layers[1].bytes == Approx(tensor + 2 * 2 * tensor));
+}
