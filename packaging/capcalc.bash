@@ -70,7 +70,7 @@ _capcalc() {
       [[ $command == probe ]] && formats="json table"
       COMPREPLY=($(compgen -W "$formats" -- "$cur"))
       return ;;
-    --hardware | --hardware-file | --runtime-file | --budget | --measurements | -o | --output)
+    --hardware | --hardware-file | --runtime-file | --budget | --measurements | --write-ranges | -o | --output)
       COMPREPLY=($(compgen -f -- "$cur"))
       return ;;
     --models)
@@ -111,7 +111,7 @@ _capcalc() {
       esac ;;
     calibrate) flags="$hw_flags --models --output" ;;
     probe) flags="--seconds --threads --output --format" ;;
-    validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor" ;;
+    validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor --write-ranges" ;;
     compare)
       flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
              --batch --profile --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp

@@ -1,7 +1,10 @@
 #include "capcalc/report.hpp"
 
+#include "capcalc/ranges.hpp"
+
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -129,15 +132,6 @@ struct BoundShare {
   double time_s = 0;
 };
 
-// The bound that takes most of an estimate's time.
-std::string dominant_bound(const Estimate& e) {
-  std::array<double, 5> time{};
-  for (const LayerEstimate& layer : e.layers)
-    time[static_cast<std::size_t>(layer.bound)] += layer.time_s;
-  const auto it = std::max_element(time.begin(), time.begin() + 3);
-  return std::string(bound_name(static_cast<Bound>(it - time.begin())));
-}
-
 std::string price_text(const Device& d, const TrainingRun& run) {
   if (!run.price_per_device_hour_usd) return "";
   if (d.price && *run.price_per_device_hour_usd == d.price->usd_per_hour) {
@@ -178,6 +172,50 @@ std::string render_training_text(const ReportInput& in) {
   return out;
 }
 
+// The range of a prediction of `e`'s class, if the report has ranges.
+std::optional<PredictionRange> range_of(const ReportInput& in, const Estimate& e) {
+  if (in.ranges == nullptr) return std::nullopt;
+  return in.ranges->range_for({e.profile, dominant_bound(e), in.device->type});
+}
+
+// " (8.1-13.0 ms: 80 % of 37 measured cases of eager/overhead/gpu)" for a time.
+std::string time_range_text(const ReportInput& in, const Estimate& e, double time_s) {
+  const std::optional<PredictionRange> r = range_of(in, e);
+  if (!r) return "";
+  const std::string basis =
+      r->validated
+          ? fmt::format("{:.0f} % of {} measured cases of {}", 100 * in.ranges->coverage, r->cases,
+                        r->key)
+          : fmt::format("no validated case of {}: the range of all {} cases",
+                        class_key({e.profile, dominant_bound(e), in.device->type}), r->cases);
+  // "9.85-22.0 ms" when both ends share the unit.
+  std::string low = format_duration(time_s * r->low);
+  const std::string high = format_duration(time_s * r->high);
+  const std::size_t space = low.rfind(' ');
+  if (space != std::string::npos && high.size() > space &&
+      high.substr(high.rfind(' ')) == low.substr(space)) {
+    low.resize(space);
+  }
+  return fmt::format(" ({}-{}: {})", low, high, basis);
+}
+
+// " (75.1-118 samples/s)" for a rate.
+std::string rate_range_text(const ReportInput& in, const Estimate& e, double rate,
+                            std::string_view unit) {
+  const std::optional<PredictionRange> r = range_of(in, e);
+  if (!r) return "";
+  return fmt::format(" ({}-{} {})", format_count(rate / r->high), format_count(rate / r->low),
+                     unit);
+}
+
+Json range_json(const ReportInput& in, const Estimate& e, double value, bool time) {
+  const PredictionRange r = *range_of(in, e);
+  Json j;
+  j["low"] = time ? value * r.low : value / r.high;
+  j["high"] = time ? value * r.high : value / r.low;
+  return j;
+}
+
 std::string render_serving_text(const ReportInput& in) {
   const ServingEstimate& s = *in.serving;
   const ServingRequest& r = *in.request;
@@ -186,13 +224,15 @@ std::string render_serving_text(const ReportInput& in) {
                                 batch, batch == 1 ? "" : "s", r.prompt_tokens, r.output_tokens);
   out += fmt::format(
       "  prefill      {} ({}-bound, {} of the {} peak)\n", format_duration(s.ttft_s),
-      s.prefill.achieved_flops_per_s >= 0 ? dominant_bound(s.prefill) : "-",
+      s.prefill.achieved_flops_per_s >= 0 ? std::string(bound_name(dominant_bound(s.prefill))) : "-",
       percent(s.prefill.achieved_flops_per_s / matrix_peak(*in.device, in.workload.precision)),
       precision_name(in.workload.precision));
-  out += fmt::format("  TTFT         {}\n", format_duration(s.ttft_s));
-  out += fmt::format("  decode step  {} per token at {} cached tokens ({}-bound)\n",
+  out += fmt::format("  TTFT         {}{}\n", format_duration(s.ttft_s),
+                     time_range_text(in, s.prefill, s.ttft_s));
+  out += fmt::format("  decode step  {} per token at {} cached tokens ({}-bound){}\n",
                      format_duration(s.decode_step_s), format_grouped(s.mean_context),
-                     dominant_bound(s.decode));
+                     bound_name(dominant_bound(s.decode)),
+                     time_range_text(in, s.decode, s.decode_step_s));
   out += fmt::format("  decode       {} tokens/s per sequence, {} tokens/s in total\n",
                      format_count(s.tokens_per_s_per_sequence), format_count(s.tokens_per_s));
   if (in.workload.tensor_parallel > 1) {
@@ -535,9 +575,10 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
       100 * p.matrix_efficiency, 100 * p.vector_efficiency, 100 * p.memory_efficiency,
       format_duration(e.floor_s));
   const std::int64_t micro = in.workload.micro_batches;
-  out += fmt::format("  {:<12} {} per {} of {}{}\n", training ? "step time" : "latency",
+  out += fmt::format("  {:<12} {} per {} of {}{}{}\n", training ? "step time" : "latency",
                      format_duration(e.latency_s), training ? "step" : "batch", g.batch,
-                     micro > 1 ? fmt::format(" x {} micro-batches", micro) : "");
+                     micro > 1 ? fmt::format(" x {} micro-batches", micro) : "",
+                     time_range_text(in, e, e.latency_s));
   if (in.workload.pipeline_parallel > 1) {
     const std::int64_t v = in.workload.virtual_stages;
     out +=
@@ -562,7 +603,8 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
                          format_duration(e.recompute_s));
     }
   }
-  out += fmt::format("  throughput   {} samples/s\n", format_count(e.throughput_per_s));
+  out += fmt::format("  throughput   {} samples/s{}\n", format_count(e.throughput_per_s),
+                     rate_range_text(in, e, e.throughput_per_s, "samples/s"));
   out += fmt::format("  kernels      {} launched per {}\n", format_grouped(std::llround(e.kernels)),
                      training ? "step" : "pass");
   const double peak = matrix_peak(d, precision);
@@ -687,8 +729,17 @@ std::string render_estimate_json(const ReportInput& in) {
   doc["workload"] = workload;
   Json est;
   est["latency_s"] = e.latency_s;
+  if (in.ranges != nullptr) est["latency_range_s"] = range_json(in, e, e.latency_s, true);
   est["kernels"] = e.kernels;
   est["throughput_per_s"] = e.throughput_per_s;
+  if (in.ranges != nullptr) {
+    est["throughput_range_per_s"] = range_json(in, e, e.throughput_per_s, false);
+    const PredictionRange r = *range_of(in, e);
+    est["range_basis"] = {{"class", class_key({e.profile, dominant_bound(e), in.device->type})},
+                          {"validated", r.validated},
+                          {"cases", r.cases},
+                          {"coverage", in.ranges->coverage}};
+  }
   est["flops_per_step"] = e.flops;
   est["bytes_per_step"] = e.bytes;
   est["achieved_flops_per_s"] = e.achieved_flops_per_s;
@@ -753,7 +804,11 @@ std::string render_estimate_json(const ReportInput& in) {
     llm["prefill_communication_s"] = sv.prefill.communication_s;
     llm["decode_step_communication_s"] = sv.decode.communication_s;
     llm["ttft_s"] = sv.ttft_s;
+    if (in.ranges != nullptr) llm["ttft_range_s"] = range_json(in, sv.prefill, sv.ttft_s, true);
     llm["decode_step_s"] = sv.decode_step_s;
+    if (in.ranges != nullptr) {
+      llm["decode_step_range_s"] = range_json(in, sv.decode, sv.decode_step_s, true);
+    }
     llm["mean_context_tokens"] = sv.mean_context;
     llm["decode_tokens_per_s_per_sequence"] = sv.tokens_per_s_per_sequence;
     llm["decode_tokens_per_s"] = sv.tokens_per_s;

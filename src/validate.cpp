@@ -177,8 +177,17 @@ std::int64_t seq_of(const Graph& graph, const Measurement& m) {
   return it->second;
 }
 
-double predict_case(const Measurement& m, const HardwareTable& table, const std::string& models_dir,
-                    const RuntimeTable* runtimes) {
+// The metric of an estimate, as the case measures it.
+double metric_value(const Measurement& m, const Graph& graph, const Estimate& e,
+                    double matrix_peak, double per_device_samples);
+
+struct Prediction {
+  double value = 0;
+  PredictionClass cls;
+};
+
+Prediction predict_case(const Measurement& m, const HardwareTable& table,
+                        const std::string& models_dir, const RuntimeTable* runtimes) {
   const Device& device = table.get(m.device);
   ModelOptions options;
   options.dims = m.dims;
@@ -207,19 +216,22 @@ double predict_case(const Measurement& m, const HardwareTable& table, const std:
           return load_model(path, shaped);
         },
         device, params, workload, request);
+    // The prefill's class for the time to first token, the decode step's for the rest.
+    const Estimate& part = m.metric == Metric::kTtft ? s.prefill : s.decode;
+    const PredictionClass cls{part.profile, dominant_bound(part), device.type};
     switch (m.metric) {
       case Metric::kTtft:
-        return s.ttft_s;
+        return {s.ttft_s, cls};
       case Metric::kInterTokenLatency:
-        return s.decode_step_s;
+        return {s.decode_step_s, cls};
       case Metric::kRequestLatency:
-        return s.request_latency_s;
+        return {s.request_latency_s, cls};
       default: {
         // All sequences of all replicas: tokens_per_s is their decode rate.
         const double tokens =
             s.tokens_per_s * s.decode_step_s * static_cast<double>(m.output_tokens);
         const double total = tokens / s.request_latency_s;
-        return m.per_device ? total / static_cast<double>(workload.devices) : total;
+        return {m.per_device ? total / static_cast<double>(workload.devices) : total, cls};
       }
     }
   }
@@ -230,6 +242,12 @@ double predict_case(const Measurement& m, const HardwareTable& table, const std:
   const PeakRate& peak = device.peak(workload.precision);
   const double matrix_peak =
       peak.matrix_flops_per_s > 0 ? peak.matrix_flops_per_s : peak.vector_flops_per_s;
+  const PredictionClass cls{e.profile, dominant_bound(e), device.type};
+  return {metric_value(m, graph, e, matrix_peak, per_device_samples), cls};
+}
+
+double metric_value(const Measurement& m, const Graph& graph, const Estimate& e,
+                    double matrix_peak, double per_device_samples) {
   switch (m.metric) {
     case Metric::kThroughput:
       return m.per_device ? per_device_samples : e.throughput_per_s;
@@ -268,6 +286,18 @@ double median(std::vector<double> values) {
 }
 
 }  // namespace
+
+double ValidationResult::time_ratio() const {
+  return is_time_metric(measurement->metric) ? 1 / ratio : ratio;
+}
+
+std::vector<Residual> residuals(const ValidationSummary& summary) {
+  std::vector<Residual> out;
+  out.reserve(summary.results.size());
+  for (const ValidationResult& r : summary.results)
+    out.push_back({r.cls, r.time_ratio()});
+  return out;
+}
 
 bool is_time_metric(Metric metric) {
   return metric == Metric::kLatency || metric == Metric::kGpuHours || metric == Metric::kTtft ||
@@ -312,7 +342,9 @@ ValidationSummary validate(const std::vector<Measurement>& measurements, const H
   for (const Measurement& m : measurements) {
     ValidationResult r;
     r.measurement = &m;
-    r.predicted = predict_case(m, table, models_dir, runtimes);
+    const Prediction p = predict_case(m, table, models_dir, runtimes);
+    r.predicted = p.value;
+    r.cls = p.cls;
     r.ratio = r.predicted / m.value;
     const double factor = std::max(r.ratio, 1 / r.ratio);
     summary.worst_factor = std::max(summary.worst_factor, factor);

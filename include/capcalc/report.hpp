@@ -12,6 +12,7 @@
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/ranges.hpp"
 #include "capcalc/runtime.hpp"
 #include "capcalc/validate.hpp"
 
@@ -33,6 +34,7 @@ struct ReportInput {
   bool explain = false;                      ///< Show the formulas and assumptions.
   const ServingRequest* request = nullptr;   ///< An LLM serving request, if asked for.
   const ServingEstimate* serving = nullptr;  ///< Its prefill/decode prediction.
+  const RangeTable* ranges = nullptr;        ///< Prediction ranges; none: no ranges shown.
 };
 
 /// What an estimate's communication costs, in one line without a label, for the text report

@@ -14,6 +14,7 @@
 
 #include "capcalc/hardware.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/ranges.hpp"
 #include "capcalc/runtime.hpp"
 
 namespace capcalc {
@@ -65,7 +66,10 @@ struct Measurement {
 struct ValidationResult {
   const Measurement* measurement = nullptr;
   double predicted = 0;
-  double ratio = 0;  ///< predicted / measured.
+  double ratio = 0;      ///< predicted / measured.
+  PredictionClass cls;   ///< The prediction's profile, dominant bound and device type.
+  /// Measured time over predicted time (predicted over measured for rate metrics).
+  double time_ratio() const;
 };
 
 struct ValidationSummary {
@@ -76,6 +80,9 @@ struct ValidationSummary {
   std::size_t held_out = 0;              ///< Held-out cases among them.
   double held_out_median_abs_error = 0;  ///< The median over the held-out cases alone.
 };
+
+/// The residuals of validated cases, for derive_ranges().
+std::vector<Residual> residuals(const ValidationSummary& summary);
 
 std::string_view metric_name(Metric metric);
 

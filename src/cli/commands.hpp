@@ -16,6 +16,7 @@
 #include "capcalc/hardware.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/ranges.hpp"
 #include "capcalc/runtime.hpp"
 
 namespace capcalc::cli {
@@ -75,6 +76,9 @@ RuntimeTable load_runtime_table(const std::vector<std::string>& files);
 /// flag is empty.
 std::optional<Runtime> runtime_from(const std::string& name, const std::vector<std::string>& files,
                                     const Device& device);
+
+/// The prediction ranges of data/ranges.json; none where the data directory has no such file.
+std::optional<RangeTable> load_default_ranges();
 
 /// "--precision fp16" -> Precision (the flag's values are checked by CLI11).
 Precision precision_from(const std::string& name);

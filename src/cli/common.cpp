@@ -214,6 +214,12 @@ std::optional<Runtime> runtime_from(const std::string& name, const std::vector<s
   return runtime;
 }
 
+std::optional<RangeTable> load_default_ranges() {
+  const std::string path = data_dir() + "/ranges.json";
+  if (!exists(path)) return std::nullopt;
+  return load_ranges(path);
+}
+
 Precision precision_from(const std::string& name) {
   if (auto precision = parse_precision(name)) return *precision;
   throw Error({}, unknown_precision_message(name));

@@ -1,21 +1,25 @@
 #include "capcalc/validate.hpp"
 
 #include <memory>
+#include <iterator>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "capcalc/ranges.hpp"
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "output_file.hpp"
 
 namespace capcalc::cli {
 namespace {
 
 struct ValidateOptions {
   HardwareArgs hardware;
-  std::string measurements;
+  std::vector<std::string> measurements;
   std::string models;
+  std::string write_ranges;
   std::string format = "table";
   std::optional<double> max_median_error;
   std::optional<double> max_worst_factor;
@@ -23,13 +27,25 @@ struct ValidateOptions {
 
 int run_validate(const ValidateOptions& options) {
   const HardwareTable table = load_table(options.hardware);
-  const std::string measurements = options.measurements.empty()
-                                       ? data_dir() + "/validation/measurements.json"
-                                       : options.measurements;
-  const std::vector<Measurement> cases = load_measurements(measurements);
+  const std::vector<std::string> files =
+      options.measurements.empty()
+          ? std::vector<std::string>{data_dir() + "/validation/measurements.json"}
+          : options.measurements;
+  // Every file's cases in one set (ids must still be unique within each file).
+  std::vector<Measurement> cases;
+  for (const std::string& file : files) {
+    std::vector<Measurement> more = load_measurements(file);
+    cases.insert(cases.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+  }
   const RuntimeTable runtimes = load_runtime_table({});
   const ValidationSummary summary = validate(
       cases, table, options.models.empty() ? data_dir() + "/models" : options.models, &runtimes);
+  if (!options.write_ranges.empty()) {
+    const RangeTable ranges =
+        derive_ranges(residuals(summary), 0.8, 5, fmt::format("{}", fmt::join(files, ", ")));
+    write_output(options.write_ranges, render_ranges_json(ranges));
+  }
   fmt::print("{}", options.format == "json" ? render_validation_json(summary)
                                             : render_validation_text(summary));
   bool failed = false;
@@ -54,7 +70,11 @@ void add_validate_command(CLI::App& app, int& exit_code) {
       "validate", "Predict every published measurement of the validation set; print the errors");
   add_hardware_options(*sub, options->hardware);
   sub->add_option("--measurements", options->measurements,
-                  "Measurement file (default: data/validation/measurements.json)");
+                  "Measurement file (default: data/validation/measurements.json); repeatable: "
+                  "the cases of all of them");
+  sub->add_option("--write-ranges", options->write_ranges,
+                  "Write the prediction ranges of these cases' residuals (80 % of the cases of "
+                  "each profile/bound/device-type class) to this file, as data/ranges.json");
   sub->add_option("--models", options->models,
                   "Directory of the model files (default: data/models)");
   sub->add_option("-f,--format", options->format, "Output format")

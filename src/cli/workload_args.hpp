@@ -189,8 +189,12 @@ struct SingleEstimate {
   Estimate result;
   GraphTotals totals;
 
+  std::optional<RangeTable> ranges;  // data/ranges.json, where it is installed.
+
   ReportInput report_input() const {
-    return ReportInput{graph, totals, workload, device, &params, &result};
+    ReportInput input{graph, totals, workload, device, &params, &result};
+    if (ranges) input.ranges = &*ranges;
+    return input;
   }
 };
 
@@ -207,6 +211,7 @@ inline std::unique_ptr<SingleEstimate> run_single_estimate(const SingleEstimateA
   e->params = e->table.performance_for(*e->device);
   e->result = estimate(e->graph, *e->device, e->params, e->workload);
   e->totals = graph_totals(e->graph);
+  e->ranges = load_default_ranges();
   return e;
 }
 
