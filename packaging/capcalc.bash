@@ -114,11 +114,11 @@ _capcalc() {
     validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor --write-ranges" ;;
     compare)
       flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
-             --batch --profile --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp
+             --batch --profile --runtime --runtime-file --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp
              --micro-batches --virtual-stages --zero $run_flags --format
              --prompt-tokens --output-tokens --weight-precision --kv-precision" ;;
     check)
-      flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile
+      flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
              --devices --tensor-parallel --tp --pipeline-parallel --pp --micro-batches --virtual-stages --zero $run_flags
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens

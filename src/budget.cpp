@@ -77,8 +77,9 @@ std::string parent_dir(const std::string& path) {
 
 // Keys a budget (or "defaults") may hold.
 // clang-format off
-constexpr std::array<std::string_view, 21> kBudgetKeys = {
-    "name", "model", "devices", "batch", "set", "precision", "mode", "profile", "data_parallel",
+constexpr std::array<std::string_view, 22> kBudgetKeys = {
+    "name", "model", "devices", "batch", "set", "precision", "mode", "profile", "runtime",
+    "data_parallel",
     "tensor_parallel", "pipeline_parallel", "micro_batches", "virtual_stages", "zero_stage",
     "dataset_size", "epochs", "tokens", "price_per_hour_usd", "prompt_tokens", "output_tokens",
     "limits"};
@@ -195,6 +196,12 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
     workload.profile = parse_profile(profile->as_string());
     if (!workload.profile) profile->fail(unknown_profile_message(profile->as_string()));
   }
+  // A runtime is resolved against the runtime table when the budget is checked.
+  if (auto runtime = lookup(view, defaults, "runtime")) {
+    if (workload.profile) runtime->fail("give a runtime or a profile, not both");
+    budget.runtime = runtime->as_string();
+    budget.runtime_where = {runtime->file(), runtime->pointer(), 0, 0};
+  }
   // data_parallel counts replicas; each replica is tensor_parallel x pipeline_parallel devices.
   if (auto parallel = lookup(view, defaults, "data_parallel")) {
     workload.devices = parallel->as_positive_int();
@@ -272,6 +279,7 @@ std::string workload_text(const Graph& graph, Precision precision, const Workloa
   std::string text = fmt::format("{}, {}, batch {}", mode_name(workload.mode),
                                  precision_name(precision), graph.batch);
   if (workload.devices > 1) text += fmt::format(", {} devices", workload.devices);
+  if (workload.runtime) text += fmt::format(", {}", workload.runtime->name);
   return text + parallelism_text(workload);
 }
 
@@ -359,6 +367,10 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
                                       const CompareRequest& request,
                                       const std::vector<Limit>& limits,
                                       const std::string& budget_name) {
+  if (request.workload.runtime && !request.workload.runtime->runs_on(device.type)) {
+    throw Error({}, fmt::format("{} does not run on {}, a {}", request.workload.runtime->name,
+                                device.name, device_type_name(device.type)));
+  }
   const CompareRow row = compare_row(graph, device, params, precision, request);
   if (!row.supported) {
     throw Error({}, fmt::format("{} has {}", device.name, row.note));
@@ -462,9 +474,21 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
   return out;
 }
 
-CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTable& table) {
+CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTable& table,
+                          const RuntimeTable* runtimes) {
   CheckReport report;
-  for (const Budget& budget : budgets) {
+  for (const Budget& given : budgets) {
+    Budget budget = given;
+    if (!budget.runtime.empty()) {
+      if (runtimes == nullptr) {
+        throw Error(budget.runtime_where, "a runtime needs the runtime table, and none was given");
+      }
+      try {
+        budget.request.workload.runtime = runtimes->get(budget.runtime);
+      } catch (const Error& e) {
+        throw Error(budget.runtime_where, e.message());
+      }
+    }
     const Graph graph = load_model(budget.model_path, budget.model_options);
     for (std::size_t i = 0; i < budget.devices.size(); ++i) {
       const Device* device = nullptr;
@@ -472,6 +496,11 @@ CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTabl
         device = &table.get(budget.devices[i]);
       } catch (const Error& e) {
         throw Error(budget.device_where[i], e.message());
+      }
+      const std::optional<Runtime>& runtime = budget.request.workload.runtime;
+      if (runtime && !runtime->runs_on(device->type)) {
+        throw Error(budget.runtime_where, fmt::format("{} does not run on {}, a {}", runtime->name,
+                                                      device->name, device_type_name(device->type)));
       }
       std::vector<CheckResult> results;
       try {

@@ -123,6 +123,12 @@ CompareRow compare_row(const Graph& graph, const Device& device, const Performan
     row.note = missing_precision_note(device, precision);
     return row;
   }
+  if (request.workload.runtime && !request.workload.runtime->runs_on(device.type)) {
+    row.supported = false;
+    row.note = fmt::format("{} does not run on a {}", request.workload.runtime->name,
+                           device_type_name(device.type));
+    return row;
+  }
   Workload workload = request.workload;
   workload.precision = precision;
   if (request.serving) {
@@ -196,6 +202,7 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
   out.micro_batches = request.workload.micro_batches;
   out.virtual_stages = request.workload.virtual_stages;
   out.zero_stage = request.workload.zero_stage;
+  if (request.workload.runtime) out.runtime = request.workload.runtime->name;
   out.sort = sort;
   out.batch_sweep = graphs.size() > 1;
   out.precision_sweep = precisions.size() > 1;

@@ -136,6 +136,7 @@ std::string title(const CompareTable& table) {
   parallel.virtual_stages = table.virtual_stages;
   parallel.zero_stage = table.zero_stage;
   text += parallelism_text(parallel);
+  if (!table.runtime.empty()) text += fmt::format(", {}", table.runtime);
   if (table.run_samples) {
     text += fmt::format(", run of {} samples", format_count(*table.run_samples));
   }
@@ -251,6 +252,7 @@ std::string render_compare_json(const CompareTable& table) {
   j["micro_batches"] = table.micro_batches;
   j["virtual_stages"] = table.virtual_stages;
   j["zero_stage"] = table.zero_stage;
+  if (!table.runtime.empty()) j["runtime"] = table.runtime;
   j["sort"] = std::string(compare_sort_name(table.sort));
   j["cost_basis"] = std::string(cost_basis_name(table.cost_basis));
   j["run_samples"] = json_number(table.run_samples);

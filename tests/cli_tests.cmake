@@ -389,3 +389,14 @@ capcalc_cli_ok(estimate_range "latency      10\\.4 ms per batch of 1 \\([0-9.]+-
                estimate data/models/resnet50.json --gpu A100)
 capcalc_cli_ok(estimate_range_unvalidated "latency      3\\.13 ms per batch of 1 \\(2\\.61-5\\.87 ms: no validated case of eager/compute/cpu: the range of all 175 cases\\)"
                estimate data/models/resnet50.json --gpu epyc-9654)
+
+# --runtime in compare and check, and "runtime" in budget files: the row or result names it, a
+# device it does not run on says so, an unknown one is blamed on its key.
+capcalc_cli_ok(compare_runtime "resnet50 \\(25\\.6 M params\\), inference, fp32, batch 1, vLLM \\(CUDA graphs, torch\\.compile\\): 2 devices, by time\n.*h100-sxm +393 µs.*\n  epyc-9654: vLLM \\(CUDA graphs, torch\\.compile\\) does not run on a cpu"
+               compare data/models/resnet50.json --hw h100,epyc-9654 --runtime vllm)
+capcalc_cli_ok(check_budget_runtime "ok +llama-vllm on h100-sxm \\(inference, bf16, batch 1, vLLM \\(CUDA graphs, torch\\.compile\\), serving 512 \\+ 64 tokens\\): time to first token 12\\.5 ms within max 200ms"
+               check --budget tests/cli/budget_runtime.json)
+capcalc_cli_error(check_budget_bad_runtime "budget_bad_runtime\\.json:/budgets/0/runtime: unknown runtime \"tensort\"; did you mean \"tensorrt\"\\?"
+                  check --budget tests/cli/budget_bad_runtime.json)
+capcalc_cli_error(check_runtime_wrong_device "vLLM \\(CUDA graphs, torch\\.compile\\) does not run on AMD EPYC 9654, a cpu"
+                  check data/models/resnet50.json --hw epyc-9654 --runtime vllm --max-latency 10ms)

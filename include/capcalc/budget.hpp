@@ -23,6 +23,7 @@
 #include "capcalc/error.hpp"
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
+#include "capcalc/runtime.hpp"
 #include "capcalc/model.hpp"
 
 namespace capcalc {
@@ -70,6 +71,8 @@ struct Budget {
   std::vector<Limit> limits;
   SourceLocation where;                      ///< The budget in its file (for messages).
   std::vector<SourceLocation> device_where;  ///< Parallel to devices.
+  std::string runtime;                       ///< "runtime": a runtime id or alias; "" for none.
+  SourceLocation runtime_where;              ///< Where it was given (for messages).
 };
 
 /// Parses a budget file; problems are capcalc::Error with file and JSON pointer.
@@ -106,6 +109,8 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
                                       const std::string& budget_name);
 
 /// Loads each budget's model and checks it on each of its devices.
-CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTable& table);
+/// `runtimes` resolves the budgets' "runtime" keys (a budget naming one needs it).
+CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTable& table,
+                          const RuntimeTable* runtimes = nullptr);
 
 }  // namespace capcalc

@@ -113,6 +113,7 @@ struct CompareTable {
   std::int64_t micro_batches = 1;         ///< Training: micro-batches per optimizer step.
   std::int64_t virtual_stages = 1;        ///< Training: interleaved chunks per pipeline stage.
   int zero_stage = 0;                     ///< Training state sharding over the replicas.
+  std::string runtime;                    ///< The runtime's name; "" when none was named.
   std::optional<double> run_samples;      ///< The training run's samples (of the first graph).
   std::optional<ServingRequest> serving;  ///< Serving rows: the request each row serves.
   CostBasis cost_basis = CostBasis::kPerMillionSamples;

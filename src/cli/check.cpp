@@ -22,6 +22,8 @@ struct CheckOptions {
   std::string precision = "fp32";
   std::string mode = "inference";
   std::string profile;
+  std::string runtime;
+  std::vector<std::string> runtime_files;
   std::int64_t device_count = 1;
   std::int64_t tensor_parallel = 1;
   std::int64_t pipeline_parallel = 1;
@@ -66,6 +68,9 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
   CompareRequest request;
   request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
   if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
+  if (!options.runtime.empty()) {
+    request.workload.runtime = load_runtime_table(options.runtime_files).get(options.runtime);
+  }
   set_parallelism(request.workload, options.device_count, options.tensor_parallel,
                   options.pipeline_parallel, options.micro_batches, options.zero_stage,
                   options.virtual_stages);
@@ -103,7 +108,11 @@ int run_check(const CheckOptions& options) {
   }
   const HardwareTable table = load_table(options.hardware);
   const CheckReport report =
-      has_budget ? check_budgets(load_budget(options.budget), table) : check_flags(options, table);
+      has_budget ? [&] {
+        const RuntimeTable runtimes = load_runtime_table(options.runtime_files);
+        return check_budgets(load_budget(options.budget), table, &runtimes);
+      }()
+                 : check_flags(options, table);
   std::string text;
   if (options.format == "json") {
     text = render_check_json(report);
@@ -151,6 +160,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
                   "eager, graph, compiled or inductor; default: compiled for ONNX models, else "
                   "the device type's")
       ->check(CLI::IsMember(profile_names()));
+  add_runtime_options(*sub, options->runtime, options->runtime_files);
   add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
   add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches,
                        options->virtual_stages);

@@ -70,6 +70,9 @@ void add_hardware_options(CLI::App& sub, HardwareArgs& args);
 /// --hardware-file merged on top: an entry with the same id replaces the built-in one.
 HardwareTable load_table(const HardwareArgs& args);
 
+/// --runtime (excluding --profile, which must be added first) and --runtime-file.
+void add_runtime_options(CLI::App& sub, std::string& runtime, std::vector<std::string>& files);
+
 /// The runtime table (data/runtimes.json) with each --runtime-file merged on top.
 RuntimeTable load_runtime_table(const std::vector<std::string>& files);
 /// The runtime --runtime names, checked against the device type it runs on; unset when the

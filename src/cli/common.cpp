@@ -194,6 +194,15 @@ HardwareTable load_table(const HardwareArgs& args) {
   return load_hardware(hardware_path(args.table), overlays);
 }
 
+void add_runtime_options(CLI::App& sub, std::string& runtime, std::vector<std::string>& files) {
+  sub.add_option("--runtime", runtime,
+                 "The runtime that runs the model (`capcalc runtimes list`): its profile and its "
+                 "kernels per layer; the profile names are aliases")
+      ->excludes("--profile");
+  sub.add_option("--runtime-file", files,
+                 "Extra runtimes or overrides (same id replaces); repeatable");
+}
+
 RuntimeTable load_runtime_table(const std::vector<std::string>& files) {
   return load_runtimes(data_dir() + "/runtimes.json", files);
 }

@@ -25,6 +25,8 @@ struct CompareOptions {
   std::vector<std::string> precisions;
   std::vector<std::int64_t> batches;
   std::string profile;
+  std::string runtime;
+  std::vector<std::string> runtime_files;
   std::string optimizer = "adam";
   std::int64_t device_count = 1;
   std::int64_t tensor_parallel = 1;
@@ -83,6 +85,9 @@ void run_compare(const CompareOptions& options) {
   CompareRequest request;
   request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
   if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
+  if (!options.runtime.empty()) {
+    request.workload.runtime = load_runtime_table(options.runtime_files).get(options.runtime);
+  }
   request.workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
   set_parallelism(request.workload, options.device_count, options.tensor_parallel,
                   options.pipeline_parallel, options.micro_batches, options.zero_stage,
@@ -156,6 +161,7 @@ void add_compare_command(CLI::App& app) {
                   "eager, graph, compiled or inductor; default: compiled for ONNX models, else the "
                   "device type's")
       ->check(CLI::IsMember(profile_names()));
+  add_runtime_options(*sub, options->runtime, options->runtime_files);
   sub->add_option("--optimizer", options->optimizer, "Training optimizer")
       ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
       ->capture_default_str();

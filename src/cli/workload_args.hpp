@@ -116,12 +116,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
                  "default mode: fused, launched from Python); default: compiled for ONNX "
                  "models, else the device type's")
       ->check(CLI::IsMember(profile_names()));
-  sub.add_option("--runtime", args.runtime,
-                 "The runtime that runs the model (`capcalc runtimes list`): its profile and its "
-                 "kernels per layer; the profile names are aliases")
-      ->excludes("--profile");
-  sub.add_option("--runtime-file", args.runtime_files,
-                 "Extra runtimes or overrides (same id replaces); repeatable");
+  add_runtime_options(sub, args.runtime, args.runtime_files);
   sub.add_option("--sparsity", args.sparsity,
                  "2:4 (structured, where the hardware supports it) or unstructured (no speedup)")
       ->check(CLI::IsMember({"dense", "2:4", "unstructured"}))
