@@ -516,10 +516,17 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   std::string out;
   out += fmt::format("{} on {} ({})\n", g.name, d.name, d.id);
   // A named runtime is said with its profile; without one, the profile alone.
-  const std::string runner =
-      in.workload.runtime
-          ? fmt::format("{} ({} profile)", in.workload.runtime->name, profile_name(e.profile))
-          : fmt::format("{} profile", profile_name(e.profile));
+  // Without either, say where the profile came from: ONNX files default to compiled, other
+  // models to the device type's default.
+  std::string runner;
+  if (in.workload.runtime) {
+    runner = fmt::format("{} ({} profile)", in.workload.runtime->name, profile_name(e.profile));
+  } else if (in.workload.profile) {
+    runner = fmt::format("{} profile", profile_name(e.profile));
+  } else {
+    runner = fmt::format("{} profile ({} default)", profile_name(e.profile),
+                         g.runs_fused ? std::string("ONNX") : std::string(device_type_name(d.type)));
+  }
   std::string workload = fmt::format("{}, {}, batch {}, {}", mode_name(in.workload.mode),
                                      precision_name(precision), g.batch, runner);
   if (in.workload.devices > 1) workload += fmt::format(", {} devices", in.workload.devices);

@@ -400,3 +400,5 @@ capcalc_cli_error(check_budget_bad_runtime "budget_bad_runtime\\.json:/budgets/0
                   check --budget tests/cli/budget_bad_runtime.json)
 capcalc_cli_error(check_runtime_wrong_device "vLLM \\(CUDA graphs, torch\\.compile\\) does not run on AMD EPYC 9654, a cpu"
                   check data/models/resnet50.json --hw epyc-9654 --runtime vllm --max-latency 10ms)
+capcalc_cli_ok(estimate_default_profile "workload     inference, fp32, batch 1, eager profile \\(gpu default\\)\n"
+               estimate data/models/resnet50.json --gpu A100)
