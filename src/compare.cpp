@@ -17,15 +17,15 @@ constexpr double kSecondsPerHour = 3600;
 // The bound that takes most of the step: per-layer times summed by bound. Fused and view
 // layers take no time of their own.
 Bound dominant_bound(const Estimate& estimate) {
-  std::array<double, 3> seconds{};  // compute, memory, overhead
+  std::array<double, 3> seconds{};  // compute, memory, host
   for (const LayerEstimate& layer : estimate.layers) {
     if (layer.bound == Bound::kCompute) seconds[0] += layer.time_s;
     if (layer.bound == Bound::kMemory) seconds[1] += layer.time_s;
-    if (layer.bound == Bound::kOverhead) seconds[2] += layer.time_s;
+    if (layer.bound == Bound::kHost) seconds[2] += layer.time_s;
   }
   if (seconds[0] == 0 && seconds[1] == 0 && seconds[2] == 0) return Bound::kNone;
   if (seconds[0] >= seconds[1] && seconds[0] >= seconds[2]) return Bound::kCompute;
-  return seconds[1] >= seconds[2] ? Bound::kMemory : Bound::kOverhead;
+  return seconds[1] >= seconds[2] ? Bound::kMemory : Bound::kHost;
 }
 
 std::string missing_precision_note(const Device& device, Precision precision) {

@@ -126,7 +126,7 @@ LayerEstimate roofline(const Work& w, bool matrix, double matrix_speed, bool fus
   e.overhead_s = w.kernels * floor_s;
   e.time_s = std::max({e.compute_s, e.memory_s, e.overhead_s});
   if (e.overhead_s >= std::max(e.compute_s, e.memory_s)) {
-    e.bound = Bound::kOverhead;
+    e.bound = Bound::kHost;
   } else {
     e.bound = e.compute_s >= e.memory_s ? Bound::kCompute : Bound::kMemory;
   }
@@ -196,8 +196,8 @@ std::string_view bound_name(Bound bound) {
       return "compute";
     case Bound::kMemory:
       return "memory";
-    case Bound::kOverhead:
-      return "overhead";
+    case Bound::kHost:
+      return "host";
     case Bound::kFused:
       return "fused";
     case Bound::kNone:

@@ -73,7 +73,7 @@ Bound dominant_bound(const Estimate& estimate) {
     time[static_cast<std::size_t>(layer.bound)] += layer.time_s;
   }
   Bound best = Bound::kCompute;
-  for (Bound b : {Bound::kMemory, Bound::kOverhead}) {
+  for (Bound b : {Bound::kMemory, Bound::kHost}) {
     if (time[static_cast<std::size_t>(b)] > time[static_cast<std::size_t>(best)]) best = b;
   }
   return best;

@@ -178,7 +178,7 @@ std::optional<PredictionRange> range_of(const ReportInput& in, const Estimate& e
   return in.ranges->range_for({e.profile, dominant_bound(e), in.device->type});
 }
 
-// " (8.1-13.0 ms: 80 % of 37 measured cases of eager/overhead/gpu)" for a time.
+// " (8.1-13.0 ms: 80 % of 37 measured cases of eager/host/gpu)" for a time.
 std::string time_range_text(const ReportInput& in, const Estimate& e, double time_s) {
   const std::optional<PredictionRange> r = range_of(in, e);
   if (!r) return "";
@@ -646,7 +646,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
     shares[static_cast<std::size_t>(layer.bound)].time_s += layer.time_s;
   }
   std::vector<std::string> parts;
-  for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kOverhead, Bound::kFused}) {
+  for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kHost, Bound::kFused}) {
     const BoundShare& s = shares[static_cast<std::size_t>(b)];
     if (s.layers == 0) continue;
     parts.push_back(fmt::format("{:<8} {:>5} layers, {:>7} of the time", bound_name(b), s.layers,
@@ -657,7 +657,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   }
   // Per-kernel floors that dominate are the batch's to amortise, when a larger one fits.
   const double overhead_share =
-      shares[static_cast<std::size_t>(Bound::kOverhead)].time_s * e.layer_repeats / e.latency_s;
+      shares[static_cast<std::size_t>(Bound::kHost)].time_s * e.layer_repeats / e.latency_s;
   const auto batch = g.dims.find("batch");
   if (overhead_share > 0.5 && batch != g.dims.end() && e.max_batch > batch->second &&
       in.serving == nullptr) {

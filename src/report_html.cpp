@@ -31,7 +31,7 @@ table.kv th { background: none; font-weight: normal; color: #555; white-space: n
 tr.total td { font-weight: bold; border-top: 2px solid #999; }
 .bar { display: inline-block; height: 0.7em; background: #1f77b4; vertical-align: middle;
        margin-right: 0.4em; }
-.compute { color: #1f77b4; } .memory { color: #d35400; } .overhead { color: #666; }
+.compute { color: #1f77b4; } .memory { color: #d35400; } .host { color: #666; }
 .fits { color: #1e7b34; font-weight: bold; } .nofit { color: #c0392b; font-weight: bold; }
 figure { margin: 0; } figcaption { color: #555; font-size: 0.9em; max-width: 960px; }
 svg { max-width: 100%; height: auto; }
@@ -145,7 +145,7 @@ std::string summary_section(const ReportInput& in) {
   const BoundShares shares = bound_shares(e);
   std::vector<std::string> parts;
   Bound dominant = Bound::kCompute;
-  for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kOverhead, Bound::kFused}) {
+  for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kHost, Bound::kFused}) {
     const auto i = static_cast<std::size_t>(b);
     if (shares.layers[i] == 0) continue;
     if (shares.time_s[i] > shares.time_s[static_cast<std::size_t>(dominant)]) dominant = b;

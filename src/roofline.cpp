@@ -506,7 +506,7 @@ std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& opt
   // Legend and notes under the axis title.
   double lx = f.left;
   const double ly = f.bottom() + 64;
-  for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kOverhead}) {
+  for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kHost}) {
     const std::string text = fmt::format("{}-bound", bound_name(b));
     svg += fmt::format(
         "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4.5\" fill=\"{}\"/><text x=\"{:.1f}\" "

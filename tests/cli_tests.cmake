@@ -369,7 +369,7 @@ capcalc_cli_ok(runtimes_show "vLLM \\(CUDA graphs, torch.compile\\) \\(vllm\\)\n
                runtimes show VLLM)
 capcalc_cli_ok(runtimes_json "\"id\": \"pytorch-eager\",\n *\"name\": \"PyTorch eager\",.*\"kernels\": \\{\n *\"attention\": 6\\.0,\n *\"rotary\": 10\\.0,\n *\"cache_update\": 2\\.0,\n *\"rmsnorm\": 8\\.0\n"
                runtimes list --format json)
-capcalc_cli_ok(estimate_runtime "workload     inference, fp32, batch 1, PyTorch eager \\(eager profile\\)\n.*latency      4\\.35 ms per batch of 1 \\([0-9.]+-[0-9.]+ ms: 80 % of [0-9]+ measured cases of eager/overhead/gpu\\)\n.*kernels      174 launched per pass"
+capcalc_cli_ok(estimate_runtime "workload     inference, fp32, batch 1, PyTorch eager \\(eager profile\\)\n.*latency      4\\.35 ms per batch of 1 \\([0-9.]+-[0-9.]+ ms: 80 % of [0-9]+ measured cases of eager/host/gpu\\)\n.*kernels      174 launched per pass"
                estimate data/models/resnet50.json --gpu h200 --runtime pytorch-eager)
 capcalc_cli_error(runtime_unknown "capcalc: error: unknown runtime \"vlm\"; did you mean \"vllm\"\\?"
                   estimate data/models/resnet50.json --gpu h200 --runtime vlm)
@@ -385,7 +385,7 @@ add_test(NAME cli.ranges_up_to_date
                  -DEXPECTED=${PROJECT_SOURCE_DIR}/data/ranges.json
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/ranges_up_to_date.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-capcalc_cli_ok(estimate_range "latency      10\\.4 ms per batch of 1 \\([0-9.]+-[0-9.]+ ms: 80 % of [0-9]+ measured cases of eager/overhead/gpu\\)\n  throughput   95\\.8 samples/s \\([0-9.]+-[0-9.]+ samples/s\\)"
+capcalc_cli_ok(estimate_range "latency      10\\.4 ms per batch of 1 \\([0-9.]+-[0-9.]+ ms: 80 % of [0-9]+ measured cases of eager/host/gpu\\)\n  throughput   95\\.8 samples/s \\([0-9.]+-[0-9.]+ samples/s\\)"
                estimate data/models/resnet50.json --gpu A100)
 capcalc_cli_ok(estimate_range_unvalidated "latency      3\\.13 ms per batch of 1 \\(2\\.61-5\\.87 ms: no validated case of eager/compute/cpu: the range of all 175 cases\\)"
                estimate data/models/resnet50.json --gpu epyc-9654)

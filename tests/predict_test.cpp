@@ -82,7 +82,7 @@ TEST_CASE("predict: batch-1 matrix-vector work is memory-bound", "[predict]") {
 TEST_CASE("predict: tiny layers are overhead-bound", "[predict]") {
   const Graph g = one_linear(1, 16, 16);
   const Estimate e = estimate(g, round_device(), round_params(), Workload{});
-  CHECK(e.layers[0].bound == Bound::kOverhead);
+  CHECK(e.layers[0].bound == Bound::kHost);
 }
 
 TEST_CASE("predict: inference memory is weights plus peak live activations", "[predict]") {
@@ -196,7 +196,7 @@ TEST_CASE("predict: the graph profile keeps every kernel at its own floor", "[pr
   const Estimate graph = estimate(g, round_device(), params, w);
   CHECK(graph.profile == Profile::kGraph);
   for (const LayerEstimate& layer : graph.layers) {
-    CHECK(layer.bound == Bound::kOverhead);
+    CHECK(layer.bound == Bound::kHost);
     CHECK(layer.time_s == Approx(30e-6));
   }
   CHECK(graph.latency_s == Approx(3 * 30e-6));

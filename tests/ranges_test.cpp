@@ -12,7 +12,7 @@ using namespace capcalc;
 
 namespace {
 
-const PredictionClass kEagerGpu{Profile::kEager, Bound::kOverhead, DeviceType::kGpu};
+const PredictionClass kEagerGpu{Profile::kEager, Bound::kHost, DeviceType::kGpu};
 const PredictionClass kCompiledTpu{Profile::kCompiled, Bound::kCompute, DeviceType::kTpu};
 
 }  // namespace
@@ -28,7 +28,7 @@ TEST_CASE("ranges: the middle 80 % of a class's residuals, else the overall rang
   for (double r : {2.0, 3.0, 4.0})
     residuals.push_back({kCompiledTpu, r});
   const RangeTable table = derive_ranges(residuals, 0.8, 5, "test");
-  REQUIRE(table.classes.count("eager/overhead/gpu") == 1);
+  REQUIRE(table.classes.count("eager/host/gpu") == 1);
   CHECK(table.classes.count("compiled/compute/tpu") == 0);
   const PredictionRange eager = table.range_for(kEagerGpu);
   CHECK(eager.validated);
@@ -73,10 +73,10 @@ TEST_CASE("ranges: an estimate's class is its bound of most time", "[ranges]") {
   compute.bound = Bound::kCompute;
   compute.time_s = 1;
   LayerEstimate overhead;
-  overhead.bound = Bound::kOverhead;
+  overhead.bound = Bound::kHost;
   overhead.time_s = 0.6;
   e.layers = {compute, overhead, overhead};
-  CHECK(dominant_bound(e) == Bound::kOverhead);
+  CHECK(dominant_bound(e) == Bound::kHost);
   e.layers = {compute, overhead};
   CHECK(dominant_bound(e) == Bound::kCompute);
 }

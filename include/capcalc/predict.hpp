@@ -48,12 +48,12 @@ enum class Sparsity { kDense, k2of4, kUnstructured };
 enum class Bound {
   kCompute,   ///< Arithmetic takes longest.
   kMemory,    ///< Memory traffic takes longest.
-  kOverhead,  ///< The per-kernel floor exceeds both (small layers).
+  kHost,      ///< The host's per-kernel launch cost exceeds both (small layers).
   kFused,     ///< Fused into a neighbour (compiled profile): arithmetic only.
   kNone,      ///< A view (reshape, flatten, dropout): no work.
 };
 
-std::string_view bound_name(Bound bound);  ///< "compute", "memory", "overhead", "fused", "-".
+std::string_view bound_name(Bound bound);  ///< "compute", "memory", "host", "fused", "-".
 std::string_view mode_name(Mode mode);     ///< "inference", "training".
 std::string_view optimizer_name(Optimizer optimizer);             ///< "sgd", "momentum", "adam".
 std::optional<Optimizer> parse_optimizer(std::string_view name);  ///< Also takes "adamw".
