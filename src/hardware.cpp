@@ -55,17 +55,6 @@ const std::vector<std::string_view> kPerformanceKeys = {"matrix_efficiency",
                                                         "compiled_overhead_us",
                                                         "comment"};
 
-// Lookup key: lower case, with '-', '_' and ' ' the same.
-std::string normalise(std::string_view name) {
-  std::string key;
-  key.reserve(name.size());
-  for (char c : name) {
-    if (c == '_' || c == ' ') c = '-';
-    key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
-  return key;
-}
-
 bool is_kebab(std::string_view id) {
   if (id.empty() || id.front() == '-' || id.back() == '-') return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
@@ -274,7 +263,7 @@ std::string_view precision_name(Precision precision) {
 }
 
 std::optional<Precision> parse_precision(std::string_view name) {
-  const std::string key = normalise(name);
+  const std::string key = lookup_key(name);
   for (std::size_t i = 0; i < kPrecisionCount; ++i) {
     if (kPrecisionNames[i] == key) return static_cast<Precision>(i);
   }
@@ -333,31 +322,19 @@ std::vector<Precision> Device::precisions() const {
 }
 
 const Device* HardwareTable::find(std::string_view name) const {
-  const std::string key = normalise(name);
-  for (const Device& device : devices) {
-    if (normalise(device.id) == key) return &device;
-    for (const std::string& alias : device.aliases) {
-      if (normalise(alias) == key) return &device;
-    }
-  }
-  return nullptr;
+  return find_by_name(devices, name);
 }
 
 const Device& HardwareTable::get(std::string_view name) const {
   if (const Device* device = find(name)) return *device;
-  std::vector<std::string> keys;
-  for (const Device& device : devices) {
-    keys.push_back(device.id);
-    for (const std::string& alias : device.aliases)
-      keys.push_back(alias);
-  }
-  std::vector<std::string_view> known(keys.begin(), keys.end());
+  const std::vector<std::string> keys = names_of(devices);
+  const std::vector<std::string_view> known(keys.begin(), keys.end());
   std::string message = fmt::format("unknown device \"{}\"", name);
   if (auto guess = closest_match(name, known)) {
     message += fmt::format("; did you mean \"{}\"?", *guess);
   }
   message += fmt::format(" (closest: {}; `capcalc hw list` shows all)",
-                         fmt::join(closest_matches(normalise(name), known, 4), ", "));
+                         fmt::join(closest_matches(lookup_key(name), known, 4), ", "));
   throw Error({}, message);
 }
 
@@ -399,9 +376,9 @@ HardwareTable parse_hardware(std::string_view text, const std::string& file) {
     std::vector<std::string> names{device.id};
     names.insert(names.end(), device.aliases.begin(), device.aliases.end());
     for (std::size_t n = 0; n < names.size(); ++n) {
-      const auto [it, fresh] = owner.emplace(normalise(names[n]), device.id);
+      const auto [it, fresh] = owner.emplace(lookup_key(names[n]), device.id);
       if (!fresh &&
-          !(n > 0 && it->second == device.id && normalise(names[n]) == normalise(device.id))) {
+          !(n > 0 && it->second == device.id && lookup_key(names[n]) == lookup_key(device.id))) {
         const JsonView where = n == 0 ? entry.at("id") : entry.at("aliases").at(n - 1);
         where.fail(
             fmt::format("the name \"{}\" is already used by device \"{}\"", names[n], it->second));

@@ -23,17 +23,6 @@ constexpr std::array<OpClass, kOpClassCount> kClasses = {
     OpClass::kMatrix,  OpClass::kAttention,    OpClass::kElementwise, OpClass::kNormalization,
     OpClass::kPooling, OpClass::kDataMovement, OpClass::kView,        OpClass::kUnknown};
 
-// Lookup key: lower case, with '-', '_' and ' ' the same (as device names).
-std::string normalise(std::string_view name) {
-  std::string key;
-  key.reserve(name.size());
-  for (char c : name) {
-    if (c == '_' || c == ' ') c = '-';
-    key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
-  return key;
-}
-
 std::array<double, kOpClassCount> one_kernel_per_layer() {
   std::array<double, kOpClassCount> kernels{};
   kernels.fill(1);
@@ -94,7 +83,7 @@ Runtime parse_runtime(const JsonView& entry) {
   r.kernels_per_class = one_kernel_per_layer();
   const JsonView id = entry.at("id");
   r.id = id.as_string();
-  if (r.id.empty() || normalise(r.id) != r.id) {
+  if (r.id.empty() || lookup_key(r.id) != r.id) {
     id.fail(fmt::format("expected a kebab-case id, got \"{}\"", r.id));
   }
   r.name = entry.at("name").as_string();
@@ -160,25 +149,12 @@ bool Runtime::runs_on(DeviceType type) const {
 }
 
 const Runtime* RuntimeTable::find(std::string_view name) const {
-  const std::string key = normalise(name);
-  for (const Runtime& runtime : runtimes) {
-    if (normalise(runtime.id) == key) return &runtime;
-  }
-  for (const Runtime& runtime : runtimes) {
-    for (const std::string& alias : runtime.aliases) {
-      if (normalise(alias) == key) return &runtime;
-    }
-  }
-  return nullptr;
+  return find_by_name(runtimes, name);
 }
 
 const Runtime& RuntimeTable::get(std::string_view name) const {
   if (const Runtime* runtime = find(name)) return *runtime;
-  std::vector<std::string> keys;
-  for (const Runtime& runtime : runtimes) {
-    keys.push_back(runtime.id);
-    keys.insert(keys.end(), runtime.aliases.begin(), runtime.aliases.end());
-  }
+  const std::vector<std::string> keys = names_of(runtimes);
   const std::vector<std::string_view> known(keys.begin(), keys.end());
   throw Error({}, with_suggestion(fmt::format("unknown runtime \"{}\"", name), name, known) +
                       " (`capcalc runtimes list` shows them)");

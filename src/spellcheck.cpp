@@ -77,4 +77,14 @@ std::string with_suggestion(std::string message, std::string_view name,
   return message;
 }
 
+std::string lookup_key(std::string_view name) {
+  std::string key;
+  key.reserve(name.size());
+  for (char c : name) {
+    if (c == '_' || c == ' ') c = '-';
+    key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return key;
+}
+
 }  // namespace capcalc

@@ -6,33 +6,13 @@
 #include "capcalc/model.hpp"
 
 #include "catch.hpp"
+#include "round_device.hpp"
 
 using namespace capcalc;
+using capcalc::test::round_device;
+using capcalc::test::round_params;
 
 namespace {
-
-Device round_device() {
-  Device d;
-  d.id = "round";
-  d.name = "Round GPU";
-  d.type = DeviceType::kGpu;
-  d.dense_peak[static_cast<std::size_t>(Precision::kFp32)] = {10e12, 0};       // Vector only.
-  d.dense_peak[static_cast<std::size_t>(Precision::kFp16)] = {20e12, 100e12};  // + matrix.
-  d.memory_bytes = 16e9;
-  d.memory_bandwidth_bytes_per_s = 1e12;
-  d.sources = {"https://example.invalid/test-device"};
-  return d;
-}
-
-PerformanceParams round_params() {
-  PerformanceParams p;
-  p.matrix_efficiency = 0.5;
-  p.vector_efficiency = 0.5;
-  p.memory_efficiency = 0.5;
-  p.eager_overhead_s = 1e-6;
-  p.compiled_overhead_s = 1e-7;
-  return p;
-}
 
 Graph one_linear(std::int64_t batch, std::int64_t in, std::int64_t out) {
   const std::string text = R"({"format": "capcalc-model/1", "name": "fc",

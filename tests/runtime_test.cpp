@@ -9,6 +9,7 @@
 #include "capcalc/predict.hpp"
 
 #include "catch.hpp"
+#include "round_device.hpp"
 
 using namespace capcalc;
 
@@ -22,25 +23,11 @@ constexpr const char* kTable = R"({"schema_version": 1, "runtimes": [
   {"id": "fused", "name": "Fused", "profile": "compiled", "kernels": {"matrix": 2},
    "sources": ["https://example.invalid/fused"]}]})";
 
-Device round_gpu() {
-  Device d;
-  d.id = "round";
-  d.name = "Round GPU";
-  d.type = DeviceType::kGpu;
-  d.dense_peak[static_cast<std::size_t>(Precision::kFp16)] = {20e12, 100e12};
-  d.memory_bytes = 16e9;
-  d.memory_bandwidth_bytes_per_s = 1e12;
-  return d;
-}
+Device round_gpu() { return test::round_device(); }
 
 PerformanceParams round_params() {
-  PerformanceParams p;
-  p.matrix_efficiency = 0.5;
-  p.vector_efficiency = 0.5;
-  p.memory_efficiency = 0.5;
-  p.eager_overhead_s = 1e-6;
+  PerformanceParams p = test::round_params();
   p.graph_overhead_s = 1e-6;
-  p.compiled_overhead_s = 1e-7;
   return p;
 }
 

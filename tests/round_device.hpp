@@ -1,0 +1,34 @@
+// A device and performance parameters with round figures, so that the expected times in the
+// prediction tests can be worked out by hand.
+#pragma once
+
+#include "capcalc/hardware.hpp"
+
+namespace capcalc::test {
+
+/// fp32: 10 TFLOP/s on vector units only; fp16: 20 vector, 100 matrix; 16 GB at 1 TB/s.
+inline Device round_device() {
+  Device d;
+  d.id = "round";
+  d.name = "Round GPU";
+  d.type = DeviceType::kGpu;
+  d.dense_peak[static_cast<std::size_t>(Precision::kFp32)] = {10e12, 0};       // Vector only.
+  d.dense_peak[static_cast<std::size_t>(Precision::kFp16)] = {20e12, 100e12};  // + matrix.
+  d.memory_bytes = 16e9;
+  d.memory_bandwidth_bytes_per_s = 1e12;
+  d.sources = {"https://example.invalid/test-device"};
+  return d;
+}
+
+/// Half of every peak; 1 us per kernel eager, 0.1 us compiled.
+inline PerformanceParams round_params() {
+  PerformanceParams p;
+  p.matrix_efficiency = 0.5;
+  p.vector_efficiency = 0.5;
+  p.memory_efficiency = 0.5;
+  p.eager_overhead_s = 1e-6;
+  p.compiled_overhead_s = 1e-7;
+  return p;
+}
+
+}  // namespace capcalc::test
