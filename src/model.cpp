@@ -376,7 +376,8 @@ class Builder {
     layer.counts = result.counts;
     layer.counts.active_params = result.active_params.value_or(layer.counts.params);
     layer.view = result.view;
-    layer.traits = {kind->op_class, kind->fusion, result.gemm, result.rotary};
+    layer.traits = {kind->op_class, kind->fusion, result.gemm, result.rotary,
+                    result.weight_tensors};
     layer.definition = entry.pointer();
     layer.group = group_;
     needs_grad_.push_back(needs_grad || layer.counts.params > 0);

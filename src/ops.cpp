@@ -340,6 +340,7 @@ OpResult convolution(OpContext& ctx, std::size_t spatial, bool transposed) {
   // the kernel (col2im), so its rows are input pixels and its columns channels x kernel.
   const std::int64_t per_group_in = in_channels / groups;
   const std::int64_t per_group_out = out_channels / groups;
+  result.weight_tensors = bias ? 2 : 1;
   result.gemm = transposed
                     ? GemmView{element_count(in) / in_channels,
                                checked_mul(per_group_out, kernel_elements), per_group_in, groups}
@@ -398,6 +399,7 @@ OpResult infer_linear(OpContext& ctx) {
   c = formulas::linear_counts(rows, in_features, out_features, bias, tied);
   weighted_backward(ctx, c);
   result.gemm = GemmView{rows, out_features, in_features, 1};
+  result.weight_tensors = bias ? 2 : 1;
   result.output = std::move(out);
   return result;
 }
@@ -600,6 +602,7 @@ OpResult infer_attention(OpContext& ctx) {
   c.backward_other_flops = checked_mul(c.other_flops, 2);
   result.output = std::move(out);
   result.rotary = rotary;
+  result.weight_tensors = 4 + (qkv_bias ? 3 : 0) + (out_bias ? 1 : 0);
   return result;
 }
 
@@ -1018,6 +1021,8 @@ OpResult infer_mla_attention(OpContext& ctx) {
       checked_add(checked_mul(projection_macs, 2) - (ctx.input_needs_grad[0] ? 0 : reads_input),
                   checked_mul(c.score_macs, 2));
   c.backward_other_flops = checked_mul(c.other_flops, 2);
+  // q (or q_a and q_b), kv_a, kv_b and o: DeepSeek's projections have no biases.
+  result.weight_tensors = q_rank > 0 ? 5 : 4;
   result.output = std::move(out);
   return result;
 }
@@ -1105,6 +1110,11 @@ OpResult infer_moe(OpContext& ctx) {
   c.backward_macs = checked_add(checked_mul(input_side, ctx.any_input_needs_grad() ? 2 : 1),
                                 checked_mul(down_macs, 2));
   c.backward_other_flops = checked_mul(c.other_flops, 2);
+  // Gate, up and down per expert (with their biases), the router (and its bias), the shared
+  // MLP's three and its gate.
+  result.weight_tensors = checked_add(checked_mul(experts, expert_bias ? 6 : 3),
+                                      (router_bias ? 2 : 1) + (shared_hidden > 0 ? 3 : 0) +
+                                          (shared_gate ? 1 : 0));
   result.output = in;
   return result;
 }

@@ -88,6 +88,7 @@ struct OpResult {
   std::optional<std::int64_t> active_params;
   std::optional<GemmView> gemm;  ///< Matrix layers: the product the matrix units see.
   bool rotary = false;           ///< Attention with a rotary position embedding.
+  std::int64_t weight_tensors = 0;  ///< Weight matrices and biases of its products.
 };
 
 /// One row of the operator table.

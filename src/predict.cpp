@@ -438,8 +438,16 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const bool fused = s.fusing && fusable(layer, s.workload.mode);
   const double layer_weight_bytes = sparse_layer ? s.sparse_weight_bytes : s.weight_bytes;
 
+  // Mixed-precision training casts each fp32 master weight to 16 bits once per forward
+  // (autocast caches the cast: aten/src/ATen/autocast_mode.cpp, cached_cast) and its gradient
+  // back in backward.
+  const double casts = s.training && s.weight_bytes < 4
+                           ? s.runtime.autocast_weight_casts *
+                                 static_cast<double>(layer.traits.weight_tensors)
+                           : 0;
+  const double kernels = s.runtime.kernels(layer);
   Work forward;
-  forward.kernels = s.runtime.kernels(layer);
+  forward.kernels = kernels + casts;
   forward.macs = static_cast<double>(c.macs - c.score_macs) / s.tp;
   forward.score_macs = static_cast<double>(c.score_macs) / s.tp;
   forward.other_flops = static_cast<double>(c.other_flops) / s.tp;
@@ -467,7 +475,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   backward.other_flops = static_cast<double>(c.backward_other_flops) / s.tp;
   backward.bytes = 2 * uncached_bytes;
   // Autograd runs a backward kernel per forward one and another for weight gradients.
-  backward.kernels = 2 * forward.kernels;
+  backward.kernels = 2 * kernels + casts;
   // A fused forward still leaves a backward that reads what it saved: not fused.
   const LayerEstimate b = roofline(backward, matrix, speed, false, s.rates, s.backward_floor_s);
   backward_s += b.time_s;

@@ -35,6 +35,9 @@ std::vector<std::pair<std::string, double>> kernel_entries(const Runtime& r) {
   }
   if (r.rotary_kernels > 0) entries.emplace_back("rotary", r.rotary_kernels);
   if (r.cache_update_kernels > 0) entries.emplace_back("cache_update", r.cache_update_kernels);
+  if (r.autocast_weight_casts > 0) {
+    entries.emplace_back("autocast_weight_casts", r.autocast_weight_casts);
+  }
   entries.insert(entries.end(), r.kernels_per_op.begin(), r.kernels_per_op.end());
   return entries;
 }
@@ -42,7 +45,7 @@ std::vector<std::pair<std::string, double>> kernel_entries(const Runtime& r) {
 std::string kernels_text(const Runtime& r) {
   std::vector<std::string> parts;
   for (const auto& [key, count] : kernel_entries(r)) {
-    const bool extra = key == "rotary" || key == "cache_update";
+    const bool extra = key == "rotary" || key == "cache_update" || key == "autocast_weight_casts";
     parts.push_back(fmt::format("{} {}{:g}", key, extra ? "+" : "", count));
   }
   return parts.empty() ? "one per layer" : fmt::format("{}", fmt::join(parts, ", "));

@@ -35,7 +35,7 @@ std::array<double, kOpClassCount> one_kernel_per_layer() {
 void parse_kernels(const JsonView& kernels, Runtime& runtime) {
   kernels.expect_object();
   const std::vector<std::string_view> ops = op_names();
-  std::vector<std::string_view> known = {"rotary", "cache_update"};
+  std::vector<std::string_view> known = {"rotary", "cache_update", "autocast_weight_casts"};
   for (OpClass c : kClasses)
     known.push_back(op_class_name(c));
   known.insert(known.end(), ops.begin(), ops.end());
@@ -51,6 +51,10 @@ void parse_kernels(const JsonView& kernels, Runtime& runtime) {
     }
     if (key == "cache_update") {
       runtime.cache_update_kernels = count;
+      continue;
+    }
+    if (key == "autocast_weight_casts") {
+      runtime.autocast_weight_casts = count;
       continue;
     }
     const auto cls = std::find_if(kClasses.begin(), kClasses.end(),

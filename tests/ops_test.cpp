@@ -1098,3 +1098,16 @@ TEST_CASE("ops: GEMM views of matmul and transposed convolution", "[ops][traits]
   CHECK(up.k == 8);
   CHECK(up.m * up.n * up.k * up.count == g.layers[1].counts.macs);
 }
+
+// The weight tensors a layer's products read: what mixed precision casts.
+TEST_CASE("ops: weight tensors of linear, convolution and attention layers", "[ops][traits]") {
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "t",
+    "inputs": [{"name": "x", "shape": [1, 8, 64]}],
+    "layers": [{"name": "fc", "op": "linear", "out_features": 64, "bias": false},
+               {"name": "qkv", "op": "attention", "heads": 4, "qkv_bias": true, "out_bias": false},
+               {"name": "act", "op": "gelu"}]})",
+                              "t.json");
+  CHECK(g.layers[0].traits.weight_tensors == 1);
+  CHECK(g.layers[1].traits.weight_tensors == 4 + 3);  // Q, K, V, O and Q/K/V biases.
+  CHECK(g.layers[2].traits.weight_tensors == 0);
+}

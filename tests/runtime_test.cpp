@@ -175,3 +175,31 @@ TEST_CASE("runtime: the shipped table loads and each profile name is one runtime
     CHECK(table.find(id) != nullptr);
   }
 }
+
+// Mixed-precision training under a runtime that casts weights (autocast): a linear layer with a
+// bias reads two weight tensors, each cast to 16 bits forward and its gradient cast back in
+// backward. Forward: 1 kernel + 2 casts; backward: 2 kernels (input and weight gradients) + 2
+// casts; 7 in all. At fp32 there is nothing to cast: 1 + 2 = 3.
+TEST_CASE("runtime: autocast casts each weight tensor once per direction in training",
+          "[runtime][predict]") {
+  const RuntimeTable table = parse_runtimes(R"({"schema_version": 1, "runtimes": [
+    {"id": "amp", "name": "AMP", "profile": "eager", "kernels": {"autocast_weight_casts": 1},
+     "sources": ["https://example.invalid/amp"]}]})",
+                                            "rt.json");
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "fc", "dims": {"batch": 2},
+    "inputs": [{"name": "x", "shape": ["batch", 64]}],
+    "layers": [{"name": "fc", "op": "linear", "out_features": 64}]})",
+                              "fc.json");
+  REQUIRE(g.layers[0].traits.weight_tensors == 2);
+  Workload w;
+  w.mode = Mode::kTraining;
+  w.precision = Precision::kFp16;
+  w.runtime = table.get("amp");
+  CHECK(estimate(g, round_gpu(), round_params(), w).kernels == 7);
+  w.precision = Precision::kFp32;
+  CHECK(estimate(g, round_gpu(), round_params(), w).kernels == 3);
+  // Inference casts nothing either.
+  w.mode = Mode::kInference;
+  w.precision = Precision::kFp16;
+  CHECK(estimate(g, round_gpu(), round_params(), w).kernels == 1);
+}

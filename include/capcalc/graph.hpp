@@ -103,6 +103,9 @@ struct LayerTraits {
   std::optional<GemmView> gemm;  ///< Matrix layers with one plain product shape; unset for
                                  ///< attention and experts, whose products are mixed.
   bool rotary = false;           ///< Attention that applies a rotary position embedding to Q and K.
+  /// Weight matrices and biases its products read (a linear with bias 2, attention's four
+  /// projections and their biases): what mixed precision casts to 16 bits.
+  std::int64_t weight_tensors = 0;
 };
 
 /// One node of the graph.

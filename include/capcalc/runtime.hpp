@@ -34,6 +34,10 @@ struct Runtime {
   double rotary_kernels = 0;
   /// Kernels a decode step's KV-cache update adds to each self-attention layer.
   double cache_update_kernels = 0;
+  /// Mixed-precision training (16-bit math over fp32 master weights): kernels per weight
+  /// tensor of a layer's products in each direction (the cast to 16 bits forward, its
+  /// gradient's cast back to fp32 backward).
+  double autocast_weight_casts = 0;
   /// Host cost per kernel launch on each device type (indexed by DeviceType, seconds), where
   /// the table gives one; 0: the hardware table's floor for the profile.
   std::array<double, kDeviceTypeCount> host_overhead_s{};

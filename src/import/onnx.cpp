@@ -1375,6 +1375,7 @@ class Importer {
     std::int64_t constant_elements = 0;
     std::int64_t params = 0;
     int operands_needing_grad = 0;
+    std::int64_t weight_slots = 0;  // Inputs that hold parameters.
     const Operands operands = operands_of(node.op_type());
     for (int slot = 0; slot < node.input_size(); ++slot) {
       const std::string& input = node.input(slot);
@@ -1399,6 +1400,8 @@ class Importer {
       } else {
         constant_elements = checked_add(constant_elements, element_count(shapes.back()));
         if (rule != nullptr && is_param_slot(rule->rule, node.op_type(), slot)) {
+          const bool had_weights = has_weights;
+          has_weights = false;
           for (const std::string& root : value.roots) {
             if (initializers_.at(root)->data_type() == onnx::TensorProto::INT32 &&
                 !(operands.quantised && slot == operands.bias)) {
@@ -1413,6 +1416,8 @@ class Importer {
                                                   : element_count(shapes_.at(root).dims));
             }
           }
+          if (has_weights) ++weight_slots;
+          has_weights = has_weights || had_weights;
         }
       }
     }
@@ -1442,6 +1447,10 @@ class Importer {
     std::string op(rule->name);
     bool view = false;
     layer.traits = rule_traits(rule->rule);
+    const OpClass op_class = layer.traits.op_class;
+    if (op_class == OpClass::kMatrix || op_class == OpClass::kAttention) {
+      layer.traits.weight_tensors = weight_slots;
+    }
     switch (rule->rule) {
       case Rule::kConv:
       case Rule::kConvTranspose: {
