@@ -309,6 +309,17 @@ std::string render_explain_text(const ReportInput& in) {
         "               inductor: elementwise layers fused (no traffic, no floor), each\n"
         "               other kernel launched from Python at the eager floor\n";
   }
+  if (in.workload.runtime) {
+    // What the runtime changes: its kernels per layer (and its own host cost, the floor above).
+    const Runtime& r = *in.workload.runtime;
+    out += fmt::format("  runtime      {}: {} kernels per {}, from its kernels per layer\n"
+                       "               (`capcalc runtimes show {}`){}\n",
+                       r.name, format_grouped(std::llround(e.kernels)), training ? "step" : "pass",
+                       r.id,
+                       r.host_overhead_s[static_cast<std::size_t>(d.type)] > 0
+                           ? "\n               the floor is its host cost per kernel"
+                           : "");
+  }
   if (training) {
     out +=
         "  backward     weight-gradient MACs + input-gradient MACs (none for layers that read\n"

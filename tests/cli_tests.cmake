@@ -402,3 +402,5 @@ capcalc_cli_error(check_runtime_wrong_device "vLLM \\(CUDA graphs, torch\\.compi
                   check data/models/resnet50.json --hw epyc-9654 --runtime vllm --max-latency 10ms)
 capcalc_cli_ok(estimate_default_profile "workload     inference, fp32, batch 1, eager profile \\(gpu default\\)\n"
                estimate data/models/resnet50.json --gpu A100)
+capcalc_cli_ok(explain_runtime "  runtime      PyTorch eager: 174 kernels per pass, from its kernels per layer\n               \\(`capcalc runtimes show pytorch-eager`\\)\n               the floor is its host cost per kernel\n"
+               estimate data/models/resnet50.json --gpu h200 --runtime eager --explain)
