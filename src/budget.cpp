@@ -8,6 +8,8 @@
 
 #include "capcalc/units.hpp"
 
+#include "checked.hpp"
+#include "input_file.hpp"
 #include "json_view.hpp"
 #include "spellcheck.hpp"
 
@@ -346,7 +348,7 @@ std::vector<Budget> parse_budget(std::string_view text, const std::string& file)
 }
 
 std::vector<Budget> load_budget(const std::string& path) {
-  return parse_budget(read_text_file(path), path);
+  return parse_budget(read_input_file(path), path);
 }
 
 std::size_t CheckReport::failures() const {

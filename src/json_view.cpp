@@ -1,8 +1,6 @@
 #include "json_view.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -119,15 +117,6 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
     throw Error(where, fmt::format("number {} is out of range (larger than a double can hold)",
                                    locator.token));
   }
-}
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error({path, "", 0, 0}, "cannot open file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw Error({path, "", 0, 0}, "cannot read file");
-  return buffer.str();
 }
 
 void JsonView::fail(const std::string& message) const {

@@ -13,6 +13,7 @@
 #include "import/hf_config.hpp"
 #include "import/onnx.hpp"
 #include "import/onnx_text.hpp"
+#include "input_file.hpp"
 #include "json_view.hpp"
 #include "ops.hpp"
 #include "spellcheck.hpp"
@@ -516,7 +517,7 @@ Graph load_model(const std::string& path, const ModelOptions& options) {
   if (ends_with(".textproto") || ends_with(".pbtxt")) {
     return load_onnx_text_model(path, OnnxTextSyntax::protobuf, options);
   }
-  return parse_model(read_text_file(path), path, options);
+  return parse_model(read_input_file(path), path, options);
 }
 
 std::vector<std::string_view> operator_names() {

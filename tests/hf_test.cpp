@@ -16,6 +16,7 @@
 
 #include "catch.hpp"
 #include "import/hf_config.hpp"
+#include "input_file.hpp"
 #include "json_view.hpp"
 #include "test_data.hpp"
 
@@ -42,7 +43,7 @@ ModelOptions with_seq(std::int64_t seq) {
 // The config file itself, to read its facts in the tests.
 nlohmann::json config_of(const std::string& file) {
   const std::string path = capcalc::test::data_path("models/" + file);
-  return capcalc::parse_json_text(capcalc::read_text_file(path), path);
+  return capcalc::parse_json_text(capcalc::read_input_file(path), path);
 }
 
 const capcalc::Layer& layer_named(const Graph& graph, const std::string& name) {
@@ -421,7 +422,7 @@ TEST_CASE("hf: DeepSeek-V3 caches 576 latent elements per layer, kept whole on e
   // and values it stands for. Tensor parallelism splits heads, not the one latent: every
   // device keeps all of it (vLLM and SGLang replicate the MLA cache over the group).
   const std::string path = capcalc::test::data_path("models/deepseek_v3_hf.json");
-  const std::string text = capcalc::read_text_file(path);
+  const std::string text = capcalc::read_input_file(path);
   const auto build = [&](std::int64_t seq, std::int64_t cached) {
     ModelOptions options;
     options.dims["seq"] = seq;
@@ -660,7 +661,7 @@ TEST_CASE("hf: a Gemma 3 image runs at prefill only; decode steps match the text
       return capcalc::parse_model(json, name, options);
     };
   };
-  const std::string multimodal = capcalc::read_text_file(path);
+  const std::string multimodal = capcalc::read_input_file(path);
   const capcalc::HardwareTable table =
       capcalc::load_hardware(capcalc::test::data_path("hardware.json"));
   const capcalc::Device& device = table.get("h100-sxm");

@@ -2,10 +2,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <fstream>
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include "capcalc/error.hpp"
 
@@ -14,8 +14,10 @@
 namespace capcalc::cli {
 namespace {
 
+// stat(), not open(): a FIFO in the data directory must not block the lookup.
 bool exists(const std::string& path) {
-  return std::ifstream(path).good();
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
 std::string executable_dir() {

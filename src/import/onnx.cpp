@@ -20,17 +20,17 @@
 #include "spellcheck.hpp"
 
 #if CAPCALC_WITH_ONNX
-#include <fcntl.h>
-#include <unistd.h>
-
+#include <google/protobuf/io/coded_stream.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+// After ONNX's headers: its text parser's header (included by schema.h) names an enumerator
+// MAP_TYPE, which this header defines as a macro.
 #include <sys/mman.h>
-#include <sys/stat.h>
 
 #include "import/onnx_fold.hpp"
 #include "import/onnx_functions.hpp"
+#include "input_file.hpp"
 #endif
 
 namespace capcalc {
@@ -2391,28 +2391,18 @@ Graph import_onnx_model(onnx::ModelProto& model, const std::string& file,
 }
 
 Graph load_onnx_model(const std::string& path, const ModelOptions& options) {
+  const InputFile file(path, kMaxOnnxFileBytes, "ONNX files");
+  if (file.size() == 0) return parse_onnx_model({}, path, options);
   // Mapped, not read: a 200 MB file would otherwise be copied once more before parsing.
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw Error({path, "", 0, 0}, "cannot open file");
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    throw Error({path, "", 0, 0}, "cannot read file");
-  }
-  const auto size = static_cast<std::size_t>(info.st_size);
-  if (size == 0) {
-    ::close(fd);
-    return parse_onnx_model({}, path, options);
-  }
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
+  void* data = ::mmap(nullptr, file.size(), PROT_READ, MAP_PRIVATE, file.fd(), 0);
   if (data == MAP_FAILED) throw Error({path, "", 0, 0}, "cannot read file");
   struct Unmap {
     void* data;
     std::size_t size;
     ~Unmap() { ::munmap(data, size); }
-  } unmap{data, size};
-  return parse_onnx_model(std::string_view(static_cast<const char*>(data), size), path, options);
+  } unmap{data, file.size()};
+  return parse_onnx_model(std::string_view(static_cast<const char*>(data), file.size()), path,
+                          options);
 }
 
 #endif  // CAPCALC_WITH_ONNX

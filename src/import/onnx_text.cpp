@@ -15,7 +15,8 @@
 #include "capcalc/error.hpp"
 
 #include "import/onnx.hpp"
-#include "json_view.hpp"
+#include "input_file.hpp"
+#include "limits.hpp"
 
 #if CAPCALC_WITH_ONNX
 #include <google/protobuf/io/tokenizer.h>
@@ -374,7 +375,8 @@ Graph parse_onnx_text_model(const std::string& text, OnnxTextSyntax syntax, cons
 
 Graph load_onnx_text_model(const std::string& path, OnnxTextSyntax syntax,
                            const ModelOptions& options) {
-  return parse_onnx_text_model(read_text_file(path), syntax, path, options);
+  return parse_onnx_text_model(read_input_file(path, kMaxOnnxTextFileBytes, "ONNX text files"),
+                               syntax, path, options);
 }
 
 }  // namespace capcalc

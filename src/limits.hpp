@@ -1,0 +1,19 @@
+// The limits on what capcalc reads and builds, in one place, so that no input can exhaust the
+// stack, the memory or the user's patience; past one, the input is a capcalc::Error naming the
+// place and the limit. README.md ("Input limits") lists them for users. Each is far above what
+// real models need: Llama 3 405B expands to 1,263 layers, the generated benchmark chains
+// to 100,000.
+#pragma once
+
+#include <cstdint>
+
+namespace capcalc {
+
+// Input files (src/input_file.hpp reads them): anything that is not a regular file is refused.
+inline constexpr std::int64_t kMaxJsonFileBytes = std::int64_t{64} << 20;       ///< 64 MiB.
+inline constexpr std::int64_t kMaxOnnxTextFileBytes = std::int64_t{256} << 20;  ///< 256 MiB.
+/// 2 GiB - 1: protobuf's own limit for one message. Larger models keep their weights as
+/// external data, which capcalc does not read.
+inline constexpr std::int64_t kMaxOnnxFileBytes = (std::int64_t{2} << 30) - 1;
+
+}  // namespace capcalc

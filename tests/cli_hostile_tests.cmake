@@ -1,0 +1,41 @@
+# Issue 21: inputs that crashed, hung or exhausted memory. Each is exit code 2 with a located
+# message (capcalc_cli_error checks both, that stdout is empty, and that nothing crashed);
+# the TIMEOUT catches a hang. Small inputs are in tests/hostile/, big ones and FIFOs are made
+# by the fixture below.
+set(hostile tests/hostile)
+set(made ${CMAKE_CURRENT_BINARY_DIR}/hostile)
+add_test(NAME cli.hostile_files
+         COMMAND ${CMAKE_COMMAND} -DDIR=${made} -P ${CMAKE_CURRENT_SOURCE_DIR}/hostile/generate.cmake)
+set_tests_properties(cli.hostile_files PROPERTIES FIXTURES_SETUP hostile_files)
+
+# capcalc_cli_hostile(name stderr_regex args...): capcalc_cli_error with the fixture and a
+# timeout.
+function(capcalc_cli_hostile name stderr_regex)
+  capcalc_cli_error(${name} "${stderr_regex}" ${ARGN})
+  set_tests_properties(cli.${name} PROPERTIES FIXTURES_REQUIRED hostile_files TIMEOUT 60)
+endfunction()
+
+# Files that are not files: refused at once, never read.
+capcalc_cli_hostile(fifo_model "^capcalc: error: [^\n]*/fifo.json: not a regular file \\(a FIFO\\)\n$"
+                    estimate ${made}/fifo.json --gpu a100)
+capcalc_cli_hostile(fifo_onnx "/fifo.onnx: not a regular file \\(a FIFO\\)" layers ${made}/fifo.onnx)
+capcalc_cli_hostile(fifo_textproto "/fifo.pbtxt: not a regular file \\(a FIFO\\)"
+                    layers ${made}/fifo.pbtxt)
+capcalc_cli_hostile(dev_zero_model "^capcalc: error: /dev/zero: not a regular file \\(a character device\\)\n$"
+                    estimate /dev/zero --gpu a100)
+capcalc_cli_hostile(dev_zero_hardware "/dev/zero: not a regular file"
+                    estimate data/models/tiny_cnn.json --gpu a100 --hardware /dev/zero)
+capcalc_cli_hostile(fifo_hardware_file "/fifo.json: not a regular file \\(a FIFO\\)"
+                    estimate data/models/tiny_cnn.json --gpu a100 --hardware-file ${made}/fifo.json)
+capcalc_cli_hostile(dev_zero_runtime_file "/dev/zero: not a regular file"
+                    estimate data/models/tiny_cnn.json --gpu a100 --runtime pytorch-eager
+                    --runtime-file /dev/zero)
+capcalc_cli_hostile(dev_zero_budget "/dev/zero: not a regular file" check --budget /dev/zero)
+capcalc_cli_hostile(dev_zero_budget_model "^capcalc: error: /dev/zero: not a regular file"
+                    check --budget ${hostile}/budget_dev_zero.json)
+capcalc_cli_hostile(dev_zero_measurements "/dev/zero: not a regular file"
+                    validate --measurements /dev/zero)
+capcalc_cli_hostile(directory_model "tests/hostile: not a regular file \\(a directory\\)"
+                    layers ${hostile})
+capcalc_cli_hostile(big_json "/big.json: the file is 68,157,440 bytes: larger than 64 MiB, the limit for JSON files"
+                    layers ${made}/big.json)
