@@ -13,7 +13,8 @@
 
 namespace capcalc {
 
-/// Parses JSON text; a syntax error becomes `file:line:col: message`.
+/// Parses JSON text; a syntax error, or arrays and objects nested deeper than kMaxNestingDepth
+/// (limits.hpp), becomes `file:line:col: message`.
 nlohmann::json parse_json_text(std::string_view text, const std::string& file);
 
 /// A view of one JSON value that remembers where it came from. Views point into the document

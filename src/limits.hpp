@@ -16,4 +16,17 @@ inline constexpr std::int64_t kMaxOnnxTextFileBytes = std::int64_t{256} << 20;  
 /// external data, which capcalc does not read.
 inline constexpr std::int64_t kMaxOnnxFileBytes = (std::int64_t{2} << 30) - 1;
 
+/// Nesting of JSON arrays and objects, ONNX text brackets and protobuf messages (text or
+/// binary). Their readers, nlohmann's copy and dump, and protobuf's are recursive.
+inline constexpr int kMaxNestingDepth = 256;
+/// Parentheses and signs in one expression of a model file (a level of parentheses counts 2).
+inline constexpr int kMaxExpressionDepth = 128;
+/// Block calls inside block calls (native models).
+inline constexpr int kMaxBlockDepth = 32;
+/// Block argument defaults that refer to one another ("b": "a * 2", "c": "b + 1", ...): each
+/// link evaluates an expression inside the last.
+inline constexpr int kMaxDefaultChain = 32;
+/// ONNX local functions calling one another.
+inline constexpr int kMaxFunctionDepth = 64;
+
 }  // namespace capcalc

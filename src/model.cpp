@@ -15,6 +15,7 @@
 #include "import/onnx_text.hpp"
 #include "input_file.hpp"
 #include "json_view.hpp"
+#include "limits.hpp"
 #include "ops.hpp"
 #include "spellcheck.hpp"
 
@@ -22,7 +23,6 @@ namespace capcalc {
 namespace {
 
 constexpr std::string_view kFormat = "capcalc-model/1";
-constexpr int kMaxBlockDepth = 32;
 
 const std::vector<std::string_view> kModelKeys = {"$schema", "format",  "name",   "description",
                                                   "source",  "comment", "dims",   "inputs",
@@ -68,6 +68,12 @@ class ArgScope : public NameScope {
       if (auto def = defaults_->find(key); def && !def->is_null()) {
         if (std::find(evaluating_.begin(), evaluating_.end(), key) != evaluating_.end()) {
           def->fail(fmt::format("the default of \"{}\" refers to itself", key));
+        }
+        if (evaluating_.size() >= static_cast<std::size_t>(kMaxDefaultChain)) {
+          def->fail(
+              fmt::format("argument defaults refer to one another more than {} deep (the "
+                          "limit)",
+                          kMaxDefaultChain));
         }
         evaluating_.push_back(key);
         std::int64_t value = 0;

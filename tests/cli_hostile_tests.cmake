@@ -39,3 +39,15 @@ capcalc_cli_hostile(directory_model "tests/hostile: not a regular file \\(a dire
                     layers ${hostile})
 capcalc_cli_hostile(big_json "/big.json: the file is 68,157,440 bytes: larger than 64 MiB, the limit for JSON files"
                     layers ${made}/big.json)
+
+# Nesting: refused at the bracket or message past the limit.
+capcalc_cli_hostile(deep_json "/deep.json:1:257: arrays and objects nest more than 256 deep \\(the limit\\)"
+                    layers ${made}/deep.json)
+capcalc_cli_hostile(deep_json_value "/deep_dims.json:1:[0-9]+: arrays and objects nest more than 256 deep"
+                    layers ${made}/deep_dims.json)
+capcalc_cli_hostile(deep_textproto "/deep.textproto:2:[0-9]+: protobuf text format: Message is too deep"
+                    layers ${made}/deep.textproto)
+capcalc_cli_hostile(deep_onnx_text "/deep.onnxtxt:3:[0-9]+: ONNX text: brackets nest more than 256 deep"
+                    layers ${made}/deep.onnxtxt)
+capcalc_cli_hostile(deep_expression "expression_deep.json:/layers/0/out_features: bad expression \"\\(+\\.\\.\\.\": nested too deeply at column 65"
+                    layers ${hostile}/expression_deep.json)

@@ -469,3 +469,16 @@ TEST_CASE("model: an optional input left out leaves its layers' weights and none
                                       "(its inputs: text, image)") &&
                         Catch::Contains("image"));
 }
+
+TEST_CASE("model: block argument defaults may refer to one another 32 deep", "[model][errors]") {
+  // a0 = a1, a1 = a2, ..., a40 = 4: each link evaluates inside the last.
+  std::string args;
+  for (int i = 0; i < 40; ++i)
+    args += "\"a" + std::to_string(i) + "\": \"a" + std::to_string(i + 1) + "\", ";
+  args += "\"a40\": 4";
+  const std::string blocks = R"("blocks": {"b": {"args": {)" + args +
+                             R"(}, "layers": [{"op": "linear", "out_features": "a0"}]}}, )";
+  REQUIRE_THROWS_WITH(parse(model("[1, 4]", R"({"block": "b"})", blocks)),
+                      "m.json:/blocks/b/args/a32: argument defaults refer to one another more "
+                      "than 32 deep (the limit)");
+}

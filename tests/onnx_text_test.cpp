@@ -757,3 +757,34 @@ mlp (float[batch,7,7,768] x) => (float[batch,7,7,768] y)
   CHECK(cnn.layers[2].traits.op_class == capcalc::OpClass::kPooling);
   CHECK(cnn.layers[4].traits.op_class == capcalc::OpClass::kView);
 }
+
+// Issue 21: the text readers recurse once per level of nesting; 8,000 nested messages ended
+// in SIGSEGV. Both refuse nesting past the limit with the place.
+TEST_CASE("onnx text: nesting past the limit is an error at its line and column",
+          "[onnx][limits]") {
+  std::string deep_proto = "graph {\n";
+  for (int i = 0; i < 8000; ++i)
+    deep_proto += "node { attribute { g { ";
+  REQUIRE_THROWS_WITH(capcalc::parse_onnx_text_model(deep_proto, OnnxTextSyntax::protobuf,
+                                                     "deep.textproto", ModelOptions{}),
+                      ContainsSubstring("deep.textproto:2:1961: protobuf text format: Message is "
+                                        "too deep"));
+  const std::string header =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[2] x) => "
+      "(float[2] y) {\n";
+  for (const char* open : {"(", "[", "{", "<"}) {
+    std::string text = header + "   y = Relu ";
+    for (int i = 0; i < 100'000; ++i)
+      text += open;
+    INFO("bracket " << open);
+    // The body's brace is level 1: the 256th of these is the 257th level, at column 268.
+    REQUIRE_THROWS_WITH(
+        capcalc::parse_onnx_text_model(text, OnnxTextSyntax::onnx, "deep.onnxtxt", ModelOptions{}),
+        "deep.onnxtxt:3:268: ONNX text: brackets nest more than 256 deep (the "
+        "limit)");
+  }
+  // Comments, strings and `=>` do not count.
+  std::string commented = header + "   # " + std::string(1000, '(') + "\n   y = Relu (x)\n}\n";
+  CHECK(capcalc::parse_onnx_text_model(commented, OnnxTextSyntax::onnx, "c.onnxtxt", ModelOptions{})
+            .layers.size() == 1);
+}

@@ -17,6 +17,7 @@
 #include "checked.hpp"
 #include "count_formulas.hpp"
 #include "expr.hpp"
+#include "limits.hpp"
 #include "spellcheck.hpp"
 
 #if CAPCALC_WITH_ONNX
@@ -2373,10 +2374,19 @@ class Importer {
 Graph parse_onnx_model(std::string_view bytes, const std::string& file,
                        const ModelOptions& options) {
   onnx::ModelProto model;
-  if (bytes.size() > static_cast<std::size_t>(INT32_MAX) ||
-      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  bool parsed = false;
+  if (bytes.size() <= static_cast<std::size_t>(kMaxOnnxFileBytes)) {
+    // Protobuf's parser and the message's destructor recurse once per level of nesting.
+    google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                              static_cast<int>(bytes.size()));
+    in.SetRecursionLimit(kMaxNestingDepth);
+    parsed = model.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+  }
+  if (!parsed) {
     throw Error({file, "", 0, 0},
-                "not a valid ONNX model: the protobuf does not parse (corrupt or truncated file?)");
+                fmt::format("not a valid ONNX model: the protobuf does not parse (corrupt or "
+                            "truncated file, or messages nested more than {} deep?)",
+                            kMaxNestingDepth));
   }
   return import_onnx_model(model, file, options);
 }

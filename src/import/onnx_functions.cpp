@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/units.hpp"
+
+#include "limits.hpp"
 
 namespace capcalc::onnx_import {
 namespace {

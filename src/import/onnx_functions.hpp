@@ -20,6 +20,4 @@ namespace capcalc::onnx_import {
 /// capcalc::Error naming `file` for recursion deeper than kMaxFunctionDepth.
 std::vector<std::string> inline_local_functions(onnx::ModelProto& model, const std::string& file);
 
-inline constexpr int kMaxFunctionDepth = 64;
-
 }  // namespace capcalc::onnx_import
