@@ -26,7 +26,19 @@ inline constexpr int kMaxBlockDepth = 32;
 /// Block argument defaults that refer to one another ("b": "a * 2", "c": "b + 1", ...): each
 /// link evaluates an expression inside the last.
 inline constexpr int kMaxDefaultChain = 32;
+/// ONNX subgraphs (If branches, Loop and Scan bodies) inside one another.
+inline constexpr int kMaxSubgraphDepth = 64;
 /// ONNX local functions calling one another.
 inline constexpr int kMaxFunctionDepth = 64;
+
+/// Layers of a model once blocks and repeats are expanded (native models, Hugging Face
+/// configs, ONNX loops unrolled).
+inline constexpr std::int64_t kMaxLayers = 1'000'000;
+/// ONNX nodes once local functions are inlined and loops unrolled, counting both branches of
+/// an If whose condition is not known.
+inline constexpr std::int64_t kMaxExpandedNodes = 2'000'000;
+/// Iterations of one ONNX Loop or Scan that are unrolled; a longer one stays an unknown
+/// operator (counted as zero, with a warning).
+inline constexpr std::int64_t kMaxLoopIterations = 4096;
 
 }  // namespace capcalc

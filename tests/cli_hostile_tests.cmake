@@ -51,3 +51,17 @@ capcalc_cli_hostile(deep_onnx_text "/deep.onnxtxt:3:[0-9]+: ONNX text: brackets 
                     layers ${made}/deep.onnxtxt)
 capcalc_cli_hostile(deep_expression "expression_deep.json:/layers/0/out_features: bad expression \"\\(+\\.\\.\\.\": nested too deeply at column 65"
                     layers ${hostile}/expression_deep.json)
+
+# ONNX control flow: nested Ifs in linear time, Loops that stay unknown estimated; subgraphs
+# nested past the limit and loops unrolled inside loops past the node limit are errors.
+capcalc_cli_hostile(deep_if "if_nested_65.onnxtxt:/graph/node/0(/attribute/0/g/node/0)+: node \"[^\"]*\" \\(If\\): subgraphs nest more than 64 deep \\(the limit\\)"
+                    layers ${hostile}/if_nested_65.onnxtxt)
+capcalc_cli_ok(if_nested_40 "nested_if on NVIDIA A100" estimate ${hostile}/if_nested_40.onnxtxt --gpu a100)
+set_tests_properties(cli.if_nested_40 PROPERTIES TIMEOUT 30)
+foreach(file loop_unknown_trips loop_over_limit)
+  capcalc_cli_ok(${file} "Loop_0 +loop" estimate ${hostile}/${file}.onnxtxt --gpu a100)
+  capcalc_cli_ok(${file}_training "\"name\": \"Loop_0\""
+                 estimate ${hostile}/${file}.onnxtxt --gpu a100 --mode training --format json)
+endforeach()
+capcalc_cli_hostile(loop_in_loop "loop_in_loop.onnxtxt:/graph/node/0: the model expands to more than 2,000,000 nodes \\(the limit\\)"
+                    layers ${hostile}/loop_in_loop.onnxtxt)

@@ -788,3 +788,29 @@ TEST_CASE("onnx text: nesting past the limit is an error at its line and column"
   CHECK(capcalc::parse_onnx_text_model(commented, OnnxTextSyntax::onnx, "c.onnxtxt", ModelOptions{})
             .layers.size() == 1);
 }
+
+// Issue 21: `estimate` on a Loop that stays an unknown operator (its trip count an input, or
+// past the unroll limit) was reported to end in SIGSEGV; `layers` on it was fine. Both are
+// drawn and rendered here, as the CLI does.
+TEST_CASE("onnx text: a Loop that is not unrolled is estimated and rendered", "[onnx][limits]") {
+  const capcalc::Device device = small_gpu();
+  const capcalc::PerformanceParams params;
+  for (const char* file : {"loop_unknown_trips.onnxtxt", "loop_over_limit.onnxtxt"}) {
+    INFO(file);
+    const Graph g =
+        capcalc::load_model(std::string(CAPCALC_TEST_DIR) + "/hostile/" + file, ModelOptions{});
+    REQUIRE(g.unknown_ops.size() == 1);
+    CHECK(g.unknown_ops[0].op == "Loop");
+    for (const capcalc::Mode mode : {capcalc::Mode::kInference, capcalc::Mode::kTraining}) {
+      capcalc::Workload workload;
+      workload.mode = mode;
+      const capcalc::Estimate e = capcalc::estimate(g, device, params, workload);
+      const auto totals = capcalc::graph_totals(g);
+      CHECK(totals.macs == 0);
+      const capcalc::ReportInput in{g, totals, workload, &device, &params, &e};
+      CHECK(capcalc::render_estimate_text(in, 10).find("Loop_0") != std::string::npos);
+      CHECK(nlohmann::json::parse(capcalc::render_estimate_json(in))["layers"].size() ==
+            g.layers.size());
+    }
+  }
+}
