@@ -34,6 +34,9 @@ inline constexpr int kMaxFunctionDepth = 64;
 /// Layers of a model once blocks and repeats are expanded (native models, Hugging Face
 /// configs, ONNX loops unrolled).
 inline constexpr std::int64_t kMaxLayers = 1'000'000;
+/// Decoder or encoder layers of a Hugging Face config (num_hidden_layers): each expands to 10
+/// to 30 layers, and the check is made at the config's key.
+inline constexpr std::int64_t kMaxHfLayers = 10'000;
 /// ONNX nodes once local functions are inlined and loops unrolled, counting both branches of
 /// an If whose condition is not known.
 inline constexpr std::int64_t kMaxExpandedNodes = 2'000'000;

@@ -65,3 +65,16 @@ foreach(file loop_unknown_trips loop_over_limit)
 endforeach()
 capcalc_cli_hostile(loop_in_loop "loop_in_loop.onnxtxt:/graph/node/0: the model expands to more than 2,000,000 nodes \\(the limit\\)"
                     layers ${hostile}/loop_in_loop.onnxtxt)
+
+# Expansion past the documented limits: named where it happens, before any memory is spent.
+set(layer_limit "the model expands to more than 1,000,000 layers \\(the limit\\)")
+capcalc_cli_hostile(repeat_huge "repeat_huge.json:/layers/1/repeat: ${layer_limit}"
+                    estimate ${hostile}/repeat_huge.json --gpu a100)
+capcalc_cli_hostile(repeat_expression "repeat_expression.json:/layers/0/repeat: ${layer_limit}"
+                    layers ${hostile}/repeat_expression.json)
+capcalc_cli_hostile(repeat_nested "repeat_nested.json:/layers/1/repeat: ${layer_limit}"
+                    layers ${hostile}/repeat_nested.json)
+capcalc_cli_hostile(blocks_doubling "blocks_doubling.json:/layers/1: ${layer_limit}"
+                    layers ${hostile}/blocks_doubling.json)
+capcalc_cli_hostile(hf_layers_huge "hf_layers_huge.json:/num_hidden_layers: 1,000,000,000,000 layers is more than 10,000 \\(the limit for a Hugging Face config\\)"
+                    estimate ${hostile}/hf_layers_huge.json --gpu a100)

@@ -1205,3 +1205,32 @@ TEST_CASE("report: estimate JSON carries model.active_params", "[hf][report]") {
   CHECK(doc["model"]["params"] == 16 + 8 * 3 * 16 * 32 + 16 * 8);
   CHECK(doc["model"]["active_params"] == 16 + 2 * 3 * 16 * 32 + 16 * 8);
 }
+
+// Issue 21: num_hidden_layers of 10^12 hung or ended in std::bad_alloc building per-layer
+// lists; the limit is checked at the config's key, while the largest real configs load.
+TEST_CASE("hf: a layer count past the limit is an error at num_hidden_layers", "[hf][limits]") {
+  nlohmann::json config = config_of("llama2_7b_hf.json");
+  config["num_hidden_layers"] = 1'000'000'000'000;
+  REQUIRE_THROWS_WITH(capcalc::parse_model(config.dump(), "config.json"),
+                      "config.json:/num_hidden_layers: 1,000,000,000,000 layers is more than "
+                      "10,000 (the limit for a Hugging Face config)");
+  config = config_of("gpt2_hf.json");
+  config["n_layer"] = 10'001;
+  REQUIRE_THROWS_WITH(capcalc::parse_model(config.dump(), "config.json"),
+                      ContainsSubstring("config.json:/n_layer: 10,001 layers is more than 10,000"));
+  // The largest real configs are far inside the limits: DeepSeek-V3 (61 layers, 256 experts
+  // each) and Llama 3.1 405B (126 layers; its config.json on the Hugging Face Hub,
+  // meta-llama/Llama-3.1-405B, with its 405 B parameters from the model card).
+  CHECK(load("deepseek_v3_hf.json").layers.size() > 61);
+  config = config_of("llama2_7b_hf.json");
+  config["hidden_size"] = 16384;
+  config["intermediate_size"] = 53248;
+  config["num_attention_heads"] = 128;
+  config["num_key_value_heads"] = 8;
+  config["num_hidden_layers"] = 126;
+  config["vocab_size"] = 128256;
+  const Graph llama405b = capcalc::parse_model(config.dump(), "config.json");
+  const double params = static_cast<double>(capcalc::graph_totals(llama405b).params);
+  CHECK(params > 400e9);
+  CHECK(params < 410e9);
+}

@@ -1462,3 +1462,36 @@ TEST_CASE("onnx: loops unrolled inside loops past the node limit fail at once", 
                           "limit) when its loops are unrolled and its If branches read");
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }
+
+TEST_CASE("onnx: local functions that double at each level fail before they are inlined",
+          "[onnx][limits]") {
+  // pkg.F30 calls F29 twice, ..., F0 is a Relu: 2^30 nodes.
+  OnnxModel m("doubling");
+  auto* opset = m.model().add_opset_import();
+  opset->set_domain("pkg");
+  opset->set_version(1);
+  m.input("x", {std::int64_t{4}});
+  for (int k = 0; k <= 30; ++k) {
+    onnx::FunctionProto& f = *m.model().add_functions();
+    f.set_name("F" + std::to_string(k));
+    f.set_domain("pkg");
+    f.add_input("a");
+    f.add_output("b");
+    f.add_opset_import()->set_version(17);
+    if (k == 0) {
+      function_node(f, "Relu", {"a"}, {"b"});
+    } else {
+      function_node(f, "F" + std::to_string(k - 1), {"a"}, {"h"}, "pkg");
+      function_node(f, "F" + std::to_string(k - 1), {"h"}, {"b"}, "pkg");
+    }
+  }
+  m.node("Relu", {"x"}, {"r"}, "first");
+  m.node("F30", {"r"}, {"y"}, "call").set_domain("pkg");
+  m.output("y");
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_WITH(m.load("doubling"),
+                      ContainsSubstring(":/graph/node/1: the model expands to more than "
+                                        "2,000,000 nodes (the limit) when its local functions "
+                                        "are inlined"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+}
