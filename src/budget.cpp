@@ -482,6 +482,8 @@ CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTabl
       } catch (const Error& e) {
         if (!e.where().file.empty()) throw;
         throw Error(budget.where, e.message());
+      } catch (const OverflowError&) {
+        throw Error(budget.where, overflow_message(budget.model_options.dims));
       }
       for (CheckResult& r : results)
         report.results.push_back(std::move(r));

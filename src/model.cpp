@@ -450,7 +450,7 @@ class Builder {
     try {
       result = kind->infer(ctx);
     } catch (const OverflowError&) {
-      entry.fail(fmt::format("layer \"{}\": a count does not fit in a 64-bit integer", full_name));
+      entry.fail(fmt::format("layer \"{}\": {}", full_name, overflow_message(options_.dims)));
     }
     attrs.reject_unknown(kOpKeys, op_name);
 

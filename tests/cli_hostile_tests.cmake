@@ -78,3 +78,18 @@ capcalc_cli_hostile(blocks_doubling "blocks_doubling.json:/layers/1: ${layer_lim
                     layers ${hostile}/blocks_doubling.json)
 capcalc_cli_hostile(hf_layers_huge "hf_layers_huge.json:/num_hidden_layers: 1,000,000,000,000 layers is more than 10,000 \\(the limit for a Hugging Face config\\)"
                     estimate ${hostile}/hf_layers_huge.json --gpu a100)
+
+# Counts past 64 bits: the flag or key that scaled them, never "internal error".
+set(overflow "a count does not fit in a 64-bit integer")
+capcalc_cli_hostile(overflow_batch_total "^capcalc: error: --batch 1073741824: ${overflow}\n$"
+                    estimate data/models/resnet50.json --gpu A100 --batch 1073741824 --mode training)
+capcalc_cli_hostile(overflow_batch_layer "resnet50.json:/layers/0: layer \"conv1\": ${overflow} \\(with batch = 1099511627776\\)"
+                    estimate data/models/resnet50.json --gpu A100 --batch 1099511627776 --mode training)
+capcalc_cli_hostile(overflow_compare "--batch 1073741824: ${overflow}"
+                    compare data/models/resnet50.json --hw A100,T4 --batch 1073741824)
+capcalc_cli_hostile(overflow_roofline "--batch 1073741824: ${overflow}"
+                    roofline data/models/resnet50.json --gpu A100 --batch 1073741824)
+capcalc_cli_hostile(overflow_set "--set seq=4294967296: ${overflow}|layer \"[^\"]*\": ${overflow} \\(with seq = 4294967296\\)"
+                    estimate data/models/llama2_7b.json --gpu A100 --set seq=4294967296)
+capcalc_cli_hostile(overflow_budget "budget_overflow.json:/budgets/0: ${overflow} \\(with batch = 1073741824\\)"
+                    check --budget ${hostile}/budget_overflow.json)

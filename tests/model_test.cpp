@@ -533,3 +533,13 @@ TEST_CASE("model: block argument defaults may refer to one another 32 deep", "[m
                       "m.json:/blocks/b/args/a32: argument defaults refer to one another more "
                       "than 32 deep (the limit)");
 }
+
+TEST_CASE("model: an overflow names the dims the caller set", "[model][errors]") {
+  ModelOptions options;
+  options.dims["batch"] = 4294967296;
+  REQUIRE_THROWS_WITH(parse(model(R"(["batch", 4294967296])", R"({"name": "r", "op": "relu"})",
+                                  R"("dims": {"batch": 1}, )"),
+                            options),
+                      "m.json:/layers/0: layer \"r\": a count does not fit in a 64-bit integer "
+                      "(with batch = 4294967296)");
+}

@@ -152,6 +152,30 @@ CompareServingBuilder serving_graphs(const ModelArgs& model) {
   };
 }
 
+std::string count_overflow_message(const CLI::App& app) {
+  static const std::vector<std::string> kScaling = {
+      "--batch",         "--set",           "--input-shape",     "--prompt-tokens",
+      "--output-tokens", "--devices",       "--tensor-parallel", "--pipeline-parallel",
+      "--micro-batches", "--virtual-stages"};
+  std::vector<std::string> flags;
+  std::string file;
+  for (const CLI::App* sub : app.get_subcommands()) {
+    for (const CLI::Option* option : sub->get_options()) {
+      if (option->count() == 0) continue;
+      const std::string name = option->get_name();
+      if (std::find(kScaling.begin(), kScaling.end(), name) != kScaling.end()) {
+        for (const std::string& value : option->results())
+          flags.push_back(name + " " + value);
+      } else if ((name == "model" || name == "--budget") && file.empty()) {
+        file = option->results().front();
+      }
+    }
+  }
+  const std::string message = "a count does not fit in a 64-bit integer";
+  if (!flags.empty()) return fmt::format("{}: {}", fmt::join(flags, ", "), message);
+  return file.empty() ? message : file + ": " + message;
+}
+
 bool color_enabled(std::FILE* stream) {
   const auto set = [](const char* name) {
     const char* value = std::getenv(name);

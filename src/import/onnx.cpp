@@ -2484,7 +2484,7 @@ Graph import_onnx_model(onnx::ModelProto& model, const std::string& file,
   try {
     return Importer(model, file, options).build();
   } catch (const OverflowError&) {
-    throw Error({file, "", 0, 0}, "a count does not fit in a 64-bit integer");
+    throw Error({file, "", 0, 0}, overflow_message(options.dims));
   }
 }
 
