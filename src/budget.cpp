@@ -8,6 +8,8 @@
 
 #include "capcalc/units.hpp"
 
+#include "checked.hpp"
+#include "input_file.hpp"
 #include "json_view.hpp"
 #include "spellcheck.hpp"
 
@@ -354,7 +356,7 @@ std::vector<Budget> parse_budget(std::string_view text, const std::string& file)
 }
 
 std::vector<Budget> load_budget(const std::string& path) {
-  return parse_budget(read_text_file(path), path);
+  return parse_budget(read_input_file(path), path);
 }
 
 std::size_t CheckReport::failures() const {
@@ -509,6 +511,8 @@ CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTabl
       } catch (const Error& e) {
         if (!e.where().file.empty()) throw;
         throw Error(budget.where, e.message());
+      } catch (const OverflowError&) {
+        throw Error(budget.where, overflow_message(budget.model_options.dims));
       }
       for (CheckResult& r : results)
         report.results.push_back(std::move(r));

@@ -2,15 +2,28 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
+#include <string>
 
 namespace capcalc {
 
-/// Thrown by the checked helpers; callers that know the place turn it into capcalc::Error.
+/// Thrown by the checked helpers; callers that know the place turn it into capcalc::Error (the
+/// CLI names the flags that scale counts for those that escape the library).
 class OverflowError : public std::overflow_error {
  public:
   OverflowError() : std::overflow_error("count does not fit in a 64-bit integer") {}
 };
+
+/// "a count does not fit in a 64-bit integer", and the dims the caller set, which are the
+/// likely cause: " (with batch = 1099511627776)".
+inline std::string overflow_message(const std::map<std::string, std::int64_t>& set_dims) {
+  std::string message = "a count does not fit in a 64-bit integer";
+  std::string dims;
+  for (const auto& [name, value] : set_dims)
+    dims += (dims.empty() ? "" : ", ") + name + " = " + std::to_string(value);
+  return dims.empty() ? message : message + " (with " + dims + ")";
+}
 
 inline std::int64_t checked_add(std::int64_t a, std::int64_t b) {
   std::int64_t result = 0;

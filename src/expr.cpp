@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "checked.hpp"
+#include "limits.hpp"
 #include "spellcheck.hpp"
 
 namespace capcalc {
@@ -17,9 +18,6 @@ namespace {
 //                          primary := integer | name | '(' expr ')'
 class Parser {
  public:
-  // Nesting limit; a level of parentheses counts 2 (expression and sign), a unary sign 1.
-  static constexpr int kMaxDepth = 128;
-
   Parser(std::string_view text, const NameScope& scope) : text_(text), scope_(scope) {}
 
   std::int64_t parse() {
@@ -31,7 +29,21 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw ExpressionError(fmt::format("bad expression \"{}\": {}", text_, what));
+    // A long expression is shown by its start: the message stays one readable line.
+    const std::string_view shown = text_.size() > 60 ? text_.substr(0, 57) : text_;
+    throw ExpressionError(fmt::format("bad expression \"{}{}\": {}", shown,
+                                      shown.size() < text_.size() ? "..." : "", what));
+  }
+
+  // Recursion is bounded: each level of parentheses is two calls (expression and sign), each
+  // sign one.
+  void enter() {
+    if (++depth_ > kMaxExpressionDepth) {
+      fail(
+          fmt::format("nested too deeply at column {} (more than {} levels; a parenthesis counts "
+                      "2)",
+                      pos_ + 1, kMaxExpressionDepth));
+    }
   }
 
   void skip_space() {
@@ -47,7 +59,7 @@ class Parser {
   }
 
   std::int64_t expression() {
-    if (++depth_ > kMaxDepth) fail("nested too deeply");
+    enter();
     std::int64_t value = term();
     for (;;) {
       if (accept("+")) {
@@ -104,8 +116,7 @@ class Parser {
   }
 
   std::int64_t unary() {
-    // Counted like parentheses: "- - - ... 1" must not exhaust the stack.
-    if (++depth_ > kMaxDepth) fail("nested too deeply");
+    enter();  // "- - - ... 1" must not exhaust the stack either.
     std::int64_t value = 0;
     if (accept("-")) {
       value = checked_mul(-1, unary());

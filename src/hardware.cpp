@@ -9,6 +9,7 @@
 
 #include "capcalc/error.hpp"
 
+#include "input_file.hpp"
 #include "json_view.hpp"
 #include "spellcheck.hpp"
 
@@ -390,7 +391,7 @@ HardwareTable parse_hardware(std::string_view text, const std::string& file) {
 }
 
 HardwareTable load_hardware(const std::string& path) {
-  return parse_hardware(read_text_file(path), path);
+  return parse_hardware(read_input_file(path), path);
 }
 
 HardwareTable load_hardware(const std::string& path, const std::vector<std::string>& overlays) {

@@ -1,13 +1,12 @@
 #include "json_view.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
 
+#include "limits.hpp"
 #include "spellcheck.hpp"
 
 namespace capcalc {
@@ -65,6 +64,35 @@ struct ErrorLocator : nlohmann::json::json_sax_t {
   }
 };
 
+// nlohmann parses nesting without recursion, but copies, compares, dumps and destroys it
+// recursively: a document nested deeper than kMaxNestingDepth is refused before parsing, at
+// its first bracket too many.
+void check_nesting(std::string_view text, const std::string& file) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxNestingDepth) {
+        SourceLocation where{file, "", 0, 0};
+        locate(text, i, where.line, where.column);
+        throw Error(where, fmt::format("arrays and objects nest more than {} deep (the limit)",
+                                       kMaxNestingDepth));
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 std::string short_dump(const nlohmann::json& value) {
   std::string text = value.dump();
   if (text.size() > 40) text = text.substr(0, 37) + "...";
@@ -101,6 +129,7 @@ std::string json_type_name(const nlohmann::json& value) {
 }
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
+  check_nesting(text, file);
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
@@ -119,15 +148,6 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
     throw Error(where, fmt::format("number {} is out of range (larger than a double can hold)",
                                    locator.token));
   }
-}
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error({path, "", 0, 0}, "cannot open file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw Error({path, "", 0, 0}, "cannot read file");
-  return buffer.str();
 }
 
 void JsonView::fail(const std::string& message) const {

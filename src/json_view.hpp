@@ -13,11 +13,9 @@
 
 namespace capcalc {
 
-/// Parses JSON text; a syntax error becomes `file:line:col: message`.
+/// Parses JSON text; a syntax error, or arrays and objects nested deeper than kMaxNestingDepth
+/// (limits.hpp), becomes `file:line:col: message`.
 nlohmann::json parse_json_text(std::string_view text, const std::string& file);
-
-/// Reads a whole file; a missing or unreadable file becomes `file: cannot open file`.
-std::string read_text_file(const std::string& path);
 
 /// A view of one JSON value that remembers where it came from. Views point into the document
 /// and the file name: never keep one beyond the document's lifetime.

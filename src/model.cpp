@@ -7,13 +7,16 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/units.hpp"
 
 #include "checked.hpp"
 #include "expr.hpp"
 #include "import/hf_config.hpp"
 #include "import/onnx.hpp"
 #include "import/onnx_text.hpp"
+#include "input_file.hpp"
 #include "json_view.hpp"
+#include "limits.hpp"
 #include "ops.hpp"
 #include "spellcheck.hpp"
 
@@ -21,7 +24,6 @@ namespace capcalc {
 namespace {
 
 constexpr std::string_view kFormat = "capcalc-model/1";
-constexpr int kMaxBlockDepth = 32;
 
 const std::vector<std::string_view> kModelKeys = {"$schema", "format",  "name",   "description",
                                                   "source",  "comment", "dims",   "inputs",
@@ -67,6 +69,12 @@ class ArgScope : public NameScope {
       if (auto def = defaults_->find(key); def && !def->is_null()) {
         if (std::find(evaluating_.begin(), evaluating_.end(), key) != evaluating_.end()) {
           def->fail(fmt::format("the default of \"{}\" refers to itself", key));
+        }
+        if (evaluating_.size() >= static_cast<std::size_t>(kMaxDefaultChain)) {
+          def->fail(
+              fmt::format("argument defaults refer to one another more than {} deep (the "
+                          "limit)",
+                          kMaxDefaultChain));
         }
         evaluating_.push_back(key);
         std::int64_t value = 0;
@@ -312,7 +320,11 @@ class Builder {
 
     std::vector<std::int32_t> inputs = resolve_inputs(entry, env);
     std::int32_t result = -1;
+    check_expansion(repeat_value ? *repeat_value : entry,
+                    saturating_mul(repeat, block ? least_layers(block->as_string(), 0) : 1));
+    expanding_.push_back({repeat_value ? *repeat_value : entry, repeat, 0});
     for (std::int64_t r = 0; r < repeat; ++r) {
+      expanding_.back().done = r;
       if (env.depth == 0) group_ = next_group_++;  // Each top-level instance is a group.
       const std::string local = repeat_value ? fmt::format("{}.{}", name, first_index + r) : name;
       const std::string full = env.prefix + local;
@@ -321,13 +333,87 @@ class Builder {
       if (repeat_value) define(env, local, result, entry);
       inputs = {result};
     }
+    expanding_.pop_back();
     define(env, name, result, entry.find("name") ? entry.at("name") : entry);
     env.previous = result;
     env.last = result;
   }
 
+  // Products past the limit only need to stay past it.
+  static std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+    return b != 0 && a > (kMaxLayers + 1) / b ? kMaxLayers + 1 : a * b;
+  }
+
+  // The fewest layers one call of a block can add: each entry one instance per repeat known
+  // before the call (least_repeat), a call the fewest of its block. It
+  // makes blocks that double the layers at each level fail before they are built. Unknown
+  // blocks and calls nested past the limit count 1; their errors come when they are built.
+  std::int64_t least_layers(const std::string& block, int depth) {
+    if (depth > kMaxBlockDepth || !blocks_) return 1;
+    if (auto known = least_layers_.find(block); known != least_layers_.end()) return known->second;
+    const std::optional<JsonView> def = blocks_->find(block);
+    const std::optional<JsonView> layers =
+        def && def->is_object() ? def->find("layers") : std::nullopt;
+    if (!layers || !layers->is_array()) return 1;
+    least_layers_[block] = 1;  // A block that calls itself: its depth is the error.
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < layers->array_size(); ++i) {
+      const JsonView entry = layers->at(i);
+      if (!entry.is_object()) continue;
+      std::int64_t instances = 1;
+      if (auto repeat = entry.find("repeat")) instances = least_repeat(*repeat);
+      const std::optional<JsonView> call = entry.find("block");
+      const std::int64_t each =
+          call && call->is_string() ? least_layers(call->as_string(), depth + 1) : 1;
+      total = std::min(kMaxLayers + 1, total + saturating_mul(instances, each));
+    }
+    least_layers_[block] = std::max<std::int64_t>(total, 1);
+    return least_layers_[block];
+  }
+
+  // A repeat's value where it is known before the call (a literal, or an expression of the
+  // model's dims), else 1.
+  std::int64_t least_repeat(const JsonView& repeat) const {
+    try {
+      const std::int64_t n = repeat.is_string()
+                                 ? evaluate_expression(repeat.as_string(), dim_scope_)
+                             : repeat.json().is_number_integer() ? repeat.as_integer()
+                                                                 : 1;
+      return std::max<std::int64_t>(n, 1);
+    } catch (const std::exception&) {  // Block args, bad values: their errors come later.
+      return 1;
+    }
+  }
+
+  // Each instance still to come of the entries around this one expands it again: with the
+  // fewest layers it adds, a lower bound on the layers ahead, checked before any is built, so
+  // that a repeat of 10^12 fails at once.
+  void check_expansion(const JsonView& place, std::int64_t least) const {
+    std::int64_t ahead = least;
+    for (const Expansion& outer : expanding_)
+      ahead = saturating_mul(ahead, outer.count - outer.done);
+    const auto built = static_cast<std::int64_t>(graph_.layers.size());
+    if (ahead > kMaxLayers - built) fail_expansion(place, least);
+  }
+
+  // Names the entry that multiplies the layers most (the outermost of equals): the repeat of
+  // 10^12, or the top-level call of blocks that double the layers at each level.
+  [[noreturn]] void fail_expansion(const JsonView& place, std::int64_t repeat) const {
+    const JsonView* culprit = &place;
+    std::int64_t most = repeat;
+    for (auto it = expanding_.rbegin(); it != expanding_.rend(); ++it) {
+      if (it->count >= most) {
+        culprit = &it->place;
+        most = it->count;
+      }
+    }
+    culprit->fail(fmt::format("the model expands to more than {} layers (the limit)",
+                              format_grouped(kMaxLayers)));
+  }
+
   std::int32_t add_op(const JsonView& entry, const JsonView& op, const std::string& full_name,
                       const std::vector<std::int32_t>& inputs, const Env& env) {
+    if (static_cast<std::int64_t>(graph_.layers.size()) >= kMaxLayers) fail_expansion(entry, 1);
     const std::string op_name = op.as_string();
     const OpKind* kind = find_op(op_name);
     if (kind == nullptr) {
@@ -364,7 +450,7 @@ class Builder {
     try {
       result = kind->infer(ctx);
     } catch (const OverflowError&) {
-      entry.fail(fmt::format("layer \"{}\": a count does not fit in a 64-bit integer", full_name));
+      entry.fail(fmt::format("layer \"{}\": {}", full_name, overflow_message(options_.dims)));
     }
     attrs.reject_unknown(kOpKeys, op_name);
 
@@ -479,6 +565,14 @@ class Builder {
   const ModelOptions& options_;
   DimScope dim_scope_;
   std::optional<JsonView> blocks_;
+  // The entries being expanded, outermost first.
+  struct Expansion {
+    JsonView place;      // The entry's "repeat", or the entry.
+    std::int64_t count;  // Its repeat.
+    std::int64_t done;   // Instances built.
+  };
+  std::vector<Expansion> expanding_;
+  std::map<std::string, std::int64_t> least_layers_;  // Per block, least_layers().
   std::vector<bool> needs_grad_;  // Per value: does its gradient need computing?
   std::int32_t group_ = 0;        // Group of the layers being added.
   std::int32_t next_group_ = 0;
@@ -517,7 +611,7 @@ Graph load_model(const std::string& path, const ModelOptions& options) {
   if (ends_with(".textproto") || ends_with(".pbtxt")) {
     return load_onnx_text_model(path, OnnxTextSyntax::protobuf, options);
   }
-  return parse_model(read_text_file(path), path, options);
+  return parse_model(read_input_file(path), path, options);
 }
 
 std::vector<std::string_view> operator_names() {

@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -22,6 +21,7 @@
 #include "capcalc/error.hpp"
 #include "capcalc/units.hpp"
 
+#include "input_file.hpp"
 #include "report_json.hpp"
 
 #if defined(__linux__)
@@ -247,12 +247,13 @@ void require_positive_budget(double seconds) {
 
 // --- Reading the system. ---------------------------------------------------------------------
 
+// The kernel's own files, through the checked reader all the same; "" if unreadable.
 std::string read_whole_file(const char* path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  try {
+    return read_input_file(path, std::int64_t{16} << 20, "system files");
+  } catch (const Error&) {
+    return "";
+  }
 }
 
 // Trims and collapses runs of white space ("Intel(R) Xeon(R) CPU   @ 2.2GHz").

@@ -7,6 +7,7 @@
 
 #include "capcalc/error.hpp"
 
+#include "input_file.hpp"
 #include "json_view.hpp"
 #include "ops.hpp"
 #include "spellcheck.hpp"
@@ -202,7 +203,7 @@ RuntimeTable parse_runtimes(std::string_view text, const std::string& file) {
 }
 
 RuntimeTable load_runtimes(const std::string& path) {
-  return parse_runtimes(read_text_file(path), path);
+  return parse_runtimes(read_input_file(path), path);
 }
 
 RuntimeTable load_runtimes(const std::string& path, const std::vector<std::string>& overlays) {

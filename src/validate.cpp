@@ -9,6 +9,7 @@
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
 
+#include "input_file.hpp"
 #include "json_view.hpp"
 #include "spellcheck.hpp"
 
@@ -312,7 +313,7 @@ std::string_view metric_name(Metric metric) {
 }
 
 std::vector<Measurement> load_measurements(const std::string& path) {
-  return parse_measurements(read_text_file(path), path);
+  return parse_measurements(read_input_file(path), path);
 }
 
 std::vector<Measurement> parse_measurements(std::string_view text, const std::string& file) {

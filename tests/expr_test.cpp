@@ -156,3 +156,13 @@ TEST_CASE("expr: garbage is an error naming the expression", "[expr]") {
   CHECK(eval(std::string(100, '-') + "1") == 1);
   REQUIRE_THROWS_WITH(eval(std::string(100000, '-') + "1"), ContainsSubstring("nested too deeply"));
 }
+
+TEST_CASE("expr: too deep an expression says where, and quotes only its start", "[expr][limits]") {
+  // Each parenthesis is two levels (its expression and its sign): the 64th goes past 128.
+  REQUIRE_THROWS_WITH(eval(std::string(100000, '(') + "1" + std::string(100000, ')')),
+                      "bad expression \"" + std::string(57, '(') +
+                          "...\": nested too deeply at column 65 (more than 128 levels; a "
+                          "parenthesis counts 2)");
+  REQUIRE_THROWS_WITH(eval(std::string(200, ' ') + "2 +"),
+                      "bad expression \"" + std::string(57, ' ') + "...\": unexpected end");
+}

@@ -13,6 +13,7 @@
 #include "capcalc/error.hpp"
 
 #include "catch.hpp"
+#include "input_file.hpp"
 #include "json_view.hpp"
 #include "test_data.hpp"
 
@@ -34,7 +35,7 @@ const HardwareTable& table() {
 
 const nlohmann::json& raw_table() {
   static const nlohmann::json raw = capcalc::parse_json_text(
-      capcalc::read_text_file(capcalc::test::data_path("hardware.json")), "hardware.json");
+      capcalc::read_input_file(capcalc::test::data_path("hardware.json")), "hardware.json");
   return raw;
 }
 

@@ -16,6 +16,7 @@
 
 #include "catch.hpp"
 #include "import/hf_config.hpp"
+#include "input_file.hpp"
 #include "json_view.hpp"
 #include "test_data.hpp"
 
@@ -42,7 +43,7 @@ ModelOptions with_seq(std::int64_t seq) {
 // The config file itself, to read its facts in the tests.
 nlohmann::json config_of(const std::string& file) {
   const std::string path = capcalc::test::data_path("models/" + file);
-  return capcalc::parse_json_text(capcalc::read_text_file(path), path);
+  return capcalc::parse_json_text(capcalc::read_input_file(path), path);
 }
 
 const capcalc::Layer& layer_named(const Graph& graph, const std::string& name) {
@@ -421,7 +422,7 @@ TEST_CASE("hf: DeepSeek-V3 caches 576 latent elements per layer, kept whole on e
   // and values it stands for. Tensor parallelism splits heads, not the one latent: every
   // device keeps all of it (vLLM and SGLang replicate the MLA cache over the group).
   const std::string path = capcalc::test::data_path("models/deepseek_v3_hf.json");
-  const std::string text = capcalc::read_text_file(path);
+  const std::string text = capcalc::read_input_file(path);
   const auto build = [&](std::int64_t seq, std::int64_t cached) {
     ModelOptions options;
     options.dims["seq"] = seq;
@@ -660,7 +661,7 @@ TEST_CASE("hf: a Gemma 3 image runs at prefill only; decode steps match the text
       return capcalc::parse_model(json, name, options);
     };
   };
-  const std::string multimodal = capcalc::read_text_file(path);
+  const std::string multimodal = capcalc::read_input_file(path);
   const capcalc::HardwareTable table =
       capcalc::load_hardware(capcalc::test::data_path("hardware.json"));
   const capcalc::Device& device = table.get("h100-sxm");
@@ -1203,4 +1204,33 @@ TEST_CASE("report: estimate JSON carries model.active_params", "[hf][report]") {
       nlohmann::json::parse(capcalc::render_estimate_json({g, t, capcalc::Workload{}, &d, &p, &e}));
   CHECK(doc["model"]["params"] == 16 + 8 * 3 * 16 * 32 + 16 * 8);
   CHECK(doc["model"]["active_params"] == 16 + 2 * 3 * 16 * 32 + 16 * 8);
+}
+
+// Issue 21: num_hidden_layers of 10^12 hung or ended in std::bad_alloc building per-layer
+// lists; the limit is checked at the config's key, while the largest real configs load.
+TEST_CASE("hf: a layer count past the limit is an error at num_hidden_layers", "[hf][limits]") {
+  nlohmann::json config = config_of("llama2_7b_hf.json");
+  config["num_hidden_layers"] = 1'000'000'000'000;
+  REQUIRE_THROWS_WITH(capcalc::parse_model(config.dump(), "config.json"),
+                      "config.json:/num_hidden_layers: 1,000,000,000,000 layers is more than "
+                      "10,000 (the limit for a Hugging Face config)");
+  config = config_of("gpt2_hf.json");
+  config["n_layer"] = 10'001;
+  REQUIRE_THROWS_WITH(capcalc::parse_model(config.dump(), "config.json"),
+                      ContainsSubstring("config.json:/n_layer: 10,001 layers is more than 10,000"));
+  // The largest real configs are far inside the limits: DeepSeek-V3 (61 layers, 256 experts
+  // each) and Llama 3.1 405B (126 layers; its config.json on the Hugging Face Hub,
+  // meta-llama/Llama-3.1-405B, with its 405 B parameters from the model card).
+  CHECK(load("deepseek_v3_hf.json").layers.size() > 61);
+  config = config_of("llama2_7b_hf.json");
+  config["hidden_size"] = 16384;
+  config["intermediate_size"] = 53248;
+  config["num_attention_heads"] = 128;
+  config["num_key_value_heads"] = 8;
+  config["num_hidden_layers"] = 126;
+  config["vocab_size"] = 128256;
+  const Graph llama405b = capcalc::parse_model(config.dump(), "config.json");
+  const double params = static_cast<double>(capcalc::graph_totals(llama405b).params);
+  CHECK(params > 400e9);
+  CHECK(params < 410e9);
 }

@@ -1,8 +1,11 @@
 #include "json_view.hpp"
 
+#include <string>
+
 #include "capcalc/error.hpp"
 
 #include "catch.hpp"
+#include "limits.hpp"
 
 using namespace capcalc;
 
@@ -35,11 +38,6 @@ TEST_CASE("parse_json_text locates a number too large for a double", "[json]") {
   CHECK(parse_json_text("[123456789012345678901234567890]", "m.json")[0].is_number_float());
 }
 
-TEST_CASE("read_text_file names a missing file", "[json]") {
-  REQUIRE_THROWS_WITH(read_text_file("/nonexistent/model.json"),
-                      "/nonexistent/model.json: cannot open file");
-}
-
 TEST_CASE("JsonView accessors fail with the JSON pointer", "[json]") {
   const std::string file = "f.json";
   const nlohmann::json doc = nlohmann::json::parse(R"({"a": {"b": [1, -2, "x", 1.5]}})");
@@ -54,4 +52,26 @@ TEST_CASE("JsonView accessors fail with the JSON pointer", "[json]") {
   REQUIRE_THROWS_WITH(list.at(9), "f.json:/a/b: index 9 is out of range");
   REQUIRE_THROWS_WITH(root.at("a").as_string(), "f.json:/a: expected a string, got an object");
   CHECK_FALSE(root.find("nope").has_value());
+}
+
+// nlohmann copies, dumps and destroys nested values recursively: 1,000,000 nested arrays in a
+// model's dims crashed capcalc (SIGSEGV) when the message quoted the value.
+TEST_CASE("parse_json_text refuses nesting deeper than the limit at its first bracket too many",
+          "[json][limits]") {
+  const auto nested = [](int depth, const std::string& open, const std::string& close) {
+    std::string text;
+    for (int i = 0; i < depth; ++i)
+      text += open;
+    for (int i = 0; i < depth; ++i)
+      text += close;
+    return text;
+  };
+  CHECK_NOTHROW(parse_json_text(nested(capcalc::kMaxNestingDepth, "[", "]"), "m.json"));
+  REQUIRE_THROWS_WITH(parse_json_text(nested(1'000'000, "[", "]"), "m.json"),
+                      "m.json:1:257: arrays and objects nest more than 256 deep (the limit)");
+  REQUIRE_THROWS_WITH(parse_json_text("{\n\"a\": " + nested(300, "{\"b\": ", "}"), "m.json"),
+                      "m.json:2:1536: arrays and objects nest more than 256 deep (the limit)");
+  // Brackets inside strings (and escaped quotes) are text, not nesting.
+  const std::string brackets = "[\"" + std::string(1000, '[') + "\\\"[\"]";
+  CHECK(parse_json_text(brackets, "m.json")[0].get<std::string>().size() == 1002);
 }

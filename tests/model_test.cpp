@@ -469,3 +469,77 @@ TEST_CASE("model: an optional input left out leaves its layers' weights and none
                                       "(its inputs: text, image)") &&
                         Catch::Contains("image"));
 }
+
+// Issue 21: a repeat of 10^12 (a literal, an expression, repeats in repeats) hung or ended in
+// std::bad_alloc. A lower bound on the layers ahead is checked before any is built.
+TEST_CASE("model: a model that expands past the layer limit is an error naming the repeat",
+          "[model][errors][limits]") {
+  const std::string limit = "the model expands to more than 1,000,000 layers (the limit)";
+  const std::string relu = R"({"op": "relu"})";
+  REQUIRE_THROWS_WITH(parse(model("[1, 4]", relu + R"(, {"op": "relu", "repeat": 1000000000000})")),
+                      "m.json:/layers/1/repeat: " + limit);
+  REQUIRE_THROWS_WITH(
+      parse(model("[1, 4]", R"({"op": "relu", "repeat": "n * n"})", R"("dims": {"n": 1000000}, )")),
+      "m.json:/layers/0/repeat: " + limit);
+  // Repeats inside repeats: the larger is named (the outer one of equals).
+  const std::string blocks = R"("blocks": {"inner": {"args": {"n": null},
+      "layers": [{"op": "relu", "repeat": "n"}]}}, )";
+  REQUIRE_THROWS_WITH(parse(model("[1, 4]",
+                                  R"({"block": "inner", "args": {"n": 1000000000},
+                                      "repeat": 1000000000})",
+                                  blocks)),
+                      "m.json:/layers/0/repeat: " + limit);
+  REQUIRE_THROWS_WITH(parse(model("[1, 4]", R"({"block": "inner", "args": {"n": 1000},
+                                                "repeat": 2000})",
+                                  blocks)),
+                      "m.json:/layers/0/repeat: " + limit);
+  REQUIRE_THROWS_WITH(
+      parse(model("[1, 4]", R"({"block": "inner", "args": {"n": 1000000000000}, "repeat": 2})",
+                  blocks)),
+      "m.json:/blocks/inner/layers/0/repeat: " + limit);
+  // Under the limit, a large model still loads.
+  CHECK(parse(model("[1, 4]", R"({"op": "relu", "repeat": 100000})")).layers.size() == 100'000);
+}
+
+TEST_CASE("model: blocks that double the layers at each level fail before they are built",
+          "[model][errors][limits]") {
+  // b31 calls b30 twice, ... b0 is one layer: 2^31 layers, and 2^31 more with a repeat.
+  for (const std::string twice :
+       {R"({"block": "b{}"}, {"block": "b{}"})", R"({"block": "b{}", "repeat": 2})",
+        R"({"block": "b{}", "repeat": "two"})"}) {
+    std::string blocks = R"("dims": {"two": 2}, "blocks": {"b0": {"layers": [{"op": "relu"}]})";
+    for (int k = 1; k <= 31; ++k) {
+      std::string body = twice;
+      for (std::size_t at; (at = body.find("{}")) != std::string::npos;)
+        body.replace(at, 2, std::to_string(k - 1));
+      blocks += ", \"b" + std::to_string(k) + "\": {\"layers\": [" + body + "]}";
+    }
+    blocks += "}, ";
+    REQUIRE_THROWS_WITH(parse(model("[1, 4]", R"({"op": "relu"}, {"block": "b31"})", blocks)),
+                        "m.json:/layers/1: the model expands to more than 1,000,000 layers (the "
+                        "limit)");
+  }
+}
+
+TEST_CASE("model: block argument defaults may refer to one another 32 deep", "[model][errors]") {
+  // a0 = a1, a1 = a2, ..., a40 = 4: each link evaluates inside the last.
+  std::string args;
+  for (int i = 0; i < 40; ++i)
+    args += "\"a" + std::to_string(i) + "\": \"a" + std::to_string(i + 1) + "\", ";
+  args += "\"a40\": 4";
+  const std::string blocks = R"("blocks": {"b": {"args": {)" + args +
+                             R"(}, "layers": [{"op": "linear", "out_features": "a0"}]}}, )";
+  REQUIRE_THROWS_WITH(parse(model("[1, 4]", R"({"block": "b"})", blocks)),
+                      "m.json:/blocks/b/args/a32: argument defaults refer to one another more "
+                      "than 32 deep (the limit)");
+}
+
+TEST_CASE("model: an overflow names the dims the caller set", "[model][errors]") {
+  ModelOptions options;
+  options.dims["batch"] = 4294967296;
+  REQUIRE_THROWS_WITH(parse(model(R"(["batch", 4294967296])", R"({"name": "r", "op": "relu"})",
+                                  R"("dims": {"batch": 1}, )"),
+                            options),
+                      "m.json:/layers/0: layer \"r\": a count does not fit in a 64-bit integer "
+                      "(with batch = 4294967296)");
+}

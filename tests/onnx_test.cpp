@@ -18,6 +18,7 @@
 
 #include "catch.hpp"
 #include "import/onnx_functions.hpp"
+#include "limits.hpp"
 #include "onnx_builder.hpp"
 
 namespace {
@@ -1363,4 +1364,134 @@ TEST_CASE("onnx: LRN, GridSample, TopK, scatters and other vision operators are 
   CHECK_THROWS_WITH(
       bad.load("bad_lrn"),
       Catch::Contains("node \"norm\" (LRN) is malformed: Required attribute 'size' is missing."));
+}
+
+// Issue 21: nested control flow and functions that crashed, hung or took exponential time.
+namespace {
+
+// x [2, 8] -> If(c) nested `depth` deep in its then branches, each else branch a Sigmoid, the
+// innermost then branch a Relu; the condition is an input, not known at import.
+OnnxModel nested_if_model(int depth) {
+  OnnxModel m("nested_if");
+  m.input("x", {std::int64_t{2}, std::int64_t{8}});
+  m.input("c", {}, onnx::TensorProto::BOOL);
+  onnx::GraphProto* graph = &m.graph();
+  for (int level = 0; level < depth; ++level) {
+    const std::string out = level == 0 ? "y" : "y" + std::to_string(level);
+    auto* node = graph->add_node();
+    node->set_op_type("If");
+    node->set_name("if");
+    node->add_input("c");
+    node->add_output(out);
+    if (level > 0) {
+      auto* info = graph->add_output();
+      info->set_name(out);
+      auto* tensor = info->mutable_type()->mutable_tensor_type();
+      tensor->set_elem_type(onnx::TensorProto::FLOAT);
+      tensor->mutable_shape()->add_dim()->set_dim_value(2);
+      tensor->mutable_shape()->add_dim()->set_dim_value(8);
+    }
+    const auto branch = [&](const char* name, const std::string& branch_out) {
+      auto* attr = node->add_attribute();
+      attr->set_name(name);
+      attr->set_type(onnx::AttributeProto::GRAPH);
+      attr->mutable_g()->set_name(branch_out);
+      return attr->mutable_g();
+    };
+    onnx::GraphProto* then_graph = branch("then_branch", "t" + std::to_string(level));
+    onnx::GraphProto* else_graph = branch("else_branch", "e" + std::to_string(level));
+    auto* sigmoid = else_graph->add_node();
+    sigmoid->set_op_type("Sigmoid");
+    sigmoid->add_input("x");
+    sigmoid->add_output("s" + std::to_string(level));
+    auto* info = else_graph->add_output();
+    info->set_name("s" + std::to_string(level));
+    info->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    if (level + 1 == depth) {
+      auto* relu = then_graph->add_node();
+      relu->set_op_type("Relu");
+      relu->add_input("x");
+      relu->add_output("r");
+      auto* r = then_graph->add_output();
+      r->set_name("r");
+      r->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    }
+    graph = then_graph;
+  }
+  m.output("y");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: nested Ifs with unknown conditions read each branch once", "[onnx][limits]") {
+  // Reading the chosen branch again made each level double the time: 6 s at 20 levels.
+  const auto start = std::chrono::steady_clock::now();
+  const Graph g = nested_if_model(capcalc::kMaxSubgraphDepth).load("nested_if_64");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  // The costlier branch at every level: the outermost else branch's Sigmoid (4 FLOPs per
+  // element, ops.cpp) over the innermost then branch's Relu (1).
+  REQUIRE(g.layers.size() == 1);
+  CHECK(g.layers[0].op == "sigmoid");
+  CHECK(g.layers[0].name == "if/else/Sigmoid_0");
+}
+
+TEST_CASE("onnx: subgraphs nested past the limit are an error, not a stack overflow",
+          "[onnx][limits]") {
+  std::string inner = "/graph/node/0";
+  for (int level = 1; level < capcalc::kMaxSubgraphDepth + 1; ++level)
+    inner += "/attribute/0/g/node/0";
+  REQUIRE_THROWS_WITH(nested_if_model(capcalc::kMaxSubgraphDepth + 1).load("nested_if_65"),
+                      ContainsSubstring(inner + ": node \"") &&
+                          ContainsSubstring("(If): subgraphs nest more than 64 deep (the limit)"));
+  // Binary protobuf nested past 256 messages (3 per If: node, attribute, graph) is refused by
+  // the parser, whose recursion is bounded.
+  REQUIRE_THROWS_WITH(nested_if_model(100).load("nested_if_100"),
+                      ContainsSubstring("not a valid ONNX model: the protobuf does not parse "
+                                        "(corrupt or truncated file, or messages nested more "
+                                        "than 256 deep?)"));
+}
+
+TEST_CASE("onnx: loops unrolled inside loops past the node limit fail at once", "[onnx][limits]") {
+  // 4,096 iterations of a body that holds a Loop of 4,096: 16.8 million nodes.
+  const std::string path = std::string(CAPCALC_TEST_DIR) + "/hostile/loop_in_loop.onnxtxt";
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_WITH(capcalc::load_model(path),
+                      path +
+                          ":/graph/node/0: the model expands to more than 2,000,000 nodes (the "
+                          "limit) when its loops are unrolled and its If branches read");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+}
+
+TEST_CASE("onnx: local functions that double at each level fail before they are inlined",
+          "[onnx][limits]") {
+  // pkg.F30 calls F29 twice, ..., F0 is a Relu: 2^30 nodes.
+  OnnxModel m("doubling");
+  auto* opset = m.model().add_opset_import();
+  opset->set_domain("pkg");
+  opset->set_version(1);
+  m.input("x", {std::int64_t{4}});
+  for (int k = 0; k <= 30; ++k) {
+    onnx::FunctionProto& f = *m.model().add_functions();
+    f.set_name("F" + std::to_string(k));
+    f.set_domain("pkg");
+    f.add_input("a");
+    f.add_output("b");
+    f.add_opset_import()->set_version(17);
+    if (k == 0) {
+      function_node(f, "Relu", {"a"}, {"b"});
+    } else {
+      function_node(f, "F" + std::to_string(k - 1), {"a"}, {"h"}, "pkg");
+      function_node(f, "F" + std::to_string(k - 1), {"h"}, {"b"}, "pkg");
+    }
+  }
+  m.node("Relu", {"x"}, {"r"}, "first");
+  m.node("F30", {"r"}, {"y"}, "call").set_domain("pkg");
+  m.output("y");
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_WITH(m.load("doubling"),
+                      ContainsSubstring(":/graph/node/1: the model expands to more than "
+                                        "2,000,000 nodes (the limit) when its local functions "
+                                        "are inlined"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }

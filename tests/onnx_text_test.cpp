@@ -757,3 +757,60 @@ mlp (float[batch,7,7,768] x) => (float[batch,7,7,768] y)
   CHECK(cnn.layers[2].traits.op_class == capcalc::OpClass::kPooling);
   CHECK(cnn.layers[4].traits.op_class == capcalc::OpClass::kView);
 }
+
+// Issue 21: the text readers recurse once per level of nesting; 8,000 nested messages ended
+// in SIGSEGV. Both refuse nesting past the limit with the place.
+TEST_CASE("onnx text: nesting past the limit is an error at its line and column",
+          "[onnx][limits]") {
+  std::string deep_proto = "graph {\n";
+  for (int i = 0; i < 8000; ++i)
+    deep_proto += "node { attribute { g { ";
+  REQUIRE_THROWS_WITH(capcalc::parse_onnx_text_model(deep_proto, OnnxTextSyntax::protobuf,
+                                                     "deep.textproto", ModelOptions{}),
+                      ContainsSubstring("deep.textproto:2:1961: protobuf text format: Message is "
+                                        "too deep"));
+  const std::string header =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[2] x) => "
+      "(float[2] y) {\n";
+  for (const char* open : {"(", "[", "{", "<"}) {
+    std::string text = header + "   y = Relu ";
+    for (int i = 0; i < 100'000; ++i)
+      text += open;
+    INFO("bracket " << open);
+    // The body's brace is level 1: the 256th of these is the 257th level, at column 268.
+    REQUIRE_THROWS_WITH(
+        capcalc::parse_onnx_text_model(text, OnnxTextSyntax::onnx, "deep.onnxtxt", ModelOptions{}),
+        "deep.onnxtxt:3:268: ONNX text: brackets nest more than 256 deep (the "
+        "limit)");
+  }
+  // Comments, strings and `=>` do not count.
+  std::string commented = header + "   # " + std::string(1000, '(') + "\n   y = Relu (x)\n}\n";
+  CHECK(capcalc::parse_onnx_text_model(commented, OnnxTextSyntax::onnx, "c.onnxtxt", ModelOptions{})
+            .layers.size() == 1);
+}
+
+// Issue 21: `estimate` on a Loop that stays an unknown operator (its trip count an input, or
+// past the unroll limit) was reported to end in SIGSEGV; `layers` on it was fine. Both are
+// drawn and rendered here, as the CLI does.
+TEST_CASE("onnx text: a Loop that is not unrolled is estimated and rendered", "[onnx][limits]") {
+  const capcalc::Device device = small_gpu();
+  const capcalc::PerformanceParams params;
+  for (const char* file : {"loop_unknown_trips.onnxtxt", "loop_over_limit.onnxtxt"}) {
+    INFO(file);
+    const Graph g =
+        capcalc::load_model(std::string(CAPCALC_TEST_DIR) + "/hostile/" + file, ModelOptions{});
+    REQUIRE(g.unknown_ops.size() == 1);
+    CHECK(g.unknown_ops[0].op == "Loop");
+    for (const capcalc::Mode mode : {capcalc::Mode::kInference, capcalc::Mode::kTraining}) {
+      capcalc::Workload workload;
+      workload.mode = mode;
+      const capcalc::Estimate e = capcalc::estimate(g, device, params, workload);
+      const auto totals = capcalc::graph_totals(g);
+      CHECK(totals.macs == 0);
+      const capcalc::ReportInput in{g, totals, workload, &device, &params, &e};
+      CHECK(capcalc::render_estimate_text(in, 10).find("Loop_0") != std::string::npos);
+      CHECK(nlohmann::json::parse(capcalc::render_estimate_json(in))["layers"].size() ==
+            g.layers.size());
+    }
+  }
+}

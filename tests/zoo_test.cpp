@@ -6,6 +6,7 @@
 #include "capcalc/model.hpp"
 
 #include "catch.hpp"
+#include "input_file.hpp"
 #include "json_view.hpp"
 #include "test_data.hpp"
 
@@ -150,7 +151,7 @@ TEST_CASE("data: every model in data/models loads and every data file is JSON", 
     if (entry.path().extension() != ".json") continue;
     const std::string path = entry.path().string();
     INFO(path);
-    CHECK_NOTHROW(capcalc::parse_json_text(capcalc::read_text_file(path), path));
+    CHECK_NOTHROW(capcalc::parse_json_text(capcalc::read_input_file(path), path));
     if (entry.path().parent_path().filename() == "models") {
       const GraphTotals t = capcalc::graph_totals(capcalc::load_model(path));
       CHECK(t.params > 0);

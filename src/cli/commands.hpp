@@ -100,6 +100,11 @@ void add_check_command(CLI::App& app, int& exit_code);
 void add_roofline_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 
+/// For a count that overflowed 64 bits in a total: "--batch 1099511627776: a count does not fit
+/// in a 64-bit integer", naming the flags given to the parsed subcommand that scale counts
+/// (batch, dims, shapes, tokens, parallelism), else its model or budget file.
+std::string count_overflow_message(const CLI::App& app);
+
 /// Whether to write ANSI colour to `stream`: never when $NO_COLOR is set (https://no-color.org),
 /// always when $CLICOLOR_FORCE is set (and not "0"), else only on a terminal whose $TERM is not
 /// "dumb".

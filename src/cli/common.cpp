@@ -2,10 +2,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <fstream>
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include "capcalc/error.hpp"
 
@@ -14,8 +14,10 @@
 namespace capcalc::cli {
 namespace {
 
+// stat(), not open(): a FIFO in the data directory must not block the lookup.
 bool exists(const std::string& path) {
-  return std::ifstream(path).good();
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
 std::string executable_dir() {
@@ -148,6 +150,30 @@ CompareServingBuilder serving_graphs(const ModelArgs& model) {
     shaped.sets.push_back("seq=" + std::to_string(seq));
     return load_model_from(shaped, cached);
   };
+}
+
+std::string count_overflow_message(const CLI::App& app) {
+  static const std::vector<std::string> kScaling = {
+      "--batch",         "--set",           "--input-shape",     "--prompt-tokens",
+      "--output-tokens", "--devices",       "--tensor-parallel", "--pipeline-parallel",
+      "--micro-batches", "--virtual-stages"};
+  std::vector<std::string> flags;
+  std::string file;
+  for (const CLI::App* sub : app.get_subcommands()) {
+    for (const CLI::Option* option : sub->get_options()) {
+      if (option->count() == 0) continue;
+      const std::string name = option->get_name();
+      if (std::find(kScaling.begin(), kScaling.end(), name) != kScaling.end()) {
+        for (const std::string& value : option->results())
+          flags.push_back(name + " " + value);
+      } else if ((name == "model" || name == "--budget") && file.empty()) {
+        file = option->results().front();
+      }
+    }
+  }
+  const std::string message = "a count does not fit in a 64-bit integer";
+  if (!flags.empty()) return fmt::format("{}: {}", fmt::join(flags, ", "), message);
+  return file.empty() ? message : file + ": " + message;
 }
 
 bool color_enabled(std::FILE* stream) {

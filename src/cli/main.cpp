@@ -2,6 +2,7 @@
 // exceeded, 2 bad input or usage, 3 internal error.
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "capcalc/error.hpp"
@@ -51,6 +52,10 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // Prints --help/--version or the usage error.
     return code == 0 ? 0 : kExitBadInput;
+  } catch (const std::overflow_error&) {
+    // A total past 64 bits (the library places the counts of single layers itself): the flags
+    // that scale counts are its cause, else the model.
+    throw capcalc::Error({}, capcalc::cli::count_overflow_message(app));
   }
   return exit_code;
 }

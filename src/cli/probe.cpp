@@ -1,8 +1,9 @@
 #include "capcalc/probe.hpp"
 
 #include <cstdio>
-#include <fstream>
+#include <fcntl.h>
 #include <memory>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -22,9 +23,13 @@ struct ProbeCliOptions {
 };
 
 void run_probe(const ProbeCliOptions& options) {
-  // Fail before spending seconds measuring; append mode leaves an existing file as it is.
-  if (!options.output.empty() && !std::ofstream(options.output, std::ios::app)) {
-    throw Error({options.output}, "cannot write file");
+  // Fail before spending seconds measuring; append mode leaves an existing file as it is, and
+  // O_NONBLOCK keeps a FIFO without a reader from blocking.
+  if (!options.output.empty()) {
+    const int fd = ::open(options.output.c_str(),
+                          O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0666);
+    if (fd < 0) throw Error({options.output}, "cannot write file");
+    ::close(fd);
   }
   ProbeOptions probe;
   probe.seconds = options.seconds;

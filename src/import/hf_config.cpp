@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/units.hpp"
 
 #include "json_view.hpp"
+#include "limits.hpp"
 #include "spellcheck.hpp"
 
 namespace capcalc {
@@ -141,6 +143,17 @@ class Config {
     return fallback;
   }
 
+  // A number of decoder or encoder layers, each a block call of 10 to 30 native layers: the
+  // limit is checked here, where the key is, rather than in the generated model.
+  std::int64_t layers(std::string_view key, std::optional<std::int64_t> fallback = {}) const {
+    const std::int64_t n = fallback ? positive(key, *fallback) : required(key);
+    if (n > kMaxHfLayers) {
+      fail(key, fmt::format("{} layers is more than {} (the limit for a Hugging Face config)",
+                            format_grouped(n), format_grouped(kMaxHfLayers)));
+    }
+    return n;
+  }
+
   std::optional<std::int64_t> optional_positive(std::string_view key) const {
     if (auto value = find(key)) return value->as_positive_int();
     return std::nullopt;
@@ -251,7 +264,7 @@ void read_decoder(const Config& config, Spec& spec) {
   spec.family = Family::kDecoder;
   spec.vocab = config.required("vocab_size");
   spec.hidden = config.required("hidden_size");
-  spec.layers = config.required("num_hidden_layers");
+  spec.layers = config.layers("num_hidden_layers");
   spec.intermediate = config.required("intermediate_size");
   spec.max_positions = config.required("max_position_embeddings");
   read_heads(config, spec, "num_attention_heads");
@@ -448,7 +461,7 @@ void read_gemma3_text(const Config& config, Spec& spec) {
   spec.family = Family::kDecoder;
   spec.vocab = config.positive("vocab_size", 262208);
   spec.hidden = config.positive("hidden_size", 2304);
-  spec.layers = config.positive("num_hidden_layers", 26);
+  spec.layers = config.layers("num_hidden_layers", 26);
   spec.intermediate = config.positive("intermediate_size", 9216);
   spec.max_positions = config.positive("max_position_embeddings", 131072);
   read_heads(config, spec, "num_attention_heads", 8, 4);
@@ -470,7 +483,7 @@ VisionSpec read_siglip_vision(const Config& config, std::int64_t tokens) {
   VisionSpec v;
   v.hidden = config.positive("hidden_size", 768);
   v.intermediate = config.positive("intermediate_size", 3072);
-  v.layers = config.positive("num_hidden_layers", 12);
+  v.layers = config.layers("num_hidden_layers", 12);
   v.heads = config.positive("num_attention_heads", 12);
   v.channels = config.positive("num_channels", 3);
   v.image = config.positive("image_size", 224);
@@ -550,7 +563,7 @@ void read_llama4_text(const Config& config, Spec& spec) {
   spec.family = Family::kDecoder;
   spec.vocab = config.positive("vocab_size", 202048);
   spec.hidden = config.positive("hidden_size", 5120);
-  spec.layers = config.positive("num_hidden_layers", 48);
+  spec.layers = config.layers("num_hidden_layers", 48);
   spec.expert_intermediate = config.positive("intermediate_size", 8192);
   spec.intermediate = config.positive("intermediate_size_mlp", 16384);
   spec.max_positions = config.positive("max_position_embeddings", 131072);
@@ -635,7 +648,7 @@ VisionSpec read_llama4_vision(const Config& config) {
   v.kind = VisionKind::kLlama4;
   v.hidden = config.positive("hidden_size", 768);
   v.intermediate = config.positive("intermediate_size", 5632);
-  v.layers = config.positive("num_hidden_layers", 34);
+  v.layers = config.layers("num_hidden_layers", 34);
   v.heads = config.positive("num_attention_heads", 16);
   v.channels = config.positive("num_channels", 3);
   v.image = config.positive("image_size", 448);
@@ -722,7 +735,7 @@ void read_gpt2(const Config& config, Spec& spec) {
   spec.family = Family::kGpt2;
   spec.vocab = config.required("vocab_size");
   spec.hidden = config.required("n_embd");
-  spec.layers = config.required("n_layer");
+  spec.layers = config.layers("n_layer");
   spec.max_positions = config.required("n_positions");
   read_heads(config, spec, "n_head");
   spec.intermediate = config.positive("n_inner", 4 * spec.hidden);
@@ -736,7 +749,7 @@ void read_gpt_neox(const Config& config, Spec& spec) {
   spec.family = Family::kNeox;
   spec.vocab = config.required("vocab_size");
   spec.hidden = config.required("hidden_size");
-  spec.layers = config.required("num_hidden_layers");
+  spec.layers = config.layers("num_hidden_layers");
   spec.intermediate = config.required("intermediate_size");
   spec.max_positions = config.required("max_position_embeddings");
   read_heads(config, spec, "num_attention_heads");
@@ -752,7 +765,7 @@ void read_bert(const Config& config, Spec& spec) {
   spec.family = Family::kBert;
   spec.vocab = config.required("vocab_size");
   spec.hidden = config.required("hidden_size");
-  spec.layers = config.required("num_hidden_layers");
+  spec.layers = config.layers("num_hidden_layers");
   spec.intermediate = config.required("intermediate_size");
   spec.max_positions = config.required("max_position_embeddings");
   read_heads(config, spec, "num_attention_heads");

@@ -13,24 +13,26 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/units.hpp"
 
 #include "checked.hpp"
 #include "count_formulas.hpp"
 #include "expr.hpp"
+#include "limits.hpp"
 #include "spellcheck.hpp"
 
 #if CAPCALC_WITH_ONNX
-#include <fcntl.h>
-#include <unistd.h>
-
+#include <google/protobuf/io/coded_stream.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+// After ONNX's headers: its text parser's header (included by schema.h) names an enumerator
+// MAP_TYPE, which this header defines as a macro.
 #include <sys/mman.h>
-#include <sys/stat.h>
 
 #include "import/onnx_fold.hpp"
 #include "import/onnx_functions.hpp"
+#include "input_file.hpp"
 #endif
 
 namespace capcalc {
@@ -499,9 +501,6 @@ KnownShape from_proto(const onnx::TensorShapeProto& proto) {
 
 // Rounds of ONNX shape inference, each followed by capcalc's own shapes, at most.
 constexpr int kMaxInferenceRounds = 1024;
-
-// Loops are unrolled at import; longer ones stay unknown operators rather than hang it.
-constexpr std::int64_t kMaxLoopIterations = 4096;
 
 class Importer {
  public:
@@ -1811,6 +1810,8 @@ class Importer {
     for (const auto& output : graph.output())
       used_.insert(output.name());
     for (int i = 0; i < graph.node_size(); ++i) {
+      if (++nodes_read_ > kMaxExpandedNodes) fail_expansion(i, true);
+      if (static_cast<std::int64_t>(graph_.layers.size()) > kMaxLayers) fail_expansion(i, false);
       try {
         add_node(graph.node(i), i);
       } catch (const std::out_of_range&) {
@@ -1821,6 +1822,52 @@ class Importer {
                          qualified_op(node), node.input_size()));
       }
     }
+  }
+
+  // Reading a subgraph of node `index` (attribute `slot`) `reads` times (a loop's trip count):
+  // its nodes' pointers go under it. The readers recurse once per level, so the depth is
+  // limited; the nodes that the reads will take at least, with those of the loops around it
+  // still to come, are checked before the first, so that loops in loops fail at once.
+  void enter_subgraph(const onnx::NodeProto& node, int index, int slot,
+                      const onnx::GraphProto& graph, std::int64_t reads) {
+    if (static_cast<int>(expanding_.size()) >= kMaxSubgraphDepth) {
+      fail(node_pointer(index),
+           fmt::format("node \"{}\" ({}): subgraphs nest more than {} deep "
+                       "(the limit)",
+                       node_name(node, index), qualified_op(node), kMaxSubgraphDepth));
+    }
+    const auto saturating_mul = [](std::int64_t a, std::int64_t b) {
+      return b != 0 && a > (kMaxExpandedNodes + 1) / b ? kMaxExpandedNodes + 1 : a * b;
+    };
+    std::int64_t ahead = saturating_mul(reads, graph.node_size());
+    for (const Expansion& outer : expanding_)
+      ahead = saturating_mul(ahead, outer.reads - outer.done);
+    expanding_.push_back({node_pointer(index), reads, 0});
+    if (ahead > kMaxExpandedNodes - nodes_read_) fail_expansion(index, true);
+    scope_ = fmt::format("{}/attribute/{}/g", expanding_.back().pointer, slot);
+  }
+
+  void leave_subgraph(std::string saved_scope) {
+    expanding_.pop_back();
+    scope_ = std::move(saved_scope);
+  }
+
+  // Too many nodes to read (loops unrolled inside loops) or layers made. The place is the node
+  // whose subgraph is read most often (the outermost of equals), else node `index` of the
+  // graph being read.
+  [[noreturn]] void fail_expansion(int index, bool nodes) const {
+    std::string place = node_pointer(index);
+    std::int64_t most = 0;
+    for (auto it = expanding_.rbegin(); it != expanding_.rend(); ++it) {
+      if (it->reads >= most) {
+        place = it->pointer;
+        most = it->reads;
+      }
+    }
+    fail(place, fmt::format("the model expands to more than {} (the limit) when its loops are "
+                            "unrolled and its If branches read",
+                            nodes ? fmt::format("{} nodes", format_grouped(kMaxExpandedNodes))
+                                  : fmt::format("{} layers", format_grouped(kMaxLayers))));
   }
 
   // Loop with a trip count known at import: the body unrolled, once per iteration, its
@@ -1980,9 +2027,10 @@ class Importer {
     const std::string saved_scope = scope_;
     const std::string saved_prefix = name_prefix_;
     const bool saved_prefix_names = prefix_names_;
-    scope_ = fmt::format("{}/attribute/{}/g", node_pointer(index), layout.slot);
+    enter_subgraph(node, index, layout.slot, body, iterations);
     prefix_names_ = true;
     for (std::int64_t it = 0; it < iterations; ++it) {
+      expanding_.back().done = it;
       name_prefix_ = fmt::format("{}/{}/", name, it);
       bind(it);
       for (int k = 0; k < carried; ++k)
@@ -1997,7 +2045,7 @@ class Importer {
         if (v.kind == Kind::kActivation) scanned[static_cast<std::size_t>(j)].push_back(v.id);
       }
     }
-    scope_ = saved_scope;
+    leave_subgraph(saved_scope);
     name_prefix_ = saved_prefix;
     prefix_names_ = saved_prefix_names;
     for (int k = 0; k < carried && k < node.output_size(); ++k) {
@@ -2243,25 +2291,21 @@ class Importer {
            fmt::format("node \"{}\" (If) needs a condition, then_branch and else_branch", name));
     }
     (void)value_of(node.input(0), node, index);
-    int chosen = 0;
     if (const std::optional<bool> condition = constant_bool(node.input(0))) {
-      chosen = *condition ? 0 : 1;
-    } else {
-      for (const std::string& output : node.output()) {
-        const auto it = shapes_.find(output);
-        if (!output.empty() && (it == shapes_.end() || !it->second.complete())) {
-          fail(node_pointer(index),
-               fmt::format("node \"{}\" (If): its condition is not known at import and its "
-                           "branches give \"{}\" different shapes",
-                           name, output));
-        }
-      }
-      chosen = branch_cost(node, index, *branches[0], slots[0], "then") >=
-                       branch_cost(node, index, *branches[1], slots[1], "else")
-                   ? 0
-                   : 1;
+      const int chosen = *condition ? 0 : 1;
+      import_branch(node, index, *branches[chosen], slots[chosen], chosen == 0 ? "then" : "else");
+      return;
     }
-    import_branch(node, index, *branches[chosen], slots[chosen], chosen == 0 ? "then" : "else");
+    for (const std::string& output : node.output()) {
+      const auto it = shapes_.find(output);
+      if (!output.empty() && (it == shapes_.end() || !it->second.complete())) {
+        fail(node_pointer(index),
+             fmt::format("node \"{}\" (If): its condition is not known at import and its "
+                         "branches give \"{}\" different shapes",
+                         name, output));
+      }
+    }
+    import_costlier_branch(node, index, branches, slots);
   }
 
   // Reads a branch's nodes as if they stood in the graph, and binds the If's outputs to the
@@ -2271,10 +2315,10 @@ class Importer {
     const std::string name = node_name(node, index);
     const std::string saved_scope = scope_;
     const std::string saved_prefix = name_prefix_;
-    scope_ = fmt::format("{}/attribute/{}/g", node_pointer(index), slot);
+    enter_subgraph(node, index, slot, branch, 1);
     name_prefix_ = fmt::format("{}/{}/", name, label);
     read_nodes(branch);
-    scope_ = saved_scope;
+    leave_subgraph(saved_scope);
     name_prefix_ = saved_prefix;
     if (branch.output_size() < node.output_size()) {
       fail(node_pointer(index), fmt::format("node \"{}\" (If): its {} branch has {} outputs for {}",
@@ -2286,28 +2330,65 @@ class Importer {
     }
   }
 
-  // The FLOPs a branch would add, found by reading it and undoing what that changed.
-  double branch_cost(const onnx::NodeProto& node, int index, const onnx::GraphProto& branch,
-                     int slot, const char* label) {
-    const std::size_t layers = graph_.layers.size();
-    const auto values = values_;
-    const auto used = used_;
-    const auto counted = counted_;
-    const auto groups = groups_;
-    const auto unknown = graph_.unknown_ops;
-    const auto initializers = initializers_;
-    import_branch(node, index, branch, slot, label);
-    double flops = 0;
-    for (std::size_t i = layers; i < graph_.layers.size(); ++i)
-      flops += static_cast<double>(graph_.layers[i].counts.flops());
-    graph_.layers.resize(layers);
-    values_ = values;
-    used_ = used;
-    counted_ = counted;
-    groups_ = groups;
-    graph_.unknown_ops = unknown;
-    initializers_ = initializers;
-    return flops;
+  // What reading a branch changes: undone to read the other branch, kept if it is chosen.
+  struct ImportState {
+    std::vector<Layer> layers;  // Those the branch added.
+    std::map<std::string, Value> values;
+    std::set<std::string> used;
+    std::set<std::string> counted;
+    std::map<std::string, std::int32_t> groups;
+    std::vector<UnknownOperator> unknown;
+    std::map<std::string, const onnx::TensorProto*> initializers;
+  };
+
+  // Moves the state out: the layers from `first` on, and the maps (put_state refills them).
+  ImportState take_state(std::size_t first) {
+    ImportState state{{},
+                      std::move(values_),
+                      std::move(used_),
+                      std::move(counted_),
+                      std::move(groups_),
+                      std::move(graph_.unknown_ops),
+                      std::move(initializers_)};
+    const auto from = graph_.layers.begin() + static_cast<std::ptrdiff_t>(first);
+    state.layers.assign(std::make_move_iterator(from),
+                        std::make_move_iterator(graph_.layers.end()));
+    graph_.layers.erase(from, graph_.layers.end());
+    return state;
+  }
+
+  void put_state(ImportState state) {
+    graph_.layers.insert(graph_.layers.end(), std::make_move_iterator(state.layers.begin()),
+                         std::make_move_iterator(state.layers.end()));
+    values_ = std::move(state.values);
+    used_ = std::move(state.used);
+    counted_ = std::move(state.counted);
+    groups_ = std::move(state.groups);
+    graph_.unknown_ops = std::move(state.unknown);
+    initializers_ = std::move(state.initializers);
+  }
+
+  // An If whose condition is not known: the branch with more FLOPs (then on a tie), an upper
+  // bound. Each branch is read once: reading the chosen one again made nested Ifs take time
+  // exponential in their depth.
+  void import_costlier_branch(const onnx::NodeProto& node, int index,
+                              const onnx::GraphProto* const (&branches)[2], const int (&slots)[2]) {
+    const std::size_t first = graph_.layers.size();
+    const auto flops_since_first = [&] {
+      double flops = 0;
+      for (std::size_t i = first; i < graph_.layers.size(); ++i)
+        flops += static_cast<double>(graph_.layers[i].counts.flops());
+      return flops;
+    };
+    ImportState before{{}, values_, used_, counted_, groups_, graph_.unknown_ops, initializers_};
+    import_branch(node, index, *branches[0], slots[0], "then");
+    const double then_flops = flops_since_first();
+    ImportState then_read = take_state(first);
+    put_state(std::move(before));
+    import_branch(node, index, *branches[1], slots[1], "else");
+    if (flops_since_first() > then_flops) return;
+    take_state(first);  // The else branch's reading, dropped.
+    put_state(std::move(then_read));
   }
 
   // The value of a boolean (or integer) scalar known at import: an initializer with data or a
@@ -2371,7 +2452,15 @@ class Importer {
   std::set<std::string> exporter_batch_dims_;          // "<input>_dynamic_axes_1" on axis 0.
   std::map<std::string, std::int64_t> scalar_values_;  // Integer scalar inputs set by --set.
   std::map<std::string, std::int32_t> groups_;
-  std::string scope_ = "/graph";      // JSON pointer of the graph being read.
+  std::string scope_ = "/graph";  // JSON pointer of the graph being read.
+  // The nodes whose subgraphs are being read, outermost first.
+  struct Expansion {
+    std::string pointer;
+    std::int64_t reads;  // How often: a loop's trip count, 1 for an If branch.
+    std::int64_t done;   // Reads finished.
+  };
+  std::vector<Expansion> expanding_;
+  std::int64_t nodes_read_ = 0;       // Nodes read, loop iterations and If branches included.
   std::string name_prefix_;           // Unnamed nodes in If branches, every node in Loop bodies.
   bool prefix_names_ = false;         // Loop iterations: every node name gets name_prefix_.
   std::vector<std::string> origins_;  // Per main-graph node, its pointer in the file (functions).
@@ -2382,10 +2471,19 @@ class Importer {
 Graph parse_onnx_model(std::string_view bytes, const std::string& file,
                        const ModelOptions& options) {
   onnx::ModelProto model;
-  if (bytes.size() > static_cast<std::size_t>(INT32_MAX) ||
-      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  bool parsed = false;
+  if (bytes.size() <= static_cast<std::size_t>(kMaxOnnxFileBytes)) {
+    // Protobuf's parser and the message's destructor recurse once per level of nesting.
+    google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                              static_cast<int>(bytes.size()));
+    in.SetRecursionLimit(kMaxNestingDepth);
+    parsed = model.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+  }
+  if (!parsed) {
     throw Error({file, "", 0, 0},
-                "not a valid ONNX model: the protobuf does not parse (corrupt or truncated file?)");
+                fmt::format("not a valid ONNX model: the protobuf does not parse (corrupt or "
+                            "truncated file, or messages nested more than {} deep?)",
+                            kMaxNestingDepth));
   }
   return import_onnx_model(model, file, options);
 }
@@ -2395,33 +2493,23 @@ Graph import_onnx_model(onnx::ModelProto& model, const std::string& file,
   try {
     return Importer(model, file, options).build();
   } catch (const OverflowError&) {
-    throw Error({file, "", 0, 0}, "a count does not fit in a 64-bit integer");
+    throw Error({file, "", 0, 0}, overflow_message(options.dims));
   }
 }
 
 Graph load_onnx_model(const std::string& path, const ModelOptions& options) {
+  const InputFile file(path, kMaxOnnxFileBytes, "ONNX files");
+  if (file.size() == 0) return parse_onnx_model({}, path, options);
   // Mapped, not read: a 200 MB file would otherwise be copied once more before parsing.
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw Error({path, "", 0, 0}, "cannot open file");
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    throw Error({path, "", 0, 0}, "cannot read file");
-  }
-  const auto size = static_cast<std::size_t>(info.st_size);
-  if (size == 0) {
-    ::close(fd);
-    return parse_onnx_model({}, path, options);
-  }
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
+  void* data = ::mmap(nullptr, file.size(), PROT_READ, MAP_PRIVATE, file.fd(), 0);
   if (data == MAP_FAILED) throw Error({path, "", 0, 0}, "cannot read file");
   struct Unmap {
     void* data;
     std::size_t size;
     ~Unmap() { ::munmap(data, size); }
-  } unmap{data, size};
-  return parse_onnx_model(std::string_view(static_cast<const char*>(data), size), path, options);
+  } unmap{data, file.size()};
+  return parse_onnx_model(std::string_view(static_cast<const char*>(data), file.size()), path,
+                          options);
 }
 
 #endif  // CAPCALC_WITH_ONNX

@@ -1,11 +1,16 @@
 #include "import/onnx_functions.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/units.hpp"
+
+#include "limits.hpp"
 
 namespace capcalc::onnx_import {
 namespace {
@@ -39,6 +44,7 @@ class Inliner {
               google::protobuf::RepeatedPtrField<onnx::NodeProto>& out) {
     const onnx::FunctionProto* function = function_of(node);
     if (function == nullptr) {
+      if (static_cast<std::int64_t>(origins_.size()) >= kMaxExpandedNodes) fail_expansion(origin);
       *out.Add() = node;
       origins_.push_back(origin);
       return;
@@ -48,6 +54,12 @@ class Inliner {
                   fmt::format("local function {}.{} calls functions more than {} deep "
                               "(recursive?)",
                               node.domain(), node.op_type(), kMaxFunctionDepth));
+    }
+    // Checked before expanding: functions that each call the one below twice double the
+    // nodes at every level.
+    if (static_cast<std::int64_t>(origins_.size()) + expanded_size(*function, depth) >
+        kMaxExpandedNodes) {
+      fail_expansion(origin);
     }
     const std::string call = node.name().empty()
                                  ? (node.output_size() > 0 ? node.output(0) : node.op_type())
@@ -94,8 +106,31 @@ class Inliner {
     }
   }
 
+  [[noreturn]] void fail_expansion(const std::string& origin) const {
+    throw Error({file_, origin, 0, 0},
+                fmt::format("the model expands to more than {} nodes (the limit) when its local "
+                            "functions are inlined",
+                            format_grouped(kMaxExpandedNodes)));
+  }
+
+  // The nodes one call of `function` expands to (past the limit: the limit + 1).
+  std::int64_t expanded_size(const onnx::FunctionProto& function, int depth) {
+    const FunctionKey key{function.domain(), function.name()};
+    if (const auto it = sizes_.find(key); it != sizes_.end()) return it->second;
+    std::int64_t size = 0;
+    for (const auto& inner : function.node()) {
+      const onnx::FunctionProto* callee = function_of(inner);
+      // A call too deep is the depth's error, found when it is expanded.
+      size += callee != nullptr && depth + 1 < kMaxFunctionDepth ? expanded_size(*callee, depth + 1)
+                                                                 : 1;
+      if (size > kMaxExpandedNodes) break;
+    }
+    return sizes_[key] = std::min(size, kMaxExpandedNodes + 1);
+  }
+
   onnx::ModelProto& model_;
   const std::string& file_;
+  std::map<FunctionKey, std::int64_t> sizes_;
   std::map<FunctionKey, const onnx::FunctionProto*> functions_;
   std::vector<std::string> origins_;
 };

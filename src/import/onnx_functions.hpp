@@ -17,9 +17,9 @@ namespace capcalc::onnx_import {
 /// Expands every call of a local function in the main graph. Returns, for each node of the
 /// expanded graph, the JSON pointer of the node of the file it comes from (the call for
 /// expanded nodes); empty when the model has no local functions (nothing changes). Throws
-/// capcalc::Error naming `file` for recursion deeper than kMaxFunctionDepth.
+/// capcalc::Error naming `file` and the call for calls nested deeper than kMaxFunctionDepth or
+/// for more than kMaxExpandedNodes nodes in all (limits.hpp: functions that call others twice,
+/// nested, double the nodes per level).
 std::vector<std::string> inline_local_functions(onnx::ModelProto& model, const std::string& file);
-
-inline constexpr int kMaxFunctionDepth = 64;
 
 }  // namespace capcalc::onnx_import

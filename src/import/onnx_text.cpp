@@ -15,7 +15,8 @@
 #include "capcalc/error.hpp"
 
 #include "import/onnx.hpp"
-#include "json_view.hpp"
+#include "input_file.hpp"
+#include "limits.hpp"
 
 #if CAPCALC_WITH_ONNX
 #include <google/protobuf/io/tokenizer.h>
@@ -64,6 +65,36 @@ Error textual_syntax_error(const std::string& file, const std::string& status) {
     message.pop_back();
   if (message.empty()) message = "syntax error";
   return Error(where, "ONNX text: " + message);
+}
+
+// ONNX's text parser recurses once per bracket: text nested deeper than kMaxNestingDepth is
+// refused before parsing, at its first bracket too many. Comments and strings are skipped;
+// `=>` (a signature's arrow) closes nothing.
+void check_nesting(const std::string& text, const std::string& file) {
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '#') {
+      i = text.find('\n', i);
+      if (i == std::string::npos) break;
+    } else if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"' && text[i] != '\n'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+    } else if (c == '{' || c == '(' || c == '[' || c == '<') {
+      if (++depth > kMaxNestingDepth) {
+        const std::size_t line_start = text.rfind('\n', i) + 1;  // 0 on the first line.
+        const auto line =
+            1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n');
+        throw Error({file, "", static_cast<int>(line), static_cast<int>(i - line_start + 1)},
+                    fmt::format("ONNX text: brackets nest more than {} deep (the limit)",
+                                kMaxNestingDepth));
+      }
+    } else if ((c == '}' || c == ')' || c == ']' || (c == '>' && (i == 0 || text[i - 1] != '='))) &&
+               depth > 0) {
+      --depth;
+    }
+  }
 }
 
 // Protobuf's text-format parser reports each problem here; the first one is kept.
@@ -342,6 +373,7 @@ Graph parse_onnx_text_model(const std::string& text, OnnxTextSyntax syntax, cons
     if (text.find('\0') != std::string::npos) {
       throw Error({file, "", 0, 0}, "ONNX text: the file contains a NUL byte (binary ONNX?)");
     }
+    check_nesting(text, file);
     std::string plain = text;
     const std::vector<std::string> names = take_node_names(plain);
     const QuotedNames quoted(plain);
@@ -360,6 +392,7 @@ Graph parse_onnx_text_model(const std::string& text, OnnxTextSyntax syntax, cons
     }
   } else {
     google::protobuf::TextFormat::Parser parser;
+    parser.SetRecursionLimit(kMaxNestingDepth);  // Unlimited otherwise: 8,000 levels crashed.
     FirstError errors;
     parser.RecordErrorsTo(&errors);
     if (!parser.ParseFromString(text, &model)) {
@@ -374,7 +407,8 @@ Graph parse_onnx_text_model(const std::string& text, OnnxTextSyntax syntax, cons
 
 Graph load_onnx_text_model(const std::string& path, OnnxTextSyntax syntax,
                            const ModelOptions& options) {
-  return parse_onnx_text_model(read_text_file(path), syntax, path, options);
+  return parse_onnx_text_model(read_input_file(path, kMaxOnnxTextFileBytes, "ONNX text files"),
+                               syntax, path, options);
 }
 
 }  // namespace capcalc

@@ -1,0 +1,47 @@
+// The limits on what capcalc reads and builds, in one place, so that no input can exhaust the
+// stack, the memory or the user's patience; past one, the input is a capcalc::Error naming the
+// place and the limit. README.md ("Input limits") lists them for users. Each is far above what
+// real models need: Llama 3 405B expands to 1,263 layers, the generated benchmark chains
+// to 100,000.
+#pragma once
+
+#include <cstdint>
+
+namespace capcalc {
+
+// Input files (src/input_file.hpp reads them): anything that is not a regular file is refused.
+inline constexpr std::int64_t kMaxJsonFileBytes = std::int64_t{64} << 20;       ///< 64 MiB.
+inline constexpr std::int64_t kMaxOnnxTextFileBytes = std::int64_t{256} << 20;  ///< 256 MiB.
+/// 2 GiB - 1: protobuf's own limit for one message. Larger models keep their weights as
+/// external data, which capcalc does not read.
+inline constexpr std::int64_t kMaxOnnxFileBytes = (std::int64_t{2} << 30) - 1;
+
+/// Nesting of JSON arrays and objects, ONNX text brackets and protobuf messages (text or
+/// binary). Their readers, nlohmann's copy and dump, and protobuf's are recursive.
+inline constexpr int kMaxNestingDepth = 256;
+/// Parentheses and signs in one expression of a model file (a level of parentheses counts 2).
+inline constexpr int kMaxExpressionDepth = 128;
+/// Block calls inside block calls (native models).
+inline constexpr int kMaxBlockDepth = 32;
+/// Block argument defaults that refer to one another ("b": "a * 2", "c": "b + 1", ...): each
+/// link evaluates an expression inside the last.
+inline constexpr int kMaxDefaultChain = 32;
+/// ONNX subgraphs (If branches, Loop and Scan bodies) inside one another.
+inline constexpr int kMaxSubgraphDepth = 64;
+/// ONNX local functions calling one another.
+inline constexpr int kMaxFunctionDepth = 64;
+
+/// Layers of a model once blocks and repeats are expanded (native models, Hugging Face
+/// configs, ONNX loops unrolled).
+inline constexpr std::int64_t kMaxLayers = 1'000'000;
+/// Decoder or encoder layers of a Hugging Face config (num_hidden_layers): each expands to 10
+/// to 30 layers, and the check is made at the config's key.
+inline constexpr std::int64_t kMaxHfLayers = 10'000;
+/// ONNX nodes once local functions are inlined and loops unrolled, counting both branches of
+/// an If whose condition is not known.
+inline constexpr std::int64_t kMaxExpandedNodes = 2'000'000;
+/// Iterations of one ONNX Loop or Scan that are unrolled; a longer one stays an unknown
+/// operator (counted as zero, with a warning).
+inline constexpr std::int64_t kMaxLoopIterations = 4096;
+
+}  // namespace capcalc
