@@ -9,6 +9,7 @@
 
 #include "capcalc/error.hpp"
 
+#include "input_file.hpp"
 #include "json_view.hpp"
 #include "report_json.hpp"
 
@@ -133,7 +134,7 @@ RangeTable parse_ranges(std::string_view text, const std::string& file) {
 }
 
 RangeTable load_ranges(const std::string& path) {
-  return parse_ranges(read_text_file(path), path);
+  return parse_ranges(read_input_file(path), path);
 }
 
 std::string render_ranges_json(const RangeTable& table) {
