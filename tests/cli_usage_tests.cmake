@@ -1,5 +1,6 @@
-# CLI tests of the command line itself (issue 20). Uses capcalc_cli_ok/capcalc_cli_error from
-# cli_tests.cmake, which is included first.
+# CLI tests of the command line itself (issue 20): every usage error is one capcalc line with
+# exit 2, named values take any case, limits need their units, and numbers are checked. Uses
+# capcalc_cli_ok/capcalc_cli_error from cli_tests.cmake, which is included first.
 
 # capcalc_usage_error(name message args...): stderr is exactly "capcalc: error: MESSAGE\n"
 # (MESSAGE literal, not a regex), the exit code 2 and stdout empty.
@@ -10,6 +11,92 @@ endfunction()
 
 set(resnet data/models/resnet50.json)
 set(llama data/models/llama2_7b.json)
+
+# What CLI11 rejects, in capcalc's words: an unknown option, with a "did you mean" from the
+# options of the subcommand being parsed, for every subcommand.
+capcalc_usage_error(usage_unknown_option "unknown option --bacth; did you mean --batch?"
+                    estimate ${resnet} --gpu A100 --bacth 8)
+capcalc_usage_error(usage_unknown_option_layers "unknown option --fromat; did you mean --format?"
+                    layers ${resnet} --fromat csv)
+capcalc_usage_error(usage_unknown_option_hw_list "unknown option --tpye; did you mean --type?"
+                    hw list --tpye gpu)
+capcalc_usage_error(usage_unknown_option_hw_show "unknown option --fromat; did you mean --format?"
+                    hw show a100 --fromat json)
+capcalc_usage_error(usage_unknown_option_runtimes_list
+                    "unknown option --runtime-fille; did you mean --runtime-file?"
+                    runtimes list --runtime-fille x.json)
+capcalc_usage_error(usage_unknown_option_runtimes_show "unknown option --fromat; did you mean --format?"
+                    runtimes show vllm --fromat json)
+capcalc_usage_error(usage_unknown_option_calibrate "unknown option --ouput; did you mean --output?"
+                    calibrate tests/cli/records.json --ouput x.json)
+capcalc_usage_error(usage_unknown_option_probe "unknown option --secnds; did you mean --seconds?"
+                    probe --secnds 1)
+capcalc_usage_error(usage_unknown_option_validate
+                    "unknown option --max-median-eror; did you mean --max-median-error?"
+                    validate --max-median-eror 0.1)
+capcalc_usage_error(usage_unknown_option_compare "unknown option --sotr; did you mean --sort?"
+                    compare ${resnet} --hw T4 --sotr cost)
+capcalc_usage_error(usage_unknown_option_check "unknown option --max-latncy; did you mean --max-latency?"
+                    check ${resnet} --hw A100 --max-latncy 20ms)
+capcalc_usage_error(usage_unknown_option_roofline "unknown option --lable; did you mean --label?"
+                    roofline ${resnet} --gpu A100 --lable 3)
+capcalc_usage_error(usage_unknown_option_report "unknown option --ouptut; did you mean --output?"
+                    report ${resnet} --gpu A100 --ouptut x.html)
+capcalc_usage_error(usage_unknown_option_equals "unknown option --bacth; did you mean --batch?"
+                    layers ${resnet} --bacth=8)
+capcalc_usage_error(usage_unknown_short_option "unknown option -x" layers ${resnet} -x)
+# Commands: unknown (with a "did you mean"), missing, and the nested ones of hw and runtimes.
+capcalc_usage_error(usage_unknown_command "unknown command \"estimat\"; did you mean \"estimate\"?"
+                    estimat m.json)
+capcalc_usage_error(usage_unknown_hw_command "unknown hw command \"lst\"; did you mean \"list\"?"
+                    hw lst)
+capcalc_usage_error(usage_unknown_runtimes_command
+                    "unknown runtimes command \"shw\"; did you mean \"show\"?"
+                    runtimes shw vllm)
+capcalc_usage_error(usage_missing_hw_command "hw needs a command: list or show (see capcalc hw --help)"
+                    hw)
+# RequiredError: a missing argument or required option.
+capcalc_usage_error(usage_missing_model "estimate: missing MODEL (see capcalc estimate --help)"
+                    estimate --gpu A100)
+capcalc_usage_error(usage_missing_device "roofline: missing --gpu (see capcalc roofline --help)"
+                    roofline ${resnet})
+capcalc_usage_error(usage_missing_hw_show_device "hw show: missing DEVICE (see capcalc hw show --help)"
+                    hw show)
+capcalc_usage_error(usage_missing_records "calibrate: missing RECORDS (see capcalc calibrate --help)"
+                    calibrate)
+# ExtrasError: an argument too many.
+capcalc_usage_error(usage_extra_argument "estimate: unexpected argument \"b.json\""
+                    estimate a.json b.json --gpu A100)
+capcalc_usage_error(usage_extra_argument_validate "validate: unexpected argument \"extra\""
+                    validate extra)
+# ArgumentMismatch: no value, or one value given twice.
+capcalc_usage_error(usage_no_value "--batch needs a value" estimate ${resnet} --gpu A100 --batch)
+capcalc_usage_error(usage_given_twice "--gpu given 2 times (A100, H100): give it once"
+                    report ${resnet} --gpu A100 --hw H100)
+# ExcludesError and ConversionError.
+capcalc_usage_error(usage_excludes "give --profile or --runtime, not both"
+                    compare ${resnet} --hw T4 --runtime vllm --profile eager)
+capcalc_usage_error(usage_flag_value "--checkpointing is a flag: it takes no value"
+                    estimate ${resnet} --gpu A100 --checkpointing=maybe)
+# --help and --version still print on stdout and exit 0.
+capcalc_cli_ok(usage_help "^Predict time, throughput and memory on a device\nUsage: .*estimate \\[OPTIONS\\] model"
+               estimate --help)
+capcalc_cli_ok(usage_help_nested "One row per device\nUsage: .*list \\[OPTIONS\\]" hw list --help)
+capcalc_cli_ok(usage_help_despite_missing "Usage: " check --help)
+
+# Named values take any case; the code receives the canonical lower-case name.
+capcalc_cli_ok(case_estimate "\"mode\": \"training\",.*\"precision\": \"fp16\",.*\"optimizer\": \"sgd\""
+               estimate ${resnet} --gpu A100 --precision FP16 --mode Training --optimizer SGD --format JSON)
+capcalc_cli_ok(case_profile "workload +inference, fp32, batch 1, eager profile\n"
+               estimate ${resnet} --gpu A100 --profile Eager)
+capcalc_cli_ok(case_hw_list "^id,name,type,.*\nt4,NVIDIA T4,gpu," hw list --type GPU --format CSV)
+capcalc_cli_ok(case_compare "^\\*\\*resnet50 .*: 2 devices, by cost\\*\\*\n\n\\| device \\| prec \\|.*\n\\| t4 \\| fp16 \\|.*\n\\| t4 \\| bf16 \\|"
+               compare ${resnet} --hw T4,A100 --sort Cost --format Markdown --precision FP16,Bf16)
+capcalc_cli_ok(case_check "^\\{\n  \"schema_version\": 1,"
+               check ${resnet} --hw A100 --max-latency 1s --mode Inference --format JSON)
+capcalc_usage_error(case_unknown_value
+                    "--mode must be one of inference or training (got \"trainig\"); did you mean \"training\"?"
+                    estimate ${resnet} --gpu A100 --mode trainig)
 
 # A limit without a unit is an error that shows the fix; counts may stay bare.
 capcalc_usage_error(limit_memory_no_unit "--max-memory: 16 has no unit: write 16GB or 16GiB"
@@ -27,3 +114,34 @@ capcalc_cli_ok(limit_count_bare "parameters 25.6 M within max 100000000"
 capcalc_usage_error(limit_budget_no_unit
                     "tests/cli/budget_bare_memory.json:/budgets/0/limits/max_memory: 16 has no unit: write 16GB or 16GiB"
                     check --budget tests/cli/budget_bare_memory.json)
+
+# nan, inf and negative values are rejected wherever a count, size, time or threshold is read.
+capcalc_usage_error(number_batch_zero "--batch must be a whole number ≥ 1 (got 0)"
+                    estimate ${resnet} --gpu A100 --batch 0)
+capcalc_usage_error(number_batch_fraction "--batch must be a whole number ≥ 1 (got 1.5)"
+                    layers ${resnet} --batch 1.5)
+capcalc_usage_error(number_batch_list "--batch must be a whole number ≥ 1 (got 0)"
+                    compare ${resnet} --hw T4 --batch 1,0)
+capcalc_cli_ok(number_batch_decimal "\"batch\": 10," layers ${resnet} --batch 010 --format json)
+capcalc_usage_error(number_median_nan "--max-median-error must be a number ≥ 0 (got nan)"
+                    validate --max-median-error nan)
+capcalc_usage_error(number_worst_below_one "--max-worst-factor must be a number ≥ 1 (got 0.5)"
+                    validate --max-worst-factor 0.5)
+capcalc_usage_error(number_price_inf "--price-per-hour must be a number > 0 (got inf)"
+                    compare ${resnet} --hw T4 --price-per-hour inf)
+capcalc_usage_error(number_dataset_negative "--dataset-size must be a number > 0 (got -1)"
+                    estimate ${resnet} --gpu A100 --mode training --dataset-size -1)
+capcalc_usage_error(number_epochs_nan "--epochs must be a number > 0 (got nan)"
+                    check ${resnet} --hw A100 --mode training --dataset-size 1000 --epochs nan --max-train-time 1d)
+capcalc_usage_error(number_tokens_hex "--tokens must be a number > 0 (got 0x10)"
+                    estimate data/models/gpt2.json --gpu A100 --mode training --tokens 0x10)
+capcalc_usage_error(number_top_negative "--top must be a whole number ≥ 0 (got -1)"
+                    estimate ${resnet} --gpu A100 --top -1)
+capcalc_usage_error(number_label_negative "--label must be a whole number ≥ 0 (got -2)"
+                    roofline ${resnet} --gpu A100 --label -2)
+capcalc_usage_error(number_zero_stage "--zero must be a whole number from 0 to 3 (got 4)"
+                    estimate ${resnet} --gpu A100 --mode training --zero 4)
+capcalc_usage_error(number_threads "--threads must be a whole number from 1 to 1024 (got 0)"
+                    probe --threads 0)
+capcalc_usage_error(number_prompt_tokens "--prompt-tokens must be a whole number ≥ 1 (got -5)"
+                    estimate ${llama} --gpu A100 --prompt-tokens -5)

@@ -83,7 +83,7 @@ std::optional<Runtime> runtime_from(const std::string& name, const std::vector<s
 /// The prediction ranges of data/ranges.json; none where the data directory has no such file.
 std::optional<RangeTable> load_default_ranges();
 
-/// "--precision fp16" -> Precision (the flag's values are checked by CLI11).
+/// "--precision fp16" -> Precision (the flag's values are checked by one_of, usage.hpp).
 Precision precision_from(const std::string& name);
 
 void add_estimate_command(CLI::App& app);

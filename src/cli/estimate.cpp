@@ -8,6 +8,7 @@
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "usage.hpp"
 #include "workload_args.hpp"
 
 namespace capcalc::cli {
@@ -92,20 +93,16 @@ void add_estimate_command(CLI::App& app) {
   auto options = std::make_shared<EstimateOptions>();
   CLI::App* sub = app.add_subcommand("estimate", "Predict time, throughput and memory on a device");
   add_single_estimate_options(*sub, options->run);
-  sub->add_option("--dataset-size", options->dataset_size, "Training run: samples per epoch")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--epochs", options->epochs, "Training run: epochs (default 1)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--tokens", options->tokens,
-                  "Training run: total tokens (samples = tokens / seq)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--price-per-hour", options->price_per_hour,
-                  "USD per device-hour (default: the table's indicative price)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("-f,--format", options->format, "Output format")
-      ->check(CLI::IsMember({"table", "json"}))
+  number_above(
+      sub->add_option("--dataset-size", options->dataset_size, "Training run: samples per epoch"));
+  number_above(sub->add_option("--epochs", options->epochs, "Training run: epochs (default 1)"));
+  number_above(sub->add_option("--tokens", options->tokens,
+                               "Training run: total tokens (samples = tokens / seq)"));
+  number_above(sub->add_option("--price-per-hour", options->price_per_hour,
+                               "USD per device-hour (default: the table's indicative price)"));
+  one_of(sub->add_option("-f,--format", options->format, "Output format"), {"table", "json"})
       ->capture_default_str();
-  sub->add_option("--top", options->top, "How many of the heaviest layers to list")
+  whole_number(sub->add_option("--top", options->top, "How many of the heaviest layers to list"), 0)
       ->capture_default_str();
   add_serving_options(
       *sub, options->serving,
