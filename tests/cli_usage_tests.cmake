@@ -1,6 +1,7 @@
 # CLI tests of the command line itself (issue 20): every usage error is one capcalc line with
-# exit 2, named values take any case, limits need their units, and numbers are checked. Uses
-# capcalc_cli_ok/capcalc_cli_error from cli_tests.cmake, which is included first.
+# exit 2, named values take any case, limits need their units, a flag the run would ignore is
+# an error, and numbers are checked. Uses capcalc_cli_ok/capcalc_cli_error from
+# cli_tests.cmake, which is included first.
 
 # capcalc_usage_error(name message args...): stderr is exactly "capcalc: error: MESSAGE\n"
 # (MESSAGE literal, not a regex), the exit code 2 and stdout empty.
@@ -114,6 +115,47 @@ capcalc_cli_ok(limit_count_bare "parameters 25.6 M within max 100000000"
 capcalc_usage_error(limit_budget_no_unit
                     "tests/cli/budget_bare_memory.json:/budgets/0/limits/max_memory: 16 has no unit: write 16GB or 16GiB"
                     check --budget tests/cli/budget_bare_memory.json)
+
+# A flag the run would ignore is an error.
+capcalc_usage_error(ignored_input_shape
+                    "data/models/resnet50.json: input shapes (--input-shape x=...) are for ONNX models; set this model's dimensions with --set NAME=VALUE"
+                    estimate ${resnet} --gpu A100 --input-shape x=1x3x224x224)
+capcalc_usage_error(ignored_optimizer "--optimizer is for training: add --mode training"
+                    estimate ${resnet} --gpu A100 --optimizer sgd)
+capcalc_usage_error(ignored_optimizer_compare "--optimizer is for training: add --mode training"
+                    compare ${resnet} --hw T4 --optimizer adamw)
+capcalc_usage_error(ignored_kv_precision
+                    "--kv-precision sets the KV cache's storage: add --prompt-tokens (LLM serving)"
+                    estimate ${llama} --gpu A100 --kv-precision fp8)
+capcalc_usage_error(ignored_kv_precision_compare
+                    "--kv-precision sets the KV cache's storage: add --prompt-tokens (LLM serving)"
+                    compare ${llama} --hw A100 --kv-precision fp8)
+# roofline and report draw no KV cache: they have no --kv-precision.
+capcalc_cli_error(ignored_kv_precision_roofline "^capcalc: error: unknown option --kv-precision"
+                  roofline ${llama} --gpu A100 --kv-precision fp8)
+capcalc_usage_error(ignored_output_tokens
+                    "--output-tokens needs --prompt-tokens (the prompt's length in tokens)"
+                    estimate ${llama} --gpu A100 --output-tokens 64)
+capcalc_usage_error(ignored_output_tokens_compare
+                    "--output-tokens needs --prompt-tokens (the prompt's length in tokens)"
+                    compare ${llama} --hw A100 --output-tokens 64)
+capcalc_usage_error(ignored_output_tokens_check
+                    "--output-tokens needs --prompt-tokens (the prompt's length in tokens)"
+                    check ${llama} --hw A100 --output-tokens 64 --max-latency 1s)
+# estimate and compare read a training run the same way (compare.hpp's run_samples).
+capcalc_usage_error(ignored_epochs_with_tokens "--epochs needs --dataset-size, not --tokens"
+                    estimate data/models/gpt2.json --gpu A100 --mode training --tokens 1e9 --epochs 2)
+capcalc_usage_error(ignored_epochs_with_tokens_compare "--epochs needs --dataset-size, not --tokens"
+                    compare data/models/gpt2.json --hw A100 --mode training --tokens 1e9 --epochs 2)
+capcalc_usage_error(ignored_price_without_run
+                    "--price-per-hour prices a training run: add --dataset-size or --tokens"
+                    estimate ${resnet} --gpu A100 --price-per-hour 2)
+add_test(NAME cli.ignored_top_in_json
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=estimate;${resnet};--gpu;A100;--format;json;--top;3" -DEXPECT_CODE=0
+                 "-DSTDOUT_REGEX=^\\{\n" "-DSTDERR_REGEX=^warning: --top is for the table: JSON lists every layer\n$"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 
 # nan, inf and negative values are rejected wherever a count, size, time or threshold is read.
 capcalc_usage_error(number_batch_zero "--batch must be a whole number ≥ 1 (got 0)"

@@ -42,7 +42,8 @@ struct ServingArgs {
   std::optional<std::int64_t> prompt_tokens;
   std::optional<std::int64_t> output_tokens;
   bool requested() const { return prompt_tokens || output_tokens; }
-  /// The request, with capcalc's defaults (512 prompt, 128 generated tokens).
+  /// The request (128 generated tokens by default). --output-tokens without --prompt-tokens is
+  /// an error: it would serve a prompt nobody asked for.
   ServingRequest request() const;
 };
 

@@ -113,8 +113,12 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
 }
 
 ServingRequest ServingArgs::request() const {
+  // Without a prompt the generated tokens would follow a made-up one: say so instead.
+  if (!prompt_tokens) {
+    throw Error({}, "--output-tokens needs --prompt-tokens (the prompt's length in tokens)");
+  }
   ServingRequest request;
-  request.prompt_tokens = prompt_tokens.value_or(request.prompt_tokens);
+  request.prompt_tokens = *prompt_tokens;
   request.output_tokens = output_tokens.value_or(request.output_tokens);
   return request;
 }
@@ -122,7 +126,8 @@ ServingRequest ServingArgs::request() const {
 void add_serving_options(CLI::App& sub, ServingArgs& args, const std::string& prompt_help) {
   whole_number(sub.add_option("--prompt-tokens", args.prompt_tokens, prompt_help));
   whole_number(sub.add_option("--output-tokens", args.output_tokens,
-                              "LLM serving: generated tokens per sequence (decode; default 128)"));
+                              "LLM serving: generated tokens per sequence (decode; default 128); "
+                              "needs --prompt-tokens"));
 }
 
 ModelArgs prefill_args(const ModelArgs& model, const ServingArgs& serving) {

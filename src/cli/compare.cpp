@@ -28,7 +28,7 @@ struct CompareOptions {
   std::string profile;
   std::string runtime;
   std::vector<std::string> runtime_files;
-  std::string optimizer = "adam";
+  std::string optimizer;  // Empty: Adam.
   std::int64_t device_count = 1;
   std::int64_t tensor_parallel = 1;
   std::int64_t pipeline_parallel = 1;
@@ -62,6 +62,7 @@ std::vector<const Device*> pick_devices(const CompareOptions& options, const Har
 }
 
 void run_compare(const CompareOptions& options) {
+  check_kv_precision(options.kv_precision, options.serving);
   // Serving rows' graphs are prefills: the prompt is the sequence.
   const bool serving = options.serving.requested();
   const ModelArgs model = serving ? prefill_args(options.model, options.serving) : options.model;
@@ -89,7 +90,7 @@ void run_compare(const CompareOptions& options) {
   if (!options.runtime.empty()) {
     request.workload.runtime = load_runtime_table(options.runtime_files).get(options.runtime);
   }
-  request.workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
+  request.workload.optimizer = optimizer_from(options.optimizer, request.workload.mode);
   set_parallelism(request.workload, options.device_count, options.tensor_parallel,
                   options.pipeline_parallel, options.micro_batches, options.zero_stage,
                   options.virtual_stages);
@@ -181,9 +182,7 @@ void add_compare_command(CLI::App& app) {
   one_of(sub->add_option("--weight-precision", options->weight_precision,
                          "Weight storage if it differs (int4/int8 weight-only quantisation)"),
          precision_names());
-  one_of(sub->add_option("--kv-precision", options->kv_precision,
-                         "KV cache storage (default: activations')"),
-         precision_names());
+  add_kv_precision_option(*sub, options->kv_precision);
   sub->callback([options] { run_compare(*options); });
 }
 

@@ -88,14 +88,35 @@ inline void add_run_size_options(CLI::App& sub, RunSize& run) {
   number_above(
       sub.add_option("--epochs", run.epochs, "Training run: epochs of --dataset-size (default 1)"));
   number_above(sub.add_option("--tokens", run.tokens,
-                              "Training run: total tokens (samples = tokens / seq)"));
+                              "Training run: total tokens (samples = tokens / seq); not with "
+                              "--dataset-size or --epochs"));
 }
 
-// --optimizer: the training optimizer, Adam by default.
+// --optimizer: Adam when not given; an inference pass has no optimizer, so giving one there is an
+// error rather than a flag quietly ignored.
 inline void add_optimizer_option(CLI::App& sub, std::string& optimizer) {
-  one_of(sub.add_option("--optimizer", optimizer, "Training optimizer"),
-         {"sgd", "momentum", "adam", "adamw"})
-      ->capture_default_str();
+  one_of(sub.add_option("--optimizer", optimizer, "Training optimizer (default adam)"),
+         {"sgd", "momentum", "adam", "adamw"});
+}
+
+inline Optimizer optimizer_from(const std::string& name, Mode mode) {
+  if (name.empty()) return Optimizer::kAdam;
+  if (mode != Mode::kTraining) throw Error({}, "--optimizer is for training: add --mode training");
+  return parse_optimizer(name).value_or(Optimizer::kAdam);
+}
+
+// --kv-precision: the KV cache's storage. Only LLM serving (--prompt-tokens) keeps a cache.
+inline void add_kv_precision_option(CLI::App& sub, std::string& kv_precision) {
+  one_of(sub.add_option("--kv-precision", kv_precision,
+                        "LLM serving (--prompt-tokens): KV cache storage (default: activations')"),
+         precision_names());
+}
+
+inline void check_kv_precision(const std::string& kv_precision, const ServingArgs& serving) {
+  if (!kv_precision.empty() && !serving.prompt_tokens) {
+    throw Error({},
+                "--kv-precision sets the KV cache's storage: add --prompt-tokens (LLM serving)");
+  }
 }
 
 struct WorkloadArgs {
@@ -105,7 +126,7 @@ struct WorkloadArgs {
   std::string runtime;  // Empty: a generic runtime of the profile.
   std::vector<std::string> runtime_files;
   std::string sparsity = "dense";
-  std::string optimizer = "adam";
+  std::string optimizer;  // Empty: Adam; given in inference, an error.
   std::int64_t devices = 1;
   std::int64_t tensor_parallel = 1;
   std::int64_t pipeline_parallel = 1;
@@ -114,7 +135,7 @@ struct WorkloadArgs {
   int zero_stage = 0;
   bool checkpointing = false;
   std::string weight_precision;
-  std::string kv_precision;
+  std::string kv_precision;  // `estimate` only, with --prompt-tokens: nothing else has a KV cache.
 };
 
 inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
@@ -143,9 +164,6 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
   one_of(sub.add_option("--weight-precision", args.weight_precision,
                         "Weight storage if it differs (int4/int8 weight-only quantisation)"),
          precision_names());
-  one_of(sub.add_option("--kv-precision", args.kv_precision,
-                        "KV cache storage (default: activations')"),
-         precision_names());
   sub.add_flag("--checkpointing", args.checkpointing,
                "Training: keep only each top-level block's output, recompute the rest");
 }
@@ -158,7 +176,7 @@ inline Workload workload_from(const WorkloadArgs& args) {
   workload.sparsity = args.sparsity == "2:4"            ? Sparsity::k2of4
                       : args.sparsity == "unstructured" ? Sparsity::kUnstructured
                                                         : Sparsity::kDense;
-  workload.optimizer = parse_optimizer(args.optimizer).value_or(Optimizer::kAdam);
+  workload.optimizer = optimizer_from(args.optimizer, workload.mode);
   set_parallelism(workload, args.devices, args.tensor_parallel, args.pipeline_parallel,
                   args.micro_batches, args.zero_stage, args.virtual_stages);
   workload.checkpointing = args.checkpointing;
