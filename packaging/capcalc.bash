@@ -1,6 +1,7 @@
 # bash completion for capcalc. Installed as share/bash-completion/completions/capcalc.
-# Completes subcommands, each subcommand's flags, the values of enumerated flags, device ids
-# from the hardware table (`capcalc hw list --format csv`) and file names for models.
+# Completes subcommands, each subcommand's flags, the values of enumerated flags (capcalc takes
+# them in any case; they are offered in lower case), device ids from the hardware table
+# (`capcalc hw list --format csv`) and file names for models.
 # tests/completion_man.cmake checks that every flag of `capcalc SUB --help` is listed here.
 
 _capcalc_devices() {
@@ -124,7 +125,7 @@ _capcalc() {
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens
              --output-tokens --format --output" ;;
     roofline | report)
-      flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision --kv-precision
+      flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision
              --checkpointing --label --output" ;;
   esac
   if [[ $cur == -* ]]; then

@@ -112,6 +112,15 @@ Limit parse_limit_value(LimitKind kind, const JsonView& value) {
     limit.text = value.as_bool() ? "true" : "false";
     return limit;
   }
+  if (value.is_number() && kind != LimitKind::kMaxParams && kind != LimitKind::kMaxMacs) {
+    // Only counts go bare; parsing the number as text gives the message with the fix
+    // ("16 has no unit: write 16GB or 16GiB").
+    try {
+      return parse_limit(kind, value.json().dump());
+    } catch (const Error& e) {
+      value.fail(e.message());
+    }
+  }
   if (value.is_number()) {
     Limit limit;
     limit.kind = kind;

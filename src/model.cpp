@@ -594,6 +594,12 @@ Graph build_model(const nlohmann::json& document, const std::string& file,
 }  // namespace
 
 Graph parse_model(std::string_view text, const std::string& file, const ModelOptions& options) {
+  // Whole input shapes are an ONNX notion; dropping them here would go unnoticed.
+  if (!options.input_shapes.empty()) {
+    throw Error({file}, fmt::format("input shapes (--input-shape {}=...) are for ONNX models; set "
+                                    "this model's dimensions with --set NAME=VALUE",
+                                    options.input_shapes.begin()->first));
+  }
   const nlohmann::json document = parse_json_text(text, file);
   if (is_hf_config(document)) return build_model(hf_config_to_model(document, file), file, options);
   return build_model(document, file, options);

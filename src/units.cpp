@@ -54,6 +54,15 @@ std::string_view trim(std::string_view text) {
   throw Error({}, fmt::format("invalid {} \"{}\": expected {}", what, text, expected));
 }
 
+// A bare number where a unit is needed: "16 has no unit: write 16GB or 16GiB". `first` and
+// `second` are the fixes to suggest, {} standing for the number as written.
+[[noreturn]] void no_unit(std::string_view text, std::string_view first, std::string_view second) {
+  const std::string number(trim(text));
+  throw Error({}, fmt::format("{} has no unit: write {} or {}", number,
+                              fmt::format(fmt::runtime(first), number),
+                              fmt::format(fmt::runtime(second), number)));
+}
+
 // Splits "20 ms" into 20 and "ms". The number is digits with an optional fraction and
 // exponent; strtod alone would also take "inf", "nan" and hexadecimal.
 std::pair<double, std::string_view> split_number(std::string_view what, std::string_view text,
@@ -99,6 +108,15 @@ double parse_with_units(std::string_view what, std::string_view text,
   bad_quantity(what, text, expected);
 }
 
+// Durations and sizes need their unit: "16" could be bytes or GB, "20" seconds or ms.
+template <std::size_t N>
+double parse_with_required_unit(std::string_view what, std::string_view text,
+                                const std::array<UnitFactor, N>& units, std::string_view expected,
+                                std::string_view fix, std::string_view other_fix) {
+  if (split_number(what, text, expected).second.empty()) no_unit(text, fix, other_fix);
+  return parse_with_units(what, text, units, expected);
+}
+
 constexpr std::array kCountSuffixes = {
     UnitFactor{"", 1},    UnitFactor{"k", 1e3}, UnitFactor{"K", 1e3},
     UnitFactor{"M", 1e6}, UnitFactor{"G", 1e9}, UnitFactor{"T", 1e12},
@@ -121,18 +139,18 @@ bool iequals(std::string_view a, std::string_view b) {
 
 double parse_duration(std::string_view text) {
   static constexpr std::array kUnits = {
-      UnitFactor{"", 1},           UnitFactor{"ns", 1e-9},      UnitFactor{"us", 1e-6},
-      UnitFactor{"\u00b5s", 1e-6}, UnitFactor{"\u03bcs", 1e-6},  // Micro sign and Greek mu.
-      UnitFactor{"ms", 1e-3},      UnitFactor{"s", 1},          UnitFactor{"min", 60},
+      UnitFactor{"ns", 1e-9},      UnitFactor{"us", 1e-6}, UnitFactor{"\u00b5s", 1e-6},
+      UnitFactor{"\u03bcs", 1e-6},  // Micro sign and Greek mu.
+      UnitFactor{"ms", 1e-3},      UnitFactor{"s", 1},     UnitFactor{"min", 60},
       UnitFactor{"h", 3600},       UnitFactor{"d", 86400},
   };
-  return parse_with_units("duration", text, kUnits,
-                          "a number and a unit ns, us, ms, s, min, h or d (e.g. 20ms, 3d)");
+  return parse_with_required_unit("duration", text, kUnits,
+                                  "a number and a unit ns, us, ms, s, min, h or d (e.g. 20ms, 3d)",
+                                  "{}ms", "{}s");
 }
 
 double parse_bytes(std::string_view text) {
   static constexpr std::array kUnits = {
-      UnitFactor{"", 1},
       UnitFactor{"B", 1},
       UnitFactor{"kB", 1e3},
       UnitFactor{"KB", 1e3},
@@ -144,9 +162,10 @@ double parse_bytes(std::string_view text) {
       UnitFactor{"GiB", 1073741824.0},
       UnitFactor{"TiB", 1099511627776.0},
   };
-  return parse_with_units("size", text, kUnits,
-                          "a number and a unit B, kB, MB, GB, TB (powers of 1000) or KiB, MiB, "
-                          "GiB, TiB (powers of 1024), e.g. 16GiB");
+  return parse_with_required_unit("size", text, kUnits,
+                                  "a number and a unit B, kB, MB, GB, TB (powers of 1000) or KiB, "
+                                  "MiB, GiB, TiB (powers of 1024), e.g. 16GiB",
+                                  "{}GB", "{}GiB");
 }
 
 double parse_count(std::string_view text) {
@@ -154,16 +173,21 @@ double parse_count(std::string_view text) {
 }
 
 double parse_money(std::string_view text) {
-  constexpr std::string_view kExpected = "an amount in US dollars (e.g. 500USD, $500, 500)";
+  constexpr std::string_view kExpected = "an amount in US dollars (e.g. 500USD, $500)";
   std::string_view amount = trim(text);
+  bool has_currency = true;
   if (!amount.empty() && amount.front() == '$') {
     amount.remove_prefix(1);
   } else if (amount.size() >= 3 && iequals(amount.substr(amount.size() - 3), "usd")) {
     amount.remove_suffix(3);
+  } else {
+    has_currency = false;
   }
   const auto [value, suffix] = split_number("amount", amount, kExpected);
   for (const UnitFactor& u : kCountSuffixes) {
-    if (u.unit == suffix) return value * u.factor;
+    if (u.unit != suffix) continue;
+    if (!has_currency) no_unit(amount, "{}USD", "${}");
+    return value * u.factor;
   }
   bad_quantity("amount", text, kExpected);
 }
@@ -178,25 +202,17 @@ double parse_rate(std::string_view text) {
   };
   const std::string_view trimmed = trim(text);
   const std::size_t slash = trimmed.find('/');
-  const std::string_view count =
-      slash == std::string_view::npos ? trimmed : trimmed.substr(0, slash);
-  double per = 1;
-  if (slash != std::string_view::npos) {
-    const std::string_view unit = trim(trimmed.substr(slash + 1));
-    bool found = false;
-    for (const UnitFactor& u : kPer) {
-      if (u.unit == unit) {
-        per = u.factor;
-        found = true;
-      }
-    }
-    if (!found) bad_quantity("rate", text, kExpected);
-  }
+  const std::string_view count = trimmed.substr(0, slash);
   const auto [value, suffix] = split_number("rate", count, kExpected);
-  for (const UnitFactor& u : kCountSuffixes) {
-    if (u.unit == suffix) return value * u.factor / per;
-  }
-  bad_quantity("rate", text, kExpected);
+  const auto multiplier = std::find_if(kCountSuffixes.begin(), kCountSuffixes.end(),
+                                       [&](const UnitFactor& u) { return u.unit == suffix; });
+  if (multiplier == kCountSuffixes.end()) bad_quantity("rate", text, kExpected);
+  if (slash == std::string_view::npos) no_unit(trimmed, "{}/s", "{}/min");
+  const std::string_view unit = trim(trimmed.substr(slash + 1));
+  const auto per =
+      std::find_if(kPer.begin(), kPer.end(), [&](const UnitFactor& u) { return u.unit == unit; });
+  if (per == kPer.end()) bad_quantity("rate", text, kExpected);
+  return value * multiplier->factor / per->factor;
 }
 
 std::string format_duration(double seconds) {

@@ -35,6 +35,12 @@ TEST_CASE("parse_limit uses the unit parser of the kind", "[budget]") {
   CHECK(parse_limit(LimitKind::kMaxLatency, "20ms").text == "20ms");
   REQUIRE_THROWS_WITH(parse_limit(LimitKind::kMaxMemory, "16 gigs"),
                       ContainsSubstring("invalid size \"16 gigs\""));
+  // Only counts go without a unit.
+  CHECK(parse_limit(LimitKind::kMaxParams, "25557032").value == 25557032);
+  REQUIRE_THROWS_WITH(parse_limit(LimitKind::kMaxMemory, "16"),
+                      "16 has no unit: write 16GB or 16GiB");
+  REQUIRE_THROWS_WITH(parse_limit(LimitKind::kMaxTtft, "500"),
+                      "500 has no unit: write 500ms or 500s");
 }
 
 TEST_CASE("limits pass or fail with the value and the margin", "[budget]") {
@@ -72,9 +78,9 @@ TEST_CASE("a budget file merges defaults and resolves models next to it", "[budg
     "defaults": {"devices": ["t4"], "precision": "fp16", "limits": {"must_fit": true}},
     "budgets": [
       {"name": "serving", "model": "models/resnet50.json", "batch": 8,
-       "limits": {"max_latency": "20ms", "max_memory": 16000000000}},
+       "limits": {"max_latency": "20ms", "max_memory": "16GB"}},
       {"model": "models/resnet18.json", "devices": ["a100", "h100"], "limits": {"must_fit": false,
-       "max_params": "20M"}}
+       "max_params": 20000000}}
     ]})";
   const std::vector<Budget> budgets = parse_budget(text, test::data_path("budget.json"));
   REQUIRE(budgets.size() == 2);
@@ -192,6 +198,15 @@ TEST_CASE("budget file errors are located", "[budget]") {
                                     "limits": {"max_latency": "20 parsecs"}}]})",
                    "b.json"),
       ContainsSubstring("b.json:/budgets/0/limits/max_latency: invalid duration \"20 parsecs\""));
+  // A number is a count: anything with a unit needs it written, wherever it is.
+  REQUIRE_THROWS_WITH(parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["t4"],
+                                    "limits": {"max_memory": 16}}]})",
+                                   "b.json"),
+                      "b.json:/budgets/0/limits/max_memory: 16 has no unit: write 16GB or 16GiB");
+  REQUIRE_THROWS_WITH(parse_budget(R"({"defaults": {"limits": {"max_latency": 20}},
+                      "budgets": [{"model": "m.json", "devices": ["t4"]}]})",
+                                   "b.json"),
+                      "b.json:/defaults/limits/max_latency: 20 has no unit: write 20ms or 20s");
   REQUIRE_THROWS_WITH(
       parse_budget(R"({"budgets": [{"model": "m.json", "limits": {"must_fit": true}}]})", "b.json"),
       "b.json:/budgets/0: missing \"devices\" (here or in \"defaults\")");

@@ -66,9 +66,9 @@ capcalc_cli_error(bad_set "--set expects NAME=VALUE, got \"seq\""
                   layers data/models/gpt2.json --set seq)
 capcalc_cli_error(unsupported_precision "has no tf32 peak in the hardware table"
                   estimate data/models/resnet50.json --gpu V100 --precision tf32)
-capcalc_cli_error(bad_precision_flag "--precision: fp33 not in"
+capcalc_cli_error(bad_precision_flag "^capcalc: error: --precision must be one of fp64, fp32, tf32, fp16, bf16, fp8, int8 or int4 \\(got \"fp33\"\\); did you mean \"fp32\"\\?\n$"
                   estimate data/models/resnet50.json --gpu A100 --precision fp33)
-capcalc_cli_error(no_subcommand "A subcommand is required")
+capcalc_cli_error(no_subcommand "^capcalc: error: capcalc needs a command: estimate, layers, hw, runtimes, calibrate, probe, validate, compare, check, roofline or report \\(see capcalc --help\\)\n$")
 capcalc_cli_error(overflow "layer \"huge\": a count does not fit in a 64-bit integer"
                   layers ${cases}/overflow.json)
 capcalc_cli_error(bad_hardware_file "tests/cli/bad_hardware.json:/devices/0/memory_gb: expected a positive number, got -80"
@@ -151,7 +151,8 @@ capcalc_cli_ok(probe_json "^\\{\n  \"schema_version\": 1,.*\"aliases\": \\[\n +\
                probe --seconds 0.3)
 capcalc_cli_ok(probe_table "^probe-[a-z0-9-]+: .* \\(probed\\), [0-9]+ threads\n  fp32 .*FLOP/s.*  fp64 .*FLOP/s.*  memory .*B/s +triad"
                probe --seconds 0.3 --format table)
-capcalc_cli_error(probe_bad_seconds "--seconds: Value 0 not in range" probe --seconds 0)
+capcalc_cli_error(probe_bad_seconds "^capcalc: error: --seconds must be a number from 0.01 to 600 \\(got 0\\)\n$"
+                  probe --seconds 0)
 capcalc_cli_error(probe_unwritable "^capcalc: error: tests/cli/no_such_dir/probe.json: cannot write file\n$"
                   probe -o tests/cli/no_such_dir/probe.json)
 add_test(NAME cli.probe_round_trip

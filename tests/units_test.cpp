@@ -49,8 +49,10 @@ TEST_CASE("parse_duration takes ns to days", "[units][parse]") {
   CHECK(parse_duration("10min") == Approx(600));
   CHECK(parse_duration("3h") == Approx(3 * 3600.0));
   CHECK(parse_duration("3d") == Approx(3 * 86400.0));
-  CHECK(parse_duration("2") == Approx(2));
   CHECK(parse_duration("1e-3s") == Approx(1e-3));
+  // Seconds or milliseconds? A bare number is an error that shows both.
+  REQUIRE_THROWS_WITH(parse_duration("20"), "20 has no unit: write 20ms or 20s");
+  REQUIRE_THROWS_WITH(parse_duration(" 2.5 "), "2.5 has no unit: write 2.5ms or 2.5s");
   REQUIRE_THROWS_WITH(parse_duration("20 parsecs"),
                       "invalid duration \"20 parsecs\": expected a number and a unit ns, us, ms, "
                       "s, min, h or d (e.g. 20ms, 3d)");
@@ -62,7 +64,7 @@ TEST_CASE("parse_duration takes ns to days", "[units][parse]") {
 
 TEST_CASE("parse_bytes keeps decimal and binary units apart", "[units][parse]") {
   CHECK(parse_bytes("512B") == 512);
-  CHECK(parse_bytes("512") == 512);
+  REQUIRE_THROWS_WITH(parse_bytes("16"), "16 has no unit: write 16GB or 16GiB");
   CHECK(parse_bytes("1kB") == 1e3);
   CHECK(parse_bytes("1KB") == 1e3);
   CHECK(parse_bytes("16GB") == 16e9);
@@ -93,16 +95,17 @@ TEST_CASE("parse_count takes SI suffixes, plain numbers and exponents", "[units]
   REQUIRE_THROWS_AS(parse_count("nan"), capcalc::Error);
 }
 
-TEST_CASE("parse_money takes USD, a dollar sign or a plain number", "[units][parse]") {
+TEST_CASE("parse_money takes USD or a dollar sign", "[units][parse]") {
   CHECK(parse_money("500USD") == 500);
   CHECK(parse_money("500 usd") == 500);
   CHECK(parse_money("$500") == 500);
   CHECK(parse_money("$1.5k") == 1500);
-  CHECK(parse_money("500") == 500);
-  CHECK(parse_money("0.25") == 0.25);
+  CHECK(parse_money("0.25USD") == 0.25);
+  REQUIRE_THROWS_WITH(parse_money("500"), "500 has no unit: write 500USD or $500");
+  REQUIRE_THROWS_WITH(parse_money("1.5k"), "1.5k has no unit: write 1.5kUSD or $1.5k");
   REQUIRE_THROWS_WITH(parse_money("500EUR"),
                       "invalid amount \"500EUR\": expected an amount in US dollars (e.g. 500USD, "
-                      "$500, 500)");
+                      "$500)");
   REQUIRE_THROWS_AS(parse_money("$"), capcalc::Error);
 }
 
@@ -112,7 +115,9 @@ TEST_CASE("parse_rate takes a count per second, minute or hour", "[units][parse]
   CHECK(parse_rate("1.5k / s") == 1500);
   CHECK(parse_rate("60/min") == Approx(1));
   CHECK(parse_rate("3600/h") == Approx(1));
-  CHECK(parse_rate("250") == 250);
+  REQUIRE_THROWS_WITH(parse_rate("250"), "250 has no unit: write 250/s or 250/min");
+  REQUIRE_THROWS_WITH(parse_rate("1k"), "1k has no unit: write 1k/s or 1k/min");
+  REQUIRE_THROWS_WITH(parse_rate("5X/s"), ContainsSubstring("invalid rate \"5X/s\""));
   REQUIRE_THROWS_WITH(parse_rate("1000/day"),
                       "invalid rate \"1000/day\": expected a count per unit of time (e.g. 1000/s, "
                       "1k/s, 60/min, 3600/h)");

@@ -47,7 +47,7 @@ struct ModelOptions {
 
 /// Parses a model from JSON text; `file` names it in messages. The text may also be a Hugging
 /// Face config.json (data/README.md, "Hugging Face config.json"): it is translated into the
-/// native format first.
+/// native format first. options.input_shapes (ONNX only) are an error here.
 Graph parse_model(std::string_view text, const std::string& file, const ModelOptions& options = {});
 
 /// Reads and parses a model file: ONNX for a ".onnx" name (when built with ONNX support;

@@ -29,24 +29,25 @@ std::string format_usd(double usd);
 // Parsing quantities that people write on a command line or in a budget file: a number
 // (plain, decimal or with an exponent: "20", "0.5", "1e9") followed, with or without a space,
 // by a unit. Negative and non-finite values are rejected. Each throws capcalc::Error with a
-// message naming the text and the units it accepts.
+// message naming the text and the units it accepts. Only counts may go without a unit: a bare
+// "16" where a size is due is an error that shows the fix ("16 has no unit: write 16GB or
+// 16GiB"), never a guess at bytes.
 
-/// Seconds from "20ms", "1.5 s", "842us" (or "µs"), "5ns", "10min", "3h", "3d"; a bare number
-/// is seconds.
+/// Seconds from "20ms", "1.5 s", "842us" (or "µs"), "5ns", "10min", "3h", "3d".
 double parse_duration(std::string_view text);
 
 /// Bytes from "16GiB" or "512 B". Decimal kB/MB/GB/TB (powers of 1000; "KB" is taken as kB)
-/// and binary KiB/MiB/GiB/TiB (powers of 1024) are distinct; a bare number is bytes.
+/// and binary KiB/MiB/GiB/TiB (powers of 1024) are distinct.
 double parse_bytes(std::string_view text);
 
 /// A count from "100M", "5G", "1.5k", "25557032" or "1e9": SI suffixes k, M, G, T (powers of
 /// 1000).
 double parse_count(std::string_view text);
 
-/// US dollars from "500USD", "500 usd", "$500", "$1.5k" or "500".
+/// US dollars from "500USD", "500 usd", "$500" or "$1.5k".
 double parse_money(std::string_view text);
 
-/// Per second from "1000/s", "1k/s", "60/min", "3600/h" or a bare count ("1000").
+/// Per second from "1000/s", "1k/s", "60/min" or "3600/h".
 double parse_rate(std::string_view text);
 
 }  // namespace capcalc

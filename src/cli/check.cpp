@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "output_file.hpp"
+#include "usage.hpp"
 #include "workload_args.hpp"
 
 namespace capcalc::cli {
@@ -144,34 +145,27 @@ void add_check_command(CLI::App& app, int& exit_code) {
                   "Model file (capcalc JSON, ONNX or a Hugging Face config.json); or use --budget");
   sub->add_option("--budget", options->budget,
                   "Budget file (JSON): models x devices x limits (see README)");
-  sub->add_option("-b,--batch", options->model.batch, "Batch size")->check(CLI::PositiveNumber);
+  whole_number(sub->add_option("-b,--batch", options->model.batch, "Batch size"));
   sub->add_option("--set", options->model.sets, "Set a model dimension, e.g. --set seq=2048");
   sub->add_option("-g,--hw,--gpu,--device", options->devices,
                   "Devices, comma-separated ids or aliases")
       ->delimiter(',');
   add_hardware_options(*sub, options->hardware);
-  sub->add_option("-p,--precision", options->precision, "Number format")
-      ->check(CLI::IsMember(precision_names()))
+  one_of(sub->add_option("-p,--precision", options->precision, "Number format"), precision_names())
       ->capture_default_str();
-  sub->add_option("-m,--mode", options->mode, "inference or training")
-      ->check(CLI::IsMember({"inference", "training"}))
+  one_of(sub->add_option("-m,--mode", options->mode, "inference or training"),
+         {"inference", "training"})
       ->capture_default_str();
-  sub->add_option("--profile", options->profile,
-                  "eager, graph, compiled or inductor; default: compiled for ONNX models, else "
-                  "the device type's")
-      ->check(CLI::IsMember(profile_names()));
+  one_of(sub->add_option("--profile", options->profile,
+                         "eager, graph, compiled or inductor; default: compiled for ONNX models, "
+                         "else the device type's"),
+         profile_names());
   add_runtime_options(*sub, options->runtime, options->runtime_files);
   add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
   add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches,
                        options->virtual_stages);
-  sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--epochs", options->run.epochs, "Training run: epochs (default 1)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--tokens", options->run.tokens, "Training run: total tokens")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--price-per-hour", options->price_per_hour, "USD per device-hour")
-      ->check(CLI::PositiveNumber);
+  add_run_size_options(*sub, options->run);
+  number_above(sub->add_option("--price-per-hour", options->price_per_hour, "USD per device-hour"));
   struct LimitFlag {
     LimitKind kind;
     const char* flag;
@@ -200,8 +194,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   add_serving_options(*sub, options->serving,
                       "LLM serving: prompt tokens per sequence; latency is then the request's "
                       "time, throughput generated tokens/s, cost per 1M generated tokens");
-  sub->add_option("-f,--format", options->format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "junit", "markdown"}))
+  one_of(sub->add_option("-f,--format", options->format, "Output format"),
+         {"text", "json", "junit", "markdown"})
       ->capture_default_str();
   sub->add_option("-o,--output", options->output, "Write the report to FILE instead of stdout");
   sub->callback([options, &exit_code] { exit_code = run_check(*options); });

@@ -42,7 +42,8 @@ struct ServingArgs {
   std::optional<std::int64_t> prompt_tokens;
   std::optional<std::int64_t> output_tokens;
   bool requested() const { return prompt_tokens || output_tokens; }
-  /// The request, with capcalc's defaults (512 prompt, 128 generated tokens).
+  /// The request (128 generated tokens by default). --output-tokens without --prompt-tokens is
+  /// an error: it would serve a prompt nobody asked for.
   ServingRequest request() const;
 };
 
@@ -83,7 +84,7 @@ std::optional<Runtime> runtime_from(const std::string& name, const std::vector<s
 /// The prediction ranges of data/ranges.json; none where the data directory has no such file.
 std::optional<RangeTable> load_default_ranges();
 
-/// "--precision fp16" -> Precision (the flag's values are checked by CLI11).
+/// "--precision fp16" -> Precision (the flag's values are checked by one_of, usage.hpp).
 Precision precision_from(const std::string& name);
 
 void add_estimate_command(CLI::App& app);

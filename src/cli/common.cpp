@@ -10,6 +10,7 @@
 #include "capcalc/error.hpp"
 
 #include "commands.hpp"
+#include "usage.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -36,12 +37,12 @@ void add_model_options(CLI::App& sub, ModelArgs& args) {
                  "Model file: capcalc JSON, a Hugging Face config.json, ONNX (.onnx) or ONNX as "
                  "text (.onnxtxt or .onnxtext, .textproto, .pbtxt)")
       ->required();
-  sub.add_option("-b,--batch", args.batch, "Batch size: sets the model's \"batch\" dimension")
-      ->check(CLI::PositiveNumber);
+  whole_number(
+      sub.add_option("-b,--batch", args.batch, "Batch size: sets the model's \"batch\" dimension"));
   sub.add_option("--set", args.sets, "Set a model dimension, e.g. --set seq=2048 (repeatable)");
-  sub.add_option("--causal", args.causal,
-                 "Count causal attention as full (every pair, as dense kernels do) or half")
-      ->check(CLI::IsMember({"full", "half"}))
+  one_of(sub.add_option("--causal", args.causal,
+                        "Count causal attention as full (every pair, as dense kernels do) or half"),
+         {"full", "half"})
       ->capture_default_str();
   sub.add_option("--input-shape", args.input_shapes,
                  "ONNX: set a whole input shape, e.g. --input-shape pixel_values=1x3x224x224 "
@@ -114,17 +115,21 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
 }
 
 ServingRequest ServingArgs::request() const {
+  // Without a prompt the generated tokens would follow a made-up one: say so instead.
+  if (!prompt_tokens) {
+    throw Error({}, "--output-tokens needs --prompt-tokens (the prompt's length in tokens)");
+  }
   ServingRequest request;
-  request.prompt_tokens = prompt_tokens.value_or(request.prompt_tokens);
+  request.prompt_tokens = *prompt_tokens;
   request.output_tokens = output_tokens.value_or(request.output_tokens);
   return request;
 }
 
 void add_serving_options(CLI::App& sub, ServingArgs& args, const std::string& prompt_help) {
-  sub.add_option("--prompt-tokens", args.prompt_tokens, prompt_help)->check(CLI::PositiveNumber);
-  sub.add_option("--output-tokens", args.output_tokens,
-                 "LLM serving: generated tokens per sequence (decode; default 128)")
-      ->check(CLI::PositiveNumber);
+  whole_number(sub.add_option("--prompt-tokens", args.prompt_tokens, prompt_help));
+  whole_number(sub.add_option("--output-tokens", args.output_tokens,
+                              "LLM serving: generated tokens per sequence (decode; default 128); "
+                              "needs --prompt-tokens"));
 }
 
 ModelArgs prefill_args(const ModelArgs& model, const ServingArgs& serving) {

@@ -9,6 +9,7 @@
 #include "capcalc/report_compare.hpp"
 
 #include "commands.hpp"
+#include "usage.hpp"
 #include "workload_args.hpp"
 
 namespace capcalc::cli {
@@ -27,7 +28,7 @@ struct CompareOptions {
   std::string profile;
   std::string runtime;
   std::vector<std::string> runtime_files;
-  std::string optimizer = "adam";
+  std::string optimizer;  // Empty: Adam.
   std::int64_t device_count = 1;
   std::int64_t tensor_parallel = 1;
   std::int64_t pipeline_parallel = 1;
@@ -61,6 +62,7 @@ std::vector<const Device*> pick_devices(const CompareOptions& options, const Har
 }
 
 void run_compare(const CompareOptions& options) {
+  check_kv_precision(options.kv_precision, options.serving);
   // Serving rows' graphs are prefills: the prompt is the sequence.
   const bool serving = options.serving.requested();
   const ModelArgs model = serving ? prefill_args(options.model, options.serving) : options.model;
@@ -88,7 +90,7 @@ void run_compare(const CompareOptions& options) {
   if (!options.runtime.empty()) {
     request.workload.runtime = load_runtime_table(options.runtime_files).get(options.runtime);
   }
-  request.workload.optimizer = parse_optimizer(options.optimizer).value_or(Optimizer::kAdam);
+  request.workload.optimizer = optimizer_from(options.optimizer, request.workload.mode);
   set_parallelism(request.workload, options.device_count, options.tensor_parallel,
                   options.pipeline_parallel, options.micro_batches, options.zero_stage,
                   options.virtual_stages);
@@ -131,65 +133,56 @@ void add_compare_command(CLI::App& app) {
       ->required();
   sub->add_option("--set", options->model.sets,
                   "Set a model dimension, e.g. --set seq=2048 (repeatable)");
-  sub->add_option("--causal", options->model.causal, "Count causal attention as full or half")
-      ->check(CLI::IsMember({"full", "half"}))
+  one_of(
+      sub->add_option("--causal", options->model.causal, "Count causal attention as full or half"),
+      {"full", "half"})
       ->capture_default_str();
   sub->add_option("-g,--hw,--gpu,--device", options->devices,
                   "Devices to compare, comma-separated ids or aliases (A100,H100,T4)")
       ->delimiter(',');
-  sub->add_option("--type", options->type, "Every device of this type")
-      ->check(CLI::IsMember({"cpu", "gpu", "tpu", "accelerator"}));
+  one_of(sub->add_option("--type", options->type, "Every device of this type"),
+         {"cpu", "gpu", "tpu", "accelerator"});
   sub->add_flag("--all", options->all, "Every device in the table");
   add_hardware_options(*sub, options->hardware);
-  sub->add_option("--sort", options->sort,
-                  "Order of rows (unknown values last): table, time, throughput, cost, memory "
-                  "(most to spare first), energy")
-      ->check(CLI::IsMember({"table", "time", "throughput", "cost", "memory", "energy"}))
+  one_of(sub->add_option("--sort", options->sort,
+                         "Order of rows (unknown values last): table, time, throughput, cost, "
+                         "memory (most to spare first), energy"),
+         {"table", "time", "throughput", "cost", "memory", "energy"})
       ->capture_default_str();
-  sub->add_option("-m,--mode", options->mode, "inference (a forward pass) or training (a step)")
-      ->check(CLI::IsMember({"inference", "training"}))
+  one_of(sub->add_option("-m,--mode", options->mode,
+                         "inference (a forward pass) or training (a step)"),
+         {"inference", "training"})
       ->capture_default_str();
-  sub->add_option("-p,--precision", options->precisions,
-                  "Number format (default fp32); a comma-separated list is a sweep")
-      ->delimiter(',')
-      ->check(CLI::IsMember(precision_names()));
-  sub->add_option("-b,--batch", options->batches,
-                  "Batch size; a comma-separated list (1,8,64) is a sweep")
-      ->delimiter(',')
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--profile", options->profile,
-                  "eager, graph, compiled or inductor; default: compiled for ONNX models, else the "
-                  "device type's")
-      ->check(CLI::IsMember(profile_names()));
+  one_of(sub->add_option("-p,--precision", options->precisions,
+                         "Number format (default fp32); a comma-separated list is a sweep")
+             ->delimiter(','),
+         precision_names());
+  whole_number(sub->add_option("-b,--batch", options->batches,
+                               "Batch size; a comma-separated list (1,8,64) is a sweep")
+                   ->delimiter(','));
+  one_of(sub->add_option("--profile", options->profile,
+                         "eager, graph, compiled or inductor; default: compiled for ONNX models, "
+                         "else the device type's"),
+         profile_names());
   add_runtime_options(*sub, options->runtime, options->runtime_files);
-  sub->add_option("--optimizer", options->optimizer, "Training optimizer")
-      ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
-      ->capture_default_str();
+  add_optimizer_option(*sub, options->optimizer);
   add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
   add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches,
                        options->virtual_stages);
-  sub->add_option("--dataset-size", options->run.dataset_size, "Training run: samples per epoch")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--epochs", options->run.epochs, "Training run: epochs (default 1)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--tokens", options->run.tokens,
-                  "Training run: total tokens (samples = tokens / seq)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--price-per-hour", options->price_per_hour,
-                  "USD per device-hour for every device (default: the table's prices)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("-f,--format", options->format, "Output format")
-      ->check(CLI::IsMember({"table", "json", "csv", "markdown"}))
+  add_run_size_options(*sub, options->run);
+  number_above(sub->add_option("--price-per-hour", options->price_per_hour,
+                               "USD per device-hour for every device (default: the table's "
+                               "prices)"));
+  one_of(sub->add_option("-f,--format", options->format, "Output format"),
+         {"table", "json", "csv", "markdown"})
       ->capture_default_str();
   add_serving_options(*sub, options->serving,
                       "LLM serving: prompt tokens per sequence; each row serves --batch sequences "
                       "(TTFT, request time, generated tokens/s, cost per 1M tokens)");
-  sub->add_option("--weight-precision", options->weight_precision,
-                  "Weight storage if it differs (int4/int8 weight-only quantisation)")
-      ->check(CLI::IsMember(precision_names()));
-  sub->add_option("--kv-precision", options->kv_precision,
-                  "KV cache storage (default: activations')")
-      ->check(CLI::IsMember(precision_names()));
+  one_of(sub->add_option("--weight-precision", options->weight_precision,
+                         "Weight storage if it differs (int4/int8 weight-only quantisation)"),
+         precision_names());
+  add_kv_precision_option(*sub, options->kv_precision);
   sub->callback([options] { run_compare(*options); });
 }
 

@@ -3,11 +3,13 @@
 
 #include <fmt/format.h>
 
+#include "capcalc/compare.hpp"
 #include "capcalc/error.hpp"
 #include "capcalc/predict.hpp"
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "usage.hpp"
 #include "workload_args.hpp"
 
 namespace capcalc::cli {
@@ -15,33 +17,30 @@ namespace {
 
 struct EstimateOptions {
   SingleEstimateArgs run;
-  std::optional<double> dataset_size;
-  std::optional<double> epochs;
-  std::optional<double> tokens;
+  RunSize run_size;
   std::optional<double> price_per_hour;
   std::string format = "table";
-  std::size_t top = 10;
+  std::optional<std::size_t> top;  // Default 10.
   bool explain = false;
   ServingArgs serving;
 };
 
-// Samples in the training run, from --dataset-size x --epochs or --tokens / seq.
-std::optional<double> run_samples(const EstimateOptions& options, const Graph& graph) {
-  if (options.tokens) {
-    if (options.dataset_size) throw Error({}, "give --tokens or --dataset-size, not both");
-    const auto seq = graph.dims.find("seq");
-    if (seq == graph.dims.end()) {
-      throw Error({options.run.model.path},
-                  "--tokens needs a model with a \"seq\" dimension (tokens per sample)");
-    }
-    return *options.tokens / static_cast<double>(seq->second);
+// A flag this run would ignore is an error; one that only shapes the table, a warning.
+void check_flag_use(const EstimateOptions& options) {
+  check_kv_precision(options.run.workload.kv_precision, options.serving);
+  if (options.price_per_hour && options.run_size.empty()) {
+    throw Error({}, "--price-per-hour prices a training run: add --dataset-size or --tokens");
   }
-  if (options.dataset_size) return *options.dataset_size * options.epochs.value_or(1);
-  if (options.epochs) throw Error({}, "--epochs needs --dataset-size");
-  return std::nullopt;
+  if (options.format == "json" && options.top) {
+    fmt::print(stderr, "warning: --top is for the table: JSON lists every layer\n");
+  }
+  if (options.format == "json" && options.explain) {
+    fmt::print(stderr, "warning: --explain is for the table: JSON has no text\n");
+  }
 }
 
 void run_estimate(const EstimateOptions& options) {
+  check_flag_use(options);
   // Serving: the estimate's graph is the prefill (seq = the prompt).
   const bool serving_request = options.serving.requested();
   const ModelArgs model_args =
@@ -55,7 +54,8 @@ void run_estimate(const EstimateOptions& options) {
 
   TrainingRun run;
   TrainingTotals run_totals;
-  if (const std::optional<double> samples = run_samples(options, graph)) {
+  if (const std::optional<double> samples =
+          run_samples(options.run_size, graph, options.run.model.path)) {
     if (workload.mode != Mode::kTraining) {
       throw Error({}, "--dataset-size and --tokens describe a training run: add --mode training");
     }
@@ -81,8 +81,9 @@ void run_estimate(const EstimateOptions& options) {
     input.serving = &serving;
   }
   // Render fully before printing: nothing half-written reaches stdout on an error.
-  const std::string text = options.format == "json" ? render_estimate_json(input)
-                                                    : render_estimate_text(input, options.top);
+  const std::string text = options.format == "json"
+                               ? render_estimate_json(input)
+                               : render_estimate_text(input, options.top.value_or(10));
   fmt::print("{}", text);
 }
 
@@ -92,24 +93,19 @@ void add_estimate_command(CLI::App& app) {
   auto options = std::make_shared<EstimateOptions>();
   CLI::App* sub = app.add_subcommand("estimate", "Predict time, throughput and memory on a device");
   add_single_estimate_options(*sub, options->run);
-  sub->add_option("--dataset-size", options->dataset_size, "Training run: samples per epoch")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--epochs", options->epochs, "Training run: epochs (default 1)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--tokens", options->tokens,
-                  "Training run: total tokens (samples = tokens / seq)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--price-per-hour", options->price_per_hour,
-                  "USD per device-hour (default: the table's indicative price)")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("-f,--format", options->format, "Output format")
-      ->check(CLI::IsMember({"table", "json"}))
+  add_run_size_options(*sub, options->run_size);
+  number_above(sub->add_option("--price-per-hour", options->price_per_hour,
+                               "Training run: USD per device-hour (default: the table's "
+                               "indicative price)"));
+  one_of(sub->add_option("-f,--format", options->format, "Output format"), {"table", "json"})
       ->capture_default_str();
-  sub->add_option("--top", options->top, "How many of the heaviest layers to list")
-      ->capture_default_str();
+  whole_number(sub->add_option("--top", options->top,
+                               "How many of the heaviest layers to list (default 10)"),
+               0);
   add_serving_options(
       *sub, options->serving,
       "LLM serving: prompt tokens per sequence (prefill); --batch is the sequences");
+  add_kv_precision_option(*sub, options->run.workload.kv_precision);
   sub->add_flag("--explain", options->explain,
                 "Show the formulas and assumptions behind each figure");
   sub->callback([options] { run_estimate(*options); });

@@ -5,6 +5,7 @@
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "usage.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -50,10 +51,10 @@ void add_hw_command(CLI::App& app) {
   auto list = std::make_shared<HwOptions>();
   CLI::App* list_cmd = hw->add_subcommand("list", "One row per device");
   add_hardware_options(*list_cmd, list->hardware);
-  list_cmd->add_option("--type", list->type, "Only this type")
-      ->check(CLI::IsMember({"cpu", "gpu", "tpu", "accelerator"}));
-  list_cmd->add_option("-f,--format", list->format, "Output format")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
+  one_of(list_cmd->add_option("--type", list->type, "Only this type"),
+         {"cpu", "gpu", "tpu", "accelerator"});
+  one_of(list_cmd->add_option("-f,--format", list->format, "Output format"),
+         {"table", "json", "csv"})
       ->capture_default_str();
   list_cmd->callback([list] { run_list(*list); });
 
@@ -61,8 +62,7 @@ void add_hw_command(CLI::App& app) {
   CLI::App* show_cmd = hw->add_subcommand("show", "Every figure of one device and its sources");
   show_cmd->add_option("device", show->device, "Device id or alias")->required();
   add_hardware_options(*show_cmd, show->hardware);
-  show_cmd->add_option("-f,--format", show->format, "Output format")
-      ->check(CLI::IsMember({"table", "json"}))
+  one_of(show_cmd->add_option("-f,--format", show->format, "Output format"), {"table", "json"})
       ->capture_default_str();
   show_cmd->callback([show] { run_show(*show); });
 }

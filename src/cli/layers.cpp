@@ -7,6 +7,7 @@
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "usage.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -56,11 +57,11 @@ void add_layers_command(CLI::App& app) {
   add_model_options(*sub, options->model);
   sub->add_option("-g,--gpu,--hw,--device", options->device, "Add per-layer times on this device");
   add_hardware_options(*sub, options->hardware);
-  sub->add_option("-p,--precision", options->precision, "Number format (sets bytes per element)")
-      ->check(CLI::IsMember(precision_names()))
+  one_of(sub->add_option("-p,--precision", options->precision,
+                         "Number format (sets bytes per element)"),
+         precision_names())
       ->capture_default_str();
-  sub->add_option("-f,--format", options->format, "Output format")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
+  one_of(sub->add_option("-f,--format", options->format, "Output format"), {"table", "json", "csv"})
       ->capture_default_str();
   sub->callback([options] { run_layers(*options); });
 }

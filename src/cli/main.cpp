@@ -9,6 +9,7 @@
 #include "capcalc/hardware.hpp"
 
 #include "commands.hpp"
+#include "usage.hpp"
 
 namespace {
 
@@ -49,9 +50,10 @@ int run(int argc, char** argv) {
   capcalc::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help or --version: printed on stdout.
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // Prints --help/--version or the usage error.
-    return code == 0 ? 0 : kExitBadInput;
+    throw capcalc::cli::usage_error(app, e);  // One line, like every other bad input.
   } catch (const std::overflow_error&) {
     // A total past 64 bits (the library places the counts of single layers itself): the flags
     // that scale counts are its cause, else the model.

@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "output_file.hpp"
+#include "usage.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -52,16 +53,17 @@ void add_probe_command(CLI::App& app) {
   auto options = std::make_shared<ProbeCliOptions>();
   CLI::App* sub = app.add_subcommand(
       "probe", "Measure this machine (FMA rate, memory bandwidth) as a hardware-table entry");
-  sub->add_option("-s,--seconds", options->seconds, "Time budget of the whole probe")
-      ->check(CLI::Range(0.01, 600.0))
+  number_in(sub->add_option("-s,--seconds", options->seconds, "Time budget of the whole probe"),
+            0.01, 600)
       ->capture_default_str();
-  sub->add_option("-j,--threads", options->threads, "Threads (default: one per logical core)")
-      ->check(CLI::Range(1u, 1024u));
+  whole_number(
+      sub->add_option("-j,--threads", options->threads, "Threads (default: one per logical core)"),
+      1, 1024);
   sub->add_option("-o,--output", options->output,
                   "Write the JSON to this file (a summary goes to stderr)");
-  sub->add_option("-f,--format", options->format,
-                  "stdout: the hardware table (json) or a summary for people (table)")
-      ->check(CLI::IsMember({"json", "table"}))
+  one_of(sub->add_option("-f,--format", options->format,
+                         "stdout: the hardware table (json) or a summary for people (table)"),
+         {"json", "table"})
       ->capture_default_str();
   sub->callback([options] { run_probe(*options); });
 }

@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "output_file.hpp"
+#include "usage.hpp"
 #include "workload_args.hpp"
 
 namespace capcalc::cli {
@@ -29,8 +30,9 @@ void add_report_command(CLI::App& app) {
       "report", "Write a self-contained HTML report: summary, layers, roofline, memory");
   add_single_estimate_options(*sub, options->run);
   sub->add_option("-o,--output", options->output, "Write the HTML to FILE instead of stdout");
-  sub->add_option("--label", options->labels,
-                  "How many of the heaviest layers to name in the roofline")
+  whole_number(sub->add_option("--label", options->labels,
+                               "How many of the heaviest layers to name in the roofline"),
+               0)
       ->capture_default_str();
   sub->callback([options] { run_report(*options); });
 }

@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "output_file.hpp"
+#include "usage.hpp"
 #include "workload_args.hpp"
 
 namespace capcalc::cli {
@@ -33,7 +34,8 @@ void add_roofline_command(CLI::App& app) {
       app.add_subcommand("roofline", "Draw the device's roofline with each layer as a point (SVG)");
   add_single_estimate_options(*sub, options->run);
   sub->add_option("-o,--output", options->output, "Write the SVG to FILE instead of stdout");
-  sub->add_option("--label", options->labels, "How many of the heaviest layers to name")
+  whole_number(
+      sub->add_option("--label", options->labels, "How many of the heaviest layers to name"), 0)
       ->capture_default_str();
   sub->callback([options] { run_roofline(*options); });
 }

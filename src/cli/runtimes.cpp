@@ -5,6 +5,7 @@
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "usage.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -31,8 +32,7 @@ void run_show(const RuntimesOptions& options) {
 void add_common(CLI::App& sub, RuntimesOptions& options) {
   sub.add_option("--runtime-file", options.files,
                  "Extra runtimes or overrides (same id replaces); repeatable");
-  sub.add_option("-f,--format", options.format, "Output format")
-      ->check(CLI::IsMember({"table", "json"}))
+  one_of(sub.add_option("-f,--format", options.format, "Output format"), {"table", "json"})
       ->capture_default_str();
 }
 

@@ -1,7 +1,7 @@
 #include "capcalc/validate.hpp"
 
-#include <memory>
 #include <iterator>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "output_file.hpp"
+#include "usage.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -77,13 +78,15 @@ void add_validate_command(CLI::App& app, int& exit_code) {
                   "each profile/bound/device-type class) to this file, as data/ranges.json");
   sub->add_option("--models", options->models,
                   "Directory of the model files (default: data/models)");
-  sub->add_option("-f,--format", options->format, "Output format")
-      ->check(CLI::IsMember({"table", "json"}))
+  one_of(sub->add_option("-f,--format", options->format, "Output format"), {"table", "json"})
       ->capture_default_str();
-  sub->add_option("--max-median-error", options->max_median_error,
-                  "Exit 1 if the median |error| exceeds this fraction (e.g. 0.15)");
-  sub->add_option("--max-worst-factor", options->max_worst_factor,
-                  "Exit 1 if any case is off by more than this factor (e.g. 2)");
+  // A gate that nan passes can never fail: the limits are checked numbers.
+  number_in(sub->add_option("--max-median-error", options->max_median_error,
+                            "Exit 1 if the median |error| exceeds this fraction (e.g. 0.15)"),
+            0);
+  number_in(sub->add_option("--max-worst-factor", options->max_worst_factor,
+                            "Exit 1 if any case is off by more than this factor (e.g. 2)"),
+            1);
   sub->callback([options, &exit_code] { exit_code = run_validate(*options); });
 }
 

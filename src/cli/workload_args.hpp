@@ -15,6 +15,7 @@
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "usage.hpp"
 
 namespace capcalc::cli {
 
@@ -22,43 +23,39 @@ namespace capcalc::cli {
 // (training state sharded over the replicas).
 inline void add_parallel_options(CLI::App& sub, std::int64_t& devices,
                                  std::int64_t& tensor_parallel, int& zero_stage) {
-  sub.add_option(
-         "--devices", devices,
-         "Devices in all: tensor-parallel groups x data-parallel replicas (training: one gradient "
-         "all-reduce per step, overlapped with backward)")
-      ->check(CLI::PositiveNumber)
+  whole_number(sub.add_option("--devices", devices,
+                              "Devices in all: tensor-parallel groups x data-parallel replicas "
+                              "(training: one gradient all-reduce per step, overlapped with "
+                              "backward)"))
       ->capture_default_str();
-  sub.add_option("--tensor-parallel,--tp", tensor_parallel,
-                 "Devices per model replica: layers, weights, state and KV cache split over them, "
-                 "two all-reduces per attention layer over the scale-up link; --devices defaults "
-                 "to it")
-      ->check(CLI::PositiveNumber)
+  whole_number(sub.add_option("--tensor-parallel,--tp", tensor_parallel,
+                              "Devices per model replica: layers, weights, state and KV cache "
+                              "split over them, two all-reduces per attention layer over the "
+                              "scale-up link; --devices defaults to it"))
       ->capture_default_str();
-  sub.add_option("--zero", zero_stage,
-                 "Training: ZeRO stage sharding state over the data-parallel replicas: 1 optimizer "
-                 "state, 2 + gradients, 3 (FSDP) + weights")
-      ->check(CLI::Range(0, 3))
+  whole_number(sub.add_option("--zero", zero_stage,
+                              "Training: ZeRO stage sharding state over the data-parallel "
+                              "replicas: 1 optimizer state, 2 + gradients, 3 (FSDP) + weights"),
+               0, 3)
       ->capture_default_str();
 }
 
 // --pipeline-parallel P, --micro-batches M and --virtual-stages V (training).
 inline void add_pipeline_options(CLI::App& sub, std::int64_t& pipeline_parallel,
                                  std::int64_t& micro_batches, std::int64_t& virtual_stages) {
-  sub.add_option("--pipeline-parallel,--pp", pipeline_parallel,
-                 "Training: pipeline stages per replica (1F1B), each with 1/P of the layers, "
-                 "weights and state; --devices defaults to T x P")
-      ->check(CLI::PositiveNumber)
+  whole_number(sub.add_option("--pipeline-parallel,--pp", pipeline_parallel,
+                              "Training: pipeline stages per replica (1F1B), each with 1/P of the "
+                              "layers, weights and state; --devices defaults to T x P"))
       ->capture_default_str();
-  sub.add_option("--micro-batches", micro_batches,
-                 "Training: micro-batches (of --batch) per optimizer step: gradient accumulation, "
-                 "the pipeline's M; the bubble is (P-1)/(M+P-1) of the step")
-      ->check(CLI::PositiveNumber)
+  whole_number(sub.add_option("--micro-batches", micro_batches,
+                              "Training: micro-batches (of --batch) per optimizer step: gradient "
+                              "accumulation, the pipeline's M; the bubble is (P-1)/(M+P-1) of the "
+                              "step"))
       ->capture_default_str();
-  sub.add_option("--virtual-stages", virtual_stages,
-                 "Training: model chunks per pipeline stage (Megatron's interleaved 1F1B): the "
-                 "bubble is 1/V of 1F1B's, the stage sends V times as many; M must be a "
-                 "multiple of P")
-      ->check(CLI::PositiveNumber)
+  whole_number(sub.add_option("--virtual-stages", virtual_stages,
+                              "Training: model chunks per pipeline stage (Megatron's interleaved "
+                              "1F1B): the bubble is 1/V of 1F1B's, the stage sends V times as "
+                              "many; M must be a multiple of P"))
       ->capture_default_str();
 }
 
@@ -84,6 +81,44 @@ inline void set_parallelism(Workload& workload, std::int64_t devices, std::int64
   }
 }
 
+// --dataset-size N [--epochs E] or --tokens T: a training run, read by run_samples (compare.hpp).
+inline void add_run_size_options(CLI::App& sub, RunSize& run) {
+  number_above(
+      sub.add_option("--dataset-size", run.dataset_size, "Training run: samples per epoch"));
+  number_above(
+      sub.add_option("--epochs", run.epochs, "Training run: epochs of --dataset-size (default 1)"));
+  number_above(sub.add_option("--tokens", run.tokens,
+                              "Training run: total tokens (samples = tokens / seq); not with "
+                              "--dataset-size or --epochs"));
+}
+
+// --optimizer: Adam when not given; an inference pass has no optimizer, so giving one there is an
+// error rather than a flag quietly ignored.
+inline void add_optimizer_option(CLI::App& sub, std::string& optimizer) {
+  one_of(sub.add_option("--optimizer", optimizer, "Training optimizer (default adam)"),
+         {"sgd", "momentum", "adam", "adamw"});
+}
+
+inline Optimizer optimizer_from(const std::string& name, Mode mode) {
+  if (name.empty()) return Optimizer::kAdam;
+  if (mode != Mode::kTraining) throw Error({}, "--optimizer is for training: add --mode training");
+  return parse_optimizer(name).value_or(Optimizer::kAdam);
+}
+
+// --kv-precision: the KV cache's storage. Only LLM serving (--prompt-tokens) keeps a cache.
+inline void add_kv_precision_option(CLI::App& sub, std::string& kv_precision) {
+  one_of(sub.add_option("--kv-precision", kv_precision,
+                        "LLM serving (--prompt-tokens): KV cache storage (default: activations')"),
+         precision_names());
+}
+
+inline void check_kv_precision(const std::string& kv_precision, const ServingArgs& serving) {
+  if (!kv_precision.empty() && !serving.prompt_tokens) {
+    throw Error({},
+                "--kv-precision sets the KV cache's storage: add --prompt-tokens (LLM serving)");
+  }
+}
+
 struct WorkloadArgs {
   std::string precision = "fp32";
   std::string mode = "inference";
@@ -91,7 +126,7 @@ struct WorkloadArgs {
   std::string runtime;  // Empty: a generic runtime of the profile.
   std::vector<std::string> runtime_files;
   std::string sparsity = "dense";
-  std::string optimizer = "adam";
+  std::string optimizer;  // Empty: Adam; given in inference, an error.
   std::int64_t devices = 1;
   std::int64_t tensor_parallel = 1;
   std::int64_t pipeline_parallel = 1;
@@ -100,37 +135,35 @@ struct WorkloadArgs {
   int zero_stage = 0;
   bool checkpointing = false;
   std::string weight_precision;
-  std::string kv_precision;
+  std::string kv_precision;  // `estimate` only, with --prompt-tokens: nothing else has a KV cache.
 };
 
 inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
-  sub.add_option("-p,--precision", args.precision, "Number format of weights, activations and math")
-      ->check(CLI::IsMember(precision_names()))
+  one_of(sub.add_option("-p,--precision", args.precision,
+                        "Number format of weights, activations and math"),
+         precision_names())
       ->capture_default_str();
-  sub.add_option("-m,--mode", args.mode, "inference (a forward pass) or training (a step)")
-      ->check(CLI::IsMember({"inference", "training"}))
+  one_of(sub.add_option("-m,--mode", args.mode, "inference (a forward pass) or training (a step)"),
+         {"inference", "training"})
       ->capture_default_str();
-  sub.add_option("--profile", args.profile,
-                 "eager (framework, one kernel per layer), graph (graph executor, no fusion), "
-                 "compiled (TensorRT, XLA, CUDA graphs: fused) or inductor (torch.compile's "
-                 "default mode: fused, launched from Python); default: compiled for ONNX "
-                 "models, else the device type's")
-      ->check(CLI::IsMember(profile_names()));
+  one_of(sub.add_option("--profile", args.profile,
+                        "eager (framework, one kernel per layer), graph (graph executor, no "
+                        "fusion), compiled (TensorRT, XLA, CUDA graphs: fused) or inductor "
+                        "(torch.compile's default mode: fused, launched from Python); default: "
+                        "compiled for ONNX models, else the device type's"),
+         profile_names());
   add_runtime_options(sub, args.runtime, args.runtime_files);
-  sub.add_option("--sparsity", args.sparsity,
-                 "2:4 (structured, where the hardware supports it) or unstructured (no speedup)")
-      ->check(CLI::IsMember({"dense", "2:4", "unstructured"}))
+  one_of(sub.add_option("--sparsity", args.sparsity,
+                        "2:4 (structured, where the hardware supports it) or unstructured (no "
+                        "speedup)"),
+         {"dense", "2:4", "unstructured"})
       ->capture_default_str();
-  sub.add_option("--optimizer", args.optimizer, "Training optimizer")
-      ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
-      ->capture_default_str();
+  add_optimizer_option(sub, args.optimizer);
   add_parallel_options(sub, args.devices, args.tensor_parallel, args.zero_stage);
   add_pipeline_options(sub, args.pipeline_parallel, args.micro_batches, args.virtual_stages);
-  sub.add_option("--weight-precision", args.weight_precision,
-                 "Weight storage if it differs (int4/int8 weight-only quantisation)")
-      ->check(CLI::IsMember(precision_names()));
-  sub.add_option("--kv-precision", args.kv_precision, "KV cache storage (default: activations')")
-      ->check(CLI::IsMember(precision_names()));
+  one_of(sub.add_option("--weight-precision", args.weight_precision,
+                        "Weight storage if it differs (int4/int8 weight-only quantisation)"),
+         precision_names());
   sub.add_flag("--checkpointing", args.checkpointing,
                "Training: keep only each top-level block's output, recompute the rest");
 }
@@ -143,7 +176,7 @@ inline Workload workload_from(const WorkloadArgs& args) {
   workload.sparsity = args.sparsity == "2:4"            ? Sparsity::k2of4
                       : args.sparsity == "unstructured" ? Sparsity::kUnstructured
                                                         : Sparsity::kDense;
-  workload.optimizer = parse_optimizer(args.optimizer).value_or(Optimizer::kAdam);
+  workload.optimizer = optimizer_from(args.optimizer, workload.mode);
   set_parallelism(workload, args.devices, args.tensor_parallel, args.pipeline_parallel,
                   args.micro_batches, args.zero_stage, args.virtual_stages);
   workload.checkpointing = args.checkpointing;

@@ -1,0 +1,329 @@
+#include "usage.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "spellcheck.hpp"
+
+namespace capcalc::cli {
+namespace {
+
+[[noreturn]] void reject(const std::string& flag, const std::string& requirement,
+                         const std::string& got) {
+  throw Error({}, fmt::format("{} must be {} (got {})", flag, requirement, got));
+}
+
+bool is_digit(char c) {
+  return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
+
+bool is_digits(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), is_digit);
+}
+
+// A decimal number as people write it: an optional '-', digits with an optional fraction, an
+// optional exponent. strtod alone would also take "nan", "inf", hex and leading spaces.
+bool is_decimal(std::string_view text) {
+  std::size_t i = 0;
+  if (i < text.size() && text[i] == '-') ++i;
+  std::size_t digits = 0;
+  for (; i < text.size() && is_digit(text[i]); ++i)
+    ++digits;
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && is_digit(text[i]); ++i)
+      ++digits;
+  }
+  if (digits == 0) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (i == text.size() || !is_digit(text[i])) return false;
+    while (i < text.size() && is_digit(text[i]))
+      ++i;
+  }
+  return i == text.size();
+}
+
+// "a, b or c".
+std::string or_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string number_text(double value) {
+  return fmt::format("{}", value);
+}
+
+// The subcommands the parse selected, outermost first: {capcalc}, {capcalc, hw, list}.
+std::vector<const CLI::App*> selected_chain(const CLI::App& app) {
+  std::vector<const CLI::App*> chain{&app};
+  for (std::vector<CLI::App*> subs = app.get_subcommands(); !subs.empty();
+       subs = chain.back()->get_subcommands()) {
+    chain.push_back(subs.front());
+  }
+  return chain;
+}
+
+// "hw list" for {capcalc, hw, list}; "capcalc" for the top level alone.
+std::string command_of(const std::vector<const CLI::App*>& chain, std::size_t depth) {
+  if (depth == 0) return "capcalc";
+  std::string name;
+  for (std::size_t i = 1; i <= depth; ++i) {
+    name += (i > 1 ? " " : "") + chain[i]->get_name();
+  }
+  return name;
+}
+
+bool is_option_word(const std::string& word) {
+  return word.size() > 1 && word[0] == '-';
+}
+
+std::string unknown_option(const CLI::App& where, const std::string& word) {
+  const std::string name = word.substr(0, word.find('='));
+  std::string message = fmt::format("unknown option {}", name);
+  if (name.rfind("--", 0) != 0) return message;
+  std::vector<std::string> longs;
+  for (const CLI::Option* option : where.get_options()) {
+    for (const std::string& lname : option->get_lnames())
+      longs.push_back(lname);
+  }
+  const std::vector<std::string_view> known(longs.begin(), longs.end());
+  if (auto guess = closest_match(std::string_view(name).substr(2), known)) {
+    message += fmt::format("; did you mean --{}?", *guess);
+  }
+  return message;
+}
+
+std::string unknown_command(const std::vector<const CLI::App*>& chain, std::size_t depth,
+                            const std::string& word) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : chain[depth]->get_subcommands({})) {
+    names.push_back(sub->get_name());
+  }
+  const std::string kind = depth == 0 ? "command" : command_of(chain, depth) + " command";
+  return with_suggestion(fmt::format("unknown {} \"{}\"", kind, word), word,
+                         std::vector<std::string_view>(names.begin(), names.end()));
+}
+
+// An unknown option, else a stray argument; the innermost subcommand's first, whose options
+// the "did you mean" draws on.
+std::optional<std::string> leftover_message(const std::vector<const CLI::App*>& chain) {
+  for (std::size_t depth = chain.size(); depth-- > 0;) {
+    for (const std::string& word : chain[depth]->remaining()) {
+      if (is_option_word(word)) return unknown_option(*chain[depth], word);
+    }
+  }
+  for (std::size_t depth = chain.size(); depth-- > 0;) {
+    const std::vector<std::string> words = chain[depth]->remaining();
+    if (words.empty()) continue;
+    if (!chain[depth]->get_subcommands({}).empty() && chain[depth]->get_subcommands().empty()) {
+      return unknown_command(chain, depth, words.front());
+    }
+    return depth == 0 ? fmt::format("unexpected argument \"{}\"", words.front())
+                      : fmt::format("{}: unexpected argument \"{}\"", command_of(chain, depth),
+                                    words.front());
+  }
+  return std::nullopt;
+}
+
+std::string missing_command(const std::vector<const CLI::App*>& chain, std::size_t depth) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : chain[depth]->get_subcommands({})) {
+    names.push_back(sub->get_name());
+  }
+  const std::string command = command_of(chain, depth);
+  return fmt::format("{} needs a command: {} (see {}{} --help)", command, or_list(names),
+                     depth == 0 ? "" : "capcalc ", command);
+}
+
+std::optional<std::string> missing_required(const std::vector<const CLI::App*>& chain) {
+  for (std::size_t depth = chain.size(); depth-- > 0;) {
+    const CLI::App& app = *chain[depth];
+    for (const CLI::Option* option : app.get_options()) {
+      if (!option->get_required() || option->count() > 0) continue;
+      std::string name = option->get_name();
+      if (option->get_lnames().empty() && option->get_snames().empty()) {
+        std::transform(name.begin(), name.end(), name.begin(), [](char c) {
+          return static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        });
+      }
+      const std::string command = command_of(chain, depth);
+      return fmt::format("{}: missing {} (see capcalc {} --help)", command, name, command);
+    }
+  }
+  return std::nullopt;
+}
+
+// The pair of given options that CLI11 found to exclude (or need) one another.
+std::optional<std::string> conflict(const std::vector<const CLI::App*>& chain, bool excludes) {
+  for (const CLI::App* app : chain) {
+    for (const CLI::Option* option : app->get_options()) {
+      if (option->count() == 0) continue;
+      for (const CLI::Option* other : excludes ? option->get_excludes() : option->get_needs()) {
+        if (excludes && other->count() > 0) {
+          return fmt::format("give {} or {}, not both", option->get_name(), other->get_name());
+        }
+        if (!excludes && other->count() == 0) {
+          return fmt::format("{} needs {}", option->get_name(), other->get_name());
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// The option a CLI11 message is about: the first word that names one of the chain's options.
+const CLI::Option* option_named_in(const std::vector<const CLI::App*>& chain,
+                                   const std::string& message) {
+  std::size_t start = 0;
+  while (start < message.size()) {
+    const std::size_t end = std::min(message.find_first_of(" :=,", start), message.size());
+    const std::string word = message.substr(start, end - start);
+    if (is_option_word(word)) {
+      for (std::size_t depth = chain.size(); depth-- > 0;) {
+        for (const CLI::Option* option : chain[depth]->get_options()) {
+          if (option->check_name(word)) return option;
+        }
+      }
+    }
+    start = end + 1;
+  }
+  return nullptr;
+}
+
+// CLI11's own text, for what no rule above covers: at least on one line.
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  while (!text.empty() && text.back() == ' ')
+    text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+CLI::Option* whole_number(CLI::Option* option, std::int64_t min, std::int64_t max) {
+  const std::string flag = option->get_name();
+  const std::string requirement = max == std::numeric_limits<std::int64_t>::max()
+                                      ? fmt::format("a whole number ≥ {}", min)
+                                      : fmt::format("a whole number from {} to {}", min, max);
+  // transform, not check: CLI11 hands a check a copy, and the decimal text must reach the option.
+  option->transform(CLI::Validator(
+      [flag, requirement, min, max](std::string& text) {
+        if (!is_digits(text)) reject(flag, requirement, text);
+        errno = 0;
+        const long long value = std::strtoll(text.c_str(), nullptr, 10);
+        if (errno == ERANGE || value < min || value > max) reject(flag, requirement, text);
+        text = std::to_string(value);  // CLI11 would read "010" as octal.
+        return std::string();
+      },
+      max != std::numeric_limits<std::int64_t>::max() ? fmt::format("in [{} - {}]", min, max)
+      : min == 0                                      ? std::string("NONNEGATIVE")
+      : min == 1                                      ? std::string("POSITIVE")
+                                                      : fmt::format("≥ {}", min)));
+  return option;
+}
+
+CLI::Option* number_above(CLI::Option* option, double above) {
+  const std::string flag = option->get_name();
+  const std::string requirement = fmt::format("a number > {}", number_text(above));
+  option->check(CLI::Validator(
+      [flag, requirement, above](std::string& text) {
+        if (!is_decimal(text)) reject(flag, requirement, text);
+        const double value = std::strtod(text.c_str(), nullptr);
+        if (!std::isfinite(value) || !(value > above)) reject(flag, requirement, text);
+        return std::string();
+      },
+      above == 0 ? std::string("POSITIVE") : "> " + number_text(above)));
+  return option;
+}
+
+CLI::Option* number_in(CLI::Option* option, double min, double max) {
+  const std::string flag = option->get_name();
+  const bool unbounded = max == std::numeric_limits<double>::max();
+  const std::string requirement =
+      unbounded ? fmt::format("a number ≥ {}", number_text(min))
+                : fmt::format("a number from {} to {}", number_text(min), number_text(max));
+  option->check(CLI::Validator(
+      [flag, requirement, min, max](std::string& text) {
+        if (!is_decimal(text)) reject(flag, requirement, text);
+        const double value = std::strtod(text.c_str(), nullptr);
+        if (!std::isfinite(value) || value < min || value > max) reject(flag, requirement, text);
+        return std::string();
+      },
+      unbounded ? "≥ " + number_text(min)
+                : fmt::format("in [{} - {}]", number_text(min), number_text(max))));
+  return option;
+}
+
+CLI::Option* one_of(CLI::Option* option, const std::vector<std::string_view>& known) {
+  const std::string flag = option->get_name();
+  const std::vector<std::string> names(known.begin(), known.end());
+  const std::string description = fmt::format("{{{}}}", fmt::join(names, ","));
+  option->transform(CLI::Validator(
+      [flag, names](std::string& text) {
+        for (const std::string& name : names) {
+          if (iequals(text, name)) {
+            text = name;
+            return std::string();
+          }
+        }
+        throw Error(
+            {}, with_suggestion(
+                    fmt::format("{} must be one of {} (got \"{}\")", flag, or_list(names), text),
+                    text, std::vector<std::string_view>(names.begin(), names.end())));
+      },
+      description));
+  return option;
+}
+
+Error usage_error(const CLI::App& app, const CLI::ParseError& error) {
+  const std::vector<const CLI::App*> chain = selected_chain(app);
+  std::optional<std::string> message;
+  if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
+    const std::size_t depth = chain.size() - 1;
+    if (chain[depth]->get_require_subcommand_min() > 0) {
+      message = leftover_message(chain);
+      if (!message) message = missing_command(chain, depth);
+    } else {
+      message = missing_required(chain);
+    }
+  } else if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+    message = leftover_message(chain);
+  } else if (dynamic_cast<const CLI::ExcludesError*>(&error) != nullptr) {
+    message = conflict(chain, true);
+  } else if (dynamic_cast<const CLI::RequiresError*>(&error) != nullptr) {
+    message = conflict(chain, false);
+  } else if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr) {
+    if (const CLI::Option* option = option_named_in(chain, error.what())) {
+      message = option->count() > 1
+                    ? fmt::format("{} given {} times ({}): give it once", option->get_name(),
+                                  option->count(), fmt::join(option->results(), ", "))
+                    : fmt::format("{} needs a value", option->get_name());
+    }
+  } else if (dynamic_cast<const CLI::ConversionError*>(&error) != nullptr) {
+    const CLI::Option* option = option_named_in(chain, error.what());
+    if (option != nullptr && option->get_expected_min() == 0) {
+      message = fmt::format("{} is a flag: it takes no value", option->get_name());
+    }
+  }
+  return Error({}, message ? *message : one_line(error.what()));
+}
+
+}  // namespace capcalc::cli

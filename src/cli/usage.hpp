@@ -1,0 +1,43 @@
+// Usage errors in capcalc's own words. Flag values are checked by the functions below instead of
+// CLI11's validators, and what CLI11 itself rejects (an unknown option or command, a missing
+// argument) is rewritten by usage_error(), so every usage error is one capcalc::Error line:
+//   --batch must be a whole number ≥ 1 (got 0)
+//   unknown option --bacth; did you mean --batch?
+//   unknown command "estimat"; did you mean "estimate"?
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "capcalc/error.hpp"
+
+namespace capcalc::cli {
+
+// Each check takes the option just added and returns it, for chaining; a bad value throws
+// capcalc::Error naming the flag while the command line is parsed, before any work is done.
+
+/// Digits only (no sign, fraction, exponent, octal or hex), within [min, max]. The value is
+/// passed on in decimal, so "010" is 10.
+CLI::Option* whole_number(CLI::Option* option, std::int64_t min = 1,
+                          std::int64_t max = std::numeric_limits<std::int64_t>::max());
+
+/// A finite decimal number ("0.5", "500e6") greater than `above`: never nan, inf or hex.
+CLI::Option* number_above(CLI::Option* option, double above = 0);
+
+/// A finite decimal number in [min, max].
+CLI::Option* number_in(CLI::Option* option, double min,
+                       double max = std::numeric_limits<double>::max());
+
+/// One of `names`, in any case ("FP16", "Training"); the option receives the name as listed.
+CLI::Option* one_of(CLI::Option* option, const std::vector<std::string_view>& names);
+
+/// What CLI11 rejected, said as capcalc says it, naming the options of the subcommand that was
+/// being parsed. `app` is the top-level application after the failed parse.
+Error usage_error(const CLI::App& app, const CLI::ParseError& error);
+
+}  // namespace capcalc::cli
