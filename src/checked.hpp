@@ -42,4 +42,14 @@ std::int64_t checked_mul(std::int64_t a, std::int64_t b, Rest... rest) {
   return checked_mul(checked_mul(a, b), rest...);
 }
 
+/// A double as a 64-bit integer, clamped to the type's range (NaN: 0); converting a double
+/// outside it is undefined behaviour. For figures derived from user values (a maximum batch,
+/// a number of devices, a rounded figure to print), never for counts.
+inline std::int64_t clamp_to_int64(double value) {
+  if (!(value == value)) return 0;
+  if (value >= 9223372036854775807.0) return INT64_MAX;  // The double is 2^63.
+  if (value <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<std::int64_t>(value);
+}
+
 }  // namespace capcalc

@@ -9,6 +9,8 @@
 
 #include "capcalc/error.hpp"
 
+#include "checked.hpp"
+
 namespace capcalc {
 namespace {
 
@@ -170,7 +172,7 @@ CompareRow compare_row(const Graph& graph, const Device& device, const Performan
   row.devices_to_fit =
       device.memory_bytes > 0
           ? std::max<std::int64_t>(
-                1, static_cast<std::int64_t>(std::ceil(row.memory_bytes / device.memory_bytes)))
+                1, clamp_to_int64(std::ceil(row.memory_bytes / device.memory_bytes)))
           : 1;
   if (!row.run_time_s && row.throughput_per_s > 0) {
     // Device-hours for 1e6 samples (serving: generated tokens): the rate is over all devices,

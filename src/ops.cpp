@@ -1,6 +1,7 @@
 #include "ops.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
 #include <fmt/format.h>
@@ -726,15 +727,11 @@ OpResult infer_avgpool2d(OpContext& ctx) {
   return pooling(ctx, false);
 }
 
-// Sum of the adaptive pooling bins' lengths along one axis (PyTorch's bin edges).
+// Sum of the adaptive pooling bins' lengths along one axis. PyTorch's bin i covers
+// [floor(i in / out), ceil((i + 1) in / out)); summed over the bins, in + out - gcd(in, out).
+// In closed form: a loop over the bins ran for as long as an output_size of 10^12 asked.
 std::int64_t adaptive_bin_total(std::int64_t in, std::int64_t out) {
-  std::int64_t total = 0;
-  for (std::int64_t i = 0; i < out; ++i) {
-    const std::int64_t start = (i * in) / out;
-    const std::int64_t end = ((i + 1) * in + out - 1) / out;
-    total += end - start;
-  }
-  return total;
+  return checked_add(in, out) - std::gcd(in, out);
 }
 
 OpResult infer_adaptive_avgpool2d(OpContext& ctx) {

@@ -7,6 +7,8 @@
 
 #include "capcalc/error.hpp"
 
+#include "checked.hpp"
+
 namespace capcalc {
 namespace {
 
@@ -267,7 +269,12 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
       workload.mode != Mode::kTraining) {
     throw Error({}, "pipeline stages and micro-batches are for training: add --mode training");
   }
-  const std::int64_t group = workload.tensor_parallel * workload.pipeline_parallel;
+  std::int64_t group = 0;
+  if (__builtin_mul_overflow(workload.tensor_parallel, workload.pipeline_parallel, &group)) {
+    throw Error({}, fmt::format("tensor-parallel {} x pipeline {}: a count does not fit in a "
+                                "64-bit integer",
+                                workload.tensor_parallel, workload.pipeline_parallel));
+  }
   if (workload.devices % group != 0) {
     throw Error({}, workload.pipeline_parallel == 1
                         ? fmt::format("{} devices do not split into tensor-parallel groups of {}",
@@ -654,10 +661,10 @@ void memory_fit(const Step& s, Estimate& result) {
     return;
   }
   const double fixed = memory.total_bytes - memory.activation_bytes;
-  result.max_batch = fixed >= s.device.memory_bytes || memory.per_sample_bytes <= 0
-                         ? 0
-                         : static_cast<std::int64_t>(std::floor(
-                               (s.device.memory_bytes - fixed) / memory.per_sample_bytes));
+  result.max_batch =
+      fixed >= s.device.memory_bytes || memory.per_sample_bytes <= 0
+          ? 0
+          : clamp_to_int64(std::floor((s.device.memory_bytes - fixed) / memory.per_sample_bytes));
 }
 
 }  // namespace
@@ -734,12 +741,11 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
   const double free_bytes = device.memory_bytes - weights;
   const double per_sequence = kv_per_sequence + activations / batch;
   s.max_batch = free_bytes > 0 && per_sequence > 0
-                    ? static_cast<std::int64_t>(std::floor(free_bytes / per_sequence))
+                    ? clamp_to_int64(std::floor(free_bytes / per_sequence))
                     : 0;
-  s.max_cached_tokens =
-      free_bytes > 0 && s.kv_bytes_per_token > 0
-          ? static_cast<std::int64_t>(std::floor(free_bytes / s.kv_bytes_per_token))
-          : 0;
+  s.max_cached_tokens = free_bytes > 0 && s.kv_bytes_per_token > 0
+                            ? clamp_to_int64(std::floor(free_bytes / s.kv_bytes_per_token))
+                            : 0;
   return s;
 }
 

@@ -11,6 +11,7 @@
 
 #include "capcalc/units.hpp"
 
+#include "checked.hpp"
 #include "report_json.hpp"
 #include "table.hpp"
 
@@ -35,6 +36,12 @@ double layer_bytes(const LayerCounts& c, Precision precision) {
   return static_cast<double>(c.input_elements + c.output_elements) *
              activation_bytes_per_element(precision) +
          static_cast<double>(c.weight_elements_read) * weight_bytes_per_element(precision);
+}
+
+// A whole number of steps or kernels, digits grouped; past what that shows (a run of 1e300
+// samples), with an SI prefix instead.
+std::string whole_count(double n) {
+  return n < 1e15 ? format_grouped(clamp_to_int64(std::round(n))) : format_count(n);
 }
 
 std::string percent(double fraction) {
@@ -153,8 +160,8 @@ std::string render_training_text(const ReportInput& in) {
   const std::int64_t micro = in.workload.micro_batches;
   const bool groups = in.workload.tensor_parallel * in.workload.pipeline_parallel > 1;
   out += fmt::format(
-      "  steps        {} of {}{} x {} {}\n", format_grouped(static_cast<std::int64_t>(t.steps)),
-      in.graph.batch, micro > 1 ? fmt::format(" x {} micro-batches", micro) : "", replicas,
+      "  steps        {} of {}{} x {} {}\n", whole_count(t.steps), in.graph.batch,
+      micro > 1 ? fmt::format(" x {} micro-batches", micro) : "", replicas,
       groups ? (replicas == 1 ? "replica" : "replicas") : (replicas == 1 ? "device" : "devices"));
   out += fmt::format("  time         {}\n", format_duration(t.time_s));
   out += fmt::format("  device-hours {:.1f} h\n", t.device_hours);
@@ -314,7 +321,7 @@ std::string render_explain_text(const ReportInput& in) {
     const Runtime& r = *in.workload.runtime;
     out += fmt::format("  runtime      {}: {} kernels per {}, from its kernels per layer\n"
                        "               (`capcalc runtimes show {}`){}\n",
-                       r.name, format_grouped(std::llround(e.kernels)), training ? "step" : "pass",
+                       r.name, whole_count(e.kernels), training ? "step" : "pass",
                        r.id,
                        r.host_overhead_s[static_cast<std::size_t>(d.type)] > 0
                            ? "\n               the floor is its host cost per kernel"
@@ -623,7 +630,7 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   }
   out += fmt::format("  throughput   {} samples/s{}\n", format_count(e.throughput_per_s),
                      rate_range_text(in, e, e.throughput_per_s, "samples/s"));
-  out += fmt::format("  kernels      {} launched per {}\n", format_grouped(std::llround(e.kernels)),
+  out += fmt::format("  kernels      {} launched per {}\n", whole_count(e.kernels),
                      training ? "step" : "pass");
   const double peak = matrix_peak(d, precision);
   out += fmt::format("  achieved     {} ({} of the {} peak)\n",

@@ -11,6 +11,7 @@
 #include "capcalc/report.hpp"
 #include "capcalc/units.hpp"
 
+#include "checked.hpp"
 #include "markup.hpp"
 #include "report_json.hpp"
 #include "table.hpp"
@@ -23,7 +24,7 @@ using Align = TextTable::Align;
 
 // kWh with 3 significant digits and no unit (the header has it): "0.435", "1.01", "1,234".
 std::string energy_text(double kwh) {
-  if (kwh >= 999.5) return format_grouped(static_cast<std::int64_t>(std::llround(kwh)));
+  if (kwh >= 999.5) return format_grouped(clamp_to_int64(std::round(kwh)));
   if (kwh >= 100) return fmt::format("{:.0f}", kwh);
   if (kwh >= 10) return fmt::format("{:.1f}", kwh);
   if (kwh >= 1) return fmt::format("{:.2f}", kwh);

@@ -11,6 +11,8 @@
 
 #include "capcalc/error.hpp"
 
+#include "checked.hpp"
+
 namespace capcalc {
 namespace {
 
@@ -26,7 +28,7 @@ std::string with_prefix(double value, const std::string& unit) {
   static constexpr std::array<const char*, 7> kPrefixes = {"", "k", "M", "G", "T", "P", "E"};
   std::size_t i = 0;
   double scaled = value;
-  while (std::fabs(scaled) >= 999.5 && i + 1 < kPrefixes.size()) {
+  while (std::isfinite(scaled) && std::fabs(scaled) >= 999.5 && i + 1 < kPrefixes.size()) {
     scaled /= 1000;
     ++i;
   }
@@ -242,7 +244,10 @@ std::string format_rate(double per_second, const std::string& unit) {
 }
 
 std::string format_grouped(std::int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -value : value);
+  // The magnitude as unsigned: -INT64_MIN does not fit an int64_t.
+  const auto magnitude =
+      value < 0 ? 0 - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
+  std::string digits = std::to_string(magnitude);
   std::string out;
   for (std::size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
@@ -252,7 +257,7 @@ std::string format_grouped(std::int64_t value) {
 }
 
 std::string format_usd(double usd) {
-  if (std::fabs(usd) >= 999.5) return "$" + format_grouped(std::llround(usd));
+  if (std::fabs(usd) >= 999.5) return "$" + format_grouped(clamp_to_int64(std::round(usd)));
   if (std::fabs(usd) < 1 && usd != 0) {
     // Three significant digits, zeros kept: $0.150, $0.0123.
     const int decimals = std::min(8, 2 - static_cast<int>(std::floor(std::log10(std::fabs(usd)))));

@@ -100,7 +100,14 @@ Measurement parse_case(const JsonView& entry) {
   }
   if (auto pp = entry.find("pipeline_parallel")) {
     w.pipeline_parallel = pp->as_positive_int();
-    if (w.devices % (w.tensor_parallel * w.pipeline_parallel) != 0) {
+    std::int64_t replica = 0;
+    if (__builtin_mul_overflow(w.tensor_parallel, w.pipeline_parallel, &replica)) {
+      pp->fail(
+          fmt::format("{} tensor-parallel x {} pipeline stages: a count does not fit in a "
+                      "64-bit integer",
+                      w.tensor_parallel, w.pipeline_parallel));
+    }
+    if (w.devices % replica != 0) {
       pp->fail(
           fmt::format("{} devices do not split into replicas of {} tensor-parallel x {} "
                       "pipeline stages",

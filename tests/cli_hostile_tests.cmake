@@ -93,3 +93,14 @@ capcalc_cli_hostile(overflow_set "--set seq=4294967296: ${overflow}|layer \"[^\"
                     estimate data/models/llama2_7b.json --gpu A100 --set seq=4294967296)
 capcalc_cli_hostile(overflow_budget "budget_overflow.json:/budgets/0: ${overflow} \\(with batch = 1073741824\\)"
                     check --budget ${hostile}/budget_overflow.json)
+capcalc_cli_hostile(overflow_parallel "^capcalc: error: --tensor-parallel 4294967296 x --pipeline-parallel 4294967296: ${overflow}\n$"
+                    estimate data/models/llama2_7b_hf.json --gpu h100 --mode training
+                    --tensor-parallel 4294967296 --pipeline-parallel 4294967296)
+# Figures past 64 bits in doubles are shown, not converted with undefined behaviour (these
+# abort under the sanitizers otherwise).
+capcalc_cli_ok(huge_training_run "steps +inf of 1 x 1 device"
+               estimate data/models/llama2_7b_hf.json --gpu h100 --mode training
+               --dataset-size 1e308 --epochs 1e308)
+capcalc_cli_ok(huge_micro_batches "kernels +[0-9.]+ E launched per step"
+               estimate data/models/llama2_7b_hf.json --gpu h100 --mode training --pp 2
+               --micro-batches 9223372036854775807)

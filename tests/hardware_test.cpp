@@ -652,11 +652,11 @@ TEST_CASE("compute units and the boost clock parse into SI units", "[hardware]")
   json["devices"][0]["compute_units"] = 132;
   json["devices"][0]["compute_unit_name"] = "SM";
   json["devices"][0]["boost_clock_mhz"] = 1830;
-  const Device& d = parse(json).devices[0];
+  const Device d = parse(json).devices[0];  // A copy: the parsed table is a temporary.
   CHECK(d.compute_units == 132);
   CHECK(d.compute_unit_name == "SM");
   CHECK(d.boost_clock_hz == Approx(1.83e9));
-  const Device& bare = parse(minimal_table()).devices[0];  // Both optional: 0 and "" if absent.
+  const Device bare = parse(minimal_table()).devices[0];  // Both optional: 0 and "" if absent.
   CHECK(bare.compute_units == 0);
   CHECK(bare.compute_unit_name.empty());
   CHECK(bare.boost_clock_hz == 0);

@@ -2,6 +2,7 @@
 // (.textproto, .pbtxt) import exactly as the same model in binary protobuf does.
 #include "import/onnx_text.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -294,6 +295,21 @@ TEST_CASE("onnx text: quoted names as ONNX 1.16+ prints an exported model's are 
   CHECK_THROWS_WITH(
       capcalc::parse_onnx_text_model(unclosed, OnnxTextSyntax::onnx, "open.onnxtxt", options),
       Catch::StartsWith("open.onnxtxt:"));
+}
+
+TEST_CASE("onnx text: the placeholder prefix of quoted names is found in one pass",
+          "[onnx][limits]") {
+  // The placeholders start "__q", with one 'q' more than any run the text has after "__": a
+  // comment of 1,000,000 'q's took a search of the text per 'q' (quadratic) to step past.
+  const std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n# __" +
+                           std::string(1'000'000, 'q') +
+                           "\ng (float[4] \"in.1\") => (float[4] y) {\n   y = Relu (\"in.1\")\n}\n";
+  const auto start = std::chrono::steady_clock::now();
+  const Graph g =
+      capcalc::parse_onnx_text_model(text, OnnxTextSyntax::onnx, "q.onnxtxt", ModelOptions{});
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  REQUIRE(g.inputs.size() == 1);
+  CHECK(g.inputs[0].name == "in.1");
 }
 
 TEST_CASE("onnx text: a whole number for a float attribute is a float", "[onnx]") {

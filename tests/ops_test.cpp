@@ -838,6 +838,20 @@ TEST_CASE("ops: adaptive_avgpool2d sums PyTorch's bins exactly", "[ops]") {
   const Layer even = only("[1, 512, 14, 14]", R"({"op": "adaptive_avgpool2d", "output_size": 7})");
   REQUIRE(even.output == Shape{1, 512, 7, 7});
   CHECK(even.counts.other_flops == 512 * 14 * 14);
+
+  // The closed form the layer uses, in + out - gcd(in, out), against the bins for every pair
+  // of sizes to 40; an output_size of 10^12 is counted at once (the loop hung).
+  for (std::int64_t in = 1; in <= 40; ++in) {
+    for (std::int64_t out = 1; out <= 40; ++out) {
+      const Layer p =
+          only("[1, 1, " + std::to_string(in) + ", 1]",
+               R"({"op": "adaptive_avgpool2d", "output_size": [)" + std::to_string(out) + ", 1]}");
+      CHECK(p.counts.other_flops == bin_total(in, out));
+    }
+  }
+  const Layer wide = only("[1, 1, 8, 8]", R"({"op": "adaptive_avgpool2d",
+                                             "output_size": [1, 1000000000000]})");
+  CHECK(wide.counts.other_flops == 8 * (8 + 1'000'000'000'000 - 8));
 }
 
 TEST_CASE("ops: global_avgpool keeps N, C, 1, 1", "[ops]") {

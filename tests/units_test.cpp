@@ -1,5 +1,8 @@
 #include "capcalc/units.hpp"
 
+#include <cstdint>
+#include <limits>
+
 #include "capcalc/error.hpp"
 
 #include "catch.hpp"
@@ -37,6 +40,10 @@ TEST_CASE("format_rate and format_grouped", "[units]") {
   CHECK(format_grouped(25557032) == "25,557,032");
   CHECK(format_grouped(-1234) == "-1,234");
   CHECK(format_grouped(12) == "12");
+  // The extremes, which negation or a double's conversion made undefined behaviour.
+  CHECK(format_grouped(INT64_MIN) == "-9,223,372,036,854,775,808");
+  CHECK(format_grouped(INT64_MAX) == "9,223,372,036,854,775,807");
+  CHECK(format_count(std::numeric_limits<double>::infinity()) == "inf");
 }
 
 TEST_CASE("parse_duration takes ns to days", "[units][parse]") {
@@ -132,4 +139,5 @@ TEST_CASE("format_usd", "[units]") {
   CHECK(format_usd(12.34) == "$12.3");
   CHECK(format_usd(553.4) == "$553");
   CHECK(format_usd(1234.5) == "$1,235");
+  CHECK(format_usd(1e300) == "$9,223,372,036,854,775,807");  // Clamped, not undefined.
 }

@@ -69,7 +69,12 @@ inline void set_parallelism(Workload& workload, std::int64_t devices, std::int64
   workload.micro_batches = micro_batches;
   workload.virtual_stages = virtual_stages;
   workload.zero_stage = zero_stage;
-  const std::int64_t replica = tensor_parallel * pipeline_parallel;
+  std::int64_t replica = 0;
+  if (__builtin_mul_overflow(tensor_parallel, pipeline_parallel, &replica)) {
+    throw Error({}, fmt::format("--tensor-parallel {} x --pipeline-parallel {}: a count does not "
+                                "fit in a 64-bit integer",
+                                tensor_parallel, pipeline_parallel));
+  }
   workload.devices = devices == 1 ? replica : devices;
   if (workload.devices % replica != 0) {
     throw Error({}, pipeline_parallel == 1

@@ -165,8 +165,16 @@ std::vector<std::string> take_node_names(std::string& text) {
 class QuotedNames {
  public:
   explicit QuotedNames(std::string& text) {
-    while (text.find(prefix_) != std::string::npos)
-      prefix_ += 'q';
+    // A prefix the text does not contain: one 'q' more than the longest run after "__" in it,
+    // found in one pass (growing it one 'q' per search of the text was quadratic).
+    std::size_t longest = 0;
+    for (std::size_t at = text.find("__"); at != std::string::npos; at = text.find("__", at + 1)) {
+      std::size_t run = 0;
+      while (at + 2 + run < text.size() && text[at + 2 + run] == 'q')
+        ++run;
+      longest = std::max(longest, run);
+    }
+    prefix_ = "__" + std::string(longest + 1, 'q');
     std::string out;  // The text with placeholders, built in one pass.
     out.reserve(text.size());
     std::map<std::string, std::string> placeholders;  // Name -> its placeholder.
