@@ -510,8 +510,9 @@ CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTabl
       }
       const std::optional<Runtime>& runtime = budget.request.workload.runtime;
       if (runtime && !runtime->runs_on(device->type)) {
-        throw Error(budget.runtime_where, fmt::format("{} does not run on {}, a {}", runtime->name,
-                                                      device->name, device_type_name(device->type)));
+        throw Error(budget.runtime_where,
+                    fmt::format("{} does not run on {}, a {}", runtime->name, device->name,
+                                device_type_name(device->type)));
       }
       std::vector<CheckResult> results;
       try {

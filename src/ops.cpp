@@ -1109,9 +1109,9 @@ OpResult infer_moe(OpContext& ctx) {
   c.backward_other_flops = checked_mul(c.other_flops, 2);
   // Gate, up and down per expert (with their biases), the router (and its bias), the shared
   // MLP's three and its gate.
-  result.weight_tensors = checked_add(checked_mul(experts, expert_bias ? 6 : 3),
-                                      (router_bias ? 2 : 1) + (shared_hidden > 0 ? 3 : 0) +
-                                          (shared_gate ? 1 : 0));
+  result.weight_tensors =
+      checked_add(checked_mul(experts, expert_bias ? 6 : 3),
+                  (router_bias ? 2 : 1) + (shared_hidden > 0 ? 3 : 0) + (shared_gate ? 1 : 0));
   result.output = in;
   return result;
 }

@@ -86,8 +86,8 @@ struct OpResult {
   bool view = false;
   /// Parameters used per token, when fewer than counts.params (moe); unset: all of them.
   std::optional<std::int64_t> active_params;
-  std::optional<GemmView> gemm;  ///< Matrix layers: the product the matrix units see.
-  bool rotary = false;           ///< Attention with a rotary position embedding.
+  std::optional<GemmView> gemm;     ///< Matrix layers: the product the matrix units see.
+  bool rotary = false;              ///< Attention with a rotary position embedding.
   std::int64_t weight_tensors = 0;  ///< Weight matrices and biases of its products.
 };
 

@@ -388,7 +388,10 @@ std::vector<double> cached_inputs(const Graph& graph, double cache_bytes, double
 
 Step make_step(const Graph& graph, const Device& device, const PerformanceParams& params,
                const Workload& workload) {
-  Step s{graph, device, params, workload,
+  Step s{graph,
+         device,
+         params,
+         workload,
          workload.runtime ? *workload.runtime
                           : generic_runtime(workload.profile.value_or(
                                 graph.runs_fused ? Profile::kCompiled : params.default_profile)),
@@ -437,10 +440,10 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   // Tiles are cut from the product the matrix units see (the layer's GEMM view); layers that
   // mix products (attention, experts) have none and take no penalty.
   const std::optional<GemmView>& gemm = layer.traits.gemm;
-  const double utilisation =
-      matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n), static_cast<double>(gemm->k)) *
-                           wave_utilisation(*gemm, s.device)
-                     : 1;
+  const double utilisation = matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n),
+                                                               static_cast<double>(gemm->k)) *
+                                                  wave_utilisation(*gemm, s.device)
+                                            : 1;
   const double speed = utilisation * (sparse_layer && matrix ? sparsity_speedup : 1);
   const bool fused = s.fusing && fusable(layer, s.workload.mode);
   const double layer_weight_bytes = sparse_layer ? s.sparse_weight_bytes : s.weight_bytes;
@@ -448,10 +451,10 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   // Mixed-precision training casts each fp32 master weight to 16 bits once per forward
   // (autocast caches the cast: aten/src/ATen/autocast_mode.cpp, cached_cast) and its gradient
   // back in backward.
-  const double casts = s.training && s.weight_bytes < 4
-                           ? s.runtime.autocast_weight_casts *
-                                 static_cast<double>(layer.traits.weight_tensors)
-                           : 0;
+  const double casts =
+      s.training && s.weight_bytes < 4
+          ? s.runtime.autocast_weight_casts * static_cast<double>(layer.traits.weight_tensors)
+          : 0;
   const double kernels = s.runtime.kernels(layer);
   Work forward;
   forward.kernels = kernels + casts;
@@ -467,8 +470,8 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
                       kv_cache_share(c, s.workload.tensor_parallel);
   // Backward reads saved activations, long gone from the cache: twice the uncached traffic.
   const double uncached_bytes = forward.bytes;
-  const double cached = std::min(s.cached_input_elements[index],
-                                 static_cast<double>(c.input_elements));
+  const double cached =
+      std::min(s.cached_input_elements[index], static_cast<double>(c.input_elements));
   forward.bytes -= cached * s.act_bytes / s.tp;
   LayerEstimate e = roofline(forward, matrix, speed, fused, s.rates, s.floor_s);
   if (!s.training) return e;
@@ -477,7 +480,8 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   // saved inputs, write the input and weight gradients).
   Work backward;
   // Each product of two activations needs both operands' gradients: twice its forward.
-  backward.score_macs = std::min(static_cast<double>(c.backward_macs) / s.tp, 2 * forward.score_macs);
+  backward.score_macs =
+      std::min(static_cast<double>(c.backward_macs) / s.tp, 2 * forward.score_macs);
   backward.macs = static_cast<double>(c.backward_macs) / s.tp - backward.score_macs;
   backward.other_flops = static_cast<double>(c.backward_other_flops) / s.tp;
   backward.bytes = 2 * uncached_bytes;
@@ -495,10 +499,9 @@ double layer_times(const Step& s, Estimate& result) {
   double backward_s = 0;
   result.layers.reserve(s.graph.layers.size());
   for (std::size_t i = 0; i < s.graph.layers.size(); ++i) {
-    result.layers.push_back(s.graph.layers[i].view
-                                ? LayerEstimate{}
-                                : layer_time(s, i, result.sparsity_speedup, backward_s,
-                                             result.recompute_s));
+    result.layers.push_back(s.graph.layers[i].view ? LayerEstimate{}
+                                                   : layer_time(s, i, result.sparsity_speedup,
+                                                                backward_s, result.recompute_s));
   }
   for (const LayerEstimate& e : result.layers) {
     result.kernels += e.kernels;
@@ -525,8 +528,8 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
   for (const Layer& layer : s.graph.layers) {
     if (layer.traits.op_class != OpClass::kAttention || layer.view) continue;
     const double bytes = static_cast<double>(element_count(layer.output)) * s.comm_bytes;
-    const double t = collective_s(s.params, result.profile, 2 * (s.tp - 1) / s.tp, bytes,
-                                  tp_link.per_direction);
+    const double t =
+        collective_s(s.params, result.profile, 2 * (s.tp - 1) / s.tp, bytes, tp_link.per_direction);
     result.communication_s += 2 * passes * t;
     result.allreduces += static_cast<int>(2 * passes);
     result.allreduce_bytes += 2 * passes * bytes;
@@ -551,12 +554,11 @@ void training_memory(const Step& s, const GraphTotals& totals, double params_cou
   // one more in flight, each over 1/(P V) of the layers: 1 + (P-1)/(P V) micro-batches' worth
   // for many micro-batches (Korthikanti et al. 2022).
   const auto virtual_stages = static_cast<double>(s.workload.virtual_stages);
-  const double in_flight =
-      s.workload.virtual_stages == 1
-          ? std::min(s.pp, s.micro_batches) / s.pp
-          : std::min(2 * (s.pp - 1) + (virtual_stages - 1) * s.pp + 1,
-                     s.micro_batches * virtual_stages) /
-                (s.pp * virtual_stages);
+  const double in_flight = s.workload.virtual_stages == 1
+                               ? std::min(s.pp, s.micro_batches) / s.pp
+                               : std::min(2 * (s.pp - 1) + (virtual_stages - 1) * s.pp + 1,
+                                          s.micro_batches * virtual_stages) /
+                                     (s.pp * virtual_stages);
   memory.activation_bytes =
       static_cast<double>(s.workload.checkpointing ? totals.checkpointed_elements
                                                    : totals.activation_elements) *
@@ -567,11 +569,9 @@ void training_memory(const Step& s, const GraphTotals& totals, double params_cou
 // micro-batch sends its boundary activation forward and receives its gradient back, 1/tp of it
 // per device (Megatron's scatter-gather), once per chunk. 1F1B blocks on them; the interleaved
 // schedule overlaps them with its chunks' compute.
-double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s,
-                      Estimate& result) {
+double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s, Estimate& result) {
   const CollectiveLink link =
-      pipeline_link(s.device, s.workload.tensor_parallel *
-                                  static_cast<std::int64_t>(s.replicas) *
+      pipeline_link(s.device, s.workload.tensor_parallel * static_cast<std::int64_t>(s.replicas) *
                                   s.workload.pipeline_parallel);
   result.pipeline_send_bytes = static_cast<double>(totals.boundary_elements) * s.comm_bytes / s.tp;
   if (link.link == nullptr) {
@@ -594,8 +594,8 @@ double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s,
 void data_parallel_sync(const Step& s, double params_count, double gradient_bytes,
                         double backward_s, Estimate& result) {
   if (s.replicas <= 1) return;
-  const CollectiveLink dp = collective_link(s.device, s.workload.tensor_parallel,
-                                            static_cast<std::int64_t>(s.replicas));
+  const CollectiveLink dp =
+      collective_link(s.device, s.workload.tensor_parallel, static_cast<std::int64_t>(s.replicas));
   result.data_parallel_bytes = s.workload.zero_stage >= 3
                                    ? params_count * (0.5 * gradient_bytes + s.weight_bytes)
                                    : params_count * gradient_bytes;
@@ -626,8 +626,8 @@ void training_schedule(const Step& s, const GraphTotals& totals, double params_c
 
   const auto virtual_stages = static_cast<double>(s.workload.virtual_stages);
   double stage_s = (result.latency_s + result.recompute_s) / s.pp;
-  const double sends = s.workload.pipeline_parallel > 1 ? pipeline_sends(s, totals, stage_s, result)
-                                                        : 0;
+  const double sends =
+      s.workload.pipeline_parallel > 1 ? pipeline_sends(s, totals, stage_s, result) : 0;
   stage_s += sends;
   result.pipeline_bubble_s = (s.pp - 1) * stage_s / virtual_stages;
   // The sends' share of the step: in every stage time, the bubble's included.

@@ -1,7 +1,5 @@
 #include "capcalc/report.hpp"
 
-#include "capcalc/ranges.hpp"
-
 #include <algorithm>
 #include <numeric>
 #include <optional>
@@ -9,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "capcalc/ranges.hpp"
 #include "capcalc/units.hpp"
 
 #include "checked.hpp"
@@ -231,7 +230,8 @@ std::string render_serving_text(const ReportInput& in) {
                                 batch, batch == 1 ? "" : "s", r.prompt_tokens, r.output_tokens);
   out += fmt::format(
       "  prefill      {} ({}-bound, {} of the {} peak)\n", format_duration(s.ttft_s),
-      s.prefill.achieved_flops_per_s >= 0 ? std::string(bound_name(dominant_bound(s.prefill))) : "-",
+      s.prefill.achieved_flops_per_s >= 0 ? std::string(bound_name(dominant_bound(s.prefill)))
+                                          : "-",
       percent(s.prefill.achieved_flops_per_s / matrix_peak(*in.device, in.workload.precision)),
       precision_name(in.workload.precision));
   out += fmt::format("  TTFT         {}{}\n", format_duration(s.ttft_s),
@@ -319,13 +319,13 @@ std::string render_explain_text(const ReportInput& in) {
   if (in.workload.runtime) {
     // What the runtime changes: its kernels per layer (and its own host cost, the floor above).
     const Runtime& r = *in.workload.runtime;
-    out += fmt::format("  runtime      {}: {} kernels per {}, from its kernels per layer\n"
-                       "               (`capcalc runtimes show {}`){}\n",
-                       r.name, whole_count(e.kernels), training ? "step" : "pass",
-                       r.id,
-                       r.host_overhead_s[static_cast<std::size_t>(d.type)] > 0
-                           ? "\n               the floor is its host cost per kernel"
-                           : "");
+    out += fmt::format(
+        "  runtime      {}: {} kernels per {}, from its kernels per layer\n"
+        "               (`capcalc runtimes show {}`){}\n",
+        r.name, whole_count(e.kernels), training ? "step" : "pass", r.id,
+        r.host_overhead_s[static_cast<std::size_t>(d.type)] > 0
+            ? "\n               the floor is its host cost per kernel"
+            : "");
   }
   if (training) {
     out +=
@@ -542,8 +542,9 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   } else if (in.workload.profile) {
     runner = fmt::format("{} profile", profile_name(e.profile));
   } else {
-    runner = fmt::format("{} profile ({} default)", profile_name(e.profile),
-                         g.runs_fused ? std::string("ONNX") : std::string(device_type_name(d.type)));
+    runner =
+        fmt::format("{} profile ({} default)", profile_name(e.profile),
+                    g.runs_fused ? std::string("ONNX") : std::string(device_type_name(d.type)));
   }
   std::string workload = fmt::format("{}, {}, batch {}, {}", mode_name(in.workload.mode),
                                      precision_name(precision), g.batch, runner);

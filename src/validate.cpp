@@ -186,8 +186,8 @@ std::int64_t seq_of(const Graph& graph, const Measurement& m) {
 }
 
 // The metric of an estimate, as the case measures it.
-double metric_value(const Measurement& m, const Graph& graph, const Estimate& e,
-                    double matrix_peak, double per_device_samples);
+double metric_value(const Measurement& m, const Graph& graph, const Estimate& e, double matrix_peak,
+                    double per_device_samples);
 
 struct Prediction {
   double value = 0;
@@ -254,8 +254,8 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
   return {metric_value(m, graph, e, matrix_peak, per_device_samples), cls};
 }
 
-double metric_value(const Measurement& m, const Graph& graph, const Estimate& e,
-                    double matrix_peak, double per_device_samples) {
+double metric_value(const Measurement& m, const Graph& graph, const Estimate& e, double matrix_peak,
+                    double per_device_samples) {
   switch (m.metric) {
     case Metric::kThroughput:
       return m.per_device ? per_device_samples : e.throughput_per_s;

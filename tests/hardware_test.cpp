@@ -818,8 +818,9 @@ TEST_CASE("parse_hardware errors name the JSON pointer", "[hardware][errors]") {
           "hw.json:/devices/0/compute_units: expected a positive integer, got 0");
     json["devices"][0]["compute_units"] = 132;
     json["devices"][0].erase("compute_unit_name");
-    CHECK(error_of([&] { parse(json); }) ==
-          "hw.json:/devices/0: \"compute_units\" needs \"compute_unit_name\" (\"SM\", \"CU\", ...)");
+    CHECK(
+        error_of([&] { parse(json); }) ==
+        "hw.json:/devices/0: \"compute_units\" needs \"compute_unit_name\" (\"SM\", \"CU\", ...)");
     json["devices"][0]["compute_unit_name"] = "";
     CHECK(error_of([&] { parse(json); }) ==
           "hw.json:/devices/0/compute_unit_name: a compute unit name cannot be empty");

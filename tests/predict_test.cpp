@@ -928,10 +928,10 @@ TEST_CASE("predict: a partial last wave of tiles idles units", "[predict]") {
   const Estimate full = estimate(one_linear(12800, 128, 1280), d, round_params(), w);
   CHECK(full.layers[0].compute_s == Approx(2.0 * 12800 * 128 * 1280 / 50e12));
   const Estimate partial = estimate(one_linear(12928, 128, 1280), d, round_params(), w);
-  CHECK(partial.layers[0].compute_s ==
-        Approx(2.0 * 12928 * 128 * 1280 / (50e12 * 1010.0 / 1100)));
+  CHECK(partial.layers[0].compute_s == Approx(2.0 * 12928 * 128 * 1280 / (50e12 * 1010.0 / 1100)));
   // Without a unit count (or on a CPU) there is no wave penalty.
-  const Estimate unknown = estimate(one_linear(12928, 128, 1280), round_device(), round_params(), w);
+  const Estimate unknown =
+      estimate(one_linear(12928, 128, 1280), round_device(), round_params(), w);
   CHECK(unknown.layers[0].compute_s == Approx(2.0 * 12928 * 128 * 1280 / 50e12));
 }
 

@@ -54,16 +54,14 @@ TEST_CASE("ranges: the file round-trips and bad values are located", "[ranges][e
   CHECK(back.range_for(kEagerGpu).low == Approx(table.range_for(kEagerGpu).low));
   CHECK(back.range_for(kEagerGpu).high == Approx(table.range_for(kEagerGpu).high));
   CHECK(back.made_from == "a.json");
-  REQUIRE_THROWS_WITH(
-      parse_ranges(R"({"schema_version": 1, "coverage": 0.8, "min_cases": 5,
+  REQUIRE_THROWS_WITH(parse_ranges(R"({"schema_version": 1, "coverage": 0.8, "min_cases": 5,
         "overall": {"low": 2, "high": 1, "cases": 3}, "classes": {}})",
-                   "ranges.json"),
-      "ranges.json:/overall/high: high is below low");
-  REQUIRE_THROWS_WITH(
-      parse_ranges(R"({"schema_version": 1, "coverage": 1.5, "min_cases": 5,
+                                   "ranges.json"),
+                      "ranges.json:/overall/high: high is below low");
+  REQUIRE_THROWS_WITH(parse_ranges(R"({"schema_version": 1, "coverage": 1.5, "min_cases": 5,
         "overall": {"low": 1, "high": 2, "cases": 3}, "classes": {}})",
-                   "ranges.json"),
-      "ranges.json:/coverage: expected a fraction below 1");
+                                   "ranges.json"),
+                      "ranges.json:/coverage: expected a fraction below 1");
 }
 
 // The dominant bound is the bound of the largest share of the layer time.

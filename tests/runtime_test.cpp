@@ -23,7 +23,9 @@ constexpr const char* kTable = R"({"schema_version": 1, "runtimes": [
   {"id": "fused", "name": "Fused", "profile": "compiled", "kernels": {"matrix": 2},
    "sources": ["https://example.invalid/fused"]}]})";
 
-Device round_gpu() { return test::round_device(); }
+Device round_gpu() {
+  return test::round_device();
+}
 
 PerformanceParams round_params() {
   PerformanceParams p = test::round_params();

@@ -23,8 +23,8 @@
 #include "capcalc/error.hpp"
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
-#include "capcalc/runtime.hpp"
 #include "capcalc/model.hpp"
+#include "capcalc/runtime.hpp"
 
 namespace capcalc {
 

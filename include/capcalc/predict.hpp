@@ -46,11 +46,11 @@ enum class Sparsity { kDense, k2of4, kUnstructured };
 
 /// What limits a layer.
 enum class Bound {
-  kCompute,   ///< Arithmetic takes longest.
-  kMemory,    ///< Memory traffic takes longest.
-  kHost,      ///< The host's per-kernel launch cost exceeds both (small layers).
-  kFused,     ///< Fused into a neighbour (compiled profile): arithmetic only.
-  kNone,      ///< A view (reshape, flatten, dropout): no work.
+  kCompute,  ///< Arithmetic takes longest.
+  kMemory,   ///< Memory traffic takes longest.
+  kHost,     ///< The host's per-kernel launch cost exceeds both (small layers).
+  kFused,    ///< Fused into a neighbour (compiled profile): arithmetic only.
+  kNone,     ///< A view (reshape, flatten, dropout): no work.
 };
 
 std::string_view bound_name(Bound bound);  ///< "compute", "memory", "host", "fused", "-".

@@ -35,15 +35,15 @@ struct PredictionRange {
   double low = 1;
   double high = 1;
   std::size_t cases = 0;
-  std::string key;        ///< The class, or "all" for the overall range.
+  std::string key;         ///< The class, or "all" for the overall range.
   bool validated = false;  ///< False: the class has too few cases; the overall range.
 };
 
 /// Ranges per class and overall.
 struct RangeTable {
-  double coverage = 0.8;                       ///< Of the cases inside each range.
-  std::size_t min_cases = 5;                   ///< Fewer in a class: the overall range.
-  std::string made_from;                       ///< The measurement files, as given.
+  double coverage = 0.8;      ///< Of the cases inside each range.
+  std::size_t min_cases = 5;  ///< Fewer in a class: the overall range.
+  std::string made_from;      ///< The measurement files, as given.
   std::map<std::string, PredictionRange> classes;
   PredictionRange overall;
 

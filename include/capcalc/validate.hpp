@@ -66,8 +66,8 @@ struct Measurement {
 struct ValidationResult {
   const Measurement* measurement = nullptr;
   double predicted = 0;
-  double ratio = 0;      ///< predicted / measured.
-  PredictionClass cls;   ///< The prediction's profile, dominant bound and device type.
+  double ratio = 0;     ///< predicted / measured.
+  PredictionClass cls;  ///< The prediction's profile, dominant bound and device type.
   /// Measured time over predicted time (predicted over measured for rate metrics).
   double time_ratio() const;
 };

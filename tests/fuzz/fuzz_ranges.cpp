@@ -8,8 +8,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   capcalc::fuzz::expect_located_errors([&] {
     const capcalc::RangeTable table =
         capcalc::parse_ranges(capcalc::fuzz::as_text(data, size), "fuzz.json");
-    (void)table.range_for({capcalc::Profile::kEager, capcalc::Bound::kHost,
-                           capcalc::DeviceType::kGpu});
+    (void)table.range_for(
+        {capcalc::Profile::kEager, capcalc::Bound::kHost, capcalc::DeviceType::kGpu});
     (void)capcalc::render_ranges_json(table);
   });
   return 0;
