@@ -13,9 +13,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 using Align = TextTable::Align;
 
-constexpr std::array<OpClass, kOpClassCount> kClasses = {
-    OpClass::kMatrix,  OpClass::kAttention,    OpClass::kElementwise, OpClass::kNormalization,
-    OpClass::kPooling, OpClass::kDataMovement, OpClass::kView,        OpClass::kUnknown};
 
 std::string device_types_text(const Runtime& r) {
   if (r.device_types.empty()) return "any";
@@ -28,7 +25,7 @@ std::string device_types_text(const Runtime& r) {
 // What differs from one kernel per layer: "attention 6, rotary +10, rmsnorm 8".
 std::vector<std::pair<std::string, double>> kernel_entries(const Runtime& r) {
   std::vector<std::pair<std::string, double>> entries;
-  for (OpClass c : kClasses) {
+  for (OpClass c : kOpClasses) {
     const double count = r.kernels_per_class[static_cast<std::size_t>(c)];
     const double usual = c == OpClass::kView ? 0 : 1;
     if (count != usual) entries.emplace_back(std::string(op_class_name(c)), count);

@@ -20,9 +20,6 @@ const std::vector<std::string_view> kTableKeys = {"schema_version", "version", "
 const std::vector<std::string_view> kRuntimeKeys = {
     "id",      "name",  "aliases", "profile", "device_types", "kernels", "host_overhead_us",
     "sources", "notes", "comment"};
-constexpr std::array<OpClass, kOpClassCount> kClasses = {
-    OpClass::kMatrix,  OpClass::kAttention,    OpClass::kElementwise, OpClass::kNormalization,
-    OpClass::kPooling, OpClass::kDataMovement, OpClass::kView,        OpClass::kUnknown};
 
 std::array<double, kOpClassCount> one_kernel_per_layer() {
   std::array<double, kOpClassCount> kernels{};
@@ -37,7 +34,7 @@ void parse_kernels(const JsonView& kernels, Runtime& runtime) {
   kernels.expect_object();
   const std::vector<std::string_view> ops = op_names();
   std::vector<std::string_view> known = {"rotary", "cache_update", "autocast_weight_casts"};
-  for (OpClass c : kClasses)
+  for (OpClass c : kOpClasses)
     known.push_back(op_class_name(c));
   known.insert(known.end(), ops.begin(), ops.end());
   for (const auto& item : kernels.json().items()) {
@@ -58,9 +55,9 @@ void parse_kernels(const JsonView& kernels, Runtime& runtime) {
       runtime.autocast_weight_casts = count;
       continue;
     }
-    const auto cls = std::find_if(kClasses.begin(), kClasses.end(),
+    const auto cls = std::find_if(kOpClasses.begin(), kOpClasses.end(),
                                   [&](OpClass c) { return op_class_name(c) == key; });
-    if (cls != kClasses.end()) {
+    if (cls != kOpClasses.end()) {
       runtime.kernels_per_class[static_cast<std::size_t>(*cls)] = count;
       continue;
     }

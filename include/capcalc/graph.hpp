@@ -7,6 +7,7 @@
 // are exact 64-bit integers; an overflow is an error, never a wrap.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -72,6 +73,10 @@ enum class OpClass {
   kUnknown,        ///< An operator the importer did not know; counted as zero.
 };
 inline constexpr std::size_t kOpClassCount = 8;
+/// Every class, in the order above.
+inline constexpr std::array<OpClass, kOpClassCount> kOpClasses = {
+    OpClass::kMatrix,  OpClass::kAttention,    OpClass::kElementwise, OpClass::kNormalization,
+    OpClass::kPooling, OpClass::kDataMovement, OpClass::kView,        OpClass::kUnknown};
 
 /// "matrix", "attention", "elementwise", "normalization", "pooling", "data_movement", "view",
 /// "unknown".

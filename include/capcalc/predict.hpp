@@ -76,7 +76,7 @@ double optimizer_update_bytes(Optimizer optimizer);
 struct Workload {
   Precision precision = Precision::kFp32;  ///< Weights, activations and math.
   Mode mode = Mode::kInference;
-  std::optional<Profile> profile;          ///< Unset: the device type's default.
+  std::optional<Profile> profile;  ///< Unset: the device type's default.
   /// The runtime that runs the model (its profile replaces `profile`, its kernel counts the
   /// one kernel per layer); unset: a generic runtime of `profile`.
   std::optional<Runtime> runtime;
