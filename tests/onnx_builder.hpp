@@ -14,6 +14,7 @@
 
 #include "capcalc/graph.hpp"
 #include "capcalc/model.hpp"
+#include "test_data.hpp"
 
 namespace capcalc::test {
 
@@ -157,7 +158,7 @@ class OnnxModel {
   }
 
   static std::string temp_path(const std::string& stem) {
-    return std::string(P_tmpdir) + "/capcalc_onnx_test_" + stem + ".onnx";
+    return capcalc::test::temp_path("onnx_test_" + stem + ".onnx");
   }
 
   capcalc::Graph load(const std::string& stem, const capcalc::ModelOptions& options = {}) const {

@@ -531,7 +531,10 @@ TEST_CASE("predict: ZeRO stages shard state over the data-parallel replicas", "[
     CHECK(e.memory.gradient_bytes == Approx(none.memory.gradient_bytes / (stage >= 2 ? 8 : 1)));
     CHECK(e.memory.weight_bytes == Approx(none.memory.weight_bytes / (stage == 3 ? 8 : 1)));
     CHECK(e.memory.activation_bytes == Approx(none.memory.activation_bytes));
-    CHECK(e.optimizer_s <= none.optimizer_s);
+    // Each replica updates its 1/8 of the state: 4096^2 / 2 (TP) weights x 28 bytes (Adam's
+    // seven fp32 tensors) / 8 over 0.5 TB/s, exactly 1/8 of the unsharded update.
+    CHECK(none.optimizer_s == Approx(4096.0 * 4096 / 2 * 28 / 0.5e12));
+    CHECK(e.optimizer_s == Approx(4096.0 * 4096 / 2 * 28 / 8 / 0.5e12));
   }
   w.zero_stage = 1;
   w.mode = Mode::kInference;
@@ -976,4 +979,138 @@ TEST_CASE("predict: an activation the next layer reads from the cache is not rea
   w.mode = Mode::kTraining;
   const Estimate t = estimate(g, cached, round_params(), w);
   CHECK(t.layers[1].bytes == Approx(tensor + 2 * 2 * tensor));
+}
+
+// Eager training: PyTorch's autograd engine launches the backward kernels from C++
+// (torch/csrc/autograd/engine.cpp), so they pay the graph executor's floor, not the Python
+// dispatch of the forward. Inductor (AOTAutograd) and graphs keep their own floor both ways.
+TEST_CASE("predict: eager backward kernels launch at the graph executor's floor", "[predict]") {
+  const Graph g = one_linear(1, 16, 16);  // Far below every floor: all three bound by the host.
+  PerformanceParams p = round_params();   // Eager 1 us per kernel, compiled 0.1 us.
+  p.graph_overhead_s = 0.25e-6;
+  Workload w;
+  w.mode = Mode::kTraining;
+  // One forward kernel at 1 us, two backward kernels (input and weight gradient) at 0.25 us;
+  // the optimizer's update (256 x 28 bytes, 14 ns) takes the forward's floor, 1 us.
+  const Estimate eager = estimate(g, round_device(), p, w);
+  REQUIRE(eager.layers.size() == 1);
+  CHECK(eager.layers[0].kernels == 3);
+  CHECK(eager.layers[0].overhead_s == Approx(1e-6 + 2 * 0.25e-6));
+  CHECK(eager.layers[0].time_s == Approx(1.5e-6));
+  CHECK(eager.optimizer_s == Approx(1e-6));
+  CHECK(eager.latency_s == Approx(2.5e-6));
+  // Inductor launches its compiled backward from Python too: 1 us each way.
+  w.profile = Profile::kInductor;
+  CHECK(estimate(g, round_device(), p, w).layers[0].time_s == Approx(3e-6));
+  // The graph profile pays 0.25 us per kernel both ways.
+  w.profile = Profile::kGraph;
+  CHECK(estimate(g, round_device(), p, w).layers[0].time_s == Approx(0.75e-6));
+  // A graph floor above the eager one never slows eager's backward: min(5 us, 1 us).
+  p.graph_overhead_s = 5e-6;
+  w.profile = Profile::kEager;
+  CHECK(estimate(g, round_device(), p, w).layers[0].time_s == Approx(3e-6));
+}
+
+// fp8 and int8 recipes quantise the weight GEMMs; QK^T and AV stay in 16 bits (Transformer
+// Engine's FP8 recipe, TensorRT's fused MHA): an attention layer's score MACs run at the fp16
+// matrix peak, its projections at the fp8 one.
+TEST_CASE("predict: 8-bit attention runs its score products at the 16-bit matrix peak",
+          "[predict]") {
+  Device d = round_device();
+  d.dense_peak[static_cast<std::size_t>(Precision::kFp8)] = {0, 200e12};  // Matrix only.
+  const Graph g = decoder(512, 0);
+  const Layer& attention = g.layers[0];
+  REQUIRE(attention.op == "attention");
+  const auto macs = static_cast<double>(attention.counts.macs);
+  const auto score = static_cast<double>(attention.counts.score_macs);
+  const auto other = static_cast<double>(attention.counts.other_flops);
+  REQUIRE(score > 0);
+  Workload w;
+  w.precision = Precision::kFp8;
+  const Estimate e = estimate(g, d, round_params(), w);
+  // Projections at 200 x 0.5, scores at 100 x 0.5 TFLOP/s, softmax on fp32's vector units (fp8
+  // has none of its own): 10 x 0.5.
+  CHECK(e.layers[0].compute_s ==
+        Approx(2 * (macs - score) / 100e12 + 2 * score / 50e12 + other / 5e12));
+  // In fp16 both run at 100 x 0.5, the softmax at fp16's vector 20 x 0.5.
+  w.precision = Precision::kFp16;
+  CHECK(estimate(g, d, round_params(), w).layers[0].compute_s ==
+        Approx(2 * macs / 50e12 + other / 10e12));
+}
+
+namespace {
+
+// A Mixtral-style MoE layer: d 512, 8 experts of hidden 1024, top-2 routing.
+Graph moe(std::int64_t batch) {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "moe", "dims": {"batch": )" +
+                         std::to_string(batch) + R"(},
+    "inputs": [{"name": "x", "shape": ["batch", 512]}],
+    "layers": [{"name": "experts", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 1024}]})",
+                     "moe.json");
+}
+
+}  // namespace
+
+// MoE weight traffic: a step reads the router and the experts its tokens touch, at most one
+// per token-expert pair (balanced routing), never more than all of them.
+TEST_CASE("predict: an MoE layer reads only the experts its batch touches", "[predict]") {
+  const std::int64_t router = 512 * 8;
+  const std::int64_t expert = 3 * 512 * 1024;  // gate, up, down.
+  // One token picks 2 experts: router + 2 experts.
+  const Graph one = moe(1);
+  CHECK(one.layers[0].counts.weight_elements_read == router + 2 * expert);
+  CHECK(one.layers[0].counts.params == router + 8 * expert);
+  // Three tokens: 6 pairs, 6 experts. Eight tokens: 16 pairs, but only 8 experts exist.
+  CHECK(moe(3).layers[0].counts.weight_elements_read == router + 6 * expert);
+  CHECK(moe(8).layers[0].counts.weight_elements_read == router + 8 * expert);
+  // At batch 1 in fp16 the layer is memory-bound: its bytes are those weights plus its
+  // activations (input, output, router logits, and per pair the gate, up and product of 1024:
+  // 512 + 512 + 8 + 2 x 3 x 1024 elements, read and written) at 2 bytes over 0.5 TB/s.
+  Workload w;
+  w.precision = Precision::kFp16;
+  const Estimate e = estimate(one, round_device(), round_params(), w);
+  const double activations = 2 * (512.0 + 8 + 2 * 3 * 1024);
+  const double bytes = (static_cast<double>(router + 2 * expert) + activations) * 2;
+  CHECK(e.layers[0].bound == Bound::kMemory);
+  CHECK(e.layers[0].bytes == Approx(bytes));
+  CHECK(e.layers[0].time_s == Approx(bytes / 0.5e12));
+}
+
+// LLM decode: each step reads every weight once and the KV cache of every sequence; at batch
+// 4 over 1000 cached tokens the two-layer decoder is memory-bound on the round device.
+TEST_CASE("serving: a decode step's time is its weights, cache and activations over bandwidth",
+          "[predict][serving]") {
+  const Graph step = decoder(1, 1000);
+  Workload w;
+  w.precision = Precision::kFp16;
+  const Estimate e = estimate(step, round_device(), round_params(), w);
+  // Per layer: attention Q and O 512 x 512, K and V 512 x 128 (2 KV heads of 64), the linear
+  // 512 x 512; the cache: 4 sequences x 1000 tokens x (K + V) x 128.
+  const double weights = 2 * (2 * 512.0 * 512 + 2 * 512.0 * 128 + 512.0 * 512);
+  const double cache = 2 * (4 * 1000.0 * 2 * 128);
+  double activations = 0;
+  for (const Layer& layer : step.layers)
+    activations += static_cast<double>(layer.counts.input_elements + layer.counts.output_elements);
+  const double bytes = (weights + cache) * 2 + activations * 2;
+  for (const LayerEstimate& layer : e.layers)
+    CHECK(layer.bound == Bound::kMemory);
+  CHECK(e.bytes == Approx(bytes));
+  CHECK(e.latency_s == Approx(bytes / 0.5e12));
+  // int4 weights (4.125 bits: 0.515625 bytes) cut only the weight term.
+  w.weight_precision = Precision::kInt4;
+  const Estimate q = estimate(step, round_device(), round_params(), w);
+  CHECK(q.bytes == Approx(weights * 0.515625 + cache * 2 + activations * 2));
+  // Prefill of 100 tokens at batch 4: the linear layer's 400 x 512 x 512 MACs at 100 x 0.5
+  // TFLOP/s take 4.19 us, above its 1.3 MB over 0.5 TB/s (2.6 us) and its 1 us floor; the
+  // attention's products and scores run at the same rate, its softmax at fp16's 20 x 0.5.
+  const Graph prefill = decoder(100, 0);
+  w.weight_precision.reset();
+  const Estimate p = estimate(prefill, round_device(), round_params(), w);
+  REQUIRE(prefill.layers[1].op == "linear");
+  CHECK(p.layers[1].bound == Bound::kCompute);
+  CHECK(p.layers[1].time_s == Approx(2 * 400.0 * 512 * 512 / 50e12));
+  const LayerCounts& a = prefill.layers[0].counts;
+  CHECK(p.layers[0].compute_s == Approx(2.0 * static_cast<double>(a.macs) / 50e12 +
+                                        static_cast<double>(a.other_flops) / 10e12));
 }
