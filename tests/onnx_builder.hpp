@@ -14,6 +14,7 @@
 
 #include "capcalc/graph.hpp"
 #include "capcalc/model.hpp"
+
 #include "test_data.hpp"
 
 namespace capcalc::test {

@@ -4,10 +4,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
+#include <stdlib.h>  // mkdtemp (POSIX)
 #include <string>
 #include <system_error>
-
-#include <stdlib.h>  // mkdtemp (POSIX)
 
 namespace capcalc::test {
 

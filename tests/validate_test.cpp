@@ -126,25 +126,29 @@ TEST_CASE("validate: held-out cases get their own median", "[validate]") {
 TEST_CASE("validate: medians of odd and even counts", "[validate]") {
   const HardwareTable table = load_hardware(test::data_path("hardware.json"));
   const double predicted =
-      validate(load_measurements(write_cases(nlohmann::json::array({serving_case("ttft_s")}),
-                                             "median_probe")),
+      validate(load_measurements(
+                   write_cases(nlohmann::json::array({serving_case("ttft_s")}), "median_probe")),
                table, test::data_path("models"))
           .results[0]
           .predicted;
   nlohmann::json cases = nlohmann::json::array();
-  for (const auto& [error, held_out] : std::vector<std::pair<double, bool>>{
-           {0.9, false}, {0.1, true}, {0.6, false}, {0.5, true}, {0.2, false}, {0.7, true},
-           {0.3, true}}) {
+  for (const auto& [error, held_out] : std::vector<std::pair<double, bool>>{{0.9, false},
+                                                                            {0.1, true},
+                                                                            {0.6, false},
+                                                                            {0.5, true},
+                                                                            {0.2, false},
+                                                                            {0.7, true},
+                                                                            {0.3, true}}) {
     nlohmann::json c = serving_case("ttft_s");
     c["id"] = "case-" + std::to_string(cases.size());
     c["value"] = predicted / (1 + error);
     c["held_out"] = held_out;
     cases.push_back(c);
   }
-  const ValidationSummary summary = validate(load_measurements(write_cases(cases, "medians")),
-                                             table, test::data_path("models"));
+  const ValidationSummary summary =
+      validate(load_measurements(write_cases(cases, "medians")), table, test::data_path("models"));
   CHECK(summary.results.size() == 7);
-  CHECK(summary.median_abs_error == Approx(0.5));           // 0.1 0.2 0.3 [0.5] 0.6 0.7 0.9
+  CHECK(summary.median_abs_error == Approx(0.5));  // 0.1 0.2 0.3 [0.5] 0.6 0.7 0.9
   CHECK(summary.held_out == 4);
   CHECK(summary.held_out_median_abs_error == Approx(0.4));  // 0.1 [0.3 0.5] 0.7
   CHECK(summary.worst_factor == Approx(1.9));
