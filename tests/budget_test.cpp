@@ -1,6 +1,12 @@
 #include "capcalc/budget.hpp"
 
+#include <cmath>
+#include <utility>
+
+#include <fmt/format.h>
+
 #include "capcalc/model.hpp"
+#include "capcalc/predict.hpp"
 #include "capcalc/report_compare.hpp"
 
 #include "catch.hpp"
@@ -229,4 +235,38 @@ TEST_CASE("check reports render as text, JSON, JUnit and Markdown", "[budget][re
   CHECK_THAT(junit, ContainsSubstring("<failure message=\"parameters 25.6 M exceeds max 10M"));
   CHECK_THAT(render_check_json(report), ContainsSubstring("\"passed\": false"));
   CHECK_THAT(render_check_markdown(report), ContainsSubstring("| **FAIL** | resnet50 |"));
+}
+
+// max_cost of a training run is its wall-clock time x the devices x the table's price per
+// device-hour (the run's cost, not a price per hour); max_train_time is that wall-clock time.
+// Limits 1 % either side of the value pass and fail.
+TEST_CASE("max_cost is the run's device-hours at the table's price; limits bite at the value",
+          "[budget]") {
+  CompareRequest request;
+  request.workload.mode = Mode::kTraining;
+  request.workload.devices = 4;
+  request.run.dataset_size = 1281167;  // ImageNet-1k's training set, one epoch.
+  const Device& a100 = table().get("A100");
+  REQUIRE(a100.price);
+  const Graph graph = load_model(test::data_path("models/resnet50.json"));
+  const CompareRow row =
+      compare_row(graph, a100, table().performance_for(a100), Precision::kFp32, request);
+  REQUIRE(row.run_time_s);
+  // The run: ceil(1,281,167 / (4 replicas x batch 1)) steps of one step's time.
+  const Estimate step = estimate(graph, a100, table().performance_for(a100), request.workload);
+  CHECK(*row.run_time_s == Approx(std::ceil(1281167.0 / 4) * step.latency_s));
+  const double cost = *row.run_time_s / 3600 * 4 * a100.price->usd_per_hour;
+  for (const auto& [factor, passes] : std::vector<std::pair<double, bool>>{{1.01, true},
+                                                                           {0.99, false}}) {
+    const std::string usd = fmt::format("{:.4f}USD", cost * factor);
+    const std::string hours = fmt::format("{:.6f}h", *row.run_time_s * factor / 3600);
+    const auto results = check({parse_limit(LimitKind::kMaxCost, usd),
+                                parse_limit(LimitKind::kMaxTrainTime, hours)},
+                               "A100", request);
+    REQUIRE(results.size() == 2);
+    CHECK(*results[0].value == Approx(cost));
+    CHECK(results[0].passed == passes);
+    CHECK(*results[1].value == Approx(*row.run_time_s));
+    CHECK(results[1].passed == passes);
+  }
 }

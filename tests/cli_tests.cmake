@@ -213,7 +213,7 @@ capcalc_cli_ok(check_budget_pass "all 18 budgets hold"
 add_test(NAME cli.check_budget_fail
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
                  "-DARGS=check;--budget;tests/cli/budget_fail.json" -DEXPECT_CODE=1
-                 "-DSTDOUT_REGEX=FAIL  tiny-latency on t4.*FAIL  tiny-latency on a100-sxm4-80gb.*2 of 4 budgets exceeded"
+                 "-DSTDOUT_REGEX=FAIL  resnet50-10ms on t4.*FAIL  resnet50-10ms on a100-sxm4-80gb.*2 of 4 budgets exceeded"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 # Colour: only on a terminal (ctest's pipe is not one), forced by CLICOLOR_FORCE, and never
@@ -221,13 +221,13 @@ add_test(NAME cli.check_budget_fail
 add_test(NAME cli.check_color_forced
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
                  "-DARGS=check;--budget;tests/cli/budget_fail.json" -DEXPECT_CODE=1
-                 "-DENV_VARS=CLICOLOR_FORCE=1" -DEXPECT_COLOR=ON "-DSTDOUT_REGEX=FAIL.*tiny-latency on t4"
+                 "-DENV_VARS=CLICOLOR_FORCE=1" -DEXPECT_COLOR=ON "-DSTDOUT_REGEX=FAIL.*resnet50-10ms on t4"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 add_test(NAME cli.check_no_color_wins
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
                  "-DARGS=check;--budget;tests/cli/budget_fail.json" -DEXPECT_CODE=1
-                 "-DENV_VARS=CLICOLOR_FORCE=1;NO_COLOR=1" "-DSTDOUT_REGEX=FAIL  tiny-latency on t4"
+                 "-DENV_VARS=CLICOLOR_FORCE=1;NO_COLOR=1" "-DSTDOUT_REGEX=FAIL  resnet50-10ms on t4"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 add_test(NAME cli.check_junit_fail
