@@ -112,7 +112,7 @@ _capcalc() {
       esac ;;
     calibrate) flags="$hw_flags --models --output" ;;
     probe) flags="--seconds --threads --output --format" ;;
-    validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor --write-ranges" ;;
+    validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor --max-held-out-median-error --min-within-2x --write-ranges" ;;
     compare)
       flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
              --batch --profile --runtime --runtime-file --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp

@@ -1,11 +1,13 @@
 #include "capcalc/validate.hpp"
 
+#include <cstdint>
 #include <iterator>
 #include <memory>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "capcalc/error.hpp"
 #include "capcalc/ranges.hpp"
 #include "capcalc/report.hpp"
 
@@ -24,6 +26,8 @@ struct ValidateOptions {
   std::string format = "table";
   std::optional<double> max_median_error;
   std::optional<double> max_worst_factor;
+  std::optional<double> max_held_out_median_error;
+  std::optional<std::int64_t> min_within_2x;
 };
 
 int run_validate(const ValidateOptions& options) {
@@ -42,6 +46,8 @@ int run_validate(const ValidateOptions& options) {
   const RuntimeTable runtimes = load_runtime_table({});
   const ValidationSummary summary = validate(
       cases, table, options.models.empty() ? data_dir() + "/models" : options.models, &runtimes);
+  if (options.max_held_out_median_error && summary.held_out == 0)
+    throw Error({}, "--max-held-out-median-error: none of these cases is held out");
   if (!options.write_ranges.empty()) {
     const RangeTable ranges =
         derive_ranges(residuals(summary), 0.8, 5, fmt::format("{}", fmt::join(files, ", ")));
@@ -58,6 +64,21 @@ int run_validate(const ValidateOptions& options) {
   if (options.max_worst_factor && summary.worst_factor > *options.max_worst_factor) {
     fmt::print(stderr, "capcalc: validate: worst error {:.2f}x exceeds the limit {:.2f}x\n",
                summary.worst_factor, *options.max_worst_factor);
+    failed = true;
+  }
+  if (options.max_held_out_median_error) {
+    if (summary.held_out_median_abs_error > *options.max_held_out_median_error) {
+      fmt::print(stderr,
+                 "capcalc: validate: held-out median |error| {:.1f} % exceeds the limit {:.1f} %\n",
+                 100 * summary.held_out_median_abs_error,
+                 100 * *options.max_held_out_median_error);
+      failed = true;
+    }
+  }
+  if (options.min_within_2x &&
+      summary.within_2x < static_cast<std::size_t>(*options.min_within_2x)) {
+    fmt::print(stderr, "capcalc: validate: {} of {} cases within 2x, below the limit {}\n",
+               summary.within_2x, summary.results.size(), *options.min_within_2x);
     failed = true;
   }
   return failed ? 1 : 0;
@@ -87,6 +108,13 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   number_in(sub->add_option("--max-worst-factor", options->max_worst_factor,
                             "Exit 1 if any case is off by more than this factor (e.g. 2)"),
             1);
+  number_in(sub->add_option("--max-held-out-median-error", options->max_held_out_median_error,
+                            "Exit 1 if the median |error| of the held-out cases exceeds this "
+                            "fraction"),
+            0);
+  whole_number(sub->add_option("--min-within-2x", options->min_within_2x,
+                               "Exit 1 if fewer than this many cases are within a factor of 2"),
+               0);
   sub->callback([options, &exit_code] { exit_code = run_validate(*options); });
 }
 
