@@ -350,7 +350,10 @@ capcalc_cli_ok(compare_tensor_parallel "llama2_70b \\(69.0 G params\\), inferenc
                compare data/models/llama2_70b.json --hw H100,A100-80GB --precision fp16 --tp 2 --devices 4)
 capcalc_cli_ok(estimate_tp_allreduce "all-reduce   [0-9.]+ ms: 160 all-reduces of [0-9.]+ GB in all over NVLink 4"
                estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 4 --precision fp16)
-capcalc_cli_ok(estimate_tp_allreduce_json "\"communication_s\": 0\\.0[0-9]+,\n *\"allreduces\": 160,\n *\"allreduce_bytes\": 10737418240"
+# Two all-reduces per layer (after attention, after the MLP) x 80 layers, each of the block's
+# output: 4096 tokens x 8192 x 2 bytes.
+math(EXPR llama2_70b_allreduce_bytes "2 * 80 * 4096 * 8192 * 2")
+capcalc_cli_ok(estimate_tp_allreduce_json "\"communication_s\": 0\\.0[0-9]+,\n *\"allreduces\": 160,\n *\"allreduce_bytes\": ${llama2_70b_allreduce_bytes}"
                estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 4 --precision fp16 --format json)
 capcalc_cli_ok(training_pipeline "step time +[0-9.]+ s per step of 1 x 16 micro-batches \\([^)]*\\)\n +pipeline +4 stages, 1F1B: [0-9.]+ ms of bubble \\(3 stage times, [0-9.]+ % of the step\\)"
                estimate data/models/llama2_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --pp 4 --micro-batches 16 --devices 64)

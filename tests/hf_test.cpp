@@ -314,7 +314,7 @@ TEST_CASE("hf: Llama 4 Scout and Maverick have the checkpoints' parameter counts
   // The text model alone (model_type llama4_text, Llama4ForCausalLM).
   nlohmann::json text = config_of("llama4_scout_hf.json")["text_config"];
   const GraphTotals t = capcalc::graph_totals(capcalc::parse_model(text.dump(), "scout.json"));
-  CHECK(t.params == 107769861120);
+  CHECK(t.params == llama4_text_params(16, 48));  // 107,769,861,120: Scout without vision.
 }
 
 TEST_CASE("hf: Llama 4's chunked layers keep one chunk of cache, its NoPE layers all of it",
@@ -404,6 +404,17 @@ TEST_CASE("hf: Kimi K2 (model_type kimi_k2, a DeepseekV3ForCausalLM) has 1.03 T 
     "max_position_embeddings": 131072, "tie_word_embeddings": false})",
                                        "kimi_k2.json");
   const GraphTotals t = capcalc::graph_totals(g);
+  // DeepSeek-V3's formula with 64 heads, 384 experts and one dense layer: latent attention
+  // q_a 7168 x 1536 + norm, q_b 1536 x 64 x (128 + 64), kv_a 7168 x (512 + 64) + norm,
+  // kv_b 512 x 64 x (128 + 128), o 64 x 128 x 7168; 60 MoE layers of 385 experts of
+  // 3 x 7168 x 2048 and a 384 x 7168 router with its biases; untied 163840 x 7168 embedding
+  // and head.
+  const std::int64_t attention = 7168LL * 1536 + 1536 + 1536LL * 64 * 192 + 7168LL * 576 + 512 +
+                                 512LL * 64 * 256 + 64LL * 128 * 7168;
+  const std::int64_t expert = 3LL * 7168 * 2048;
+  const std::int64_t moe = 385 * expert + 384LL * 7168 + 384;
+  CHECK(t.params == 61 * (attention + 2 * 7168) + 3LL * 7168 * 18432 + 60 * moe +
+                        2 * 163840LL * 7168 + 7168);
   CHECK(t.params == 1026408232448);
   CHECK(std::llround(static_cast<double>(t.params) / 1e12) == 1);
   // Activated without the embedding table: 31.7 B, the card's 32 B.

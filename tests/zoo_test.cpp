@@ -134,6 +134,104 @@ TEST_CASE("zoo: MaxText's synthetic 16B, 32B and 64B models", "[zoo]") {
   CHECK(static_cast<double>(totals_of("maxtext_64b.json").params) == Approx(62.8e9).epsilon(0.001));
 }
 
+// The large language models the validation sets use, pinned by the formula of their
+// architecture (each file's "source" names the paper or config the sizes come from).
+
+namespace {
+
+// A GPT-2-style decoder: learned positions, biases everywhere, two LayerNorms a layer and a
+// final one, an MLP of 4d, an LM head tied to the embedding.
+std::int64_t gpt_params(std::int64_t layers, std::int64_t d, std::int64_t vocab,
+                        std::int64_t positions) {
+  return layers * (12 * d * d + 13 * d) + vocab * d + positions * d + 2 * d;
+}
+
+// Its forward MACs at sequence s, attention counted in full (QK^T and AV, s^2 d each): the four
+// projections (4 s d^2), the MLP (8 s d^2), and the head (s d V).
+std::int64_t gpt_macs(std::int64_t layers, std::int64_t d, std::int64_t vocab, std::int64_t s) {
+  return layers * (12 * s * d * d + 2 * s * s * d) + s * d * vocab;
+}
+
+// A Llama-style decoder: no biases, RMSNorm, grouped KV heads of 128 (kv = heads x 128 is the
+// K and V width), SwiGLU of f, an untied head.
+std::int64_t llama_params(std::int64_t layers, std::int64_t d, std::int64_t kv, std::int64_t f,
+                          std::int64_t vocab) {
+  return layers * (2 * d * d + 2 * d * kv + 3 * d * f + 2 * d) + 2 * vocab * d + d;
+}
+
+std::int64_t llama_macs(std::int64_t layers, std::int64_t d, std::int64_t kv, std::int64_t f,
+                        std::int64_t vocab, std::int64_t s) {
+  return layers * (s * (2 * d * d + 2 * d * kv + 3 * d * f) + 2 * s * s * d) + s * d * vocab;
+}
+
+}  // namespace
+
+TEST_CASE("zoo: Llama 2 and 3, LLaMA 65B: parameters and MACs of their architecture", "[zoo]") {
+  // Hugging Face safetensors totals (model cards' "Safetensors / Model size" and the sums of
+  // their index files): Llama-3.1-8B 8,030,261,248; 70B 70,553,706,496; 405B 405,853,388,800;
+  // Llama-2-13b 13,015,864,320; Llama-2-70b 68,976,648,192; LLaMA 65B 65,285,660,672.
+  // Configs: Meta's params.json / config.json for each (d, layers, KV heads, FFN, vocab).
+  const struct {
+    const char* file;
+    std::int64_t layers, d, kv, f, vocab, seq, published;
+  } models[] = {
+      {"llama3_8b.json", 32, 4096, 8 * 128, 14336, 128256, 8192, 8030261248},
+      {"llama3_70b.json", 80, 8192, 8 * 128, 28672, 128256, 8192, 70553706496},
+      {"llama3_405b.json", 126, 16384, 8 * 128, 53248, 128256, 8192, 405853388800},
+      {"llama2_13b.json", 40, 5120, 40 * 128, 13824, 32000, 4096, 13015864320},
+      {"llama2_70b.json", 80, 8192, 8 * 128, 28672, 32000, 4096, 68976648192},
+      {"llama_65b.json", 80, 8192, 64 * 128, 22016, 32000, 2048, 65285660672},
+  };
+  for (const auto& m : models) {
+    INFO(m.file);
+    const GraphTotals t = totals_of(m.file);
+    CHECK(llama_params(m.layers, m.d, m.kv, m.f, m.vocab) == m.published);
+    CHECK(t.params == m.published);
+    CHECK(t.macs == llama_macs(m.layers, m.d, m.kv, m.f, m.vocab, m.seq));
+  }
+}
+
+TEST_CASE("zoo: GPT-3 175B, OPT-175B and Megatron's GPT models by their formula", "[zoo]") {
+  // Brown et al. 2020, Table 2.1 (96 layers, d 12288, "175.0B"); Zhang et al. 2022, Table 1
+  // (OPT's vocabulary 50272 and 2 extra position rows); Korthikanti et al. 2022, Table 3 and
+  // Narayanan et al. 2021, Table 1 (vocabulary 51200, sequence 2048): 22B (48 x 6144), 530B
+  // (105 x 20480), 1T (128 x 25600). Their parameter formula, Narayanan et al. 2021 eq. (2):
+  // P = 12 l h^2 (1 + 13 / 12h + (V + s) / 12lh), is gpt_params with the final LayerNorm.
+  const struct {
+    const char* file;
+    std::int64_t layers, d, vocab, positions;
+    double paper;
+  } models[] = {
+      {"gpt3_175b.json", 96, 12288, 50257, 2048, 175.0e9},
+      {"opt_175b.json", 96, 12288, 50272, 2050, 175e9},
+      {"megatron_gpt_22b.json", 48, 6144, 51200, 2048, 22e9},
+      {"megatron_gpt_530b.json", 105, 20480, 51200, 2048, 530e9},
+      {"megatron_gpt_1t.json", 128, 25600, 51200, 2048, 1008e9},
+  };
+  for (const auto& m : models) {
+    INFO(m.file);
+    const GraphTotals t = totals_of(m.file);
+    CHECK(t.params == gpt_params(m.layers, m.d, m.vocab, m.positions));
+    CHECK(static_cast<double>(t.params) == Approx(m.paper).epsilon(0.005));  // Papers round.
+    CHECK(t.macs == gpt_macs(m.layers, m.d, m.vocab, 2048));
+  }
+}
+
+TEST_CASE("zoo: bert_large has bert-large-uncased's 335,141,888 parameters", "[zoo]") {
+  // https://huggingface.co/bert-large-uncased: the sum of BertModel's tensors: embeddings
+  // (30522 + 512 + 2) x 1024 + LayerNorm 2 x 1024; 24 layers of 4 (d^2 + d) + 2 x 4d^2 + 4d + d
+  // + 2 x 2d; the pooler d^2 + d. Devlin et al. 2018 round it to 340M.
+  const std::int64_t d = 1024;
+  const std::int64_t layer = 4 * (d * d + d) + 2 * 4 * d * d + 4 * d + d + 2 * 2 * d;
+  const std::int64_t params = (30522 + 512 + 2) * d + 2 * d + 24 * layer + d * d + d;
+  CHECK(params == 335141888);
+  const GraphTotals t = totals_of("bert_large.json");
+  CHECK(t.params == params);
+  // Forward MACs at seq 128, as bert_base: 12 s d^2 + 2 s^2 d per layer, the pooler d^2.
+  const std::int64_t s = 128;
+  CHECK(t.macs == 24 * (12 * s * d * d + 2 * s * s * d) + d * d);
+}
+
 TEST_CASE("zoo: counts scale with batch, parameters do not", "[zoo]") {
   capcalc::ModelOptions options;
   options.dims["batch"] = 32;
