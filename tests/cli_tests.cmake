@@ -29,7 +29,8 @@ capcalc_cli_ok(estimate_json "\"params\": 25557032,.*\"macs\": 4089184256,.*\"la
 # GPT-2's vocabulary (50,257) misses the tensor cores' multiple of 8 in bf16: named, padded to 64.
 capcalc_cli_ok(estimate_alignment "alignment    lm_head: 50,257 output features not a multiple of 8 \\(bf16 tensor cores; [0-9.]+ % of the MACs\\): pad to 50,304"
                estimate data/models/gpt2_hf.json --gpu h100 --precision bf16)
-capcalc_cli_ok(estimate_cpu "on Intel Core i9-13900K"
+# The CPU's figures (vector fp32 only, DDR5 bandwidth) and what they predict.
+capcalc_cli_ok(estimate_cpu "resnet18 on Intel Core i9-13900K.*compute +fp32 dense 2.48 TFLOP/s vector\n +memory +128 GB at 89.6 GB/s.*latency +4.31 ms per batch of 1.*throughput +232 samples/s"
                estimate data/models/resnet18.json --gpu i9-13900k)
 capcalc_cli_ok(estimate_tpu "on Google Cloud TPU v4.*bf16"
                estimate data/models/bert_base.json --hw "TPU v4" --precision bf16)
@@ -89,7 +90,9 @@ capcalc_cli_ok(explain_6nd "check +[0-9.]+ G FLOPs per token counted.*6N = [0-9.
                estimate data/models/llama2_7b_hf.json --gpu H100 --mode training --precision bf16 --explain)
 capcalc_cli_ok(explain "How these figures were computed.*matrix rate +312 TFLOP/s bf16 matrix peak"
                estimate data/models/resnet50.json --gpu A100 --precision bf16 --explain)
-capcalc_cli_ok(compiled_profile "compiled profile.*fused"
+# Compiled: 118 of eager's 174 kernels fuse into their neighbours; the 56 left at the 7 µs
+# floor (392 µs) decide the latency.
+capcalc_cli_ok(compiled_profile "compiled profile.*latency +393 µs per batch of 1.*kernels +56 launched per pass.*fused +118 layers"
                estimate data/models/resnet50.json --gpu A100 --precision fp16 --profile compiled)
 capcalc_cli_ok(sparsity_unsupported "2:4 requested, but this device has no 2:4 support: no speedup"
                estimate data/models/resnet50.json --gpu V100 --precision fp16 --sparsity 2:4)
@@ -109,7 +112,8 @@ capcalc_cli_ok(hw_show_compute_units "cache +50.0 MB\n  compute +132 SMs at 1.83
                hw show h100-sxm)
 capcalc_cli_ok(hw_show_compute_units_json "\"compute_units\": 114,\n *\"compute_unit_name\": \"SM\",\n *\"boost_clock_hz\": 1620000000"
                hw show h100-pcie --format json)
-capcalc_cli_ok(hw_show_json "\"id\": \"tpu-v4\""
+# Google's TPU v4 page: 275 TFLOP/s bf16 and int8, 32 GiB of HBM at 1,200 GB/s.
+capcalc_cli_ok(hw_show_json "\"id\": \"tpu-v4\",.*\"bf16\": {\n *\"matrix_flops_per_s\": 275000000000000\\.0\n *},\n *\"int8\": {\n *\"matrix_flops_per_s\": 275000000000000\\.0.*\"memory_bytes\": 34360000000\\.0,\n *\"memory_bandwidth_bytes_per_s\": 1200000000000\\.0,"
                hw show "TPU v4" --format json)
 capcalc_cli_ok(hardware_file_override "My A100.*matrix 50 %"
                estimate data/models/tiny_cnn.json --gpu A100 --hardware-file tests/cli/my_hardware.json)
