@@ -70,8 +70,10 @@ TEST_CASE("probe measures positive, plausible FP32, FP64 and bandwidth", "[probe
   CHECK(r.fp32.threads == r.cpu.logical_cores);
   CHECK(r.cpu.memory_bytes > 0.1e9);
   CHECK(r.fp64.flops_per_s > 0);
-  // Same kernel, half the lanes per register: FP32 is about twice FP64 on every x86 core.
-  CHECK(r.fp32.flops_per_s >= r.fp64.flops_per_s);
+  // Same kernel for both; a SIMD register holds twice as many fp32 lanes as fp64 ones. (Their
+  // measured rates are not compared: two short timing windows on a loaded machine can invert.)
+  CHECK(r.fp32.kernel == r.fp64.kernel);
+  if (r.fp32.kernel != SimdKernel::kPortable) CHECK(r.fp32.lanes == 2 * r.fp64.lanes);
   // No core today does more than ~320 GFLOP/s FP32 (2 x 512-bit FMA x 5 GHz): 1 T is loose.
   CHECK(r.fp32.flops_per_s < 1e12 * r.fp32.threads);
   CHECK(r.memory.bytes_per_s > 0.1e9);
@@ -80,8 +82,10 @@ TEST_CASE("probe measures positive, plausible FP32, FP64 and bandwidth", "[probe
   CHECK(r.memory.array_bytes >= 64u * 1024 * 1024);
   CHECK(r.memory.bytes_per_repetition == 3.0 * static_cast<double>(r.memory.array_bytes));
   CHECK(r.fp32.flops_per_s == Approx(r.fp32.flops / r.fp32.seconds));
-  // The budget holds, give or take the triad's set-up (page faults on a few hundred MB).
-  CHECK(r.elapsed_s < 10 * kTestSeconds + 2);
+  CHECK(r.fp64.flops_per_s == Approx(r.fp64.flops / r.fp64.seconds));
+  // The whole probe's wall time holds its timed parts. (No upper bound: under a sanitizer and
+  // ctest -j the machine can be arbitrarily slower than the budget.)
+  CHECK(r.elapsed_s >= r.fp32.seconds + r.fp64.seconds + r.memory.best_seconds);
 }
 
 TEST_CASE("probe counts FLOPs exactly on every kernel this CPU runs", "[probe]") {
