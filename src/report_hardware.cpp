@@ -101,6 +101,7 @@ std::string render_hardware_text(const std::vector<const Device*>& devices) {
   table.add_column("GB", Align::kRight);
   table.add_column("GB/s", Align::kRight);
   table.add_column("fp32", Align::kRight);
+  table.add_column("fp16", Align::kRight);
   table.add_column("bf16", Align::kRight);
   table.add_column("fp8", Align::kRight);
   table.add_column("int8", Align::kRight);
@@ -109,16 +110,15 @@ std::string render_hardware_text(const std::vector<const Device*>& devices) {
     table.add_row({d->id, std::string(device_type_name(d->type)),
                    fmt::format("{:.4g}", d->memory_bytes / kGiga),
                    fmt::format("{:.4g}", d->memory_bandwidth_bytes_per_s / kGiga),
-                   best_peak(*d, Precision::kFp32),
-                   d->supports(Precision::kBf16) ? best_peak(*d, Precision::kBf16)
-                                                 : best_peak(*d, Precision::kFp16),
-                   best_peak(*d, Precision::kFp8), best_peak(*d, Precision::kInt8),
+                   best_peak(*d, Precision::kFp32), best_peak(*d, Precision::kFp16),
+                   best_peak(*d, Precision::kBf16), best_peak(*d, Precision::kFp8),
+                   best_peak(*d, Precision::kInt8),
                    optional_number(d->tdp_w, 1, "{:.0f}")});
   }
   std::string out = table.render();
   out += fmt::format(
       "{} devices; dense peaks in TFLOP/s (TOPS for int8), the larger of matrix "
-      "and vector units;\nbf16 shows fp16 where a device has no bf16. "
+      "and vector units;\n- where the device has no such peak. "
       "`capcalc hw show ID` for every figure and its sources.\n",
       devices.size());
   return out;

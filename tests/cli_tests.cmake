@@ -100,6 +100,11 @@ capcalc_cli_ok(sparsity_unstructured "unstructured: no speedup on dense hardware
                estimate data/models/resnet50.json --gpu A100 --precision fp16 --sparsity unstructured)
 capcalc_cli_ok(hw_list "t4 +gpu +16 +320.*h100-sxm +gpu +80 +3350 +67 +989.4.*[0-9]+ devices"
                hw list --type gpu)
+# A column shows only the precision it names: the T4 and V100 have fp16 and no bf16.
+capcalc_cli_ok(hw_list_bf16_column "id +type +GB +GB/s +fp32 +fp16 +bf16 +fp8 +int8 +W\n.*t4 +gpu +16 +320 +8.1 +65 +- +- +130 +70\nv100-sxm2-16gb +gpu +16 +900 +15.7 +125 +- +- +- +300"
+               hw list --type gpu)
+capcalc_cli_error(int4_without_int4_math "V100 SXM2 16GB has no int4 peak in the hardware table \\(it has: fp64, fp32, fp16\\); for int4 weights with fp16 math: --weight-precision int4 --precision fp16"
+                  estimate data/models/llama2_7b_hf.json --gpu V100 --precision int4)
 capcalc_cli_ok(hw_list_csv "^id,name,type,vendor,memory_gb,memory_bandwidth_gb_per_s,fp64_vector_tflops"
                hw list --format csv)
 capcalc_cli_ok(hw_list_json "\"schema_version\": 1,.*\"devices\": \\[.*\"id\": \"i9-13900k\""
