@@ -77,7 +77,7 @@ const std::vector<std::string_view> kCaseKeys = {"id",
                                                  "kv_precision",
                                                  "held_out"};
 
-Measurement parse_case(const JsonView& entry) {
+Measurement parse_case(const JsonView& entry, Provenance provenance) {
   entry.expect_object();
   reject_unknown_keys(entry, kCaseKeys, "a measurement");
   Measurement m;
@@ -172,7 +172,10 @@ Measurement parse_case(const JsonView& entry) {
           fmt::format("a {} case needs \"prompt_tokens\" and \"output_tokens\"", metric_text));
     }
   }
-  m.source = entry.at("source").as_string();
+  // The validation set's cases say where their figure was published and quote it.
+  if (provenance == Provenance::kRequired || entry.find("source"))
+    m.source = entry.at("source").as_string();
+  if (provenance == Provenance::kRequired || entry.find("quote")) entry.at("quote").as_string();
   return m;
 }
 
@@ -319,11 +322,12 @@ std::string_view metric_name(Metric metric) {
   return "?";
 }
 
-std::vector<Measurement> load_measurements(const std::string& path) {
-  return parse_measurements(read_input_file(path), path);
+std::vector<Measurement> load_measurements(const std::string& path, Provenance provenance) {
+  return parse_measurements(read_input_file(path), path, provenance);
 }
 
-std::vector<Measurement> parse_measurements(std::string_view text, const std::string& file) {
+std::vector<Measurement> parse_measurements(std::string_view text, const std::string& file,
+                                            Provenance provenance) {
   const nlohmann::json document = parse_json_text(text, file);
   const JsonView root(document, file);
   root.expect_object();
@@ -332,7 +336,7 @@ std::vector<Measurement> parse_measurements(std::string_view text, const std::st
   const JsonView cases = root.at("cases");
   std::vector<Measurement> result;
   for (std::size_t i = 0; i < cases.array_size(); ++i) {
-    result.push_back(parse_case(cases.at(i)));
+    result.push_back(parse_case(cases.at(i), provenance));
     for (std::size_t j = 0; j + 1 < result.size(); ++j) {
       if (result[j].id == result.back().id) {
         cases.at(i).at("id").fail(fmt::format("the id \"{}\" is used twice", result.back().id));
