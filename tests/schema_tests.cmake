@@ -142,3 +142,6 @@ if(CAPCALC_WITH_ONNX)
   capcalc_output_schema_test(layers_onnx_unknown_op data/schema/layers-output.schema.json 0
     layers tests/cli/unknown_onnx_op.onnxtxt --format json)
 endif()
+
+# The model schema's operator enum against the operator table (src/ops.cpp), both ways.
+target_sources(capcalc_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/schema_test.cpp)
