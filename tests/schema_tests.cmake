@@ -113,9 +113,15 @@ capcalc_output_schema_test(validate data/schema/validate-output.schema.json 0
   validate --format json)
 capcalc_output_schema_test(validate_measured data/schema/validate-output.schema.json 0
   validate --measurements data/validation/measured_h200.json --format json)
+# --write-ranges writes a ranges table (the shipped one is checked by cli.ranges_up_to_date).
+capcalc_output_schema_test(validate_write_ranges data/schema/ranges.schema.json 0
+  validate --write-ranges @OUT@)
 
 # hw and runtimes: every device and runtime of the tables, and one of each shown.
 capcalc_output_schema_test(hw_list data/schema/hw-list-output.schema.json 0 hw list --format json)
+# A user's table names no version or date: null, not "".
+capcalc_output_schema_test(hw_list_user_table data/schema/hw-list-output.schema.json 0
+  hw list --hardware tests/cli/my_hardware.json --format json)
 capcalc_output_schema_test(hw_show data/schema/hw-show-output.schema.json 0
   hw show h100 --format json)
 capcalc_output_schema_test(hw_show_mesh data/schema/hw-show-output.schema.json 0
