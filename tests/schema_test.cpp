@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capcalc/model.hpp"
+#include "capcalc/validate.hpp"
 
 #include "catch.hpp"
 #include "test_data.hpp"
@@ -48,4 +49,31 @@ TEST_CASE("schema: the model schema's operator enum is the operator table", "[sc
     INFO("operator \"" << name << "\" is in model.schema.json, not in src/ops.cpp's table");
     CHECK(in_table.count(name) == 1);
   }
+}
+
+// The measurement reader takes what measurements.schema.json allows for "per", and nothing else:
+// a misspelt basis once read as "total" without a word.
+TEST_CASE("schema: the measurement reader and schema agree on \"per\"", "[schema][validate]") {
+  const nlohmann::json schema = read_schema("measurements.schema.json");
+  const nlohmann::json& allowed =
+      schema.at("$defs").at("case").at("properties").at("per").at("enum");
+  const auto file_with = [](const nlohmann::json& per) {
+    nlohmann::json c = {{"id", "x"},           {"model", "resnet50.json"},
+                        {"device", "a100"},    {"precision", "fp32"},
+                        {"mode", "inference"}, {"metric", "latency_s"},
+                        {"value", 1},          {"source", "s"},
+                        {"per", per}};
+    return nlohmann::json{{"schema_version", 1}, {"cases", {c}}}.dump();
+  };
+  std::set<std::string> strings;
+  for (const nlohmann::json& per : allowed) {
+    const auto cases = capcalc::parse_measurements(file_with(per), "m.json");
+    REQUIRE(cases.size() == 1);
+    CHECK(cases[0].per_device == (per == "device"));
+    if (per.is_string()) strings.insert(per.get<std::string>());
+  }
+  CHECK(strings == std::set<std::string>{"total", "device"});
+  REQUIRE_THROWS_WITH(capcalc::parse_measurements(file_with("devices"), "m.json"),
+                      "m.json:/cases/0/per: expected \"total\" or \"device\", got \"devices\"; did "
+                      "you mean \"device\"?");
 }
