@@ -154,8 +154,14 @@ Measurement parse_case(const JsonView& entry, Provenance provenance) {
     metric.fail(with_suggestion("unknown metric \"" + metric_text + "\"", metric_text, names));
   }
   m.metric = found->metric;
-  if (auto per = entry.find("per"); per && !per->is_null())
-    m.per_device = per->as_string() == "device";
+  if (auto per = entry.find("per"); per && !per->is_null()) {
+    const std::string basis = per->as_string();
+    if (basis != "total" && basis != "device") {  // A typo must not silently mean "total".
+      per->fail(with_suggestion("expected \"total\" or \"device\", got \"" + basis + "\"", basis,
+                                {"total", "device"}));
+    }
+    m.per_device = basis == "device";
+  }
   m.value = entry.at("value").as_positive_number();
   if (auto tokens = entry.find("tokens"); tokens && !tokens->is_null()) {
     m.tokens = tokens->as_positive_number();
