@@ -57,6 +57,7 @@ RULES = [
     ("tests/cli/my_hardware.json", valid("hardware")),
     ("tests/cli/bad_hardware.json", invalid("hardware")),
     ("tests/cli/records.json", valid("measurements")),
+    ("tests/cli/records_batch1.json", valid("measurements")),
     ("tests/cli/records_bad_device.json", exempt(SEMANTIC + "an unknown device id")),
     ("tests/cli/bad_measurements.json", invalid("measurements")),
     ("tests/cli/bad_measurements_tp.json",

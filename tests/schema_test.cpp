@@ -62,7 +62,7 @@ TEST_CASE("schema: the measurement reader and schema agree on \"per\"", "[schema
                         {"device", "a100"},    {"precision", "fp32"},
                         {"mode", "inference"}, {"metric", "latency_s"},
                         {"value", 1},          {"source", "s"},
-                        {"per", per}};
+                        {"quote", "q"},        {"per", per}};
     return nlohmann::json{{"schema_version", 1}, {"cases", {c}}}.dump();
   };
   std::set<std::string> strings;
