@@ -163,15 +163,16 @@ std::string render_training_text(const ReportInput& in) {
       micro > 1 ? fmt::format(" x {} micro-batches", micro) : "", replicas,
       groups ? (replicas == 1 ? "replica" : "replicas") : (replicas == 1 ? "device" : "devices"));
   out += fmt::format("  time         {}\n", format_duration(t.time_s));
-  out += fmt::format("  device-hours {:.1f} h\n", t.device_hours);
+  out += fmt::format("  device-time  {} device-hours\n", format_amount(t.device_hours));
   if (t.cost_usd) {
-    out += fmt::format("  cost         ${:.0f} at {}\n", *t.cost_usd, price_text(*in.device, run));
+    out += fmt::format("  cost         {} at {}\n", format_usd(*t.cost_usd),
+                       price_text(*in.device, run));
   } else {
     out += "  cost         unknown: the table has no price for this device (--price-per-hour)\n";
   }
   if (t.energy_kwh) {
-    out += fmt::format("  energy       {:.1f} kWh at {:.0f} W TDP per device (an upper bound)\n",
-                       *t.energy_kwh, run.power_w);
+    out += fmt::format("  energy       {} kWh at {:.0f} W TDP per device (an upper bound)\n",
+                       format_amount(*t.energy_kwh), run.power_w);
   } else {
     out += "  energy       unknown: the table has no TDP for this device\n";
   }
@@ -692,8 +693,11 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   // The layers that dominate.
   std::vector<std::size_t> order(g.layers.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
+  // By time, then by FLOPs: at batch 1 many layers sit at the same floor, and the heaviest of
+  // them are the ones worth showing, not the first in the model.
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return e.layers[a].time_s > e.layers[b].time_s;
+    if (e.layers[a].time_s != e.layers[b].time_s) return e.layers[a].time_s > e.layers[b].time_s;
+    return e.layers[a].flops > e.layers[b].flops;
   });
   const std::size_t shown = std::min(top_layers, order.size());
   if (shown > 0) {
@@ -937,7 +941,7 @@ std::string render_layers_csv(const ReportInput& in) {
                        fmt::join(layer.output, "x"), c.params, c.macs, c.flops(),
                        layer_bytes(c, in.workload.precision));
     if (in.estimate != nullptr) {
-      out += fmt::format(",{:.9g},{}", in.estimate->layers[i].time_s,
+      out += fmt::format(",{},{}", csv_number(in.estimate->layers[i].time_s),
                          bound_name(in.estimate->layers[i].bound));
     }
     out += "\n";

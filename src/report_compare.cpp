@@ -23,14 +23,7 @@ using Json = nlohmann::ordered_json;
 using Align = TextTable::Align;
 
 // kWh with 3 significant digits and no unit (the header has it): "0.435", "1.01", "1,234".
-std::string energy_text(double kwh) {
-  if (kwh >= 999.5) return format_grouped(clamp_to_int64(std::round(kwh)));
-  if (kwh >= 100) return fmt::format("{:.0f}", kwh);
-  if (kwh >= 10) return fmt::format("{:.1f}", kwh);
-  if (kwh >= 1) return fmt::format("{:.2f}", kwh);
-  if (kwh >= 0.01) return fmt::format("{:.3f}", kwh);
-  return fmt::format("{:.2g}", kwh);
-}
+std::string energy_text(double kwh) { return format_amount(kwh); }
 
 std::string fits_text(const CompareRow& row) {
   if (row.fits) return "yes";
@@ -38,7 +31,7 @@ std::string fits_text(const CompareRow& row) {
 }
 
 std::string csv_number(const std::optional<double>& value) {
-  return value ? fmt::format("{:.6g}", *value) : "";
+  return value ? capcalc::csv_number(*value) : "";
 }
 
 Json json_number(const std::optional<double>& value) {

@@ -146,16 +146,17 @@ std::string render_hardware_csv(const std::vector<const Device*>& devices) {
   for (const Device* d : devices) {
     std::string name = d->name;
     if (name.find(',') != std::string::npos) name = "\"" + name + "\"";
-    out += fmt::format("{},{},{},{},{:.6g},{:.6g}", d->id, name, device_type_name(d->type),
-                       d->vendor, d->memory_bytes / kGiga, d->memory_bandwidth_bytes_per_s / kGiga);
+    out += fmt::format("{},{},{},{},{},{}", d->id, name, device_type_name(d->type), d->vendor,
+                       csv_number(d->memory_bytes / kGiga),
+                       csv_number(d->memory_bandwidth_bytes_per_s / kGiga));
     for (std::size_t i = 0; i < kPrecisionCount; ++i) {
       const PeakRate& rate = d->dense_peak[i];
-      out += rate.vector_flops_per_s > 0 ? fmt::format(",{:.6g}", rate.vector_flops_per_s / kTera)
+      out += rate.vector_flops_per_s > 0 ? "," + csv_number(rate.vector_flops_per_s / kTera)
                                          : ",";
-      out += rate.matrix_flops_per_s > 0 ? fmt::format(",{:.6g}", rate.matrix_flops_per_s / kTera)
+      out += rate.matrix_flops_per_s > 0 ? "," + csv_number(rate.matrix_flops_per_s / kTera)
                                          : ",";
     }
-    out += fmt::format(",{:.6g},{}\n", d->sparsity_2_4_speedup,
+    out += fmt::format(",{},{}\n", csv_number(d->sparsity_2_4_speedup),
                        d->tdp_w > 0 ? fmt::format("{:.0f}", d->tdp_w) : "");
   }
   return out;

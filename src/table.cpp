@@ -1,6 +1,10 @@
 #include "table.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include <fmt/format.h>
 
 namespace capcalc {
 
@@ -42,6 +46,13 @@ std::string csv_field(const std::string& text) {
     quoted += c;
   }
   return quoted + "\"";
+}
+
+std::string csv_number(double value) {
+  // Whole numbers below 2^53 are exact in a double and print as integers.
+  if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 9007199254740992.0)
+    return fmt::format("{}", static_cast<std::int64_t>(value));
+  return fmt::format("{}", value);  // Shortest round-trip form.
 }
 
 std::string TextTable::render(const std::string& indent) const {

@@ -40,4 +40,8 @@ std::string wrap_text(const std::string& text, std::size_t width, std::size_t in
 /// RFC 4180: quotes a CSV field holding a comma, a quote or a line break.
 std::string csv_field(const std::string& text);
 
+/// A number for CSV: a whole number exactly ("80000000000", never "8e+10"), any other with
+/// the fewest digits that read back as the same double.
+std::string csv_number(double value);
+
 }  // namespace capcalc

@@ -256,14 +256,17 @@ std::string format_grouped(std::int64_t value) {
   return value < 0 ? "-" + out : out;
 }
 
-std::string format_usd(double usd) {
-  if (std::fabs(usd) >= 999.5) return "$" + format_grouped(clamp_to_int64(std::round(usd)));
-  if (std::fabs(usd) < 1 && usd != 0) {
-    // Three significant digits, zeros kept: $0.150, $0.0123.
-    const int decimals = std::min(8, 2 - static_cast<int>(std::floor(std::log10(std::fabs(usd)))));
-    return fmt::format("${:.{}f}", usd, decimals);
+std::string format_amount(double value) {
+  if (std::fabs(value) >= 999.5) return format_grouped(clamp_to_int64(std::round(value)));
+  if (std::fabs(value) < 1 && value != 0) {
+    // Three significant digits, zeros kept: 0.150, 0.0123.
+    const int decimals =
+        std::min(8, 2 - static_cast<int>(std::floor(std::log10(std::fabs(value)))));
+    return fmt::format("{:.{}f}", value, decimals);
   }
-  return "$" + three_digits(usd);
+  return three_digits(value);
 }
+
+std::string format_usd(double usd) { return "$" + format_amount(usd); }
 
 }  // namespace capcalc

@@ -78,10 +78,19 @@ capcalc_cli_error(not_json_at_all "tests/cli/binary.json:1:1: syntax error"
                   layers ${cases}/binary.json)
 
 # Issue 3: training runs, hardware listing, user hardware files.
-capcalc_cli_ok(training_run "step time.*throughput.*Training run \\(115 M samples\\).*time .*device-hours .*cost +\\$[0-9]+ at \\$1.99/h.*energy +[0-9.]+ kWh at 400 W"
+capcalc_cli_ok(training_run "step time.*throughput.*Training run \\(115 M samples\\).*time .*device-time +[0-9]+\\.?[0-9]* device-hours\n +cost +\\$[0-9.]+ at \\$1.99/h.*energy +[0-9.]+ kWh at 400 W"
                estimate data/models/resnet50.json --mode training --dataset-size 1281167 --epochs 90 --gpu A100-80GB --batch 256 --precision bf16)
 capcalc_cli_ok(training_run_json "\"training\": {\n *\"samples\": 115305030\\.0,\n *\"steps\": 450411\\.0,.*\"device_hours\":.*\"cost_usd\":.*\"energy_kwh\":"
                estimate data/models/resnet50.json --mode training --dataset-size 1281167 --epochs 90 --gpu A100-80GB --batch 256 --format json)
+# One number style: grouped thousands and the unit (issue 20 §4); CSV integers exact, other
+# numbers in their shortest round-trip form.
+capcalc_cli_ok(training_run_grouped "device-time +5,966,881 device-hours\n +cost +\\$14,917,202 at \\$2.50/h.*energy +4,176,817 kWh at 700 W"
+               estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tokens 15e12 --devices 1024 --tp 8 --pp 4 --micro-batches 16)
+capcalc_cli_ok(compare_csv_exact "resnet50,h100-sxm,NVIDIA H100 SXM5 80GB,gpu,1,fp32,training,true,,0\\.0[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,[0-9.]+,[0-9.]+,559151648,80000000000,true,1,host,2.5,per_run,"
+               compare data/models/resnet50.json --hw H100 --format csv --mode training --dataset-size 1281167 --epochs 90)
+# At batch 1 every layer sits at the floor: the heaviest by FLOPs come first, not the first ten.
+capcalc_cli_ok(heaviest_layers_tie "Heaviest layers[^\n]*\n[^\n]*\n[^\n]*\n  conv1 +conv2d +\\[1, 64, 112, 112\\] +0.236 +60.0 µs[^\n]*\n  layer1.0.conv2 +conv2d +\\[1, 64, 56, 56\\] +0.231"
+               estimate data/models/resnet50.json --gpu A100)
 capcalc_cli_ok(training_tokens "Training run \\(488 k samples\\)"
                estimate data/models/gpt2.json --mode training --tokens 500e6 --gpu h100 --precision bf16 --batch 8)
 # Issue 4: the 6N + attention cross-check, printed beside the count; within 1 % for a dense

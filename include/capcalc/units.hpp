@@ -22,6 +22,10 @@ std::string format_rate(double per_second, const std::string& unit);
 /// Digits grouped by thousands: 25557032 -> "25,557,032".
 std::string format_grouped(std::int64_t value);
 
+/// An amount of something with its own unit (kWh, device-hours): 3 significant digits below
+/// 1000, whole numbers grouped above: "0.553", "12.3", "515,899".
+std::string format_amount(double value);
+
 /// US dollars, 3 significant digits below $1000, whole dollars grouped above: "$0.553",
 /// "$12.3", "$1,235".
 std::string format_usd(double usd);
