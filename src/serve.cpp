@@ -632,8 +632,13 @@ class ContinuousReplica {
       }
     }
     if (scheduled_.empty()) {
-      // Nothing fits: the first waiting request needs more blocks than the whole cache.
+      // Nothing fits: the first waiting request needs more than the budget or the whole cache.
       const Sequence& s = pool_[waiting_.front()];
+      if (!config_.chunked_prefill && s.tokens() > config_.max_num_batched_tokens) {
+        throw Error({}, fmt::format("a prompt of {} tokens exceeds the token budget of {} and "
+                                    "prefill is not chunked",
+                                    s.tokens(), config_.max_num_batched_tokens));
+      }
       throw Error({}, fmt::format("a request of {} prompt + {} output tokens needs {} KV blocks; "
                                   "the cache holds {} ({} tokens each)",
                                   s.request->prompt_tokens, s.request->output_tokens,
@@ -734,6 +739,15 @@ ServeResult simulate_continuous(const std::vector<TraceRequest>& requests,
                 "continuous batching needs a KV cache, a block size, a sequence limit and a "
                 "token budget of at least 1");
   }
+  for (const TraceRequest& r : requests) {
+    const std::int64_t tokens = r.prompt_tokens + r.output_tokens;
+    if ((tokens + batching.block_size - 1) / batching.block_size > batching.kv_blocks) {
+      throw Error({}, fmt::format("a request of {} prompt + {} output tokens does not fit in the "
+                                  "KV cache ({} blocks of {} tokens)",
+                                  r.prompt_tokens, r.output_tokens,
+                                  format_grouped(batching.kv_blocks), batching.block_size));
+    }
+  }
   Tally tally;
   tally.records.reserve(requests.size());
   for (std::int64_t replica = 0; replica < replicas; ++replica) {
@@ -762,6 +776,7 @@ ServeResult simulate_dynamic(const std::vector<TraceRequest>& requests,
   for (std::int64_t replica = 0; replica < replicas; ++replica) {
     const std::vector<const TraceRequest*> mine = share(requests, replica, replicas);
     std::size_t queued = 0;  // The oldest request not yet dispatched.
+    std::size_t seen = 0;    // Requests arrived by the last look (looks go forward in time).
     double free_s = 0;       // When the instance is free.
     while (queued < mine.size()) {
       // The batcher looks when the instance is free and a request waits; it sends `target` at
@@ -769,10 +784,10 @@ ServeResult simulate_dynamic(const std::vector<TraceRequest>& requests,
       // have arrived, if sooner).
       double t = std::max(free_s, mine[queued]->arrival_s);
       const auto arrived_by = [&](double time) {
-        std::size_t n = queued;
-        while (n < mine.size() && mine[n]->arrival_s <= time)
-          ++n;
-        return n - queued;
+        seen = std::max(seen, queued);
+        while (seen < mine.size() && mine[seen]->arrival_s <= time)
+          ++seen;
+        return seen - queued;
       };
       std::size_t waiting = arrived_by(t);
       if (static_cast<std::int64_t>(waiting) < target) {

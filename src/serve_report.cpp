@@ -92,6 +92,14 @@ std::string ms(double seconds) {
   return format_duration(seconds);
 }
 
+// The table's title lines as one line for JSON.
+std::string one_line(std::string title) {
+  for (std::size_t at = title.find("\n  "); at != std::string::npos; at = title.find("\n  ")) {
+    title.replace(at, 3, "; ");
+  }
+  return title;
+}
+
 }  // namespace
 
 std::string render_serve_text(const ServeResult& r, const std::string& title) {
@@ -167,14 +175,16 @@ std::string render_serve_text(const ServeResult& r, const std::string& title) {
 
 std::string render_serve_json(const ServeResult& r, const std::string& title) {
   nlohmann::ordered_json doc;
-  doc["title"] = title;
+  doc["schema_version"] = 1;
+  doc["title"] = one_line(title);
   doc["result"] = result_json(r);
   return json_text(doc);
 }
 
 std::string render_sweep_json(const std::vector<ServeResult>& results, const std::string& title) {
   nlohmann::ordered_json doc;
-  doc["title"] = title;
+  doc["schema_version"] = 1;
+  doc["title"] = one_line(title);
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   for (const ServeResult& r : results)
     runs.push_back(result_json(r));

@@ -74,7 +74,11 @@ std::vector<double> sweep_rates(const std::string& text) {
   std::string low = text.substr(prefix.size(), dots - prefix.size());
   const std::string high = text.substr(dots + 2);
   const std::size_t slash = high.find('/');
-  if (low.find('/') == std::string::npos && slash != std::string::npos) low += high.substr(slash);
+  if (slash == std::string::npos) {
+    const std::string range = text.substr(prefix.size());
+    throw Error({}, fmt::format("--sweep: {0} has no unit: write {0}/s or {0}/min", range));
+  }
+  if (low.find('/') == std::string::npos) low += high.substr(slash);
   const double a = with_flag("--sweep", [&] { return parse_rate(low); });
   const double b = with_flag("--sweep", [&] { return parse_rate(high); });
   if (!(a > 0) || !(b > a)) throw Error({}, "--sweep: expected 0 < LOW < HIGH");
