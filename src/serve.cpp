@@ -939,23 +939,25 @@ RateSearch find_max_rate(ServeSetup setup, StepCost& cost) {
     ++search.runs;
     return serve(setup, cost);
   };
-  // Saturation: every request at once; what completes per second is the capacity.
+  // Start from the saturation rate (every request at once: what completes per second); a burst
+  // can serve less than a steady stream (it preempts more), so double while the SLO holds.
   const ServeResult burst = run(1e9);
-  double hi = burst.requests_per_s;
-  ServeResult at_hi = run(hi);
-  if (at_hi.slo_met) {
-    search.rate_per_s = hi;
-    search.at_rate = at_hi;
-    return search;
-  }
   double lo = 0;
+  double hi = burst.requests_per_s;
   ServeResult at_lo;
+  ServeResult at_hi = run(hi);
+  for (int i = 0; at_hi.slo_met && i < 20; ++i) {
+    lo = hi;
+    at_lo = std::move(at_hi);
+    hi *= 2;
+    at_hi = run(hi);
+  }
   while (hi - lo > 0.01 * hi) {
     const double mid = (lo + hi) / 2;
-    const ServeResult r = run(mid);
+    ServeResult r = run(mid);
     if (r.slo_met) {
       lo = mid;
-      at_lo = r;
+      at_lo = std::move(r);
     } else {
       hi = mid;
     }
