@@ -60,6 +60,10 @@ const Llama& llama() {
   return instance;
 }
 
+std::size_t used_estimates(capcalc::StepCost& cost) {
+  return static_cast<capcalc::ModelStepCost&>(cost).estimates();
+}
+
 void saturation(benchmark::State& state, bool warm) {
   capcalc::ServeSetup setup = llama().setup;
   setup.load.requests = 100'000;
@@ -74,6 +78,7 @@ void saturation(benchmark::State& state, bool warm) {
     tokens_per_s = r.output_tokens_per_s;
     state.counters["steps"] = static_cast<double>(r.steps);
     state.counters["preemptions"] = static_cast<double>(r.preemptions);
+    state.counters["estimates"] = static_cast<double>(used_estimates(used));
   }
   state.counters["sim_output_tok_per_s"] = tokens_per_s;
   state.SetItemsProcessed(state.iterations() * setup.load.requests);
