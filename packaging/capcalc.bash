@@ -84,7 +84,8 @@ _capcalc() {
       --micro-batches | --virtual-stages | --zero | --dataset-size | --epochs | --tokens | \
       --price-per-hour | --top | --prompt-tokens | --output-tokens | --seconds | -s | \
       --threads | -j | --label | --max-* | --rate | --arrival-cv | --requests | --seed | --replicas | \
-      --block-size | --gpu-memory-utilization | --preferred-batch | --slo | --sweep)
+      --block-size | --gpu-memory-utilization | --preferred-batch | --slo | --sweep | \
+      --prefix-hit-rate | --speculative-tokens | --acceptance-rate | --draft-cost)
       return ;;
   esac
 
@@ -133,6 +134,7 @@ _capcalc() {
              --runtime --runtime-file --tensor-parallel --tp --replicas --rate --arrival-cv --trace
              --prompt-tokens --output-tokens --requests --seed --max-num-batched-tokens
              --max-num-seqs --block-size --gpu-memory-utilization --no-chunked-prefill --max-batch
+             --prefix-hit-rate --speculative-tokens --acceptance-rate --draft-cost
              --preferred-batch --max-queue-delay --slo --find --sweep --price-per-hour --format
              --output" ;;
     roofline | report)

@@ -356,6 +356,11 @@ namespace {
 class GapHistogram {
  public:
   void add(double gap_s, std::int64_t count = 1) {
+    if (gap_s <= 0) {  // Tokens that arrive together (accepted drafts).
+      zeros_ += count;
+      total_ += count;
+      return;
+    }
     if (gap_s != last_gap_) {
       last_gap_ = gap_s;
       last_bin_ = bin(gap_s);
@@ -388,7 +393,8 @@ class GapHistogram {
   }
   double quantile(double q) const {
     const auto rank = static_cast<std::int64_t>(std::ceil(q * static_cast<double>(total_)));
-    std::int64_t seen = 0;
+    std::int64_t seen = zeros_;
+    if (seen >= rank) return 0;
     for (std::size_t i = 0; i < kBins; ++i) {
       seen += counts_[i];
       if (seen >= rank) {  // The bin's geometric middle, never above the largest gap.
@@ -402,6 +408,7 @@ class GapHistogram {
   double sum_ = 0;
   double max_ = 0;
   std::int64_t total_ = 0;
+  std::int64_t zeros_ = 0;
   double last_gap_ = -1;
   std::size_t last_bin_ = 0;
 };
@@ -526,6 +533,7 @@ struct Sequence {
   std::int64_t computed = 0;   // Tokens whose keys and values are in the cache.
   std::int64_t blocks = 0;     // KV blocks held.
   std::int64_t scheduled = 0;  // Tokens in this step.
+  bool decoding = false;       // This step verifies its last token (and drafts).
   double first_scheduled_s = -1;
   double first_token_s = -1;
   double last_token_s = -1;
@@ -534,8 +542,13 @@ struct Sequence {
 
 class ContinuousReplica {
  public:
-  ContinuousReplica(const ContinuousBatching& config, StepCost& cost, Tally& tally)
-      : config_(config), cost_(cost), tally_(tally), free_blocks_(config.kv_blocks) {}
+  ContinuousReplica(const ContinuousBatching& config, StepCost& cost, Tally& tally,
+                    std::uint64_t seed)
+      : config_(config),
+        cost_(cost),
+        tally_(tally),
+        free_blocks_(config.kv_blocks),
+        random_(seed) {}
 
   void run(const std::vector<const TraceRequest*>& arrivals) {
     pool_.resize(arrivals.size());
@@ -596,7 +609,13 @@ class ContinuousReplica {
     scheduled_.clear();
     for (std::size_t i = 0; i < running_.size() && budget > 0;) {
       Sequence& s = pool_[running_[i]];
-      const std::int64_t tokens = std::min(s.tokens() - s.computed, budget);
+      s.decoding = s.generated > 0 && s.tokens() - s.computed == 1;
+      std::int64_t tokens = std::min(s.tokens() - s.computed, budget);
+      if (s.decoding && config_.speculative_tokens > 0) {
+        // Drafts up to the tokens still to generate; the verify step checks them all.
+        const std::int64_t left = s.request->output_tokens - s.generated - 1;
+        tokens = std::min(1 + std::min(config_.speculative_tokens, left), budget);
+      }
       if (allocate(s, tokens)) {
         s.scheduled = tokens;
         budget -= tokens;
@@ -612,10 +631,24 @@ class ContinuousReplica {
     while (!preempted && !waiting_.empty() && budget > 0 &&
            static_cast<std::int64_t>(running_.size()) < config_.max_num_seqs) {
       Sequence& s = pool_[waiting_.front()];
+      s.decoding = false;
+      if (s.computed == 0 && config_.prefix_hit_rate > 0) {
+        const std::int64_t hit =
+            static_cast<std::int64_t>(config_.prefix_hit_rate *
+                                      static_cast<double>(s.request->prompt_tokens - 1)) /
+            config_.block_size * config_.block_size;
+        if (!allocate(s, hit)) break;
+        s.computed = hit;
+      }
       const std::int64_t remaining = s.tokens() - s.computed;
-      if (!config_.chunked_prefill && remaining > budget) break;
+      const bool fits = config_.chunked_prefill || remaining <= budget;
       const std::int64_t tokens = std::min(remaining, budget);
-      if (!allocate(s, tokens)) break;
+      if (!fits || !allocate(s, tokens)) {
+        free_blocks_ += s.blocks;  // Prefix hits are looked up again at the next try.
+        s.blocks = 0;
+        s.computed = 0;
+        break;
+      }
       s.scheduled = tokens;
       budget -= tokens;
       running_.push_back(waiting_.front());
@@ -624,9 +657,10 @@ class ContinuousReplica {
     }
     for (std::size_t index : scheduled_) {
       const Sequence& s = pool_[index];
-      if (s.scheduled == 1 && s.generated > 0) {
+      if (s.decoding) {
         ++decode;
         context += static_cast<double>(s.computed);
+        prefill += s.scheduled - 1;  // Draft tokens to verify: token-wise work like a prompt's.
       } else {
         prefill += s.scheduled;
       }
@@ -645,7 +679,21 @@ class ContinuousReplica {
                                   blocks_for(s.request->prompt_tokens + s.request->output_tokens),
                                   config_.kv_blocks, config_.block_size));
     }
-    return cost_.step_s(decode, decode > 0 ? context / static_cast<double>(decode) : 0, prefill);
+    const double mean_context = decode > 0 ? context / static_cast<double>(decode) : 0;
+    double step = cost_.step_s(decode, mean_context, prefill);
+    if (decode > 0 && config_.speculative_tokens > 0 && config_.draft_cost > 0) {
+      step += config_.draft_cost * static_cast<double>(config_.speculative_tokens) *
+              cost_.step_s(decode, mean_context, 0);
+    }
+    return step;
+  }
+
+  // Tokens a verify step of `drafts` draft tokens yields: the accepted prefix plus one.
+  std::int64_t verified(std::int64_t drafts) {
+    std::int64_t accepted = 0;
+    while (accepted < drafts && random_.uniform() < config_.acceptance_rate)
+      ++accepted;
+    return accepted + 1;
   }
 
   // Applies the step ending at `end`; returns how many requests finished.
@@ -664,14 +712,16 @@ class ContinuousReplica {
     for (std::size_t index : scheduled_) {
       Sequence& s = pool_[index];
       if (s.first_scheduled_s < 0) s.first_scheduled_s = start;
-      s.computed += s.scheduled;
+      const std::int64_t tokens = s.decoding && s.scheduled > 1 ? verified(s.scheduled - 1) : 1;
+      s.computed += s.decoding ? tokens : s.scheduled;
       s.scheduled = 0;
-      if (s.computed < s.tokens()) continue;  // A prompt chunk: no token yet.
-      ++s.generated;
+      if (s.computed < s.tokens() + tokens - 1) continue;  // A prompt chunk: no token yet.
+      s.generated += tokens;
       if (s.first_token_s < 0) {
         s.first_token_s = end;
       } else {
         tally_.itl.add(end - s.last_token_s);
+        if (tokens > 1) tally_.itl.add(0, tokens - 1);  // Accepted drafts arrive together.
       }
       s.last_token_s = end;
       if (s.generated < s.request->output_tokens) continue;
@@ -708,6 +758,7 @@ class ContinuousReplica {
   std::vector<std::size_t> running_;  // In order of admission.
   std::deque<std::size_t> waiting_;
   std::vector<std::size_t> scheduled_;
+  Random random_;
 };
 
 void check_requests(const std::vector<TraceRequest>& requests, std::int64_t replicas) {
@@ -739,6 +790,13 @@ ServeResult simulate_continuous(const std::vector<TraceRequest>& requests,
                 "continuous batching needs a KV cache, a block size, a sequence limit and a "
                 "token budget of at least 1");
   }
+  if (!(batching.prefix_hit_rate >= 0 && batching.prefix_hit_rate < 1) ||
+      !(batching.acceptance_rate >= 0 && batching.acceptance_rate < 1) ||
+      batching.speculative_tokens < 0 || !(batching.draft_cost >= 0)) {
+    throw Error({},
+                "prefix hit rate and acceptance rate must be in [0, 1), draft tokens and their "
+                "cost at least 0");
+  }
   for (const TraceRequest& r : requests) {
     const std::int64_t tokens = r.prompt_tokens + r.output_tokens;
     if ((tokens + batching.block_size - 1) / batching.block_size > batching.kv_blocks) {
@@ -753,7 +811,8 @@ ServeResult simulate_continuous(const std::vector<TraceRequest>& requests,
   for (std::int64_t replica = 0; replica < replicas; ++replica) {
     const std::vector<const TraceRequest*> mine = share(requests, replica, replicas);
     if (mine.empty()) continue;
-    ContinuousReplica(batching, cost, tally).run(mine);
+    ContinuousReplica(batching, cost, tally, batching.seed + static_cast<std::uint64_t>(replica))
+        .run(mine);
   }
   ServeResult r = finish(tally, requests, replicas, true, slo);
   r.kv_blocks = batching.kv_blocks;
@@ -918,9 +977,11 @@ double goodput(const std::vector<RequestRecord>& records, const std::vector<SloL
 
 ServeResult serve(const ServeSetup& setup, StepCost& cost) {
   const std::vector<TraceRequest> requests = generate_requests(setup.load);
-  ServeResult r =
-      setup.llm ? simulate_continuous(requests, setup.continuous, cost, setup.replicas, setup.slo)
-                : simulate_dynamic(requests, setup.dynamic, cost, setup.replicas, setup.slo);
+  ContinuousBatching continuous = setup.continuous;
+  continuous.seed = setup.load.seed;
+  ServeResult r = setup.llm
+                      ? simulate_continuous(requests, continuous, cost, setup.replicas, setup.slo)
+                      : simulate_dynamic(requests, setup.dynamic, cost, setup.replicas, setup.slo);
   r.usd_per_hour = setup.usd_per_device_hour * static_cast<double>(setup.devices_per_replica) *
                    static_cast<double>(setup.replicas);
   const double tokens_per_hour = r.output_tokens_per_s * 3600;

@@ -43,3 +43,9 @@ capcalc_usage_error(serve_trace_line "tests/cli/serve_bad_trace.jsonl:2:/output_
                     serve ${llama} --gpu h100 --trace tests/cli/serve_bad_trace.jsonl)
 capcalc_usage_error(serve_no_fit "a request of 100 prompt + 200000 output tokens does not fit in the KV cache (6,904 blocks of 16 tokens)"
                     serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --output-tokens 200000)
+capcalc_cli_ok(serve_speculative "3 draft tokens accepted at 0.7 \\(2.53 tokens per step\\)"
+               serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 500 --output-tokens 50
+               --requests 100 --speculative-tokens 3 --acceptance-rate 0.7 --prefix-hit-rate 0.5)
+capcalc_usage_error(serve_speculative_needs_rate
+                    "--speculative-tokens needs --acceptance-rate (the chance each draft token is accepted)"
+                    serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --speculative-tokens 3)

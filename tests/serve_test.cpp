@@ -303,6 +303,41 @@ TEST_CASE("serve: cost per million output tokens from the price", "[serve]") {
   CHECK(r.tpot.mean == Approx(1e-3));
 }
 
+TEST_CASE("serve: speculative decoding yields (1 - a^(k+1)) / (1 - a) tokens per verify step",
+          "[serve]") {
+  // Lone requests of a 16-token prompt (one prefill step) and 1,001 output tokens: 1,000
+  // tokens after the first, each verify step yielding (1 - 0.6^4) / 0.4 = 2.176 of them on
+  // average with k = 3 drafts accepted with probability 0.6 each.
+  LinearCost cost(1e-3, 1e-4, 1e-6);
+  ContinuousBatching batching;
+  batching.kv_blocks = 1000;
+  batching.speculative_tokens = 3;
+  batching.acceptance_rate = 0.6;
+  const std::int64_t requests = 200;
+  const ServeResult r =
+      simulate_continuous(generate_requests(poisson(0.001, requests, 16, 1001)), batching, cost);
+  const double per_step = (1 - std::pow(0.6, 4)) / (1 - 0.6);
+  const double decode_steps = static_cast<double>(r.steps) / requests - 1;
+  CHECK(1000 / decode_steps == Approx(per_step).epsilon(0.02));
+  // A verify step is 1 ms + 0.1 ms for the sequence + 3 draft tokens at 1 us, so TPOT is
+  // about that over 2.176 tokens (the last steps draft fewer).
+  CHECK(r.tpot.mean == Approx((1.1e-3 + 3e-6) / per_step).epsilon(0.02));
+  CHECK(r.output_tokens_per_s * r.duration_s == Approx(requests * 1001));
+  check_little(r);
+}
+
+TEST_CASE("serve: prefix caching prefills only the missed blocks", "[serve]") {
+  // Half of a 1,000-token prompt hit: floor(0.5 x 999 / 16) x 16 = 496 tokens cached, 504
+  // prefilled in one step: TTFT = 1 ms + 504 x 1 us.
+  LinearCost cost(1e-3, 1e-4, 1e-6);
+  ContinuousBatching batching;
+  batching.kv_blocks = 1000;
+  batching.prefix_hit_rate = 0.5;
+  const ServeResult r =
+      simulate_continuous(generate_requests(poisson(0.01, 5, 1000, 3)), batching, cost);
+  CHECK(r.ttft.mean == Approx(1e-3 + 504e-6));
+}
+
 TEST_CASE("serve: input errors are one line naming the flag or file and line", "[serve][errors]") {
   REQUIRE_THROWS_WITH(parse_slo("ttft_p99=500"),
                       "--slo ttft_p99: 500 has no unit: write 500ms or 500s");

@@ -73,6 +73,19 @@ struct ContinuousBatching {
   std::int64_t block_size = 16;                ///< Tokens per KV-cache block.
   std::int64_t kv_blocks = 0;                  ///< Blocks in the cache (kv_blocks_for()).
   bool chunked_prefill = true;  ///< Split prompts over steps; off: a prompt runs whole or waits.
+  /// Prefix caching: the fraction of each prompt found in the cache when a request is admitted
+  /// (whole blocks, at least one token left to compute); those tokens are not prefilled. Their
+  /// blocks are counted as the request's own (shared blocks are not modelled).
+  double prefix_hit_rate = 0;
+  /// Speculative decoding: draft tokens proposed per decoding sequence and step (0: off). Each
+  /// is accepted with probability `acceptance_rate` until the first rejection, so a verify step
+  /// yields (1 - a^(k+1)) / (1 - a) tokens on average; it processes k + 1 tokens per sequence.
+  std::int64_t speculative_tokens = 0;
+  double acceptance_rate = 0;
+  /// Drafting per draft token as a fraction of the decode step (0: n-gram lookup; a small
+  /// draft model or EAGLE head a few percent).
+  double draft_cost = 0;
+  std::uint64_t seed = 1;  ///< Draws of accepted drafts.
 };
 
 /// Triton's dynamic batcher for models without a KV cache: a free instance takes the largest

@@ -41,6 +41,10 @@ struct ServeOptions {
   std::optional<std::int64_t> block_size;
   std::optional<double> memory_utilization;
   bool no_chunked_prefill = false;
+  std::optional<double> prefix_hit_rate;
+  std::optional<std::int64_t> speculative_tokens;
+  std::optional<double> acceptance_rate;
+  std::optional<double> draft_cost;
   std::optional<std::int64_t> max_batch;
   std::string preferred_batch;
   std::string max_queue_delay;
@@ -137,12 +141,25 @@ void check_flag_use(const ServeOptions& o, bool llm) {
                 "batcher: an LLM (--prompt-tokens) is served by continuous batching");
   }
   const bool continuous = o.max_num_batched_tokens || o.max_num_seqs || o.block_size ||
-                          o.memory_utilization || o.no_chunked_prefill || !o.kv_precision.empty();
+                          o.memory_utilization || o.no_chunked_prefill || !o.kv_precision.empty() ||
+                          o.prefix_hit_rate || o.speculative_tokens || o.acceptance_rate ||
+                          o.draft_cost;
   if (!llm && continuous) {
     throw Error({},
                 "continuous-batching flags (--max-num-batched-tokens, --max-num-seqs, "
                 "--block-size, --gpu-memory-utilization, --no-chunked-prefill, "
-                "--kv-precision) need an LLM: add --prompt-tokens");
+                "--kv-precision, --prefix-hit-rate, --speculative-tokens, "
+                "--acceptance-rate, --draft-cost) need an LLM: add --prompt-tokens");
+  }
+  if ((o.acceptance_rate || o.draft_cost) && !o.speculative_tokens) {
+    throw Error({},
+                "--acceptance-rate and --draft-cost describe speculative decoding: add "
+                "--speculative-tokens");
+  }
+  if (o.speculative_tokens && !o.acceptance_rate) {
+    throw Error({},
+                "--speculative-tokens needs --acceptance-rate (the chance each draft token "
+                "is accepted)");
   }
   if (!o.output_tokens.empty() && o.prompt_tokens.empty() && o.trace.empty()) {
     throw Error({}, "--output-tokens needs --prompt-tokens (the prompt's length in tokens)");
@@ -253,14 +270,27 @@ void run_serve(const ServeOptions& o) {
     c.max_num_seqs = o.max_num_seqs.value_or(c.max_num_seqs);
     c.block_size = o.block_size.value_or(defaults.block_size);
     c.chunked_prefill = defaults.chunked_prefill && !o.no_chunked_prefill;
+    c.prefix_hit_rate = o.prefix_hit_rate.value_or(0);
+    c.speculative_tokens = o.speculative_tokens.value_or(0);
+    c.acceptance_rate = o.acceptance_rate.value_or(0);
+    c.draft_cost = o.draft_cost.value_or(0);
     const double utilization = o.memory_utilization.value_or(defaults.memory_utilization);
     const KvCapacity kv = kv_capacity(build, device, params, workload, c.block_size,
                                       c.max_num_batched_tokens, utilization);
     c.kv_blocks = kv.blocks;
-    runtime_text = fmt::format(
-        "{}: budget {} tokens, {} sequences, {} blocks of {} tokens ({} of KV cache)",
-        workload.runtime ? workload.runtime->name : "continuous batching", c.max_num_batched_tokens,
-        c.max_num_seqs, format_grouped(c.kv_blocks), c.block_size, format_bytes(kv.cache_bytes));
+    std::string extras;
+    if (c.prefix_hit_rate > 0) extras += fmt::format(", prefix hits {:g}", c.prefix_hit_rate);
+    if (c.speculative_tokens > 0) {
+      extras += fmt::format(
+          ", {} draft tokens accepted at {:g} ({:.3g} tokens per step)", c.speculative_tokens,
+          c.acceptance_rate,
+          (1 - std::pow(c.acceptance_rate, c.speculative_tokens + 1)) / (1 - c.acceptance_rate));
+    }
+    runtime_text =
+        fmt::format("{}: budget {} tokens, {} sequences, {} blocks of {} tokens ({} of KV cache){}",
+                    workload.runtime ? workload.runtime->name : "continuous batching",
+                    c.max_num_batched_tokens, c.max_num_seqs, format_grouped(c.kv_blocks),
+                    c.block_size, format_bytes(kv.cache_bytes), extras);
   } else {
     DynamicBatching& d = setup.dynamic;
     d.max_batch_size = o.max_batch.value_or(1);
@@ -425,6 +455,20 @@ void add_serve_command(CLI::App& app) {
             0.01, 1);
   sub->add_flag("--no-chunked-prefill", o->no_chunked_prefill,
                 "LLM: a prompt runs whole in one step or waits");
+  number_in(sub->add_option("--prefix-hit-rate", o->prefix_hit_rate,
+                            "LLM: fraction of each prompt found in the prefix cache (not "
+                            "prefilled)"),
+            0, 0.999);
+  whole_number(sub->add_option("--speculative-tokens", o->speculative_tokens,
+                               "LLM: draft tokens per decode step (speculative decoding)"),
+               1, 64);
+  number_in(sub->add_option("--acceptance-rate", o->acceptance_rate,
+                            "LLM: probability each draft token is accepted"),
+            0, 0.999);
+  number_in(sub->add_option("--draft-cost", o->draft_cost,
+                            "LLM: drafting per draft token as a fraction of the decode step "
+                            "(default 0: n-gram; a draft model or EAGLE head a few percent)"),
+            0, 10);
   whole_number(sub->add_option("--max-batch", o->max_batch,
                                "Other models: dynamic batching up to this many requests "
                                "(default 1: none)"),
