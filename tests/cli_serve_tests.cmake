@@ -49,3 +49,5 @@ capcalc_cli_ok(serve_speculative "3 draft tokens accepted at 0.7 \\(2.53 tokens 
 capcalc_usage_error(serve_speculative_needs_rate
                     "--speculative-tokens needs --acceptance-rate (the chance each draft token is accepted)"
                     serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --speculative-tokens 3)
+capcalc_usage_error(serve_rate_range "--rate must be between 1e-6/s and 1e9/s (got 1e-07/s)"
+                    serve ${llama} --gpu h100 --rate 1e-7/s --prompt-tokens 100)

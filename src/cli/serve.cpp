@@ -56,6 +56,14 @@ struct ServeOptions {
   std::string output;
 };
 
+// Rates the simulator's clock can carry: arrival times stay finite and distinct.
+double checked_rate(const std::string& flag, double rate) {
+  if (!(rate >= 1e-6 && rate <= 1e9)) {
+    throw Error({}, fmt::format("{} must be between 1e-6/s and 1e9/s (got {:g}/s)", flag, rate));
+  }
+  return rate;
+}
+
 template <typename F>
 auto with_flag(const std::string& flag, F parse) {
   try {
@@ -85,7 +93,9 @@ std::vector<double> sweep_rates(const std::string& text) {
   if (low.find('/') == std::string::npos) low += high.substr(slash);
   const double a = with_flag("--sweep", [&] { return parse_rate(low); });
   const double b = with_flag("--sweep", [&] { return parse_rate(high); });
-  if (!(a > 0) || !(b > a)) throw Error({}, "--sweep: expected 0 < LOW < HIGH");
+  checked_rate("--sweep", a);
+  checked_rate("--sweep", b);
+  if (!(b > a)) throw Error({}, "--sweep: expected LOW < HIGH");
   std::vector<double> rates;
   for (double r = a; r <= b * (1 + 1e-9) && rates.size() < 64; r *= 2)
     rates.push_back(r);
@@ -225,9 +235,10 @@ void run_serve(const ServeOptions& o) {
   setup.load.arrival_cv = o.arrival_cv;
   setup.load.requests = o.requests;
   setup.load.seed = static_cast<std::uint64_t>(o.seed);
-  if (!o.rate.empty())
-    setup.load.rate_per_s = with_flag("--rate", [&] { return parse_rate(o.rate); });
-  if (!(setup.load.rate_per_s > 0)) throw Error({}, "--rate must be above 0");
+  if (!o.rate.empty()) {
+    setup.load.rate_per_s =
+        checked_rate("--rate", with_flag("--rate", [&] { return parse_rate(o.rate); }));
+  }
   if (llm && o.trace.empty()) {
     setup.load.prompt = parse_length_distribution(o.prompt_tokens, "--prompt-tokens");
     setup.load.output = parse_length_distribution(o.output_tokens.empty() ? "128" : o.output_tokens,
