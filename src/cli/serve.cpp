@@ -383,8 +383,8 @@ void run_serve(const ServeOptions& o) {
     const ReplicaSearch search = find_replicas(setup, cost);
     if (search.replicas == 0) {
       throw Error({},
-                  "--find replicas: the SLO is missed with up to 4096 replicas (a single "
-                  "request misses it?)");
+                  "--find replicas: the SLO is missed even with 4096 replicas: a request "
+                  "alone misses it");
     }
     result = search.at_replicas;
     found = fmt::format("  replicas     {} meet the SLO at {:.4g}/s ({} runs)\n", search.replicas,
