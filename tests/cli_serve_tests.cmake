@@ -51,3 +51,10 @@ capcalc_usage_error(serve_speculative_needs_rate
                     serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --speculative-tokens 3)
 capcalc_usage_error(serve_rate_range "--rate must be between 1e-6/s and 1e9/s (got 1e-07/s)"
                     serve ${llama} --gpu h100 --rate 1e-7/s --prompt-tokens 100)
+
+# --sweep -o curve.svg writes well-formed SVG (xmllint, where installed) and prints the table.
+if(XMLLINT)
+  add_test(NAME cli.serve_sweep_svg
+           COMMAND bash -c "set -e; '$<TARGET_FILE:capcalc_cli>' serve ${llama} --gpu h100 --sweep rate=1..16/s --prompt-tokens 200 --output-tokens 20 --requests 200 --slo ttft_p99=500ms -o '${CMAKE_CURRENT_BINARY_DIR}/serve_curve.svg' | grep -q 'TTFT P99'; '${XMLLINT}' --noout '${CMAKE_CURRENT_BINARY_DIR}/serve_curve.svg'; grep -q 'knee' '${CMAKE_CURRENT_BINARY_DIR}/serve_curve.svg'"
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endif()
