@@ -19,7 +19,7 @@ _capcalc() {
     cword=$COMP_CWORD
   fi
 
-  local commands="estimate layers hw runtimes calibrate probe validate compare check roofline report"
+  local commands="estimate layers hw runtimes calibrate probe validate compare check roofline report serve"
   local precisions="fp64 fp32 tf32 fp16 bf16 fp8 int8 int4"
   local model_flags="--batch --set --causal --input-shape --strict --omit-input"
   local hw_flags="--hardware --hardware-file"
@@ -59,9 +59,12 @@ _capcalc() {
     --sort)
       COMPREPLY=($(compgen -W "table time throughput cost memory energy" -- "$cur"))
       return ;;
+    --find) COMPREPLY=($(compgen -W "max-rate replicas" -- "$cur")); return ;;
+    --trace) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     -f | --format)
       local formats="table json"
       case "$command" in
+        serve) formats="table json csv" ;;
         layers | hw) formats="table json csv" ;;
         compare) formats="table json csv markdown" ;;
         check) formats="text json junit markdown" ;;
@@ -80,7 +83,9 @@ _capcalc() {
     -b | --batch | --set | --input-shape | --devices | --tensor-parallel | --tp | --pipeline-parallel | --pp | \
       --micro-batches | --virtual-stages | --zero | --dataset-size | --epochs | --tokens | \
       --price-per-hour | --top | --prompt-tokens | --output-tokens | --seconds | -s | \
-      --threads | -j | --label | --max-*)
+      --threads | -j | --label | --max-* | --rate | --arrival-cv | --requests | --seed | --replicas | \
+      --block-size | --gpu-memory-utilization | --preferred-batch | --slo | --sweep | \
+      --prefix-hit-rate | --speculative-tokens | --acceptance-rate | --draft-cost)
       return ;;
   esac
 
@@ -124,6 +129,14 @@ _capcalc() {
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens
              --output-tokens --format --output" ;;
+    serve)
+      flags="$model_flags $hw_flags --gpu --hw --device --precision --weight-precision --kv-precision
+             --runtime --runtime-file --tensor-parallel --tp --replicas --rate --arrival-cv --trace
+             --prompt-tokens --output-tokens --requests --seed --max-num-batched-tokens
+             --max-num-seqs --block-size --gpu-memory-utilization --no-chunked-prefill --max-batch
+             --prefix-hit-rate --speculative-tokens --acceptance-rate --draft-cost
+             --preferred-batch --max-queue-delay --slo --find --sweep --price-per-hour --format
+             --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision
              --checkpointing --label --output" ;;

@@ -19,7 +19,7 @@ const std::vector<std::string_view> kTableKeys = {"schema_version", "version", "
                                                   "comment",        "$schema", "runtimes"};
 const std::vector<std::string_view> kRuntimeKeys = {
     "id",      "name",  "aliases", "profile", "device_types", "kernels", "host_overhead_us",
-    "sources", "notes", "comment"};
+    "sources", "notes", "comment", "serving"};
 
 std::array<double, kOpClassCount> one_kernel_per_layer() {
   std::array<double, kOpClassCount> kernels{};
@@ -79,6 +79,34 @@ std::vector<std::string> string_list(const JsonView& list, bool non_empty) {
   return out;
 }
 
+// "serving": continuous-batching defaults, with an optional "large_memory" tier.
+ServingDefaults parse_serving(const JsonView& serving) {
+  reject_unknown_keys(serving,
+                      {"max_num_batched_tokens", "max_num_seqs", "block_size",
+                       "gpu_memory_utilization", "chunked_prefill", "large_memory", "comment"},
+                      "serving defaults");
+  ServingDefaults d;
+  d.max_num_batched_tokens = serving.at("max_num_batched_tokens").as_positive_int();
+  d.max_num_seqs = serving.at("max_num_seqs").as_positive_int();
+  d.block_size = serving.at("block_size").as_positive_int();
+  const JsonView utilization = serving.at("gpu_memory_utilization");
+  d.memory_utilization = utilization.as_number();
+  if (!(d.memory_utilization > 0) || d.memory_utilization > 1) {
+    utilization.fail("expected a fraction above 0 and at most 1");
+  }
+  if (auto chunked = serving.find("chunked_prefill")) d.chunked_prefill = chunked->as_bool();
+  if (auto large = serving.find("large_memory")) {
+    reject_unknown_keys(
+        *large, {"min_memory_gib", "except_names", "max_num_batched_tokens", "max_num_seqs"},
+        "the large-memory tier");
+    d.large_memory_bytes = large->at("min_memory_gib").as_positive_number() * 1073741824.0;
+    if (auto except = large->find("except_names")) d.large_except = string_list(*except, true);
+    d.large_max_num_batched_tokens = large->at("max_num_batched_tokens").as_positive_int();
+    d.large_max_num_seqs = large->at("max_num_seqs").as_positive_int();
+  }
+  return d;
+}
+
 Runtime parse_runtime(const JsonView& entry) {
   reject_unknown_keys(entry, kRuntimeKeys, "a runtime");
   Runtime r;
@@ -128,6 +156,7 @@ Runtime parse_runtime(const JsonView& entry) {
   r.sources = string_list(sources, true);
   if (r.sources.empty()) sources.fail("a runtime needs at least one source");
   if (auto notes = entry.find("notes")) r.notes = notes->as_string();
+  if (auto serving = entry.find("serving")) r.serving = parse_serving(*serving);
   return r;
 }
 

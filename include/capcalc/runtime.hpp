@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,22 @@
 #include "capcalc/hardware.hpp"
 
 namespace capcalc {
+
+/// Continuous-batching defaults of an LLM serving runtime, from its own source or docs (used
+/// by `capcalc serve`).
+struct ServingDefaults {
+  std::int64_t max_num_batched_tokens = 2048;  ///< Token budget per step.
+  std::int64_t max_num_seqs = 256;             ///< Sequences per step.
+  std::int64_t block_size = 16;                ///< Tokens per KV-cache block.
+  double memory_utilization = 0.9;             ///< Fraction of device memory the runtime takes.
+  bool chunked_prefill = true;
+  /// Devices with at least this much memory (bytes; 0: none) whose name contains none of
+  /// `large_except` take the large_ budget and sequence limit (vLLM: 70 GiB, not A100).
+  double large_memory_bytes = 0;
+  std::vector<std::string> large_except;
+  std::int64_t large_max_num_batched_tokens = 0;
+  std::int64_t large_max_num_seqs = 0;
+};
 
 /// One runtime.
 struct Runtime {
@@ -43,6 +60,7 @@ struct Runtime {
   std::array<double, kDeviceTypeCount> host_overhead_s{};
   std::vector<std::string> sources;  ///< URLs of the figures.
   std::string notes;
+  std::optional<ServingDefaults> serving;  ///< LLM serving runtimes only.
 
   /// Kernels one forward pass of `layer` launches (0 for views).
   double kernels(const Layer& layer) const;

@@ -1,0 +1,508 @@
+// `capcalc serve`: a model behind a request stream, simulated (serve.hpp).
+#include "capcalc/serve.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "capcalc/error.hpp"
+#include "capcalc/units.hpp"
+
+#include "commands.hpp"
+#include "output_file.hpp"
+#include "usage.hpp"
+
+namespace capcalc::cli {
+namespace {
+
+struct ServeOptions {
+  ModelArgs model;
+  HardwareArgs hardware;
+  std::string device;
+  std::string precision;  // Empty: bf16 for an LLM, else fp32.
+  std::string weight_precision;
+  std::string kv_precision;
+  std::string runtime;  // Empty: vllm for an LLM, else the device type's profile.
+  std::vector<std::string> runtime_files;
+  std::int64_t tensor_parallel = 1;
+  std::int64_t replicas = 1;
+  std::string rate;
+  double arrival_cv = 1;
+  std::string trace;
+  std::string prompt_tokens;
+  std::string output_tokens;
+  std::int64_t requests = 2000;
+  std::int64_t seed = 1;
+  std::optional<std::int64_t> max_num_batched_tokens;
+  std::optional<std::int64_t> max_num_seqs;
+  std::optional<std::int64_t> block_size;
+  std::optional<double> memory_utilization;
+  bool no_chunked_prefill = false;
+  std::optional<double> prefix_hit_rate;
+  std::optional<std::int64_t> speculative_tokens;
+  std::optional<double> acceptance_rate;
+  std::optional<double> draft_cost;
+  std::optional<std::int64_t> max_batch;
+  std::string preferred_batch;
+  std::string max_queue_delay;
+  std::string slo;
+  std::string find;
+  std::string sweep;
+  std::optional<double> price_per_hour;
+  std::string format = "table";
+  std::string output;
+};
+
+// Rates the simulator's clock can carry: arrival times stay finite and distinct.
+double checked_rate(const std::string& flag, double rate) {
+  if (!(rate >= 1e-6 && rate <= 1e9)) {
+    throw Error({}, fmt::format("{} must be between 1e-6/s and 1e9/s (got {:g}/s)", flag, rate));
+  }
+  return rate;
+}
+
+template <typename F>
+auto with_flag(const std::string& flag, F parse) {
+  try {
+    return parse();
+  } catch (const Error& e) {
+    throw Error({}, flag + ": " + e.message());
+  }
+}
+
+// "rate=1..64/s" or "rate=1/s..64/s": doubling from the first while at most the last (and the
+// last), or eight even steps when that gives fewer than five.
+std::vector<double> sweep_rates(const std::string& text) {
+  const std::string prefix = "rate=";
+  const std::size_t dots = text.find("..");
+  if (text.rfind(prefix, 0) != 0 || dots == std::string::npos) {
+    throw Error({}, fmt::format("--sweep: expected rate=LOW..HIGH/s (e.g. rate=1..64/s), got "
+                                "\"{}\"",
+                                text));
+  }
+  std::string low = text.substr(prefix.size(), dots - prefix.size());
+  const std::string high = text.substr(dots + 2);
+  const std::size_t slash = high.find('/');
+  if (slash == std::string::npos) {
+    const std::string range = text.substr(prefix.size());
+    throw Error({}, fmt::format("--sweep: {0} has no unit: write {0}/s or {0}/min", range));
+  }
+  if (low.find('/') == std::string::npos) low += high.substr(slash);
+  const double a = with_flag("--sweep", [&] { return parse_rate(low); });
+  const double b = with_flag("--sweep", [&] { return parse_rate(high); });
+  checked_rate("--sweep", a);
+  checked_rate("--sweep", b);
+  if (!(b > a)) throw Error({}, "--sweep: expected LOW < HIGH");
+  std::vector<double> rates;
+  for (double r = a; r <= b * (1 + 1e-9) && rates.size() < 64; r *= 2)
+    rates.push_back(r);
+  if (rates.back() < b * (1 - 1e-9)) rates.push_back(b);
+  if (rates.size() < 5) {
+    rates.clear();
+    for (int i = 0; i < 8; ++i)
+      rates.push_back(a + (b - a) * i / 7);
+  }
+  return rates;
+}
+
+std::vector<std::int64_t> batch_sizes(const std::string& text) {
+  std::vector<std::int64_t> sizes;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    start = end + 1;
+    char* stop = nullptr;
+    const long long value = std::strtoll(item.c_str(), &stop, 10);
+    if (item.empty() || *stop != '\0' || value < 1 || value > 1'000'000 ||
+        item.find_first_not_of("0123456789") != std::string::npos) {
+      throw Error({},
+                  fmt::format("--preferred-batch: expected sizes like 4,8,16, got \"{}\"", text));
+    }
+    sizes.push_back(value);
+  }
+  return sizes;
+}
+
+std::string describe(const LengthDistribution& d) {
+  switch (d.kind) {
+    case LengthDistribution::Kind::kFixed:
+      return fmt::format("{:g}", d.a);
+    case LengthDistribution::Kind::kUniform:
+      return fmt::format("uniform {:g}..{:g}", d.a, d.b);
+    case LengthDistribution::Kind::kNormal:
+      return fmt::format("normal {:g}±{:g}", d.a, d.b);
+    case LengthDistribution::Kind::kLogNormal:
+      return fmt::format("log-normal median {:g} σ {:g}", d.a, d.b);
+  }
+  return "";
+}
+
+// Flags that belong to the other kind of model, or to no run at all, are errors.
+void check_flag_use(const ServeOptions& o, bool llm) {
+  if (o.model.batch) throw Error({}, "--batch: serve forms its own batches (see --max-batch)");
+  const bool batcher = o.max_batch || !o.preferred_batch.empty() || !o.max_queue_delay.empty();
+  if (llm && batcher) {
+    throw Error({},
+                "--max-batch, --preferred-batch and --max-queue-delay set Triton's dynamic "
+                "batcher: an LLM (--prompt-tokens) is served by continuous batching");
+  }
+  const bool continuous = o.max_num_batched_tokens || o.max_num_seqs || o.block_size ||
+                          o.memory_utilization || o.no_chunked_prefill || !o.kv_precision.empty() ||
+                          o.prefix_hit_rate || o.speculative_tokens || o.acceptance_rate ||
+                          o.draft_cost;
+  if (!llm && continuous) {
+    throw Error({},
+                "continuous-batching flags (--max-num-batched-tokens, --max-num-seqs, "
+                "--block-size, --gpu-memory-utilization, --no-chunked-prefill, "
+                "--kv-precision, --prefix-hit-rate, --speculative-tokens, "
+                "--acceptance-rate, --draft-cost) need an LLM: add --prompt-tokens");
+  }
+  if ((o.acceptance_rate || o.draft_cost) && !o.speculative_tokens) {
+    throw Error({},
+                "--acceptance-rate and --draft-cost describe speculative decoding: add "
+                "--speculative-tokens");
+  }
+  if (o.speculative_tokens && !o.acceptance_rate) {
+    throw Error({},
+                "--speculative-tokens needs --acceptance-rate (the chance each draft token "
+                "is accepted)");
+  }
+  if (!o.output_tokens.empty() && o.prompt_tokens.empty() && o.trace.empty()) {
+    throw Error({}, "--output-tokens needs --prompt-tokens (the prompt's length in tokens)");
+  }
+  if (!o.trace.empty() && (!o.rate.empty() || !o.prompt_tokens.empty())) {
+    throw Error({}, "--trace gives the arrivals and lengths: not with --rate or --prompt-tokens");
+  }
+  if (!o.trace.empty() && !o.sweep.empty())
+    throw Error({}, "--sweep draws requests: not with --trace");
+  if (o.find.empty() && o.sweep.empty() && o.rate.empty() && o.trace.empty()) {
+    throw Error({}, "serve needs --rate (e.g. --rate 20/s), --trace, --sweep or --find max-rate");
+  }
+  if (o.find == "max-rate" && !o.rate.empty()) {
+    throw Error({}, "--find max-rate searches the rate: drop --rate");
+  }
+  if (o.find == "replicas" && o.rate.empty()) {
+    throw Error({}, "--find replicas needs --rate (the load the replicas must carry)");
+  }
+  if (!o.find.empty() && !o.sweep.empty()) throw Error({}, "--find and --sweep: one at a time");
+  if (!o.sweep.empty() && !o.rate.empty()) throw Error({}, "--sweep sets the rates: drop --rate");
+  if (!o.find.empty() && o.slo.empty()) throw Error({}, "--find " + o.find + " needs --slo");
+  const bool svg = o.output.size() > 4 && o.output.substr(o.output.size() - 4) == ".svg";
+  if (svg && o.sweep.empty()) throw Error({o.output}, "an SVG curve needs --sweep");
+}
+
+void run_serve(const ServeOptions& o) {
+  const bool llm = !o.prompt_tokens.empty() || !o.trace.empty();
+  check_flag_use(o, llm);
+  const HardwareTable table = load_table(o.hardware);
+  const Device& device = table.get(o.device);
+  Workload workload;
+  workload.precision = precision_from(o.precision.empty() ? (llm ? "bf16" : "fp32") : o.precision);
+  if (!o.weight_precision.empty()) workload.weight_precision = precision_from(o.weight_precision);
+  if (!o.kv_precision.empty()) workload.kv_precision = precision_from(o.kv_precision);
+  workload.tensor_parallel = o.tensor_parallel;
+  workload.devices = o.tensor_parallel;
+  const std::string runtime_name = o.runtime.empty() && llm ? "vllm" : o.runtime;
+  workload.runtime = runtime_from(runtime_name, o.runtime_files, device);
+  const PerformanceParams params = table.performance_for(device);
+
+  const ModelArgs model = o.model;
+  const Graph as_given = load_model_from(model);
+  if (llm && as_given.dims.count("seq") == 0) {
+    throw Error({model.path},
+                "--prompt-tokens needs a model with a \"seq\" dimension (a language "
+                "model)");
+  }
+  const BatchGraphBuilder build = [model](std::int64_t batch, std::int64_t seq,
+                                          std::int64_t cached) {
+    ModelArgs shaped = model;
+    shaped.batch = batch;
+    if (seq > 0) shaped.sets.push_back("seq=" + std::to_string(seq));
+    return load_model_from(shaped, cached);
+  };
+  if (!llm && as_given.dims.count("batch") == 0) {
+    throw Error({model.path}, "the model has no \"batch\" dimension to batch requests in");
+  }
+
+  ServeSetup setup;
+  setup.llm = llm;
+  setup.replicas = o.replicas;
+  setup.devices_per_replica = o.tensor_parallel;
+  setup.load.arrival_cv = o.arrival_cv;
+  setup.load.requests = o.requests;
+  setup.load.seed = static_cast<std::uint64_t>(o.seed);
+  if (!o.rate.empty()) {
+    setup.load.rate_per_s =
+        checked_rate("--rate", with_flag("--rate", [&] { return parse_rate(o.rate); }));
+  }
+  if (llm && o.trace.empty()) {
+    setup.load.prompt = parse_length_distribution(o.prompt_tokens, "--prompt-tokens");
+    setup.load.output = parse_length_distribution(o.output_tokens.empty() ? "128" : o.output_tokens,
+                                                  "--output-tokens");
+  }
+  if (!o.trace.empty()) setup.load.trace = load_trace(o.trace);
+  if (!o.slo.empty()) setup.slo = parse_slo(o.slo);
+  if (o.price_per_hour) {
+    setup.usd_per_device_hour = *o.price_per_hour;
+  } else if (device.price) {
+    setup.usd_per_device_hour = device.price->usd_per_hour;
+  }
+
+  std::string runtime_text = "no runtime";
+  if (llm) {
+    ServingDefaults defaults;
+    if (workload.runtime && workload.runtime->serving) {
+      defaults = *workload.runtime->serving;
+    } else {
+      fmt::print(stderr,
+                 "warning: {} has no serving defaults in the runtime table: vLLM's "
+                 "are used\n",
+                 workload.runtime ? workload.runtime->name : "this runtime");
+    }
+    ContinuousBatching& c = setup.continuous;
+    c.max_num_batched_tokens = defaults.max_num_batched_tokens;
+    c.max_num_seqs = defaults.max_num_seqs;
+    std::string lower = device.id + " " + device.name;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    const bool excluded =
+        std::any_of(defaults.large_except.begin(), defaults.large_except.end(),
+                    [&](const std::string& n) { return lower.find(n) != std::string::npos; });
+    if (defaults.large_memory_bytes > 0 && device.memory_bytes >= defaults.large_memory_bytes &&
+        !excluded) {
+      c.max_num_batched_tokens = defaults.large_max_num_batched_tokens;
+      c.max_num_seqs = defaults.large_max_num_seqs;
+    }
+    c.max_num_batched_tokens = o.max_num_batched_tokens.value_or(c.max_num_batched_tokens);
+    c.max_num_seqs = o.max_num_seqs.value_or(c.max_num_seqs);
+    c.block_size = o.block_size.value_or(defaults.block_size);
+    c.chunked_prefill = defaults.chunked_prefill && !o.no_chunked_prefill;
+    c.prefix_hit_rate = o.prefix_hit_rate.value_or(0);
+    c.speculative_tokens = o.speculative_tokens.value_or(0);
+    c.acceptance_rate = o.acceptance_rate.value_or(0);
+    c.draft_cost = o.draft_cost.value_or(0);
+    const double utilization = o.memory_utilization.value_or(defaults.memory_utilization);
+    const KvCapacity kv = kv_capacity(build, device, params, workload, c.block_size,
+                                      c.max_num_batched_tokens, utilization);
+    c.kv_blocks = kv.blocks;
+    std::string extras;
+    if (c.prefix_hit_rate > 0) extras += fmt::format(", prefix hits {:g}", c.prefix_hit_rate);
+    if (c.speculative_tokens > 0) {
+      extras += fmt::format(
+          ", {} draft tokens accepted at {:g} ({:.3g} tokens per step)", c.speculative_tokens,
+          c.acceptance_rate,
+          (1 - std::pow(c.acceptance_rate, c.speculative_tokens + 1)) / (1 - c.acceptance_rate));
+    }
+    runtime_text =
+        fmt::format("{}: budget {} tokens, {} sequences, {} blocks of {} tokens ({} of KV cache){}",
+                    workload.runtime ? workload.runtime->name : "continuous batching",
+                    c.max_num_batched_tokens, c.max_num_seqs, format_grouped(c.kv_blocks),
+                    c.block_size, format_bytes(kv.cache_bytes), extras);
+  } else {
+    DynamicBatching& d = setup.dynamic;
+    d.max_batch_size = o.max_batch.value_or(1);
+    if (!o.preferred_batch.empty()) d.preferred_batch_sizes = batch_sizes(o.preferred_batch);
+    if (!o.max_queue_delay.empty()) {
+      d.max_queue_delay_s =
+          with_flag("--max-queue-delay", [&] { return parse_duration(o.max_queue_delay); });
+    }
+    for (std::int64_t size : d.preferred_batch_sizes) {
+      if (size > d.max_batch_size) {
+        throw Error({}, fmt::format("--preferred-batch {} is above --max-batch {}", size,
+                                    d.max_batch_size));
+      }
+    }
+    runtime_text =
+        d.max_batch_size == 1
+            ? std::string("one request at a time (no dynamic batching)")
+            : fmt::format("dynamic batching up to {}, preferred {}, delay {}", d.max_batch_size,
+                          d.preferred_batch_sizes.empty()
+                              ? std::string("-")
+                              : fmt::format("{}", fmt::join(d.preferred_batch_sizes, ",")),
+                          format_duration(d.max_queue_delay_s));
+  }
+
+  ModelStepCost cost(build, device, params, workload);
+  const std::string parallel =
+      o.tensor_parallel > 1 ? fmt::format(" x{} (tensor-parallel)", o.tensor_parallel) : "";
+  const auto title = [&](const ServeResult& r) {
+    std::string load;
+    if (!o.trace.empty()) {
+      load = fmt::format("trace {} ({} requests)", o.trace, setup.load.trace.size());
+    } else {
+      load = fmt::format(
+          "{:.4g}/s {}, {} requests, seed {}", setup.load.rate_per_s,
+          o.arrival_cv == 1 ? std::string("Poisson") : fmt::format("gamma CV {:g}", o.arrival_cv),
+          o.requests, o.seed);
+      if (llm) {
+        load += fmt::format("; {} prompt + {} output tokens", describe(setup.load.prompt),
+                            describe(setup.load.output));
+      }
+    }
+    return fmt::format("{} on {}{}, {} replica{}, {}\n  {}\n  {}", as_given.name, device.name,
+                       parallel, r.replicas, r.replicas == 1 ? "" : "s",
+                       precision_name(workload.precision), runtime_text, load);
+  };
+
+  std::string text;
+  if (!o.sweep.empty()) {
+    std::vector<ServeResult> runs;
+    for (double rate : sweep_rates(o.sweep)) {
+      setup.load.rate_per_s = rate;
+      runs.push_back(serve(setup, cost));
+    }
+    const std::string name = title(runs.front());
+    const bool svg = o.output.size() > 4 && o.output.substr(o.output.size() - 4) == ".svg";
+    if (svg) {
+      write_output(o.output, render_sweep_svg(runs, as_given.name + " on " + device.name));
+    }
+    text = o.format == "json"  ? render_sweep_json(runs, name)
+           : o.format == "csv" ? render_serve_csv(runs)
+                               : render_sweep_text(runs, name);
+    write_output(svg ? "" : o.output, text);
+    return;
+  }
+  ServeResult result;
+  std::string found;
+  if (o.find == "max-rate") {
+    const RateSearch search = find_max_rate(setup, cost);
+    result = search.at_rate;
+    setup.load.rate_per_s = result.offered_rate_per_s;
+    found = search.rate_per_s > 0
+                ? fmt::format("  max rate     {:.4g} requests/s meets the SLO ({} runs)\n",
+                              search.rate_per_s, search.runs)
+                : fmt::format(
+                      "  max rate     none: the SLO is missed even at 1/1000 of the "
+                      "saturation rate ({} runs)\n",
+                      search.runs);
+  } else if (o.find == "replicas") {
+    const ReplicaSearch search = find_replicas(setup, cost);
+    if (search.replicas == 0) {
+      throw Error({},
+                  "--find replicas: the SLO is missed even with 4096 replicas: a request "
+                  "alone misses it");
+    }
+    result = search.at_replicas;
+    found = fmt::format("  replicas     {} meet the SLO at {:.4g}/s ({} runs)\n", search.replicas,
+                        setup.load.rate_per_s, search.runs);
+  } else {
+    result = serve(setup, cost);
+  }
+  const std::string name = title(result);
+  if (o.format == "json") {
+    text = render_serve_json(result, name);
+  } else if (o.format == "csv") {
+    text = render_serve_csv({result});
+  } else {
+    text = render_serve_text(result, name);
+    if (!found.empty()) text = found + text;
+  }
+  write_output(o.output, text);
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "serve", "Simulate serving under load: rates, batching, latency percentiles, SLO capacity");
+  add_model_options(*sub, o->model);
+  sub->add_option("-g,--gpu,--hw,--device", o->device, "Device id or alias from the hardware table")
+      ->required();
+  add_hardware_options(*sub, o->hardware);
+  one_of(sub->add_option("-p,--precision", o->precision,
+                         "Number format (default bf16 for an LLM, else fp32)"),
+         precision_names());
+  one_of(sub->add_option("--weight-precision", o->weight_precision,
+                         "Weight storage if it differs (int4/int8 weight-only quantisation)"),
+         precision_names());
+  one_of(sub->add_option("--kv-precision", o->kv_precision,
+                         "LLM: KV cache storage (default: activations')"),
+         precision_names());
+  sub->add_option("--runtime", o->runtime,
+                  "The runtime (`capcalc runtimes list`): its profile, kernels and serving "
+                  "defaults (default vllm for an LLM)");
+  sub->add_option("--runtime-file", o->runtime_files,
+                  "Extra runtimes or overrides (same id replaces); repeatable");
+  whole_number(sub->add_option("--tensor-parallel,--tp", o->tensor_parallel,
+                               "Devices per replica (tensor parallel)"))
+      ->capture_default_str();
+  whole_number(sub->add_option("--replicas", o->replicas, "Replicas; requests go round-robin"), 1,
+               1'000'000)
+      ->capture_default_str();
+  sub->add_option("--rate", o->rate, "Mean arrival rate over all replicas, e.g. 20/s");
+  number_in(sub->add_option("--arrival-cv", o->arrival_cv,
+                            "Coefficient of variation of inter-arrival times: 1 Poisson, above 1 "
+                            "bursty (gamma)"),
+            0.01, 100)
+      ->capture_default_str();
+  sub->add_option("--trace", o->trace,
+                  "JSON-lines requests: arrival_s, prompt_tokens, output_tokens (docs/serving.md)");
+  sub->add_option("--prompt-tokens", o->prompt_tokens,
+                  "LLM: prompt tokens: N, uniform:LOW..HIGH, normal:MEAN,SD or "
+                  "lognormal:MEDIAN,SIGMA");
+  sub->add_option("--output-tokens", o->output_tokens,
+                  "LLM: generated tokens, as --prompt-tokens (default 128)");
+  whole_number(sub->add_option("--requests", o->requests, "Requests per run (at most 1,000,000)"), 1, 1'000'000)
+      ->capture_default_str();
+  whole_number(sub->add_option("--seed", o->seed, "Random seed: same seed, same requests"), 0)
+      ->capture_default_str();
+  whole_number(sub->add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
+                               "LLM: token budget per step (default: the runtime's)"),
+               1, 10'000'000);
+  whole_number(sub->add_option("--max-num-seqs", o->max_num_seqs,
+                               "LLM: sequences per step (default: the runtime's)"),
+               1, 10'000'000);
+  whole_number(sub->add_option("--block-size", o->block_size,
+                               "LLM: tokens per KV-cache block (default: the runtime's)"),
+               1, 1'000'000);
+  number_in(sub->add_option("--gpu-memory-utilization", o->memory_utilization,
+                            "LLM: fraction of device memory for weights, activations and KV "
+                            "cache (default: the runtime's)"),
+            0.01, 1);
+  sub->add_flag("--no-chunked-prefill", o->no_chunked_prefill,
+                "LLM: a prompt runs whole in one step or waits");
+  number_in(sub->add_option("--prefix-hit-rate", o->prefix_hit_rate,
+                            "LLM: fraction of each prompt found in the prefix cache (not "
+                            "prefilled)"),
+            0, 0.999);
+  whole_number(sub->add_option("--speculative-tokens", o->speculative_tokens,
+                               "LLM: draft tokens per decode step (speculative decoding)"),
+               1, 64);
+  number_in(sub->add_option("--acceptance-rate", o->acceptance_rate,
+                            "LLM: probability each draft token is accepted"),
+            0, 0.999);
+  number_in(sub->add_option("--draft-cost", o->draft_cost,
+                            "LLM: drafting per draft token as a fraction of the decode step "
+                            "(default 0: n-gram; a draft model or EAGLE head a few percent)"),
+            0, 10);
+  whole_number(sub->add_option("--max-batch", o->max_batch,
+                               "Other models: dynamic batching up to this many requests "
+                               "(default 1: none)"),
+               1, 1'000'000);
+  sub->add_option("--preferred-batch", o->preferred_batch,
+                  "Other models: preferred batch sizes, e.g. 4,8,16,32");
+  sub->add_option("--max-queue-delay", o->max_queue_delay,
+                  "Other models: how long the batcher may hold a request, e.g. 2ms");
+  sub->add_option("--slo", o->slo,
+                  "Service-level objective, e.g. ttft_p99=500ms,tpot_p99=50ms (metrics ttft, "
+                  "tpot, itl, e2e, queue; mean, p50, p90, p99)");
+  one_of(sub->add_option("--find", o->find,
+                         "max-rate: the highest rate meeting --slo; replicas: the fewest "
+                         "replicas meeting it at --rate"),
+         {"max-rate", "replicas"});
+  sub->add_option("--sweep", o->sweep, "Latency against rate, e.g. rate=1..64/s");
+  number_above(sub->add_option("--price-per-hour", o->price_per_hour,
+                               "USD per device-hour (default: the table's indicative price)"));
+  one_of(sub->add_option("-f,--format", o->format, "Output format"), {"table", "json", "csv"})
+      ->capture_default_str();
+  sub->add_option("-o,--output", o->output,
+                  "Write the output to this file; with --sweep, a .svg name draws the curve");
+  sub->callback([o] { run_serve(*o); });
+}
+
+}  // namespace capcalc::cli

@@ -1,0 +1,60 @@
+# CLI tests of `capcalc serve` (issue 23): a run, a search and a sweep print what they found;
+# bad flags are one capcalc line with exit 2 (capcalc_usage_error from cli_usage_tests.cmake).
+set(llama data/models/llama2_7b.json)
+
+capcalc_cli_ok(serve_llm "TTFT.*TPOT.*ITL.*E2E.*KV cache.*SLO +met.*per million output tokens"
+               serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 500 --output-tokens 50
+               --requests 100 --slo ttft_p99=500ms,tpot_p99=50ms)
+capcalc_cli_ok(serve_trace "trace tests/cli/serve_trace.jsonl \\(3 requests\\).*served +3 requests"
+               serve ${llama} --gpu h100 --trace tests/cli/serve_trace.jsonl)
+capcalc_cli_ok(serve_dynamic "dynamic batching up to 32.*latency"
+               serve data/models/resnet50.json --gpu t4 --rate 100/s --max-batch 32
+               --preferred-batch 8,16,32 --max-queue-delay 2ms --requests 500)
+capcalc_cli_ok(serve_find_rate "max rate +[0-9.]+ requests/s meets the SLO"
+               serve ${llama} --gpu h100 --prompt-tokens 500 --output-tokens 50 --requests 300
+               --find max-rate --slo ttft_p99=200ms)
+capcalc_cli_ok(serve_find_replicas "replicas +[0-9]+ meet the SLO at 40/s"
+               serve ${llama} --gpu h100 --rate 40/s --prompt-tokens 500 --output-tokens 50
+               --requests 300 --find replicas --slo ttft_p99=200ms)
+capcalc_cli_ok(serve_sweep_csv "^offered_rate_per_s,replicas.*\n[0-9.]+,1,200,"
+               serve ${llama} --gpu h100 --sweep rate=1..16/s --prompt-tokens 200
+               --output-tokens 20 --requests 200 --format csv)
+
+capcalc_usage_error(serve_rate_unit "--rate: 20 has no unit: write 20/s or 20/min"
+                    serve ${llama} --gpu h100 --rate 20 --prompt-tokens 100)
+capcalc_usage_error(serve_slo_unit "--slo ttft_p99: 500 has no unit: write 500ms or 500s"
+                    serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 100 --slo ttft_p99=500)
+capcalc_usage_error(serve_find_needs_slo "--find max-rate needs --slo"
+                    serve ${llama} --gpu h100 --prompt-tokens 100 --find max-rate)
+capcalc_usage_error(serve_needs_rate
+                    "serve needs --rate (e.g. --rate 20/s), --trace, --sweep or --find max-rate"
+                    serve ${llama} --gpu h100 --prompt-tokens 100)
+capcalc_usage_error(serve_batch "--batch: serve forms its own batches (see --max-batch)"
+                    serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --batch 8)
+capcalc_usage_error(serve_llm_batcher
+                    "--max-batch, --preferred-batch and --max-queue-delay set Triton's dynamic batcher: an LLM (--prompt-tokens) is served by continuous batching"
+                    serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --max-batch 8)
+capcalc_usage_error(serve_bad_length
+                    "--prompt-tokens: expected N, uniform:LOW..HIGH, normal:MEAN,SD or lognormal:MEDIAN,SIGMA, got \"zipf:2\""
+                    serve ${llama} --gpu h100 --rate 1/s --prompt-tokens zipf:2)
+capcalc_usage_error(serve_sweep_unit "--sweep: 1..64 has no unit: write 1..64/s or 1..64/min"
+                    serve ${llama} --gpu h100 --prompt-tokens 100 --sweep rate=1..64)
+capcalc_usage_error(serve_trace_line "tests/cli/serve_bad_trace.jsonl:2:/output_tokens: expected a positive integer, got 0"
+                    serve ${llama} --gpu h100 --trace tests/cli/serve_bad_trace.jsonl)
+capcalc_usage_error(serve_no_fit "a request of 100 prompt + 200000 output tokens does not fit in the KV cache (6,904 blocks of 16 tokens)"
+                    serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --output-tokens 200000)
+capcalc_cli_ok(serve_speculative "3 draft tokens accepted at 0.7 \\(2.53 tokens per step\\)"
+               serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 500 --output-tokens 50
+               --requests 100 --speculative-tokens 3 --acceptance-rate 0.7 --prefix-hit-rate 0.5)
+capcalc_usage_error(serve_speculative_needs_rate
+                    "--speculative-tokens needs --acceptance-rate (the chance each draft token is accepted)"
+                    serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --speculative-tokens 3)
+capcalc_usage_error(serve_rate_range "--rate must be between 1e-6/s and 1e9/s (got 1e-07/s)"
+                    serve ${llama} --gpu h100 --rate 1e-7/s --prompt-tokens 100)
+
+# --sweep -o curve.svg writes well-formed SVG (xmllint, where installed) and prints the table.
+if(XMLLINT)
+  add_test(NAME cli.serve_sweep_svg
+           COMMAND bash -c "set -e; '$<TARGET_FILE:capcalc_cli>' serve ${llama} --gpu h100 --sweep rate=1..16/s --prompt-tokens 200 --output-tokens 20 --requests 200 --slo ttft_p99=500ms -o '${CMAKE_CURRENT_BINARY_DIR}/serve_curve.svg' | grep -q 'TTFT P99'; '${XMLLINT}' --noout '${CMAKE_CURRENT_BINARY_DIR}/serve_curve.svg'; grep -q 'knee' '${CMAKE_CURRENT_BINARY_DIR}/serve_curve.svg'"
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+endif()

@@ -1,0 +1,365 @@
+// The serving simulator held to queueing theory where theory has an answer (M/D/1, Little's
+// law), to the performance model at the limits (an idle server, a saturated one), and to the
+// shape of Triton's dynamic-batching result.
+#include "capcalc/serve.hpp"
+
+#include <cmath>
+
+#include "capcalc/error.hpp"
+#include "capcalc/hardware.hpp"
+#include "capcalc/model.hpp"
+
+#include "catch.hpp"
+#include "input_file.hpp"
+#include "round_device.hpp"
+#include "test_data.hpp"
+
+using namespace capcalc;
+using capcalc::test::round_device;
+using capcalc::test::round_params;
+
+namespace {
+
+// Step times a reader can add up: a fixed part, per decode sequence and per prompt token.
+class LinearCost final : public StepCost {
+ public:
+  LinearCost(double fixed_s, double per_sequence_s, double per_token_s)
+      : fixed_s_(fixed_s), per_sequence_s_(per_sequence_s), per_token_s_(per_token_s) {}
+  double step_s(std::int64_t decode, double, std::int64_t prefill_tokens) override {
+    return fixed_s_ + per_sequence_s_ * static_cast<double>(decode) +
+           per_token_s_ * static_cast<double>(prefill_tokens);
+  }
+  double batch_s(std::int64_t batch) override {
+    return fixed_s_ + per_sequence_s_ * static_cast<double>(batch);
+  }
+
+ private:
+  double fixed_s_, per_sequence_s_, per_token_s_;
+};
+
+// Little's law: over a run that starts and ends empty, the time-average number in the system
+// is throughput × mean time in it; the simulator integrates the first from arrival and finish
+// events and takes the second from the per-request records.
+void check_little(const ServeResult& r) {
+  CHECK(r.littles_law_ratio == Approx(1).epsilon(0.01));
+}
+
+ServeLoad poisson(double rate, std::int64_t requests, std::int64_t prompt, std::int64_t output) {
+  ServeLoad load;
+  load.rate_per_s = rate;
+  load.requests = requests;
+  load.prompt.a = static_cast<double>(prompt);
+  load.output.a = static_cast<double>(output);
+  return load;
+}
+
+// Pythia-160M (GPT-NeoX, a small decoder) at batch b, seq s over c cached tokens.
+BatchGraphBuilder pythia() {
+  auto text = std::make_shared<std::string>(
+      read_input_file(capcalc::test::data_path("models/pythia_160m_hf.json")));
+  return [text](std::int64_t batch, std::int64_t seq, std::int64_t cached) {
+    ModelOptions options;
+    options.dims["batch"] = batch;
+    if (seq > 0) options.dims["seq"] = seq;
+    options.counting.kv_cache_length = cached;
+    return parse_model(*text, "pythia_160m_hf.json", options);
+  };
+}
+
+Workload fp16() {
+  Workload w;
+  w.precision = Precision::kFp16;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("serve: M/D/1 mean wait matches Pollaczek-Khinchine", "[serve]") {
+  // One server, batch 1, service S = 10 ms, Poisson arrivals at rho / S. Pollaczek-Khinchine
+  // for deterministic service: Wq = rho S / (2 (1 - rho)) (Kleinrock, Queueing Systems I, 5.7).
+  const double service = 0.010;
+  for (const double rho : {0.5, 0.8}) {
+    LinearCost cost(service, 0, 0);
+    ServeLoad load = poisson(rho / service, 400'000, 1, 1);
+    DynamicBatching one;  // max_batch_size 1.
+    const ServeResult r = simulate_dynamic(generate_requests(load), one, cost);
+    const double wq = rho * service / (2 * (1 - rho));
+    CHECK(r.queue.mean == Approx(wq).epsilon(0.02));
+    CHECK(r.e2e.mean == Approx(wq + service).epsilon(0.02));
+    CHECK(r.busy_fraction == Approx(rho).epsilon(0.01));
+    check_little(r);
+  }
+}
+
+TEST_CASE("serve: an idle LLM server answers in one prefill and batch-1 decode steps", "[serve]") {
+  // At a rate near zero every request is alone: TTFT is the prefill of its prompt (one step:
+  // the budget holds it) and each further token a batch-1 decode step over the cache so far.
+  const BatchGraphBuilder build = pythia();
+  ModelStepCost cost(build, round_device(), round_params(), fp16());
+  ContinuousBatching batching;
+  batching.kv_blocks = 10'000;
+  const std::int64_t prompt = 500;
+  const std::int64_t output = 101;
+  const ServeResult r =
+      simulate_continuous(generate_requests(poisson(0.001, 20, prompt, output)), batching, cost);
+  const double prefill =
+      estimate(build(1, prompt, 0), round_device(), round_params(), fp16()).latency_s;
+  // Decode steps for tokens 2..101 read caches of 500..599 tokens; the step is affine in the
+  // context, so their mean is the step at 549.5 (549 and 550 averaged).
+  Graph at_549 = build(1, 1, 549);
+  Graph at_550 = build(1, 1, 550);
+  const double decode = (estimate(at_549, round_device(), round_params(), fp16()).latency_s +
+                         estimate(at_550, round_device(), round_params(), fp16()).latency_s) /
+                        2;
+  CHECK(r.ttft.mean == Approx(prefill).epsilon(0.01));
+  CHECK(r.ttft.p99 == Approx(prefill).epsilon(0.01));
+  CHECK(r.tpot.mean == Approx(decode).epsilon(0.01));
+  CHECK(r.e2e.mean == Approx(prefill + 100 * decode).epsilon(0.01));
+  CHECK(r.queue.max == 0);
+  CHECK(r.max_batch == 1);
+  check_little(r);
+}
+
+TEST_CASE("serve: at saturation output tokens/s is the decode capacity of the largest batch",
+          "[serve]") {
+  // Every request at once, 16-token prompts and 512 generated tokens: the scheduler keeps
+  // max_num_seqs = 64 sequences decoding, so output tokens/s -> 64 / D(64, mean context), the
+  // mean context being 16 + 511/2 (prefill chunks of 16 tokens add little beside).
+  const BatchGraphBuilder build = pythia();
+  ModelStepCost cost(build, round_device(), round_params(), fp16());
+  ContinuousBatching batching;
+  batching.max_num_seqs = 64;
+  batching.kv_blocks = 100'000;
+  const ServeResult r =
+      simulate_continuous(generate_requests(poisson(1e6, 640, 16, 512)), batching, cost);
+  const double capacity = 64 / cost.decode_s(64, 16 + 511.0 / 2);
+  CHECK(r.output_tokens_per_s == Approx(capacity).epsilon(0.03));
+  CHECK(r.output_tokens_per_s < capacity);
+  CHECK(r.max_batch == 64);
+  CHECK(r.saturated);
+  check_little(r);
+}
+
+TEST_CASE("serve: chunked prefill splits a prompt over the token budget", "[serve]") {
+  // Fixed 1 ms per step + 1 us per prompt token: a lone 2,000-token prompt with a 512-token
+  // budget takes 4 steps (512, 512, 512, 464): TTFT = 4 x 1 ms + 2000 x 1 us = 6 ms. Each later
+  // token is a step of 1 ms + 0.1 ms for the one decoding sequence.
+  LinearCost cost(1e-3, 1e-4, 1e-6);
+  ContinuousBatching batching;
+  batching.max_num_batched_tokens = 512;
+  batching.kv_blocks = 1000;
+  const ServeResult r =
+      simulate_continuous(generate_requests(poisson(0.01, 5, 2000, 11)), batching, cost);
+  CHECK(r.ttft.mean == Approx(4e-3 + 2000e-6));
+  CHECK(r.tpot.mean == Approx(1.1e-3));
+  CHECK(r.itl.p50 == Approx(1.1e-3).epsilon(0.01));  // Histogram bins are 1 % wide.
+
+  batching.chunked_prefill = false;
+  REQUIRE_THROWS_WITH(
+      simulate_continuous(generate_requests(poisson(0.01, 5, 2000, 11)), batching, cost),
+      "a prompt of 2000 tokens exceeds the token budget of 512 and prefill is not chunked");
+}
+
+TEST_CASE("serve: a full KV cache preempts and every request still finishes", "[serve]") {
+  // 40 blocks of 16 tokens = 640 tokens; each request grows to 100 + 200 = 300 tokens, so at
+  // most two finish side by side and later ones are preempted and recomputed.
+  LinearCost cost(1e-3, 1e-5, 1e-6);
+  ContinuousBatching batching;
+  batching.kv_blocks = 40;
+  const ServeResult r =
+      simulate_continuous(generate_requests(poisson(1e4, 50, 100, 200)), batching, cost);
+  CHECK(r.requests == 50);
+  CHECK(r.preemptions > 0);
+  CHECK(r.peak_kv_occupancy <= 1);
+  CHECK(r.output_tokens_per_s * r.duration_s == Approx(50 * 200));
+  check_little(r);
+
+  batching.kv_blocks = 10;  // 160 tokens: a 300-token request can never fit.
+  REQUIRE_THROWS_WITH(
+      simulate_continuous(generate_requests(poisson(1, 5, 100, 200)), batching, cost),
+      "a request of 100 prompt + 200 output tokens does not fit in the KV cache (10 blocks of 16 "
+      "tokens)");
+}
+
+TEST_CASE("serve: the same seed gives the same answer, another seed another", "[serve]") {
+  LinearCost cost(2e-3, 5e-5, 2e-6);
+  ContinuousBatching batching;
+  batching.kv_blocks = 2000;
+  ServeLoad load = poisson(20, 500, 300, 100);
+  load.prompt = parse_length_distribution("lognormal:300,0.5", "--prompt-tokens");
+  load.arrival_cv = 2;
+  const ServeResult a = simulate_continuous(generate_requests(load), batching, cost);
+  const ServeResult b = simulate_continuous(generate_requests(load), batching, cost);
+  CHECK(a.e2e.mean == b.e2e.mean);
+  CHECK(a.ttft.p99 == b.ttft.p99);
+  CHECK(a.steps == b.steps);
+  load.seed = 2;
+  const ServeResult c = simulate_continuous(generate_requests(load), batching, cost);
+  CHECK(c.e2e.mean != a.e2e.mean);
+  check_little(a);
+  check_little(c);
+}
+
+TEST_CASE("serve: arrivals have the asked rate and burstiness", "[serve]") {
+  ServeLoad load = poisson(50, 200'000, 1, 1);
+  load.arrival_cv = 3;
+  const std::vector<TraceRequest> requests = generate_requests(load);
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < requests.size(); ++i)
+    gaps.push_back(requests[i].arrival_s - requests[i - 1].arrival_s);
+  double mean = 0;
+  for (double g : gaps)
+    mean += g;
+  mean /= static_cast<double>(gaps.size());
+  double var = 0;
+  for (double g : gaps)
+    var += (g - mean) * (g - mean);
+  var /= static_cast<double>(gaps.size());
+  CHECK(mean == Approx(1.0 / 50).epsilon(0.02));
+  CHECK(std::sqrt(var) / mean == Approx(3).epsilon(0.05));
+}
+
+TEST_CASE("serve: Triton-style dynamic batching of 2-32 cuts P99 at high QPS", "[serve]") {
+  // ResNet-50 in fp16 on a T4 from the hardware table, PyTorch eager: batch 1 is bound by the
+  // host's per-kernel cost, so a batch of 32 takes little longer than one of 1. Offered 1.5x
+  // what batch 1 can serve: one request at a time the queue grows without bound; batching up to
+  // 32 (preferred 2..32, 1 ms delay) serves all of it with a tail a fraction as long: the
+  // shape of the seed's 150 -> 35 ms.
+  const HardwareTable table = load_hardware(capcalc::test::data_path("hardware.json"));
+  const Device& t4 = table.get("t4");
+  const std::string text = read_input_file(capcalc::test::data_path("models/resnet50.json"));
+  const BatchGraphBuilder build = [&](std::int64_t batch, std::int64_t, std::int64_t) {
+    ModelOptions options;
+    options.dims["batch"] = batch;
+    return parse_model(text, "resnet50.json", options);
+  };
+  ModelStepCost cost(build, t4, table.performance_for(t4), fp16());
+  REQUIRE(cost.batch_s(32) < 4 * cost.batch_s(1));
+  const double rate = 1.5 / cost.batch_s(1);
+  const std::vector<TraceRequest> requests = generate_requests(poisson(rate, 20'000, 1, 1));
+  const ServeResult single = simulate_dynamic(requests, DynamicBatching{}, cost);
+  DynamicBatching batched;
+  batched.max_batch_size = 32;
+  batched.preferred_batch_sizes = {2, 4, 8, 16, 32};
+  batched.max_queue_delay_s = 1e-3;
+  const ServeResult dynamic = simulate_dynamic(requests, batched, cost);
+  CHECK(single.saturated);
+  CHECK_FALSE(dynamic.saturated);
+  CHECK(dynamic.requests_per_s == Approx(single.offered_rate_per_s).epsilon(0.05));
+  CHECK(dynamic.e2e.p99 < single.e2e.p99 / 10);
+  CHECK(dynamic.e2e.p99 < 4 * cost.batch_s(1));
+  CHECK(dynamic.mean_batch > 1.5);
+  check_little(single);
+  check_little(dynamic);
+}
+
+TEST_CASE("serve: replicas split the load round-robin", "[serve]") {
+  LinearCost cost(0.010, 0, 0);
+  const std::vector<TraceRequest> requests = generate_requests(poisson(150, 20'000, 1, 1));
+  const ServeResult one = simulate_dynamic(requests, DynamicBatching{}, cost, 1);
+  const ServeResult two = simulate_dynamic(requests, DynamicBatching{}, cost, 2);
+  CHECK(one.saturated);  // 150/s against 100/s of capacity.
+  CHECK_FALSE(two.saturated);
+  CHECK(two.requests_per_s == Approx(150).epsilon(0.03));
+  check_little(two);
+}
+
+TEST_CASE("serve: find max-rate and replicas against an SLO", "[serve]") {
+  // M/D/1 with S = 10 ms and an SLO on the mean queueing delay of 10 ms: Pollaczek-Khinchine
+  // gives rho S / (2 (1 - rho)) = S at rho = 2/3, i.e. 66.7 requests/s.
+  LinearCost cost(0.010, 0, 0);
+  ServeSetup setup;
+  setup.llm = false;
+  setup.load = poisson(1, 100'000, 1, 1);
+  setup.slo = parse_slo("queue_mean=10ms");
+  const RateSearch search = find_max_rate(setup, cost);
+  CHECK(search.rate_per_s == Approx(200.0 / 3).epsilon(0.03));
+  CHECK(search.at_rate.slo_met);
+
+  // 250/s: Poisson arrivals at 4 replicas of 62.5/s each would meet it. Round-robin makes each
+  // replica's arrivals more regular than Poisson (Erlang), which waits less: at most 4.
+  setup.load.rate_per_s = 250;
+  setup.load.requests = 50'000;
+  const ReplicaSearch replicas = find_replicas(setup, cost);
+  CHECK(replicas.replicas >= 3);  // 3 x 100/s of capacity is the least that is not overloaded.
+  CHECK(replicas.replicas <= 4);
+  CHECK(replicas.at_replicas.slo_met);
+  setup.replicas = replicas.replicas - 1;
+  CHECK_FALSE(serve(setup, cost).slo_met);
+}
+
+TEST_CASE("serve: cost per million output tokens from the price", "[serve]") {
+  // One step of 1 ms per token for a lone sequence: 1,000 tokens/s; $3.6/h = $0.001/s, so a
+  // million tokens (1,000 s) cost $1.
+  LinearCost cost(1e-3, 0, 0);
+  ServeSetup setup;
+  setup.load = poisson(0.001, 3, 1, 10'000);
+  setup.continuous.kv_blocks = 1000;
+  setup.usd_per_device_hour = 3.6;
+  const ServeResult r = serve(setup, cost);
+  CHECK(r.usd_per_hour == Approx(3.6));
+  // Tokens/s is over the whole run (idle time between requests included).
+  CHECK(r.usd_per_million_output_tokens == Approx(3.6 / 3600 / r.output_tokens_per_s * 1e6));
+  CHECK(r.tpot.mean == Approx(1e-3));
+}
+
+TEST_CASE("serve: speculative decoding yields (1 - a^(k+1)) / (1 - a) tokens per verify step",
+          "[serve]") {
+  // Lone requests of a 16-token prompt (one prefill step) and 1,001 output tokens: 1,000
+  // tokens after the first, each verify step yielding (1 - 0.6^4) / 0.4 = 2.176 of them on
+  // average with k = 3 drafts accepted with probability 0.6 each.
+  LinearCost cost(1e-3, 1e-4, 1e-6);
+  ContinuousBatching batching;
+  batching.kv_blocks = 1000;
+  batching.speculative_tokens = 3;
+  batching.acceptance_rate = 0.6;
+  const std::int64_t requests = 200;
+  const ServeResult r =
+      simulate_continuous(generate_requests(poisson(0.001, requests, 16, 1001)), batching, cost);
+  const double per_step = (1 - std::pow(0.6, 4)) / (1 - 0.6);
+  const double decode_steps = static_cast<double>(r.steps) / requests - 1;
+  CHECK(1000 / decode_steps == Approx(per_step).epsilon(0.02));
+  // A verify step is 1 ms + 0.1 ms for the sequence + 3 draft tokens at 1 us, so TPOT is
+  // about that over 2.176 tokens (the last steps draft fewer).
+  CHECK(r.tpot.mean == Approx((1.1e-3 + 3e-6) / per_step).epsilon(0.02));
+  CHECK(r.output_tokens_per_s * r.duration_s == Approx(requests * 1001));
+  check_little(r);
+}
+
+TEST_CASE("serve: prefix caching prefills only the missed blocks", "[serve]") {
+  // Half of a 1,000-token prompt hit: floor(0.5 x 999 / 16) x 16 = 496 tokens cached, 504
+  // prefilled in one step: TTFT = 1 ms + 504 x 1 us.
+  LinearCost cost(1e-3, 1e-4, 1e-6);
+  ContinuousBatching batching;
+  batching.kv_blocks = 1000;
+  batching.prefix_hit_rate = 0.5;
+  const ServeResult r =
+      simulate_continuous(generate_requests(poisson(0.01, 5, 1000, 3)), batching, cost);
+  CHECK(r.ttft.mean == Approx(1e-3 + 504e-6));
+}
+
+TEST_CASE("serve: input errors are one line naming the flag or file and line", "[serve][errors]") {
+  REQUIRE_THROWS_WITH(parse_slo("ttft_p99=500"),
+                      "--slo ttft_p99: 500 has no unit: write 500ms or 500s");
+  REQUIRE_THROWS_WITH(parse_slo("ttfb_p99=1s"),
+                      "--slo: unknown metric \"ttfb\"; expected ttft, tpot, itl, e2e or queue");
+  REQUIRE_THROWS_WITH(parse_length_distribution("zipf:1,2", "--prompt-tokens"),
+                      "--prompt-tokens: expected N, uniform:LOW..HIGH, normal:MEAN,SD or "
+                      "lognormal:MEDIAN,SIGMA, got \"zipf:1,2\"");
+  REQUIRE_THROWS_WITH(parse_length_distribution("uniform:9..3", "--output-tokens"),
+                      "--output-tokens: uniform:9..3: the highest is below the lowest");
+  REQUIRE_THROWS_WITH(
+      parse_trace("{\"arrival_s\": 0, \"prompt_tokens\": 5, \"output_tokens\": 2}\n"
+                  "{\"arrival_s\": 1, \"prompt_tokens\": -5, \"output_tokens\": 2}\n",
+                  "t.jsonl"),
+      "t.jsonl:2:/prompt_tokens: expected a positive integer, got -5");
+  REQUIRE_THROWS_WITH(
+      parse_trace("{\"arrival_s\": 2, \"prompt_tokens\": 5, \"output_tokens\": 2}\n"
+                  "{\"arrival_s\": 1, \"prompt_tokens\": 5, \"output_tokens\": 2}\n",
+                  "t.jsonl"),
+      "t.jsonl:2:/arrival_s: arrivals must not go back in time (1 after 2)");
+  const std::vector<TraceRequest> trace = parse_trace(
+      "{\"arrival_s\": 0.5, \"prompt_tokens\": 5, \"output_tokens\": 2}\n\n", "t.jsonl");
+  REQUIRE(trace.size() == 1);
+  CHECK(trace[0].prompt_tokens == 5);
+}
