@@ -76,6 +76,12 @@ RULES = [
     # tests/hostile: inputs built to exhaust time or memory; valid by their schemas.
     ("tests/hostile/budget_*.json", valid("budget")),
     ("tests/hostile/hf_layers_huge.json", exempt(HF)),
+    ("tests/cli/serve_trace.jsonl",
+     exempt("a serve --trace file: JSON lines, one request each; its format is in docs/serving.md "
+            "and its reader checks every line (tests/cli_serve_tests.cmake)")),
+    ("tests/cli/serve_bad_trace.jsonl",
+     exempt("a serve --trace file with a deliberate error on one line, for the reader's located "
+            "error")),
     ("tests/hostile/*.json", valid("model")),
     # tests/exports: how the ONNX test files were made.
     ("tests/exports/exports.json",
