@@ -37,8 +37,8 @@ std::string optional_usd(const std::optional<double>& usd) {
 
 std::string optional_kwh(const std::optional<double>& kwh) {
   if (!kwh) return "-";
-  return *kwh >= 1e6 ? fmt::format("{:.3g} GWh", *kwh / 1e6)
-                     : fmt::format("{:.3g} MWh", *kwh / 1e3);
+  if (*kwh >= 1e6) return fmt::format("{:.3g} GWh", *kwh / 1e6);
+  return *kwh >= 1e3 ? fmt::format("{:.3g} MWh", *kwh / 1e3) : fmt::format("{:.3g} kWh", *kwh);
 }
 
 Json optional_json(const std::optional<double>& value) {
@@ -82,14 +82,14 @@ Json row_json(const PlanRow& row) {
                 {"optimizer_s", b.optimizer_s}}}};
 }
 
-void add_plan_columns(TextTable& table) {
+void add_plan_columns(TextTable& table, bool tokens) {
   table.add_column("#", Align::kRight);
   table.add_column("device", Align::kLeft);
   table.add_column("count", Align::kRight);
   table.add_column("layout", Align::kLeft);
   table.add_column("step", Align::kRight);
   table.add_column("MFU", Align::kRight);
-  table.add_column("tokens/s", Align::kRight);
+  table.add_column(tokens ? "tokens/s" : "samples/s", Align::kRight);
   table.add_column("days", Align::kRight);
   table.add_column("device-h", Align::kRight);
   table.add_column("cost", Align::kRight);
@@ -118,13 +118,20 @@ std::vector<std::string> plan_cells(std::size_t index, const PlanRow& row) {
 std::string header_text(const PlanReportInput& in) {
   const PlanRequest& q = *in.request;
   const PlanResult& r = *in.result;
-  std::string text = fmt::format(
-      "Plan: {} ({} parameters), {} tokens ({} samples), global batch {} samples ({} tokens), "
-      "{} optimizer\n",
-      in.model, format_count(in.params), format_count(q.samples * in.tokens_per_sample),
-      format_count(q.samples), format_grouped(q.global_batch),
-      format_count(static_cast<double>(q.global_batch) * in.tokens_per_sample),
-      optimizer_name(q.optimizer));
+  std::string text =
+      in.has_tokens
+          ? fmt::format(
+                "Plan: {} ({} parameters), {} tokens ({} samples), global batch {} "
+                "samples ({} tokens), {} optimizer\n",
+                in.model, format_count(in.params), format_count(q.samples * in.tokens_per_sample),
+                format_count(q.samples), format_grouped(q.global_batch),
+                format_count(static_cast<double>(q.global_batch) * in.tokens_per_sample),
+                optimizer_name(q.optimizer))
+          : fmt::format(
+                "Plan: {} ({} parameters), {} samples, global batch {} samples, {} "
+                "optimizer\n",
+                in.model, format_count(in.params), format_count(q.samples),
+                format_grouped(q.global_batch), optimizer_name(q.optimizer));
   std::string ask;
   if (q.deadline_s) ask += fmt::format(", within {:g} days", *q.deadline_s / 86400);
   if (q.budget_usd) ask += fmt::format(", within {}", format_usd(*q.budget_usd));
@@ -196,7 +203,7 @@ std::string render_plan_text(const PlanReportInput& in) {
     text += "\n" + r.infeasible + "\n";
   } else {
     TextTable table;
-    add_plan_columns(table);
+    add_plan_columns(table, in.has_tokens);
     const std::size_t n = std::min(in.top, r.rows.size());
     for (std::size_t i = 0; i < n; ++i) {
       table.add_row(plan_cells(i + 1, r.rows[i]));
@@ -210,7 +217,7 @@ std::string render_plan_text(const PlanReportInput& in) {
   if (!r.pareto.empty()) {
     text += "\nTime/cost Pareto front (every layout that fits; * meets the ask):\n";
     TextTable table;
-    add_plan_columns(table);
+    add_plan_columns(table, in.has_tokens);
     std::size_t i = 0;
     for (const PlanRow& row : r.pareto) {
       std::vector<std::string> cells = plan_cells(++i, row);

@@ -18,6 +18,7 @@ struct PlanReportInput {
   std::string model;             ///< The model's name.
   double params = 0;             ///< Its parameters.
   double tokens_per_sample = 1;  ///< The "seq" dimension (1 without one).
+  bool has_tokens = true;        ///< The model has a "seq" dimension: speak of tokens.
   std::size_t top = 10;          ///< Rows to print (text, markdown, CSV).
   /// `--explain N`: the row (1-based) to break down, and its full estimate.
   std::size_t explain_row = 0;

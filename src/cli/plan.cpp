@@ -273,6 +273,7 @@ void run_plan(const PlanOptions& options) {
   input.params = static_cast<double>(graph_totals(p->graph).params);
   const auto seq = p->graph.dims.find("seq");
   input.tokens_per_sample = seq == p->graph.dims.end() ? 1 : static_cast<double>(seq->second);
+  input.has_tokens = seq != p->graph.dims.end();
   input.top = options.top;
   Estimate explained;
   if (options.explain) {
