@@ -131,7 +131,7 @@ _capcalc() {
              --max-devices --deadline --budget --objective --top --explain --format" ;;
     scale)
       flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve
-             --micro-batch-sizes --gpu --hw --device --devices --format --output" ;;
+             --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision
              --checkpointing --label --output" ;;

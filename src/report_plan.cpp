@@ -324,11 +324,12 @@ std::string leading_overhead(const StepBreakdown& b) {
 std::string render_scale_text(const ScaleResult& scale, const std::string& model,
                               const std::string& device) {
   std::string text = fmt::format(
-      "Scaling: {} on {} (strong scaling: the global batch stays; the fastest layout per "
-      "count)\n\n",
-      model, device);
+      "Scaling: {} on {} ({}; the fastest layout per count)\n\n", model, device,
+      scale.weak ? "weak scaling: the global batch grows with the count, speed-up in tokens/s"
+                 : "strong scaling: the global batch stays, speed-up in steps/s");
   TextTable table;
   table.add_column("devices", Align::kRight);
+  table.add_column("batch", Align::kRight);
   table.add_column("layout", Align::kLeft);
   table.add_column("step", Align::kRight);
   table.add_column("speed-up", Align::kRight);
@@ -340,13 +341,14 @@ std::string render_scale_text(const ScaleResult& scale, const std::string& model
   table.add_column("leading overhead", Align::kLeft);
   for (const ScalePoint& p : scale.points) {
     if (!p.best) {
-      table.add_row(
-          {format_grouped(p.devices), "no layout fits", "-", "-", "-", "-", "-", "-", "-", "-"});
+      table.add_row({format_grouped(p.devices), format_grouped(p.global_batch), "no layout fits",
+                     "-", "-", "-", "-", "-", "-", "-", "-"});
       continue;
     }
     const PlanRow& row = *p.best;
     const StepBreakdown& b = row.breakdown;
-    table.add_row({format_grouped(p.devices), layout_text(row.layout), format_duration(row.step_s),
+    table.add_row({format_grouped(p.devices), format_grouped(p.global_batch),
+                   layout_text(row.layout), format_duration(row.step_s),
                    fmt::format("{:.2f}x", p.speedup), percent(p.efficiency), percent(row.mfu),
                    percent(b.compute_s / row.step_s), percent(b.communication_s() / row.step_s),
                    percent(b.bubble_s / row.step_s), leading_overhead(b)});
@@ -373,9 +375,11 @@ std::string render_scale_json(const ScaleResult& scale, const std::string& model
   j["schema_version"] = kOutputSchemaVersion;
   j["model"] = model;
   j["device"] = device;
+  j["weak"] = scale.weak;
   Json points = Json::array();
   for (const ScalePoint& p : scale.points) {
     points.push_back({{"devices", p.devices},
+                      {"global_batch_samples", p.global_batch},
                       {"best", p.best ? row_json(*p.best) : Json(nullptr)},
                       {"speedup", p.best ? Json(p.speedup) : Json(nullptr)},
                       {"efficiency", p.best ? Json(p.efficiency) : Json(nullptr)}});

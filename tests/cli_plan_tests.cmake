@@ -18,7 +18,7 @@ capcalc_cli_ok(plan_deadline_infeasible
                plan ${llama8} --gpu h100 --tokens 15e12 --max-devices 64 --deadline 30d)
 capcalc_cli_ok(plan_global_batch_note "4M-tokens is 488.3 sequences of 8192: taken as 488"
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --global-batch 4M-tokens)
-capcalc_cli_ok(scale_table "Scaling: llama3_8b on h100-sxm.*\n +8  TP .*1.00x.*\n +64  TP"
+capcalc_cli_ok(scale_table "Scaling: llama3_8b on h100-sxm \\(strong scaling.*\n +8 +512  TP .*1.00x.*\n +64 +512  TP"
                scale ${llama8} --gpu h100 --devices 8..64)
 
 capcalc_usage_error(plan_global_batch_no_unit
@@ -56,3 +56,7 @@ add_test(NAME cli.scale_svg
 capcalc_usage_error(plan_global_batch_huge
                     "a global batch of 1,000,000,000,000 samples is beyond the 2,147,483,648 the search takes"
                     plan ${llama8} --gpu h100 --tokens 1e12 --global-batch 1T-samples)
+capcalc_cli_ok(scale_weak "weak scaling.*\n +8 +512  TP .*1.00x.*\n +64 +4,096  TP"
+               scale ${llama8} --gpu h100 --devices 8..64 --weak)
+capcalc_schema_test(scale_weak - data/schema/scale-output.schema.json
+                    scale ${llama8} --gpu h100 --devices 8..32 --weak --format json)

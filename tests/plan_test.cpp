@@ -365,3 +365,28 @@ TEST_CASE("plan: scaling keeps the fastest layout per count", "[plan]") {
         Approx(scale.points[0].best->step_s / scale.points[2].best->step_s));
   CHECK(scale.points[2].efficiency == Approx(scale.points[2].speedup / 4));
 }
+
+TEST_CASE("plan: weak scaling grows the global batch with the count", "[plan]") {
+  const HardwareTable table = table_of(node_device(4, true));
+  PlanRequest request = fp16_request(table, 2, 64);
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 3, 6, 2);
+  };
+  const ScaleResult scale = plan_scaling(build, table, request, {1, 2, 4}, true);
+  CHECK(scale.weak);
+  REQUIRE(scale.points.size() == 3);
+  // 2 samples a step on 1 device, 4 on 2, 8 on 4.
+  CHECK(scale.points[0].global_batch == 2);
+  CHECK(scale.points[1].global_batch == 4);
+  CHECK(scale.points[2].global_batch == 8);
+  for (const ScalePoint& point : scale.points) {
+    REQUIRE(point.best);
+    CHECK(point.best->layout.devices == point.devices);
+    CHECK(point.best->tokens_per_s ==
+          Approx(static_cast<double>(point.global_batch) * 64 / point.best->step_s));
+  }
+  // Speed-up in tokens per second over the first count; efficiency per device.
+  const double base = scale.points[0].best->tokens_per_s;
+  CHECK(scale.points[2].speedup == Approx(scale.points[2].best->tokens_per_s / base));
+  CHECK(scale.points[2].efficiency == Approx(scale.points[2].speedup / 4));
+}

@@ -147,12 +147,14 @@ PlanShape plan_shape(const Graph& graph);
 struct ScalePoint {
   std::int64_t devices = 0;
   std::optional<PlanRow> best;  ///< The fastest layout at this count; unset: none fits.
-  double speedup = 0;           ///< Step rate over the first count's (with a layout).
+  std::int64_t global_batch = 0;  ///< Samples per step at this count.
+  double speedup = 0;  ///< Step rate (weak: tokens/s) over the first count's with a layout.
   double efficiency = 0;        ///< speedup / (devices / the first count).
 };
 
 /// Speed-up per device count (strong scaling: the global batch stays the same).
 struct ScaleResult {
+  bool weak = false;  ///< Weak scaling: the global batch grew with the count.
   std::vector<ScalePoint> points;
   /// The first count where exposed communication is the step's largest overhead, and where the
   /// pipeline bubble is; 0: never.
@@ -162,7 +164,11 @@ struct ScaleResult {
 };
 
 /// Runs plan() over exactly `counts` (ascending) and keeps the fastest layout of each.
+/// Strong scaling: the global batch stays request.global_batch; speed-up is in step rate.
+/// Weak scaling (`weak`): the global batch grows with the count from request.global_batch at
+/// the first count (rounded to whole samples); speed-up is in tokens (samples) per second.
 ScaleResult plan_scaling(const PlanGraphBuilder& build, const HardwareTable& table,
-                         PlanRequest request, const std::vector<std::int64_t>& counts);
+                         PlanRequest request, const std::vector<std::int64_t>& counts,
+                         bool weak = false);
 
 }  // namespace capcalc

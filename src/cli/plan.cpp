@@ -53,6 +53,7 @@ struct ScaleOptions {
   std::string device;
   std::string counts = "8..4096";
   std::string output;  // -o: the SVG.
+  bool weak = false;
 };
 
 bool iends_with(std::string_view text, std::string_view suffix) {
@@ -341,7 +342,7 @@ void run_scale(const ScaleOptions& options) {
   const Device& device = p->table.get(options.device);
   p->request.devices = {&device};
   p->request.samples = static_cast<double>(p->request.global_batch);  // Step times only.
-  ScaleResult scale = plan_scaling(p->build, p->table, p->request, counts);
+  ScaleResult scale = plan_scaling(p->build, p->table, p->request, counts, options.weak);
   scale.notes.insert(scale.notes.begin(), p->notes.begin(), p->notes.end());
   const std::string& format = options.common.format;
   const std::string text = format == "json"  ? render_scale_json(scale, p->graph.name, device.id)
@@ -397,6 +398,9 @@ void add_scale_command(CLI::App& app) {
   one_of(sub->add_option("-f,--format", options->common.format, "Output format"),
          {"table", "json", "csv"})
       ->capture_default_str();
+  sub->add_flag("--weak", options->weak,
+                "Weak scaling: the global batch grows with the count from --global-batch at the "
+                "first count (default: strong, the global batch stays)");
   sub->add_option("-o,--output", options->output,
                   "Also draw the speed-up against the device count as an SVG file");
   sub->callback([options] { run_scale(*options); });
