@@ -28,6 +28,7 @@
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/model.hpp"
+#include "capcalc/plan.hpp"
 #include "capcalc/predict.hpp"
 
 namespace {
@@ -261,6 +262,37 @@ void BM_Estimate_Generated(benchmark::State& state) {
   state.SetComplexityN(state.range(0));
 }
 BENCHMARK(BM_Estimate_Generated)->Apply(generated_sizes);
+
+// --- layout search ---------------------------------------------------------------------------
+
+// `capcalc plan` for Llama 3.1 405B (15.6 T tokens, a global batch of 512 sequences of 8,192
+// tokens) over five device types up to 16,384 devices each, bf16 with Adam: the whole search,
+// the graph of each micro-batch size included. items_per_second is layouts timed per second.
+void BM_Plan_Llama3_405B(benchmark::State& state) {
+  const std::string text = read_file(kDataDir + "/models/llama3_405b.json");
+  const capcalc::HardwareTable& table = hardware();
+  capcalc::PlanRequest request;
+  for (const char* name : {"h100-sxm", "h200", "b200", "mi300x", "a100-sxm4-80gb"}) {
+    request.devices.push_back(&table.get(name));
+  }
+  request.max_devices = 16384;
+  request.global_batch = 512;
+  request.samples = 15.6e12 / 8192;
+  const capcalc::PlanGraphBuilder build = [&text](std::int64_t batch) {
+    capcalc::ModelOptions options;
+    options.dims["batch"] = batch;
+    return capcalc::parse_model(text, "llama3_405b.json", options);
+  };
+  std::int64_t layouts = 0;
+  for (auto _ : state) {
+    const capcalc::PlanResult result = capcalc::plan(build, table, request);
+    layouts = result.layouts_searched;
+    benchmark::DoNotOptimize(result.rows.data());
+  }
+  state.counters["layouts"] = static_cast<double>(layouts);
+  state.SetItemsProcessed(state.iterations() * layouts);
+}
+BENCHMARK(BM_Plan_Llama3_405B)->Unit(benchmark::kSecond)->Iterations(1);
 
 // --- driver mode for peak-memory measurement -------------------------------------------------
 

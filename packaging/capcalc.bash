@@ -19,7 +19,7 @@ _capcalc() {
     cword=$COMP_CWORD
   fi
 
-  local commands="estimate layers hw runtimes calibrate probe validate compare check roofline report serve"
+  local commands="estimate layers hw runtimes calibrate probe validate compare check roofline report serve plan scale"
   local precisions="fp64 fp32 tf32 fp16 bf16 fp8 int8 int4"
   local model_flags="--batch --set --causal --input-shape --strict --omit-input"
   local hw_flags="--hardware --hardware-file"
@@ -56,6 +56,7 @@ _capcalc() {
     --sparsity) COMPREPLY=($(compgen -W "dense 2:4 unstructured" -- "$cur")); return ;;
     --causal) COMPREPLY=($(compgen -W "full half" -- "$cur")); return ;;
     --type) COMPREPLY=($(compgen -W "cpu gpu tpu accelerator" -- "$cur")); return ;;
+    --objective) COMPREPLY=($(compgen -W "time cost energy" -- "$cur")); return ;;
     --sort)
       COMPREPLY=($(compgen -W "table time throughput cost memory energy" -- "$cur"))
       return ;;
@@ -137,6 +138,13 @@ _capcalc() {
              --prefix-hit-rate --speculative-tokens --acceptance-rate --draft-cost
              --preferred-batch --max-queue-delay --slo --find --sweep --price-per-hour --format
              --output" ;;
+    plan)
+      flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve
+             --micro-batch-sizes --dataset-size --epochs --tokens --gpu --hw --device --type --all
+             --max-devices --deadline --budget --objective --top --explain --format" ;;
+    scale)
+      flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve
+             --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision
              --checkpointing --label --output" ;;

@@ -542,6 +542,7 @@ OpResult infer_attention(OpContext& ctx) {
   Shape out{batch, s, d_out};
   OpResult result;
   LayerCounts& c = result.counts;
+  c.attention_heads = heads;
   c.params = checked_add(checked_add(checked_mul(d_model, q_width), checked_mul(2, d_kv, kv_width)),
                          checked_mul(q_width, d_out));
   // Scale and softmax on every score: 1 + 5 FLOPs.
@@ -984,6 +985,7 @@ OpResult infer_mla_attention(OpContext& ctx) {
   }
   const std::int64_t projection_macs =
       checked_add(checked_add(q_macs, down_macs), checked_add(up_macs, out_macs));
+  c.attention_heads = heads;
   c.score_macs = checked_add(qk_macs, av_macs);
   c.macs = checked_add(projection_macs, c.score_macs);
   const std::int64_t scores = checked_mul(batch, heads, pairs);

@@ -398,8 +398,9 @@ std::vector<double> cached_inputs(const Graph& graph, double cache_bytes, double
   return cached;
 }
 
+// `per_layer`: also what only the layers' pass reads (the cached inputs, one look per layer).
 Step make_step(const Graph& graph, const Device& device, const PerformanceParams& params,
-               const Workload& workload) {
+               const Workload& workload, bool per_layer = true) {
   Step s{graph,
          device,
          params,
@@ -436,7 +437,8 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
   s.backward_floor_s = s.runtime.profile == Profile::kEager
                            ? std::min(params.graph_overhead_s, s.floor_s)
                            : s.floor_s;
-  s.cached_input_elements = cached_inputs(graph, device.cache_bytes, s.act_bytes, s.tp);
+  if (per_layer)
+    s.cached_input_elements = cached_inputs(graph, device.cache_bytes, s.act_bytes, s.tp);
   return s;
 }
 
@@ -681,23 +683,51 @@ void memory_fit(const Step& s, Estimate& result) {
 
 }  // namespace
 
-Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
-                  const Workload& workload) {
+LayerPass estimate_layers(const Graph& graph, const Device& device, const PerformanceParams& params,
+                          const Workload& workload) {
   const Step s = make_step(graph, device, params, workload);
-  Estimate result;
+  LayerPass pass;
+  Estimate& result = pass.partial;
   result.profile = s.runtime.profile;
   result.runtime = s.runtime.id;
   result.floor_s = s.floor_s;
   result.sparsity_speedup = s.sparse && s.has_matrix ? device.sparsity_2_4_speedup : 1;
-
-  const double backward_s = layer_times(s, result);
+  pass.backward_s = layer_times(s, result);
   tensor_parallel_communication(s, result);
+  pass.totals = graph_totals(graph);
+  return pass;
+}
 
-  const GraphTotals totals = graph_totals(graph);
+Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Device& device,
+                           const PerformanceParams& params, const Workload& workload,
+                           bool keep_layers) {
+  const Step s = make_step(graph, device, params, workload, false);
+  Estimate result;
+  if (keep_layers) {
+    result = pass.partial;
+  } else {
+    // Everything but the per-layer vector, which a search over layouts never reads.
+    result.profile = pass.partial.profile;
+    result.runtime = pass.partial.runtime;
+    result.floor_s = pass.partial.floor_s;
+    result.sparsity_speedup = pass.partial.sparsity_speedup;
+    result.kernels = pass.partial.kernels;
+    result.latency_s = pass.partial.latency_s;
+    result.flops = pass.partial.flops;
+    result.bytes = pass.partial.bytes;
+    result.recompute_s = pass.partial.recompute_s;
+    result.communication_s = pass.partial.communication_s;
+    result.communication_modelled = pass.partial.communication_modelled;
+    result.communication_link = pass.partial.communication_link;
+    result.communication_bandwidth = pass.partial.communication_bandwidth;
+    result.allreduces = pass.partial.allreduces;
+    result.allreduce_bytes = pass.partial.allreduce_bytes;
+  }
+  const GraphTotals& totals = pass.totals;
   const double params_count = static_cast<double>(totals.params) / s.tp / s.pp;
   result.memory.weight_bytes = params_count * (s.sparse ? s.sparse_weight_bytes : s.weight_bytes);
   if (s.training) {
-    training_schedule(s, totals, params_count, backward_s, result);
+    training_schedule(s, totals, params_count, pass.backward_s, result);
   } else {
     result.memory.activation_bytes =
         static_cast<double>(totals.peak_live_elements) * s.act_bytes / s.tp;
@@ -708,6 +738,12 @@ Estimate estimate(const Graph& graph, const Device& device, const PerformancePar
       result.latency_s > 0 ? batch * s.micro_batches * s.replicas / result.latency_s : 0;
   result.achieved_flops_per_s = result.latency_s > 0 ? result.flops / result.latency_s : 0;
   return result;
+}
+
+Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
+                  const Workload& workload) {
+  return estimate_schedule(estimate_layers(graph, device, params, workload), graph, device, params,
+                           workload, true);
 }
 
 ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device& device,

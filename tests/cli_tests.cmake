@@ -69,7 +69,7 @@ capcalc_cli_error(unsupported_precision "has no tf32 peak in the hardware table"
                   estimate data/models/resnet50.json --gpu V100 --precision tf32)
 capcalc_cli_error(bad_precision_flag "^capcalc: error: --precision must be one of fp64, fp32, tf32, fp16, bf16, fp8, int8 or int4 \\(got \"fp33\"\\); did you mean \"fp32\"\\?\n$"
                   estimate data/models/resnet50.json --gpu A100 --precision fp33)
-capcalc_cli_error(no_subcommand "^capcalc: error: capcalc needs a command: estimate, layers, hw, runtimes, calibrate, probe, validate, compare, check, roofline, report or serve \\(see capcalc --help\\)\n$")
+capcalc_cli_error(no_subcommand "^capcalc: error: capcalc needs a command: estimate, layers, hw, runtimes, calibrate, probe, validate, compare, check, roofline, report, serve, plan or scale \\(see capcalc --help\\)\n$")
 capcalc_cli_error(overflow "layer \"huge\": a count does not fit in a 64-bit integer"
                   layers ${cases}/overflow.json)
 capcalc_cli_error(bad_hardware_file "tests/cli/bad_hardware.json:/devices/0/memory_gb: expected a positive number, got -80"

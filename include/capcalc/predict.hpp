@@ -192,6 +192,26 @@ std::string parallelism_text(const Workload& workload);
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
                   const Workload& workload);
 
+/// The per-layer half of estimate(): what depends on the layers, the device, the precision,
+/// the runtime, tensor parallelism and checkpointing, but not on pipeline stages,
+/// micro-batches, replicas or ZeRO. A layout search computes it once per shape and prices each
+/// layout with estimate_schedule().
+struct LayerPass {
+  Estimate partial;       ///< Layers, their sums and the tensor-parallel all-reduces.
+  double backward_s = 0;  ///< Training: one micro-batch's backward through the whole model.
+  GraphTotals totals;     ///< graph_totals() of the graph.
+};
+
+LayerPass estimate_layers(const Graph& graph, const Device& device, const PerformanceParams& params,
+                          const Workload& workload);
+
+/// The schedule half: pipeline, data parallelism, optimizer, memory and fit, for `workload`,
+/// which must agree with the pass's in everything estimate_layers() reads. `keep_layers`:
+/// copy the per-layer estimates into the result (a search leaves them out).
+Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Device& device,
+                           const PerformanceParams& params, const Workload& workload,
+                           bool keep_layers);
+
 /// An LLM serving request: `batch` concurrent sequences of a prompt and generated tokens.
 struct ServingRequest {
   std::int64_t prompt_tokens = 512;

@@ -101,6 +101,8 @@ void add_check_command(CLI::App& app, int& exit_code);
 void add_roofline_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_plan_command(CLI::App& app);   ///< `capcalc plan` (src/cli/plan.cpp).
+void add_scale_command(CLI::App& app);  ///< `capcalc scale` (src/cli/plan.cpp).
 
 /// For a count that overflowed 64 bits in a total: "--batch 1099511627776: a count does not fit
 /// in a 64-bit integer", naming the flags given to the parsed subcommand that scale counts

@@ -49,6 +49,8 @@ int run(int argc, char** argv) {
   capcalc::cli::add_roofline_command(app);
   capcalc::cli::add_report_command(app);
   capcalc::cli::add_serve_command(app);
+  capcalc::cli::add_plan_command(app);
+  capcalc::cli::add_scale_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

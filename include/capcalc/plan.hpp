@@ -1,0 +1,174 @@
+// Planning a training run: which devices, how many and which layout train a model on a number
+// of tokens fastest, cheapest or with the least energy, within a deadline and a budget.
+//
+// plan() searches device type x device count x tensor-parallel (T) x pipeline (P) x
+// data-parallel (D) x ZeRO stage x micro-batch size and count x virtual stages x activation
+// checkpointing x precision. A layout is generated only if it is valid: T divides the attention
+// heads and the key/value heads and fits the device's scale-up domain, P x V divides the
+// blocks, D x micro-batches x micro-batch size is the global batch, and a layout that spans
+// nodes has a network in the hardware table. It is kept only if its memory fits every device
+// with the reserve left free. Each layout is timed by estimate()'s two halves: the per-layer
+// pass once per (device, precision, micro-batch size, T, checkpointing), the schedule per
+// layout. docs/planning.md has the rules and their sources.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "capcalc/graph.hpp"
+#include "capcalc/hardware.hpp"
+#include "capcalc/predict.hpp"
+
+namespace capcalc {
+
+/// What the plan ranks layouts by.
+enum class PlanObjective {
+  kTime,    ///< Wall-clock days of the run.
+  kCost,    ///< Device-hours at the table's price.
+  kEnergy,  ///< Device-hours at the devices' TDP.
+};
+std::string_view plan_objective_name(PlanObjective objective);  ///< "time", "cost", "energy".
+
+/// The model at a micro-batch of `batch` samples (its "batch" dimension).
+using PlanGraphBuilder = std::function<Graph(std::int64_t batch)>;
+
+/// The largest global batch plan() takes, in samples (2^31: its divisors are found by trial).
+inline constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 31;
+
+/// What to search and the limits a layout must meet.
+struct PlanRequest {
+  std::vector<const Device*> devices;  ///< Device types to try (from `table`).
+  std::int64_t max_devices = 4096;     ///< Most devices of one type in a layout.
+  /// Only these device counts (`capcalc scale`); empty: any up to max_devices.
+  std::vector<std::int64_t> device_counts;
+  double samples = 0;             ///< Samples (sequences) in the run.
+  std::int64_t global_batch = 0;  ///< Samples per optimizer step: D x micro-batches x size.
+  std::vector<Precision> precisions{Precision::kBf16};
+  Optimizer optimizer = Optimizer::kAdam;
+  std::optional<Profile> profile;  ///< Unset: each device type's default.
+  /// Micro-batch sizes to try (those that divide the global batch).
+  std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8};
+  std::optional<double> deadline_s;  ///< Longest acceptable run.
+  std::optional<double> budget_usd;  ///< Most it may cost.
+  double memory_reserve = 0.10;      ///< Fraction of each device's memory left free.
+  PlanObjective objective = PlanObjective::kTime;
+};
+
+/// One layout of one device type.
+struct Layout {
+  const Device* device = nullptr;
+  Precision precision = Precision::kBf16;
+  std::int64_t devices = 1;
+  std::int64_t tensor_parallel = 1;
+  std::int64_t pipeline_parallel = 1;
+  std::int64_t data_parallel = 1;
+  std::int64_t virtual_stages = 1;
+  std::int64_t micro_batch_size = 1;  ///< Samples per micro-batch.
+  std::int64_t micro_batches = 1;     ///< Per replica per step.
+  int zero_stage = 0;
+  bool checkpointing = false;
+};
+
+/// "TP 8, PP 8, DP 64".
+std::string layout_text(const Layout& layout);
+
+/// Where a step's time goes (seconds; the parts add up to step_s).
+struct StepBreakdown {
+  double compute_s = 0;          ///< Forward and backward of the layers.
+  double recompute_s = 0;        ///< Checkpointing's second forward.
+  double tensor_parallel_s = 0;  ///< Tensor-parallel all-reduces.
+  double pipeline_send_s = 0;    ///< Sends between stages outside the bubble.
+  double bubble_s = 0;           ///< Pipeline fill and drain.
+  double data_parallel_s = 0;    ///< The gradient sync backward does not hide.
+  double optimizer_s = 0;        ///< The optimizer update.
+  double communication_s() const { return tensor_parallel_s + pipeline_send_s + data_parallel_s; }
+};
+
+/// One layout with its figures.
+struct PlanRow {
+  Layout layout;
+  double step_s = 0;        ///< One optimizer step.
+  double mfu = 0;           ///< Model FLOPs (forward + backward, no recompute) / dense peak.
+  double tokens_per_s = 0;  ///< Samples x "seq" per second (samples/s without "seq").
+  double steps = 0;         ///< Optimizer steps of the run.
+  double time_s = 0;        ///< The run, wall clock.
+  double device_hours = 0;
+  std::optional<double> cost_usd;    ///< Unset: the table has no price for the device.
+  std::optional<double> energy_kwh;  ///< At TDP; unset: the table has no TDP.
+  double memory_bytes = 0;           ///< Needed on the fullest device.
+  double headroom_bytes = 0;         ///< Usable memory (after the reserve) left over.
+  StepBreakdown breakdown;
+  bool meets_ask = true;  ///< Within the deadline and the budget.
+};
+
+/// The search's answer.
+struct PlanResult {
+  /// Layouts within the deadline and budget, best first by the objective (ties: fewer
+  /// devices, then the layout's numbers, so the order is deterministic).
+  std::vector<PlanRow> rows;
+  /// The time/cost Pareto front over every layout that fits (met ask or not), fastest first.
+  std::vector<PlanRow> pareto;
+  /// Per device count searched (ascending), the fastest layout that fits, of any type.
+  std::vector<PlanRow> fastest_per_count;
+  std::int64_t layouts_searched = 0;  ///< Valid layouts timed.
+  std::int64_t layouts_fit = 0;       ///< Of those, layouts that fit in memory.
+  /// Device types left out or limited, and why ("t4: no bf16", "l4: no scale-up domain ...").
+  std::vector<std::string> notes;
+  /// Empty when rows is not; otherwise why nothing met the ask and what would.
+  std::string infeasible;
+};
+
+/// Searches every valid layout. Throws capcalc::Error for a request that cannot be searched
+/// (no devices, a global batch of 0, no run). `table` gives the performance parameters.
+PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
+                const PlanRequest& request);
+
+/// The estimate of one row's layout (with its per-layer detail), for `--explain`.
+Estimate plan_estimate(const PlanGraphBuilder& build, const HardwareTable& table,
+                       const PlanRequest& request, const Layout& layout);
+
+/// The workload estimate() takes for a layout.
+Workload plan_workload(const PlanRequest& request, const Layout& layout);
+
+/// Attention heads, key/value heads and blocks (top-level entries holding attention; every
+/// top-level entry for a model without attention) of a graph: what T and P must divide.
+struct PlanShape {
+  std::int64_t heads = 0;     ///< gcd over attention layers; 0: no attention.
+  std::int64_t kv_heads = 0;  ///< gcd over attention layers; 0: no attention.
+  std::int64_t blocks = 1;
+};
+PlanShape plan_shape(const Graph& graph);
+
+/// One device count of `capcalc scale`.
+struct ScalePoint {
+  std::int64_t devices = 0;
+  std::optional<PlanRow> best;  ///< The fastest layout at this count; unset: none fits.
+  std::int64_t global_batch = 0;  ///< Samples per step at this count.
+  double speedup = 0;  ///< Step rate (weak: tokens/s) over the first count's with a layout.
+  double efficiency = 0;        ///< speedup / (devices / the first count).
+};
+
+/// Speed-up per device count (strong scaling: the global batch stays the same).
+struct ScaleResult {
+  bool weak = false;  ///< Weak scaling: the global batch grew with the count.
+  std::vector<ScalePoint> points;
+  /// The first count where exposed communication is the step's largest overhead, and where the
+  /// pipeline bubble is; 0: never.
+  std::int64_t communication_leads_from = 0;
+  std::int64_t bubble_leads_from = 0;
+  std::vector<std::string> notes;
+};
+
+/// Runs plan() over exactly `counts` (ascending) and keeps the fastest layout of each.
+/// Strong scaling: the global batch stays request.global_batch; speed-up is in step rate.
+/// Weak scaling (`weak`): the global batch grows with the count from request.global_batch at
+/// the first count (rounded to whole samples); speed-up is in tokens (samples) per second.
+ScaleResult plan_scaling(const PlanGraphBuilder& build, const HardwareTable& table,
+                         PlanRequest request, const std::vector<std::int64_t>& counts,
+                         bool weak = false);
+
+}  // namespace capcalc

@@ -1,0 +1,587 @@
+#include "capcalc/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "capcalc/error.hpp"
+#include "capcalc/units.hpp"
+
+namespace capcalc {
+namespace {
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    out.push_back(d);
+    if (d != n / d) out.push_back(n / d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A device's short name for messages: its first alias ("H100"), else its id.
+std::string short_name(const Device& device) {
+  return device.aliases.empty() ? device.id : device.aliases.front();
+}
+
+// The largest scale-up group the table describes, and the most devices a layout may span.
+struct Reach {
+  std::int64_t domain = 1;       // Devices a tensor-parallel group may span.
+  std::int64_t max_devices = 1;  // Devices any layout may span.
+};
+
+Reach reach_of(const Device& device, std::int64_t max_devices, std::vector<std::string>& notes) {
+  Reach reach;
+  if (!device.intra_node || device.intra_node->domain_devices <= 0) {
+    // PCIe cards: how many share a server and how servers connect is not in the table.
+    notes.push_back(
+        fmt::format("{}: the hardware table gives no scale-up domain, so only one "
+                    "device was planned",
+                    device.id));
+    return reach;
+  }
+  reach.domain = device.intra_node->domain_devices;
+  reach.max_devices = max_devices;
+  if (!device.inter_node && reach.domain < max_devices) {
+    reach.max_devices = reach.domain;
+    notes.push_back(
+        fmt::format("{}: the hardware table gives no network between nodes, so at "
+                    "most {} devices (one scale-up domain) were planned",
+                    device.id, reach.domain));
+  }
+  return reach;
+}
+
+double objective_value(const PlanRow& row, PlanObjective objective) {
+  switch (objective) {
+    case PlanObjective::kCost:
+      return row.cost_usd.value_or(HUGE_VAL);
+    case PlanObjective::kEnergy:
+      return row.energy_kwh.value_or(HUGE_VAL);
+    case PlanObjective::kTime:
+      break;
+  }
+  return row.time_s;
+}
+
+auto layout_key(const Layout& l) {
+  return std::make_tuple(l.devices, l.tensor_parallel, l.pipeline_parallel, l.virtual_stages,
+                         l.micro_batch_size, l.zero_stage, l.checkpointing, l.device->id,
+                         static_cast<int>(l.precision));
+}
+
+// Best first by the objective; ties by the other figures and then the layout, so that equal
+// layouts always print in one order.
+bool better(const PlanRow& a, const PlanRow& b, PlanObjective objective) {
+  const double va = objective_value(a, objective);
+  const double vb = objective_value(b, objective);
+  if (va != vb) return va < vb;
+  if (a.time_s != b.time_s) return a.time_s < b.time_s;
+  return layout_key(a.layout) < layout_key(b.layout);
+}
+
+// Where a step's time goes, from the estimate's parts: the stage time of each micro-batch holds
+// the layers, the recompute, the tensor-parallel all-reduces and the sends; the bubble, the
+// exposed gradient sync and the optimizer come on top (estimate()'s training schedule).
+StepBreakdown breakdown_of(const Estimate& e, const Layout& l) {
+  StepBreakdown b;
+  const auto m = static_cast<double>(l.micro_batches);
+  const double fill =
+      static_cast<double>(l.pipeline_parallel - 1) / static_cast<double>(l.virtual_stages);
+  b.recompute_s = e.recompute_s;
+  b.tensor_parallel_s = e.communication_s;
+  b.pipeline_send_s = e.pipeline_send_s > 0 ? e.pipeline_send_s * m / (m + fill) : 0;
+  b.bubble_s = e.pipeline_bubble_s;
+  b.data_parallel_s = e.data_parallel_exposed_s;
+  b.optimizer_s = e.optimizer_s;
+  b.compute_s =
+      std::max(0.0, e.latency_s - b.recompute_s - b.tensor_parallel_s - b.pipeline_send_s -
+                        b.bubble_s - b.data_parallel_s - b.optimizer_s);
+  return b;
+}
+
+// What one graph (one micro-batch size) needs for the search.
+struct ShapeCase {
+  std::int64_t micro_batch_size = 1;
+  Graph graph;
+  PlanShape shape;
+  double tokens_per_sample = 1;
+  std::vector<std::int64_t> replica_counts;  // Divisors of global batch / micro-batch size.
+  std::vector<std::int64_t> stage_counts;    // Divisors of the blocks.
+};
+
+struct Search {
+  const PlanRequest& request;
+  const HardwareTable& table;
+  PlanResult& result;
+  std::vector<PlanRow> fitting;  // Every layout that fits.
+  // For a message when nothing fits: the layout that came closest.
+  double closest_ratio = HUGE_VAL;
+  std::optional<PlanRow> closest;
+  std::set<std::int64_t> counts;  // Empty: any.
+
+  bool count_allowed(std::int64_t devices) const {
+    return counts.empty() || counts.count(devices) > 0;
+  }
+
+  void add_row(const ShapeCase& sc, const LayerPass& pass, const PerformanceParams& params,
+               const Layout& layout) {
+    const Workload workload = plan_workload(request, layout);
+    const Device& device = *layout.device;
+    const Estimate e = estimate_schedule(pass, sc.graph, device, params, workload, false);
+    if (!e.communication_modelled || !e.pipeline_sends_modelled || !e.data_parallel_modelled) {
+      return;
+    }
+    ++result.layouts_searched;
+    PlanRow row;
+    row.layout = layout;
+    row.step_s = e.latency_s;
+    row.memory_bytes = e.memory.total_bytes;
+    const double usable = device.memory_bytes * (1 - request.memory_reserve);
+    row.headroom_bytes = usable - row.memory_bytes;
+    if (row.headroom_bytes < 0) {
+      const double ratio = row.memory_bytes / usable;
+      if (ratio < closest_ratio) {
+        closest_ratio = ratio;
+        closest = row;
+      }
+      return;
+    }
+    ++result.layouts_fit;
+    const auto global_batch = static_cast<double>(request.global_batch);
+    const auto devices = static_cast<double>(layout.devices);
+    // Model FLOPs: the graph's forward and backward per micro-batch, every micro-batch of every
+    // replica; checkpointing's recompute is not model work (Chowdhery et al. 2022, MFU).
+    const double model_flops = static_cast<double>(pass.totals.flops + pass.totals.backward_flops) *
+                               global_batch / static_cast<double>(layout.micro_batch_size);
+    const PeakRate& peak = device.peak(layout.precision);
+    const double peak_flops =
+        peak.matrix_flops_per_s > 0 ? peak.matrix_flops_per_s : peak.vector_flops_per_s;
+    row.mfu = model_flops / (row.step_s * devices * peak_flops);
+    row.tokens_per_s = global_batch * sc.tokens_per_sample / row.step_s;
+    row.steps = std::ceil(request.samples / global_batch);
+    row.time_s = row.steps * row.step_s;
+    row.device_hours = row.time_s * devices / 3600;
+    if (device.price) row.cost_usd = row.device_hours * device.price->usd_per_hour;
+    if (device.tdp_w > 0) row.energy_kwh = row.device_hours * device.tdp_w / 1000;
+    row.breakdown = breakdown_of(e, layout);
+    if (request.deadline_s && row.time_s > *request.deadline_s) row.meets_ask = false;
+    if (request.budget_usd && (!row.cost_usd || *row.cost_usd > *request.budget_usd)) {
+      row.meets_ask = false;
+    }
+    fitting.push_back(row);
+  }
+
+  // Every P x V x D x ZeRO for one per-layer pass.
+  void schedules(const ShapeCase& sc, const LayerPass& pass, const PerformanceParams& params,
+                 const Reach& reach, Layout layout) {
+    const std::int64_t replicas_max = request.global_batch / sc.micro_batch_size;
+    for (std::int64_t pp : sc.stage_counts) {
+      for (std::int64_t v :
+           pp == 1 ? std::vector<std::int64_t>{1} : divisors(sc.shape.blocks / pp)) {
+        for (std::int64_t dp : sc.replica_counts) {
+          const std::int64_t devices = layout.tensor_parallel * pp * dp;
+          if (devices > reach.max_devices) break;
+          if (!count_allowed(devices)) continue;
+          const std::int64_t m = replicas_max / dp;
+          if (v > 1 && m % pp != 0) continue;  // Megatron's interleaved schedule needs it.
+          layout.devices = devices;
+          layout.pipeline_parallel = pp;
+          layout.virtual_stages = v;
+          layout.data_parallel = dp;
+          layout.micro_batches = m;
+          for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
+            layout.zero_stage = zero;
+            add_row(sc, pass, params, layout);
+          }
+        }
+      }
+    }
+  }
+
+  void device_type(const Device& device, const std::vector<ShapeCase>& cases) {
+    const Reach reach = reach_of(device, request.max_devices, result.notes);
+    const PerformanceParams params = table.performance_for(device);
+    for (Precision precision : request.precisions) {
+      if (!device.supports(precision)) {
+        result.notes.push_back(
+            fmt::format("{}: cannot compute in {}", device.id, precision_name(precision)));
+        continue;
+      }
+      for (const ShapeCase& sc : cases) {
+        const std::int64_t heads = std::gcd(sc.shape.heads, sc.shape.kv_heads);
+        for (std::int64_t tp : heads > 0 ? divisors(heads) : std::vector<std::int64_t>{1}) {
+          if (tp > reach.domain) break;
+          for (bool checkpointing : {false, true}) {
+            Layout layout;
+            layout.device = &device;
+            layout.precision = precision;
+            layout.tensor_parallel = tp;
+            layout.micro_batch_size = sc.micro_batch_size;
+            layout.checkpointing = checkpointing;
+            layout.devices = tp;
+            const LayerPass pass =
+                estimate_layers(sc.graph, device, params, plan_workload(request, layout));
+            if (!pass.partial.communication_modelled) continue;
+            schedules(sc, pass, params, reach, layout);
+          }
+        }
+      }
+    }
+  }
+};
+
+std::string plural(const std::string& name, std::int64_t n) {
+  return n == 1 ? name : name + "s";
+}
+
+// "≤ 4,096 H100s" or "≤ 4,096 devices (H100, B200)".
+std::string devices_text(const PlanRequest& request) {
+  std::string text = "≤ " + format_grouped(request.max_devices) + " ";
+  if (request.devices.size() == 1) return text + plural(short_name(*request.devices.front()), 2);
+  std::string names;
+  for (const Device* device : request.devices) {
+    names += (names.empty() ? "" : ", ") + short_name(*device);
+  }
+  return text + "devices (" + names + ")";
+}
+
+std::string where_text(const PlanRow& row) {
+  return fmt::format("{} {} ({})", format_grouped(row.layout.devices),
+                     plural(short_name(*row.layout.device), row.layout.devices),
+                     layout_text(row.layout));
+}
+
+std::string days_text(double seconds) {
+  const double days = seconds / 86400;
+  return days >= 10 ? fmt::format("{:.0f} days", days) : fmt::format("{:.3g} days", days);
+}
+
+// Why nothing met the ask, and what would.
+std::string infeasible_text(const Search& search) {
+  const PlanRequest& request = search.request;
+  if (search.fitting.empty()) {
+    if (!search.closest) {
+      return fmt::format(
+          "no valid layout of {}: the global batch of {} samples, the heads and "
+          "the blocks leave none (see the notes)",
+          devices_text(request), format_grouped(request.global_batch));
+    }
+    const PlanRow& c = *search.closest;
+    const double usable = c.layout.device->memory_bytes * (1 - request.memory_reserve);
+    return fmt::format(
+        "no layout of {} fits in memory with a {:.0f} % reserve: the closest needs "
+        "{} of {} per device on {}; more devices or devices with more memory would",
+        devices_text(request), request.memory_reserve * 100, format_bytes(c.memory_bytes),
+        format_bytes(usable), where_text(c));
+  }
+  const PlanRow* fastest = nullptr;
+  const PlanRow* cheapest = nullptr;
+  for (const PlanRow& row : search.fitting) {
+    if (fastest == nullptr || better(row, *fastest, PlanObjective::kTime)) fastest = &row;
+    if (row.cost_usd && (cheapest == nullptr || better(row, *cheapest, PlanObjective::kCost))) {
+      cheapest = &row;
+    }
+  }
+  std::string text;
+  if (request.deadline_s && fastest->time_s > *request.deadline_s) {
+    const double deadline_days = *request.deadline_s / 86400;
+    text = fmt::format("no layout of {} meets {:g} days: the fastest is {} on {}",
+                       devices_text(request), deadline_days, days_text(fastest->time_s),
+                       where_text(*fastest));
+    // At perfect scaling from the fastest layout, rounded up to whole model replicas.
+    const std::int64_t replica =
+        fastest->layout.tensor_parallel * fastest->layout.pipeline_parallel;
+    const double needed =
+        static_cast<double>(fastest->layout.devices) * fastest->time_s / *request.deadline_s;
+    const auto rounded =
+        static_cast<std::int64_t>(std::ceil(needed / static_cast<double>(replica))) * replica;
+    if (rounded > request.max_devices) {
+      text += fmt::format("; about {} would at perfect scaling", format_grouped(rounded));
+      // Replicas of one sample each at the least: more than the global batch has.
+      const std::int64_t replicas = (rounded + replica - 1) / replica;
+      if (replicas > request.global_batch) {
+        text +=
+            fmt::format(", with a global batch of at least {} samples", format_grouped(replicas));
+      }
+    } else {
+      text += fmt::format("; layouts of more devices, up to {}, were slower",
+                          format_grouped(request.max_devices));
+    }
+    return text;
+  }
+  if (request.budget_usd) {
+    if (cheapest == nullptr) {
+      return fmt::format("no layout of {} has a price in the hardware table to hold to {}",
+                         devices_text(request), format_usd(*request.budget_usd));
+    }
+    // Within the deadline where one was asked: the cheapest of those.
+    const PlanRow* best = nullptr;
+    for (const PlanRow& row : search.fitting) {
+      if (!row.cost_usd) continue;
+      if (request.deadline_s && row.time_s > *request.deadline_s) continue;
+      if (best == nullptr || better(row, *best, PlanObjective::kCost)) best = &row;
+    }
+    if (best == nullptr) best = cheapest;
+    return fmt::format(
+        "no layout of {} costs at most {}{}: the cheapest{} is {} on {} ({})",
+        devices_text(request), format_usd(*request.budget_usd),
+        request.deadline_s ? fmt::format(" within {:g} days", *request.deadline_s / 86400) : "",
+        request.deadline_s ? " within the deadline" : "", format_usd(*best->cost_usd),
+        where_text(*best), days_text(best->time_s));
+  }
+  return "no layout meets the ask";
+}
+
+// The fastest rows that no cheaper row beats: sorted by time, each kept if it costs less than
+// every faster one.
+std::vector<PlanRow> pareto_front(const std::vector<PlanRow>& rows) {
+  std::vector<const PlanRow*> priced;
+  for (const PlanRow& row : rows) {
+    if (row.cost_usd) priced.push_back(&row);
+  }
+  std::sort(priced.begin(), priced.end(), [](const PlanRow* a, const PlanRow* b) {
+    if (a->time_s != b->time_s) return a->time_s < b->time_s;
+    if (*a->cost_usd != *b->cost_usd) return *a->cost_usd < *b->cost_usd;
+    return layout_key(a->layout) < layout_key(b->layout);
+  });
+  std::vector<PlanRow> front;
+  double cheapest = HUGE_VAL;
+  for (const PlanRow* row : priced) {
+    if (*row->cost_usd >= cheapest) continue;
+    cheapest = *row->cost_usd;
+    front.push_back(*row);
+  }
+  return front;
+}
+
+}  // namespace
+
+std::string_view plan_objective_name(PlanObjective objective) {
+  switch (objective) {
+    case PlanObjective::kCost:
+      return "cost";
+    case PlanObjective::kEnergy:
+      return "energy";
+    case PlanObjective::kTime:
+      break;
+  }
+  return "time";
+}
+
+std::string layout_text(const Layout& l) {
+  std::string text =
+      fmt::format("TP {}, PP {}, DP {}", l.tensor_parallel, l.pipeline_parallel, l.data_parallel);
+  if (l.virtual_stages > 1) text += fmt::format(", V {}", l.virtual_stages);
+  if (l.zero_stage > 0) text += fmt::format(", ZeRO-{}", l.zero_stage);
+  text += fmt::format(", mb {} x {}", l.micro_batch_size, l.micro_batches);
+  if (l.checkpointing) text += ", ckpt";
+  return text;
+}
+
+PlanShape plan_shape(const Graph& graph) {
+  PlanShape shape;
+  std::set<std::int32_t> attention_groups;
+  std::set<std::int32_t> groups;
+  for (const Layer& layer : graph.layers) {
+    groups.insert(layer.group);
+    if (layer.counts.attention_heads <= 0) continue;
+    attention_groups.insert(layer.group);
+    shape.heads = std::gcd(shape.heads, layer.counts.attention_heads);
+    // Latent attention keeps one latent (kv_cache_heads 1) that every device holds whole: it
+    // does not constrain the split; cross-attention without a cache counts its heads.
+    const std::int64_t kv = layer.counts.kv_cache_heads;
+    if (kv > 1) shape.kv_heads = std::gcd(shape.kv_heads, kv);
+  }
+  if (shape.heads > 0 && shape.kv_heads == 0) shape.kv_heads = shape.heads;
+  const auto blocks =
+      static_cast<std::int64_t>(attention_groups.empty() ? groups.size() : attention_groups.size());
+  shape.blocks = std::max<std::int64_t>(blocks, 1);
+  return shape;
+}
+
+Workload plan_workload(const PlanRequest& request, const Layout& layout) {
+  Workload w;
+  w.precision = layout.precision;
+  w.mode = Mode::kTraining;
+  w.profile = request.profile;
+  w.optimizer = request.optimizer;
+  w.devices = layout.devices;
+  w.tensor_parallel = layout.tensor_parallel;
+  w.pipeline_parallel = layout.pipeline_parallel;
+  w.virtual_stages = layout.virtual_stages;
+  w.micro_batches = layout.micro_batches;
+  w.zero_stage = layout.zero_stage;
+  w.checkpointing = layout.checkpointing;
+  return w;
+}
+
+PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
+                const PlanRequest& request) {
+  if (request.devices.empty()) throw Error({}, "no device types to plan on");
+  if (request.global_batch < 1) throw Error({}, "the global batch must be at least 1 sample");
+  if (request.global_batch > kMaxGlobalBatch) {
+    throw Error({},
+                fmt::format("a global batch of {} samples is beyond the {} the search takes",
+                            format_grouped(request.global_batch), format_grouped(kMaxGlobalBatch)));
+  }
+  if (!(request.samples > 0))
+    throw Error({}, "the run has no samples: give --tokens or --dataset-size");
+  if (request.max_devices < 1) throw Error({}, "--max-devices must be at least 1");
+  if (!(request.memory_reserve >= 0 && request.memory_reserve < 1)) {
+    throw Error({}, "the memory reserve must be at least 0 % and below 100 %");
+  }
+  PlanResult result;
+  Search search{request, table, result, {}, HUGE_VAL, std::nullopt, {}};
+  search.counts.insert(request.device_counts.begin(), request.device_counts.end());
+
+  std::vector<ShapeCase> cases;
+  std::set<std::int64_t> sizes(request.micro_batch_sizes.begin(), request.micro_batch_sizes.end());
+  for (std::int64_t size : sizes) {
+    if (size < 1 || request.global_batch % size != 0) continue;
+    ShapeCase sc;
+    sc.micro_batch_size = size;
+    sc.graph = build(size);
+    sc.shape = plan_shape(sc.graph);
+    const auto seq = sc.graph.dims.find("seq");
+    sc.tokens_per_sample = seq == sc.graph.dims.end() ? 1 : static_cast<double>(seq->second);
+    sc.replica_counts = divisors(request.global_batch / size);
+    sc.stage_counts = divisors(sc.shape.blocks);
+    cases.push_back(std::move(sc));
+  }
+  if (cases.empty()) {
+    throw Error({}, fmt::format("no micro-batch size divides the global batch of {} samples",
+                                request.global_batch));
+  }
+  for (const Device* device : request.devices) {
+    search.device_type(*device, cases);
+  }
+
+  const PlanObjective objective = request.objective;
+  std::vector<PlanRow>& all = search.fitting;
+  std::sort(all.begin(), all.end(),
+            [objective](const PlanRow& a, const PlanRow& b) { return better(a, b, objective); });
+  // Layouts that differ only in a ZeRO stage that changes nothing in the step: the lowest
+  // stage that fits is listed (sorted first), the others would repeat its row.
+  std::set<std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                      std::int64_t, bool, double>>
+      listed;
+  for (const PlanRow& row : all) {
+    if (!row.meets_ask) continue;
+    const Layout& l = row.layout;
+    if (!listed
+             .insert({l.device->id, static_cast<int>(l.precision), l.tensor_parallel,
+                      l.pipeline_parallel, l.data_parallel, l.virtual_stages, l.micro_batch_size,
+                      l.checkpointing, row.step_s})
+             .second) {
+      continue;
+    }
+    if (objective != PlanObjective::kTime && !std::isfinite(objective_value(row, objective))) {
+      continue;  // No price or no TDP in the table: it cannot be ranked by them.
+    }
+    result.rows.push_back(row);
+  }
+  result.pareto = pareto_front(all);
+  std::map<std::int64_t, const PlanRow*> per_count;
+  for (const PlanRow& row : all) {
+    const PlanRow*& best = per_count[row.layout.devices];
+    if (best == nullptr || better(row, *best, PlanObjective::kTime)) best = &row;
+  }
+  for (const auto& [count, row] : per_count) {
+    result.fastest_per_count.push_back(*row);
+  }
+  if (result.rows.empty()) result.infeasible = infeasible_text(search);
+  return result;
+}
+
+ScaleResult plan_scaling(const PlanGraphBuilder& build, const HardwareTable& table,
+                         PlanRequest request, const std::vector<std::int64_t>& counts, bool weak) {
+  request.deadline_s.reset();
+  request.budget_usd.reset();
+  request.objective = PlanObjective::kTime;
+  ScaleResult scale;
+  scale.weak = weak;
+  // The fastest layout at each count: one search over all counts for strong scaling; one per
+  // count for weak scaling, whose global batch differs per count.
+  std::vector<std::optional<PlanRow>> best(counts.size());
+  std::vector<std::int64_t> batches(counts.size(), request.global_batch);
+  const auto search = [&](PlanRequest at, const std::vector<std::int64_t>& some) {
+    at.device_counts = some;
+    at.max_devices = *std::max_element(some.begin(), some.end());
+    PlanResult result = plan(build, table, at);
+    for (std::string& note : result.notes) {
+      if (std::find(scale.notes.begin(), scale.notes.end(), note) == scale.notes.end()) {
+        scale.notes.push_back(std::move(note));
+      }
+    }
+    return result.fastest_per_count;
+  };
+  if (counts.empty()) return scale;
+  if (!weak) {
+    const std::vector<PlanRow> rows = search(request, counts);
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      for (const PlanRow& row : rows) {
+        if (row.layout.devices == counts[i]) best[i] = row;
+      }
+    }
+  } else {
+    const auto base = static_cast<double>(counts.front());
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      PlanRequest at = request;
+      at.global_batch =
+          std::max<std::int64_t>(1, std::llround(static_cast<double>(request.global_batch) *
+                                                 static_cast<double>(counts[i]) / base));
+      at.global_batch = std::min(at.global_batch, kMaxGlobalBatch);
+      at.samples = std::max(request.samples, static_cast<double>(at.global_batch));
+      batches[i] = at.global_batch;
+      const std::vector<PlanRow> rows = search(at, {counts[i]});
+      if (!rows.empty()) best[i] = rows.front();
+    }
+  }
+  double first_rate = 0;  // The first count with a layout: the base of the speed-up.
+  double first_devices = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    ScalePoint point;
+    point.devices = counts[i];
+    point.global_batch = batches[i];
+    point.best = best[i];
+    if (point.best) {
+      const double rate = weak ? point.best->tokens_per_s : 1 / point.best->step_s;
+      if (first_devices == 0) {
+        first_rate = rate;
+        first_devices = static_cast<double>(counts[i]);
+      }
+      point.speedup = rate / first_rate;
+      point.efficiency = point.speedup * first_devices / static_cast<double>(counts[i]);
+      const StepBreakdown& b = point.best->breakdown;
+      const double communication = b.communication_s();
+      const double other = b.recompute_s + b.optimizer_s;
+      if (scale.communication_leads_from == 0 && communication > b.bubble_s &&
+          communication > other) {
+        scale.communication_leads_from = counts[i];
+      }
+      if (scale.bubble_leads_from == 0 && b.bubble_s > communication && b.bubble_s > other) {
+        scale.bubble_leads_from = counts[i];
+      }
+    }
+    scale.points.push_back(std::move(point));
+  }
+  return scale;
+}
+
+Estimate plan_estimate(const PlanGraphBuilder& build, const HardwareTable& table,
+                       const PlanRequest& request, const Layout& layout) {
+  const Graph graph = build(layout.micro_batch_size);
+  return estimate(graph, *layout.device, table.performance_for(*layout.device),
+                  plan_workload(request, layout));
+}
+
+}  // namespace capcalc

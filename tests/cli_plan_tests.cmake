@@ -1,0 +1,62 @@
+# CLI tests of `capcalc plan` and `capcalc scale` (issue 24): what they print, and every bad
+# flag as one line with exit 2 and nothing on stdout. Uses capcalc_cli_ok, capcalc_cli_error
+# and capcalc_usage_error from the files included before it.
+set(llama8 data/models/llama3_8b.json)
+
+capcalc_cli_ok(plan_table "Plan: llama3_8b.*global batch 512 samples.*\n *1  H100 .*TP [1248], PP"
+               plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64)
+capcalc_cli_ok(plan_pareto "Time/cost Pareto front"
+               plan ${llama8} --gpu h100,b200 --tokens 1e12 --max-devices 64)
+capcalc_cli_ok(plan_explain "Row 2: .*compute \\(forward \\+ backward\\).*pipeline bubble.*Memory per device"
+               plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --explain 2)
+capcalc_cli_ok(plan_csv "^rank,device,precision,devices,tensor_parallel"
+               plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format csv --top 3)
+capcalc_cli_ok(plan_markdown "\\| # \\| device \\| count \\|"
+               plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format markdown)
+capcalc_cli_ok(plan_deadline_infeasible
+               "no layout of ≤ 64 H100s meets 30 days: the fastest is [0-9]+ days on 64 H100s \\(TP [0-9]+, PP [0-9]+, DP [0-9]+.*\\); about [0-9,]+ would at perfect scaling"
+               plan ${llama8} --gpu h100 --tokens 15e12 --max-devices 64 --deadline 30d)
+capcalc_cli_ok(plan_global_batch_note "4M-tokens is 488.3 sequences of 8192: taken as 488"
+               plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --global-batch 4M-tokens)
+capcalc_cli_ok(scale_table "Scaling: llama3_8b on h100-sxm \\(strong scaling.*\n +8 +512  TP .*1.00x.*\n +64 +512  TP"
+               scale ${llama8} --gpu h100 --devices 8..64)
+
+capcalc_usage_error(plan_global_batch_no_unit
+                    "--global-batch: 512 has no unit: write 512-tokens or 512-samples"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --global-batch 512)
+capcalc_usage_error(plan_reserve_no_unit "--memory-reserve: 10 has no unit: write 10%"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --memory-reserve 10)
+capcalc_usage_error(plan_deadline_no_unit "--deadline: 30 has no unit: write 30ms or 30s"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --deadline 30)
+capcalc_usage_error(plan_no_devices "give exactly one of --gpu LIST, --type TYPE or --all"
+                    plan ${llama8} --tokens 1e12)
+capcalc_usage_error(plan_no_run "plan needs the run's size: add --tokens or --dataset-size"
+                    plan ${llama8} --gpu h100)
+capcalc_usage_error(plan_explain_json "--explain is for the table: add --format table"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --explain 1 --format json)
+capcalc_usage_error(plan_max_devices_zero "--max-devices must be a whole number ≥ 1 (got 0)"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 0)
+capcalc_usage_error(plan_budget_no_unit "--budget: 2M has no unit: write 2MUSD or $2M"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --budget 2M)
+capcalc_cli_error(plan_bad_objective "--objective must be one of.*time.*cost.*energy.*speed"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --objective speed)
+capcalc_usage_error(scale_bad_range
+                    "--devices \"8..x\": expected a range of whole numbers ≥ 1, e.g. 8..4096 (powers of two) or 8,16,64"
+                    scale ${llama8} --gpu h100 --devices 8..x)
+capcalc_usage_error(scale_backwards_range "--devices 64..8: the range runs from low to high"
+                    scale ${llama8} --gpu h100 --devices 64..8)
+capcalc_cli_error(plan_unknown_device "unknown device.*did you mean"
+                  plan ${llama8} --gpu h10O --tokens 1e12)
+
+# scale -o draws an SVG: well-formed XML with one point per device count (8, 16, 32, 64).
+set(scaling_svg ${CMAKE_CURRENT_BINARY_DIR}/scaling.svg)
+add_test(NAME cli.scale_svg
+         COMMAND bash -c "set -e; rm -f '${scaling_svg}'; '$<TARGET_FILE:capcalc_cli>' scale ${llama8} --gpu h100 --devices 8..64 -o '${scaling_svg}' > /dev/null; python3 -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); n = len(d.getElementsByTagName(\"circle\")); sys.exit(0 if n == 4 else \"%d points\" % n)' '${scaling_svg}'"
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+capcalc_usage_error(plan_global_batch_huge
+                    "a global batch of 1,000,000,000,000 samples is beyond the 2,147,483,648 the search takes"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --global-batch 1T-samples)
+capcalc_cli_ok(scale_weak "weak scaling.*\n +8 +512  TP .*1.00x.*\n +64 +4,096  TP"
+               scale ${llama8} --gpu h100 --devices 8..64 --weak)
+capcalc_schema_test(scale_weak - data/schema/scale-output.schema.json
+                    scale ${llama8} --gpu h100 --devices 8..32 --weak --format json)

@@ -1,0 +1,392 @@
+// The layout search: small cases whose layouts can be listed by hand, every constraint, the
+// run's figures derived from the step, determinism and the messages of an ask nobody meets.
+#include "capcalc/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "capcalc/error.hpp"
+#include "capcalc/model.hpp"
+#include "capcalc/report_plan.hpp"
+
+#include "catch.hpp"
+#include "round_device.hpp"
+#include "test_data.hpp"
+
+using namespace capcalc;
+
+namespace {
+
+// A pre-norm transformer: `blocks` blocks of attention (`heads` heads, `kv_heads` key/value
+// heads) and a 4x MLP over `hidden` features, `seq` tokens per sample.
+Graph tiny_transformer(std::int64_t batch, int blocks, int heads, int kv_heads, int hidden = 384,
+                       int seq = 64) {
+  const std::string text = R"({"format": "capcalc-model/1", "name": "tiny",
+    "dims": {"batch": )" + std::to_string(batch) +
+                           R"(, "seq": )" + std::to_string(seq) + R"(},
+    "inputs": [{"name": "ids", "shape": ["batch", "seq"]}],
+    "blocks": {"layer": {"layers": [
+      {"name": "norm", "op": "rmsnorm"},
+      {"name": "attn", "op": "attention", "heads": )" +
+                           std::to_string(heads) + R"(, "kv_heads": )" + std::to_string(kv_heads) +
+                           R"(, "causal": true},
+      {"name": "add", "op": "add", "inputs": ["attn", "x"]},
+      {"name": "up", "op": "linear", "out_features": )" +
+                           std::to_string(4 * hidden) + R"(},
+      {"name": "act", "op": "gelu"},
+      {"name": "down", "op": "linear", "out_features": )" +
+                           std::to_string(hidden) + R"(},
+      {"name": "add2", "op": "add", "inputs": ["down", "add"]}]}},
+    "layers": [
+      {"name": "embed", "op": "embedding", "num_embeddings": 1000, "embedding_dim": )" +
+                           std::to_string(hidden) + R"(},
+      {"name": "layers", "block": "layer", "repeat": )" +
+                           std::to_string(blocks) + R"(},
+      {"name": "head", "op": "linear", "out_features": 1000}]})";
+  return parse_model(text, "tiny.json");
+}
+
+// The round device with a price, a TDP and a scale-up link joining `domain` devices (100 GB/s
+// per direction); `network`: 10 GB/s per direction between nodes.
+Device node_device(int domain, bool network) {
+  Device d = test::round_device();
+  d.intra_node = Link{"Round link", 100e9, "per_direction", 0, domain};
+  if (network) d.inter_node = Link{"Round network", 10e9, "per_direction"};
+  d.price = Price{1.0, "2026-12", "https://example.invalid/price"};
+  d.tdp_w = 500;
+  return d;
+}
+
+HardwareTable table_of(const Device& device) {
+  HardwareTable table;
+  table.devices = {device};
+  table.performance[static_cast<std::size_t>(DeviceType::kGpu)] = test::round_params();
+  return table;
+}
+
+PlanRequest fp16_request(const HardwareTable& table, std::int64_t global_batch,
+                         std::int64_t max_devices) {
+  PlanRequest request;
+  request.devices = {&table.devices.front()};
+  request.precisions = {Precision::kFp16};  // The round device has no bf16.
+  request.global_batch = global_batch;
+  request.max_devices = max_devices;
+  request.samples = 1000;
+  return request;
+}
+
+}  // namespace
+
+TEST_CASE("plan: estimate_layers + estimate_schedule is estimate()", "[plan]") {
+  const Graph g = tiny_transformer(2, 4, 4, 2);
+  const Device d = node_device(4, true);
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.mode = Mode::kTraining;
+  w.devices = 16;
+  w.tensor_parallel = 2;
+  w.pipeline_parallel = 2;
+  w.virtual_stages = 2;
+  w.micro_batches = 4;
+  w.zero_stage = 1;
+  w.checkpointing = true;
+  const Estimate whole = estimate(g, d, test::round_params(), w);
+  const Estimate split = estimate_schedule(estimate_layers(g, d, test::round_params(), w), g, d,
+                                           test::round_params(), w, false);
+  CHECK(split.latency_s == whole.latency_s);
+  CHECK(split.memory.total_bytes == whole.memory.total_bytes);
+  CHECK(split.pipeline_bubble_s == whole.pipeline_bubble_s);
+  CHECK(split.data_parallel_exposed_s == whole.data_parallel_exposed_s);
+  CHECK(split.layers.empty());
+  CHECK(whole.layers.size() == g.layers.size());
+}
+
+TEST_CASE("plan: heads, key/value heads and blocks of a model", "[plan]") {
+  const PlanShape tiny = plan_shape(tiny_transformer(1, 3, 6, 2));
+  CHECK(tiny.heads == 6);
+  CHECK(tiny.kv_heads == 2);
+  CHECK(tiny.blocks == 3);
+  // Llama 3 8B: 32 layers, 32 heads, 8 key/value heads (Llama Team 2024, Table 3).
+  ModelOptions options;
+  const PlanShape llama = plan_shape(load_model(test::data_path("models/llama3_8b.json"), options));
+  CHECK(llama.heads == 32);
+  CHECK(llama.kv_heads == 8);
+  CHECK(llama.blocks == 32);
+}
+
+TEST_CASE("plan: one node of two devices, every layout listed by hand", "[plan]") {
+  // Two blocks of two heads, a global batch of 1 sample, micro-batches of 1, two devices in a
+  // scale-up domain and no network. By hand, the valid layouts are: 1 device (TP 1, PP 1);
+  // 2 devices as TP 2 or as PP 2 (V 1: 2 blocks / 2 stages leave one block per stage); DP is 1
+  // (one sample), ZeRO therefore 0; each with and without checkpointing: 6 layouts.
+  const HardwareTable table = table_of(node_device(2, false));
+  const Device& d = table.devices.front();
+  PlanRequest request = fp16_request(table, 1, 2);
+  request.micro_batch_sizes = {1};
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 2, 2, 2);
+  };
+  const PlanResult result = plan(build, table, request);
+  CHECK(result.layouts_searched == 6);
+  CHECK(result.layouts_fit == 6);
+  REQUIRE(result.rows.size() == 6);
+
+  // The optimum by hand: estimate() each of the six and take the fastest.
+  struct HandLayout {
+    std::int64_t tp, pp;
+    bool checkpointing;
+  };
+  const HandLayout hand[] = {{1, 1, false}, {1, 1, true},  {2, 1, false},
+                             {2, 1, true},  {1, 2, false}, {1, 2, true}};
+  const Graph g = build(1);
+  double fastest = HUGE_VAL;
+  for (const HandLayout& h : hand) {
+    Workload w;
+    w.precision = Precision::kFp16;
+    w.mode = Mode::kTraining;
+    w.devices = h.tp * h.pp;
+    w.tensor_parallel = h.tp;
+    w.pipeline_parallel = h.pp;
+    w.checkpointing = h.checkpointing;
+    const double step = estimate(g, d, test::round_params(), w).latency_s;
+    fastest = std::min(fastest, step);
+    // Each hand layout is a row, with estimate()'s step time exactly.
+    const auto row = std::find_if(result.rows.begin(), result.rows.end(), [&](const PlanRow& r) {
+      return r.layout.tensor_parallel == h.tp && r.layout.pipeline_parallel == h.pp &&
+             r.layout.checkpointing == h.checkpointing;
+    });
+    REQUIRE(row != result.rows.end());
+    CHECK(row->step_s == step);
+  }
+  CHECK(result.rows.front().step_s == fastest);
+  for (std::size_t i = 1; i < result.rows.size(); ++i) {
+    CHECK(result.rows[i - 1].time_s <= result.rows[i].time_s);
+  }
+}
+
+TEST_CASE("plan: the run's figures follow from the step", "[plan]") {
+  const HardwareTable table = table_of(node_device(2, false));
+  PlanRequest request = fp16_request(table, 4, 2);
+  request.samples = 1001;  // 251 steps of 4 samples: the last one is whole.
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 2, 2, 2);
+  };
+  const PlanResult result = plan(build, table, request);
+  REQUIRE_FALSE(result.rows.empty());
+  for (const PlanRow& row : result.rows) {
+    const Layout& l = row.layout;
+    CHECK(row.steps == 251);
+    CHECK(row.time_s == Approx(251 * row.step_s));
+    const auto devices = static_cast<double>(l.devices);
+    CHECK(row.device_hours == Approx(row.time_s * devices / 3600));
+    REQUIRE(row.cost_usd);
+    CHECK(*row.cost_usd == Approx(row.device_hours * 1.0));  // $1 per device-hour.
+    REQUIRE(row.energy_kwh);
+    CHECK(*row.energy_kwh == Approx(row.device_hours * 0.5));  // 500 W.
+    CHECK(row.tokens_per_s == Approx(4 * 64 / row.step_s));
+    // MFU: forward + backward FLOPs of the 4 samples over the step on every device's fp16
+    // matrix peak, 100 TFLOP/s.
+    const GraphTotals totals = graph_totals(build(1));
+    const double model_flops = static_cast<double>(totals.flops + totals.backward_flops) * 4;
+    CHECK(row.mfu == Approx(model_flops / (row.step_s * devices * 100e12)));
+    const StepBreakdown& b = row.breakdown;
+    CHECK(b.compute_s + b.recompute_s + b.communication_s() + b.bubble_s + b.optimizer_s ==
+          Approx(row.step_s));
+    CHECK(row.headroom_bytes == Approx(16e9 * 0.9 - row.memory_bytes));
+  }
+}
+
+TEST_CASE("plan: no printed layout breaks divisibility, the domain or memory", "[plan]") {
+  // 6 heads and 2 key/value heads: TP 1 or 2, never 4 although the domain holds 4; 3 blocks:
+  // PP 1 or 3; a global batch of 8 samples.
+  const HardwareTable table = table_of(node_device(4, true));
+  PlanRequest request = fp16_request(table, 8, 64);
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 3, 6, 2);
+  };
+  const PlanResult result = plan(build, table, request);
+  REQUIRE(result.rows.size() > 10);
+  bool tp2_pp3 = false;
+  for (const PlanRow& row : result.rows) {
+    const Layout& l = row.layout;
+    CHECK(6 % l.tensor_parallel == 0);
+    CHECK(2 % l.tensor_parallel == 0);
+    CHECK(3 % (l.pipeline_parallel * l.virtual_stages) == 0);
+    CHECK(l.data_parallel * l.micro_batches * l.micro_batch_size == 8);
+    CHECK(l.devices == l.tensor_parallel * l.pipeline_parallel * l.data_parallel);
+    CHECK(l.devices <= 64);
+    CHECK(l.tensor_parallel <= 4);
+    CHECK(row.memory_bytes <= 16e9 * 0.9);
+    if (l.zero_stage > 0) CHECK(l.data_parallel > 1);
+    if (l.tensor_parallel == 2 && l.pipeline_parallel == 3) tp2_pp3 = true;
+  }
+  CHECK(tp2_pp3);
+
+  // Memory: a device of 4 MB holds the model only once it is split; the layouts that do not
+  // fit are never printed.
+  Device small = node_device(4, true);
+  small.memory_bytes = 4e6;
+  const HardwareTable small_table = table_of(small);
+  PlanRequest small_request = fp16_request(small_table, 8, 64);
+  const PlanResult split = plan(build, small_table, small_request);
+  CHECK(split.layouts_fit < split.layouts_searched);
+  for (const PlanRow& row : split.rows) {
+    CHECK(row.memory_bytes <= 4e6 * 0.9);
+    CHECK(row.layout.devices > 1);
+  }
+}
+
+TEST_CASE("plan: the same ask gives the same answer", "[plan]") {
+  const HardwareTable table = table_of(node_device(4, true));
+  PlanRequest request = fp16_request(table, 8, 64);
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 3, 6, 2);
+  };
+  const auto render = [&] {
+    const PlanResult result = plan(build, table, request);
+    PlanReportInput input;
+    input.request = &request;
+    input.result = &result;
+    input.model = "tiny";
+    input.top = 1000;
+    return render_plan_json(input);
+  };
+  CHECK(render() == render());
+}
+
+TEST_CASE("plan: the Pareto front is fastest first, each cheaper than every faster row", "[plan]") {
+  const HardwareTable table = table_of(node_device(4, true));
+  PlanRequest request = fp16_request(table, 8, 64);
+  request.objective = PlanObjective::kCost;
+  const PlanResult result =
+      plan([](std::int64_t batch) { return tiny_transformer(batch, 3, 6, 2); }, table, request);
+  REQUIRE(result.pareto.size() >= 2);
+  for (std::size_t i = 1; i < result.pareto.size(); ++i) {
+    CHECK(result.pareto[i - 1].time_s <= result.pareto[i].time_s);
+    CHECK(*result.pareto[i - 1].cost_usd > *result.pareto[i].cost_usd);
+  }
+  // No row is both faster and cheaper than a front row.
+  for (const PlanRow& front : result.pareto) {
+    for (const PlanRow& row : result.rows) {
+      CHECK_FALSE((row.time_s < front.time_s && *row.cost_usd < *front.cost_usd));
+    }
+  }
+  // Ranked by cost: the first row is the front's cheapest.
+  CHECK(*result.rows.front().cost_usd == Approx(*result.pareto.back().cost_usd));
+}
+
+TEST_CASE("plan: an ask nobody meets says why and what would", "[plan]") {
+  const HardwareTable table = table_of(node_device(4, true));
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 3, 6, 2);
+  };
+  PlanRequest request = fp16_request(table, 8, 8);
+  const PlanResult open = plan(build, table, request);
+  REQUIRE(open.infeasible.empty());
+  const PlanRow& fastest = open.rows.front();
+
+  // Half the fastest run's time: at perfect scaling, twice its devices (16 > 8 allowed).
+  request.deadline_s = fastest.time_s / 2;
+  const PlanResult late = plan(build, table, request);
+  CHECK(late.rows.empty());
+  CHECK_THAT(late.infeasible, ContainsSubstring("no layout of ≤ 8 rounds meets"));
+  CHECK_THAT(late.infeasible, ContainsSubstring("the fastest is"));
+  CHECK_THAT(late.infeasible, ContainsSubstring(layout_text(fastest.layout)));
+  const std::int64_t replica = fastest.layout.tensor_parallel * fastest.layout.pipeline_parallel;
+  const auto needed = static_cast<std::int64_t>(
+      std::ceil(static_cast<double>(fastest.layout.devices * 2) / static_cast<double>(replica)) *
+      static_cast<double>(replica));
+  if (needed > 8) {
+    CHECK_THAT(late.infeasible, ContainsSubstring("about " + std::to_string(needed) + " would"));
+  } else {
+    CHECK_THAT(late.infeasible, ContainsSubstring("layouts of more devices, up to 8, were slower"));
+  }
+  // Allowed 4 devices, the fastest of them at twice the deadline needs more than allowed.
+  PlanRequest four = request;
+  four.max_devices = 4;
+  four.deadline_s.reset();
+  const PlanRow fastest4 = plan(build, table, four).rows.front();
+  REQUIRE(fastest4.layout.devices == 4);
+  four.deadline_s = fastest4.time_s / 2;
+  CHECK_THAT(plan(build, table, four).infeasible,
+             ContainsSubstring("about 8 would at perfect scaling"));
+
+  // A budget below the cheapest run names the cheapest.
+  request.deadline_s.reset();
+  request.budget_usd = 1e-9;
+  const PlanResult poor = plan(build, table, request);
+  CHECK(poor.rows.empty());
+  CHECK_THAT(poor.infeasible, ContainsSubstring("costs at most"));
+  CHECK_THAT(poor.infeasible, ContainsSubstring("the cheapest is"));
+
+  // Nothing fits: the closest layout and its need.
+  Device tiny = node_device(4, true);
+  tiny.memory_bytes = 1e3;
+  const HardwareTable tiny_table = table_of(tiny);
+  PlanRequest tiny_request = fp16_request(tiny_table, 8, 8);
+  const PlanResult none = plan(build, tiny_table, tiny_request);
+  CHECK(none.rows.empty());
+  CHECK_THAT(none.infeasible, ContainsSubstring("fits in memory with a 10 % reserve"));
+}
+
+TEST_CASE("plan: devices without a scale-up domain are planned on one device", "[plan]") {
+  Device pcie = node_device(4, true);
+  pcie.intra_node->domain_devices = 0;
+  const HardwareTable table = table_of(pcie);
+  PlanRequest request = fp16_request(table, 8, 64);
+  const PlanResult result =
+      plan([](std::int64_t batch) { return tiny_transformer(batch, 3, 6, 2); }, table, request);
+  for (const PlanRow& row : result.rows) {
+    CHECK(row.layout.devices == 1);
+  }
+  REQUIRE(result.notes.size() == 1);
+  CHECK_THAT(result.notes.front(), ContainsSubstring("no scale-up domain"));
+}
+
+TEST_CASE("plan: scaling keeps the fastest layout per count", "[plan]") {
+  const HardwareTable table = table_of(node_device(4, true));
+  PlanRequest request = fp16_request(table, 8, 64);
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 3, 6, 2);
+  };
+  const ScaleResult scale = plan_scaling(build, table, request, {1, 2, 4});
+  REQUIRE(scale.points.size() == 3);
+  const PlanResult all = plan(build, table, request);
+  for (const ScalePoint& point : scale.points) {
+    REQUIRE(point.best);
+    CHECK(point.best->layout.devices == point.devices);
+    for (const PlanRow& row : all.rows) {
+      if (row.layout.devices == point.devices) CHECK(point.best->step_s <= row.step_s);
+    }
+  }
+  CHECK(scale.points[0].speedup == 1);
+  CHECK(scale.points[2].speedup ==
+        Approx(scale.points[0].best->step_s / scale.points[2].best->step_s));
+  CHECK(scale.points[2].efficiency == Approx(scale.points[2].speedup / 4));
+}
+
+TEST_CASE("plan: weak scaling grows the global batch with the count", "[plan]") {
+  const HardwareTable table = table_of(node_device(4, true));
+  PlanRequest request = fp16_request(table, 2, 64);
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 3, 6, 2);
+  };
+  const ScaleResult scale = plan_scaling(build, table, request, {1, 2, 4}, true);
+  CHECK(scale.weak);
+  REQUIRE(scale.points.size() == 3);
+  // 2 samples a step on 1 device, 4 on 2, 8 on 4.
+  CHECK(scale.points[0].global_batch == 2);
+  CHECK(scale.points[1].global_batch == 4);
+  CHECK(scale.points[2].global_batch == 8);
+  for (const ScalePoint& point : scale.points) {
+    REQUIRE(point.best);
+    CHECK(point.best->layout.devices == point.devices);
+    CHECK(point.best->tokens_per_s ==
+          Approx(static_cast<double>(point.global_batch) * 64 / point.best->step_s));
+  }
+  // Speed-up in tokens per second over the first count; efficiency per device.
+  const double base = scale.points[0].best->tokens_per_s;
+  CHECK(scale.points[2].speedup == Approx(scale.points[2].best->tokens_per_s / base));
+  CHECK(scale.points[2].efficiency == Approx(scale.points[2].speedup / 4));
+}
