@@ -48,6 +48,7 @@ int run(int argc, char** argv) {
   capcalc::cli::add_check_command(app, exit_code);
   capcalc::cli::add_roofline_command(app);
   capcalc::cli::add_report_command(app);
+  capcalc::cli::add_models_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
