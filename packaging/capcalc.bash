@@ -8,6 +8,11 @@ _capcalc_devices() {
   "${COMP_WORDS[0]}" hw list --format csv 2>/dev/null | tail -n +2 | cut -d, -f1
 }
 
+# Zoo model names (`capcalc models list`), offered beside files where a model is due.
+_capcalc_models() {
+  "${COMP_WORDS[0]}" models list --format csv 2>/dev/null | tail -n +2 | cut -d, -f1
+}
+
 _capcalc() {
   local cur prev words cword
   if declare -F _init_completion >/dev/null; then
@@ -19,7 +24,7 @@ _capcalc() {
     cword=$COMP_CWORD
   fi
 
-  local commands="estimate layers hw runtimes calibrate probe validate compare check roofline report serve plan scale"
+  local commands="estimate layers hw runtimes models calibrate probe validate compare check roofline report serve plan scale"
   local precisions="fp64 fp32 tf32 fp16 bf16 fp8 int8 int4"
   local model_flags="--batch --set --causal --input-shape --strict --omit-input"
   local hw_flags="--hardware --hardware-file"
@@ -33,7 +38,7 @@ _capcalc() {
     if [[ ${words[i]} != -* ]]; then
       if [[ -z $command ]]; then
         command=${words[i]}
-      elif [[ ($command == hw || $command == runtimes) && -z $sub ]]; then
+      elif [[ ($command == hw || $command == runtimes || $command == models) && -z $sub ]]; then
         sub=${words[i]}
       fi
     fi
@@ -65,8 +70,7 @@ _capcalc() {
     -f | --format)
       local formats="table json"
       case "$command" in
-        serve) formats="table json csv" ;;
-        layers | hw) formats="table json csv" ;;
+        layers | hw | models | serve) formats="table json csv" ;;
         compare) formats="table json csv markdown" ;;
         check) formats="text json junit markdown" ;;
       esac
@@ -116,6 +120,11 @@ _capcalc() {
         "") COMPREPLY=($(compgen -W "list show --help" -- "$cur")); return ;;
         *) flags="--runtime-file --format" ;;
       esac ;;
+    models)
+      case "$sub" in
+        "") COMPREPLY=($(compgen -W "list --help" -- "$cur")); return ;;
+        *) flags="--format" ;;
+      esac ;;
     calibrate) flags="$hw_flags --models --output" ;;
     probe) flags="--seconds --threads --output --format" ;;
     validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor --max-held-out-median-error --min-within-2x --write-ranges" ;;
@@ -153,6 +162,10 @@ _capcalc() {
     COMPREPLY=($(compgen -W "$flags --help" -- "$cur"))
   else
     COMPREPLY=($(compgen -f -- "$cur"))
+    case "$command" in
+      estimate | layers | compare | check | roofline | report)
+        COMPREPLY+=($(compgen -W "$(_capcalc_models)" -- "$cur")) ;;
+    esac
   fi
 }
 

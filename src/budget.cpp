@@ -464,11 +464,13 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
     if (limit.kind == LimitKind::kMustFit) {
       const std::string memory = format_bytes(row.device_memory_bytes);
       result.message =
-          result.passed
-              ? fmt::format("memory {} fits in {} (margin {})", result.value_text, memory,
-                            result.margin_text)
-              : fmt::format("memory {} does not fit in {}: over by {}; needs at least {} devices",
-                            result.value_text, memory, over, row.devices_to_fit);
+          result.passed ? fmt::format("memory {} fits in {} (margin {})", result.value_text, memory,
+                                      result.margin_text)
+          : row.fit_flags.empty()
+              ? fmt::format("memory {} does not fit in {}: over by {}; needs at least {} devices",
+                            result.value_text, memory, over, row.devices_to_fit)
+              : fmt::format("memory {} does not fit in {}: over by {}; fits on {} devices with {}",
+                            result.value_text, memory, over, row.devices_to_fit, row.fit_flags);
     } else {
       const std::string_view side = is_min(limit.kind) ? "min" : "max";
       if (result.passed) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/fit.hpp"
 
 #include "checked.hpp"
 
@@ -174,6 +175,13 @@ CompareRow compare_row(const Graph& graph, const Device& device, const Performan
           ? std::max<std::int64_t>(
                 1, clamp_to_int64(std::ceil(row.memory_bytes / device.memory_bytes)))
           : 1;
+  if (!row.fits && !request.serving) {
+    const FitAdvice advice = advise_fit(graph, device, params, workload);
+    if (!advice.options.empty()) {
+      row.devices_to_fit = advice.options.front().devices;
+      row.fit_flags = advice.options.front().flags;
+    }
+  }
   if (!row.run_time_s && row.throughput_per_s > 0) {
     // Device-hours for 1e6 samples (serving: generated tokens): the rate is over all devices,
     // each one is paid for.
@@ -232,15 +240,19 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
     }
     groups.push_back(std::move(group));
   }
-  // A device's first supported row stands for it; a device with none goes last.
+  // A device's first supported row stands for it; a device with none goes last, and one that
+  // does not fit after every one that does, whatever the key.
   const auto group_key = [sort](const std::vector<CompareRow>& group) {
     for (const CompareRow& row : group) {
-      if (row.supported) return sort_key(row, sort);
+      if (row.supported) return std::make_pair(row.fits ? 0 : 1, sort_key(row, sort));
     }
-    return std::optional<double>();
+    return std::make_pair(2, std::optional<double>());
   };
   std::stable_sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) {
-    return key_less(group_key(a), group_key(b));
+    const auto ka = group_key(a);
+    const auto kb = group_key(b);
+    if (ka.first != kb.first) return ka.first < kb.first;
+    return key_less(ka.second, kb.second);
   });
   for (auto& group : groups) {
     for (CompareRow& row : group)

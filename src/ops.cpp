@@ -579,6 +579,8 @@ OpResult infer_attention(OpContext& ctx) {
   c.input_elements = checked_add(c.input_elements, intermediates);
   c.output_elements = checked_add(c.output_elements, intermediates);
   c.saved_elements = intermediates / 2;  // Q, K, V and context, once each.
+  c.attention_heads = heads;
+  c.attention_kv_heads = kv_heads;
   if (self_attention) {
     c.kv_cache_per_token = checked_mul(2, kv_width);
     // A chunked layer keeps at most one chunk (transformers' and vLLM's chunked caches).
@@ -1008,6 +1010,7 @@ OpResult infer_mla_attention(OpContext& ctx) {
     c.kv_cache_window = window;
     c.kv_cache_heads = 1;  // One latent for all heads: every tensor-parallel device keeps it.
   }
+  c.attention_heads = heads;
   if (cached > 0) {
     const std::int64_t read = window > 0 ? std::min(cached, window) : cached;
     c.kv_cache_read_elements = checked_mul(batch, read, latent);

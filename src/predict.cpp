@@ -683,8 +683,34 @@ void memory_fit(const Step& s, Estimate& result) {
 
 }  // namespace
 
+std::optional<std::string> tensor_parallel_problem(const Graph& graph,
+                                                   std::int64_t tensor_parallel) {
+  const std::int64_t t = tensor_parallel;
+  if (t <= 1) return std::nullopt;
+  for (const Layer& layer : graph.layers) {
+    const std::int64_t heads = layer.counts.attention_heads;
+    const std::int64_t kv = layer.counts.attention_kv_heads;
+    if (heads > 0 && heads % t != 0) {
+      return fmt::format("--tensor-parallel {} does not divide the {} attention heads of \"{}\"", t,
+                         heads, layer.name);
+    }
+    // Megatron-LM and vLLM split the KV heads evenly, or replicate them when the degree is a
+    // multiple of their number.
+    if (kv > 0 && kv % t != 0 && t % kv != 0) {
+      return fmt::format(
+          "--tensor-parallel {} and the {} KV heads of \"{}\" do not divide "
+          "each other (KV heads split evenly, or are replicated over a multiple)",
+          t, kv, layer.name);
+    }
+  }
+  return std::nullopt;
+}
+
 LayerPass estimate_layers(const Graph& graph, const Device& device, const PerformanceParams& params,
                           const Workload& workload) {
+  if (auto problem = tensor_parallel_problem(graph, workload.tensor_parallel)) {
+    throw Error({}, *problem);
+  }
   const Step s = make_step(graph, device, params, workload);
   LayerPass pass;
   Estimate& result = pass.partial;

@@ -547,11 +547,15 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
         fmt::format("{} profile ({} default)", profile_name(e.profile),
                     g.runs_fused ? std::string("ONNX") : std::string(device_type_name(d.type)));
   }
-  std::string workload = fmt::format("{}, {}, batch {}, {}", mode_name(in.workload.mode),
-                                     precision_name(precision), g.batch, runner);
+  std::string workload =
+      fmt::format("{}, {}, batch {}{}, {}", mode_name(in.workload.mode), precision_name(precision),
+                  g.batch, in.batch_note.empty() ? "" : " (" + in.batch_note + ")", runner);
   if (in.workload.devices > 1) workload += fmt::format(", {} devices", in.workload.devices);
   workload += parallelism_text(in.workload);
   out += fmt::format("  workload     {}\n", workload);
+  if (!in.batch_source.empty()) {
+    out += "  batch from   " + wrap_text(in.batch_source, 84, 15);
+  }
   if (in.workload.sparsity == Sparsity::kUnstructured) {
     out += "  sparsity     unstructured: no speedup on dense hardware, counted as dense\n";
   }
@@ -658,6 +662,9 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   } else if (e.max_batch == 0) {
     out += "  max batch    none: the weights and state alone do not fit\n";
   }
+  if (in.fit != nullptr && !e.fits) {
+    out += "  to fit       " + wrap_text(fit_advice_text(*in.fit, d, in.workload.mode), 100, 15);
+  }
 
   std::array<BoundShare, 5> shares{};
   for (const LayerEstimate& layer : e.layers) {
@@ -736,6 +743,7 @@ std::string render_estimate_json(const ReportInput& in) {
   workload["mode"] = std::string(mode_name(in.workload.mode));
   workload["precision"] = std::string(precision_name(in.workload.precision));
   workload["batch"] = in.graph.batch;
+  if (!in.batch_note.empty()) workload["batch_note"] = in.batch_note;
   workload["profile"] = std::string(profile_name(e.profile));
   workload["runtime"] = e.runtime;
   workload["devices"] = in.workload.devices;
@@ -798,6 +806,18 @@ std::string render_estimate_json(const ReportInput& in) {
   }
   est["memory_bytes"] = e.memory.total_bytes;
   est["fits"] = e.fits;
+  if (in.fit != nullptr && !e.fits) {
+    Json fit;
+    fit["message"] = fit_advice_text(*in.fit, *in.device, in.workload.mode);
+    fit["state_bytes"] = in.fit->state_bytes;
+    fit["replicas_do_not_split"] = in.fit->replicas_do_not_split;
+    Json options = Json::array();
+    for (const FitOption& o : in.fit->options) {
+      options.push_back({{"flags", o.flags}, {"devices", o.devices}});
+    }
+    fit["options"] = options;
+    est["to_fit"] = fit;
+  }
   Json memory;
   memory["weight_bytes"] = e.memory.weight_bytes;
   memory["gradient_bytes"] = e.memory.gradient_bytes;

@@ -27,7 +27,9 @@ std::string energy_text(double kwh) { return format_amount(kwh); }
 
 std::string fits_text(const CompareRow& row) {
   if (row.fits) return "yes";
-  return fmt::format("no ({})", row.devices_to_fit);
+  if (!row.fit_flags.empty())
+    return fmt::format("no ({} with {})", row.devices_to_fit, row.fit_flags);
+  return fmt::format("no (at least {})", row.devices_to_fit);
 }
 
 std::string csv_number(const std::optional<double>& value) {
@@ -167,6 +169,7 @@ Json row_json(const CompareRow& row, Mode mode) {
   j["device_memory_bytes"] = row.device_memory_bytes;
   j["fits"] = row.supported ? Json(row.fits) : Json(nullptr);
   j["devices_to_fit"] = row.supported ? Json(row.devices_to_fit) : Json(nullptr);
+  j["fit_flags"] = row.fit_flags.empty() ? Json(nullptr) : Json(row.fit_flags);
   j["bound"] = row.supported ? Json(std::string(bound_name(row.bound))) : Json(nullptr);
   j["price_per_device_hour_usd"] = json_number(row.price_per_device_hour_usd);
   j["cost_usd"] = json_number(row.cost_usd);
@@ -218,7 +221,11 @@ std::string render_compare_text(const CompareTable& table) {
   }
   std::string footer = c.device ? "memory: needed on one device, of the device's memory"
                                 : "memory: needed on one device (its memory beside its name)";
-  if (any_misfit) footer += "; fits \"no (N)\": at least N devices by memory alone (a lower bound)";
+  if (any_misfit) {
+    footer +=
+        "; fits \"no (N with FLAGS)\": fits on N devices split so (predicted), \"no (at "
+        "least N)\": by memory alone (a lower bound)";
+  }
   if (c.serving) {
     footer +=
         ". request: prefill and every decode step of the batch; tokens/s: generated tokens over "
@@ -264,12 +271,12 @@ std::string render_compare_csv(const CompareTable& table) {
   std::string out =
       "model,device,device_name,type,batch,precision,mode,supported,note,latency_s,"
       "throughput_per_s,run_time_s,memory_bytes,device_memory_bytes,fits,devices_to_fit,bound,"
-      "price_per_device_hour_usd,cost_basis,cost_usd,energy_kwh,ttft_s\n";
+      "price_per_device_hour_usd,cost_basis,cost_usd,energy_kwh,ttft_s,fit_flags\n";
   for (const CompareRow& r : table.rows) {
     const auto known = [&](double value) {
       return r.supported ? csv_number(value) : std::string();
     };
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                        csv_field(table.model), r.device->id, csv_field(r.device->name),
                        device_type_name(r.device->type), r.batch, precision_name(r.precision),
                        mode_name(table.mode), r.supported ? "true" : "false", csv_field(r.note),
@@ -279,7 +286,8 @@ std::string render_compare_csv(const CompareTable& table) {
                        r.supported ? std::to_string(r.devices_to_fit) : "",
                        r.supported ? std::string(bound_name(r.bound)) : "",
                        csv_number(r.price_per_device_hour_usd), cost_basis_name(table.cost_basis),
-                       csv_number(r.cost_usd), csv_number(r.energy_kwh), csv_number(r.ttft_s));
+                       csv_number(r.cost_usd), csv_number(r.energy_kwh), csv_number(r.ttft_s),
+                       csv_field(r.fit_flags));
   }
   return out;
 }

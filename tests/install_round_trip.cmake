@@ -2,7 +2,7 @@
 # run from another directory with no CAPCALC_DATA_DIR, finds the installed data relative to
 # itself; a consumer project builds against the installed package (find_package(capcalc)).
 #   -DBUILD_DIR=<capcalc build> -DWORK_DIR=<scratch> -DCONSUMER_DIR=<tests/consumer>
-#   -DGENERATOR=<cmake generator> -DCXX=<compiler>
+#   -DGENERATOR=<cmake generator> -DCXX=<compiler> -DSOURCE_DIR=<repository>
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
@@ -43,6 +43,18 @@ run(${prefix}/bin/capcalc estimate ${prefix}/share/capcalc/models/resnet50.json 
 if(NOT out MATCHES "\"params\": 25557032,")
   message(FATAL_ERROR "installed capcalc estimate:\n${out}")
 endif()
+
+# Zoo models by name, from a directory with no data/ (issue 20 §2).
+run(${prefix}/bin/capcalc estimate resnet50 --gpu A100)
+if(NOT out MATCHES "^resnet50 on NVIDIA A100 80GB SXM4.*parameters   25,557,032")
+  message(FATAL_ERROR "installed capcalc estimate resnet50:\n${out}")
+endif()
+run(${prefix}/bin/capcalc models list --format csv)
+if(NOT out MATCHES "\nresnet50,ResNet,25557032,4089184256,")
+  message(FATAL_ERROR "installed capcalc models list:\n${out}")
+endif()
+# The docs' commands, with the installed binary.
+run(bash ${SOURCE_DIR}/tests/doc_commands.sh ${SOURCE_DIR} ${prefix}/bin ${WORK_DIR}/doc_commands)
 
 # A consumer project.
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/consumer -G ${GENERATOR}

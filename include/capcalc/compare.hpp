@@ -83,14 +83,19 @@ struct CompareRow {
   double memory_bytes = 0;           ///< Needed on one device.
   double device_memory_bytes = 0;    ///< Available on one device.
   bool fits = false;
-  std::int64_t devices_to_fit = 1;  ///< ceil(memory_bytes / device_memory_bytes): a lower bound.
+  /// Devices in all it would take to fit: where it does not, the fewest of the changes
+  /// advise_fit finds (fit.hpp; `fit_flags` says which), else ceil(memory_bytes /
+  /// device_memory_bytes), a lower bound.
+  std::int64_t devices_to_fit = 1;
+  std::string fit_flags;  ///< The change that fits with devices_to_fit, e.g. "--tp 2"; "": none.
   Bound bound = Bound::kNone;       ///< The bound of most of the step's time.
   std::optional<double> price_per_device_hour_usd;
   std::optional<double> cost_usd;    ///< Per CompareTable::cost_basis; unset without a price.
   std::optional<double> energy_kwh;  ///< At TDP, per cost_basis; unset without a TDP.
 };
 
-/// How rows are ordered. Unknown values (unsupported precision, no price, no TDP) go last.
+/// How rows are ordered: devices that fit first, then by the key. Unknown values (unsupported
+/// precision, no price, no TDP) go last.
 enum class CompareSort {
   kTable,       ///< The order of the hardware table (or of --hw).
   kTime,        ///< Latency / step time, shortest first.

@@ -51,8 +51,10 @@ struct LayerCounts {
   /// How many devices tensor parallelism can split this layer's cache over: its key/value
   /// heads (1 for latent attention, whose one latent every device keeps); 0: any number.
   std::int64_t kv_cache_heads = 0;
-  /// Attention: its query heads, which tensor parallelism splits over devices; 0 otherwise.
+  /// Attention: its query heads and key/value heads, which tensor parallelism splits among its
+  /// devices (0: not an attention layer, or no constraint, as for latent attention's KV).
   std::int64_t attention_heads = 0;
+  std::int64_t attention_kv_heads = 0;
 
   /// Forward FLOPs: 2 per MAC plus the other FLOPs (checked).
   std::int64_t flops() const;

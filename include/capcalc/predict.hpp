@@ -188,7 +188,14 @@ std::int64_t data_parallel_replicas(const Workload& workload);
 /// for workload descriptions.
 std::string parallelism_text(const Workload& workload);
 
-/// Predicts one step. Throws capcalc::Error if the device cannot compute in the precision.
+/// Why `tensor_parallel` devices cannot split the model's attention: a degree that does not
+/// divide a layer's query heads, or its KV heads neither divide nor are divided by ("--tensor-
+/// parallel 3 does not divide the 32 attention heads of \"layers.0.self_attn\""); none if they can.
+std::optional<std::string> tensor_parallel_problem(const Graph& graph,
+                                                   std::int64_t tensor_parallel);
+
+/// Predicts one step. Throws capcalc::Error if the device cannot compute in the precision, or
+/// with tensor_parallel_problem's message.
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
                   const Workload& workload);
 

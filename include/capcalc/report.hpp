@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "capcalc/calibrate.hpp"
+#include "capcalc/fit.hpp"
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/predict.hpp"
@@ -35,6 +36,11 @@ struct ReportInput {
   const ServingRequest* request = nullptr;   ///< An LLM serving request, if asked for.
   const ServingEstimate* serving = nullptr;  ///< Its prefill/decode prediction.
   const RangeTable* ranges = nullptr;        ///< Prediction ranges; none: no ranges shown.
+  /// Where the batch came from when no --batch was given, for the workload line ("the zoo's
+  /// typical training batch"); empty: given. `batch_source` cites a typical batch.
+  std::string batch_note{};
+  std::string batch_source{};
+  const FitAdvice* fit = nullptr;  ///< How a workload that does not fit would (fit.hpp).
 };
 
 /// What an estimate's communication costs, in one line without a label, for the text report

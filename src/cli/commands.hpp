@@ -18,6 +18,7 @@
 #include "capcalc/predict.hpp"
 #include "capcalc/ranges.hpp"
 #include "capcalc/runtime.hpp"
+#include "capcalc/zoo.hpp"
 
 namespace capcalc::cli {
 
@@ -103,6 +104,7 @@ void add_report_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_plan_command(CLI::App& app);   ///< `capcalc plan` (src/cli/plan.cpp).
 void add_scale_command(CLI::App& app);  ///< `capcalc scale` (src/cli/plan.cpp).
+void add_models_command(CLI::App& app);
 
 /// For a count that overflowed 64 bits in a total: "--batch 1099511627776: a count does not fit
 /// in a 64-bit integer", naming the flags given to the parsed subcommand that scale counts
@@ -117,5 +119,14 @@ bool color_enabled(std::FILE* stream);
 /// The data directory: $CAPCALC_DATA_DIR, else the installed share/capcalc next to the binary,
 /// else the source tree's data/.
 std::string data_dir();
+
+/// The zoo's index: data_dir()/zoo.json.
+std::string zoo_index_path();
+/// The file a model argument names: itself when it is a file or a path (has a '/'), else the
+/// zoo model of that name ("resnet50", "resnet50.json"); a bare name that is neither is an error
+/// with a "did you mean".
+std::string resolve_model_path(const std::string& model);
+/// The zoo's entry for a model argument (by name or the same file); nullptr if it is not one.
+std::optional<ZooModel> zoo_model_for(const std::string& model);
 
 }  // namespace capcalc::cli

@@ -100,7 +100,7 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
     options.input_shapes[name] = shape;
   }
   options.strict = args.strict;
-  Graph graph = load_model(args.path, options);
+  Graph graph = load_model(resolve_model_path(args.path), options);
   if (!graph.unknown_ops.empty()) {
     std::int64_t nodes = 0;
     std::vector<std::string> parts;
@@ -197,6 +197,35 @@ std::string data_dir() {
   const std::string installed = executable_dir() + "/../share/capcalc";
   if (exists(installed + "/hardware.json")) return installed;
   return CAPCALC_SOURCE_DATA_DIR;
+}
+
+std::string zoo_index_path() {
+  return data_dir() + "/zoo.json";
+}
+
+std::string resolve_model_path(const std::string& model) {
+  struct stat info {};
+  if (model.empty() || model.find('/') != std::string::npos || ::stat(model.c_str(), &info) == 0 ||
+      !exists(zoo_index_path())) {
+    return model;  // A file or a path: the loader opens it (or says why not).
+  }
+  const Zoo zoo = load_zoo(zoo_index_path());
+  const bool json = model.size() > 5 && model.compare(model.size() - 5, 5, ".json") == 0;
+  const std::string name = json ? model.substr(0, model.size() - 5) : model;
+  if (const ZooModel* found = zoo.find(name)) return found->path;
+  if (model.find('.') != std::string::npos) return model;  // A file name: "cannot open file".
+  std::string message =
+      fmt::format("{}: no such file, and no model of that name in the zoo", model);
+  if (auto guess = zoo.suggest(name)) message += fmt::format("; did you mean \"{}\"?", *guess);
+  throw Error({}, message + " (capcalc models list)");
+}
+
+std::optional<ZooModel> zoo_model_for(const std::string& model) {
+  if (!exists(zoo_index_path())) return std::nullopt;
+  const std::string path = resolve_model_path(model);
+  const Zoo zoo = load_zoo(zoo_index_path());
+  if (const ZooModel* found = zoo.find_file(path)) return *found;
+  return std::nullopt;
 }
 
 std::string hardware_path(const std::string& flag) {

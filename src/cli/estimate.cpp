@@ -5,6 +5,7 @@
 
 #include "capcalc/compare.hpp"
 #include "capcalc/error.hpp"
+#include "capcalc/fit.hpp"
 #include "capcalc/predict.hpp"
 #include "capcalc/report.hpp"
 
@@ -51,6 +52,12 @@ void run_estimate(const EstimateOptions& options) {
   const Workload& workload = e->workload;
   ReportInput input = e->report_input();
   input.explain = options.explain;
+  // A workload that does not fit says what would make it fit.
+  FitAdvice fit;
+  if (!e->result.fits) {
+    fit = advise_fit(graph, device, e->params, workload);
+    input.fit = &fit;
+  }
 
   TrainingRun run;
   TrainingTotals run_totals;

@@ -51,6 +51,7 @@ int run(int argc, char** argv) {
   capcalc::cli::add_serve_command(app);
   capcalc::cli::add_plan_command(app);
   capcalc::cli::add_scale_command(app);
+  capcalc::cli::add_models_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -223,13 +223,39 @@ struct SingleEstimate {
   GraphTotals totals;
 
   std::optional<RangeTable> ranges;  // data/ranges.json, where it is installed.
+  std::string batch_note;            // Training without --batch: where the batch came from.
+  std::string batch_source;
 
   ReportInput report_input() const {
     ReportInput input{graph, totals, workload, device, &params, &result};
     if (ranges) input.ranges = &*ranges;
+    input.batch_note = batch_note;
+    input.batch_source = batch_source;
     return input;
   }
 };
+
+// Training without --batch: the zoo's typical training dimensions where the model has them (the
+// workload line says so and cites them; --set still wins), else the model file's batch.
+inline ModelArgs training_batch_args(const ModelArgs& model, SingleEstimate& e) {
+  if (model.batch) return model;
+  ModelArgs args = model;
+  const std::optional<ZooModel> zoo = zoo_model_for(model.path);
+  if (!zoo || !zoo->training_batch) {
+    e.batch_note = "no --batch: the model file's";
+    return args;
+  }
+  for (const auto& [name, value] : zoo->training_batch->dims) {
+    if (name == "batch") {
+      args.batch = value;
+    } else {
+      args.sets.insert(args.sets.begin(), fmt::format("{}={}", name, value));
+    }
+  }
+  e.batch_note = fmt::format("no --batch: {}'s typical training batch", zoo->name);
+  e.batch_source = zoo->training_batch->source;
+  return args;
+}
 
 // `model` replaces args.model where given (estimate sets the prompt length for serving).
 inline std::unique_ptr<SingleEstimate> run_single_estimate(const SingleEstimateArgs& args,
@@ -237,8 +263,15 @@ inline std::unique_ptr<SingleEstimate> run_single_estimate(const SingleEstimateA
   auto e = std::make_unique<SingleEstimate>();
   e->table = load_table(args.hardware);
   e->device = &e->table.get(args.device);
-  e->graph = load_model_from(model != nullptr ? *model : args.model);
   e->workload = workload_from(args.workload);
+  const ModelArgs& given = model != nullptr ? *model : args.model;
+  e->graph =
+      load_model_from(e->workload.mode == Mode::kTraining ? training_batch_args(given, *e) : given);
+  if (e->batch_note == "no --batch: the model file's") {
+    fmt::print(stderr,
+               "warning: training without --batch: batch {}, the model file's; give --batch N\n",
+               e->graph.batch);
+  }
   e->workload.runtime =
       runtime_from(args.workload.runtime, args.workload.runtime_files, *e->device);
   e->params = e->table.performance_for(*e->device);

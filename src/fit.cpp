@@ -1,0 +1,159 @@
+#include "capcalc/fit.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "capcalc/units.hpp"
+
+namespace capcalc {
+namespace {
+
+bool fits(const Graph& graph, const Device& device, const PerformanceParams& params,
+          const Workload& workload) {
+  return estimate(graph, device, params, workload).fits;
+}
+
+std::int64_t replicas_of(const Workload& w) {
+  return w.devices / (w.tensor_parallel * w.pipeline_parallel);
+}
+
+// The first candidate (ascending) for which `fits_with` holds, by bisection: more devices never
+// need more memory per device, so the predicate is taken as monotone; the answer is checked.
+template <typename Predicate>
+std::optional<std::int64_t> first_fit(const std::vector<std::int64_t>& candidates,
+                                      Predicate fits_with) {
+  if (candidates.empty() || !fits_with(candidates.back())) return std::nullopt;
+  std::size_t lo = 0;
+  std::size_t hi = candidates.size() - 1;  // Fits.
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (fits_with(candidates[mid])) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return candidates[hi];
+}
+
+// The smallest tensor-parallel degree above the current one that splits the attention heads
+// and fits, keeping the replicas and stages.
+std::optional<FitOption> by_tensor_parallel(const Graph& graph, const Device& device,
+                                            const PerformanceParams& params, Workload w) {
+  const std::int64_t replicas = replicas_of(w);
+  const std::int64_t others = replicas * w.pipeline_parallel;
+  std::vector<std::int64_t> degrees;
+  // Bounds as quotients: a user's --devices may be near 2^63.
+  for (std::int64_t t = w.tensor_parallel + 1; t <= kMaxFitDevices / others; ++t) {
+    if (!tensor_parallel_problem(graph, t)) degrees.push_back(t);
+  }
+  const auto t = first_fit(degrees, [&](std::int64_t degree) {
+    w.tensor_parallel = degree;
+    w.devices = degree * others;
+    return fits(graph, device, params, w);
+  });
+  if (!t) return std::nullopt;
+  // Replicas stay: --devices counts them all.
+  const std::string flags = replicas > 1 ? fmt::format("--tp {} --devices {}", *t, *t * others)
+                                         : fmt::format("--tp {}", *t);
+  return FitOption{flags, *t * others, *t * w.pipeline_parallel};
+}
+
+// The fewest pipeline stages (training) that fit, at most one per layer.
+std::optional<FitOption> by_pipeline(const Graph& graph, const Device& device,
+                                     const PerformanceParams& params, Workload w) {
+  const std::int64_t others = replicas_of(w) * w.tensor_parallel;
+  const auto layers = static_cast<std::int64_t>(graph.layers.size());
+  std::vector<std::int64_t> stages;
+  for (std::int64_t p = w.pipeline_parallel + 1; p <= layers && p <= kMaxFitDevices / others; ++p)
+    stages.push_back(p);
+  const auto p = first_fit(stages, [&](std::int64_t count) {
+    w.pipeline_parallel = count;
+    w.devices = count * others;
+    return fits(graph, device, params, w);
+  });
+  if (!p) return std::nullopt;
+  return FitOption{fmt::format("--pp {}", *p), *p * others, *p * w.tensor_parallel};
+}
+
+// ZeRO shards the training state over the replicas: the fewest replicas (the current number,
+// or powers of two above it) that fit at the lowest stage that does.
+std::optional<FitOption> by_zero(const Graph& graph, const Device& device,
+                                 const PerformanceParams& params, Workload w) {
+  const std::int64_t group = w.tensor_parallel * w.pipeline_parallel;
+  std::vector<std::int64_t> counts;
+  if (replicas_of(w) > 1) counts.push_back(replicas_of(w));
+  for (std::int64_t r = 2; r <= kMaxFitDevices / group; r *= 2) {
+    if (r > replicas_of(w)) counts.push_back(r);
+  }
+  std::optional<FitOption> best;
+  for (int stage = w.zero_stage + 1; stage <= 3; ++stage) {
+    const auto r = first_fit(counts, [&](std::int64_t replicas) {
+      w.zero_stage = stage;
+      w.devices = replicas * group;
+      return fits(graph, device, params, w);
+    });
+    if (r && (!best || *r * group < best->devices)) {
+      best = FitOption{fmt::format("--devices {} --zero {}", *r * group, stage), *r * group, group};
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+FitAdvice advise_fit(const Graph& graph, const Device& device, const PerformanceParams& params,
+                     const Workload& workload) {
+  FitAdvice advice;
+  const Estimate e = estimate(graph, device, params, workload);
+  const double split = static_cast<double>(workload.tensor_parallel * workload.pipeline_parallel);
+  advice.state_bytes =
+      (e.memory.weight_bytes + e.memory.gradient_bytes + e.memory.optimizer_bytes) * split;
+  if (e.fits) return advice;
+  if (workload.mode != Mode::kTraining) {
+    advice.replicas_do_not_split = replicas_of(workload) > 1;
+    if (auto option = by_tensor_parallel(graph, device, params, workload)) {
+      advice.options.push_back(*option);
+    }
+    return advice;
+  }
+  if (!workload.checkpointing) {
+    Workload w = workload;
+    w.checkpointing = true;
+    if (fits(graph, device, params, w)) {
+      advice.options.push_back({"--checkpointing", workload.devices,
+                                workload.tensor_parallel * workload.pipeline_parallel});
+    }
+  }
+  for (auto* search : {by_zero, by_tensor_parallel, by_pipeline}) {
+    if (auto option = search(graph, device, params, workload)) advice.options.push_back(*option);
+  }
+  std::stable_sort(advice.options.begin(), advice.options.end(),
+                   [](const FitOption& a, const FitOption& b) { return a.devices < b.devices; });
+  return advice;
+}
+
+std::string fit_advice_text(const FitAdvice& advice, const Device& device, Mode mode) {
+  const bool training = mode == Mode::kTraining;
+  std::string text = fmt::format("does not fit: {} of {}", format_bytes(advice.state_bytes),
+                                 training ? "weights, gradients and optimizer state" : "weights");
+  if (advice.replicas_do_not_split) {
+    text += "; replicas (--devices) each hold the whole model and do not split it";
+  }
+  if (advice.options.empty()) {
+    return text + fmt::format("; no split over up to {} devices fits", kMaxFitDevices);
+  }
+  if (!training) {
+    const FitOption& o = advice.options.front();
+    return text + fmt::format("; needs at least {} x {}{}: try {}", o.replica_devices, device.name,
+                              o.devices > o.replica_devices ? " per replica" : "", o.flags);
+  }
+  std::vector<std::string> flags;
+  for (const FitOption& o : advice.options)
+    flags.push_back(o.devices > 1 ? fmt::format("{} ({} devices)", o.flags, o.devices) : o.flags);
+  return text + fmt::format("; fits with any of: {}", fmt::join(flags, ", "));
+}
+
+}  // namespace capcalc

@@ -1,0 +1,123 @@
+// advise_fit and tensor_parallel_problem on models and a device with round figures: the memory
+// a split needs is worked out by hand (Round GPU: 16 GB, tests/round_device.hpp).
+#include "capcalc/fit.hpp"
+
+#include <string>
+
+#include "capcalc/error.hpp"
+#include "capcalc/model.hpp"
+
+#include "catch.hpp"
+#include "round_device.hpp"
+
+namespace {
+
+using capcalc::FitAdvice;
+using capcalc::Graph;
+using capcalc::Mode;
+using capcalc::Precision;
+using capcalc::Workload;
+
+// Two linear layers without biases: 20,000 x 25,000 + 25,000 x 20,000 = 1e9 parameters.
+Graph two_linears() {
+  return capcalc::parse_model(R"({"format": "capcalc-model/1", "name": "two",
+    "dims": {"batch": 1},
+    "inputs": [{"name": "x", "shape": ["batch", 20000]}],
+    "layers": [{"name": "up", "op": "linear", "out_features": 25000, "bias": false},
+               {"name": "down", "op": "linear", "out_features": 20000, "bias": false}]})",
+                              "two.json");
+}
+
+// One linear layer of 100,000 x 100,000 = 1e10 parameters.
+Graph big_linear() {
+  return capcalc::parse_model(R"({"format": "capcalc-model/1", "name": "big",
+    "dims": {"batch": 1},
+    "inputs": [{"name": "x", "shape": ["batch", 100000]}],
+    "layers": [{"name": "fc", "op": "linear", "out_features": 100000, "bias": false}]})",
+                              "big.json");
+}
+
+Graph attention(int heads, int kv_heads) {
+  return capcalc::parse_model(
+      "{\"format\": \"capcalc-model/1\", \"name\": \"attn\", \"dims\": {\"batch\": 1},"
+      " \"inputs\": [{\"name\": \"x\", \"shape\": [\"batch\", 16, 768]}],"
+      " \"layers\": [{\"name\": \"attn\", \"op\": \"attention\", \"causal\": true, \"heads\": " +
+          std::to_string(heads) + ", \"kv_heads\": " + std::to_string(kv_heads) + "}]}",
+      "attn.json");
+}
+
+FitAdvice advise(const Graph& graph, const Workload& workload) {
+  return capcalc::advise_fit(graph, capcalc::test::round_device(), capcalc::test::round_params(),
+                             workload);
+}
+
+}  // namespace
+
+TEST_CASE("fit: inference needs the fewest tensor-parallel devices that hold the weights",
+          "[fit]") {
+  Workload w;
+  w.precision = Precision::kFp16;
+  // 1e10 parameters x 2 bytes = 20 GB > 16 GB; over 2 devices 10 GB each (+ 400 kB of
+  // activations) fits.
+  const FitAdvice advice = advise(big_linear(), w);
+  CHECK(advice.state_bytes == Approx(20e9));
+  REQUIRE(advice.options.size() == 1);
+  CHECK(advice.options[0].flags == "--tp 2");
+  CHECK(advice.options[0].devices == 2);
+  CHECK_FALSE(advice.replicas_do_not_split);
+  CHECK(capcalc::fit_advice_text(advice, capcalc::test::round_device(), Mode::kInference) ==
+        "does not fit: 20.0 GB of weights; needs at least 2 x Round GPU: try --tp 2");
+}
+
+TEST_CASE("fit: replicas alone do not split an inference model", "[fit]") {
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.devices = 4;  // Four replicas of 20 GB each.
+  const FitAdvice advice = advise(big_linear(), w);
+  CHECK(advice.replicas_do_not_split);
+  REQUIRE(advice.options.size() == 1);
+  CHECK(advice.options[0].flags == "--tp 2 --devices 8");
+  CHECK_THAT(capcalc::fit_advice_text(advice, capcalc::test::round_device(), Mode::kInference),
+             ContainsSubstring("replicas (--devices) each hold the whole model and do not split "
+                               "it; needs at least 2 x Round GPU per replica: try --tp 2 "
+                               "--devices 8"));
+}
+
+TEST_CASE("fit: training lists each kind of split that fits, found by predicting it", "[fit]") {
+  Workload w;
+  w.mode = Mode::kTraining;  // fp32, Adam: 4 + 4 + 8 (two fp32 moments) = 16 bytes/parameter.
+  // 1e9 parameters: 16 GB of state plus activations > 16 GB. ZeRO-1 over 2 replicas keeps half
+  // the moments: 12 GB; tensor parallel 2 or 2 pipeline stages (one layer each, 5e8
+  // parameters): 8 GB. Checkpointing saves only activations, which are not the problem.
+  const FitAdvice advice = advise(two_linears(), w);
+  CHECK(advice.state_bytes == Approx(16e9));
+  REQUIRE(advice.options.size() == 3);
+  CHECK(advice.options[0].flags == "--devices 2 --zero 1");
+  CHECK(advice.options[1].flags == "--tp 2");
+  CHECK(advice.options[2].flags == "--pp 2");
+  CHECK(capcalc::fit_advice_text(advice, capcalc::test::round_device(), Mode::kTraining) ==
+        "does not fit: 16.0 GB of weights, gradients and optimizer state; fits with any of: "
+        "--devices 2 --zero 1 (2 devices), --tp 2 (2 devices), --pp 2 (2 devices)");
+}
+
+TEST_CASE("fit: a workload that fits gets no advice", "[fit]") {
+  Workload w;
+  w.precision = Precision::kFp16;
+  CHECK(advise(two_linears(), w).options.empty());  // 2 GB.
+}
+
+TEST_CASE("tensor parallel must divide the attention heads and split the KV heads", "[fit]") {
+  CHECK_FALSE(capcalc::tensor_parallel_problem(attention(32, 8), 4));
+  CHECK_FALSE(capcalc::tensor_parallel_problem(attention(32, 8), 16));  // KV heads replicated.
+  CHECK(capcalc::tensor_parallel_problem(attention(32, 8), 3) ==
+        "--tensor-parallel 3 does not divide the 32 attention heads of \"attn\"");
+  CHECK(capcalc::tensor_parallel_problem(attention(24, 8), 12) ==
+        "--tensor-parallel 12 and the 8 KV heads of \"attn\" do not divide each other (KV heads "
+        "split evenly, or are replicated over a multiple)");
+  Workload w;
+  w.tensor_parallel = 3;
+  w.devices = 3;
+  REQUIRE_THROWS_WITH(capcalc::estimate(attention(32, 8), capcalc::test::round_device(),
+                                        capcalc::test::round_params(), w),
+                      "--tensor-parallel 3 does not divide the 32 attention heads of \"attn\"");
+}
