@@ -41,6 +41,7 @@ RULES = [
     ("data/runtimes.json", valid("runtimes")),
     ("data/ranges.json", valid("ranges")),
     ("data/schema/*.schema.json", ("metaschema", None)),
+    ("data/zoo.json", valid("zoo")),
     ("data/models/*_hf.json", exempt(HF)),
     ("data/models/*.json", valid("model")),
     ("data/validation/*.json", valid("measurements#/$defs/validation_set")),
