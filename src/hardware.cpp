@@ -84,6 +84,9 @@ constexpr std::array kPhysicalRanges = {
     Range{"price_per_hour_usd", 1e-6, 1e6},
 };
 
+// A host overhead or collective latency past a second is a typo of units.
+constexpr double kMaxOverheadUs = 1e6;
+
 double physical(const JsonView& value, std::string_view key) {
   const double x = value.as_positive_number();
   for (const Range& range : kPhysicalRanges) {
@@ -227,6 +230,9 @@ Device parse_device(const JsonView& entry) {
   if (auto sparsity = entry.find("sparsity_2_4_speedup")) {
     device.sparsity_2_4_speedup = sparsity->as_positive_number();
     if (device.sparsity_2_4_speedup < 1) sparsity->fail("a speedup must be at least 1");
+    if (device.sparsity_2_4_speedup > 2) {
+      sparsity->fail("a speedup is at most 2: 2:4 sparsity skips half the products");
+    }
   }
   device.memory_bytes = physical(entry.at("memory_gb"), "memory_gb") * kGiga;
   device.memory_bandwidth_bytes_per_s =
@@ -273,6 +279,7 @@ PerformanceOverride parse_override(const JsonView& params) {
     if (!value) return std::nullopt;
     const double us = value->as_number();
     if (us < 0) value->fail("an overhead cannot be negative");
+    if (us > kMaxOverheadUs) value->fail(fmt::format("{} µs is outside physical sense", us));
     return us * kMicro;
   };
   result.matrix_efficiency = fraction("matrix_efficiency");
@@ -307,6 +314,7 @@ PerformanceParams parse_performance(const JsonView& params) {
     if (auto value = params.find(key)) {
       const double us = value->as_number();
       if (us < 0) value->fail("a latency cannot be negative");
+      if (us > kMaxOverheadUs) value->fail(fmt::format("{} µs is outside physical sense", us));
       result.*field = us * kMicro;
     }
   }

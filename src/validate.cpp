@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "capcalc/compare.hpp"
 #include "capcalc/error.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
@@ -175,6 +176,9 @@ Measurement parse_case(const JsonView& entry) {
   }
   if (auto tokens = entry.find("tokens"); tokens && !tokens->is_null()) {
     m.tokens = tokens->as_positive_number();
+    if (*m.tokens > kMaxTrainingTokens) {
+      tokens->fail(fmt::format("{} is more than {} (the limit)", *m.tokens, kMaxTrainingTokens));
+    }
   }
   if (m.metric == Metric::kGpuHours && !m.tokens) entry.fail("a gpu_hours case needs \"tokens\"");
   if (auto held_out = entry.find("held_out")) m.held_out = held_out->as_bool();

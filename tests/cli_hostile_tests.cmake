@@ -315,3 +315,9 @@ capcalc_cli_hostile(directory_budget "tests/hostile: not a regular file \\(a dir
                     check --budget ${hostile})
 capcalc_cli_hostile(directory_measurements "tests/hostile: not a regular file \\(a directory\\)"
                     validate --measurements ${hostile})
+capcalc_cli_hostile(hardware_overhead_huge "hardware_overhead_huge.json:/devices/0/performance/eager_overhead_us: 1e\\+300 µs is outside physical sense"
+                    estimate ${rn50} --gpu a100 --hardware-file ${hj}/hardware_overhead_huge.json)
+capcalc_cli_hostile(hardware_sparsity_huge "hardware_sparsity_huge.json:/devices/0/sparsity_2_4_speedup: a speedup is at most 2"
+                    estimate ${rn50} --gpu a100 --hardware-file ${hj}/hardware_sparsity_huge.json)
+capcalc_cli_hostile(measurement_tokens_huge "meas_tokens_huge.json:/cases/0/tokens: 1e\\+300 is more than 1e\\+18 \\(the limit\\)"
+                    validate ${validate_args} ${hj}/meas_tokens_huge.json)
