@@ -94,6 +94,7 @@ void check_keys(const JsonView& object, const std::vector<std::string_view>& kno
       object.at(item.key())
           .fail(with_suggestion(fmt::format("unknown key \"{}\"", item.key()), item.key(), known));
     }
+    check_free_text(object.at(item.key()), item.key());
   }
 }
 
@@ -141,12 +142,14 @@ Limit parse_limit_value(LimitKind kind, const JsonView& value) {
 }
 
 // Merges `limits` into `out`: a kind already there is replaced.
-void add_limits(const JsonView& limits, std::vector<Limit>& out) {
+void add_limits(const JsonView& limits, std::vector<Limit>& out,
+                std::map<LimitKind, JsonView>& where) {
   const std::vector<std::string_view> names = limit_names();
   check_keys(limits, names);
   for (const auto& item : limits.json().items()) {
     const LimitKind kind = *parse_limit_kind(item.key());
     Limit limit = parse_limit_value(kind, limits.at(item.key()));
+    where.insert_or_assign(kind, limits.at(item.key()));
     // must_fit: false means no limit.
     const bool keep = kind != LimitKind::kMustFit || limit.text == "true";
     out.erase(
@@ -154,6 +157,13 @@ void add_limits(const JsonView& limits, std::vector<Limit>& out) {
         out.end());
     if (keep) out.push_back(std::move(limit));
   }
+}
+
+// A positive number no larger than `max` (compare.hpp's bounds on a training run).
+double at_most(const JsonView& value, double max) {
+  const double x = value.as_positive_number();
+  if (x > max) value.fail(fmt::format("{} is more than {} (the limit)", x, max));
+  return x;
 }
 
 Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
@@ -164,6 +174,8 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
   budget.where = {file, view.pointer()};
   const auto model = view.at("model");
   const std::string path = model.as_string();
+  if (path.empty()) model.fail("expected a model file, got \"\"");
+  budget.model_where = {file, model.pointer(), 0, 0};
   budget.model_path = !path.empty() && path.front() == '/' ? path : parent_dir(file) + path;
   if (auto name = view.find("name")) budget.name = name->as_string();
 
@@ -176,6 +188,7 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
   }
   if (auto batch = lookup(view, defaults, "batch")) {
     budget.model_options.dims["batch"] = batch->as_positive_int();
+    budget.dims_where["batch"] = {batch->file(), batch->pointer(), 0, 0};
   }
   // Defaults' dimensions first, the budget's on top.
   for (const std::optional<JsonView>& source : {defaults, std::optional<JsonView>(view)}) {
@@ -183,7 +196,9 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
     if (auto set = source->find("set")) {
       set->expect_object();
       for (const auto& item : set->json().items()) {
-        budget.model_options.dims[item.key()] = set->at(item.key()).as_positive_int();
+        const JsonView dim = set->at(item.key());
+        budget.model_options.dims[item.key()] = dim.as_positive_int();
+        budget.dims_where[item.key()] = {dim.file(), dim.pointer(), 0, 0};
       }
     }
   }
@@ -237,16 +252,25 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
     workload.zero_stage = static_cast<int>(stage);
   }
   if (auto size = lookup(view, defaults, "dataset_size")) {
-    budget.request.run.dataset_size = size->as_positive_number();
+    budget.request.run.dataset_size = at_most(*size, kMaxDatasetSize);
   }
   if (auto epochs = lookup(view, defaults, "epochs")) {
-    budget.request.run.epochs = epochs->as_positive_number();
+    budget.request.run.epochs = at_most(*epochs, kMaxEpochs);
   }
   if (auto tokens = lookup(view, defaults, "tokens")) {
-    budget.request.run.tokens = tokens->as_positive_number();
+    budget.request.run.tokens = at_most(*tokens, kMaxTrainingTokens);
+    budget.tokens_where = {tokens->file(), tokens->pointer(), 0, 0};
+    if (auto size = lookup(view, defaults, "dataset_size")) {
+      size->fail("give \"tokens\" or \"dataset_size\", not both");
+    }
+    if (auto epochs = lookup(view, defaults, "epochs")) {
+      epochs->fail("\"epochs\" goes with \"dataset_size\", not \"tokens\"");
+    }
+  } else if (auto epochs = lookup(view, defaults, "epochs")) {
+    if (!lookup(view, defaults, "dataset_size")) epochs->fail("\"epochs\" needs \"dataset_size\"");
   }
   if (auto price = lookup(view, defaults, "price_per_hour_usd")) {
-    budget.request.price_per_hour_usd = price->as_positive_number();
+    budget.request.price_per_hour_usd = at_most(*price, kMaxPricePerHourUsd);
   }
   if (!budget.request.run.empty() && workload.mode != Mode::kTraining) {
     view.fail(
@@ -276,10 +300,23 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
       return load_model(path, shaped);
     };
   }
+  std::map<LimitKind, JsonView> limit_where;
   if (defaults) {
-    if (auto limits = defaults->find("limits")) add_limits(*limits, budget.limits);
+    if (auto limits = defaults->find("limits")) add_limits(*limits, budget.limits, limit_where);
   }
-  if (auto limits = view.find("limits")) add_limits(*limits, budget.limits);
+  if (auto limits = view.find("limits")) add_limits(*limits, budget.limits, limit_where);
+  // Limits that need a part of the workload the budget does not describe, named in its keys.
+  for (const Limit& limit : budget.limits) {
+    const JsonView& where = limit_where.at(limit.kind);
+    if (limit.kind == LimitKind::kMaxTrainTime && budget.request.run.empty()) {
+      where.fail(
+          "max_train_time needs a training run: \"mode\": \"training\" with \"dataset_size\" "
+          "or \"tokens\"");
+    }
+    if (limit.kind == LimitKind::kMaxTtft && !budget.request.serving) {
+      where.fail("max_ttft needs LLM serving: give \"prompt_tokens\"");
+    }
+  }
   std::stable_sort(budget.limits.begin(), budget.limits.end(),
                    [](const Limit& a, const Limit& b) { return a.kind < b.kind; });
   if (budget.limits.empty()) view.fail("no limits (give \"limits\" here or in \"defaults\")");
@@ -487,6 +524,33 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
   return out;
 }
 
+namespace {
+
+// The budget's model, with the budget's values. What the budget got wrong (a path that does
+// not open, a dimension the model lacks) is blamed on the budget's key; what is wrong inside
+// the model stays the model's.
+Graph load_budget_model(const Budget& budget) {
+  try {
+    return load_model(budget.model_path, budget.model_options);
+  } catch (const Error& e) {
+    if (e.where().file != budget.model_path || budget.model_where.file.empty()) throw;
+    const std::string& pointer = e.where().pointer;
+    if (pointer.empty() && e.where().line == 0) {
+      throw Error(budget.model_where, fmt::format("{}: {}", budget.model_path, e.message()));
+    }
+    if (pointer == "/dims") {
+      for (const auto& [name, where] : budget.dims_where) {
+        if (e.message().find(fmt::format("\"{}\"", name)) != std::string::npos) {
+          throw Error(where, fmt::format("{} (model {})", e.message(), budget.model_path));
+        }
+      }
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
 CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTable& table,
                           const RuntimeTable* runtimes) {
   CheckReport report;
@@ -502,7 +566,13 @@ CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTabl
         throw Error(budget.runtime_where, e.message());
       }
     }
-    const Graph graph = load_model(budget.model_path, budget.model_options);
+    const Graph graph = load_budget_model(budget);
+    if (budget.request.run.tokens && graph.dims.count("seq") == 0) {
+      throw Error(budget.tokens_where,
+                  fmt::format("\"tokens\" needs a model with a \"seq\" dimension (tokens per "
+                              "sample); {} has none",
+                              budget.model_path));
+    }
     for (std::size_t i = 0; i < budget.devices.size(); ++i) {
       const Device* device = nullptr;
       try {

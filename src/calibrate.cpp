@@ -121,13 +121,13 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
   // Records per device (by id, whatever name the record used).
   std::vector<std::string> ids;
   for (const Measurement& m : records) {
-    const std::string id = table.get(m.device).id;
+    const std::string id = measured_device(m, table).id;
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   }
   for (const std::string& id : ids) {
     std::vector<Measurement> own;
     for (const Measurement& m : records) {
-      if (table.get(m.device).id == id) own.push_back(m);
+      if (measured_device(m, table).id == id) own.push_back(m);
     }
     Device& device = *find_mutable(result.calibrated, id);
     const PerformanceParams base = result.calibrated.performance_for(device);

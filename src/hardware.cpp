@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -63,9 +64,71 @@ bool is_kebab(std::string_view id) {
   });
 }
 
+// The bounds of physical sense for a device's figures, in the file's units: far outside every
+// device built or announced (a wafer-scale engine: 125 PFLOP/s, 21 PB/s on chip) and far below
+// the slowest, so that a typo of exponents (1e308, 1e-320) is an error instead of an
+// infinite or zero time in the report.
+struct Range {
+  std::string_view key;
+  double low;
+  double high;
+};
+constexpr std::array kPhysicalRanges = {
+    Range{"dense_peak_tflops", 1e-6, 1e7},
+    Range{"memory_gb", 1e-6, 1e7},
+    Range{"memory_bandwidth_gb_per_s", 1e-3, 1e8},
+    Range{"cache_mb", 1e-3, 1e7},
+    Range{"boost_clock_mhz", 1, 1e6},
+    Range{"tdp_w", 1e-3, 1e7},
+    Range{"bandwidth_gb_per_s", 1e-3, 1e8},
+    Range{"price_per_hour_usd", 1e-6, 1e6},
+};
+
+// A host overhead or collective latency past a second is a typo of units.
+constexpr double kMaxOverheadUs = 1e6;
+
+double physical(const JsonView& value, std::string_view key) {
+  const double x = value.as_positive_number();
+  for (const Range& range : kPhysicalRanges) {
+    if (range.key == key && (x < range.low || x > range.high)) {
+      value.fail(fmt::format("{} = {} is outside physical sense (expected {} to {})", key, x,
+                             range.low, range.high));
+    }
+  }
+  return x;
+}
+
 double optional_positive(const JsonView& device, std::string_view key, double scale) {
-  if (auto value = device.find(key)) return value->as_positive_number() * scale;
+  if (auto value = device.find(key)) return physical(*value, key) * scale;
   return 0;
+}
+
+std::string non_empty(const JsonView& value) {
+  std::string text = value.as_string();
+  if (text.empty()) value.fail("must not be empty");
+  return text;
+}
+
+// "2026-12-05" (or "2026-12" where `month_only` allows it), a real month and day.
+std::string date(const JsonView& value, bool month_only) {
+  const std::string text = value.as_string();
+  const auto digits = [&](std::size_t at, std::size_t n) {
+    int number = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (i >= text.size() || text[i] < '0' || text[i] > '9') return -1;
+      number = number * 10 + (text[i] - '0');
+    }
+    return number;
+  };
+  const bool shape = (text.size() == 10 && text[4] == '-' && text[7] == '-') ||
+                     (month_only && text.size() == 7 && text[4] == '-');
+  const int month = digits(5, 2);
+  const int day = text.size() == 10 ? digits(8, 2) : 1;
+  if (!shape || digits(0, 4) < 0 || month < 1 || month > 12 || day < 1 || day > 31) {
+    value.fail(fmt::format("expected a date YYYY-MM-DD{}, got \"{}\"",
+                           month_only ? " or YYYY-MM" : "", text));
+  }
+  return text;
 }
 
 std::optional<Link> parse_link(const std::optional<JsonView>& link) {
@@ -74,8 +137,9 @@ std::optional<Link> parse_link(const std::optional<JsonView>& link) {
       *link, {"name", "bandwidth_gb_per_s", "direction", "peers", "domain_devices", "comment"},
       "a link");
   Link result;
-  result.name = link->at("name").as_string();
-  result.bandwidth_bytes_per_s = link->at("bandwidth_gb_per_s").as_positive_number() * kGiga;
+  result.name = non_empty(link->at("name"));
+  result.bandwidth_bytes_per_s =
+      physical(link->at("bandwidth_gb_per_s"), "bandwidth_gb_per_s") * kGiga;
   const JsonView direction = link->at("direction");
   result.direction = direction.as_string();
   if (result.direction != "bidirectional" && result.direction != "per_direction") {
@@ -122,10 +186,10 @@ Device parse_device(const JsonView& entry) {
   device.id = id.as_string();
   if (!is_kebab(device.id))
     id.fail(fmt::format("id \"{}\" must be kebab-case (a-z, 0-9, -)", device.id));
-  device.name = entry.at("name").as_string();
+  device.name = non_empty(entry.at("name"));
   if (auto aliases = entry.find("aliases")) {
     for (std::size_t i = 0; i < aliases->array_size(); ++i) {
-      device.aliases.push_back(aliases->at(i).as_string());
+      device.aliases.push_back(non_empty(aliases->at(i)));
     }
   }
   const JsonView type = entry.at("type");
@@ -136,9 +200,12 @@ Device parse_device(const JsonView& entry) {
                               {kDeviceTypeNames.begin(), kDeviceTypeNames.end()}));
   }
   device.type = *parsed_type;
-  device.vendor = entry.at("vendor").as_string();
-  if (auto year = entry.find("release_year"))
-    device.release_year = static_cast<int>(year->as_positive_int());
+  device.vendor = non_empty(entry.at("vendor"));
+  if (auto year = entry.find("release_year")) {
+    const std::int64_t value = year->as_positive_int();
+    if (value < 1940 || value > 2100) year->fail(fmt::format("expected a year, got {}", value));
+    device.release_year = static_cast<int>(value);
+  }
 
   const JsonView peaks = entry.at("dense_peak_tflops");
   peaks.expect_object();
@@ -150,8 +217,10 @@ Device parse_device(const JsonView& entry) {
     }
     reject_unknown_keys(rates, {"vector", "matrix"}, "a peak");
     PeakRate& rate = device.dense_peak[static_cast<std::size_t>(*precision)];
-    rate.vector_flops_per_s = optional_positive(rates, "vector", kTera);
-    rate.matrix_flops_per_s = optional_positive(rates, "matrix", kTera);
+    for (const auto& [key, field] : {std::pair{"vector", &PeakRate::vector_flops_per_s},
+                                     std::pair{"matrix", &PeakRate::matrix_flops_per_s}}) {
+      if (auto value = rates.find(key)) rate.*field = physical(*value, "dense_peak_tflops") * kTera;
+    }
     if (rate.vector_flops_per_s == 0 && rate.matrix_flops_per_s == 0) {
       rates.fail("give a \"vector\" or a \"matrix\" peak");
     }
@@ -161,10 +230,13 @@ Device parse_device(const JsonView& entry) {
   if (auto sparsity = entry.find("sparsity_2_4_speedup")) {
     device.sparsity_2_4_speedup = sparsity->as_positive_number();
     if (device.sparsity_2_4_speedup < 1) sparsity->fail("a speedup must be at least 1");
+    if (device.sparsity_2_4_speedup > 2) {
+      sparsity->fail("a speedup is at most 2: 2:4 sparsity skips half the products");
+    }
   }
-  device.memory_bytes = entry.at("memory_gb").as_positive_number() * kGiga;
+  device.memory_bytes = physical(entry.at("memory_gb"), "memory_gb") * kGiga;
   device.memory_bandwidth_bytes_per_s =
-      entry.at("memory_bandwidth_gb_per_s").as_positive_number() * kGiga;
+      physical(entry.at("memory_bandwidth_gb_per_s"), "memory_bandwidth_gb_per_s") * kGiga;
   device.cache_bytes = optional_positive(entry, "cache_mb", kMega);
   parse_compute_units(entry, device);
   device.boost_clock_hz = optional_positive(entry, "boost_clock_mhz", kMega);
@@ -176,12 +248,12 @@ Device parse_device(const JsonView& entry) {
   }
   if (auto price = entry.find("price_per_hour_usd")) {
     reject_unknown_keys(*price, {"value", "date", "source"}, "a price");
-    device.price = Price{price->at("value").as_positive_number(), price->at("date").as_string(),
-                         price->at("source").as_string()};
+    device.price = Price{physical(price->at("value"), "price_per_hour_usd"),
+                         date(price->at("date"), true), non_empty(price->at("source"))};
   }
   const JsonView sources = entry.at("sources");
   for (std::size_t i = 0; i < sources.array_size(); ++i) {
-    device.sources.push_back(sources.at(i).as_string());
+    device.sources.push_back(non_empty(sources.at(i)));
   }
   if (device.sources.empty()) sources.fail("every device needs at least one source");
   if (auto notes = entry.find("notes")) device.notes = notes->as_string();
@@ -207,6 +279,7 @@ PerformanceOverride parse_override(const JsonView& params) {
     if (!value) return std::nullopt;
     const double us = value->as_number();
     if (us < 0) value->fail("an overhead cannot be negative");
+    if (us > kMaxOverheadUs) value->fail(fmt::format("{} µs is outside physical sense", us));
     return us * kMicro;
   };
   result.matrix_efficiency = fraction("matrix_efficiency");
@@ -241,6 +314,7 @@ PerformanceParams parse_performance(const JsonView& params) {
     if (auto value = params.find(key)) {
       const double us = value->as_number();
       if (us < 0) value->fail("a latency cannot be negative");
+      if (us > kMaxOverheadUs) value->fail(fmt::format("{} µs is outside physical sense", us));
       result.*field = us * kMicro;
     }
   }
@@ -352,11 +426,14 @@ HardwareTable parse_hardware(std::string_view text, const std::string& file) {
 
   HardwareTable table;
   if (auto text_version = root.find("version")) table.version = text_version->as_string();
-  if (auto updated = root.find("updated")) table.updated = updated->as_string();
+  if (auto updated = root.find("updated")) table.updated = date(*updated, false);
   if (auto performance = root.find("performance_model")) {
     performance->expect_object();
     for (const auto& item : performance->json().items()) {
-      if (item.key() == "comment") continue;
+      if (item.key() == "comment") {
+        check_free_text(performance->at("comment"), "comment");
+        continue;
+      }
       const JsonView params = performance->at(item.key());
       const std::optional<DeviceType> type = parse_device_type(item.key());
       if (!type) {
@@ -394,10 +471,35 @@ HardwareTable load_hardware(const std::string& path) {
   return parse_hardware(read_input_file(path), path);
 }
 
+// An overlay's entry replaces the device with its id. A name of it (id or alias) that belongs
+// to another device would take that one over silently ("H100" asked for, a custom entry
+// answered): an error naming the entry's key.
+void check_overlay_names(const HardwareTable& base, const std::string& base_file,
+                         const HardwareTable& overlay, const std::string& file) {
+  for (std::size_t i = 0; i < overlay.devices.size(); ++i) {
+    const Device& device = overlay.devices[i];
+    std::vector<std::string> names{device.id};
+    names.insert(names.end(), device.aliases.begin(), device.aliases.end());
+    for (std::size_t n = 0; n < names.size(); ++n) {
+      const Device* owner = base.find(names[n]);
+      if (owner == nullptr || owner->id == device.id) continue;
+      const std::string pointer = n == 0 ? fmt::format("/devices/{}/id", i)
+                                         : fmt::format("/devices/{}/aliases/{}", i, n - 1);
+      throw Error({file, pointer, 0, 0},
+                  fmt::format("the name \"{}\" is already used by device \"{}\" of {}; to "
+                              "replace that device, give this entry the id \"{}\"",
+                              names[n], owner->id, base_file, owner->id));
+    }
+  }
+}
+
 HardwareTable load_hardware(const std::string& path, const std::vector<std::string>& overlays) {
   HardwareTable table = load_hardware(path);
-  for (const std::string& overlay : overlays)
-    merge_hardware(table, load_hardware(overlay));
+  for (const std::string& overlay : overlays) {
+    HardwareTable extra = load_hardware(overlay);
+    check_overlay_names(table, path, extra, overlay);
+    merge_hardware(table, std::move(extra));
+  }
   return table;
 }
 

@@ -96,6 +96,18 @@ std::string InputFile::read_all() const {
   return text;
 }
 
+void reject_nul_bytes(std::string_view text, const std::string& file, std::string_view kind) {
+  const std::size_t at = text.find('\0');
+  if (at == std::string_view::npos) return;
+  const std::size_t line_start = text.rfind('\n', at);
+  const auto line =
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  const std::size_t column = line_start == std::string_view::npos ? at + 1 : at - line_start;
+  throw Error({file, "", static_cast<int>(std::min<std::ptrdiff_t>(line, INT32_MAX)),
+               static_cast<int>(std::min<std::size_t>(column, INT32_MAX))},
+              fmt::format("a NUL byte in {} (a binary file?)", kind));
+}
+
 std::string read_input_file(const std::string& path, std::int64_t max_bytes,
                             std::string_view kind) {
   return InputFile(path, max_bytes, kind).read_all();

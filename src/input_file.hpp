@@ -45,6 +45,10 @@ class InputFile {
 std::string read_input_file(const std::string& path, std::int64_t max_bytes = kMaxJsonFileBytes,
                             std::string_view kind = "JSON files");
 
+/// Fails at the first NUL byte of a text file, with its line and column:
+/// `model.onnxtxt:4:10: a NUL byte in ONNX text (a binary file?)`.
+void reject_nul_bytes(std::string_view text, const std::string& file, std::string_view kind);
+
 /// "64 MiB", "2 GiB", "3.2 GiB" for limits in messages and the README.
 std::string format_bytes_binary(std::int64_t bytes);
 

@@ -63,6 +63,11 @@ class JsonView {
 void reject_unknown_keys(const JsonView& object, const std::vector<std::string_view>& known,
                          std::string_view what);
 
+/// The keys that hold free text in every capcalc file ("comment", "$schema", "description",
+/// "notes") must be strings, even where capcalc ignores them: fails at `value` otherwise.
+/// reject_unknown_keys checks them on every known key.
+void check_free_text(const JsonView& value, std::string_view key);
+
 /// "an object", "a string", "a number", ... for messages.
 std::string json_type_name(const nlohmann::json& value);
 

@@ -31,6 +31,9 @@ inline constexpr int kMaxSubgraphDepth = 64;
 /// ONNX local functions calling one another.
 inline constexpr int kMaxFunctionDepth = 64;
 
+/// Dims of one ONNX input. ONNX sets no limit; PyTorch's kernels take at most 25.
+inline constexpr int kMaxTensorRank = 32;
+
 /// Layers of a model once blocks and repeats are expanded (native models, Hugging Face
 /// configs, ONNX loops unrolled).
 inline constexpr std::int64_t kMaxLayers = 1'000'000;

@@ -247,6 +247,10 @@ class Builder {
                           "an input");
       GraphInput graph_input;
       graph_input.name = input.at("name").as_string();
+      if (graph_input.name.empty()) input.at("name").fail("a name must not be empty");
+      if (auto dtype = input.find("dtype")) {  // Not used in counts, but typed like the rest.
+        if (dtype->as_string().empty()) dtype->fail("a dtype must not be empty");
+      }
       if (auto once = input.find("prefill_only")) graph_input.prefill_only = once->as_bool();
       if (auto optional = input.find("optional")) graph_input.optional = optional->as_bool();
       const JsonView shape = input.at("shape");
@@ -316,6 +320,10 @@ class Builder {
       if (!repeat_value) first->fail("\"first_index\" goes with \"repeat\"");
       first_index = first->as_integer();
       if (first_index < 0) first->fail("expected a non-negative integer");
+      if (first_index > INT64_MAX - repeat) {
+        first->fail(fmt::format("first_index {} + repeat {} does not fit in a 64-bit integer",
+                                first_index, repeat));
+      }
     }
 
     std::vector<std::int32_t> inputs = resolve_inputs(entry, env);

@@ -150,7 +150,10 @@ void Attributes::reject_unknown(const std::vector<std::string_view>& structural,
                                 std::string_view op_name) const {
   for (const auto& item : layer_.json().items()) {
     const std::string& key = item.key();
-    if (std::find(structural.begin(), structural.end(), key) != structural.end()) continue;
+    if (std::find(structural.begin(), structural.end(), key) != structural.end()) {
+      check_free_text(layer_.at(key), key);
+      continue;
+    }
     if (std::find(read_.begin(), read_.end(), key) != read_.end()) continue;
     std::vector<std::string_view> known(structural.begin(), structural.end());
     for (const std::string& name : read_)

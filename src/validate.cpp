@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "capcalc/compare.hpp"
 #include "capcalc/error.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
@@ -162,9 +163,21 @@ Measurement parse_case(const JsonView& entry, Provenance provenance) {
     }
     m.per_device = basis == "device";
   }
-  m.value = entry.at("value").as_positive_number();
+  const JsonView value = entry.at("value");
+  m.value = value.as_positive_number();
+  // A published figure is never below 1e-9 (a nanosecond, an MFU of 1e-9) nor above 1e15 in
+  // SI units; past these a typo's exponent gives an infinite or zero ratio.
+  if (m.value < 1e-9 || m.value > 1e15) {
+    value.fail(fmt::format("{} is outside the range of a measurement (1e-09 to 1e+15)", m.value));
+  }
+  if (m.metric == Metric::kMfu && m.value > 1) {
+    value.fail(fmt::format("an MFU is a fraction of the peak, at most 1; got {}", m.value));
+  }
   if (auto tokens = entry.find("tokens"); tokens && !tokens->is_null()) {
     m.tokens = tokens->as_positive_number();
+    if (*m.tokens > kMaxTrainingTokens) {
+      tokens->fail(fmt::format("{} is more than {} (the limit)", *m.tokens, kMaxTrainingTokens));
+    }
   }
   if (m.metric == Metric::kGpuHours && !m.tokens) entry.fail("a gpu_hours case needs \"tokens\"");
   if (auto held_out = entry.find("held_out")) m.held_out = held_out->as_bool();
@@ -178,10 +191,17 @@ Measurement parse_case(const JsonView& entry, Provenance provenance) {
           fmt::format("a {} case needs \"prompt_tokens\" and \"output_tokens\"", metric_text));
     }
   }
-  // The validation set's cases say where their figure was published and quote it.
-  if (provenance == Provenance::kRequired || entry.find("source"))
+  // The validation set's cases say where their figure was published and quote it; a user's
+  // own records for calibrate need neither.
+  if (provenance == Provenance::kRequired || entry.find("source")) {
     m.source = entry.at("source").as_string();
-  if (provenance == Provenance::kRequired || entry.find("quote")) entry.at("quote").as_string();
+    if (m.source.empty()) entry.at("source").fail("every measurement needs a source");
+  }
+  if (provenance == Provenance::kRequired) entry.at("quote").as_string();
+  // Free text, read by people only: typed all the same.
+  for (const char* key : {"quote", "software", "unit"}) {
+    if (auto text = entry.find(key); text && !text->is_null()) (void)text->as_string();
+  }
   return m;
 }
 
@@ -203,9 +223,24 @@ struct Prediction {
   PredictionClass cls;
 };
 
+}  // namespace
+
+const Device& measured_device(const Measurement& m, const HardwareTable& table) {
+  if (const Device* device = table.find(m.device)) return *device;
+  try {
+    table.get(m.device);  // Its message: the did-you-mean and the closest names.
+  } catch (const Error& e) {
+    if (m.where.file.empty()) throw;
+    throw Error({m.where.file, m.where.pointer + "/device", 0, 0}, e.message());
+  }
+  throw Error(m.where, fmt::format("unknown device \"{}\"", m.device));
+}
+
+namespace {
+
 Prediction predict_case(const Measurement& m, const HardwareTable& table,
                         const std::string& models_dir, const RuntimeTable* runtimes) {
-  const Device& device = table.get(m.device);
+  const Device& device = measured_device(m, table);
   ModelOptions options;
   options.dims = m.dims;
   // A bare file name is looked up in the models directory; a path is used as it is.
@@ -218,7 +253,12 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
                                   "was given",
                                   m.id, m.runtime));
     }
-    workload.runtime = runtimes->get(m.runtime);
+    try {
+      workload.runtime = runtimes->get(m.runtime);
+    } catch (const Error& e) {
+      if (m.where.file.empty()) throw;
+      throw Error({m.where.file, m.where.pointer + "/runtime", 0, 0}, e.message());
+    }
   }
   const PerformanceParams params = table.performance_for(device);
   if (is_serving(m.metric)) {
@@ -337,12 +377,16 @@ std::vector<Measurement> parse_measurements(std::string_view text, const std::st
   const nlohmann::json document = parse_json_text(text, file);
   const JsonView root(document, file);
   root.expect_object();
+  reject_unknown_keys(root, {"$schema", "schema_version", "description", "comment", "cases"},
+                      "a measurement file");
   const JsonView version = root.at("schema_version");
   if (version.as_positive_int() != 1) version.fail("unsupported schema_version; expected 1");
   const JsonView cases = root.at("cases");
+  if (cases.array_size() == 0) cases.fail("no cases: a measurement file needs at least one");
   std::vector<Measurement> result;
   for (std::size_t i = 0; i < cases.array_size(); ++i) {
     result.push_back(parse_case(cases.at(i), provenance));
+    result.back().where = {file, cases.at(i).pointer(), 0, 0};
     for (std::size_t j = 0; j + 1 < result.size(); ++j) {
       if (result[j].id == result.back().id) {
         cases.at(i).at("id").fail(fmt::format("the id \"{}\" is used twice", result.back().id));

@@ -75,3 +75,31 @@ TEST_CASE("parse_json_text refuses nesting deeper than the limit at its first br
   const std::string brackets = "[\"" + std::string(1000, '[') + "\\\"[\"]";
   CHECK(parse_json_text(brackets, "m.json")[0].get<std::string>().size() == 1002);
 }
+
+TEST_CASE("parse_json_text refuses a duplicate key at the second one, naming the object",
+          "[json]") {
+  const std::string file = "m.json";
+  REQUIRE_THROWS_WITH(parse_json_text("{\"a\": 1,\n \"a\": 2}", file),
+                      "m.json:2:2: duplicate key \"a\" in the object at /");
+  REQUIRE_THROWS_WITH(parse_json_text("{\"l\": [0, {\"k\": {}, \"x\": 1, \"k\": 2}]}", file),
+                      "m.json:1:29: duplicate key \"k\" in the object at /l/1");
+  // Equal after their escapes are decoded.
+  REQUIRE_THROWS_WITH(parse_json_text(R"({"a": 1, "\u0061": 2})", file),
+                      ContainsSubstring("duplicate key \"a\""));
+  // Equal keys in different objects, and strings that only look like keys, are fine.
+  CHECK_NOTHROW(parse_json_text(R"({"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}], "c": "a"})", file));
+  CHECK_NOTHROW(parse_json_text(R"({"a\"": 1, "a": ["a", "a"], "x:": ":"})", file));
+}
+
+TEST_CASE("free-text keys must be strings even where capcalc ignores them", "[json]") {
+  const std::string file = "m.json";
+  const nlohmann::json document = parse_json_text(R"({"comment": 5, "other": 5})", file);
+  const JsonView root(document, file);
+  REQUIRE_THROWS_WITH(reject_unknown_keys(root, {"comment", "other"}, "a test"),
+                      "m.json:/comment: expected a string, got a number");
+}
+
+TEST_CASE("parse_json_text names the line and column of a NUL byte", "[json]") {
+  REQUIRE_THROWS_WITH(parse_json_text(std::string("{\n  \"a\"\0: 1}", 12), "m.json"),
+                      "m.json:2:6: a NUL byte in JSON (a binary file?)");
+}

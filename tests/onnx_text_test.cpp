@@ -382,14 +382,16 @@ std::string exported_gpt2_text(int layers, int n_embd, int n_head, int vocab, in
     nodes += fmt::format(R"(    {0} = Shape ({1})
     {2} = Gather <axis = 0> ({0}, "/const/zero")
     {3} = Gather <axis = 0> ({0}, "/const/one")
-    {4} = Reshape ({1}, "/const/flat")
+    {4} = Reshape ({1}, "/const/flat{12}")
     {5} = Gemm <alpha = 1, beta = 1> ({4}, "{6}.weight", "{6}.bias")
     {7} = Unsqueeze ({2}, "/const/axis0")
     {8} = Unsqueeze ({3}, "/const/axis0")
     {9} = Concat <axis = 0> ({7}, {8}, "/const/{10}")
     {11} = Reshape ({5}, {9})
 )",
-                         shape, x, b, s, flat, gemm, w, ub, us, dims, out, back);
+                         shape, x, b, s, flat, gemm, w, ub, us, dims, out, back,
+                         // mlp.c_proj reads 4 x n_embd features: flattened to [-1, 4n].
+                         w.find("mlp.c_proj") != std::string::npos ? "_fc" : "");
     return back;
   };
   const auto layer_norm = [&](const std::string& scope, const std::string& x,
@@ -570,6 +572,7 @@ std::string exported_gpt2_text(int layers, int n_embd, int n_head, int vocab, in
     "/const/minus2" = Constant <value = int64[1] {{-2}}> ()
     "/const/max" = Constant <value = int64[1] {{9223372036854775807}}> ()
     "/const/flat" = Constant <value = int64[2] {{-1, {0}}}> ()
+    "/const/flat_fc" = Constant <value = int64[2] {{-1, {2}}}> ()
     "/const/{1}" = Constant <value = int64[1] {{{1}}}> ()
     "/const/{0}" = Constant <value = int64[1] {{{0}}}> ()
     "/const/{2}" = Constant <value = int64[1] {{{2}}}> ()

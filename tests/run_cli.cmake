@@ -1,6 +1,6 @@
 # Runs the capcalc CLI once and checks what a user would see.
 #   -DCLI=<binary> -DARGS=<;-list> -DEXPECT_CODE=<n>
-#   [-DSTDOUT_REGEX=..] [-DSTDERR_REGEX=..] [-DSTDOUT_EMPTY=ON]
+#   [-DSTDOUT_REGEX=..] [-DSTDERR_REGEX=..] [-DSTDOUT_EMPTY=ON] [-DSTDERR_ONE_LINE=ON]
 #   [-DENV_VARS=NAME=VALUE;..] [-DEXPECT_COLOR=ON]
 # The colour variables of the caller's environment are cleared first: output here is a pipe,
 # so it must carry no ANSI escapes unless EXPECT_COLOR says the test forced them.
@@ -19,6 +19,9 @@ if(DEFINED STDERR_REGEX AND NOT err MATCHES "${STDERR_REGEX}")
 endif()
 if(STDOUT_EMPTY AND NOT out STREQUAL "")
   message(FATAL_ERROR "stdout should be empty on an error\n${report}")
+endif()
+if(STDERR_ONE_LINE AND NOT err MATCHES "^[^\n]+\n$")
+  message(FATAL_ERROR "stderr should be exactly one line\n${report}")
 endif()
 string(ASCII 27 escape)
 if(EXPECT_COLOR AND NOT out MATCHES "${escape}\\[")

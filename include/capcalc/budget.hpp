@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,6 +74,10 @@ struct Budget {
   std::vector<SourceLocation> device_where;  ///< Parallel to devices.
   std::string runtime;                       ///< "runtime": a runtime id or alias; "" for none.
   SourceLocation runtime_where;              ///< Where it was given (for messages).
+  SourceLocation model_where;                ///< The "model" key.
+  SourceLocation tokens_where;               ///< The "tokens" key, when given.
+  /// The key that set each dimension ("batch", "set"/name), for a model that lacks it.
+  std::map<std::string, SourceLocation> dims_where;
 };
 
 /// Parses a budget file; problems are capcalc::Error with file and JSON pointer.

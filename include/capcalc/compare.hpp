@@ -37,6 +37,14 @@ enum class CostBasis {
 /// "per_million_samples", "per_run", "per_million_tokens".
 std::string_view cost_basis_name(CostBasis basis);
 
+/// The largest figures a training run may be given (flags and budget keys), far past any run
+/// made (2025's largest: some 4e13 tokens): past them its time, energy and cost stop being
+/// finite numbers.
+inline constexpr double kMaxDatasetSize = 1e15;     ///< Samples per epoch.
+inline constexpr double kMaxEpochs = 1e6;           ///< Epochs.
+inline constexpr double kMaxTrainingTokens = 1e18;  ///< Tokens.
+inline constexpr double kMaxPricePerHourUsd = 1e6;  ///< USD per device-hour.
+
 /// A training run described by the user: dataset size × epochs, or tokens.
 struct RunSize {
   std::optional<double> dataset_size;  ///< Samples per epoch.

@@ -147,6 +147,7 @@ struct GraphInput {
 struct UnknownOperator {
   std::string op;          ///< As the file names it, e.g. "com.example.Foo" or "NonMaxSuppression".
   std::int64_t nodes = 0;  ///< How many nodes use it.
+  std::string first_node;  ///< JSON pointer of the first node that uses it ("/graph/node/12").
 };
 
 /// The whole model. Values are numbered inputs first (0 .. inputs.size()-1), then one per layer.
@@ -165,6 +166,9 @@ struct Graph {
   bool runs_fused = false;
   /// Unknown operators (ONNX import), in order of first use; their layers count zero.
   std::vector<UnknownOperator> unknown_ops;
+  /// What the importer read but doubts, located and ready for the CLI to print as warnings
+  /// ("m.onnx: opset 99 is newer than this build knows (up to 17)").
+  std::vector<std::string> warnings;
   /// KV-cache elements per cached token of one sequence held in the model's past inputs (ONNX
   /// decoder exports: past_key_values.*), for graphs whose layers do not say it themselves.
   std::int64_t past_elements_per_token = 0;

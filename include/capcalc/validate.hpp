@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "capcalc/error.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/predict.hpp"
 #include "capcalc/ranges.hpp"
@@ -60,6 +61,9 @@ struct Measurement {
   /// is an out-of-sample check.
   bool held_out = false;
   std::string source;
+  /// The case in its file (`meas.json`, `/cases/3`), for errors found after parsing (an
+  /// unknown device or runtime); empty for cases built in code.
+  SourceLocation where{};
 };
 
 /// One case checked.
@@ -94,6 +98,10 @@ enum class Provenance { kRequired, kOptional };
 /// capcalc::Error with file and JSON pointer (line:col for a syntax error).
 std::vector<Measurement> parse_measurements(std::string_view text, const std::string& file,
                                             Provenance provenance = Provenance::kRequired);
+
+/// The case's device in `table`; an unknown name is a capcalc::Error at the case's "device"
+/// key (`meas.json:/cases/3/device: unknown device "z100"; did you mean "v100"?`).
+const Device& measured_device(const Measurement& m, const HardwareTable& table);
 
 /// Reads a measurement file; problems are capcalc::Error with file and JSON pointer.
 std::vector<Measurement> load_measurements(const std::string& path,

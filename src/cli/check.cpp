@@ -165,7 +165,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches,
                        options->virtual_stages);
   add_run_size_options(*sub, options->run);
-  number_above(sub->add_option("--price-per-hour", options->price_per_hour, "USD per device-hour"));
+  number_above(sub->add_option("--price-per-hour", options->price_per_hour, "USD per device-hour"),
+               0, kMaxPricePerHourUsd);
   struct LimitFlag {
     LimitKind kind;
     const char* flag;

@@ -101,6 +101,8 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
   }
   options.strict = args.strict;
   Graph graph = load_model(resolve_model_path(args.path), options);
+  for (const std::string& warning : graph.warnings)
+    fmt::print(stderr, "warning: {}\n", warning);
   if (!graph.unknown_ops.empty()) {
     std::int64_t nodes = 0;
     std::vector<std::string> parts;

@@ -172,7 +172,8 @@ void add_compare_command(CLI::App& app) {
   add_run_size_options(*sub, options->run);
   number_above(sub->add_option("--price-per-hour", options->price_per_hour,
                                "USD per device-hour for every device (default: the table's "
-                               "prices)"));
+                               "prices)"),
+               0, kMaxPricePerHourUsd);
   one_of(sub->add_option("-f,--format", options->format, "Output format"),
          {"table", "json", "csv", "markdown"})
       ->capture_default_str();

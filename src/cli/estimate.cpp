@@ -103,7 +103,8 @@ void add_estimate_command(CLI::App& app) {
   add_run_size_options(*sub, options->run_size);
   number_above(sub->add_option("--price-per-hour", options->price_per_hour,
                                "Training run: USD per device-hour (default: the table's "
-                               "indicative price)"));
+                               "indicative price)"),
+               0, kMaxPricePerHourUsd);
   one_of(sub->add_option("-f,--format", options->format, "Output format"), {"table", "json"})
       ->capture_default_str();
   whole_number(sub->add_option("--top", options->top,

@@ -240,14 +240,16 @@ CLI::Option* whole_number(CLI::Option* option, std::int64_t min, std::int64_t ma
   return option;
 }
 
-CLI::Option* number_above(CLI::Option* option, double above) {
+CLI::Option* number_above(CLI::Option* option, double above, double max) {
   const std::string flag = option->get_name();
   const std::string requirement = fmt::format("a number > {}", number_text(above));
+  const std::string bound = fmt::format("a number at most {} (the limit)", number_text(max));
   option->check(CLI::Validator(
-      [flag, requirement, above](std::string& text) {
+      [flag, requirement, bound, above, max](std::string& text) {
         if (!is_decimal(text)) reject(flag, requirement, text);
         const double value = std::strtod(text.c_str(), nullptr);
         if (!std::isfinite(value) || !(value > above)) reject(flag, requirement, text);
+        if (value > max) reject(flag, bound, text);
         return std::string();
       },
       above == 0 ? std::string("POSITIVE") : "> " + number_text(above)));

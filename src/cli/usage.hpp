@@ -26,8 +26,10 @@ namespace capcalc::cli {
 CLI::Option* whole_number(CLI::Option* option, std::int64_t min = 1,
                           std::int64_t max = std::numeric_limits<std::int64_t>::max());
 
-/// A finite decimal number ("0.5", "500e6") greater than `above`: never nan, inf or hex.
-CLI::Option* number_above(CLI::Option* option, double above = 0);
+/// A finite decimal number ("0.5", "500e6") greater than `above` and at most `max`: never
+/// nan, inf or hex.
+CLI::Option* number_above(CLI::Option* option, double above = 0,
+                          double max = std::numeric_limits<double>::max());
 
 /// A finite decimal number in [min, max].
 CLI::Option* number_in(CLI::Option* option, double min,

@@ -89,12 +89,15 @@ inline void set_parallelism(Workload& workload, std::int64_t devices, std::int64
 // --dataset-size N [--epochs E] or --tokens T: a training run, read by run_samples (compare.hpp).
 inline void add_run_size_options(CLI::App& sub, RunSize& run) {
   number_above(
-      sub.add_option("--dataset-size", run.dataset_size, "Training run: samples per epoch"));
+      sub.add_option("--dataset-size", run.dataset_size, "Training run: samples per epoch"), 0,
+      kMaxDatasetSize);
   number_above(
-      sub.add_option("--epochs", run.epochs, "Training run: epochs of --dataset-size (default 1)"));
+      sub.add_option("--epochs", run.epochs, "Training run: epochs of --dataset-size (default 1)"),
+      0, kMaxEpochs);
   number_above(sub.add_option("--tokens", run.tokens,
                               "Training run: total tokens (samples = tokens / seq); not with "
-                              "--dataset-size or --epochs"));
+                              "--dataset-size or --epochs"),
+               0, kMaxTrainingTokens);
 }
 
 // --optimizer: Adam when not given; an inference pass has no optimizer, so giving one there is an

@@ -1375,6 +1375,26 @@ std::vector<std::string_view> hf_model_types() {
   return names;
 }
 
+// "layer_types" names one kind per decoder layer. The families that read it check it as they
+// read it; for the rest it must still be well formed, or a typo passes silently.
+void check_layer_types(const Config& config, const Spec& spec) {
+  const std::optional<JsonView> types = config.find("layer_types");
+  if (!types) return;
+  if (types->array_size() != static_cast<std::size_t>(spec.layers)) {
+    types->fail(fmt::format("expected {} entries (num_hidden_layers), got {}", spec.layers,
+                            types->array_size()));
+  }
+  const std::vector<std::string_view> known = {"full_attention", "sliding_attention",
+                                               "chunked_attention"};
+  for (std::size_t i = 0; i < types->array_size(); ++i) {
+    const std::string kind = types->at(i).as_string();
+    if (std::find(known.begin(), known.end(), kind) == known.end()) {
+      types->at(i).fail(
+          with_suggestion(fmt::format("unknown layer type \"{}\"", kind), kind, known));
+    }
+  }
+}
+
 nlohmann::json hf_config_to_model(const nlohmann::json& config, const std::string& file) {
   Config reader(config, file);
   reader.root().expect_object();
@@ -1383,6 +1403,7 @@ nlohmann::json hf_config_to_model(const nlohmann::json& config, const std::strin
   Spec spec;
   spec.model_type = std::string(type.name);
   type.read(reader, spec);
+  check_layer_types(reader, spec);
 
   Json model;
   model["format"] = kNativeFormat;

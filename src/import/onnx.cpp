@@ -545,8 +545,10 @@ class Importer {
         parts.push_back(fmt::format("{} ({})", op.op, op.nodes));
         nodes += op.nodes;
       }
-      fail("", fmt::format("{} node{} of unknown operators (strict mode): {}", nodes,
-                           nodes == 1 ? "" : "s", fmt::join(parts, ", ")));
+      const UnknownOperator& first = graph_.unknown_ops.front();
+      fail(first.first_node,
+           fmt::format("unknown operator {} (strict mode; {} node{} of unknown operators: {})",
+                       first.op, nodes, nodes == 1 ? "" : "s", fmt::join(parts, ", ")));
     }
     return std::move(graph_);
   }
@@ -606,6 +608,22 @@ class Importer {
       if (opset.domain().empty() || opset.domain() == "ai.onnx") opset_ = opset.version();
     }
     if (opset_ <= 0) fail("", "not an ONNX model: it imports no ai.onnx opset (truncated?)");
+    // Newer files mostly read well (operators keep their schemas for many opsets), but what
+    // changed since is read as this build's ONNX knows it: said, not silent.
+    const int known_opset =
+        onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN).second;
+    if (opset_ > known_opset) {
+      graph_.warnings.push_back(
+          fmt::format("{}: opset {} is newer than this build's ONNX knows (up to {}); operators "
+                      "are read as of opset {}",
+                      file_, opset_, known_opset, known_opset));
+    }
+    if (model_.ir_version() > onnx::Version::IR_VERSION) {
+      graph_.warnings.push_back(
+          fmt::format("{}: IR version {} is newer than this build's ONNX knows (up to {})", file_,
+                      model_.ir_version(), static_cast<int>(onnx::Version::IR_VERSION)));
+    }
+    check_declarations();
     graph_.name = graph_proto_.name().empty() ? "onnx_model" : graph_proto_.name();
     graph_.runs_fused = true;
     graph_.description = model_.doc_string();
@@ -615,11 +633,74 @@ class Importer {
                                       model_.producer_version());
   }
 
+  // Names the graph declares once: its inputs (a known element type, a bounded rank), its
+  // initializers (a data type) and every value a node writes (one writer each).
+  void check_declarations() const {
+    std::map<std::string, std::string> defined;  // Name -> what defined it, for messages.
+    for (int i = 0; i < graph_proto_.initializer_size(); ++i) {
+      const onnx::TensorProto& init = graph_proto_.initializer(i);
+      const std::string pointer = fmt::format("/graph/initializer/{}", i);
+      if (init.name().empty()) fail(pointer, "an initializer needs a name");
+      if (init.data_type() == onnx::TensorProto::UNDEFINED ||
+          !onnx::TensorProto_DataType_IsValid(init.data_type())) {
+        fail(pointer, fmt::format("initializer \"{}\": data_type {} is not an ONNX element type",
+                                  init.name(), init.data_type()));
+      }
+      if (!defined.emplace(init.name(), pointer).second) {
+        fail(pointer, fmt::format("initializer \"{}\" is declared twice (first at {})", init.name(),
+                                  defined[init.name()]));
+      }
+    }
+    std::map<std::string, std::string> inputs;
+    for (int i = 0; i < graph_proto_.input_size(); ++i) {
+      const onnx::ValueInfoProto& input = graph_proto_.input(i);
+      const std::string pointer = fmt::format("/graph/input/{}", i);
+      if (input.name().empty()) fail(pointer, "an input needs a name");
+      if (!inputs.emplace(input.name(), pointer).second) {
+        fail(pointer, fmt::format("input \"{}\" is declared twice (first at {})", input.name(),
+                                  inputs[input.name()]));
+      }
+      defined.emplace(input.name(), pointer);  // Before IR 4, initializers are inputs too.
+      if (!input.type().has_tensor_type()) continue;
+      const auto& tensor = input.type().tensor_type();
+      const std::int32_t type = tensor.elem_type();
+      if (type == onnx::TensorProto::UNDEFINED || !onnx::TensorProto_DataType_IsValid(type)) {
+        fail(pointer, fmt::format("input \"{}\": element type {} is not an ONNX element type",
+                                  input.name(), type));
+      }
+      if (type == onnx::TensorProto::STRING) {
+        fail(pointer, fmt::format("input \"{}\" holds strings: capcalc counts numeric tensors "
+                                  "only",
+                                  input.name()));
+      }
+      if (tensor.has_shape() && tensor.shape().dim_size() > kMaxTensorRank) {
+        fail(pointer, fmt::format("input \"{}\" has {} dims, more than {} (the limit)",
+                                  input.name(), tensor.shape().dim_size(), kMaxTensorRank));
+      }
+    }
+    for (int i = 0; i < graph_proto_.node_size(); ++i) {
+      const onnx::NodeProto& node = graph_proto_.node(i);
+      const std::string pointer = node_pointer(i);
+      for (const std::string& output : node.output()) {
+        if (output.empty()) continue;
+        const auto [it, fresh] = defined.emplace(output, pointer);
+        if (!fresh) {
+          fail(pointer, fmt::format("node \"{}\" ({}) writes \"{}\", already written at {}",
+                                    node_name(node, i), node.op_type(), output, it->second));
+        }
+      }
+    }
+  }
+
   // What ONNX's inference functions assume of a node, checked before they run (each of these
   // was a crash, found by fuzzing): control flow has its graphs, the node keeps its operator's
   // contract, and strides, dilations, kernel sizes, groups and block sizes, which they divide
   // by unchecked, are positive. Subgraphs are checked too.
   void check_node(const onnx::NodeProto& node, int index, const std::string& pointer) const {
+    if (node.op_type().empty()) {
+      fail(pointer, node.name().empty() ? std::string("a node needs an op_type")
+                                        : fmt::format("node \"{}\" has no op_type", node.name()));
+    }
     const std::string label = node_name(node, index);
     // Control flow without its graphs: ONNX's Scan inference dereferences a missing body.
     if (node.domain().empty() || node.domain() == "ai.onnx") {
@@ -894,6 +975,17 @@ class Importer {
         graph_.dims[param] = *value;
         dim.set_dim_value(*value);  // Clears dim_param (a oneof).
         graph_input.shape.push_back(*value);
+      }
+      // Its bytes must be countable too (16 per element covers every element type).
+      std::int64_t elements = 1;
+      for (const std::int64_t d : graph_input.shape) {  // 0 for an empty past (no KV cache).
+        if (elements == 0 || elements == INT64_MAX) break;
+        elements = d > INT64_MAX / 16 / elements ? INT64_MAX : elements * d;
+      }
+      if (elements > INT64_MAX / 16) {
+        fail(pointer, fmt::format("input \"{}\": shape [{}] has more elements than a 64-bit count "
+                                  "of bytes holds",
+                                  input.name(), fmt::join(graph_input.shape, ", ")));
       }
       // A past input (past_key_values.*: [batch, heads, past, head_dim]) holds the cache: its
       // elements per cached token of one sequence are the other axes' product.
@@ -1312,7 +1404,74 @@ class Importer {
     return it->second;
   }
 
+  // The complete shape of a value, if inference found one.
+  std::optional<Shape> complete_shape(const onnx::NodeProto& node, int slot) const {
+    if (node.input_size() <= slot || node.input(slot).empty()) return std::nullopt;
+    const auto it = shapes_.find(node.input(slot));
+    if (it == shapes_.end() || !it->second.complete()) return std::nullopt;
+    return it->second.dims;
+  }
+
+  // Operands that cannot go together (ONNX's inference, run leniently, passes over them): a
+  // convolution's channels and groups, a product's inner dimensions, a reshape's element count.
+  void check_operands(const onnx::NodeProto& node, int index) const {
+    if (!node.domain().empty() && node.domain() != "ai.onnx") return;
+    const std::string& op = node.op_type();
+    const auto bad = [&](const std::string& message) {
+      fail(node_pointer(index),
+           fmt::format("node \"{}\" ({}): {}", node_name(node, index), op, message));
+    };
+    const std::optional<Shape> a = complete_shape(node, 0);
+    const std::optional<Shape> b = complete_shape(node, 1);
+    if (op == "Conv" && a && b && a->size() >= 3 && b->size() == a->size()) {
+      const std::int64_t group = attribute_int(node, "group", 1);
+      const std::int64_t channels = (*a)[1];
+      if ((*b)[1] > channels / group || (*b)[1] * group != channels) {
+        bad(
+            fmt::format("the input has {} channels, but the weight takes {} per group x {} "
+                        "group{}",
+                        channels, (*b)[1], group, group == 1 ? "" : "s"));
+      }
+      if ((*b)[0] % group != 0) {
+        bad(fmt::format("{} output channels do not split into {} groups", (*b)[0], group));
+      }
+    }
+    if (op == "Gemm" && a && b && a->size() == 2 && b->size() == 2) {
+      const std::int64_t k_a = attribute_int(node, "transA", 0) != 0 ? (*a)[0] : (*a)[1];
+      const std::int64_t k_b = attribute_int(node, "transB", 0) != 0 ? (*b)[1] : (*b)[0];
+      if (k_a != k_b) {
+        bad(fmt::format("A gives K = {} but B takes K = {} (A {}, B {}{})", k_a, k_b,
+                        format_shape(*a), format_shape(*b),
+                        attribute_int(node, "transB", 0) != 0 ? ", transB" : ""));
+      }
+    }
+    if (op == "MatMul" && a && b && !a->empty() && !b->empty()) {
+      const std::int64_t k_a = a->back();
+      const std::int64_t k_b = b->size() == 1 ? (*b)[0] : (*b)[b->size() - 2];
+      if (k_a != k_b) {
+        bad(fmt::format("{} x {}: the inner dimensions {} and {} differ", format_shape(*a),
+                        format_shape(*b), k_a, k_b));
+      }
+    }
+    if (op == "Reshape" && a && node.output_size() > 0) {
+      const auto out = shapes_.find(node.output(0));
+      if (out != shapes_.end() && out->second.complete()) {
+        const std::int64_t in_elements = element_count(*a);
+        const std::int64_t out_elements = element_count(out->second.dims);
+        if (in_elements != out_elements) {
+          bad(fmt::format("reshapes {} ({} elements) to {} ({} elements)", format_shape(*a),
+                          in_elements, format_shape(out->second.dims), out_elements));
+        }
+      }
+    }
+  }
+
+  static std::string format_shape(const Shape& shape) {
+    return fmt::format("[{}]", fmt::join(shape, ", "));
+  }
+
   void add_node(const onnx::NodeProto& node, int index) {
+    check_operands(node, index);
     if (node.op_type() == "If" && (node.domain().empty() || node.domain() == "ai.onnx")) {
       add_if(node, index);
       return;
@@ -1422,7 +1581,7 @@ class Importer {
     }
 
     if (rule == nullptr) {
-      note_unknown(qualified_op(node));
+      note_unknown(qualified_op(node), node_pointer(index));
       layer.op = lowercase(qualified_op(node));
       layer.view = false;
       layer.traits.op_class = OpClass::kUnknown;
@@ -2296,6 +2455,25 @@ class Importer {
       import_branch(node, index, *branches[chosen], slots[chosen], chosen == 0 ? "then" : "else");
       return;
     }
+    // Compared branch by branch: a shape declared on the If's output ([4, 16]) does not make
+    // a branch that gives [4, 8] agree.
+    for (int i = 0;
+         i < node.output_size() && i < branches[0]->output_size() && i < branches[1]->output_size();
+         ++i) {
+      const auto then_shape = shapes_.find(branches[0]->output(i).name());
+      const auto else_shape = shapes_.find(branches[1]->output(i).name());
+      if (node.output(i).empty() || then_shape == shapes_.end() || else_shape == shapes_.end() ||
+          !then_shape->second.complete() || !else_shape->second.complete()) {
+        continue;
+      }
+      if (then_shape->second.dims != else_shape->second.dims) {
+        fail(node_pointer(index),
+             fmt::format("node \"{}\" (If): its condition is not known at import and its "
+                         "branches give \"{}\" different shapes ({} and {})",
+                         name, node.output(i), format_shape(then_shape->second.dims),
+                         format_shape(else_shape->second.dims)));
+      }
+    }
     for (const std::string& output : node.output()) {
       const auto it = shapes_.find(output);
       if (!output.empty() && (it == shapes_.end() || !it->second.complete())) {
@@ -2380,12 +2558,35 @@ class Importer {
         flops += static_cast<double>(graph_.layers[i].counts.flops());
       return flops;
     };
+    // The shapes each branch gives the If's outputs, as its layers computed them.
+    const auto output_shapes = [&] {
+      std::vector<std::optional<Shape> > shapes;
+      for (const std::string& output : node.output()) {
+        const auto it = values_.find(output);
+        const bool known = !output.empty() && it != values_.end() &&
+                           it->second.kind == Kind::kActivation && it->second.id >= 0;
+        shapes.push_back(known ? std::optional<Shape>(graph_.value_shape(it->second.id))
+                               : std::nullopt);
+      }
+      return shapes;
+    };
     ImportState before{{}, values_, used_, counted_, groups_, graph_.unknown_ops, initializers_};
     import_branch(node, index, *branches[0], slots[0], "then");
     const double then_flops = flops_since_first();
+    const std::vector<std::optional<Shape> > then_shapes = output_shapes();
     ImportState then_read = take_state(first);
     put_state(std::move(before));
     import_branch(node, index, *branches[1], slots[1], "else");
+    const std::vector<std::optional<Shape> > else_shapes = output_shapes();
+    for (std::size_t i = 0; i < then_shapes.size(); ++i) {
+      if (then_shapes[i] && else_shapes[i] && *then_shapes[i] != *else_shapes[i]) {
+        fail(node_pointer(index),
+             fmt::format("node \"{}\" (If): its condition is not known at import and its "
+                         "branches give \"{}\" different shapes ({} and {})",
+                         node_name(node, index), node.output(static_cast<int>(i)),
+                         format_shape(*then_shapes[i]), format_shape(*else_shapes[i])));
+      }
+    }
     if (flops_since_first() > then_flops) return;
     take_state(first);  // The else branch's reading, dropped.
     put_state(std::move(then_read));
@@ -2427,14 +2628,14 @@ class Importer {
     return it->second;
   }
 
-  void note_unknown(const std::string& op) {
+  void note_unknown(const std::string& op, const std::string& pointer) {
     for (UnknownOperator& known : graph_.unknown_ops) {
       if (known.op == op) {
         ++known.nodes;
         return;
       }
     }
-    graph_.unknown_ops.push_back({op, 1});
+    graph_.unknown_ops.push_back({op, 1, pointer});
   }
 
   onnx::ModelProto& model_;

@@ -378,9 +378,7 @@ Graph parse_onnx_text_model(const std::string& text, OnnxTextSyntax syntax, cons
   onnx::ModelProto model;
   if (syntax == OnnxTextSyntax::onnx) {
     // The parser reads a C string: a NUL inside the text would end it early.
-    if (text.find('\0') != std::string::npos) {
-      throw Error({file, "", 0, 0}, "ONNX text: the file contains a NUL byte (binary ONNX?)");
-    }
+    reject_nul_bytes(text, file, "ONNX text");
     check_nesting(text, file);
     std::string plain = text;
     const std::vector<std::string> names = take_node_names(plain);
@@ -399,6 +397,7 @@ Graph parse_onnx_text_model(const std::string& text, OnnxTextSyntax syntax, cons
       throw Error(textual_position(file, parser.GetCurrentPos()), "ONNX text: malformed number");
     }
   } else {
+    reject_nul_bytes(text, file, "protobuf text");
     google::protobuf::TextFormat::Parser parser;
     parser.SetRecursionLimit(kMaxNestingDepth);  // Unlimited otherwise: 8,000 levels crashed.
     FirstError errors;
