@@ -104,12 +104,14 @@ std::vector<std::string> estimate_lines(const Device& d, Precision p) {
   const PeakEstimate& e = d.estimate_of(p);
   if (!e.vector.empty()) {
     lines.push_back(
-        fmt::format("the {} vector peak is an unsourced estimate, not a vendor figure: {}",
+        fmt::format("the {} vector peak is an unsourced estimate (no vendor document in its "
+                    "sources states it): {}",
                     precision_name(p), e.vector));
   }
   if (!e.matrix.empty()) {
     lines.push_back(
-        fmt::format("the {} matrix peak is an unsourced estimate, not a vendor figure: {}",
+        fmt::format("the {} matrix peak is an unsourced estimate (no vendor document in its "
+                    "sources states it): {}",
                     precision_name(p), e.matrix));
   }
   return lines;
