@@ -18,6 +18,8 @@ constexpr double kMinFloorFactor = 1.0 / 30;
 constexpr double kMaxFloorFactor = 30;
 constexpr int kFloorSteps = 40;
 constexpr double kFloorPull = 1e-6;
+// Records this much per-kernel floor (or more) fit the floor only.
+constexpr double kFloorOnlyShare = 0.9;
 
 // How much faster the prediction is than the measurement (> 1: predicted too fast).
 double predicted_speedup(const ValidationResult& r) {
@@ -41,8 +43,10 @@ struct SpeedFit {
 // Sets `device`'s overrides to `base` with its per-kernel floors times `floor_factor`, then
 // fits one speed factor f so that the geometric mean of predicted / measured speed is 1:
 // efficiencies divided by f (capped at 1), floors multiplied by f, until it settles.
+// With `floors_only`, f moves the floors alone and the efficiencies stay as given.
 SpeedFit fit_speed(const std::vector<Measurement>& own, const HardwareTable& table, Device& device,
-                   PerformanceParams params, double floor_factor, const std::string& models_dir) {
+                   PerformanceParams params, double floor_factor, const std::string& models_dir,
+                   bool floors_only = false) {
   params.eager_overhead_s *= floor_factor;
   params.compiled_overhead_s *= floor_factor;
   params.graph_overhead_s *= floor_factor;
@@ -62,9 +66,11 @@ SpeedFit fit_speed(const std::vector<Measurement>& own, const HardwareTable& tab
     const double f = std::exp(log_sum / static_cast<double>(now.results.size()));
     if (std::fabs(std::log(f)) < kTolerance) break;
     fit.speed_factor /= f;
-    params.matrix_efficiency = std::min(1.0, params.matrix_efficiency / f);
-    params.vector_efficiency = std::min(1.0, params.vector_efficiency / f);
-    params.memory_efficiency = std::min(1.0, params.memory_efficiency / f);
+    if (!floors_only) {
+      params.matrix_efficiency = std::min(1.0, params.matrix_efficiency / f);
+      params.vector_efficiency = std::min(1.0, params.vector_efficiency / f);
+      params.memory_efficiency = std::min(1.0, params.memory_efficiency / f);
+    }
     params.eager_overhead_s *= f;
     params.compiled_overhead_s *= f;
     params.graph_overhead_s *= f;
@@ -76,6 +82,32 @@ SpeedFit fit_speed(const std::vector<Measurement>& own, const HardwareTable& tab
 // which cannot tell the floor apart (all of one shape) leave it as the table has it.
 double penalised(const SpeedFit& fit, double log_floor) {
   return fit.log_error + kFloorPull * log_floor * log_floor;
+}
+
+// The share of each record's predicted time that is per-kernel floor: how much the time grows
+// when the floors double (a layer held by its floor doubles; one held by compute or memory does
+// not move until the floor passes it).
+std::vector<double> host_shares(const std::vector<Measurement>& own, const HardwareTable& table,
+                                Device& device, const PerformanceParams& base,
+                                const std::string& models_dir) {
+  const auto times = [&](double floor_factor) {
+    device.performance = {base.matrix_efficiency,
+                          base.vector_efficiency,
+                          base.memory_efficiency,
+                          base.eager_overhead_s * floor_factor,
+                          base.compiled_overhead_s * floor_factor,
+                          base.graph_overhead_s * floor_factor};
+    std::vector<double> t;
+    for (const ValidationResult& r : validate(own, table, models_dir).results)
+      t.push_back(1 / predicted_speedup(r));  // Proportional to the predicted time.
+    return t;
+  };
+  const std::vector<double> once = times(1);
+  const std::vector<double> twice = times(2);
+  std::vector<double> shares;
+  for (std::size_t i = 0; i < once.size(); ++i)
+    shares.push_back(std::clamp(twice[i] / once[i] - 1, 0.0, 1.0));
+  return shares;
 }
 
 }  // namespace
@@ -102,12 +134,20 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
     CalibrationFit fit;
     fit.device_id = id;
     fit.records = own.size();
+    // Records whose predicted time is nearly all per-kernel floor (batch 1, small models) say
+    // how long the host takes to launch kernels, nothing of the device's speed: they move the
+    // floor alone.
+    const std::vector<double> shares =
+        host_shares(own, result.calibrated, device, base, models_dir);
+    fit.host_share = *std::min_element(shares.begin(), shares.end());
+    fit.floors_only = fit.host_share >= kFloorOnlyShare;
     const auto at = [&](double floor_factor) {
-      return fit_speed(own, result.calibrated, device, base, floor_factor, models_dir);
+      return fit_speed(own, result.calibrated, device, base, floor_factor, models_dir,
+                       fit.floors_only);
     };
     // The floor factor only where records can tell it apart from the speed: two or more.
     double floor_factor = 1;
-    if (own.size() >= 2) {
+    if (own.size() >= 2 && !fit.floors_only) {
       double lo = std::log(kMinFloorFactor), hi = std::log(kMaxFloorFactor);
       const double golden = (std::sqrt(5.0) - 1) / 2;
       double a = hi - golden * (hi - lo), b = lo + golden * (hi - lo);
@@ -129,6 +169,18 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
     fit.speed_factor = best.speed_factor;
     fit.floor_factor = floor_factor;
     fit.fitted = device.performance;
+    if (fit.floors_only) {
+      result.warnings.push_back(fmt::format(
+          "{}: {} of its predicted time is the per-kernel floor in every record ({} record{}): "
+          "only the floor was fitted, the efficiencies kept; a large-batch record would fit them",
+          id, fmt::format("{:.0f} %", 100 * fit.host_share), own.size(),
+          own.size() == 1 ? "" : "s"));
+    } else if (own.size() == 1) {
+      result.warnings.push_back(fmt::format(
+          "{}: one record decides the whole fit; records at several batch sizes tell the "
+          "device's speed from its per-kernel floor",
+          id));
+    }
     result.fits.push_back(fit);
   }
   result.after = validate(records, result.calibrated, models_dir);

@@ -317,9 +317,9 @@ std::string flops_note(const char* precision, const FlopsMeasurement& m) {
   return fmt::format(
       "{}: {:.4g} FLOP/s from acc = acc * m + a on {} independent {} accumulators of {} lanes "
       "per thread, {} threads, {:.2f} s timed after {:.2f} s of warm-up; 1 FMA = 2 FLOPs, "
-      "{:.4g} FLOPs counted.",
+      "{:.4g} FLOPs counted; the fastest of {} runs (spread {:.1f} %).",
       precision, m.flops_per_s, m.accumulators, simd_kernel_name(m.kernel), m.lanes, m.threads,
-      m.seconds, m.warmup_seconds, m.flops);
+      m.seconds, m.warmup_seconds, m.flops, m.runs, 100 * m.spread);
 }
 
 }  // namespace
@@ -545,6 +545,7 @@ BandwidthMeasurement measure_bandwidth(unsigned threads, std::size_t array_bytes
   result.array_bytes = n * sizeof(double);
   result.bytes_per_repetition = 3.0 * sizeof(double) * static_cast<double>(n);
   double best = 0;
+  double worst = 0;
 
   const auto work = [&](unsigned t) {
     const std::size_t begin = n * t / threads;
@@ -574,6 +575,7 @@ BandwidthMeasurement measure_bandwidth(unsigned threads, std::size_t array_bytes
         }
         const double took = std::max(seconds_between(first, last), 1e-9);
         best = result.repetitions == 0 ? took : std::min(best, took);
+        worst = result.repetitions == 0 ? took : std::max(worst, took);
         ++result.repetitions;
         stop = result.repetitions >= kMaxTriadRepetitions ||
                (result.repetitions >= 2 && Clock::now() >= deadline);
@@ -590,10 +592,33 @@ BandwidthMeasurement measure_bandwidth(unsigned threads, std::size_t array_bytes
   g_sink = a[0] + a[n / 2] + a[n - 1];  // Each is 1 + 3 x 2 = 7.
   result.best_seconds = best;
   result.bytes_per_s = result.bytes_per_repetition / best;
+  result.spread = rate_spread({1 / best, 1 / worst});
   return result;
 }
 
 // --- Public: the whole probe and its renderings. ---------------------------------------------
+
+double rate_spread(const std::vector<double>& rates) {
+  if (rates.size() < 2) return 0;
+  const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
+  return *hi > 0 ? (*hi - *lo) / *hi : 0;
+}
+
+std::vector<std::string> probe_noise_warnings(const ProbeResult& r) {
+  std::vector<std::string> lines;
+  const auto check = [&](const char* what, double spread, const std::string& over) {
+    if (spread > kNoisySpread) {
+      lines.push_back(fmt::format(
+          "{} varied {:.0f} % over {} (more than {:.0f} %): the machine was busy; the fastest "
+          "is kept, but probe again when it is idle",
+          what, 100 * spread, over, 100 * kNoisySpread));
+    }
+  };
+  check("fp32", r.fp32.spread, fmt::format("{} runs", r.fp32.runs));
+  check("fp64", r.fp64.spread, fmt::format("{} runs", r.fp64.runs));
+  check("memory bandwidth", r.memory.spread, fmt::format("{} repetitions", r.memory.repetitions));
+  return lines;
+}
 
 ProbeResult probe_machine(const ProbeOptions& options) {
   require_positive_budget(options.seconds);
@@ -603,8 +628,23 @@ ProbeResult probe_machine(const ProbeOptions& options) {
   result.cpu = read_cpu_info();
   const unsigned threads = options.threads > 0 ? options.threads : result.cpu.logical_cores;
   const SimdKernel kernel = best_simd_kernel();
-  result.fp32 = measure_flops(false, threads, 0.3 * options.seconds, kernel);
-  result.fp64 = measure_flops(true, threads, 0.3 * options.seconds, kernel);
+  // Each rate measured in several runs: the fastest is kept, the spread says how quiet the
+  // machine was.
+  const int runs = std::max(1, options.runs);
+  const auto best_of_runs = [&](bool fp64) {
+    FlopsMeasurement best;
+    std::vector<double> rates;
+    for (int run = 0; run < runs; ++run) {
+      const FlopsMeasurement m = measure_flops(fp64, threads, 0.3 * options.seconds / runs, kernel);
+      rates.push_back(m.flops_per_s);
+      if (m.flops_per_s > best.flops_per_s) best = m;
+    }
+    best.runs = runs;
+    best.spread = rate_spread(rates);
+    return best;
+  };
+  result.fp32 = best_of_runs(false);
+  result.fp64 = best_of_runs(true);
   const std::size_t array_bytes = triad_array_bytes(result.cpu, options.seconds);
   result.memory = measure_bandwidth(threads, array_bytes, 0.4 * options.seconds);
   result.elapsed_s = seconds_between(start, Clock::now());
@@ -624,6 +664,8 @@ std::string render_probe_json(const ProbeResult& r) {
       "x 8 bytes per element (STREAM's convention: write-allocate traffic is not counted). ",
       mem.bytes_per_s, mem.array_bytes / sizeof(double), mib(mem.array_bytes), mem.threads,
       mem.repetitions);
+  for (const std::string& line : probe_noise_warnings(r))
+    notes += "Noisy: " + line + ". ";
   notes += fmt::format(
       "memory_gb: MemTotal of /proc/meminfo. No matrix units (AMX, SME) or 16-bit rates are "
       "measured.");
@@ -656,17 +698,21 @@ std::string render_probe_json(const ProbeResult& r) {
 
 std::string render_probe_text(const ProbeResult& r) {
   const auto flops_row = [](const char* label, const FlopsMeasurement& m) {
-    return fmt::format("  {:<8} {:>16}   {} FMA, {} x {} lanes per thread, {:.2f} s\n", label,
-                       format_rate(m.flops_per_s, "FLOP/s"), simd_kernel_name(m.kernel),
-                       m.accumulators, m.lanes, m.seconds);
+    return fmt::format(
+        "  {:<8} {:>16}   {} FMA, {} x {} lanes per thread, {:.2f} s, best of {} runs "
+        "(spread {:.1f} %)\n",
+        label, format_rate(m.flops_per_s, "FLOP/s"), simd_kernel_name(m.kernel), m.accumulators,
+        m.lanes, m.seconds, m.runs, 100 * m.spread);
   };
   std::string out = fmt::format("{}: {} (probed), {} threads\n", probe_device_id(r.cpu.hostname),
                                 r.cpu.model_name, r.fp32.threads);
   out += flops_row("fp32", r.fp32);
   out += flops_row("fp64", r.fp64);
-  out += fmt::format("  {:<8} {:>16}   triad over 3 x {}, best of {}\n", "memory",
-                     format_rate(r.memory.bytes_per_s, "B/s"), mib(r.memory.array_bytes),
-                     r.memory.repetitions);
+  out += fmt::format("  {:<8} {:>16}   triad over 3 x {}, best of {} (spread {:.1f} %)\n",
+                     "memory", format_rate(r.memory.bytes_per_s, "B/s"), mib(r.memory.array_bytes),
+                     r.memory.repetitions, 100 * r.memory.spread);
+  for (const std::string& line : probe_noise_warnings(r))
+    out += "  noisy: " + line + "\n";
   out += fmt::format("  {:<8} {:>16}   MemTotal\n", "RAM", format_bytes(r.cpu.memory_bytes));
   out += fmt::format("measured in {:.2f} s at {}\n", r.elapsed_s, r.timestamp);
   out +=

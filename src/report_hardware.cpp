@@ -162,8 +162,9 @@ std::string render_hardware_json(const HardwareTable& table,
                                  const std::vector<const Device*>& devices) {
   Json doc;
   doc["schema_version"] = kOutputSchemaVersion;
-  doc["version"] = table.version;
-  doc["updated"] = table.updated;
+  // null, not "", where the table names none (a user's --hardware file).
+  doc["version"] = table.version.empty() ? Json(nullptr) : Json(table.version);
+  doc["updated"] = table.updated.empty() ? Json(nullptr) : Json(table.updated);
   Json list = Json::array();
   for (const Device* d : devices)
     list.push_back(device_full_json(*d));

@@ -87,7 +87,7 @@ std::string render_runtimes_text(const RuntimeTable& table) {
 std::string render_runtimes_json(const RuntimeTable& table) {
   Json doc;
   doc["schema_version"] = 1;
-  doc["version"] = table.version;
+  doc["version"] = table.version.empty() ? Json(nullptr) : Json(table.version);  // As hw list.
   Json list = Json::array();
   for (const Runtime& r : table.runtimes)
     list.push_back(runtime_json(r));

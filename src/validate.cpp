@@ -77,7 +77,7 @@ const std::vector<std::string_view> kCaseKeys = {"id",
                                                  "kv_precision",
                                                  "held_out"};
 
-Measurement parse_case(const JsonView& entry) {
+Measurement parse_case(const JsonView& entry, Provenance provenance) {
   entry.expect_object();
   reject_unknown_keys(entry, kCaseKeys, "a measurement");
   Measurement m;
@@ -154,8 +154,14 @@ Measurement parse_case(const JsonView& entry) {
     metric.fail(with_suggestion("unknown metric \"" + metric_text + "\"", metric_text, names));
   }
   m.metric = found->metric;
-  if (auto per = entry.find("per"); per && !per->is_null())
-    m.per_device = per->as_string() == "device";
+  if (auto per = entry.find("per"); per && !per->is_null()) {
+    const std::string basis = per->as_string();
+    if (basis != "total" && basis != "device") {  // A typo must not silently mean "total".
+      per->fail(with_suggestion("expected \"total\" or \"device\", got \"" + basis + "\"", basis,
+                                {"total", "device"}));
+    }
+    m.per_device = basis == "device";
+  }
   m.value = entry.at("value").as_positive_number();
   if (auto tokens = entry.find("tokens"); tokens && !tokens->is_null()) {
     m.tokens = tokens->as_positive_number();
@@ -172,7 +178,10 @@ Measurement parse_case(const JsonView& entry) {
           fmt::format("a {} case needs \"prompt_tokens\" and \"output_tokens\"", metric_text));
     }
   }
-  m.source = entry.at("source").as_string();
+  // The validation set's cases say where their figure was published and quote it.
+  if (provenance == Provenance::kRequired || entry.find("source"))
+    m.source = entry.at("source").as_string();
+  if (provenance == Provenance::kRequired || entry.find("quote")) entry.at("quote").as_string();
   return m;
 }
 
@@ -319,11 +328,12 @@ std::string_view metric_name(Metric metric) {
   return "?";
 }
 
-std::vector<Measurement> load_measurements(const std::string& path) {
-  return parse_measurements(read_input_file(path), path);
+std::vector<Measurement> load_measurements(const std::string& path, Provenance provenance) {
+  return parse_measurements(read_input_file(path), path, provenance);
 }
 
-std::vector<Measurement> parse_measurements(std::string_view text, const std::string& file) {
+std::vector<Measurement> parse_measurements(std::string_view text, const std::string& file,
+                                            Provenance provenance) {
   const nlohmann::json document = parse_json_text(text, file);
   const JsonView root(document, file);
   root.expect_object();
@@ -332,7 +342,7 @@ std::vector<Measurement> parse_measurements(std::string_view text, const std::st
   const JsonView cases = root.at("cases");
   std::vector<Measurement> result;
   for (std::size_t i = 0; i < cases.array_size(); ++i) {
-    result.push_back(parse_case(cases.at(i)));
+    result.push_back(parse_case(cases.at(i), provenance));
     for (std::size_t j = 0; j + 1 < result.size(); ++j) {
       if (result[j].id == result.back().id) {
         cases.at(i).at("id").fail(fmt::format("the id \"{}\" is used twice", result.back().id));

@@ -130,3 +130,52 @@ TEST_CASE("calibrate's hardware file loads back and carries the fit", "[calibrat
   const ValidationSummary check = validate(records, merged, test::data_path("models"));
   CHECK(check.results[0].ratio == Approx(1).epsilon(0.005));
 }
+
+// A batch-1 ResNet-50 on an A100 is all per-kernel floor in the model (174 eager kernels at
+// the floor, each far longer than its work): a record of it says how fast the host launches
+// kernels, not how fast the device computes. Its fit moves the floors only (was: one 7.5 ms
+// record raised the efficiencies to 84/100/97 %).
+TEST_CASE("calibrate: a record that is all floor moves the floor, not the efficiencies",
+          "[calibrate]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const PerformanceParams base = table.performance_for(table.get("A100"));
+  const std::vector<Measurement> records = {record("batch-1", 1, false, 1 / 7.5e-3)};
+  const CalibrationResult result = calibrate(records, table, test::data_path("models"));
+  REQUIRE(result.fits.size() == 1);
+  const CalibrationFit& fit = result.fits[0];
+  CHECK(fit.floors_only);
+  CHECK(fit.host_share >= 0.9);
+  CHECK(*fit.fitted.matrix_efficiency == base.matrix_efficiency);
+  CHECK(*fit.fitted.vector_efficiency == base.vector_efficiency);
+  CHECK(*fit.fitted.memory_efficiency == base.memory_efficiency);
+  // Faster than predicted: shorter floors, by about the ratio of the times.
+  const double predicted_s = 1 / result.before.results[0].predicted;
+  CHECK(*fit.fitted.eager_overhead_s ==
+        Approx(base.eager_overhead_s * 7.5e-3 / predicted_s).epsilon(0.05));
+  CHECK(result.after.worst_factor < 1.01);
+  REQUIRE(result.warnings.size() == 1);
+  CHECK_THAT(result.warnings[0], ContainsSubstring("only the floor was fitted"));
+}
+
+TEST_CASE("calibrate: a single record that is not all floor fits the speed, with a warning",
+          "[calibrate]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const std::vector<Measurement> records = {
+      record("train-256", 256, true, truth(table, 256, true, 0.8))};
+  const CalibrationResult result = calibrate(records, table, test::data_path("models"));
+  REQUIRE(result.fits.size() == 1);
+  CHECK_FALSE(result.fits[0].floors_only);
+  CHECK(result.fits[0].host_share < 0.9);
+  CHECK(result.fits[0].speed_factor == Approx(0.8).epsilon(0.05));
+  REQUIRE(result.warnings.size() == 1);
+  CHECK_THAT(result.warnings[0], ContainsSubstring("one record decides the whole fit"));
+}
+
+TEST_CASE("calibrate: a user's records need no source; the validation set's do", "[calibrate]") {
+  const std::string records = R"({"schema_version": 1, "cases": [{"id": "mine",
+    "model": "resnet50.json", "dims": {"batch": 8}, "device": "A100", "precision": "fp16",
+    "mode": "inference", "metric": "throughput_per_s", "value": 900, "per": "device"}]})";
+  CHECK(parse_measurements(records, "mine.json", Provenance::kOptional).size() == 1);
+  CHECK_THROWS_WITH(parse_measurements(records, "mine.json"),
+                    ContainsSubstring("mine.json:/cases/0"));
+}

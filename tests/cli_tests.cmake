@@ -185,6 +185,14 @@ capcalc_cli_error(validate_bad_tensor_parallel "tests/cli/bad_measurements_tp.js
                   validate --measurements tests/cli/bad_measurements_tp.json)
 
 # capcalc probe: this machine as a hardware-table entry. Each run takes about 0.3 s.
+# A user's record needs no source; one that is all per-kernel floor moves the floor alone.
+add_test(NAME cli.calibrate_floor_only
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=calibrate;tests/cli/records_batch1.json" -DEXPECT_CODE=0
+                 "-DSTDERR_REGEX=^warning: a100-sxm4-80gb: (9[0-9]|100) % of its predicted time is the per-kernel floor in every record \\(1 record\\): only the floor was fitted, the efficiencies kept"
+                 "-DSTDOUT_REGEX=a100-sxm4-80gb +1 +[0-9.]+x +0.550 +0.900 +0.700"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_cli_ok(probe_json "^\\{\n  \"schema_version\": 1,.*\"aliases\": \\[\n +\"local\"\n +\\],\n +\"type\": \"cpu\",.*\"fp32\": \\{\n +\"vector\": [0-9.e-]+\n.*\"memory_bandwidth_gb_per_s\": [0-9.e+-]+,.*\"vector_efficiency\": 1\\.0"
                probe --seconds 0.3)
 capcalc_cli_ok(probe_table "^probe-[a-z0-9-]+: .* \\(probed\\), [0-9]+ threads\n  fp32 .*FLOP/s.*  fp64 .*FLOP/s.*  memory .*B/s +triad"

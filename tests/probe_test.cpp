@@ -218,3 +218,38 @@ TEST_CASE("probe rejects a budget that is not a positive number of seconds", "[p
   CHECK(error_of([] { capcalc::measure_bandwidth(1, 1 << 20, std::nan("")); }) ==
         "probe: the time budget must be a positive number of seconds, got nan");
 }
+
+TEST_CASE("probe: the spread of repeated runs, and when the machine was noisy", "[probe]") {
+  CHECK(capcalc::rate_spread({}) == 0);
+  CHECK(capcalc::rate_spread({100}) == 0);
+  CHECK(capcalc::rate_spread({100, 80, 95}) == Approx(0.2));  // (100 - 80) / 100.
+  ProbeResult r;
+  r.fp32.runs = r.fp64.runs = 3;
+  r.memory.repetitions = 5;
+  r.fp32.spread = 0.05;
+  r.fp64.spread = 0.10;  // At the limit: not noisy.
+  r.memory.spread = 0.02;
+  CHECK(capcalc::probe_noise_warnings(r).empty());
+  r.fp64.spread = 0.14;
+  r.memory.spread = 0.25;
+  const std::vector<std::string> lines = capcalc::probe_noise_warnings(r);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0] ==
+        "fp64 varied 14 % over 3 runs (more than 10 %): the machine was busy; the fastest is "
+        "kept, but probe again when it is idle");
+  CHECK_THAT(lines[1], ContainsSubstring("memory bandwidth varied 25 % over 5 repetitions"));
+  CHECK_THAT(capcalc::render_probe_text(r), ContainsSubstring("  noisy: fp64 varied 14 %"));
+}
+
+TEST_CASE("probe: each FLOP rate is the fastest of its runs", "[probe]") {
+  capcalc::ProbeOptions options;
+  options.seconds = kTestSeconds;
+  options.runs = 3;
+  const ProbeResult r = capcalc::probe_machine(options);
+  CHECK(r.fp32.runs == 3);
+  CHECK(r.fp64.runs == 3);
+  CHECK(r.fp32.spread >= 0);
+  CHECK(r.fp32.spread < 1);
+  CHECK(r.memory.spread >= 0);
+  CHECK(r.memory.spread < 1);
+}

@@ -9,6 +9,8 @@
 //   search on its log, 1/30 to 30, with a faint pull towards 1), chosen to minimise the sum of
 //   squared log errors. Records of different batch sizes tell the two apart: the floor weighs
 //   on small batches, the efficiencies on large ones.
+// Where every record of a device is at least 90 % per-kernel floor (batch 1 of a small model),
+// the records say nothing of the device's speed: the speed factor moves the floors alone.
 // The result is a hardware file whose entries replace the built-in ones (`--hardware-file`).
 #pragma once
 
@@ -26,6 +28,11 @@ struct CalibrationFit {
   std::size_t records = 0;
   double speed_factor = 1;  ///< Fitted: measured speed / predicted speed before the fit.
   double floor_factor = 1;  ///< Fitted: the per-kernel floors' extra factor (1 with one record).
+  /// The smallest share of a record's predicted time that is per-kernel floor.
+  double host_share = 0;
+  /// Every record is at least 90 % floor: only the floors were fitted (by speed_factor), the
+  /// efficiencies kept as the table has them.
+  bool floors_only = false;
   PerformanceOverride fitted;
 };
 
@@ -34,6 +41,7 @@ struct CalibrationResult {
   ValidationSummary before;  ///< The records against the table as given.
   ValidationSummary after;   ///< Against the calibrated devices.
   HardwareTable calibrated;  ///< The input table with the fitted overrides applied.
+  std::vector<std::string> warnings;  ///< Fits the records cannot support well, one line each.
 };
 
 /// Fits every device that has records. `records` must outlive the result (summaries point

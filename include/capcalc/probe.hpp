@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace capcalc {
@@ -54,6 +55,8 @@ struct FlopsMeasurement {
   int lanes = 0;              ///< Elements per vector register.
   int accumulators = 0;       ///< Independent vector accumulators per thread (hide FMA latency).
   double warmup_seconds = 0;  ///< Untimed run before, so that clocks settle.
+  int runs = 1;               ///< Independent runs; the figures above are the fastest's.
+  double spread = 0;          ///< (fastest - slowest rate) / fastest over the runs.
 };
 
 /// Runs acc = acc * m + a on independent accumulators on `threads` threads for about
@@ -69,7 +72,14 @@ struct BandwidthMeasurement {
   std::size_t array_bytes = 0;      ///< Size of each of the three double arrays.
   unsigned threads = 0;
   int repetitions = 0;  ///< Timed repetitions (after a first pass that sets the arrays).
+  double spread = 0;    ///< 1 - slowest / fastest repetition's rate.
 };
+
+/// How far apart repeated measurements of one rate are: (max - min) / max; 0 for fewer than two.
+double rate_spread(const std::vector<double>& rates);
+
+/// Above this spread a measurement was disturbed by other work on the machine.
+inline constexpr double kNoisySpread = 0.10;
 
 /// Per-array size for the triad: twice the last-level cache, at least 64 MiB and at most
 /// 192 MiB (three arrays stay under ~600 MB), and at most 1/8 of memory each. A probe of
@@ -85,6 +95,7 @@ BandwidthMeasurement measure_bandwidth(unsigned threads, std::size_t array_bytes
 struct ProbeOptions {
   double seconds = 3.0;  ///< Total budget: 30 % FP32, 30 % FP64, 40 % memory. Must be > 0.
   unsigned threads = 0;  ///< 0 = one per logical core.
+  int runs = 3;          ///< Runs of each FLOP measurement (the budget split between them).
 };
 
 /// Everything `capcalc probe` found.
@@ -104,6 +115,9 @@ ProbeResult probe_machine(const ProbeOptions& options = {});
 /// alias "local", the measured rates in TFLOP/s and GB/s (4 significant digits), notes on
 /// how each was measured, and efficiencies of 1.0.
 std::string render_probe_json(const ProbeResult& result);
+/// One line per measurement whose spread passes kNoisySpread: what varied, by how much, and
+/// what to do. Empty on a quiet machine.
+std::vector<std::string> probe_noise_warnings(const ProbeResult& result);
 /// A few lines for people: the figures and how to use them.
 std::string render_probe_text(const ProbeResult& result);
 /// One line: "probe-host: fp32 120 GFLOP/s, fp64 60 GFLOP/s, memory 20 GB/s (2 threads, 3.0 s)".

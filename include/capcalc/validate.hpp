@@ -86,12 +86,18 @@ std::vector<Residual> residuals(const ValidationSummary& summary);
 
 std::string_view metric_name(Metric metric);
 
+/// Whether each case must say where its figure was published ("source"): the validation
+/// set's cases must; a user's own records for `calibrate` need not.
+enum class Provenance { kRequired, kOptional };
+
 /// Parses measurements from JSON text; `file` names it in messages. Problems are
 /// capcalc::Error with file and JSON pointer (line:col for a syntax error).
-std::vector<Measurement> parse_measurements(std::string_view text, const std::string& file);
+std::vector<Measurement> parse_measurements(std::string_view text, const std::string& file,
+                                            Provenance provenance = Provenance::kRequired);
 
 /// Reads a measurement file; problems are capcalc::Error with file and JSON pointer.
-std::vector<Measurement> load_measurements(const std::string& path);
+std::vector<Measurement> load_measurements(const std::string& path,
+                                           Provenance provenance = Provenance::kRequired);
 
 /// Predicts every measurement with the table's global parameters and summarises the errors.
 ValidationSummary validate(const std::vector<Measurement>& measurements, const HardwareTable& table,

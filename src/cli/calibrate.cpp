@@ -22,7 +22,9 @@ struct CalibrateOptions {
 
 void run_calibrate(const CalibrateOptions& options) {
   const HardwareTable table = load_table(options.hardware);
-  const std::vector<Measurement> records = load_measurements(options.records);
+  // A user's own records need no "source" or "quote" (the validation set's do).
+  const std::vector<Measurement> records =
+      load_measurements(options.records, Provenance::kOptional);
   if (records.empty()) throw Error({options.records}, "no records to fit");
   const CalibrationResult result =
       calibrate(records, table, options.models.empty() ? data_dir() + "/models" : options.models);
@@ -30,6 +32,8 @@ void run_calibrate(const CalibrateOptions& options) {
   for (const CalibrationFit& fit : result.fits)
     fitted.push_back(result.calibrated.find(fit.device_id));
   const std::string file = render_hardware_file(fitted);
+  for (const std::string& warning : result.warnings)
+    fmt::print(stderr, "warning: {}\n", warning);
   const std::string summary = render_calibration_text(result);
   if (!options.output.empty()) write_output(options.output, file);
   fmt::print("{}", summary);

@@ -36,6 +36,9 @@ void run_probe(const ProbeCliOptions& options) {
   probe.seconds = options.seconds;
   probe.threads = options.threads;
   const ProbeResult result = probe_machine(probe);
+  // On stderr whatever the format: JSON on stdout stays a hardware file.
+  for (const std::string& line : probe_noise_warnings(result))
+    fmt::print(stderr, "warning: {}\n", line);
   if (!options.output.empty()) {
     write_output(options.output, render_probe_json(result));
     if (options.format == "table") fmt::print("{}", render_probe_text(result));
