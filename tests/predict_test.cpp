@@ -99,7 +99,11 @@ TEST_CASE("predict: a precision the device lacks is an error listing what it has
   Workload w;
   w.precision = Precision::kInt8;
   REQUIRE_THROWS_WITH(estimate(g, round_device(), round_params(), w),
-                      "Round GPU has no int8 peak in the hardware table (it has: fp32, fp16)");
+                      "Round GPU has no int8 peak in the hardware table (it has: fp32, fp16); "
+                      "for int8 weights with fp16 math: --weight-precision int8 --precision fp16");
+  w.precision = Precision::kFp8;  // Not a weight-only format: no such hint.
+  REQUIRE_THROWS_WITH(estimate(g, round_device(), round_params(), w),
+                      "Round GPU has no fp8 peak in the hardware table (it has: fp32, fp16)");
 }
 
 TEST_CASE("predict: not fitting is reported", "[predict]") {
