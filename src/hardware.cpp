@@ -45,6 +45,8 @@ const std::vector<std::string_view> kDeviceKeys = {"id",
                                                    "interconnect",
                                                    "price_per_hour_usd",
                                                    "sources",
+                                                   "corroboration",
+                                                   "estimated_peaks",
                                                    "notes",
                                                    "performance",
                                                    "comment"};
@@ -178,6 +180,35 @@ void parse_compute_units(const JsonView& entry, Device& device) {
 
 PerformanceOverride parse_override(const JsonView& params);
 
+// "estimated_peaks": {"fp16": {"vector": "why"}}: a peak no vendor document states, with the
+// reason; it must name a peak the device has.
+void parse_estimates(const JsonView& estimates, Device& device) {
+  estimates.expect_object();
+  for (const auto& item : estimates.json().items()) {
+    const JsonView units = estimates.at(item.key());
+    const std::optional<Precision> precision = parse_precision(item.key());
+    if (!precision) units.fail(unknown_precision_message(item.key()));
+    units.expect_object();
+    reject_unknown_keys(units, {"vector", "matrix"}, "an estimated peak");
+    PeakEstimate& estimate = device.peak_estimate[static_cast<std::size_t>(*precision)];
+    const PeakRate& peak = device.peak(*precision);
+    const auto reason = [&](std::string_view unit, double rate) {
+      const std::optional<JsonView> text = units.find(unit);
+      if (!text) return std::string();
+      if (rate <= 0) {
+        text->fail(fmt::format("no {} {} peak in dense_peak_tflops to call an estimate", item.key(),
+                               unit));
+      }
+      std::string why = text->as_string();
+      if (why.empty()) text->fail("say why the peak is an estimate");
+      return why;
+    };
+    estimate.vector = reason("vector", peak.vector_flops_per_s);
+    estimate.matrix = reason("matrix", peak.matrix_flops_per_s);
+    if (estimate.empty()) units.fail("give a \"vector\" or a \"matrix\" reason");
+  }
+}
+
 Device parse_device(const JsonView& entry) {
   entry.expect_object();
   reject_unknown_keys(entry, kDeviceKeys, "a device");
@@ -256,6 +287,12 @@ Device parse_device(const JsonView& entry) {
     device.sources.push_back(non_empty(sources.at(i)));
   }
   if (device.sources.empty()) sources.fail("every device needs at least one source");
+  if (auto copies = entry.find("corroboration")) {
+    for (std::size_t i = 0; i < copies->array_size(); ++i) {
+      device.corroboration.push_back(copies->at(i).as_string());
+    }
+  }
+  if (auto estimates = entry.find("estimated_peaks")) parse_estimates(*estimates, device);
   if (auto notes = entry.find("notes")) device.notes = notes->as_string();
   if (auto performance = entry.find("performance")) {
     reject_unknown_keys(*performance, kPerformanceKeys, "a device's performance parameters");

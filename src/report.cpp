@@ -103,6 +103,8 @@ Json device_json(const Device& d) {
   device["memory_bytes"] = d.memory_bytes;
   device["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth_bytes_per_s;
   device["dense_peak"] = dense_peak_json(d);
+  const Json estimates = estimated_peaks_json(d);
+  if (!estimates.empty()) device["estimated_peaks"] = estimates;
   return device;
 }
 
@@ -597,6 +599,8 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
 
   out += "\nDevice\n";
   out += fmt::format("  compute      {}\n", describe_peak(d, precision));
+  for (const std::string& line : estimate_lines(d, precision))
+    out += "  ESTIMATE     " + wrap_text(line, 100, 15);
   out += fmt::format("  memory       {} at {}\n", format_bytes(d.memory_bytes),
                      format_rate(d.memory_bandwidth_bytes_per_s, "B/s"));
 

@@ -77,11 +77,45 @@ Json device_full_json(const Device& d) {
         {"value", d.price->usd_per_hour}, {"date", d.price->date}, {"source", d.price->source}};
   }
   j["sources"] = d.sources;
+  if (!d.corroboration.empty()) j["corroboration"] = d.corroboration;
+  const Json estimates = estimated_peaks_json(d);
+  if (!estimates.empty()) j["estimated_peaks"] = estimates;
   if (!d.notes.empty()) j["notes"] = d.notes;
   return j;
 }
 
 }  // namespace
+
+nlohmann::ordered_json estimated_peaks_json(const Device& d) {
+  nlohmann::ordered_json estimates = nlohmann::ordered_json::object();
+  for (Precision p : d.precisions()) {
+    const PeakEstimate& e = d.estimate_of(p);
+    if (e.empty()) continue;
+    nlohmann::ordered_json units = nlohmann::ordered_json::object();
+    if (!e.vector.empty()) units["vector"] = e.vector;
+    if (!e.matrix.empty()) units["matrix"] = e.matrix;
+    estimates[std::string(precision_name(p))] = units;
+  }
+  return estimates;
+}
+
+std::vector<std::string> estimate_lines(const Device& d, Precision p) {
+  std::vector<std::string> lines;
+  const PeakEstimate& e = d.estimate_of(p);
+  if (!e.vector.empty()) {
+    lines.push_back(
+        fmt::format("the {} vector peak is an unsourced estimate (no vendor document in its "
+                    "sources states it): {}",
+                    precision_name(p), e.vector));
+  }
+  if (!e.matrix.empty()) {
+    lines.push_back(
+        fmt::format("the {} matrix peak is an unsourced estimate (no vendor document in its "
+                    "sources states it): {}",
+                    precision_name(p), e.matrix));
+  }
+  return lines;
+}
 
 nlohmann::ordered_json dense_peak_json(const Device& d) {
   nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
@@ -183,6 +217,10 @@ std::string render_device_text(const Device& d, const PerformanceParams& params)
                    optional_number(d.peak(p).matrix_flops_per_s, kTera, "{:.4g}")});
   }
   out += table.render("    ");
+  for (Precision p : d.precisions()) {
+    for (const std::string& line : estimate_lines(d, p))
+      out += "  ESTIMATE     " + wrap_text(line, 78, 15);
+  }
   out += d.sparsity_2_4_speedup > 1
              ? fmt::format("  2:4 sparsity {:.1f}x on matrix units\n", d.sparsity_2_4_speedup)
              : "  2:4 sparsity no hardware support\n";
@@ -223,6 +261,11 @@ std::string render_device_text(const Device& d, const PerformanceParams& params)
   out += "  sources\n";
   for (const std::string& source : d.sources)
     out += fmt::format("    {}\n", source);
+  if (!d.corroboration.empty()) {
+    out += "  corroboration (secondary copies that agree; not sources)\n";
+    for (const std::string& copy : d.corroboration)
+      out += fmt::format("    {}\n", copy);
+  }
   return out;
 }
 

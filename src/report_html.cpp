@@ -12,6 +12,7 @@
 #include "capcalc/units.hpp"
 
 #include "markup.hpp"
+#include "report_json.hpp"
 
 namespace capcalc {
 namespace {
@@ -277,6 +278,8 @@ std::string device_section(const ReportInput& in) {
                             100 * p.matrix_efficiency, 100 * p.vector_efficiency,
                             100 * p.memory_efficiency, esc(format_duration(in.estimate->floor_s)),
                             esc(profile_name(in.estimate->profile))));
+  for (const std::string& line : estimate_lines(d, in.workload.precision))
+    out += kv_row("ESTIMATE", esc(line));
   if (!d.notes.empty()) out += kv_row("notes", esc(d.notes));
   out += "</table>\n";
   if (!d.sources.empty()) {
@@ -284,6 +287,13 @@ std::string device_section(const ReportInput& in) {
     out += "<p>Sources of the figures:</p>\n<ul class=\"sources\">\n";
     for (const std::string& source : d.sources)
       out += fmt::format("<li>{}</li>\n", esc(source));
+    out += "</ul>\n";
+  }
+  if (!d.corroboration.empty()) {
+    out += "<p>Corroboration (secondary copies that agree; not sources):</p>\n"
+           "<ul class=\"sources\">\n";
+    for (const std::string& copy : d.corroboration)
+      out += fmt::format("<li>{}</li>\n", esc(copy));
     out += "</ul>\n";
   }
   return out;

@@ -126,6 +126,11 @@ capcalc_output_schema_test(hw_show data/schema/hw-show-output.schema.json 0
   hw show h100 --format json)
 capcalc_output_schema_test(hw_show_mesh data/schema/hw-show-output.schema.json 0
   hw show mi300x --format json)
+# Corroboration and flagged (unsourced) peaks: Apple publishes no M3 Max TFLOPS.
+capcalc_output_schema_test(hw_show_estimate data/schema/hw-show-output.schema.json 0
+  hw show m3-max --format json)
+capcalc_output_schema_test(estimate_flagged_peak data/schema/estimate-output.schema.json 0
+  estimate data/models/resnet18.json --gpu m2-ultra --precision fp16 --format json)
 capcalc_output_schema_test(runtimes_list data/schema/runtimes-list-output.schema.json 0
   runtimes list --format json)
 capcalc_output_schema_test(runtimes_show data/schema/runtimes-show-output.schema.json 0

@@ -44,6 +44,13 @@ struct PeakRate {
   double matrix_flops_per_s = 0;  ///< Tensor cores / MXU / AMX / XMX / MFMA.
 };
 
+/// Why a peak is an estimate rather than a vendor's figure; "" where it is sourced.
+struct PeakEstimate {
+  std::string vector;  ///< Reason for the vector peak.
+  std::string matrix;  ///< Reason for the matrix peak.
+  bool empty() const { return vector.empty() && matrix.empty(); }
+};
+
 /// An interconnect link.
 struct Link {
   std::string name;                  ///< "NVLink 4", "PCIe 5.0 x16".
@@ -167,7 +174,14 @@ struct Device {
   std::optional<Link> intra_node;
   std::optional<Link> inter_node;
   std::optional<Price> price;
-  std::vector<std::string> sources;  ///< URLs of the figures.
+  /// Primary documents of the figures (vendor datasheets, whitepapers, product pages, the
+  /// runtime's own docs): the built-in table's test holds every peak to one of these.
+  std::vector<std::string> sources;
+  /// Secondary copies that agree with the figures (aggregators, mirrors, price trackers).
+  std::vector<std::string> corroboration;
+  /// Why a peak is an estimate that no vendor document states, per precision (indexed by
+  /// Precision); empty where the sources state it or primary facts derive it.
+  std::array<PeakEstimate, kPrecisionCount> peak_estimate{};
   std::string notes;
   PerformanceOverride performance;  ///< The device's own performance parameters, if any.
 
@@ -178,6 +192,10 @@ struct Device {
     return peak(precision).vector_flops_per_s > 0 || peak(precision).matrix_flops_per_s > 0;
   }
   std::vector<Precision> precisions() const;  ///< Those the device supports.
+  /// Why `precision`'s peaks are unsourced estimates; empty strings where they are sourced.
+  const PeakEstimate& estimate_of(Precision precision) const {
+    return peak_estimate[static_cast<std::size_t>(precision)];
+  }
 };
 
 /// The whole table.
