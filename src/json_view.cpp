@@ -131,8 +131,8 @@ void check_duplicate_keys(std::string_view text, const std::string& file) {
         }
       }
       std::size_t next = i + 1;
-      while (next < text.size() && (text[next] == ' ' || text[next] == '\t' ||
-                                    text[next] == '\n' || text[next] == '\r')) {
+      while (next < text.size() && (text[next] == ' ' || text[next] == '\t' || text[next] == '\n' ||
+                                    text[next] == '\r')) {
         ++next;
       }
       if (next >= text.size() || text[next] != ':' || frames.empty() || !frames.back().object) {

@@ -79,16 +79,17 @@ Rates achievable_rates(const Device& device, const PerformanceParams& params, Pr
     std::vector<std::string_view> names;
     for (Precision p : device.precisions())
       names.push_back(precision_name(p));
-    std::string message = fmt::format("{} has no {} peak in the hardware table (it has: {})",
-                                      device.name, precision_name(precision), fmt::join(names, ", "));
+    std::string message =
+        fmt::format("{} has no {} peak in the hardware table (it has: {})", device.name,
+                    precision_name(precision), fmt::join(names, ", "));
     // Weight-only quantisation stores narrow weights and computes in 16 bits: what people who
     // ask for int4 or int8 on such a device usually mean.
     const bool narrow = precision == Precision::kInt4 || precision == Precision::kInt8;
     for (Precision math : {Precision::kBf16, Precision::kFp16}) {
       if (narrow && device.supports(math)) {
-        message += fmt::format(
-            "; for {0} weights with {1} math: --weight-precision {0} --precision {1}",
-            precision_name(precision), precision_name(math));
+        message +=
+            fmt::format("; for {0} weights with {1} math: --weight-precision {0} --precision {1}",
+                        precision_name(precision), precision_name(math));
         break;
       }
     }

@@ -708,8 +708,8 @@ std::string render_probe_text(const ProbeResult& r) {
                                 r.cpu.model_name, r.fp32.threads);
   out += flops_row("fp32", r.fp32);
   out += flops_row("fp64", r.fp64);
-  out += fmt::format("  {:<8} {:>16}   triad over 3 x {}, best of {} (spread {:.1f} %)\n",
-                     "memory", format_rate(r.memory.bytes_per_s, "B/s"), mib(r.memory.array_bytes),
+  out += fmt::format("  {:<8} {:>16}   triad over 3 x {}, best of {} (spread {:.1f} %)\n", "memory",
+                     format_rate(r.memory.bytes_per_s, "B/s"), mib(r.memory.array_bytes),
                      r.memory.repetitions, 100 * r.memory.spread);
   for (const std::string& line : probe_noise_warnings(r))
     out += "  noisy: " + line + "\n";

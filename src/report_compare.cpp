@@ -23,7 +23,9 @@ using Json = nlohmann::ordered_json;
 using Align = TextTable::Align;
 
 // kWh with 3 significant digits and no unit (the header has it): "0.435", "1.01", "1,234".
-std::string energy_text(double kwh) { return format_amount(kwh); }
+std::string energy_text(double kwh) {
+  return format_amount(kwh);
+}
 
 std::string fits_text(const CompareRow& row) {
   if (row.fits) return "yes";

@@ -146,8 +146,7 @@ std::string render_hardware_text(const std::vector<const Device*>& devices) {
                    fmt::format("{:.4g}", d->memory_bandwidth_bytes_per_s / kGiga),
                    best_peak(*d, Precision::kFp32), best_peak(*d, Precision::kFp16),
                    best_peak(*d, Precision::kBf16), best_peak(*d, Precision::kFp8),
-                   best_peak(*d, Precision::kInt8),
-                   optional_number(d->tdp_w, 1, "{:.0f}")});
+                   best_peak(*d, Precision::kInt8), optional_number(d->tdp_w, 1, "{:.0f}")});
   }
   std::string out = table.render();
   out += fmt::format(
@@ -185,10 +184,8 @@ std::string render_hardware_csv(const std::vector<const Device*>& devices) {
                        csv_number(d->memory_bandwidth_bytes_per_s / kGiga));
     for (std::size_t i = 0; i < kPrecisionCount; ++i) {
       const PeakRate& rate = d->dense_peak[i];
-      out += rate.vector_flops_per_s > 0 ? "," + csv_number(rate.vector_flops_per_s / kTera)
-                                         : ",";
-      out += rate.matrix_flops_per_s > 0 ? "," + csv_number(rate.matrix_flops_per_s / kTera)
-                                         : ",";
+      out += rate.vector_flops_per_s > 0 ? "," + csv_number(rate.vector_flops_per_s / kTera) : ",";
+      out += rate.matrix_flops_per_s > 0 ? "," + csv_number(rate.matrix_flops_per_s / kTera) : ",";
     }
     out += fmt::format(",{},{}\n", csv_number(d->sparsity_2_4_speedup),
                        d->tdp_w > 0 ? fmt::format("{:.0f}", d->tdp_w) : "");

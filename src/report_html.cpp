@@ -290,8 +290,9 @@ std::string device_section(const ReportInput& in) {
     out += "</ul>\n";
   }
   if (!d.corroboration.empty()) {
-    out += "<p>Corroboration (secondary copies that agree; not sources):</p>\n"
-           "<ul class=\"sources\">\n";
+    out +=
+        "<p>Corroboration (secondary copies that agree; not sources):</p>\n"
+        "<ul class=\"sources\">\n";
     for (const std::string& copy : d.corroboration)
       out += fmt::format("<li>{}</li>\n", esc(copy));
     out += "</ul>\n";

@@ -267,6 +267,8 @@ std::string format_amount(double value) {
   return three_digits(value);
 }
 
-std::string format_usd(double usd) { return "$" + format_amount(usd); }
+std::string format_usd(double usd) {
+  return "$" + format_amount(usd);
+}
 
 }  // namespace capcalc

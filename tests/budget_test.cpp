@@ -256,13 +256,13 @@ TEST_CASE("max_cost is the run's device-hours at the table's price; limits bite 
   const Estimate step = estimate(graph, a100, table().performance_for(a100), request.workload);
   CHECK(*row.run_time_s == Approx(std::ceil(1281167.0 / 4) * step.latency_s));
   const double cost = *row.run_time_s / 3600 * 4 * a100.price->usd_per_hour;
-  for (const auto& [factor, passes] : std::vector<std::pair<double, bool>>{{1.01, true},
-                                                                           {0.99, false}}) {
+  for (const auto& [factor, passes] :
+       std::vector<std::pair<double, bool>>{{1.01, true}, {0.99, false}}) {
     const std::string usd = fmt::format("{:.4f}USD", cost * factor);
     const std::string hours = fmt::format("{:.6f}h", *row.run_time_s * factor / 3600);
-    const auto results = check({parse_limit(LimitKind::kMaxCost, usd),
-                                parse_limit(LimitKind::kMaxTrainTime, hours)},
-                               "A100", request);
+    const auto results =
+        check({parse_limit(LimitKind::kMaxCost, usd), parse_limit(LimitKind::kMaxTrainTime, hours)},
+              "A100", request);
     REQUIRE(results.size() == 2);
     CHECK(*results[0].value == Approx(cost));
     CHECK(results[0].passed == passes);

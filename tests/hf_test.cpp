@@ -413,8 +413,8 @@ TEST_CASE("hf: Kimi K2 (model_type kimi_k2, a DeepseekV3ForCausalLM) has 1.03 T 
                                  512LL * 64 * 256 + 64LL * 128 * 7168;
   const std::int64_t expert = 3LL * 7168 * 2048;
   const std::int64_t moe = 385 * expert + 384LL * 7168 + 384;
-  CHECK(t.params == 61 * (attention + 2 * 7168) + 3LL * 7168 * 18432 + 60 * moe +
-                        2 * 163840LL * 7168 + 7168);
+  CHECK(t.params ==
+        61 * (attention + 2 * 7168) + 3LL * 7168 * 18432 + 60 * moe + 2 * 163840LL * 7168 + 7168);
   CHECK(t.params == 1026408232448);
   CHECK(std::llround(static_cast<double>(t.params) / 1e12) == 1);
   // Activated without the embedding table: 31.7 B, the card's 32 B.

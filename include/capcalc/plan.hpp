@@ -146,10 +146,10 @@ PlanShape plan_shape(const Graph& graph);
 /// One device count of `capcalc scale`.
 struct ScalePoint {
   std::int64_t devices = 0;
-  std::optional<PlanRow> best;  ///< The fastest layout at this count; unset: none fits.
+  std::optional<PlanRow> best;    ///< The fastest layout at this count; unset: none fits.
   std::int64_t global_batch = 0;  ///< Samples per step at this count.
-  double speedup = 0;  ///< Step rate (weak: tokens/s) over the first count's with a layout.
-  double efficiency = 0;        ///< speedup / (devices / the first count).
+  double speedup = 0;     ///< Step rate (weak: tokens/s) over the first count's with a layout.
+  double efficiency = 0;  ///< speedup / (devices / the first count).
 };
 
 /// Speed-up per device count (strong scaling: the global batch stays the same).

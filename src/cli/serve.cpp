@@ -447,7 +447,8 @@ void add_serve_command(CLI::App& app) {
                   "lognormal:MEDIAN,SIGMA");
   sub->add_option("--output-tokens", o->output_tokens,
                   "LLM: generated tokens, as --prompt-tokens (default 128)");
-  whole_number(sub->add_option("--requests", o->requests, "Requests per run (at most 1,000,000)"), 1, 1'000'000)
+  whole_number(sub->add_option("--requests", o->requests, "Requests per run (at most 1,000,000)"),
+               1, 1'000'000)
       ->capture_default_str();
   whole_number(sub->add_option("--seed", o->seed, "Random seed: same seed, same requests"), 0)
       ->capture_default_str();

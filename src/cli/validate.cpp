@@ -70,8 +70,7 @@ int run_validate(const ValidateOptions& options) {
     if (summary.held_out_median_abs_error > *options.max_held_out_median_error) {
       fmt::print(stderr,
                  "capcalc: validate: held-out median |error| {:.1f} % exceeds the limit {:.1f} %\n",
-                 100 * summary.held_out_median_abs_error,
-                 100 * *options.max_held_out_median_error);
+                 100 * summary.held_out_median_abs_error, 100 * *options.max_held_out_median_error);
       failed = true;
     }
   }
