@@ -1,6 +1,6 @@
 // The limits on what capcalc reads and builds, in one place, so that no input can exhaust the
 // stack, the memory or the user's patience; past one, the input is a capcalc::Error naming the
-// place and the limit. README.md ("Input limits") lists them for users. Each is far above what
+// place and the limit. docs/cli.md ("Input limits") lists them for users. Each is far above what
 // real models need: Llama 3 405B expands to 1,263 layers, the generated benchmark chains
 // to 100,000.
 #pragma once

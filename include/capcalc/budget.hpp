@@ -3,7 +3,7 @@
 // device is one CheckResult: passed or exceeded, with the value, the limit and the margin.
 //
 // Limits come from flags or from a budget file (JSON, data/schema/budget.schema.json,
-// documented in README.md "capcalc check"):
+// documented in docs/cli.md, "Comparing devices and budget gates"):
 //   {"schema_version": 1,
 //    "defaults": {"devices": ["t4"], "precision": "fp16", "limits": {"must_fit": true}},
 //    "budgets": [{"name": "serving", "model": "models/resnet50.json", "batch": 8,

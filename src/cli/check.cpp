@@ -144,7 +144,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   sub->add_option("model", options->model.path,
                   "Model file (capcalc JSON, ONNX or a Hugging Face config.json); or use --budget");
   sub->add_option("--budget", options->budget,
-                  "Budget file (JSON): models x devices x limits (see README)");
+                  "Budget file (JSON): models x devices x limits (see docs/cli.md)");
   whole_number(sub->add_option("-b,--batch", options->model.batch, "Batch size"));
   sub->add_option("--set", options->model.sets, "Set a model dimension, e.g. --set seq=2048");
   sub->add_option("-g,--hw,--gpu,--device", options->devices,
