@@ -22,11 +22,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 using Align = TextTable::Align;
 
-// kWh with 3 significant digits and no unit (the header has it): "0.435", "1.01", "1,234".
-std::string energy_text(double kwh) {
-  return format_amount(kwh);
-}
-
 std::string fits_text(const CompareRow& row) {
   if (row.fits) return "yes";
   if (!row.fit_flags.empty())
@@ -113,7 +108,7 @@ std::vector<std::string> cells(const CompareRow& row, const Columns& c) {
   out.push_back(fits_text(row));
   out.emplace_back(bound_name(row.bound));
   out.push_back(row.cost_usd ? format_usd(*row.cost_usd) : "-");
-  out.push_back(row.energy_kwh ? energy_text(*row.energy_kwh) : "-");
+  out.push_back(row.energy_kwh ? format_amount(*row.energy_kwh) : "-");  // kWh: the header has it.
   return out;
 }
 

@@ -13,7 +13,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 using Align = TextTable::Align;
 
-
 std::string device_types_text(const Runtime& r) {
   if (r.device_types.empty()) return "any";
   std::vector<std::string_view> names;

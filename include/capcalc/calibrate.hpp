@@ -38,9 +38,9 @@ struct CalibrationFit {
 
 struct CalibrationResult {
   std::vector<CalibrationFit> fits;
-  ValidationSummary before;  ///< The records against the table as given.
-  ValidationSummary after;   ///< Against the calibrated devices.
-  HardwareTable calibrated;  ///< The input table with the fitted overrides applied.
+  ValidationSummary before;           ///< The records against the table as given.
+  ValidationSummary after;            ///< Against the calibrated devices.
+  HardwareTable calibrated;           ///< The input table with the fitted overrides applied.
   std::vector<std::string> warnings;  ///< Fits the records cannot support well, one line each.
 };
 

@@ -96,7 +96,7 @@ struct CompareRow {
   /// device_memory_bytes), a lower bound.
   std::int64_t devices_to_fit = 1;
   std::string fit_flags;  ///< The change that fits with devices_to_fit, e.g. "--tp 2"; "": none.
-  Bound bound = Bound::kNone;       ///< The bound of most of the step's time.
+  Bound bound = Bound::kNone;  ///< The bound of most of the step's time.
   std::optional<double> price_per_device_hour_usd;
   std::optional<double> cost_usd;    ///< Per CompareTable::cost_basis; unset without a price.
   std::optional<double> energy_kwh;  ///< At TDP, per cost_basis; unset without a TDP.
