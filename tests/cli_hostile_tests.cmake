@@ -321,3 +321,26 @@ capcalc_cli_hostile(hardware_sparsity_huge "hardware_sparsity_huge.json:/devices
                     estimate ${rn50} --gpu a100 --hardware-file ${hj}/hardware_sparsity_huge.json)
 capcalc_cli_hostile(measurement_tokens_huge "meas_tokens_huge.json:/cases/0/tokens: 1e\\+300 is more than 1e\\+18 \\(the limit\\)"
                     validate ${validate_args} ${hj}/meas_tokens_huge.json)
+
+# ---------------------------------------------------------------------------------------------
+# Issue 21 §4: the generated corpus (tests/hostile/corpus.py writes tests/hostile/corpus/ and
+# holds each case's command line and expected location), one test per input kind: exit code 2,
+# empty stdout, one stderr line with the location, 10 s and 4 GiB per run (no address-space
+# limit under AddressSanitizer, which reserves far more).
+if(Python3_EXECUTABLE)
+  set(corpus_py ${CMAKE_CURRENT_SOURCE_DIR}/hostile/corpus.py)
+  add_test(NAME hostile.corpus_up_to_date COMMAND ${Python3_EXECUTABLE} ${corpus_py} check)
+  set(corpus_flags)
+  if(CAPCALC_SANITIZE OR CAPCALC_FUZZ)
+    set(corpus_flags --no-memory-limit)
+  endif()
+  foreach(kind model onnx onnxtxt textproto hf hardware runtime budget measurements trace zoo flags)
+    if(NOT CAPCALC_WITH_ONNX AND kind MATCHES "onnx|textproto")
+      continue()
+    endif()
+    add_test(NAME hostile.corpus_${kind}
+             COMMAND ${Python3_EXECUTABLE} ${corpus_py} run --cli $<TARGET_FILE:capcalc_cli>
+                     --kind ${kind} ${corpus_flags})
+    set_tests_properties(hostile.corpus_${kind} PROPERTIES TIMEOUT 600)
+  endforeach()
+endif()

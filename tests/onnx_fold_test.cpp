@@ -246,3 +246,93 @@ TEST_CASE("onnx fold: exporter sentinels and overflowing arithmetic", "[onnx]") 
   CHECK(producer(m, "overflow_div").op_type() == "Div");
   CHECK(producer(m, "too_long").op_type() == "Range");
 }
+
+TEST_CASE("onnx fold: expand(n, -1, -1) as torch 1.13 exports it", "[onnx]") {
+  // ViT's class token: cls [1, 1, 768] .expand(x.shape[0], -1, -1). torch writes the target
+  // through ones_like: Where(Equal(size, ConstantOfShape(Shape(size), 1) * -1), ones, size).
+  OnnxModel m("fold");
+  m.node("Shape", {"x"}, {"shape"});
+  m.constant_ints("zero", {0}, /*rank0=*/true);
+  m.node("Gather", {"shape", "zero"}, {"n"});
+  m.constant_ints("axes", {0});
+  m.node("Unsqueeze", {"n", "axes"}, {"n_1d"});
+  m.constant_ints("rest", {-1, -1});
+  auto& concat = m.node("Concat", {"n_1d", "rest"}, {"size"});
+  OnnxModel::attr(concat, "axis", std::int64_t{0});
+  m.node("Shape", {"size"}, {"size_shape"});
+  auto& ones = m.node("ConstantOfShape", {"size_shape"}, {"ones"});
+  auto* value = ones.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->add_int64_data(1);
+  m.constant_ints("minus_one", {-1}, /*rank0=*/true);
+  m.node("Mul", {"ones", "minus_one"}, {"neg_ones"});
+  m.node("Equal", {"size", "neg_ones"}, {"is_neg"});
+  m.node("Where", {"is_neg", "ones", "size"}, {"target"});
+
+  Shapes shapes{{{"x", {4, 196, 768}}}};
+  fold_shape_arithmetic(m.graph(), shapes.lookup());
+  CHECK(constant(m, "ones") == std::pair{Ints{3}, Ints{1, 1, 1}});
+  CHECK(constant(m, "target") == std::pair{Ints{3}, Ints{4, 1, 1}});
+}
+
+TEST_CASE("onnx fold: integer remainder as torch exports it (Mod, Less, And, Not)", "[onnx]") {
+  // Swin's padding, pad_r = (7 - W % 7) % 7 for W = 30: torch's floor division writes
+  // q = Div(a, b), fixed where the signs differ and the remainder is not zero; here 30 // 7 = 4,
+  // 30 - 4·7 = 2, (7 - 2) % 7 = 5. Python's % takes the divisor's sign: -2 % 7 = 5 (Mod fmod=0).
+  OnnxModel m("fold");
+  m.constant_ints("w", {30}, /*rank0=*/true);
+  m.constant_ints("seven", {7}, /*rank0=*/true);
+  m.constant_ints("zero", {0}, /*rank0=*/true);
+  m.node("Div", {"w", "seven"}, {"q"});
+  m.node("Mul", {"w", "seven"}, {"sign_product"});
+  m.node("Less", {"sign_product", "zero"}, {"negative"});
+  m.node("Mul", {"q", "seven"}, {"q7"});
+  m.node("Sub", {"w", "q7"}, {"r"});
+  m.node("Equal", {"r", "zero"}, {"exact"});
+  m.node("Not", {"exact"}, {"inexact"});
+  m.node("And", {"negative", "inexact"}, {"fix"});
+  m.node("Sub", {"seven", "r"}, {"pad"});
+  m.node("Mod", {"pad", "seven"}, {"pad_r"});
+  m.constant_ints("minus_two", {-2}, /*rank0=*/true);
+  m.node("Mod", {"minus_two", "seven"}, {"python_mod"});
+  auto& c_mod = m.node("Mod", {"minus_two", "seven"}, {"c_mod"});
+  OnnxModel::attr(c_mod, "fmod", std::int64_t{1});
+  m.node("Neg", {"minus_two"}, {"two"});
+  m.node("Greater", {"two", "zero"}, {"positive"});
+
+  fold_shape_arithmetic(m.graph(), Shapes{}.lookup());
+  CHECK(constant(m, "r") == std::pair{Ints{}, Ints{2}});
+  CHECK(constant(m, "fix") == std::pair{Ints{}, Ints{0}});
+  CHECK(constant(m, "pad_r") == std::pair{Ints{}, Ints{5}});
+  CHECK(constant(m, "python_mod") == std::pair{Ints{}, Ints{5}});
+  CHECK(constant(m, "c_mod") == std::pair{Ints{}, Ints{-2}});
+  CHECK(constant(m, "two") == std::pair{Ints{}, Ints{2}});
+  CHECK(constant(m, "positive") == std::pair{Ints{}, Ints{1}});
+}
+
+TEST_CASE("onnx fold: F.pad's pads through Reshape, a reversing Slice and Transpose", "[onnx]") {
+  // torch turns F.pad's (begin, end) pairs, last axis first, padded to [0, 0, 0, 5, 0, 5, 0, 0]
+  // for a 4-D x, into ONNX's all-begins-then-all-ends: Reshape [-1, 2] gives the rows (0, 0)
+  // (0, 5) (0, 5) (0, 0), the Slice reverses them (the same here), Transpose gives the begins
+  // [0, 0, 0, 0] and the ends [0, 5, 5, 0].
+  OnnxModel m("fold");
+  m.constant_ints("pairs", {0, 0, 0, 5, 0, 5, 0, 0});
+  m.constant_ints("rows", {-1, 2});
+  m.node("Reshape", {"pairs", "rows"}, {"by_axis"});
+  m.constant_ints("start", {-1});
+  m.constant_ints("end", {-9223372036854775807LL});
+  m.constant_ints("axis", {0});
+  m.constant_ints("step", {-1});
+  m.node("Slice", {"by_axis", "start", "end", "axis", "step"}, {"reversed"});
+  m.node("Transpose", {"reversed"}, {"begins_ends"});
+  m.constant_ints("flat", {-1});
+  m.node("Reshape", {"begins_ends", "flat"}, {"pads"});
+
+  fold_shape_arithmetic(m.graph(), Shapes{}.lookup());
+  CHECK(constant(m, "reversed") == std::pair{Ints{4, 2}, Ints{0, 0, 0, 5, 0, 5, 0, 0}});
+  CHECK(constant(m, "begins_ends") == std::pair{Ints{2, 4}, Ints{0, 0, 0, 0, 0, 5, 5, 0}});
+  CHECK(constant(m, "pads") == std::pair{Ints{8}, Ints{0, 0, 0, 0, 0, 5, 5, 0}});
+}

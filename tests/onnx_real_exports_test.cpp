@@ -13,8 +13,13 @@
 // published figures and capcalc's zoo.
 #include <cstdint>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
 #include "capcalc/error.hpp"
@@ -40,19 +45,28 @@ std::int64_t weight_elements(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   onnx::ModelProto model;
   REQUIRE(model.ParseFromIstream(&in));
+  // A BatchNormalization the exporter could not fold (one before its convolution: DenseNet)
+  // keeps its running mean and variance, which are buffers, not parameters.
+  std::set<std::string> statistics;
+  for (const auto& node : model.graph().node()) {
+    if (node.op_type() != "BatchNormalization") continue;
+    for (int slot = 3; slot < node.input_size() && slot < 5; ++slot)
+      statistics.insert(node.input(slot));
+  }
   std::int64_t total = 0;
   for (const auto& init : model.graph().initializer()) {
+    if (statistics.count(init.name()) != 0) continue;
     using T = onnx::TensorProto;
     const int type = init.data_type();
     if (init.dims_size() == 0 || !(type == T::FLOAT || type == T::FLOAT16 || type == T::BFLOAT16 ||
                                    type == T::DOUBLE || type == T::INT8 || type == T::UINT8)) {
       continue;
     }
-    // The weights are external data: the file says where, and holds none of them.
-    if (init.dims_size() > 1) CHECK(init.data_location() == T::EXTERNAL);
     std::int64_t n = 1;
     for (std::int64_t d : init.dims())
       n *= d;
+    // The weights over 1 KiB are external data: the file says where, and holds none of them.
+    if (init.dims_size() > 1 && n > 1024 / 2) CHECK(init.data_location() == T::EXTERNAL);
     total += n;
   }
   return total;
@@ -122,9 +136,111 @@ TEST_CASE("real export: BertModel through torch.export counts as its config.json
   ModelOptions batch2;
   batch2.dims["batch"] = 2;
   batch2.dims["sequence"] = 128;
-  CHECK_THROWS_WITH(
-      capcalc::load_model(path, batch2),
-      Catch::Contains(path + ": ONNX shape inference failed") && Catch::Contains("(2) vs (1)"));
+  CHECK_THROWS_WITH(capcalc::load_model(path, batch2),
+                    Catch::StartsWith(path + ":") && Catch::Contains("ONNX shape inference") &&
+                        Catch::Contains("(2) vs (1)"));
   // Without the sequence length the error names the dim.
   CHECK_THROWS_WITH(capcalc::load_model(path), Catch::Contains("sequence"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// tests/exports/torch113/: every classification model of torchvision 0.14, a BERT-style encoder
+// and a GPT-style decoder built from torch.nn, exported by Debian's torch 1.13 with a dynamic
+// batch axis (<name>.dyn.onnx) and with fixed shapes at batch 1 (<name>.fixed.onnx), by
+// tools/export_torch_onnx.py. Its exports.json records, per file, the float initializer
+// elements the file holds and an independent MAC count: torch's own aten matmul and
+// convolution calls in one forward pass at batch 1 (the script says how).
+
+namespace {
+
+std::string torch113_path(const std::string& name) {
+  return std::string(CAPCALC_TEST_DIR) + "/exports/torch113/" + name;
+}
+
+nlohmann::json torch113_index() {
+  std::ifstream in(torch113_path("exports.json"));
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
+
+bool is_transformer(const std::string& model) {
+  return model == "bert_style_encoder" || model == "gpt_style_decoder";
+}
+
+// Files capcalc does not yet read or count right, with the start of what it says: each must
+// still fail so, and one that starts to work must leave this list.
+const std::map<std::string, std::string>& known_failures() {
+  static const std::map<std::string, std::string> failures = {};
+  return failures;
+}
+
+}  // namespace
+
+TEST_CASE("real exports (torch 1.13): every file loads and counts as torch does",
+          "[onnx][exports]") {
+  std::size_t exported = 0;
+  std::size_t counted = 0;
+  for (const nlohmann::json& entry : torch113_index()) {
+    if (entry.at("status") != "exported") continue;
+    ++exported;
+    const std::string file = entry.at("file");
+    const std::string model = entry.at("model");
+    INFO(file);
+    const bool dynamic = entry.at("variant") == "dynamic batch";
+    ModelOptions options;
+    std::int64_t batch = 1;
+    if (dynamic) {
+      batch = 2;
+      options.dims["batch"] = batch;
+      if (is_transformer(model)) options.dims["sequence"] = 128;
+    }
+    const std::string path = torch113_path(file);
+    if (const auto known = known_failures().find(file); known != known_failures().end()) {
+      CHECK_THROWS_WITH(capcalc::load_model(path, options), Catch::Contains(known->second));
+      continue;
+    }
+    const Graph g = capcalc::load_model(path, options);
+    CHECK(g.unknown_ops.empty());
+    const auto totals = capcalc::graph_totals(g);
+    // Parameters: the float initializers the file holds (BatchNorm folded into convolutions),
+    // less the running statistics of any BatchNorm left.
+    CHECK(totals.params == weight_elements(path));
+    CHECK(totals.params <= entry.at("initializer_elements").get<std::int64_t>());
+    // MACs: torch's own count at batch 1, times the batch.
+    CHECK(totals.macs == batch * entry.at("torch_macs_batch1").get<std::int64_t>());
+    // The model is torchvision's: its parameters are those its documentation lists.
+    if (entry.contains("documented")) {
+      CHECK(entry.at("torch_parameters") == entry.at("documented").at("num_params"));
+    }
+    ++counted;
+  }
+  // Every file was read: counted, or failing as known_failures() expects.
+  CHECK(counted + known_failures().size() == exported);
+}
+
+TEST_CASE("real exports (torch 1.13): MACs match torchvision's documented GFLOPS",
+          "[onnx][exports]") {
+  // torchvision's model pages (pytorch.org/vision/stable/models/generated/
+  // torchvision.models.<name>.html) list "GFLOPS", which count multiply-accumulates, rounded to
+  // two decimals, at the default weights' input size.
+  const std::vector<std::pair<std::string, double>> documented = {
+      {"resnet50", 4.09},         // ResNet50_Weights.IMAGENET1K_V1, 224x224.
+      {"mobilenet_v2", 0.30},     // MobileNet_V2_Weights.IMAGENET1K_V1.
+      {"efficientnet_b0", 0.39},  // EfficientNet_B0_Weights.IMAGENET1K_V1.
+      {"vit_b_16", 17.56},        // ViT_B_16_Weights.IMAGENET1K_V1.
+      {"vit_l_16", 61.55},        // ViT_L_16_Weights.IMAGENET1K_V1.
+      {"swin_t", 4.49},           // Swin_T_Weights.IMAGENET1K_V1.
+      {"swin_v2_t", 5.94},        // Swin_V2_T_Weights.IMAGENET1K_V1, 256x256.
+  };
+  std::set<std::string> exported;
+  for (const nlohmann::json& entry : torch113_index()) {
+    if (entry.at("status") == "exported") exported.insert(entry.at("file").get<std::string>());
+  }
+  for (const auto& [model, gflops] : documented) {
+    const std::string file = model + ".fixed.onnx";
+    if (exported.count(file) == 0 || known_failures().count(file) != 0) continue;
+    INFO(file);
+    const auto totals = capcalc::graph_totals(capcalc::load_model(torch113_path(file)));
+    CHECK(static_cast<double>(totals.macs) / 1e9 == Approx(gflops).margin(0.0051));
+  }
 }

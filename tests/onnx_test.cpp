@@ -1,6 +1,6 @@
 // ONNX import: models are built here with the protobuf API (no binary fixtures), written to a
 // temporary file and loaded with capcalc::load_model; counts are checked against the formulas
-// of data/README.md and against the same model in the native format.
+// of docs/model-format.md and against the same model in the native format.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -89,7 +89,8 @@ TEST_CASE("onnx: a small CNN has the native format's shapes and counts", "[onnx]
     CHECK(a.counts.backward_macs == b.counts.backward_macs);
     CHECK(a.counts.backward_other_flops == b.counts.backward_other_flops);
   }
-  // By formula (data/README.md): conv 16·3·3·3 + 16, BN 2·16 (statistics are buffers), fc 16·10+10.
+  // By formula (docs/model-format.md): conv 16·3·3·3 + 16, BN 2·16 (statistics are buffers), fc
+  // 16·10+10.
   const auto totals = capcalc::graph_totals(g);
   CHECK(totals.params == 16 * 27 + 16 + 2 * 16 + 160 + 10);
   CHECK(totals.macs == 2 * (16 * 32 * 32 * 27 + 160));

@@ -264,7 +264,9 @@ class Folder {
     const std::string& op = node.op_type();
     if (op == "Shape" || op == "Size") {
       if (node.input_size() < 1) return std::nullopt;
-      const auto shape = shape_of_(node.input(0));
+      auto shape = shape_of_(node.input(0));
+      // A folded tensor's shape is known here before inference has seen it.
+      if (const Tensor* folded = input(node, 0); !shape && folded != nullptr) shape = folded->dims;
       if (!shape) return std::nullopt;
       if (op == "Size") {
         std::int64_t n = 1;
@@ -450,8 +452,47 @@ class Folder {
       return t;
     }
 
+    if (op == "Transpose") return transpose(node, *x);
+    if (op == "ConstantOfShape") return constant_of_shape(node, *x);
+    if (op == "Expand") return expand(*x, input(node, 1));
+
     using Args = std::vector<std::int64_t>;
+    if (op == "Neg" || op == "Abs" || op == "Not") {
+      return elementwise({x}, x->elem_type, [&op](const Args& v) -> std::optional<std::int64_t> {
+        if (v[0] == INT64_MIN && op != "Not") return std::nullopt;
+        if (op == "Neg") return -v[0];
+        if (op == "Abs") return v[0] < 0 ? -v[0] : v[0];
+        return v[0] == 0 ? 1 : 0;
+      });
+    }
     const Tensor* y = input(node, 1);
+    // Comparisons and logic, as torch exports integer floor division and remainder (Less, And,
+    // Not around Div and Mul: Swin's window padding).
+    if (op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual" ||
+        op == "And" || op == "Or" || op == "Xor") {
+      if (y == nullptr || node.input_size() != 2) return std::nullopt;
+      return elementwise({x, y}, onnx::TensorProto::BOOL,
+                         [&op](const Args& v) -> std::optional<std::int64_t> {
+                           if (op == "Less") return v[0] < v[1];
+                           if (op == "Greater") return v[0] > v[1];
+                           if (op == "LessOrEqual") return v[0] <= v[1];
+                           if (op == "GreaterOrEqual") return v[0] >= v[1];
+                           if (op == "And") return v[0] != 0 && v[1] != 0;
+                           if (op == "Or") return v[0] != 0 || v[1] != 0;
+                           return (v[0] != 0) != (v[1] != 0);
+                         });
+    }
+    if (op == "Mod") {
+      if (y == nullptr || node.input_size() != 2) return std::nullopt;
+      const bool fmod = int_attr(node, "fmod", 0) != 0;
+      return elementwise(
+          {x, y}, x->elem_type, [fmod](const Args& v) -> std::optional<std::int64_t> {
+            if (v[1] == 0 || (v[1] == -1 && v[0] == INT64_MIN)) return std::nullopt;
+            const std::int64_t r = v[0] % v[1];  // C's: the sign of the dividend (fmod = 1).
+            // fmod = 0 takes the divisor's sign, as Python's %.
+            return !fmod && r != 0 && ((r < 0) != (v[1] < 0)) ? r + v[1] : r;
+          });
+    }
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Min" || op == "Max" ||
         op == "Equal") {
       if (y == nullptr || node.input_size() != 2) return std::nullopt;
@@ -478,6 +519,82 @@ class Folder {
       });
     }
     return std::nullopt;
+  }
+
+  // Transpose (torch writes F.pad's pads through Reshape [-1, 2], a reversing Slice, a
+  // Transpose and Reshape [-1]: Swin's window padding).
+  static std::optional<Tensor> transpose(const onnx::NodeProto& node, const Tensor& x) {
+    const std::size_t rank = x.dims.size();
+    std::vector<std::int64_t> perm;
+    if (const auto p = ints_attr(node, "perm")) {
+      perm = *p;
+    } else {
+      for (std::size_t i = rank; i-- > 0;)
+        perm.push_back(static_cast<std::int64_t>(i));
+    }
+    if (perm.size() != rank) return std::nullopt;
+    std::vector<bool> used(rank, false);
+    for (std::int64_t p : perm) {
+      if (p < 0 || static_cast<std::size_t>(p) >= rank || used[static_cast<std::size_t>(p)]) {
+        return std::nullopt;
+      }
+      used[static_cast<std::size_t>(p)] = true;
+    }
+    Tensor t;
+    t.elem_type = x.elem_type;
+    for (std::int64_t p : perm)
+      t.dims.push_back(x.dims[static_cast<std::size_t>(p)]);
+    // Row-major strides of the input, read in the output's axis order.
+    std::vector<std::int64_t> stride(rank, 1);
+    for (std::size_t i = rank; i-- > 1;)
+      stride[i - 1] = stride[i] * x.dims[i];
+    const std::int64_t n = count(t.dims);
+    for (std::int64_t k = 0; k < n; ++k) {
+      std::int64_t rest = k;
+      std::int64_t source = 0;
+      for (std::size_t i = rank; i-- > 0;) {
+        source += (rest % t.dims[i]) * stride[static_cast<std::size_t>(perm[i])];
+        rest /= t.dims[i];
+      }
+      t.values.push_back(x.values[static_cast<std::size_t>(source)]);
+    }
+    return t;
+  }
+
+  // ConstantOfShape of an integer value (torch exports ones_like of a shape so: the -1s of
+  // expand(n, -1, -1) become 1s through Equal and Where against it).
+  static std::optional<Tensor> constant_of_shape(const onnx::NodeProto& node, const Tensor& shape) {
+    const auto* value = attribute(node, "value");
+    if (value == nullptr || value->type() != onnx::AttributeProto::TENSOR) return std::nullopt;
+    const std::optional<Tensor> fill = from_proto(value->t());
+    if (!fill || fill->values.size() != 1 || shape.dims.size() > 1) return std::nullopt;
+    for (std::int64_t d : shape.values) {
+      if (d < 0) return std::nullopt;
+    }
+    Tensor t;
+    t.dims = shape.values;
+    t.elem_type = fill->elem_type;
+    const std::int64_t n = count(t.dims);
+    if (n > kMaxFoldedElements) return std::nullopt;
+    t.values.assign(static_cast<std::size_t>(n), fill->values.front());
+    return t;
+  }
+
+  // Expand: numpy broadcasting of x to the shape (either may be the larger in an axis).
+  static std::optional<Tensor> expand(const Tensor& x, const Tensor* shape) {
+    if (shape == nullptr || shape->dims.size() > 1) return std::nullopt;
+    for (std::int64_t d : shape->values) {
+      if (d < 0) return std::nullopt;
+    }
+    const auto dims = broadcast(x.dims, shape->values);
+    if (!dims || count(*dims) > kMaxFoldedElements) return std::nullopt;
+    Tensor t;
+    t.dims = *dims;
+    t.elem_type = x.elem_type;
+    const std::int64_t n = count(t.dims);
+    for (std::int64_t k = 0; k < n; ++k)
+      t.values.push_back(x.values[static_cast<std::size_t>(source_index(k, t.dims, x.dims))]);
+    return t;
   }
 
   std::optional<Tensor> slice(const onnx::NodeProto& node, const Tensor& x) const {

@@ -24,8 +24,9 @@ using ShapeLookup = std::function<std::optional<std::vector<std::int64_t>>(const
 /// Rewrites into Constant nodes every node whose outputs are small integer tensors
 /// (at most kMaxFoldedElements) computable from constants, initializers and known shapes:
 /// Shape, Size, Identity, Cast (to integer types), Unsqueeze, Squeeze, Concat, Gather, Slice,
-/// Reshape, Range, Add, Sub, Mul, Div, Min, Max, Equal and Where. Returns the number of nodes
-/// rewritten.
+/// Reshape, Range, Transpose, ConstantOfShape, Expand, Add, Sub, Mul, Div, Mod, Min, Max, Neg, Abs,
+/// Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor, Not and Where. Returns the
+/// number of nodes rewritten.
 int fold_shape_arithmetic(onnx::GraphProto& graph, const ShapeLookup& shape_of);
 
 inline constexpr std::int64_t kMaxFoldedElements = 4096;

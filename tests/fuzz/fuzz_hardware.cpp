@@ -5,7 +5,7 @@
 #include "fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  capcalc::fuzz::expect_located_errors([&] {
+  capcalc::fuzz::expect_json_limits(capcalc::fuzz::as_text(data, size), [&] {
     capcalc::HardwareTable overlay =
         capcalc::parse_hardware(capcalc::fuzz::as_text(data, size), "fuzz.json");
     for (const capcalc::Device& device : overlay.devices)

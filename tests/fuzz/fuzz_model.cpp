@@ -6,7 +6,7 @@
 #include "fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  capcalc::fuzz::expect_located_errors([&] {
+  capcalc::fuzz::expect_json_limits(capcalc::fuzz::as_text(data, size), [&] {
     capcalc::fuzz::predict_and_render(
         capcalc::parse_model(capcalc::fuzz::as_text(data, size), "fuzz.json"));
   });

@@ -5,7 +5,7 @@
 #include "fuzz_target.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  capcalc::fuzz::expect_located_errors([&] {
+  capcalc::fuzz::expect_json_limits(capcalc::fuzz::as_text(data, size), [&] {
     const capcalc::RangeTable table =
         capcalc::parse_ranges(capcalc::fuzz::as_text(data, size), "fuzz.json");
     (void)table.range_for(

@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                      {"name": "a", "op": "attention", "heads": 4, "rotary": true},
                      {"name": "f", "op": "linear", "out_features": 64}]})",
       "fuzz-model.json");
-  capcalc::fuzz::expect_located_errors([&] {
+  capcalc::fuzz::expect_json_limits(capcalc::fuzz::as_text(data, size), [&] {
     const capcalc::RuntimeTable table =
         capcalc::parse_runtimes(capcalc::fuzz::as_text(data, size), "fuzz.json");
     for (const capcalc::Runtime& runtime : table.runtimes) {

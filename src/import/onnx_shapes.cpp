@@ -1,0 +1,565 @@
+// Shape inference: ONNX's, in rounds with capcalc's folding between them, and the operand
+// checks that read the shapes it found.
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "capcalc/error.hpp"
+
+#include "checked.hpp"
+#include "count_formulas.hpp"
+#include "import/onnx_fold.hpp"
+#include "import/onnx_importer.hpp"
+#include "limits.hpp"
+
+namespace capcalc::onnx_import {
+
+// ONNX's inference errors read "[ShapeInferenceError] (op_type:Conv, node name: c1):
+// [ShapeInferenceError] what": the node they name is blamed by its pointer.
+void Importer::fail_inference(std::string what) const {
+  std::replace(what.begin(), what.end(), '\n', ' ');
+  const std::string tag = "[ShapeInferenceError] ";
+  const std::size_t open = what.find("(op_type:");
+  const std::size_t close = open == std::string::npos ? open : what.find("): ", open);
+  if (close != std::string::npos) {
+    const std::string inside = what.substr(open + 9, close - open - 9);
+    const std::size_t comma = inside.find(", node name: ");
+    const std::string op = inside.substr(0, comma);
+    const std::string name = comma == std::string::npos ? "" : inside.substr(comma + 13);
+    int found = -1;
+    int matches = 0;
+    for (int i = 0; i < graph_proto_.node_size(); ++i) {
+      const onnx::NodeProto& node = graph_proto_.node(i);
+      if (node.op_type() == op && (name.empty() || node.name() == name)) {
+        if (found < 0) found = i;
+        ++matches;
+      }
+    }
+    if (found >= 0 && (matches == 1 || !name.empty())) {
+      std::string detail = what.substr(close + 3);
+      for (std::size_t at; (at = detail.find(tag)) != std::string::npos;)
+        detail.erase(at, tag.size());
+      fail(node_pointer(found),
+           fmt::format("node \"{}\" ({}): ONNX shape inference: {}",
+                       node_name(graph_proto_.node(found), found), op, detail));
+    }
+  }
+  fail("", fmt::format("ONNX shape inference failed: {}", what));
+}
+
+// After inference on a rebatched model: a Reshape that keeps the exported batch where its
+// input has the new one (a target of [1, -1, 12, 64], or [1, 128, 12, 64] that no longer
+// holds the input's elements) bakes the batch in, and counting on would count a batch of 1
+// there. The first one is an error.
+void Importer::check_baked_batch() const {
+  if (exported_batch_ == 0) return;
+  for (int i = 0; i < graph_proto_.node_size(); ++i) {
+    const onnx::NodeProto& node = graph_proto_.node(i);
+    if (node.op_type() != "Reshape" || node.input_size() < 2) continue;
+    const auto in = shapes_.find(node.input(0));
+    if (in == shapes_.end() || !in->second.complete() || in->second.dims.empty()) continue;
+    if (in->second.dims.front() != graph_.batch) continue;
+    const std::optional<std::vector<std::int64_t> > target = constant_ints(node.input(1));
+    if (!target || target->empty()) continue;
+    std::int64_t target_elements = 1;
+    bool wildcard = false;
+    const bool allowzero = attribute_int(node, "allowzero", 0) != 0;
+    for (std::size_t a = 0; a < target->size(); ++a) {
+      std::int64_t d = (*target)[a];
+      if (d == 0 && !allowzero && a < in->second.dims.size()) d = in->second.dims[a];  // Copy.
+      if (d == -1) wildcard = true;
+      if (d > 0) target_elements = checked_mul(target_elements, d);
+    }
+    const bool keeps_batch = target->front() == exported_batch_;
+    const bool loses_elements = !wildcard && target_elements != product(in->second.dims);
+    if (!keeps_batch && !loses_elements) continue;
+    fail(node_pointer(i),
+         fmt::format("node \"{}\" (Reshape) reshapes [{}] to [{}]: the graph bakes in the batch "
+                     "of {} it was exported with, so it cannot run at --batch {}; export it with "
+                     "a dynamic batch axis, e.g. torch.onnx.export(..., dynamic_axes={{\"input\": "
+                     "{{0: \"batch\"}}}})",
+                     node_name(node, i), fmt::join(in->second.dims, ", "), fmt::join(*target, ", "),
+                     exported_batch_, graph_.batch));
+  }
+}
+
+// ONNX shape inference in rounds; between them capcalc folds the shape arithmetic (Shape ->
+// Gather -> Concat -> Reshape) to constants. Operators ONNX does not know get their first
+// input's shape, and inference runs again from there.
+void Importer::infer_shapes() {
+  // ONNX refuses nodes of a domain the model does not import; custom domains are common.
+  std::set<std::string> domains;
+  for (const auto& opset : model_.opset_import())
+    domains.insert(opset.domain());
+  for (const auto& node : graph_proto_.node()) {
+    if (domains.insert(node.domain()).second) {
+      auto* opset = model_.add_opset_import();
+      opset->set_domain(node.domain());
+      opset->set_version(1);
+    }
+  }
+  // Inference needs the values of small constants only (shapes, axes, scales); dropping
+  // the weights' data keeps it from copying them.
+  for (auto& init : *graph_proto_.mutable_initializer()) {
+    // Counted only as far as 4097: the dims are whatever the file says, and their product
+    // can overflow (found by fuzzing).
+    std::int64_t elements = 1;
+    for (std::int64_t d : init.dims()) {
+      if (d > 0) elements = d > 4096 / elements ? 4097 : elements * d;
+    }
+    if (elements > 4096) {
+      init.clear_raw_data();
+      init.clear_float_data();
+      init.clear_double_data();
+      init.clear_int32_data();
+      init.clear_external_data();
+    }
+  }
+  // No data propagation: ONNX 1.12's dereferences the type of a Shape node's input unchecked,
+  // and a value without one (the output of an operator ONNX has no schema for, or of a node
+  // whose inference failed) made `Shape` of it a crash (found by fuzzing). The shape
+  // arithmetic it would propagate is folded by fold_shape_arithmetic between rounds instead.
+  const onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*error_mode=*/0,
+                                              /*enable_data_propagation=*/false);
+  // Each round gets past the operators that ONNX cannot infer (onnxruntime's fused ones, a
+  // passthrough) for one more stretch of the graph: a fused transformer needs a few per layer.
+  // STFT's inference reads its signal's first two dims unchecked (a crash on a scalar, found
+  // by fuzzing): an STFT waits in a private domain, which ONNX skips, until a round has
+  // given its signal a shape of rank 2 or more.
+  auto* waiting = model_.add_opset_import();
+  waiting->set_domain(std::string(kWaitingDomain));
+  waiting->set_version(1);
+  hold_unready_nodes();
+  for (int round = 0; round < kMaxInferenceRounds; ++round) {
+    try {
+      onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), inference);
+    } catch (const std::exception& e) {
+      fail_inference(e.what());
+    }
+    collect_shapes();
+    // Exporters compute slice bounds and reshape targets from Shape at run time; with every
+    // input dimension set, those are constants that the next round can read.
+    bool added = onnx_import::fold_shape_arithmetic(
+                     graph_proto_,
+                     [this](const std::string& name) -> std::optional<std::vector<std::int64_t> > {
+                       const auto it = shapes_.find(name);
+                       if (it == shapes_.end() || !it->second.complete()) return std::nullopt;
+                       return it->second.dims;
+                     }) > 0;
+    added = set_if_output_shapes() || added;
+    added = set_loop_output_shapes() || added;
+    added = assume_output_shapes() || added;
+    const bool released = hold_unready_nodes();
+    if (!added && !released) break;
+  }
+  release_waiting_nodes();
+}
+
+// Shapes for the outputs that ONNX's inference cannot give: those of operators it has no
+// schema for (onnxruntime's fused ones, with their rows' shape functions; unknown ones, their
+// first input's shape) and those of rows that ONNX 1.12 infers partly. True if one was added.
+bool Importer::assume_output_shapes() {
+  bool added = false;
+  for (const auto& node : graph_proto_.node()) {
+    if (node.input_size() == 0 || node.output_size() == 0) continue;
+    if (node.domain() == kWaitingDomain) continue;  // ONNX infers it once released.
+    const OnnxRule* rule = find_rule(node);
+    const bool has_schema = onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset_),
+                                                           node.domain()) != nullptr;
+    if (has_schema && (rule == nullptr || !rule->shape_passthrough)) continue;
+    if (rule != nullptr && rule->output_shapes != nullptr) {
+      KnownInputs in;
+      for (int slot = 0; slot < node.input_size(); ++slot) {
+        const auto it = shapes_.find(node.input(slot));
+        in.push_back(it != shapes_.end() && it->second.complete()
+                         ? std::optional<Shape>(it->second.dims)
+                         : std::nullopt);
+      }
+      const std::vector<std::optional<Shape> > shapes = rule->output_shapes(node, in);
+      for (std::size_t i = 0; i < shapes.size() && i < static_cast<std::size_t>(node.output_size());
+           ++i) {
+        const std::string& output = node.output(static_cast<int>(i));
+        if (output.empty() || !shapes[i] || !write_shape(output, *shapes[i])) continue;
+        assumed_.insert(output);
+        added = true;
+      }
+      continue;
+    }
+    const auto in = shapes_.find(node.input(0));
+    if (in == shapes_.end() || !in->second.complete()) continue;
+    if (!write_shape(node.output(0), in->second.dims)) continue;
+    assumed_.insert(node.output(0));
+    added = true;
+  }
+  return added;
+}
+
+// STFTs still waiting after the last round go back to ONNX's domain, and one whose signal is
+// known to be of rank below 2 is an error.
+void Importer::release_waiting_nodes() {
+  for (int i = 0; i < graph_proto_.node_size(); ++i) {
+    onnx::NodeProto& node = *graph_proto_.mutable_node(i);
+    if (node.domain() != kWaitingDomain) continue;
+    node.set_domain("");
+    const auto signal = shapes_.find(node.input(0));
+    if (signal != shapes_.end() && signal->second.complete() && signal->second.dims.size() < 2) {
+      fail(node_pointer(i), fmt::format("node \"{}\" (STFT): its signal has rank {}; STFT needs "
+                                        "[batch, length, 1 or 2]",
+                                        node_name(node, i), signal->second.dims.size()));
+    }
+  }
+}
+
+// Moves each STFT whose signal has no known shape of rank 2 or more into kWaitingDomain, and
+// back once it has one; true if one came back (another round is needed to infer it).
+bool Importer::hold_unready_nodes() {
+  bool released = false;
+  for (auto& node : *graph_proto_.mutable_node()) {
+    const bool stft =
+        node.op_type() == "STFT" && node.input_size() > 0 &&
+        (node.domain().empty() || node.domain() == "ai.onnx" || node.domain() == kWaitingDomain);
+    if (!stft) continue;
+    const auto signal = shapes_.find(node.input(0));
+    const bool ready = signal != shapes_.end() && signal->second.dims.size() >= 2;
+    if (ready && node.domain() == kWaitingDomain) {
+      node.set_domain("");
+      released = true;
+    } else if (!ready) {
+      node.set_domain(std::string(kWaitingDomain));
+    }
+  }
+  return released;
+}
+
+// Sets a graph value's shape (its value_info and graph output entries) unless ONNX already
+// knows it; the next inference round reads it.
+bool Importer::write_shape(const std::string& name, const Shape& shape) {
+  const auto known = shapes_.find(name);
+  if (known != shapes_.end() && known->second.complete()) return false;
+  std::vector<onnx::ValueInfoProto*> infos;
+  for (auto& existing : *graph_proto_.mutable_value_info()) {
+    if (existing.name() == name) infos.push_back(&existing);
+  }
+  for (auto& existing : *graph_proto_.mutable_output()) {
+    if (existing.name() == name) infos.push_back(&existing);
+  }
+  if (infos.empty()) {
+    infos.push_back(graph_proto_.add_value_info());
+    infos.back()->set_name(name);
+  }
+  for (onnx::ValueInfoProto* info : infos) {
+    auto& tensor = *info->mutable_type()->mutable_tensor_type();
+    if (tensor.elem_type() == 0) tensor.set_elem_type(onnx::TensorProto::FLOAT);
+    tensor.clear_shape();
+    for (std::int64_t d : shape)
+      tensor.mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  // Known at once to the nodes after it in this round (a chain of fused operators).
+  shapes_[name] = KnownShape{shape, std::vector<std::string>(shape.size())};
+  return true;
+}
+
+void Importer::collect_shapes() {
+  shapes_.clear();
+  const auto add = [&](const onnx::ValueInfoProto& info) {
+    if (info.type().has_tensor_type() && info.type().tensor_type().has_shape()) {
+      shapes_[info.name()] = from_proto(info.type().tensor_type().shape());
+    }
+  };
+  for (const auto& info : graph_proto_.input())
+    add(info);
+  for (const auto& info : graph_proto_.value_info())
+    add(info);
+  for (const auto& info : graph_proto_.output())
+    add(info);
+  const auto add_initializer = [&](const onnx::TensorProto& init) {
+    KnownShape shape;
+    shape.dims.assign(init.dims().begin(), init.dims().end());
+    shape.params.assign(shape.dims.size(), "");
+    shapes_[init.name()] = shape;
+  };
+  for (const auto& init : graph_proto_.initializer())
+    add_initializer(init);
+  // Shape inference writes the shapes inside subgraphs (If branches) into the subgraphs.
+  const std::function<void(const onnx::GraphProto&)> add_subgraphs =
+      [&](const onnx::GraphProto& graph) {
+        for (const auto& node : graph.node()) {
+          for (const auto& a : node.attribute()) {
+            if (a.type() != onnx::AttributeProto::GRAPH) continue;
+            for (const auto& info : a.g().input())
+              add(info);
+            for (const auto& info : a.g().value_info())
+              add(info);
+            for (const auto& info : a.g().output())
+              add(info);
+            for (const auto& init : a.g().initializer())
+              add_initializer(init);
+            add_subgraphs(a.g());
+          }
+        }
+      };
+  add_subgraphs(graph_proto_);
+}
+
+Shape Importer::shape_of(const std::string& tensor, const onnx::NodeProto& node, int index) const {
+  const auto it = shapes_.find(tensor);
+  const std::string where = node_pointer(index);
+  if (it == shapes_.end()) {
+    fail(where, fmt::format("node \"{}\" ({}): ONNX shape inference could not infer the shape "
+                            "of \"{}\"",
+                            node_name(node, index), qualified_op(node), tensor));
+  }
+  for (std::size_t a = 0; a < it->second.dims.size(); ++a) {
+    if (it->second.dims[a] < 0) {
+      const std::string& param = it->second.params[a];
+      fail(where, fmt::format("node \"{}\" ({}): axis {} of \"{}\" has no known size{}",
+                              node_name(node, index), qualified_op(node), a, tensor,
+                              param.empty() ? "" : fmt::format(" (\"{}\")", param)));
+    }
+  }
+  return it->second.dims;
+}
+
+// The complete shape of a value, if inference found one.
+std::optional<Shape> Importer::complete_shape(const onnx::NodeProto& node, int slot) const {
+  if (node.input_size() <= slot || node.input(slot).empty()) return std::nullopt;
+  const auto it = shapes_.find(node.input(slot));
+  if (it == shapes_.end() || !it->second.complete()) return std::nullopt;
+  return it->second.dims;
+}
+
+// Operands that cannot go together (ONNX's inference, run leniently, passes over them), as the
+// node's row checks them: a convolution's channels and groups, a product's inner dimensions, a
+// reshape's element count, an axis in range, a permutation, operands that broadcast.
+void Importer::check_operands(const onnx::NodeProto& node, int index) const {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") return;
+  const OnnxRule* rule = find_rule(node);
+  if (rule == nullptr || rule->check_operands == nullptr) return;
+  KnownInputs inputs;
+  for (int slot = 0; slot < node.input_size(); ++slot)
+    inputs.push_back(complete_shape(node, slot));
+  std::optional<Shape> output;
+  if (node.output_size() > 0) {
+    const auto out = shapes_.find(node.output(0));
+    if (out != shapes_.end() && out->second.complete()) output = out->second.dims;
+  }
+  const OperandShapes operands{
+      node, inputs, output, [this](const std::string& tensor) { return constant_ints(tensor); },
+      [&](const std::string& message) {
+        fail(node_pointer(index),
+             fmt::format("node \"{}\" ({}): {}", node_name(node, index), node.op_type(), message));
+      }};
+  rule->check_operands(operands);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operand checks (the rows' check_operands): the rules that ONNX's inference checks but, run
+// leniently, forgets once an output shape is declared in the file (the declared shape was then
+// taken as it stood), and those it never checks.
+
+void OperandShapes::fail(const std::string& message) const {
+  bad(message);
+  throw std::logic_error("OperandShapes::bad returned");  // bad throws capcalc::Error.
+}
+
+void check_conv_operands(const OperandShapes& in) {
+  const std::optional<Shape>& a = in.input(0);
+  const std::optional<Shape>& b = in.input(1);
+  if (!a || !b || a->size() < 3 || b->size() != a->size()) return;
+  const std::int64_t group = attribute_int(in.node, "group", 1);
+  const std::int64_t channels = (*a)[1];
+  if ((*b)[1] > channels / group || (*b)[1] * group != channels) {
+    in.fail(
+        fmt::format("the input has {} channels, but the weight takes {} per group x {} "
+                    "group{}",
+                    channels, (*b)[1], group, group == 1 ? "" : "s"));
+  }
+  if ((*b)[0] % group != 0) {
+    in.fail(fmt::format("{} output channels do not split into {} groups", (*b)[0], group));
+  }
+}
+
+void check_gemm_operands(const OperandShapes& in) {
+  const std::optional<Shape>& a = in.input(0);
+  const std::optional<Shape>& b = in.input(1);
+  if (!a || !b || a->size() != 2 || b->size() != 2) return;
+  const bool trans_b = attribute_int(in.node, "transB", 0) != 0;
+  const std::int64_t k_a = attribute_int(in.node, "transA", 0) != 0 ? (*a)[0] : (*a)[1];
+  const std::int64_t k_b = trans_b ? (*b)[1] : (*b)[0];
+  if (k_a != k_b) {
+    in.fail(fmt::format("A gives K = {} but B takes K = {} (A {}, B {}{})", k_a, k_b,
+                        format_shape(*a), format_shape(*b), trans_b ? ", transB" : ""));
+  }
+}
+
+void check_matmul_operands(const OperandShapes& in) {
+  const std::optional<Shape>& a = in.input(0);
+  const std::optional<Shape>& b = in.input(1);
+  if (!a || !b || a->empty() || b->empty()) return;
+  const std::int64_t k_a = a->back();
+  const std::int64_t k_b = b->size() == 1 ? (*b)[0] : (*b)[b->size() - 2];
+  if (k_a != k_b) {
+    in.fail(fmt::format("{} x {}: the inner dimensions {} and {} differ", format_shape(*a),
+                        format_shape(*b), k_a, k_b));
+  }
+}
+
+// Softmax, LogSoftmax, Hardmax: the axis is one of the input's.
+void check_axis_operand(const OperandShapes& in) {
+  const std::optional<Shape>& a = in.input(0);
+  if (!a) return;
+  const auto rank = static_cast<std::int64_t>(a->size());
+  const std::int64_t axis = attribute_int(in.node, "axis", -1);
+  if (axis < -rank || axis >= rank) {
+    in.fail(fmt::format("axis {} is out of range for an input of rank {} ({})", axis, rank,
+                        format_shape(*a)));
+  }
+}
+
+// Transpose: perm is a permutation of the input's axes.
+void check_perm_operand(const OperandShapes& in) {
+  const std::optional<Shape>& a = in.input(0);
+  const std::vector<std::int64_t> perm = attribute_ints(in.node, "perm");
+  if (!a || perm.empty()) return;
+  std::vector<bool> seen(a->size(), false);
+  bool valid = perm.size() == a->size();
+  for (std::int64_t p : perm) {
+    if (!valid) break;
+    valid =
+        p >= 0 && p < static_cast<std::int64_t>(seen.size()) && !seen[static_cast<std::size_t>(p)];
+    if (valid) seen[static_cast<std::size_t>(p)] = true;
+  }
+  if (!valid) {
+    in.fail(fmt::format("perm [{}] is not a permutation of the {} axes of its input {}",
+                        fmt::join(perm, ", "), a->size(), format_shape(*a)));
+  }
+}
+
+// Every operand's shape, or nullopt unless all are known (ONNX's inference had its say then).
+std::optional<std::vector<Shape> > all_known(const OperandShapes& in) {
+  std::vector<Shape> operands;
+  for (const std::optional<Shape>& shape : in.inputs) {
+    if (!shape) return std::nullopt;
+    operands.push_back(*shape);
+  }
+  return operands;
+}
+
+// Elementwise operators with NumPy broadcasting.
+void check_broadcast_operands(const OperandShapes& in) {
+  if (in.inputs.size() < 2) return;
+  const std::optional<std::vector<Shape> > operands = all_known(in);
+  if (!operands) return;
+  Shape out;
+  for (const Shape& s : *operands)
+    out.resize(std::max(out.size(), s.size()), 1);
+  for (const Shape& s : *operands) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      std::int64_t& o = out[out.size() - s.size() + i];
+      const std::int64_t d = s[i];
+      if (d == o || d == 1) continue;
+      if (o != 1) {
+        std::vector<std::string> listed;
+        for (const Shape& each : *operands)
+          listed.push_back(format_shape(each));
+        in.fail(fmt::format("operands {} do not broadcast", fmt::join(listed, " and ")));
+      }
+      o = d;
+    }
+  }
+}
+
+// Concat: the axis in range, the inputs equal off it.
+void check_concat_operands(const OperandShapes& in) {
+  if (in.inputs.empty()) return;
+  const std::optional<std::vector<Shape> > known = all_known(in);
+  if (!known) return;
+  const std::vector<Shape>& operands = *known;
+  const auto rank = static_cast<std::int64_t>(operands.front().size());
+  const std::int64_t axis = attribute_int(in.node, "axis", 0);
+  if (axis < -rank || axis >= rank) {
+    in.fail(fmt::format("axis {} is out of range for inputs of rank {}", axis, rank));
+  }
+  const auto along = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
+  for (std::size_t k = 1; k < operands.size(); ++k) {
+    bool same = operands[k].size() == operands.front().size();
+    for (std::size_t i = 0; same && i < operands[k].size(); ++i)
+      same = i == along || operands[k][i] == operands.front()[i];
+    if (!same) {
+      in.fail(fmt::format("input {} {} does not match input 0 {} off axis {}", k,
+                          format_shape(operands[k]), format_shape(operands.front()), axis));
+    }
+  }
+}
+
+// A Reshape whose output ONNX could not infer: say why, from its target when it is a
+// constant (ONNX's own inference gives up silently on these).
+void check_reshape_target(const OperandShapes& operands, const Shape& in) {
+  if (operands.node.input_size() < 2) return;
+  const std::optional<std::vector<std::int64_t> > target =
+      operands.constant_ints(operands.node.input(1));
+  if (!target) return;
+  const bool allowzero = attribute_int(operands.node, "allowzero", 0) != 0;
+  int minus_ones = 0;
+  std::int64_t known = 1;
+  for (std::size_t i = 0; i < target->size(); ++i) {
+    std::int64_t d = (*target)[i];
+    if (d == 0 && !allowzero) {
+      if (i >= in.size()) {
+        operands.fail(
+            fmt::format("entry {} of the target shape {} is 0 (copy the input's dim), but the "
+                        "input {} has only {} dims",
+                        i, format_shape(*target), format_shape(in), in.size()));
+      }
+      d = in[i];
+    }
+    if (d == -1) {
+      if (++minus_ones > 1) {
+        operands.fail(
+            fmt::format("the target shape {} has more than one -1: only one entry can be "
+                        "inferred",
+                        format_shape(*target)));
+      }
+    } else if (d < 0) {
+      operands.fail(fmt::format("entry {} of the target shape {} is {}: expected a size, 0 or -1",
+                                i, format_shape(*target), d));
+    } else if (__builtin_mul_overflow(known, d, &known)) {
+      return;
+    }
+  }
+  const std::int64_t elements = element_count(in);
+  if (minus_ones == 1 && (known == 0 || elements % known != 0)) {
+    operands.fail(
+        fmt::format("the -1 in the target shape {} cannot be inferred: {} ({} elements) does "
+                    "not divide by the other entries' {}",
+                    format_shape(*target), format_shape(in), elements, known));
+  }
+}
+
+// Reshape: a target that fits the input, or an output of as many elements.
+void check_reshape_operands(const OperandShapes& in) {
+  const std::optional<Shape>& a = in.input(0);
+  if (!a || in.node.output_size() == 0) return;
+  if (!in.output) {
+    check_reshape_target(in, *a);
+    return;
+  }
+  const std::int64_t in_elements = element_count(*a);
+  const std::int64_t out_elements = element_count(*in.output);
+  if (in_elements != out_elements) {
+    in.fail(fmt::format("reshapes {} ({} elements) to {} ({} elements)", format_shape(*a),
+                        in_elements, format_shape(*in.output), out_elements));
+  }
+}
+
+}  // namespace capcalc::onnx_import
