@@ -46,6 +46,13 @@ CountResult convolution(const OnnxRule& rule, const NodeInputs& in, const Shape&
   }
   const std::int64_t out_elements = element_count(out);
   const std::int64_t groups = attribute_int(in.node, "group", 1);
+  // The shape pass refuses these with its own words (check_conv_operands); this guards the
+  // divisions below where that pass did not run.
+  if (groups < 1 || x[1] < 1 || (transposed ? w[1] : w[0]) < 1) {
+    in.fail(fmt::format("node \"{}\": a convolution needs channels and at least one group, got "
+                        "input {}, weight {}, group {}",
+                        in.name, shape_to_string(x), shape_to_string(w), groups));
+  }
   const std::int64_t out_channels = transposed ? checked_mul(w[1], groups) : w[0];
   const bool bias = has_input(in.node, o.bias);
   CountResult r;
@@ -494,7 +501,8 @@ constexpr OnnxRule no_layer(std::string_view op_type, std::string_view name, Rol
 // Reciprocal, Neg, Abs and the like one FLOP each.
 const std::vector<OnnxRule> kRules = {
     matrix("Conv", "conv", count_conv).operand_check(check_conv_operands),
-    matrix("ConvTranspose", "conv_transpose", count_conv_transpose),
+    matrix("ConvTranspose", "conv_transpose", count_conv_transpose)
+        .operand_check(check_conv_transpose_operands),
     matrix("Gemm", "linear", count_gemm).operand_check(check_gemm_operands),
     matrix("MatMul", "matmul", count_matmul).operand_check(check_matmul_operands),
     // Quantised forms: the same MACs, their operands at other slots.

@@ -196,6 +196,7 @@ std::optional<Shape> einsum_output(const onnx::NodeProto& node, const KnownInput
 
 // Operand checks, in onnx_shapes.cpp.
 void check_conv_operands(const OperandShapes& in);
+void check_conv_transpose_operands(const OperandShapes& in);
 void check_gemm_operands(const OperandShapes& in);
 void check_matmul_operands(const OperandShapes& in);
 void check_axis_operand(const OperandShapes& in);

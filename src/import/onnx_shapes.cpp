@@ -372,11 +372,27 @@ void OperandShapes::fail(const std::string& message) const {
   throw std::logic_error("OperandShapes::bad returned");  // bad throws capcalc::Error.
 }
 
+namespace {
+
+// What a convolution and its transpose both need: at least one group, input channels, and a
+// weight with output channels (the GEMM view divides by each of them).
+void check_conv_channels(const OperandShapes& in, const Shape& x, const Shape& w,
+                         std::int64_t group, std::int64_t out_channels) {
+  if (group < 1) in.fail(fmt::format("group {} must be at least 1", group));
+  if (x[1] < 1) in.fail(fmt::format("the input {} has no channels", format_shape(x)));
+  if (out_channels < 1) {
+    in.fail(fmt::format("the weight {} has no output channels", format_shape(w)));
+  }
+}
+
+}  // namespace
+
 void check_conv_operands(const OperandShapes& in) {
   const std::optional<Shape>& a = in.input(0);
   const std::optional<Shape>& b = in.input(1);
   if (!a || !b || a->size() < 3 || b->size() != a->size()) return;
   const std::int64_t group = attribute_int(in.node, "group", 1);
+  check_conv_channels(in, *a, *b, group, (*b)[0]);
   const std::int64_t channels = (*a)[1];
   if ((*b)[1] > channels / group || (*b)[1] * group != channels) {
     in.fail(
@@ -386,6 +402,22 @@ void check_conv_operands(const OperandShapes& in) {
   }
   if ((*b)[0] % group != 0) {
     in.fail(fmt::format("{} output channels do not split into {} groups", (*b)[0], group));
+  }
+}
+
+// ConvTranspose: the weight is [C, M / group, k...], so its first axis takes the input's channels.
+void check_conv_transpose_operands(const OperandShapes& in) {
+  const std::optional<Shape>& a = in.input(0);
+  const std::optional<Shape>& b = in.input(1);
+  if (!a || !b || a->size() < 3 || b->size() != a->size()) return;
+  const std::int64_t group = attribute_int(in.node, "group", 1);
+  check_conv_channels(in, *a, *b, group, (*b)[1]);
+  if ((*b)[0] != (*a)[1]) {
+    in.fail(fmt::format("the input has {} channels, but the weight {} takes {}", (*a)[1],
+                        format_shape(*b), (*b)[0]));
+  }
+  if ((*a)[1] % group != 0) {
+    in.fail(fmt::format("{} input channels do not split into {} groups", (*a)[1], group));
   }
 }
 

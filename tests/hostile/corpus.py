@@ -464,6 +464,17 @@ def onnx_cases():
         ("matmul_k", [pb_node("MatMul", ["x", "w"], ["y"])], [ONNX_OK_IN], [ONNX_OUT], [gemm_w], r"16 and 15 differ"),
         ("conv_channels", [pb_node("Conv", ["img", "w"], ["y"])], [pb_value("img", [1, 3, 8, 8])], [ONNX_OUT],
          [pb_tensor("w", [4, 5, 3, 3], raw=bytes(4 * 5 * 9 * 4))], r"channels"),
+        # Channels and groups the GEMM view divides by (CI's fuzzer found the first, a division
+        # by zero in the count).
+        ("conv_no_out_channels", [pb_node("Conv", ["img", "w"], ["y"])], [pb_value("img", [1, 3, 8, 8])], [ONNX_OUT],
+         [pb_tensor("w", [0, 3, 3, 3], raw=b"")], r"the weight \[0, 3, 3, 3\] has no output channels"),
+        ("conv_no_in_channels", [pb_node("Conv", ["img", "w"], ["y"])], [pb_value("img", [1, 0, 8, 8])], [ONNX_OUT],
+         [pb_tensor("w", [4, 0, 3, 3], raw=b"")], r"axis 1 has no size"),
+        ("conv_group_zero", [pb_node("Conv", ["img", "w"], ["y"], attrs=[pb_attr_int("group", 0)])],
+         [pb_value("img", [1, 3, 8, 8])], [ONNX_OUT],
+         [pb_tensor("w", [4, 3, 3, 3], raw=bytes(4 * 3 * 9 * 4))], r"group must be a positive integer"),
+        ("conv_transpose_no_channels", [pb_node("ConvTranspose", ["img", "w"], ["y"])], [pb_value("img", [1, 3, 8, 8])],
+         [ONNX_OUT], [pb_tensor("w", [3, 0, 3, 3], raw=b"")], r"the weight \[3, 0, 3, 3\] has no output channels"),
         ("reshape_count", [pb_node("Reshape", ["x", "s"], ["y"])], [ONNX_OK_IN], [ONNX_OUT],
          [pb_tensor("s", [3], elem=7, int64s=[7, 7, 7])], r"64 elements\) to \[7, 7, 7\]"),
         ("reshape_two_minus_one", [pb_node("Reshape", ["x", "s"], ["y"])], [ONNX_OK_IN], [ONNX_OUT],
