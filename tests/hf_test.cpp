@@ -1,4 +1,4 @@
-// Hugging Face config.json inputs (src/import/hf_config.cpp) against the
+// Hugging Face config.json inputs (src/import/hf_*.cpp) against the
 // published parameter counts of the checkpoints, the hand-written models of
 // data/models, the counting formulas, and located errors; plus the
 // operator-table rows they need (moe, attention's qkv_bias/out_bias).

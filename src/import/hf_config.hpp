@@ -1,11 +1,11 @@
 // Hugging Face config.json files as model inputs: a config is translated into
 // capcalc's native model document (an nlohmann::json in the format of
-// data/README.md) that the native parser then loads like a hand-written file,
+// docs/model-format.md) that the native parser then loads like a hand-written file,
 // so both get exactly the same counts.
 //
-// Supported model_type values: bert, gemma, gpt2, gpt_neox, llama, mistral,
-// mixtral, phi3, qwen2 (data/README.md, "Hugging Face config.json", says what
-// each becomes). Errors point into the config:
+// The supported model_type values are the rows of the architecture table
+// (src/import/hf_architectures.cpp); hf_model_types() lists them and docs/importers.md,
+// "Hugging Face config.json", says what each becomes. Errors point into the config:
 // `config.json:/num_key_value_heads: ...`.
 #pragma once
 
