@@ -166,6 +166,19 @@ LengthDistribution parse_length_distribution(const std::string& text, const std:
 }
 
 std::vector<TraceRequest> parse_trace(const std::string& text, const std::string& file) {
+  // At most as many requests as --requests draws (the simulation's time grows with them),
+  // counted before any line is parsed.
+  std::int64_t rows = 0;
+  int row_line = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    ++row_line;
+    if (text.find_first_not_of(" \t\r", at) < end && ++rows > kMaxTraceRequests) {
+      throw Error({file, "", row_line, 1}, fmt::format("more than {} requests (the limit)",
+                                                       format_grouped(kMaxTraceRequests)));
+    }
+    at = end + 1;
+  }
   std::vector<TraceRequest> trace;
   std::size_t start = 0;
   int line = 0;
@@ -270,24 +283,46 @@ ModelStepCost::ModelStepCost(BatchGraphBuilder build, Device device, Performance
       params_(params),
       workload_(std::move(workload)) {}
 
+void ModelStepCost::set_moe_imbalance(double factor) {
+  if (!(factor >= 1 && factor <= 1000)) {
+    throw Error::naming_keys(
+        {}, fmt::format("`moe_imbalance` must be between 1 and 1000 (got {:g})", factor));
+  }
+  moe_imbalance_ = factor;
+  decode_.clear();
+  prefill_.clear();
+  batch_.clear();
+}
+
+double ModelStepCost::timed(const Graph& graph) {
+  ++estimates_;
+  const Estimate e = estimate(graph, device_, params_, workload_);
+  double moe_s = 0;
+  for (std::size_t i = 0; i < graph.layers.size() && i < e.layers.size(); ++i) {
+    if (graph.layers[i].op == "moe") moe_s += e.layers[i].time_s * e.layer_repeats;
+  }
+  return e.latency_s + (moe_imbalance_ - 1) * moe_s;
+}
+
 double ModelStepCost::decode_at(std::int64_t batch, std::int64_t context) {
   const auto key = std::make_pair(batch, context);
   if (auto it = decode_.find(key); it != decode_.end()) return it->second;
   Graph graph = build_(batch, 1, context);
   drop_prefill_only_layers(graph);
-  ++estimates_;
-  return decode_[key] = estimate(graph, device_, params_, workload_).latency_s;
+  return decode_[key] = timed(graph);
 }
 
 double ModelStepCost::prefill_at(std::int64_t tokens) {
   if (auto it = prefill_.find(tokens); it != prefill_.end()) return it->second;
-  ++estimates_;
-  return prefill_[tokens] = estimate(build_(1, tokens, 0), device_, params_, workload_).latency_s;
+  return prefill_[tokens] = timed(build_(1, tokens, 0));
 }
 
 double ModelStepCost::decode_s(std::int64_t batch, double context) {
   const auto [b0, b1] = grid(static_cast<double>(batch), 16, 4);
-  const auto [c0, c1] = context_grid(context);
+  const auto [context_lo, context_hi] = context_grid(context);
+  // Copies: a structured binding cannot be captured by a lambda in C++17 (clang refuses it).
+  const auto c0 = context_lo;
+  const auto c1 = context_hi;
   const auto at = [&](std::int64_t b) {
     return lerp(context, static_cast<double>(c0), decode_at(b, c0), static_cast<double>(c1),
                 decode_at(b, c1));
@@ -313,8 +348,23 @@ double ModelStepCost::step_s(std::int64_t decode, double mean_context,
 
 double ModelStepCost::batch_s(std::int64_t batch) {
   if (auto it = batch_.find(batch); it != batch_.end()) return it->second;
-  ++estimates_;
-  return batch_[batch] = estimate(build_(batch, 0, 0), device_, params_, workload_).latency_s;
+  return batch_[batch] = timed(build_(batch, 0, 0));
+}
+
+KvCapacity with_draft(const KvCapacity& target, const KvCapacity& draft, std::int64_t block_size) {
+  KvCapacity kv = target;
+  kv.weight_bytes = target.weight_bytes + draft.weight_bytes;
+  kv.bytes_per_token = target.bytes_per_token + draft.bytes_per_token;
+  kv.cache_bytes = target.cache_bytes - draft.weight_bytes;
+  const double block_bytes = static_cast<double>(block_size) * kv.bytes_per_token;
+  const double blocks = std::floor(kv.cache_bytes / block_bytes);
+  if (!(blocks >= 1)) {
+    throw Error({}, fmt::format("the draft model's weights ({:.3g} GB) leave no room for a KV "
+                                "block beside the target model",
+                                draft.weight_bytes / 1e9));
+  }
+  kv.blocks = static_cast<std::int64_t>(std::min(blocks, 1e15));
+  return kv;
 }
 
 KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
@@ -331,9 +381,9 @@ KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
   kv.activation_bytes = e.memory.activation_bytes;
   kv.cache_bytes = memory_utilization * device.memory_bytes - kv.weight_bytes - kv.activation_bytes;
   if (kv.bytes_per_token <= 0) {
-    throw Error({},
-                "the model keeps no KV cache (no self-attention layers): serve it without "
-                "--prompt-tokens, as a dynamic batch");
+    throw Error::naming_keys({},
+                             "the model keeps no KV cache (no self-attention layers): serve it "
+                             "without `prompt_tokens`, as a dynamic batch");
   }
   if (kv.cache_bytes < kv.bytes_per_token * static_cast<double>(block_size)) {
     throw Error({}, fmt::format("no room for a KV cache on {}: {:.0f} % of {} holds the weights "
@@ -655,6 +705,7 @@ class ContinuousReplica {
       scheduled_.push_back(waiting_.front());
       waiting_.pop_front();
     }
+    std::int64_t prompt = 0;  // Prompt tokens (chunks), without the drafts to verify.
     for (std::size_t index : scheduled_) {
       const Sequence& s = pool_[index];
       if (s.decoding) {
@@ -663,6 +714,7 @@ class ContinuousReplica {
         prefill += s.scheduled - 1;  // Draft tokens to verify: token-wise work like a prompt's.
       } else {
         prefill += s.scheduled;
+        prompt += s.scheduled;
       }
     }
     if (scheduled_.empty()) {
@@ -681,7 +733,14 @@ class ContinuousReplica {
     }
     const double mean_context = decode > 0 ? context / static_cast<double>(decode) : 0;
     double step = cost_.step_s(decode, mean_context, prefill);
-    if (decode > 0 && config_.speculative_tokens > 0 && config_.draft_cost > 0) {
+    if (config_.speculative_tokens > 0 && config_.draft_model != nullptr) {
+      StepCost& draft = *config_.draft_model;
+      step += draft.step_s(decode, mean_context, prompt);
+      if (decode > 0) {
+        step += static_cast<double>(config_.speculative_tokens - 1) *
+                draft.step_s(decode, mean_context, 0);
+      }
+    } else if (decode > 0 && config_.speculative_tokens > 0 && config_.draft_cost > 0) {
       step += config_.draft_cost * static_cast<double>(config_.speculative_tokens) *
               cost_.step_s(decode, mean_context, 0);
     }
@@ -895,28 +954,29 @@ std::vector<SloLimit> parse_slo(const std::string& text) {
     const std::size_t eq = item.find('=');
     const std::size_t underscore = item.rfind('_', eq);
     if (eq == std::string::npos || underscore == std::string::npos) {
-      throw Error({}, fmt::format("--slo: expected METRIC_STAT=TIME (e.g. ttft_p99=500ms), got "
-                                  "\"{}\"",
-                                  item));
+      throw Error::naming_keys(
+          {}, fmt::format("`slo`: expected METRIC_STAT=TIME (e.g. ttft_p99=500ms), got \"{}\"",
+                          Error::verbatim(item)));
     }
     SloLimit limit;
     limit.metric = item.substr(0, underscore);
     limit.statistic = item.substr(underscore + 1, eq - underscore - 1);
     if (std::find(kMetrics.begin(), kMetrics.end(), limit.metric) == kMetrics.end()) {
-      throw Error({}, fmt::format("--slo: unknown metric \"{}\"; expected ttft, tpot, itl, e2e or "
-                                  "queue",
-                                  limit.metric));
+      throw Error::naming_keys(
+          {}, fmt::format("`slo`: unknown metric \"{}\"; expected ttft, tpot, itl, e2e or queue",
+                          Error::verbatim(limit.metric)));
     }
     if (std::find(kStatistics.begin(), kStatistics.end(), limit.statistic) == kStatistics.end()) {
-      throw Error({}, fmt::format("--slo: unknown statistic \"{}\"; expected mean, p50, p90 or "
-                                  "p99",
-                                  limit.statistic));
+      throw Error::naming_keys(
+          {}, fmt::format("`slo`: unknown statistic \"{}\"; expected mean, p50, p90 or p99",
+                          Error::verbatim(limit.statistic)));
     }
     try {
       limit.limit_s = parse_duration(item.substr(eq + 1));
     } catch (const Error& e) {
-      throw Error({},
-                  fmt::format("--slo {}: {}", limit.metric + "_" + limit.statistic, e.message()));
+      throw Error::naming_keys(
+          {}, fmt::format("`slo` {}: {}", Error::verbatim(limit.metric + "_" + limit.statistic),
+                          Error::verbatim(e.message())));
     }
     slo.push_back(limit);
   }
@@ -991,9 +1051,9 @@ ServeResult serve(const ServeSetup& setup, StepCost& cost) {
 }
 
 RateSearch find_max_rate(ServeSetup setup, StepCost& cost) {
-  if (setup.slo.empty()) throw Error({}, "--find max-rate needs --slo");
+  if (setup.slo.empty()) throw Error::naming_keys({}, "`find` max-rate needs `slo`");
   if (!setup.load.trace.empty())
-    throw Error({}, "--find max-rate draws requests: not with --trace");
+    throw Error::naming_keys({}, "`find` max-rate draws requests: not with `trace`");
   RateSearch search;
   const auto run = [&](double rate) {
     setup.load.rate_per_s = rate;
@@ -1030,7 +1090,7 @@ RateSearch find_max_rate(ServeSetup setup, StepCost& cost) {
 }
 
 ReplicaSearch find_replicas(ServeSetup setup, StepCost& cost, std::int64_t max_replicas) {
-  if (setup.slo.empty()) throw Error({}, "--find replicas needs --slo");
+  if (setup.slo.empty()) throw Error::naming_keys({}, "`find` replicas needs `slo`");
   ReplicaSearch search;
   const auto run = [&](std::int64_t replicas) {
     setup.replicas = replicas;

@@ -247,15 +247,29 @@ std::string render_sweep_text(const std::vector<ServeResult>& results, const std
   return out;
 }
 
-std::string render_sweep_svg(const std::vector<ServeResult>& results, const std::string& title) {
-  // Log-scaled latency (y) against the offered rate (x, linear).
-  const double width = 720;
-  const double height = 440;
-  const double left = 70;
-  const double right = 160;
-  const double top = 40;
-  const double bottom = 50;
-  const bool llm = !results.empty() && results.front().llm;
+namespace {
+
+// The sweep plot's frame: log-scaled latency (y) against the offered rate (x, linear).
+struct SweepPlot {
+  double width = 720;
+  double height = 440;
+  double left = 70;
+  double right = 160;
+  double top = 40;
+  double bottom = 50;
+  double x_max = 1;
+  double lo = -3;  // log10 of the y axis' ends.
+  double hi = 0;
+
+  double px(double x) const { return left + x / x_max * (width - left - right); }
+  double py(double y) const {
+    return top + (hi - std::log10(y)) / (hi - lo) * (height - top - bottom);
+  }
+};
+
+// The axes' ranges: every latency drawn and every SLO limit.
+SweepPlot sweep_plot(const std::vector<ServeResult>& results, const std::vector<SloLimit>& slo,
+                     bool llm) {
   double x_max = 0;
   double y_min = std::numeric_limits<double>::infinity();
   double y_max = 0;
@@ -274,7 +288,6 @@ std::string render_sweep_svg(const std::vector<ServeResult>& results, const std:
       consider(r.tpot.p99);
     }
   }
-  const std::vector<SloLimit> slo = results.empty() ? std::vector<SloLimit>{} : results[0].slo;
   for (const SloLimit& limit : slo)
     consider(limit.limit_s);
   if (!(y_max > 0) || !(x_max > 0)) {
@@ -282,37 +295,47 @@ std::string render_sweep_svg(const std::vector<ServeResult>& results, const std:
     y_max = 1;
     x_max = 1;
   }
-  const double lo = std::floor(std::log10(y_min));
-  const double hi = std::max(lo + 1, std::ceil(std::log10(y_max)));
-  const auto px = [&](double x) { return left + x / x_max * (width - left - right); };
-  const auto py = [&](double y) {
-    return top + (hi - std::log10(y)) / (hi - lo) * (height - top - bottom);
-  };
+  SweepPlot p;
+  p.x_max = x_max;
+  p.lo = std::floor(std::log10(y_min));
+  p.hi = std::max(p.lo + 1, std::ceil(std::log10(y_max)));
+  return p;
+}
+
+// The opening tag, the title, the axes and their ticks.
+std::string sweep_axes(const SweepPlot& p, const std::string& title) {
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
       "{1}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
       "fill=\"white\"/>\n<text x=\"{2}\" y=\"22\" font-size=\"14\">{3}</text>\n",
-      width, height, left, escape_markup(title));
+      p.width, p.height, p.left, escape_markup(title));
   svg += fmt::format(
       "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n<line x1=\"{0}\" "
       "y1=\"{3}\" x2=\"{0}\" y2=\"{1}\" stroke=\"black\"/>\n",
-      left, height - bottom, width - right, top);
-  for (double e = lo; e <= hi; ++e) {
-    const double y = py(std::pow(10.0, e));
+      p.left, p.height - p.bottom, p.width - p.right, p.top);
+  for (double e = p.lo; e <= p.hi; ++e) {
+    const double y = p.py(std::pow(10.0, e));
     svg += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>\n<text "
         "x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
-        left, y, width - right, left - 6, y + 4, escape_markup(format_duration(std::pow(10.0, e))));
+        p.left, y, p.width - p.right, p.left - 6, y + 4,
+        escape_markup(format_duration(std::pow(10.0, e))));
   }
   for (int i = 0; i <= 4; ++i) {
-    const double x = x_max * i / 4;
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.3g}</text>\n", px(x),
-                       height - bottom + 18, x);
+    const double x = p.x_max * i / 4;
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.3g}</text>\n",
+                       p.px(x), p.height - p.bottom + 18, x);
   }
   svg += fmt::format(
       "<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">offered rate "
       "(requests/s)</text>\n",
-      (left + width - right) / 2, height - 10);
+      (p.left + p.width - p.right) / 2, p.height - 10);
+  return svg;
+}
+
+// One line per latency statistic, with its legend entry.
+std::string sweep_series(const SweepPlot& p, const std::vector<ServeResult>& results, bool llm) {
+  std::string svg;
   struct Series {
     std::string name;
     std::string color;
@@ -327,28 +350,36 @@ std::string render_sweep_svg(const std::vector<ServeResult>& results, const std:
     series.push_back(
         {"TPOT P99", "#d62728", "6 3", [](const ServeResult& r) { return r.tpot.p99; }});
   }
-  double legend_y = top + 10;
+  double legend_y = p.top + 10;
   for (const Series& s : series) {
     std::string points;
     for (const ServeResult& r : results) {
       if (s.value(r) > 0) {
-        points += fmt::format("{:.1f},{:.1f} ", px(r.offered_rate_per_s), py(s.value(r)));
+        points += fmt::format("{:.1f},{:.1f} ", p.px(r.offered_rate_per_s), p.py(s.value(r)));
       }
     }
     svg += fmt::format(
         "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{} points=\"{}\"/>\n", s.color,
         s.dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", s.dash), points);
-    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n", width - right + 10,
-                       legend_y, s.color, s.name);
+    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n",
+                       p.width - p.right + 10, legend_y, s.color, s.name);
     legend_y += 18;
   }
+  return svg;
+}
+
+// The SLO limits, and the knee: the highest rate that still meets them.
+std::string sweep_slo(const SweepPlot& p, const std::vector<ServeResult>& results,
+                      const std::vector<SloLimit>& slo) {
+  std::string svg;
   for (const SloLimit& limit : slo) {
-    const double y = py(limit.limit_s);
+    const double y = p.py(limit.limit_s);
     svg += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#2ca02c\" "
         "stroke-dasharray=\"2 3\"/>\n<text x=\"{3}\" y=\"{4:.1f}\" fill=\"#2ca02c\">SLO "
         "{5}</text>\n",
-        left, y, width - right, width - right + 10, y + 4, escape_markup(slo_name(limit)));
+        p.left, y, p.width - p.right, p.width - p.right + 10, y + 4,
+        escape_markup(slo_name(limit)));
   }
   // The knee: the highest rate that still meets the SLO.
   const ServeResult* knee = nullptr;
@@ -359,15 +390,24 @@ std::string render_sweep_svg(const std::vector<ServeResult>& results, const std:
     }
   }
   if (knee != nullptr) {
-    const double x = px(knee->offered_rate_per_s);
+    const double x = p.px(knee->offered_rate_per_s);
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#555\" "
         "stroke-dasharray=\"4 4\"/>\n<text x=\"{3:.1f}\" y=\"{4}\" fill=\"#555\">knee "
         "{5:.3g}/s</text>\n",
-        x, top, height - bottom, x + 4, top + 12, knee->offered_rate_per_s);
+        x, p.top, p.height - p.bottom, x + 4, p.top + 12, knee->offered_rate_per_s);
   }
-  svg += "</svg>\n";
   return svg;
+}
+
+}  // namespace
+
+std::string render_sweep_svg(const std::vector<ServeResult>& results, const std::string& title) {
+  const bool llm = !results.empty() && results.front().llm;
+  const std::vector<SloLimit> slo = results.empty() ? std::vector<SloLimit>{} : results[0].slo;
+  const SweepPlot plot = sweep_plot(results, slo, llm);
+  return sweep_axes(plot, title) + sweep_series(plot, results, llm) +
+         sweep_slo(plot, results, slo) + "</svg>\n";
 }
 
 }  // namespace capcalc

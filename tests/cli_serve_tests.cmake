@@ -58,3 +58,35 @@ if(XMLLINT)
            COMMAND bash -c "set -e; '$<TARGET_FILE:capcalc_cli>' serve ${llama} --gpu h100 --sweep rate=1..16/s --prompt-tokens 200 --output-tokens 20 --requests 200 --slo ttft_p99=500ms -o '${CMAKE_CURRENT_BINARY_DIR}/serve_curve.svg' | grep -q 'TTFT P99'; '${XMLLINT}' --noout '${CMAKE_CURRENT_BINARY_DIR}/serve_curve.svg'; grep -q 'knee' '${CMAKE_CURRENT_BINARY_DIR}/serve_curve.svg'"
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endif()
+
+# The published serving benchmarks (data/validation/serving.json): a gate just above what the
+# simulator measured when the set was added (median 11.9 %, worst 3.76x, 25 of 32 within 2x;
+# docs/serving.md), so that a change that makes it worse fails.
+add_test(NAME cli.serve_validate_gate
+         COMMAND capcalc_cli serve --validate data/validation/serving.json
+                 --max-median-error 0.13 --max-worst-factor 3.8 --min-within-2x 25
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.serve_validate_gate PROPERTIES
+  PASS_REGULAR_EXPRESSION "32 cases: median \\|error\\| [0-9.]+ %, worst [0-9.]+x, [0-9]+ within 2x")
+capcalc_usage_error(serve_validate_with_model "--validate runs the file's cases: no MODEL or --gpu"
+                    serve ${llama} --validate data/validation/serving.json)
+capcalc_usage_error(serve_gate_without_validate
+                    "--max-median-error, --max-worst-factor and --min-within-2x gate --validate"
+                    serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --max-median-error 0.2)
+capcalc_usage_error(serve_needs_model "serve needs a MODEL (or --validate FILE)"
+                    serve --gpu h100 --rate 1/s --prompt-tokens 100)
+capcalc_usage_error(serve_draft_with_cost "--draft times the draft model itself: not with --draft-cost"
+                    serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --speculative-tokens 3
+                    --acceptance-rate 0.7 --draft tinyllama --draft-cost 0.1)
+capcalc_usage_error(serve_moe_imbalance_dense
+                    "data/models/llama2_7b.json: --moe-imbalance: the model has no \"moe\" layer"
+                    serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --moe-imbalance 1.3)
+capcalc_cli_ok(serve_draft_model "4 draft tokens from llama2_7b accepted at 0.7"
+               serve data/models/llama2_70b.json --gpu h100 --tp 4 --rate 2/s --prompt-tokens 500
+               --output-tokens 50 --requests 50 --speculative-tokens 4 --acceptance-rate 0.7
+               --draft data/models/llama2_7b.json)
+capcalc_cli_ok(serve_moe_imbalance "TTFT"
+               serve data/models/mixtral_8x7b_hf.json --gpu h100 --tp 2 --rate 2/s
+               --prompt-tokens 500 --output-tokens 50 --requests 50 --moe-imbalance 1.3)
+capcalc_schema_test(serve_validate - data/schema/serve-validate-output.schema.json
+                    serve --validate tests/cli/serve_validation_small.json --format json)

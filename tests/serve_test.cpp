@@ -338,11 +338,13 @@ TEST_CASE("serve: prefix caching prefills only the missed blocks", "[serve]") {
   CHECK(r.ttft.mean == Approx(1e-3 + 504e-6));
 }
 
-TEST_CASE("serve: input errors are one line naming the flag or file and line", "[serve][errors]") {
+TEST_CASE("serve: input errors are one line naming the key, flag or file and line",
+          "[serve][errors]") {
+  // The library names the key ("slo"); the CLI's error line names the flag (cli.serve_slo_unit).
   REQUIRE_THROWS_WITH(parse_slo("ttft_p99=500"),
-                      "--slo ttft_p99: 500 has no unit: write 500ms or 500s");
+                      "slo ttft_p99: 500 has no unit: write 500ms or 500s");
   REQUIRE_THROWS_WITH(parse_slo("ttfb_p99=1s"),
-                      "--slo: unknown metric \"ttfb\"; expected ttft, tpot, itl, e2e or queue");
+                      "slo: unknown metric \"ttfb\"; expected ttft, tpot, itl, e2e or queue");
   REQUIRE_THROWS_WITH(parse_length_distribution("zipf:1,2", "--prompt-tokens"),
                       "--prompt-tokens: expected N, uniform:LOW..HIGH, normal:MEAN,SD or "
                       "lognormal:MEDIAN,SIGMA, got \"zipf:1,2\"");
@@ -362,4 +364,71 @@ TEST_CASE("serve: input errors are one line naming the flag or file and line", "
       "{\"arrival_s\": 0.5, \"prompt_tokens\": 5, \"output_tokens\": 2}\n\n", "t.jsonl");
   REQUIRE(trace.size() == 1);
   CHECK(trace[0].prompt_tokens == 5);
+}
+
+TEST_CASE("serve: a draft model adds k draft steps at the decode batch and its own prefill",
+          "[serve]") {
+  // Target: 1 ms + 0.1 ms per sequence + 1 us per token; draft: 0.2 ms + 10 us per sequence +
+  // 0.1 us per token. Lone requests of 16 prompt tokens and 1,001 output tokens, k = 3, a = 0.6.
+  LinearCost target(1e-3, 1e-4, 1e-6);
+  LinearCost draft(2e-4, 1e-5, 1e-7);
+  ContinuousBatching batching;
+  batching.kv_blocks = 1000;
+  batching.speculative_tokens = 3;
+  batching.acceptance_rate = 0.6;
+  batching.draft_model = &draft;
+  const ServeResult r =
+      simulate_continuous(generate_requests(poisson(0.001, 200, 16, 1001)), batching, target);
+  // TTFT: both models prefill the prompt: (1 ms + 16 us) + (0.2 ms + 1.6 us); the median, as a
+  // rare arrival during another request's decoding shares its steps.
+  CHECK(r.ttft.p50 == Approx(1.016e-3 + 2.016e-4));
+  // A decode step: the verify step 1 ms + 0.1 ms + 3 x 1 us, and 3 draft steps at batch 1 of
+  // 0.21 ms each; (1 - 0.6^4) / 0.4 = 2.176 tokens per step.
+  const double step = 1.103e-3 + 3 * 2.1e-4;
+  CHECK(r.tpot.mean == Approx(step / 2.176).epsilon(0.02));
+  check_little(r);
+}
+
+TEST_CASE("serve: a draft model's weights and KV entries share the cache", "[serve]") {
+  KvCapacity target;
+  target.cache_bytes = 1000;
+  target.bytes_per_token = 2;
+  target.weight_bytes = 5000;
+  KvCapacity draft;
+  draft.weight_bytes = 100;
+  draft.bytes_per_token = 1;
+  // (1000 - 100) / (10 tokens x (2 + 1) bytes) = 30 blocks.
+  const KvCapacity both = with_draft(target, draft, 10);
+  CHECK(both.blocks == 30);
+  CHECK(both.weight_bytes == 5100);
+  draft.weight_bytes = 990;  // 10 bytes left: not one 30-byte block.
+  CHECK_THROWS_WITH(with_draft(target, draft, 10), ContainsSubstring("leave no room"));
+}
+
+TEST_CASE("serve: MoE load imbalance multiplies the moe layers' time", "[serve]") {
+  // Mixtral-8x7B at batch 8, one new token over 256 cached: with imbalance 1.5 the step takes
+  // half the moe layers' estimated time longer; the rest is unchanged.
+  auto text = std::make_shared<std::string>(
+      read_input_file(capcalc::test::data_path("models/mixtral_8x7b_hf.json")));
+  const BatchGraphBuilder mixtral = [text](std::int64_t batch, std::int64_t seq,
+                                           std::int64_t cached) {
+    ModelOptions options;
+    options.dims["batch"] = batch;
+    if (seq > 0) options.dims["seq"] = seq;
+    options.counting.kv_cache_length = cached;
+    return parse_model(*text, "mixtral_8x7b_hf.json", options);
+  };
+  Graph graph = mixtral(8, 1, 256);
+  drop_prefill_only_layers(graph);
+  const Estimate e = estimate(graph, round_device(), round_params(), fp16());
+  double moe_s = 0;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    if (graph.layers[i].op == "moe") moe_s += e.layers[i].time_s;
+  }
+  REQUIRE(moe_s > 0);
+  ModelStepCost cost(mixtral, round_device(), round_params(), fp16());
+  CHECK(cost.decode_s(8, 256) == Approx(e.latency_s));
+  cost.set_moe_imbalance(1.5);
+  CHECK(cost.decode_s(8, 256) == Approx(e.latency_s + 0.5 * moe_s));
+  CHECK_THROWS_WITH(cost.set_moe_imbalance(0.5), ContainsSubstring("between 1 and 1000"));
 }

@@ -64,6 +64,8 @@ struct ServeLoad {
 /// requests, only closer together.
 std::vector<TraceRequest> generate_requests(const ServeLoad& load);
 
+class StepCost;
+
 /// Continuous batching as vLLM's scheduler does it: each step (iteration) schedules running
 /// requests first (decodes one token each, unfinished prompts a chunk), then admits waiting ones
 /// in arrival order while the token budget, the sequence limit and free KV blocks allow.
@@ -85,6 +87,11 @@ struct ContinuousBatching {
   /// Drafting per draft token as a fraction of the decode step (0: n-gram lookup; a small
   /// draft model or EAGLE head a few percent).
   double draft_cost = 0;
+  /// A draft model's step times (not owned; null: none, `draft_cost` instead). Each decode step
+  /// runs k draft steps at the decode batch and context, the first also over the step's prompt
+  /// chunks (the draft keeps its own KV cache of every prompt): draft.step_s(b, c, n) +
+  /// (k - 1) x draft.step_s(b, c, 0); a step without decodes adds draft.step_s(0, 0, n).
+  StepCost* draft_model = nullptr;
   std::uint64_t seed = 1;  ///< Draws of accepted drafts.
 };
 
@@ -127,8 +134,14 @@ class ModelStepCost final : public StepCost {
   double decode_s(std::int64_t batch, double context);  ///< D(b, c).
   double prefill_s(std::int64_t tokens);                ///< P(t), at no cached context.
   std::size_t estimates() const { return estimates_; }  ///< estimate() calls so far.
+  /// MoE expert load imbalance: the busiest expert's tokens over the mean (>= 1; default 1,
+  /// balanced routing, as the per-layer counts assume). The "moe" layers of every step take
+  /// this many times their estimated time: the step waits for the busiest expert.
+  void set_moe_imbalance(double factor);
 
  private:
+  double timed(const Graph& graph);  ///< estimate()'s latency with the MoE factor applied.
+  double moe_imbalance_ = 1;
   double decode_at(std::int64_t batch, std::int64_t context);
   double prefill_at(std::int64_t tokens);
   BatchGraphBuilder build_;
@@ -157,6 +170,12 @@ KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
                        const PerformanceParams& params, const Workload& workload,
                        std::int64_t block_size, std::int64_t max_num_batched_tokens,
                        double memory_utilization);
+
+/// The cache beside a draft model on the same devices: the draft's weights come out of the
+/// cache bytes and every token holds the target's and the draft's KV entries, so
+/// blocks = floor((target.cache_bytes - draft.weight_bytes) / (block x (kv_target + kv_draft))).
+/// Throws capcalc::Error when none fit.
+KvCapacity with_draft(const KvCapacity& target, const KvCapacity& draft, std::int64_t block_size);
 
 /// A latency distribution, in seconds.
 struct Latency {

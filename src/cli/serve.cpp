@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/serve_validation.hpp"
 #include "capcalc/units.hpp"
 
 #include "commands.hpp"
@@ -45,6 +46,8 @@ struct ServeOptions {
   std::optional<std::int64_t> speculative_tokens;
   std::optional<double> acceptance_rate;
   std::optional<double> draft_cost;
+  std::string draft;  // A draft model file (speculative decoding).
+  std::optional<double> moe_imbalance;
   std::optional<std::int64_t> max_batch;
   std::string preferred_batch;
   std::string max_queue_delay;
@@ -54,6 +57,10 @@ struct ServeOptions {
   std::optional<double> price_per_hour;
   std::string format = "table";
   std::string output;
+  std::string validate;  // A serving validation file (serve_validation.hpp).
+  std::optional<double> max_median_error;
+  std::optional<double> max_worst_factor;
+  std::optional<std::int64_t> min_within_2x;
 };
 
 // Rates the simulator's clock can carry: arrival times stay finite and distinct.
@@ -153,17 +160,20 @@ void check_flag_use(const ServeOptions& o, bool llm) {
   const bool continuous = o.max_num_batched_tokens || o.max_num_seqs || o.block_size ||
                           o.memory_utilization || o.no_chunked_prefill || !o.kv_precision.empty() ||
                           o.prefix_hit_rate || o.speculative_tokens || o.acceptance_rate ||
-                          o.draft_cost;
+                          o.draft_cost || !o.draft.empty();
   if (!llm && continuous) {
     throw Error({},
                 "continuous-batching flags (--max-num-batched-tokens, --max-num-seqs, "
                 "--block-size, --gpu-memory-utilization, --no-chunked-prefill, "
                 "--kv-precision, --prefix-hit-rate, --speculative-tokens, "
-                "--acceptance-rate, --draft-cost) need an LLM: add --prompt-tokens");
+                "--acceptance-rate, --draft-cost, --draft) need an LLM: add --prompt-tokens");
   }
-  if ((o.acceptance_rate || o.draft_cost) && !o.speculative_tokens) {
+  if (o.draft_cost && !o.draft.empty()) {
+    throw Error({}, "--draft times the draft model itself: not with --draft-cost");
+  }
+  if ((o.acceptance_rate || o.draft_cost || !o.draft.empty()) && !o.speculative_tokens) {
     throw Error({},
-                "--acceptance-rate and --draft-cost describe speculative decoding: add "
+                "--acceptance-rate, --draft-cost and --draft describe speculative decoding: add "
                 "--speculative-tokens");
   }
   if (o.speculative_tokens && !o.acceptance_rate) {
@@ -195,41 +205,30 @@ void check_flag_use(const ServeOptions& o, bool llm) {
   if (svg && o.sweep.empty()) throw Error({o.output}, "an SVG curve needs --sweep");
 }
 
-void run_serve(const ServeOptions& o) {
-  const bool llm = !o.prompt_tokens.empty() || !o.trace.empty();
-  check_flag_use(o, llm);
-  const HardwareTable table = load_table(o.hardware);
-  const Device& device = table.get(o.device);
+// A run as the flags describe it: the setup, the step costs and what the title names.
+struct PreparedRun {
+  ServeSetup setup;
+  std::unique_ptr<ModelStepCost> cost;
+  std::unique_ptr<ModelStepCost> draft;  // setup.continuous.draft_model points to it.
+  Graph as_given;
+  Device device;
   Workload workload;
-  workload.precision = precision_from(o.precision.empty() ? (llm ? "bf16" : "fp32") : o.precision);
-  if (!o.weight_precision.empty()) workload.weight_precision = precision_from(o.weight_precision);
-  if (!o.kv_precision.empty()) workload.kv_precision = precision_from(o.kv_precision);
-  workload.tensor_parallel = o.tensor_parallel;
-  workload.devices = o.tensor_parallel;
-  const std::string runtime_name = o.runtime.empty() && llm ? "vllm" : o.runtime;
-  workload.runtime = runtime_from(runtime_name, o.runtime_files, device);
-  const PerformanceParams params = table.performance_for(device);
+  std::string runtime_text;
+};
 
-  const ModelArgs model = o.model;
-  const Graph as_given = load_model_from(model);
-  if (llm && as_given.dims.count("seq") == 0) {
-    throw Error({model.path},
-                "--prompt-tokens needs a model with a \"seq\" dimension (a language "
-                "model)");
-  }
-  const BatchGraphBuilder build = [model](std::int64_t batch, std::int64_t seq,
-                                          std::int64_t cached) {
+// The model at a batch, a sequence length and a KV cache length: what step costs are priced on.
+BatchGraphBuilder graph_builder(const ModelArgs& model) {
+  return [model](std::int64_t batch, std::int64_t seq, std::int64_t cached) {
     ModelArgs shaped = model;
     shaped.batch = batch;
     if (seq > 0) shaped.sets.push_back("seq=" + std::to_string(seq));
     return load_model_from(shaped, cached);
   };
-  if (!llm && as_given.dims.count("batch") == 0) {
-    throw Error({model.path}, "the model has no \"batch\" dimension to batch requests in");
-  }
+}
 
-  ServeSetup setup;
-  setup.llm = llm;
+// Arrivals, lengths, SLO and price, as the flags give them.
+void read_load(const ServeOptions& o, const Device& device, ServeSetup& setup) {
+  const bool llm = setup.llm;
   setup.replicas = o.replicas;
   setup.devices_per_replica = o.tensor_parallel;
   setup.load.arrival_cv = o.arrival_cv;
@@ -251,82 +250,175 @@ void run_serve(const ServeOptions& o) {
   } else if (device.price) {
     setup.usd_per_device_hour = device.price->usd_per_hour;
   }
+}
 
-  std::string runtime_text = "no runtime";
-  if (llm) {
-    ServingDefaults defaults;
-    if (workload.runtime && workload.runtime->serving) {
-      defaults = *workload.runtime->serving;
-    } else {
-      fmt::print(stderr,
-                 "warning: {} has no serving defaults in the runtime table: vLLM's "
-                 "are used\n",
-                 workload.runtime ? workload.runtime->name : "this runtime");
+// The runtime's continuous-batching defaults for this device (its large-memory values where
+// they apply); vLLM's where the runtime has none.
+ServingDefaults continuous_defaults(const Workload& workload, const Device& device, bool warn,
+                                    ContinuousBatching& c) {
+  ServingDefaults defaults;
+  if (workload.runtime && workload.runtime->serving) {
+    defaults = *workload.runtime->serving;
+  } else if (warn) {
+    fmt::print(stderr,
+               "warning: {} has no serving defaults in the runtime table: vLLM's "
+               "are used\n",
+               workload.runtime ? workload.runtime->name : "this runtime");
+  }
+  c.max_num_batched_tokens = defaults.max_num_batched_tokens;
+  c.max_num_seqs = defaults.max_num_seqs;
+  std::string lower = device.id + " " + device.name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  const bool excluded =
+      std::any_of(defaults.large_except.begin(), defaults.large_except.end(),
+                  [&](const std::string& n) { return lower.find(n) != std::string::npos; });
+  if (defaults.large_memory_bytes > 0 && device.memory_bytes >= defaults.large_memory_bytes &&
+      !excluded) {
+    c.max_num_batched_tokens = defaults.large_max_num_batched_tokens;
+    c.max_num_seqs = defaults.large_max_num_seqs;
+  }
+  return defaults;
+}
+
+// Continuous batching (LLM serving) as the runtime and the flags set it; the KV cache holds
+// what memory leaves, and a draft model's too. Returns the line that describes it.
+std::string set_continuous(const ServeOptions& o, const Device& device,
+                           const PerformanceParams& params, const Workload& workload,
+                           const BatchGraphBuilder& build, bool warn, ContinuousBatching& c,
+                           BatchGraphBuilder& draft_build) {
+  const ServingDefaults defaults = continuous_defaults(workload, device, warn, c);
+  std::string draft_name;
+  c.max_num_batched_tokens = o.max_num_batched_tokens.value_or(c.max_num_batched_tokens);
+  c.max_num_seqs = o.max_num_seqs.value_or(c.max_num_seqs);
+  c.block_size = o.block_size.value_or(defaults.block_size);
+  c.chunked_prefill = defaults.chunked_prefill && !o.no_chunked_prefill;
+  c.prefix_hit_rate = o.prefix_hit_rate.value_or(0);
+  c.speculative_tokens = o.speculative_tokens.value_or(0);
+  c.acceptance_rate = o.acceptance_rate.value_or(0);
+  c.draft_cost = o.draft_cost.value_or(0);
+  const double utilization = o.memory_utilization.value_or(defaults.memory_utilization);
+  KvCapacity kv = kv_capacity(build, device, params, workload, c.block_size,
+                              c.max_num_batched_tokens, utilization);
+  if (!o.draft.empty()) {
+    ModelArgs draft_model;
+    draft_model.path = o.draft;
+    const Graph draft_graph = load_model_from(draft_model);
+    if (draft_graph.dims.count("seq") == 0) {
+      throw Error({o.draft}, "--draft needs a language model (a \"seq\" dimension)");
     }
-    ContinuousBatching& c = setup.continuous;
-    c.max_num_batched_tokens = defaults.max_num_batched_tokens;
-    c.max_num_seqs = defaults.max_num_seqs;
-    std::string lower = device.id + " " + device.name;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    const bool excluded =
-        std::any_of(defaults.large_except.begin(), defaults.large_except.end(),
-                    [&](const std::string& n) { return lower.find(n) != std::string::npos; });
-    if (defaults.large_memory_bytes > 0 && device.memory_bytes >= defaults.large_memory_bytes &&
-        !excluded) {
-      c.max_num_batched_tokens = defaults.large_max_num_batched_tokens;
-      c.max_num_seqs = defaults.large_max_num_seqs;
+    draft_build = graph_builder(draft_model);
+    draft_name = draft_graph.name;
+    kv = with_draft(kv,
+                    kv_capacity(draft_build, device, params, workload, c.block_size,
+                                c.max_num_batched_tokens, utilization),
+                    c.block_size);
+  }
+  c.kv_blocks = kv.blocks;
+  std::string extras;
+  if (c.prefix_hit_rate > 0) extras += fmt::format(", prefix hits {:g}", c.prefix_hit_rate);
+  if (c.speculative_tokens > 0) {
+    extras += fmt::format(
+        ", {} draft tokens{} accepted at {:g} ({:.3g} tokens per step)", c.speculative_tokens,
+        draft_name.empty() ? "" : " from " + draft_name, c.acceptance_rate,
+        (1 - std::pow(c.acceptance_rate, c.speculative_tokens + 1)) / (1 - c.acceptance_rate));
+  }
+  return fmt::format(
+      "{}: budget {} tokens, {} sequences, {} blocks of {} tokens ({} of KV cache){}",
+      workload.runtime ? workload.runtime->name : "continuous batching", c.max_num_batched_tokens,
+      c.max_num_seqs, format_grouped(c.kv_blocks), c.block_size, format_bytes(kv.cache_bytes),
+      extras);
+}
+
+// Dynamic batching (a non-LLM model) as the flags set it. Returns the line that describes it.
+std::string set_dynamic(const ServeOptions& o, DynamicBatching& d) {
+  d.max_batch_size = o.max_batch.value_or(1);
+  if (!o.preferred_batch.empty()) d.preferred_batch_sizes = batch_sizes(o.preferred_batch);
+  if (!o.max_queue_delay.empty()) {
+    d.max_queue_delay_s =
+        with_flag("--max-queue-delay", [&] { return parse_duration(o.max_queue_delay); });
+  }
+  for (std::int64_t size : d.preferred_batch_sizes) {
+    if (size > d.max_batch_size) {
+      throw Error(
+          {}, fmt::format("--preferred-batch {} is above --max-batch {}", size, d.max_batch_size));
     }
-    c.max_num_batched_tokens = o.max_num_batched_tokens.value_or(c.max_num_batched_tokens);
-    c.max_num_seqs = o.max_num_seqs.value_or(c.max_num_seqs);
-    c.block_size = o.block_size.value_or(defaults.block_size);
-    c.chunked_prefill = defaults.chunked_prefill && !o.no_chunked_prefill;
-    c.prefix_hit_rate = o.prefix_hit_rate.value_or(0);
-    c.speculative_tokens = o.speculative_tokens.value_or(0);
-    c.acceptance_rate = o.acceptance_rate.value_or(0);
-    c.draft_cost = o.draft_cost.value_or(0);
-    const double utilization = o.memory_utilization.value_or(defaults.memory_utilization);
-    const KvCapacity kv = kv_capacity(build, device, params, workload, c.block_size,
-                                      c.max_num_batched_tokens, utilization);
-    c.kv_blocks = kv.blocks;
-    std::string extras;
-    if (c.prefix_hit_rate > 0) extras += fmt::format(", prefix hits {:g}", c.prefix_hit_rate);
-    if (c.speculative_tokens > 0) {
-      extras += fmt::format(
-          ", {} draft tokens accepted at {:g} ({:.3g} tokens per step)", c.speculative_tokens,
-          c.acceptance_rate,
-          (1 - std::pow(c.acceptance_rate, c.speculative_tokens + 1)) / (1 - c.acceptance_rate));
-    }
-    runtime_text =
-        fmt::format("{}: budget {} tokens, {} sequences, {} blocks of {} tokens ({} of KV cache){}",
-                    workload.runtime ? workload.runtime->name : "continuous batching",
-                    c.max_num_batched_tokens, c.max_num_seqs, format_grouped(c.kv_blocks),
-                    c.block_size, format_bytes(kv.cache_bytes), extras);
-  } else {
-    DynamicBatching& d = setup.dynamic;
-    d.max_batch_size = o.max_batch.value_or(1);
-    if (!o.preferred_batch.empty()) d.preferred_batch_sizes = batch_sizes(o.preferred_batch);
-    if (!o.max_queue_delay.empty()) {
-      d.max_queue_delay_s =
-          with_flag("--max-queue-delay", [&] { return parse_duration(o.max_queue_delay); });
-    }
-    for (std::int64_t size : d.preferred_batch_sizes) {
-      if (size > d.max_batch_size) {
-        throw Error({}, fmt::format("--preferred-batch {} is above --max-batch {}", size,
-                                    d.max_batch_size));
-      }
-    }
-    runtime_text =
-        d.max_batch_size == 1
-            ? std::string("one request at a time (no dynamic batching)")
-            : fmt::format("dynamic batching up to {}, preferred {}, delay {}", d.max_batch_size,
-                          d.preferred_batch_sizes.empty()
-                              ? std::string("-")
-                              : fmt::format("{}", fmt::join(d.preferred_batch_sizes, ",")),
-                          format_duration(d.max_queue_delay_s));
+  }
+  return d.max_batch_size == 1
+             ? std::string("one request at a time (no dynamic batching)")
+             : fmt::format("dynamic batching up to {}, preferred {}, delay {}", d.max_batch_size,
+                           d.preferred_batch_sizes.empty()
+                               ? std::string("-")
+                               : fmt::format("{}", fmt::join(d.preferred_batch_sizes, ",")),
+                           format_duration(d.max_queue_delay_s));
+}
+
+PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool warn) {
+  const bool llm = !o.prompt_tokens.empty() || !o.trace.empty();
+  check_flag_use(o, llm);
+  const Device& device = table.get(o.device);
+  Workload workload;
+  workload.precision = precision_from(o.precision.empty() ? (llm ? "bf16" : "fp32") : o.precision);
+  if (!o.weight_precision.empty()) workload.weight_precision = precision_from(o.weight_precision);
+  if (!o.kv_precision.empty()) workload.kv_precision = precision_from(o.kv_precision);
+  workload.tensor_parallel = o.tensor_parallel;
+  workload.devices = o.tensor_parallel;
+  const std::string runtime_name = o.runtime.empty() && llm ? "vllm" : o.runtime;
+  workload.runtime = runtime_from(runtime_name, o.runtime_files, device);
+  const PerformanceParams params = table.performance_for(device);
+
+  const ModelArgs model = o.model;
+  const Graph as_given = load_model_from(model);
+  if (llm && as_given.dims.count("seq") == 0) {
+    throw Error({model.path},
+                "--prompt-tokens needs a model with a \"seq\" dimension (a language "
+                "model)");
+  }
+  const BatchGraphBuilder build = graph_builder(model);
+  if (!llm && as_given.dims.count("batch") == 0) {
+    throw Error({model.path}, "the model has no \"batch\" dimension to batch requests in");
   }
 
-  ModelStepCost cost(build, device, params, workload);
+  ServeSetup setup;
+  setup.llm = llm;
+  read_load(o, device, setup);
+  BatchGraphBuilder draft_build;
+  const std::string runtime_text =
+      llm ? set_continuous(o, device, params, workload, build, warn, setup.continuous, draft_build)
+          : set_dynamic(o, setup.dynamic);
+
+  PreparedRun run;
+  run.cost = std::make_unique<ModelStepCost>(build, device, params, workload);
+  if (o.moe_imbalance) {
+    const bool moe = std::any_of(as_given.layers.begin(), as_given.layers.end(),
+                                 [](const Layer& layer) { return layer.op == "moe"; });
+    if (!moe) throw Error({o.model.path}, "--moe-imbalance: the model has no \"moe\" layer");
+    run.cost->set_moe_imbalance(*o.moe_imbalance);
+  }
+  if (draft_build) {
+    run.draft = std::make_unique<ModelStepCost>(draft_build, device, params, workload);
+    setup.continuous.draft_model = run.draft.get();
+  }
+  run.setup = std::move(setup);
+  run.as_given = as_given;
+  run.device = device;
+  run.workload = workload;
+  run.runtime_text = runtime_text;
+  return run;
+}
+
+void run_serve(const ServeOptions& o) {
+  if (o.model.path.empty()) throw Error({}, "serve needs a MODEL (or --validate FILE)");
+  if (o.device.empty()) throw Error({}, "serve needs --gpu DEVICE (or --validate FILE)");
+  const HardwareTable table = load_table(o.hardware);
+  PreparedRun run = prepare_run(o, table, true);
+  ServeSetup& setup = run.setup;
+  ModelStepCost& cost = *run.cost;
+  const Graph& as_given = run.as_given;
+  const Device& device = run.device;
+  const Workload& workload = run.workload;
+  const std::string& runtime_text = run.runtime_text;
+  const bool llm = setup.llm;
   const std::string parallel =
       o.tensor_parallel > 1 ? fmt::format(" x{} (tensor-parallel)", o.tensor_parallel) : "";
   const auto title = [&](const ServeResult& r) {
@@ -404,36 +496,70 @@ void run_serve(const ServeOptions& o) {
   write_output(o.output, text);
 }
 
-}  // namespace
+// Every case of a serving validation file, run as `serve` would run it: offline (every request
+// at once) or, with an SLO, at the highest rate that meets it. Exit 1 when a gate is exceeded.
+int run_serve_validation(const ServeOptions& o) {
+  if (!o.model.path.empty() || !o.device.empty()) {
+    throw Error({}, "--validate runs the file's cases: no MODEL or --gpu");
+  }
+  const HardwareTable table = load_table(o.hardware);
+  const std::vector<ServingCase> cases = load_serving_cases(o.validate);
+  std::vector<ServingCheck> checks;
+  for (const ServingCase& c : cases) {
+    ServeOptions run;
+    run.hardware = o.hardware;
+    run.model.path = data_dir() + "/models/" + c.model;
+    run.device = c.device;
+    run.precision = c.precision;
+    run.kv_precision = c.kv_precision;
+    run.runtime = c.runtime;
+    run.tensor_parallel = c.tensor_parallel;
+    run.replicas = c.devices / c.tensor_parallel;
+    run.prompt_tokens = std::to_string(c.prompt_tokens);
+    run.output_tokens = std::to_string(c.output_tokens);
+    run.requests = c.requests;
+    run.max_num_seqs = c.max_num_seqs;
+    run.slo = c.slo;
+    run.rate = "1/s";
+    ServeResult result;
+    try {
+      PreparedRun prepared = prepare_run(run, table, false);
+      if (c.slo.empty()) {
+        prepared.setup.load.rate_per_s = 1e9;  // Every request queued at once.
+        result = serve(prepared.setup, *prepared.cost);
+      } else {
+        result = find_max_rate(prepared.setup, *prepared.cost).at_rate;
+      }
+    } catch (const Error& e) {
+      throw Error(c.where, e.message());
+    }
+    checks.push_back({&c, serving_metric(result, c.metric)});
+  }
+  const ServingSummary summary = summarize_serving(std::move(checks));
+  write_output(o.output, o.format == "json" ? render_serving_validation_json(summary)
+                                            : render_serving_validation_text(summary));
+  bool failed = false;
+  if (o.max_median_error && summary.median_abs_error > *o.max_median_error) {
+    fmt::print(stderr,
+               "capcalc: serve --validate: median |error| {:.1f} % exceeds the limit {:.1f} %\n",
+               100 * summary.median_abs_error, 100 * *o.max_median_error);
+    failed = true;
+  }
+  if (o.max_worst_factor && summary.worst_factor > *o.max_worst_factor) {
+    fmt::print(stderr, "capcalc: serve --validate: worst error {:.2f}x exceeds the limit {:.2f}x\n",
+               summary.worst_factor, *o.max_worst_factor);
+    failed = true;
+  }
+  if (o.min_within_2x && summary.within_2x < static_cast<std::size_t>(*o.min_within_2x)) {
+    fmt::print(stderr, "capcalc: serve --validate: {} of {} cases within 2x, below the limit {}\n",
+               summary.within_2x, summary.checks.size(), *o.min_within_2x);
+    failed = true;
+  }
+  return failed ? 1 : 0;
+}
 
-void add_serve_command(CLI::App& app) {
-  auto o = std::make_shared<ServeOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "serve", "Simulate serving under load: rates, batching, latency percentiles, SLO capacity");
-  add_model_options(*sub, o->model);
-  sub->add_option("-g,--gpu,--hw,--device", o->device, "Device id or alias from the hardware table")
-      ->required();
-  add_hardware_options(*sub, o->hardware);
-  one_of(sub->add_option("-p,--precision", o->precision,
-                         "Number format (default bf16 for an LLM, else fp32)"),
-         precision_names());
-  one_of(sub->add_option("--weight-precision", o->weight_precision,
-                         "Weight storage if it differs (int4/int8 weight-only quantisation)"),
-         precision_names());
-  one_of(sub->add_option("--kv-precision", o->kv_precision,
-                         "LLM: KV cache storage (default: activations')"),
-         precision_names());
-  sub->add_option("--runtime", o->runtime,
-                  "The runtime (`capcalc runtimes list`): its profile, kernels and serving "
-                  "defaults (default vllm for an LLM)");
-  sub->add_option("--runtime-file", o->runtime_files,
-                  "Extra runtimes or overrides (same id replaces); repeatable");
-  whole_number(sub->add_option("--tensor-parallel,--tp", o->tensor_parallel,
-                               "Devices per replica (tensor parallel)"))
-      ->capture_default_str();
-  whole_number(sub->add_option("--replicas", o->replicas, "Replicas; requests go round-robin"), 1,
-               1'000'000)
-      ->capture_default_str();
+// The load: arrivals, request lengths, how many and from which seed.
+void add_load_options(CLI::App* sub, ServeOptions* o) {
   sub->add_option("--rate", o->rate, "Mean arrival rate over all replicas, e.g. 20/s");
   number_in(sub->add_option("--arrival-cv", o->arrival_cv,
                             "Coefficient of variation of inter-arrival times: 1 Poisson, above 1 "
@@ -452,6 +578,10 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   whole_number(sub->add_option("--seed", o->seed, "Random seed: same seed, same requests"), 0)
       ->capture_default_str();
+}
+
+// LLM serving: the continuous batcher, its KV cache, speculative decoding and MoE balance.
+void add_llm_options(CLI::App* sub, ServeOptions* o) {
   whole_number(sub->add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
                                "LLM: token budget per step (default: the runtime's)"),
                1, 10'000'000);
@@ -481,6 +611,17 @@ void add_serve_command(CLI::App& app) {
                             "LLM: drafting per draft token as a fraction of the decode step "
                             "(default 0: n-gram; a draft model or EAGLE head a few percent)"),
             0, 10);
+  sub->add_option("--draft", o->draft,
+                  "LLM: a draft model (file or zoo name) proposing the --speculative-tokens; "
+                  "its steps are timed by the performance model on the same devices");
+  number_in(sub->add_option("--moe-imbalance", o->moe_imbalance,
+                            "MoE: the busiest expert's load over the mean; the moe layers take "
+                            "this many times as long (default 1: balanced, an assumption)"),
+            1, 1000);
+}
+
+// Other models' dynamic batching, the goal (SLO, search, sweep), price and output.
+void add_batching_and_goal_options(CLI::App* sub, ServeOptions* o) {
   whole_number(sub->add_option("--max-batch", o->max_batch,
                                "Other models: dynamic batching up to this many requests "
                                "(default 1: none)"),
@@ -503,7 +644,73 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-o,--output", o->output,
                   "Write the output to this file; with --sweep, a .svg name draws the curve");
-  sub->callback([o] { run_serve(*o); });
+}
+
+// --validate and its gates.
+void add_validate_options(CLI::App* sub, ServeOptions* o) {
+  sub->add_option("--validate", o->validate,
+                  "Run the cases of a serving validation file (data/validation/serving.json) "
+                  "and print each one's error");
+  // A gate that nan passes can never fail: the limits are checked numbers.
+  number_in(sub->add_option("--max-median-error", o->max_median_error,
+                            "--validate: exit 1 if the median |error| exceeds this fraction"),
+            0);
+  number_in(sub->add_option("--max-worst-factor", o->max_worst_factor,
+                            "--validate: exit 1 if any case is off by more than this factor"),
+            1);
+  whole_number(sub->add_option("--min-within-2x", o->min_within_2x,
+                               "--validate: exit 1 if fewer cases are within a factor of 2"),
+               0);
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "serve", "Simulate serving under load: rates, batching, latency percentiles, SLO capacity");
+  add_model_options(*sub, o->model);
+  sub->add_option("-g,--gpu,--hw,--device", o->device, "Device id or alias from the hardware table")
+      ->required();
+  add_hardware_options(*sub, o->hardware);
+  one_of(sub->add_option("-p,--precision", o->precision,
+                         "Number format (default bf16 for an LLM, else fp32)"),
+         precision_names());
+  one_of(sub->add_option("--weight-precision", o->weight_precision,
+                         "Weight storage if it differs (int4/int8 weight-only quantisation)"),
+         precision_names());
+  one_of(sub->add_option("--kv-precision", o->kv_precision,
+                         "LLM: KV cache storage (default: activations')"),
+         precision_names());
+  sub->add_option("--runtime", o->runtime,
+                  "The runtime (`capcalc runtimes list`): its profile, kernels and serving "
+                  "defaults (default vllm for an LLM)");
+  sub->add_option("--runtime-file", o->runtime_files,
+                  "Extra runtimes or overrides (same id replaces); repeatable");
+  whole_number(sub->add_option("--tensor-parallel,--tp", o->tensor_parallel,
+                               "Devices per replica (tensor parallel)"))
+      ->capture_default_str();
+  whole_number(sub->add_option("--replicas", o->replicas, "Replicas; requests go round-robin"), 1,
+               1'000'000)
+      ->capture_default_str();
+  add_load_options(sub, o.get());
+  add_llm_options(sub, o.get());
+  add_batching_and_goal_options(sub, o.get());
+  add_validate_options(sub, o.get());
+  sub->get_option("model")->required(false);
+  sub->get_option("--gpu")->required(false);
+  sub->callback([o, &exit_code] {
+    if (o->validate.empty()) {
+      if (o->max_median_error || o->max_worst_factor || o->min_within_2x) {
+        throw Error({},
+                    "--max-median-error, --max-worst-factor and --min-within-2x gate "
+                    "--validate");
+      }
+      run_serve(*o);
+    } else {
+      exit_code = run_serve_validation(*o);
+    }
+  });
 }
 
 }  // namespace capcalc::cli

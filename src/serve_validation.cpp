@@ -1,0 +1,190 @@
+#include "capcalc/serve_validation.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "input_file.hpp"
+#include "json_view.hpp"
+#include "report_json.hpp"
+#include "table.hpp"
+
+namespace capcalc {
+namespace {
+
+constexpr std::array<std::string_view, 3> kMetrics = {"output_tokens_per_s", "total_tokens_per_s",
+                                                      "requests_per_s"};
+
+constexpr std::array<std::string_view, 22> kCaseKeys = {
+    "id",           "held_out",      "runtime",         "model",
+    "device",       "devices",       "tensor_parallel", "precision",
+    "kv_precision", "prompt_tokens", "output_tokens",   "requests",
+    "max_num_seqs", "slo",           "metric",          "value",
+    "unit",         "per",           "software",        "source",
+    "quote",        "notes"};
+
+void reject_unknown(const JsonView& object, const std::string_view* keys, std::size_t count,
+                    std::string_view what) {
+  for (const auto& item : object.json().items()) {
+    if (std::find(keys, keys + count, item.key()) == keys + count) {
+      object.at(item.key()).fail(fmt::format("unknown key \"{}\" in {}", item.key(), what));
+    }
+  }
+}
+
+ServingCase parse_serving_case(const JsonView& c) {
+  c.expect_object();
+  reject_unknown(c, kCaseKeys.data(), kCaseKeys.size(), "a serving case");
+  ServingCase s;
+  s.id = c.at("id").as_string();
+  if (auto h = c.find("held_out")) s.held_out = h->as_bool();
+  s.runtime = c.at("runtime").as_string();
+  s.model = c.at("model").as_string();
+  s.device = c.at("device").as_string();
+  s.devices = c.at("devices").as_positive_int();
+  s.tensor_parallel = c.at("tensor_parallel").as_positive_int();
+  if (s.devices % s.tensor_parallel != 0) {
+    c.at("tensor_parallel")
+        .fail(fmt::format("{} does not divide devices {}", s.tensor_parallel, s.devices));
+  }
+  s.precision = c.at("precision").as_string();
+  if (auto kv = c.find("kv_precision")) s.kv_precision = kv->as_string();
+  s.prompt_tokens = c.at("prompt_tokens").as_positive_int();
+  s.output_tokens = c.at("output_tokens").as_positive_int();
+  s.requests = c.at("requests").as_positive_int();
+  if (s.requests > 1'000'000) c.at("requests").fail("at most 1,000,000 requests");
+  if (auto seqs = c.find("max_num_seqs")) s.max_num_seqs = seqs->as_positive_int();
+  const JsonView slo = c.at("slo");
+  if (!slo.is_null()) {
+    s.slo = slo.as_string();
+    try {
+      parse_slo(s.slo);
+    } catch (const Error& e) {
+      slo.fail(e.message());
+    }
+  }
+  const JsonView metric = c.at("metric");
+  s.metric = metric.as_string();
+  if (std::find(kMetrics.begin(), kMetrics.end(), s.metric) == kMetrics.end()) {
+    metric.fail(
+        fmt::format("unknown metric \"{}\"; expected output_tokens_per_s, "
+                    "total_tokens_per_s or requests_per_s",
+                    s.metric));
+  }
+  s.value = c.at("value").as_positive_number();
+  for (std::string_view key : {"source", "quote"})
+    c.at(key).as_string();
+  s.where = {c.file(), c.pointer(), 0, 0};
+  return s;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+std::vector<ServingCase> parse_serving_cases(const std::string& text, const std::string& file) {
+  const nlohmann::json document = parse_json_text(text, file);
+  const JsonView root(document, file);
+  root.expect_object();
+  constexpr std::array<std::string_view, 4> kTop = {"schema_version", "description", "comment",
+                                                    "cases"};
+  reject_unknown(root, kTop.data(), kTop.size(), "a serving validation file");
+  const JsonView version = root.at("schema_version");
+  if (version.as_positive_int() != 1) version.fail("unsupported schema_version; expected 1");
+  const JsonView cases = root.at("cases");
+  if (cases.array_size() == 0) cases.fail("no cases: a serving validation file needs one");
+  std::vector<ServingCase> result;
+  for (std::size_t i = 0; i < cases.array_size(); ++i) {
+    result.push_back(parse_serving_case(cases.at(i)));
+    for (std::size_t j = 0; j + 1 < result.size(); ++j) {
+      if (result[j].id == result.back().id) {
+        cases.at(i).at("id").fail(fmt::format("the id \"{}\" is used twice", result.back().id));
+      }
+    }
+  }
+  return result;
+}
+
+std::vector<ServingCase> load_serving_cases(const std::string& path) {
+  return parse_serving_cases(read_input_file(path), path);
+}
+
+double serving_metric(const ServeResult& r, const std::string& metric) {
+  if (metric == "output_tokens_per_s") return r.output_tokens_per_s;
+  if (metric == "total_tokens_per_s") return r.output_tokens_per_s + r.input_tokens_per_s;
+  return r.requests_per_s;
+}
+
+ServingSummary summarize_serving(std::vector<ServingCheck> checks) {
+  ServingSummary s;
+  std::vector<double> errors;
+  std::vector<double> held_out;
+  for (const ServingCheck& c : checks) {
+    const double ratio = c.ratio();
+    const double factor = std::max(ratio, 1 / ratio);
+    s.worst_factor = std::max(s.worst_factor, factor);
+    if (factor <= 2) ++s.within_2x;
+    errors.push_back(std::fabs(ratio - 1));
+    if (c.measured->held_out) held_out.push_back(errors.back());
+  }
+  s.median_abs_error = median_of(errors);
+  s.held_out = held_out.size();
+  s.held_out_median_abs_error = median_of(held_out);
+  s.checks = std::move(checks);
+  return s;
+}
+
+std::string render_serving_validation_text(const ServingSummary& s) {
+  TextTable table;
+  table.add_column("case", TextTable::Align::kLeft);
+  table.add_column("metric", TextTable::Align::kLeft);
+  table.add_column("measured", TextTable::Align::kRight);
+  table.add_column("predicted", TextTable::Align::kRight);
+  table.add_column("error", TextTable::Align::kRight);
+  for (const ServingCheck& c : s.checks) {
+    table.add_row({c.measured->id, c.measured->metric, fmt::format("{:.4g}", c.measured->value),
+                   fmt::format("{:.4g}", c.predicted),
+                   fmt::format("{:+.1f} %", 100 * (c.ratio() - 1))});
+  }
+  std::string out = table.render();
+  out += fmt::format("\n{} cases: median |error| {:.1f} %, worst {:.2f}x, {} within 2x\n",
+                     s.checks.size(), 100 * s.median_abs_error, s.worst_factor, s.within_2x);
+  if (s.held_out > 0) {
+    out += fmt::format("held out ({}): median |error| {:.1f} %\n", s.held_out,
+                       100 * s.held_out_median_abs_error);
+  }
+  return out;
+}
+
+std::string render_serving_validation_json(const ServingSummary& s) {
+  nlohmann::ordered_json doc;
+  doc["schema_version"] = 1;
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  for (const ServingCheck& c : s.checks) {
+    nlohmann::ordered_json j;
+    j["id"] = c.measured->id;
+    j["metric"] = c.measured->metric;
+    j["measured"] = c.measured->value;
+    j["predicted"] = c.predicted;
+    j["ratio"] = c.ratio();
+    j["held_out"] = c.measured->held_out;
+    cases.push_back(j);
+  }
+  doc["cases"] = cases;
+  doc["summary"] = {
+      {"cases", s.checks.size()},       {"median_abs_error", s.median_abs_error},
+      {"worst_factor", s.worst_factor}, {"within_2x", s.within_2x},
+      {"held_out", s.held_out},         {"held_out_median_abs_error", s.held_out_median_abs_error}};
+  return json_text(doc);
+}
+
+}  // namespace capcalc
