@@ -27,6 +27,24 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   return out;
 }
 
+// Whether P x V pipeline chunks split the blocks evenly: the blocks alone, or the blocks plus
+// the embedding and the loss counted as one block each, at least two units a chunk (Megatron-
+// Core's account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split, which
+// Megatron-Bridge's Llama 3.1 405B recipes set: 126 blocks + 2 over 8 x 8 chunks).
+bool splits_evenly(std::int64_t blocks, std::int64_t chunks) {
+  return blocks % chunks == 0 ||
+         (chunks > 1 && (blocks + 2) % chunks == 0 && (blocks + 2) / chunks >= 2);
+}
+
+// The counts c for which `per` x c chunks split the blocks evenly.
+std::vector<std::int64_t> chunk_counts(std::int64_t blocks, std::int64_t per) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t c = 1; per * c <= blocks + 2; ++c) {
+    if (splits_evenly(blocks, per * c)) out.push_back(c);
+  }
+  return out;
+}
+
 // A device's short name for messages: its first alias ("H100"), else its id.
 std::string short_name(const Device& device) {
   return device.aliases.empty() ? device.id : device.aliases.front();
@@ -115,7 +133,7 @@ struct ShapeCase {
   PlanShape shape;
   double tokens_per_sample = 1;
   std::vector<std::int64_t> replica_counts;  // Divisors of global batch / micro-batch size.
-  std::vector<std::int64_t> stage_counts;    // Divisors of the blocks.
+  std::vector<std::int64_t> stage_counts;    // P that split the blocks evenly.
 };
 
 struct Search {
@@ -168,9 +186,18 @@ struct Search {
     row.mfu = model_flops / (row.step_s * devices * peak_flops);
     row.tokens_per_s = global_batch * sc.tokens_per_sample / row.step_s;
     row.steps = std::ceil(request.samples / global_batch);
-    row.time_s = row.steps * row.step_s;
+    // Spot interruptions lengthen the run; a layout interrupted faster than it recovers never
+    // ends and is not listed.
+    const RunCost paid = price_run(request.pricing, device, row.steps * row.step_s, layout.devices);
+    if (!std::isfinite(paid.wall_s)) {
+      ++result.layouts_never_finish;
+      return;
+    }
+    row.time_s = paid.wall_s;
+    row.interruptions = paid.interruptions;
     row.device_hours = row.time_s * devices / 3600;
-    if (device.price) row.cost_usd = row.device_hours * device.price->usd_per_hour;
+    row.usd_per_device_hour = paid.usd_per_device_hour;
+    row.cost_usd = paid.cost_usd;
     if (device.tdp_w > 0) row.energy_kwh = row.device_hours * device.tdp_w / 1000;
     row.breakdown = breakdown_of(e, layout);
     if (request.deadline_s && row.time_s > *request.deadline_s) row.meets_ask = false;
@@ -186,7 +213,7 @@ struct Search {
     const std::int64_t replicas_max = request.global_batch / sc.micro_batch_size;
     for (std::int64_t pp : sc.stage_counts) {
       for (std::int64_t v :
-           pp == 1 ? std::vector<std::int64_t>{1} : divisors(sc.shape.blocks / pp)) {
+           pp == 1 ? std::vector<std::int64_t>{1} : chunk_counts(sc.shape.blocks, pp)) {
         for (std::int64_t dp : sc.replica_counts) {
           const std::int64_t devices = layout.tensor_parallel * pp * dp;
           if (devices > reach.max_devices) break;
@@ -269,6 +296,16 @@ std::string days_text(double seconds) {
 std::string infeasible_text(const Search& search) {
   const PlanRequest& request = search.request;
   if (search.fitting.empty()) {
+    if (search.result.layouts_never_finish > 0) {
+      // Λ L ≥ 1 on every layout that fits (Λ grows with the device count).
+      const Pricing& p = request.pricing;
+      return fmt::format(
+          "every layout of {} that fits is interrupted faster than it recovers ({:g} "
+          "interruptions per device-day, each losing {}: the restart and half a checkpoint "
+          "interval); fewer interruptions, a faster restart or more frequent checkpoints would",
+          devices_text(request), p.interruptions_per_device_day,
+          format_duration(p.restart_s + p.checkpoint_interval_s / 2));
+    }
     if (!search.closest) {
       return fmt::format(
           "no valid layout of {}: the global batch of {} samples, the heads and "
@@ -320,8 +357,8 @@ std::string infeasible_text(const Search& search) {
   }
   if (request.budget_usd) {
     if (cheapest == nullptr) {
-      return fmt::format("no layout of {} has a price in the hardware table to hold to {}",
-                         devices_text(request), format_usd(*request.budget_usd));
+      return fmt::format("no layout of {} has a price to hold to {}", devices_text(request),
+                         format_usd(*request.budget_usd));
     }
     // Within the deadline where one was asked: the cheapest of those.
     const PlanRow* best = nullptr;
@@ -434,11 +471,14 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
                             format_grouped(request.global_batch), format_grouped(kMaxGlobalBatch)));
   }
   if (!(request.samples > 0))
-    throw Error({}, "the run has no samples: give --tokens or --dataset-size");
-  if (request.max_devices < 1) throw Error({}, "--max-devices must be at least 1");
+    throw Error::naming_keys({}, "the run has no samples: give `tokens` or `dataset_size`");
+  if (request.max_devices < 1) {
+    throw Error::naming_keys({}, "`max_devices` must be at least 1");
+  }
   if (!(request.memory_reserve >= 0 && request.memory_reserve < 1)) {
     throw Error({}, "the memory reserve must be at least 0 % and below 100 %");
   }
+  validate_pricing(request.pricing);
   PlanResult result;
   Search search{request, table, result, {}, HUGE_VAL, std::nullopt, {}};
   search.counts.insert(request.device_counts.begin(), request.device_counts.end());
@@ -454,7 +494,7 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
     const auto seq = sc.graph.dims.find("seq");
     sc.tokens_per_sample = seq == sc.graph.dims.end() ? 1 : static_cast<double>(seq->second);
     sc.replica_counts = divisors(request.global_batch / size);
-    sc.stage_counts = divisors(sc.shape.blocks);
+    sc.stage_counts = chunk_counts(sc.shape.blocks, 1);
     cases.push_back(std::move(sc));
   }
   if (cases.empty()) {
@@ -497,6 +537,11 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
   }
   for (const auto& [count, row] : per_count) {
     result.fastest_per_count.push_back(*row);
+  }
+  if (result.layouts_never_finish > 0) {
+    result.notes.push_back(fmt::format(
+        "{} layout{} left out: spot interruptions would come faster than the run recovers",
+        format_grouped(result.layouts_never_finish), result.layouts_never_finish == 1 ? "" : "s"));
   }
   if (result.rows.empty()) result.infeasible = infeasible_text(search);
   return result;

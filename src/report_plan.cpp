@@ -67,7 +67,9 @@ Json row_json(const PlanRow& row) {
               {"time_s", row.time_s},
               {"days", row.time_s / 86400},
               {"device_hours", row.device_hours},
+              {"usd_per_device_hour", optional_json(row.usd_per_device_hour)},
               {"cost_usd", optional_json(row.cost_usd)},
+              {"interruptions", row.interruptions},
               {"energy_kwh", optional_json(row.energy_kwh)},
               {"memory_bytes", row.memory_bytes},
               {"headroom_bytes", row.headroom_bytes},
@@ -141,6 +143,10 @@ std::string header_text(const PlanReportInput& in) {
       format_grouped(r.layouts_searched), q.devices.size(), q.devices.size() == 1 ? "" : "s",
       format_grouped(q.max_devices), format_grouped(r.layouts_fit), q.memory_reserve * 100,
       plan_objective_name(q.objective), ask);
+  if (q.pricing.kind != PricingKind::kOnDemand || q.pricing.usd_per_device_hour ||
+      q.pricing.discount > 0) {
+    text += "Pricing: " + pricing_text(q.pricing) + ".\n";
+  }
   return text;
 }
 
@@ -184,11 +190,22 @@ std::string explain_text(const PlanReportInput& in) {
       fmt::format("  Run: {} steps x {} = {} days; {} device-hours",
                   format_grouped(static_cast<std::int64_t>(row.steps)), format_duration(row.step_s),
                   days(row.time_s), format_count(row.device_hours));
-  if (row.cost_usd && row.layout.device->price) {
-    text +=
-        fmt::format(" x {}/h = {} (price {} {})",
-                    format_usd(row.layout.device->price->usd_per_hour), format_usd(*row.cost_usd),
-                    row.layout.device->price->date, row.layout.device->price->source);
+  if (row.interruptions > 0) {
+    text += fmt::format(" (with {:.1f} spot interruptions)", row.interruptions);
+  }
+  const Pricing& pricing = in.request->pricing;
+  const Price* table_price = row.layout.device->price ? &*row.layout.device->price : nullptr;
+  if (row.cost_usd && row.usd_per_device_hour) {
+    text += fmt::format(" x {}/h = {}", format_usd(*row.usd_per_device_hour),
+                        format_usd(*row.cost_usd));
+    if (pricing.kind == PricingKind::kOwned) {
+      text += " (owned: purchase over its life, plus power)";
+    } else if (!pricing.usd_per_device_hour && table_price != nullptr) {
+      text +=
+          fmt::format(" (price {} {}{})", table_price->date, table_price->source,
+                      pricing.discount > 0 ? fmt::format(", less {:g} %", pricing.discount * 100)
+                                           : std::string());
+    }
   }
   text += "\n";
   return text;
@@ -250,6 +267,17 @@ std::string render_plan_json(const PlanReportInput& in) {
   j["objective"] = std::string(plan_objective_name(q.objective));
   j["deadline_s"] = optional_json(q.deadline_s);
   j["budget_usd"] = optional_json(q.budget_usd);
+  const Pricing& pricing = q.pricing;
+  j["pricing"] = {{"kind", std::string(pricing_kind_name(pricing.kind))},
+                  {"usd_per_device_hour", optional_json(pricing.usd_per_device_hour)},
+                  {"discount", pricing.discount},
+                  {"interruptions_per_device_day", pricing.interruptions_per_device_day},
+                  {"restart_s", pricing.restart_s},
+                  {"checkpoint_interval_s", pricing.checkpoint_interval_s},
+                  {"capex_usd_per_device", optional_json(pricing.capex_usd_per_device)},
+                  {"life_years", pricing.life_years},
+                  {"power_usd_per_kwh", pricing.power_usd_per_kwh},
+                  {"pue", pricing.pue}};
   j["max_devices"] = q.max_devices;
   j["memory_reserve"] = q.memory_reserve;
   j["layouts_searched"] = r.layouts_searched;

@@ -60,3 +60,33 @@ capcalc_cli_ok(scale_weak "weak scaling.*\n +8 +512  TP .*1.00x.*\n +64 +4,096  
                scale ${llama8} --gpu h100 --devices 8..64 --weak)
 capcalc_schema_test(scale_weak - data/schema/scale-output.schema.json
                     scale ${llama8} --gpu h100 --devices 8..32 --weak --format json)
+
+# --pricing (include/capcalc/pricing.hpp): each kind's line and its cost, and the flags each
+# kind needs or refuses.
+capcalc_cli_ok(plan_pricing_spot
+               "Pricing: spot at \\$1.00 per device-hour; 0.01 interruptions per device-day.*\n.*Run: .* \\(with [0-9.]+ spot interruptions\\) x \\$1.00/h = "
+               plan ${llama8} --gpu h100 --tokens 1e11 --max-devices 64 --pricing spot
+               --price 1USD/h --interruptions 0.01 --restart 15min --checkpoint-every 1h --explain 1)
+capcalc_cli_ok(plan_pricing_owned
+               "Pricing: owned: \\$35,000 per device over 5 years, plus power at TDP x PUE 1.58.*Run: .* x \\$0.888/h = .*owned"
+               plan ${llama8} --gpu h100 --tokens 1e11 --max-devices 64 --pricing owned
+               --capex 35kUSD --explain 1)
+capcalc_cli_ok(plan_pricing_never_finishes
+               "every layout of ≤ 64 H100s that fits is interrupted faster than it recovers"
+               plan ${llama8} --gpu h100 --tokens 1e11 --max-devices 64 --pricing spot
+               --discount 50% --interruptions 100 --restart 1h --checkpoint-every 1h)
+capcalc_usage_error(plan_pricing_reserved_no_rate
+                    "--pricing reserved needs its rate: --price (per device-hour, e.g. $2.10/h) or --discount off the table's on-demand price (e.g. 40%)"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --pricing reserved)
+capcalc_usage_error(plan_pricing_spot_incomplete
+                    "--pricing spot needs --interruptions (per device-day), --restart (e.g. 15min) and --checkpoint-every (e.g. 1h)"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --pricing spot --discount 60%)
+capcalc_usage_error(plan_pricing_owned_no_capex
+                    "--pricing owned needs --capex: the purchase price per device, with its share of the server and network (e.g. $35k)"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --pricing owned)
+capcalc_usage_error(plan_pricing_flag_of_other_kind "--capex is for --pricing owned, not on-demand"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --capex 3kUSD)
+capcalc_usage_error(plan_pricing_price_unit "--price \"2\": expected USD/h, e.g. $2.10/h"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --pricing reserved --price 2)
+capcalc_usage_error(plan_pricing_discount_whole "--discount 100%: must be below 100%"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --pricing spot --discount 100%)

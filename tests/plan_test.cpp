@@ -196,6 +196,43 @@ TEST_CASE("plan: the run's figures follow from the step", "[plan]") {
     CHECK(row.headroom_bytes == Approx(16e9 * 0.9 - row.memory_bytes));
   }
 }
+TEST_CASE("plan: spot pricing lengthens each run by its interruptions and prices the wall clock",
+          "[plan][pricing]") {
+  const HardwareTable table = table_of(node_device(2, false));
+  PlanRequest request = fp16_request(table, 4, 2);
+  request.samples = 1001;
+  request.pricing.kind = PricingKind::kSpot;
+  request.pricing.usd_per_device_hour = 0.5;
+  // 3 interruptions per device-day, each losing 1 h + 2 h / 2 = 2 h = 1/12 day: a job of N
+  // devices keeps 1 - N / 4 of its wall clock.
+  request.pricing.interruptions_per_device_day = 3;
+  request.pricing.restart_s = 3600;
+  request.pricing.checkpoint_interval_s = 7200;
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 2, 2, 2);
+  };
+  const PlanResult result = plan(build, table, request);
+  REQUIRE_FALSE(result.rows.empty());
+  for (const PlanRow& row : result.rows) {
+    const auto devices = static_cast<double>(row.layout.devices);
+    const double wall = 251 * row.step_s / (1 - devices / 4);
+    CHECK(row.time_s == Approx(wall));
+    CHECK(row.interruptions == Approx(3 * devices * wall / 86400));
+    CHECK(*row.cost_usd == Approx(0.5 * devices * wall / 3600));
+  }
+  // On a node of 8, layouts of 4 and 8 devices would never finish: none is listed, and a note
+  // counts them.
+  const HardwareTable node8 = table_of(node_device(8, false));
+  PlanRequest wide = request;
+  wide.devices = {&node8.devices.front()};
+  wide.max_devices = 8;
+  const PlanResult many = plan(build, node8, wide);
+  REQUIRE_FALSE(many.rows.empty());
+  for (const PlanRow& row : many.rows)
+    CHECK(row.layout.devices < 4);
+  CHECK(many.layouts_never_finish > 0);
+  CHECK_THAT(many.notes.back(), Catch::Contains("spot interruptions would come faster"));
+}
 
 TEST_CASE("plan: no printed layout breaks divisibility, the domain or memory", "[plan]") {
   // 6 heads and 2 key/value heads: TP 1 or 2, never 4 although the domain holds 4; 3 blocks:
@@ -235,6 +272,26 @@ TEST_CASE("plan: no printed layout breaks divisibility, the domain or memory", "
     CHECK(row.memory_bytes <= 4e6 * 0.9);
     CHECK(row.layout.devices > 1);
   }
+}
+
+TEST_CASE("plan: pipeline chunks may count the embedding and the loss as blocks", "[plan]") {
+  // Megatron-Core's account_for_embedding_in_pipeline_split and
+  // account_for_loss_in_pipeline_split: 6 blocks + 2 = 8 units split over P x V = 4 (2 each) or
+  // 2 (4 each) besides the divisors of 6 (1, 2, 3, 6); never 8 chunks (one unit each, the
+  // first chunk only the embedding) nor 5 or 7.
+  const HardwareTable table = table_of(node_device(4, true));
+  PlanRequest request = fp16_request(table, 8, 64);
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 6, 2, 2);
+  };
+  const PlanResult result = plan(build, table, request);
+  bool pp4 = false;
+  for (const PlanRow& row : result.rows) {
+    const std::int64_t chunks = row.layout.pipeline_parallel * row.layout.virtual_stages;
+    CHECK((6 % chunks == 0 || chunks == 4));
+    if (row.layout.pipeline_parallel == 4) pp4 = true;
+  }
+  CHECK(pp4);
 }
 
 TEST_CASE("plan: the same ask gives the same answer", "[plan]") {

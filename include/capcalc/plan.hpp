@@ -22,13 +22,14 @@
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/pricing.hpp"
 
 namespace capcalc {
 
 /// What the plan ranks layouts by.
 enum class PlanObjective {
   kTime,    ///< Wall-clock days of the run.
-  kCost,    ///< Device-hours at the table's price.
+  kCost,    ///< Device-hours at the request's pricing (the table's on-demand price by default).
   kEnergy,  ///< Device-hours at the devices' TDP.
 };
 std::string_view plan_objective_name(PlanObjective objective);  ///< "time", "cost", "energy".
@@ -54,6 +55,7 @@ struct PlanRequest {
   std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8};
   std::optional<double> deadline_s;  ///< Longest acceptable run.
   std::optional<double> budget_usd;  ///< Most it may cost.
+  Pricing pricing;                   ///< How the devices are paid for.
   double memory_reserve = 0.10;      ///< Fraction of each device's memory left free.
   PlanObjective objective = PlanObjective::kTime;
 };
@@ -97,7 +99,10 @@ struct PlanRow {
   double steps = 0;         ///< Optimizer steps of the run.
   double time_s = 0;        ///< The run, wall clock.
   double device_hours = 0;
-  std::optional<double> cost_usd;    ///< Unset: the table has no price for the device.
+  double interruptions = 0;  ///< Spot pricing: expected interruptions over the run.
+  /// Unset: no price for the device (none in the table; owned without a TDP).
+  std::optional<double> usd_per_device_hour;
+  std::optional<double> cost_usd;    ///< Unset: no price for the device.
   std::optional<double> energy_kwh;  ///< At TDP; unset: the table has no TDP.
   double memory_bytes = 0;           ///< Needed on the fullest device.
   double headroom_bytes = 0;         ///< Usable memory (after the reserve) left over.
@@ -116,6 +121,8 @@ struct PlanResult {
   std::vector<PlanRow> fastest_per_count;
   std::int64_t layouts_searched = 0;  ///< Valid layouts timed.
   std::int64_t layouts_fit = 0;       ///< Of those, layouts that fit in memory.
+  /// Of those, layouts left out because spot interruptions come faster than they recover.
+  std::int64_t layouts_never_finish = 0;
   /// Device types left out or limited, and why ("t4: no bf16", "l4: no scale-up domain ...").
   std::vector<std::string> notes;
   /// Empty when rows is not; otherwise why nothing met the ask and what would.

@@ -34,6 +34,20 @@ struct PlanArgs {
   std::string format = "table";
 };
 
+// --pricing and the figures each kind takes (include/capcalc/pricing.hpp).
+struct PricingOptions {
+  std::string kind = "on-demand";
+  std::string price;  // "$2.10/h": per device-hour.
+  std::string discount;
+  std::optional<double> interruptions;  // Per device-day.
+  std::string restart;
+  std::string checkpoint_every;
+  std::string capex;
+  std::optional<double> life_years;
+  std::string power_price;  // "$0.08/kWh".
+  std::optional<double> pue;
+};
+
 struct PlanOptions {
   PlanArgs common;
   RunSize run;
@@ -43,6 +57,7 @@ struct PlanOptions {
   std::int64_t max_devices = 4096;
   std::string deadline;
   std::string budget;
+  PricingOptions pricing;
   std::string objective = "time";
   std::size_t top = 10;
   std::optional<std::size_t> explain;
@@ -148,21 +163,122 @@ std::int64_t global_batch_samples(const PlanArgs& args, const Graph& graph,
   return rounded;
 }
 
-// "10%": the share of each device's memory left free.
-double parse_reserve(const std::string& text) {
+// "$2.10/h", "2.1USD/h" (per device-hour) or "$0.08/kWh": money, then the unit it is per.
+double money_per(const char* flag, const std::string& text, std::string_view per,
+                 std::string_view example) {
+  std::string_view rest = text;
+  if (!iends_with(rest, per)) {
+    throw Error({}, fmt::format("{} \"{}\": expected USD{}, e.g. {}", flag, text, per, example));
+  }
+  rest.remove_suffix(per.size());
+  return with_flag(flag, [&] { return parse_money(rest); });
+}
+
+// "40%": a share, below 100 % (`example` is shown for a bad one; `full` follows "FLAG TEXT"
+// when it reaches 100 %).
+double parse_share(const char* flag, const std::string& text, std::string_view example,
+                   std::string_view full) {
   std::string_view rest = text;
   if (rest.empty() || rest.back() != '%') {
-    throw Error({}, fmt::format("--memory-reserve: {} has no unit: write {}%", text, text));
+    throw Error({}, fmt::format("{}: {} has no unit: write {}%", flag, text, text));
   }
   rest.remove_suffix(1);
   double value = 0;
   try {
     value = parse_count(rest);
   } catch (const Error&) {
-    throw Error({}, fmt::format("--memory-reserve \"{}\": expected a percentage, e.g. 10%", text));
+    throw Error({}, fmt::format("{} \"{}\": expected a percentage, e.g. {}", flag, text, example));
   }
-  if (value >= 100) throw Error({}, fmt::format("--memory-reserve {} leaves no memory", text));
+  if (value >= 100) throw Error({}, fmt::format("{} {}{}", flag, text, full));
   return value / 100;
+}
+
+// The flags of one pricing kind are refused with another: they would be ignored.
+Pricing pricing_from(const PricingOptions& o) {
+  Pricing p;
+  p.kind = parse_pricing_kind(o.kind).value_or(PricingKind::kOnDemand);
+  const bool spot = p.kind == PricingKind::kSpot;
+  const bool owned = p.kind == PricingKind::kOwned;
+  const auto only_with = [&](bool given, const char* flag, bool allowed, const char* kinds) {
+    if (given && !allowed) {
+      throw Error({}, fmt::format("{} is for --pricing {}, not {}", flag, kinds, o.kind));
+    }
+  };
+  only_with(!o.price.empty(), "--price", !owned, "on-demand, reserved or spot");
+  only_with(!o.discount.empty(), "--discount", !owned, "on-demand, reserved or spot");
+  only_with(o.interruptions.has_value(), "--interruptions", spot, "spot");
+  only_with(!o.restart.empty(), "--restart", spot, "spot");
+  only_with(!o.checkpoint_every.empty(), "--checkpoint-every", spot, "spot");
+  only_with(!o.capex.empty(), "--capex", owned, "owned");
+  only_with(o.life_years.has_value(), "--life", owned, "owned");
+  only_with(!o.power_price.empty(), "--power-price", owned, "owned");
+  only_with(o.pue.has_value(), "--pue", owned, "owned");
+  if (!o.price.empty() && !o.discount.empty()) {
+    throw Error({}, "give --price or --discount, not both");
+  }
+  if (!o.price.empty()) p.usd_per_device_hour = money_per("--price", o.price, "/h", "$2.10/h");
+  if (!o.discount.empty()) p.discount = parse_share("--discount", o.discount, "40%", ": must be below 100%");
+  if ((p.kind == PricingKind::kReserved || spot) && o.price.empty() && o.discount.empty()) {
+    throw Error({}, fmt::format("--pricing {} needs its rate: --price (per device-hour, e.g. "
+                                "$2.10/h) or --discount off the table's on-demand price (e.g. 40%)",
+                                o.kind));
+  }
+  if (spot) {
+    if (!o.interruptions || o.restart.empty() || o.checkpoint_every.empty()) {
+      throw Error({},
+                  "--pricing spot needs --interruptions (per device-day), --restart (e.g. "
+                  "15min) and --checkpoint-every (e.g. 1h)");
+    }
+    p.interruptions_per_device_day = *o.interruptions;
+    p.restart_s = with_flag("--restart", [&] { return parse_duration(o.restart); });
+    p.checkpoint_interval_s =
+        with_flag("--checkpoint-every", [&] { return parse_duration(o.checkpoint_every); });
+  }
+  if (owned) {
+    if (o.capex.empty()) {
+      throw Error({},
+                  "--pricing owned needs --capex: the purchase price per device, with its "
+                  "share of the server and network (e.g. $35k)");
+    }
+    p.capex_usd_per_device = with_flag("--capex", [&] { return parse_money(o.capex); });
+    if (o.life_years) p.life_years = *o.life_years;
+    if (!o.power_price.empty())
+      p.power_usd_per_kwh = money_per("--power-price", o.power_price, "/kWh", "$0.08/kWh");
+    if (o.pue) p.pue = *o.pue;
+  }
+  return p;
+}
+
+void add_pricing_options(CLI::App& sub, PricingOptions& o) {
+  one_of(sub.add_option("--pricing", o.kind,
+                        "How the devices are paid for: the table's on-demand price, reserved or "
+                        "spot at --price or --discount, or owned (--capex)"),
+         pricing_kind_names())
+      ->capture_default_str();
+  sub.add_option("--price", o.price, "USD per device-hour, e.g. $2.10/h (not owned)");
+  sub.add_option("--discount", o.discount,
+                 "Off the table's on-demand price, e.g. 40% (reserved, spot)");
+  number_in(sub.add_option("--interruptions", o.interruptions,
+                           "Spot: interruptions per device-day; any one stops the job"),
+            0, 1e6);
+  sub.add_option("--restart", o.restart,
+                 "Spot: from an interruption to training again, e.g. 15min");
+  sub.add_option("--checkpoint-every", o.checkpoint_every,
+                 "Spot: checkpoint interval; half of one is lost per interruption, e.g. 1h");
+  sub.add_option("--capex", o.capex,
+                 "Owned: purchase price per device, with its share of server and network");
+  number_above(sub.add_option("--life", o.life_years,
+                              "Owned: years the purchase is spread over (default 5)"),
+               0, 100);
+  sub.add_option("--power-price", o.power_price,
+                 "Owned: electricity, e.g. $0.08/kWh (default $0.0806/kWh, EIA 2023)");
+  number_in(sub.add_option("--pue", o.pue, "Owned: power usage effectiveness (default 1.58)"), 1,
+            10);
+}
+
+// "10%": the share of each device's memory left free.
+double parse_reserve(const std::string& text) {
+  return parse_share("--memory-reserve", text, "10%", " leaves no memory");
 }
 
 void add_plan_args(CLI::App& sub, PlanArgs& args) {
@@ -261,6 +377,7 @@ void run_plan(const PlanOptions& options) {
   if (!options.budget.empty()) {
     request.budget_usd = with_flag("--budget", [&] { return parse_money(options.budget); });
   }
+  request.pricing = pricing_from(options.pricing);
   request.objective = options.objective == "cost"     ? PlanObjective::kCost
                       : options.objective == "energy" ? PlanObjective::kEnergy
                                                       : PlanObjective::kTime;
@@ -373,6 +490,7 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--deadline", options->deadline, "Longest acceptable run, e.g. 30d or 720h");
   sub->add_option("--budget", options->budget, "Most the run may cost, e.g. $2M or 500kUSD");
+  add_pricing_options(*sub, options->pricing);
   one_of(sub->add_option("--objective", options->objective, "What to rank layouts by"),
          {"time", "cost", "energy"})
       ->capture_default_str();

@@ -1,0 +1,85 @@
+// The planner against published training layouts (issue 24, section 4): every training case of
+// data/validation/measurements.json that publishes its multi-device layout and measured tokens/s
+// (NeMo and Megatron-Bridge performance tables). Two checks: the published layout's predicted
+// throughput (the validation set's error, gated just above what it is today), and the planner's
+// fastest layout at the same device count, global batch and precision, never predicted slower
+// than the published one, since the search includes it. docs/planning.md lists the figures.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "capcalc/hardware.hpp"
+#include "capcalc/model.hpp"
+#include "capcalc/plan.hpp"
+#include "capcalc/validate.hpp"
+
+#include "catch.hpp"
+#include "test_data.hpp"
+
+using namespace capcalc;
+
+namespace {
+
+// A published layout: training throughput in tokens/s over several devices, with the
+// micro-batch size (dims.batch) and so the global batch.
+bool published_layout(const Measurement& m) {
+  return m.workload.mode == Mode::kTraining && m.metric == Metric::kTokensPerSecond &&
+         m.workload.devices > 1 && m.dims.count("batch") == 1;
+}
+
+Graph case_graph(const Measurement& m, std::int64_t batch) {
+  ModelOptions options;
+  options.dims = m.dims;
+  options.dims["batch"] = batch;
+  return load_model(test::data_path("models/" + m.model), options);
+}
+
+// The planner's fastest layout for the case's device type, count, global batch and precision;
+// tokens/s over all devices (0: none fits).
+double planner_best_tokens_per_s(const Measurement& m, const HardwareTable& table) {
+  const PlanGraphBuilder build = [&m](std::int64_t batch) { return case_graph(m, batch); };
+  const Workload& w = m.workload;
+  const std::int64_t replicas = w.devices / (w.tensor_parallel * w.pipeline_parallel);
+  PlanRequest request;
+  request.devices = {&measured_device(m, table)};
+  request.device_counts = {w.devices};
+  request.max_devices = w.devices;
+  request.global_batch = m.dims.at("batch") * w.micro_batches * replicas;
+  request.samples = static_cast<double>(request.global_batch) * 1000;
+  request.precisions = {w.precision};
+  request.profile = w.profile;
+  request.micro_batch_sizes = {1, 2, 4, 8};
+  const PlanResult result = plan(build, table, request);
+  double best = 0;
+  for (const PlanRow& row : result.rows)
+    best = std::max(best, row.tokens_per_s);
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("plan validation: published layouts, predicted and searched", "[plan][validation]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  std::vector<Measurement> cases;
+  for (Measurement& m : load_measurements(test::data_path("validation/measurements.json"))) {
+    if (published_layout(m)) cases.push_back(std::move(m));
+  }
+  // Issue 24 asks for at least 25 published layouts.
+  REQUIRE(cases.size() >= 25);
+  const ValidationSummary summary = validate(cases, table, test::data_path("models"));
+  // Measured (docs/planning.md): median |error| 5.7 %, worst 1.43x (Nemotron 22B) over 25
+  // layouts. The issue's targets are 15 % and 1.5x; the gates sit just above today's figures.
+  CHECK(summary.median_abs_error <= 0.058);
+  CHECK(summary.worst_factor <= 1.43);
+
+  // The search holds each published layout (or a ZeRO variant) that fits its memory limit, and
+  // its best is never slower. Megatron-Bridge's Llama 3.1 405B layouts (PP 8 x V 8 over 126
+  // blocks) are in it only because the embedding and the loss count as blocks.
+  for (const ValidationResult& r : summary.results) {
+    const Measurement& m = *r.measurement;
+    INFO(m.id);
+    // predicted is per device; the planner's rows count every device.
+    const double published = r.predicted * static_cast<double>(m.workload.devices);
+    CHECK(planner_best_tokens_per_s(m, table) >= published * (1 - 1e-9));
+  }
+}
