@@ -1,5 +1,5 @@
-// The counting rules of data/README.md ("Operators") as plain functions of sizes, shared by
-// the native operator table (ops.cpp) and the importers (import/onnx.cpp), so that the same
+// The counting rules of docs/model-format.md ("Operators") as plain functions of sizes, shared by
+// the native operator table (ops.cpp) and the importers (import/onnx_rules.cpp), so that the same
 // layer counts the same whichever file it comes from. All arithmetic is checked.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 namespace capcalc::formulas {
 
-// Other FLOPs per output element of the elementwise operators (data/README.md's table).
+// Other FLOPs per output element of the elementwise operators (docs/model-format.md's table).
 constexpr std::int64_t kReluFlops = 1;
 constexpr std::int64_t kGeluFlops = 8;     // tanh form: x³, 3 mul, 2 add, tanh.
 constexpr std::int64_t kSiluFlops = 5;     // Sigmoid (4) and a multiply.

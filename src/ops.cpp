@@ -345,6 +345,7 @@ OpResult convolution(OpContext& ctx, std::size_t spatial, bool transposed) {
   const std::int64_t per_group_in = in_channels / groups;
   const std::int64_t per_group_out = out_channels / groups;
   result.weight_tensors = bias ? 2 : 1;
+  result.bias_tensors = bias ? 1 : 0;
   result.gemm = transposed
                     ? GemmView{element_count(in) / in_channels,
                                checked_mul(per_group_out, kernel_elements), per_group_in, groups}
@@ -404,6 +405,7 @@ OpResult infer_linear(OpContext& ctx) {
   weighted_backward(ctx, c);
   result.gemm = GemmView{rows, out_features, in_features, 1};
   result.weight_tensors = bias ? 2 : 1;
+  result.bias_tensors = bias ? 1 : 0;
   result.output = std::move(out);
   return result;
 }
@@ -471,105 +473,142 @@ OpResult infer_embedding(OpContext& ctx) {
   return result;
 }
 
-OpResult infer_attention(OpContext& ctx) {
+// An attention layer's attributes and input sizes, checked.
+struct AttentionSpec {
+  std::int64_t batch = 0;
+  std::int64_t s = 0;        // Queries per sample.
+  std::int64_t d_model = 0;  // Query features.
+  std::int64_t s_kv = 0;     // Keys per sample.
+  std::int64_t d_kv = 0;     // Key/value features.
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t d_out = 0;
+  bool causal = false;
+  std::int64_t window = 0;
+  std::int64_t chunk = 0;
+  bool qkv_bias = false;
+  bool out_bias = false;
+  bool qk_norm = false;
+  bool qk_norm_affine = false;
+  bool sinks = false;
+  bool rotary = false;
+};
+
+AttentionSpec read_attention(OpContext& ctx) {
+  AttentionSpec a;
   const Shape& x = expect_rank(ctx, 0, 3, "[batch, seq, features]");
   const Shape& kv = ctx.inputs.size() > 1 ? expect_rank(ctx, 1, 3, "[batch, seq, features]") : x;
   if (kv[0] != x[0]) {
     ctx.fail(fmt::format("query {} and key/value {} have different batch sizes", shape_to_string(x),
                          shape_to_string(kv)));
   }
-  const std::int64_t batch = x[0];
-  const std::int64_t s = x[1];
-  const std::int64_t d_model = x[2];
-  const std::int64_t s_kv = kv[1];
-  const std::int64_t d_kv = kv[2];
-  const std::int64_t heads = ctx.attrs.positive("heads");
-  const std::int64_t kv_heads = ctx.attrs.positive("kv_heads", heads);
-  if (heads % kv_heads != 0) {
+  a.batch = x[0];
+  a.s = x[1];
+  a.d_model = x[2];
+  a.s_kv = kv[1];
+  a.d_kv = kv[2];
+  a.heads = ctx.attrs.positive("heads");
+  a.kv_heads = ctx.attrs.positive("kv_heads", a.heads);
+  if (a.heads % a.kv_heads != 0) {
     ctx.attrs.fail_at("kv_heads",
-                      fmt::format("kv_heads = {} must divide heads = {}", kv_heads, heads));
+                      fmt::format("kv_heads = {} must divide heads = {}", a.kv_heads, a.heads));
   }
-  if (!ctx.attrs.has("head_dim") && d_model % heads != 0) {
+  if (!ctx.attrs.has("head_dim") && a.d_model % a.heads != 0) {
     ctx.attrs.fail_at("heads", fmt::format("features {} are not divisible by heads = {}; give "
                                            "head_dim",
-                                           d_model, heads));
+                                           a.d_model, a.heads));
   }
-  const std::int64_t head_dim = ctx.attrs.positive("head_dim", d_model / heads);
-  const std::int64_t d_out = ctx.attrs.positive("out_features", d_model);
-  const bool causal = ctx.attrs.flag("causal", false);
-  const std::int64_t window = ctx.attrs.non_negative("window", 0);
+  a.head_dim = ctx.attrs.positive("head_dim", a.d_model / a.heads);
+  a.d_out = ctx.attrs.positive("out_features", a.d_model);
+  a.causal = ctx.attrs.flag("causal", false);
+  a.window = ctx.attrs.non_negative("window", 0);
   // Llama 4: chunked local attention, each query over its own chunk of `chunk` positions.
-  const std::int64_t chunk = ctx.attrs.non_negative("chunk", 0);
+  a.chunk = ctx.attrs.non_negative("chunk", 0);
   const bool bias = ctx.attrs.flag("bias", true);
   // Qwen2 has biases on the Q, K and V projections but none on the output projection.
-  const bool qkv_bias = ctx.attrs.flag("qkv_bias", bias);
-  const bool out_bias = ctx.attrs.flag("out_bias", bias);
+  a.qkv_bias = ctx.attrs.flag("qkv_bias", bias);
+  a.out_bias = ctx.attrs.flag("out_bias", bias);
   // Qwen3 normalises each head's queries and keys (RMSNorm over head_dim, one scale vector for
   // the queries and one for the keys) before the product.
-  const bool qk_norm = ctx.attrs.flag("qk_norm", false);
+  a.qk_norm = ctx.attrs.flag("qk_norm", false);
   // Llama 4's is an L2 norm without scales (Llama4TextL2Norm).
-  const bool qk_norm_affine = ctx.attrs.flag("qk_norm_affine", true);
+  a.qk_norm_affine = ctx.attrs.flag("qk_norm_affine", true);
   // gpt-oss: a learned "sink" logit per head joins every query's softmax (one parameter per
   // head, one more logit per query and head).
-  const bool sinks = ctx.attrs.flag("sinks", false);
+  a.sinks = ctx.attrs.flag("sinks", false);
   // Rotary position embedding applied to Q and K (Llama, GPT-NeoX): not counted in FLOPs, as
   // the counters the counts are checked against leave it out; runtimes launch kernels for it.
-  const bool rotary = ctx.attrs.flag("rotary", false);
-  if (window > 0 && !causal) ctx.attrs.fail_at("window", "a window needs \"causal\": true");
-  if (chunk > 0 && !causal) ctx.attrs.fail_at("chunk", "chunked attention needs \"causal\": true");
-  if (chunk > 0 && window > 0) ctx.attrs.fail_at("chunk", "give a window or a chunk, not both");
-  if (causal && s > s_kv) {
-    ctx.fail(fmt::format("causal attention with {} queries over {} keys", s, s_kv));
+  a.rotary = ctx.attrs.flag("rotary", false);
+  if (a.window > 0 && !a.causal) ctx.attrs.fail_at("window", "a window needs \"causal\": true");
+  if (a.chunk > 0 && !a.causal)
+    ctx.attrs.fail_at("chunk", "chunked attention needs \"causal\": true");
+  if (a.chunk > 0 && a.window > 0) ctx.attrs.fail_at("chunk", "give a window or a chunk, not both");
+  if (a.causal && a.s > a.s_kv) {
+    ctx.fail(fmt::format("causal attention with {} queries over {} keys", a.s, a.s_kv));
   }
+  return a;
+}
 
-  const std::int64_t q_width = checked_mul(heads, head_dim);
-  const std::int64_t kv_width = checked_mul(kv_heads, head_dim);
+// Biases, query/key norms and sinks: parameters and elementwise FLOPs.
+void add_attention_extras(const AttentionSpec& a, std::int64_t q_width, std::int64_t kv_width,
+                          LayerCounts& c) {
+  if (a.qkv_bias) {
+    c.params = checked_add(c.params, checked_add(q_width, checked_mul(2, kv_width)));
+    c.other_flops = checked_add(
+        c.other_flops,
+        checked_add(checked_mul(a.batch, a.s, q_width), checked_mul(a.batch, a.s_kv, 2, kv_width)));
+  }
+  if (a.out_bias) {
+    c.params = checked_add(c.params, a.d_out);
+    c.other_flops = checked_add(c.other_flops, checked_mul(a.batch, a.s, a.d_out));
+  }
+  if (a.qk_norm) {
+    if (a.qk_norm_affine) c.params = checked_add(c.params, checked_mul(2, a.head_dim));
+    c.other_flops = checked_add(
+        c.other_flops,
+        checked_mul(formulas::kRmsNormFlops, checked_add(checked_mul(a.batch, a.s, q_width),
+                                                         checked_mul(a.batch, a.s_kv, kv_width))));
+  }
+  if (a.sinks) {
+    c.params = checked_add(c.params, a.heads);
+    c.other_flops = checked_add(c.other_flops, checked_mul(a.batch, a.heads, a.s, 5));
+  }
+}
+
+OpResult infer_attention(OpContext& ctx) {
+  const AttentionSpec a = read_attention(ctx);
+  const std::int64_t q_width = checked_mul(a.heads, a.head_dim);
+  const std::int64_t kv_width = checked_mul(a.kv_heads, a.head_dim);
   // With a KV cache (LLM decode), self-attention's keys are the cached positions plus the new
   // ones; only the new tokens are projected, and kernels read exactly the cached keys (inside
   // the window), so pairs are counted exactly.
   // Only causal self-attention caches: an encoder's (an image's, BERT's) runs once.
-  const bool self_attention = ctx.inputs.size() == 1 && causal;
+  const bool self_attention = ctx.inputs.size() == 1 && a.causal;
   const std::int64_t cached = self_attention ? ctx.options.kv_cache_length : 0;
-  const std::int64_t keys = checked_add(s_kv, cached);
+  const std::int64_t keys = checked_add(a.s_kv, cached);
   const CausalCounting counting = cached > 0 ? CausalCounting::kHalf : ctx.options.causal;
-  const std::int64_t pairs = chunk > 0
-                                 ? formulas::chunked_attention_pairs(s, keys, chunk, counting)
-                                 : formulas::attention_pairs(s, keys, causal, window, counting);
-  const std::int64_t q_macs = checked_mul(batch, s, d_model, q_width);
-  const std::int64_t kv_macs = checked_mul(2, batch, s_kv, d_kv, kv_width);
-  const std::int64_t out_macs = checked_mul(batch, s, q_width, d_out);
+  const std::int64_t pairs =
+      a.chunk > 0 ? formulas::chunked_attention_pairs(a.s, keys, a.chunk, counting)
+                  : formulas::attention_pairs(a.s, keys, a.causal, a.window, counting);
+  const std::int64_t q_macs = checked_mul(a.batch, a.s, a.d_model, q_width);
+  const std::int64_t kv_macs = checked_mul(2, a.batch, a.s_kv, a.d_kv, kv_width);
+  const std::int64_t out_macs = checked_mul(a.batch, a.s, q_width, a.d_out);
   const std::int64_t projection_macs = checked_add(checked_add(q_macs, kv_macs), out_macs);
-  const std::int64_t score_macs = checked_mul(batch, heads, pairs, head_dim);  // Q·Kᵀ; AV same.
-  const std::int64_t scores = checked_mul(batch, heads, pairs);
+  const std::int64_t score_macs =
+      checked_mul(a.batch, a.heads, pairs, a.head_dim);  // Q·Kᵀ; AV same.
+  const std::int64_t scores = checked_mul(a.batch, a.heads, pairs);
 
-  Shape out{batch, s, d_out};
+  Shape out{a.batch, a.s, a.d_out};
   OpResult result;
   LayerCounts& c = result.counts;
-  c.attention_heads = heads;
-  c.params = checked_add(checked_add(checked_mul(d_model, q_width), checked_mul(2, d_kv, kv_width)),
-                         checked_mul(q_width, d_out));
+  c.attention_heads = a.heads;
+  c.params =
+      checked_add(checked_add(checked_mul(a.d_model, q_width), checked_mul(2, a.d_kv, kv_width)),
+                  checked_mul(q_width, a.d_out));
   // Scale and softmax on every score: 1 + 5 FLOPs.
   c.other_flops = checked_mul(scores, 6);
-  if (qkv_bias) {
-    c.params = checked_add(c.params, checked_add(q_width, checked_mul(2, kv_width)));
-    c.other_flops = checked_add(c.other_flops, checked_add(checked_mul(batch, s, q_width),
-                                                           checked_mul(batch, s_kv, 2, kv_width)));
-  }
-  if (out_bias) {
-    c.params = checked_add(c.params, d_out);
-    c.other_flops = checked_add(c.other_flops, checked_mul(batch, s, d_out));
-  }
-  if (qk_norm) {
-    if (qk_norm_affine) c.params = checked_add(c.params, checked_mul(2, head_dim));
-    c.other_flops = checked_add(
-        c.other_flops,
-        checked_mul(formulas::kRmsNormFlops, checked_add(checked_mul(batch, s, q_width),
-                                                         checked_mul(batch, s_kv, kv_width))));
-  }
-  if (sinks) {
-    c.params = checked_add(c.params, heads);
-    c.other_flops = checked_add(c.other_flops, checked_mul(batch, heads, s, 5));
-  }
+  add_attention_extras(a, q_width, kv_width, c);
   c.macs = checked_add(projection_macs, checked_mul(score_macs, 2));
   c.score_macs = checked_mul(score_macs, 2);
   c.input_elements = sum_input_elements(ctx);
@@ -578,25 +617,25 @@ OpResult infer_attention(OpContext& ctx) {
   // Q, K, V and the attention output are written and read once each; the scores stay on chip
   // (fused attention kernels).
   const std::int64_t intermediates =
-      checked_add(checked_mul(2, batch, s, q_width), checked_mul(2, batch, s_kv, kv_width));
+      checked_add(checked_mul(2, a.batch, a.s, q_width), checked_mul(2, a.batch, a.s_kv, kv_width));
   c.input_elements = checked_add(c.input_elements, intermediates);
   c.output_elements = checked_add(c.output_elements, intermediates);
   c.saved_elements = intermediates / 2;  // Q, K, V and context, once each.
-  c.attention_heads = heads;
-  c.attention_kv_heads = kv_heads;
+  c.attention_heads = a.heads;
+  c.attention_kv_heads = a.kv_heads;
   if (self_attention) {
     c.kv_cache_per_token = checked_mul(2, kv_width);
     // A chunked layer keeps at most one chunk (transformers' and vLLM's chunked caches).
-    c.kv_cache_window = chunk > 0 ? chunk : window;
-    c.kv_cache_heads = kv_heads;
+    c.kv_cache_window = a.chunk > 0 ? a.chunk : a.window;
+    c.kv_cache_heads = a.kv_heads;
   }
   if (cached > 0) {
     // Read the cache (the last `window` positions at most, the current chunk's); the new K, V
     // are already counted.
-    const std::int64_t read = chunk > 0    ? cached % chunk
-                              : window > 0 ? std::min(cached, window)
-                                           : cached;
-    c.kv_cache_read_elements = checked_mul(batch, read, 2, kv_width);
+    const std::int64_t read = a.chunk > 0    ? cached % a.chunk
+                              : a.window > 0 ? std::min(cached, a.window)
+                                             : cached;
+    c.kv_cache_read_elements = checked_mul(a.batch, read, 2, kv_width);
   }
   // Projections: the weight gradient always; the input gradient of the Q (K, V) projection
   // only if the query (key/value) input needs one. The output projection's input gradient is
@@ -608,8 +647,9 @@ OpResult infer_attention(OpContext& ctx) {
       checked_add(checked_mul(out_macs, 2), checked_mul(score_macs, 4)));
   c.backward_other_flops = checked_mul(c.other_flops, 2);
   result.output = std::move(out);
-  result.rotary = rotary;
-  result.weight_tensors = 4 + (qkv_bias ? 3 : 0) + (out_bias ? 1 : 0);
+  result.rotary = a.rotary;
+  result.weight_tensors = 4 + (a.qkv_bias ? 3 : 0) + (a.out_bias ? 1 : 0);
+  result.bias_tensors = (a.qkv_bias ? 3 : 0) + (a.out_bias ? 1 : 0);
   return result;
 }
 
@@ -623,6 +663,7 @@ OpResult infer_layernorm(OpContext& ctx) {
   OpResult result = elementwise(ctx, in, formulas::kLayerNormFlops);
   result.counts.params = affine ? checked_mul(in.back(), bias ? 2 : 1) : 0;
   result.counts.weight_elements_read = result.counts.params;
+  result.param_tensors = affine ? (bias ? 2 : 1) : 0;
   return result;
 }
 
@@ -639,6 +680,7 @@ OpResult infer_batchnorm(OpContext& ctx) {
   // Inference folds the statistics into one scale and shift per channel.
   OpResult result = elementwise(ctx, in, formulas::kBatchNormFlops);
   result.counts.params = checked_mul(in[1], 2);
+  result.param_tensors = 2;                                    // Scale and shift.
   result.counts.weight_elements_read = checked_mul(in[1], 4);  // Scale, shift, mean, variance.
   return result;
 }
@@ -652,6 +694,7 @@ OpResult infer_groupnorm(OpContext& ctx) {
   }
   OpResult result = elementwise(ctx, in, formulas::kGroupNormFlops);
   result.counts.params = checked_mul(in[1], 2);
+  result.param_tensors = 2;  // Scale and shift.
   result.counts.weight_elements_read = result.counts.params;
   return result;
 }
@@ -789,7 +832,11 @@ OpResult infer_reshape(OpContext& ctx) {
   std::int64_t known = 1;
   std::optional<std::size_t> free_axis;
   for (std::size_t a = 0; a < out.size(); ++a) {
-    if (out[a] == -1 && !free_axis) {
+    if (out[a] == -1 && free_axis) {
+      ctx.attrs.fail_at("shape", fmt::format("{} has more than one -1 (entries {} and {}): only "
+                                             "one entry can be inferred",
+                                             shape_to_string(out), *free_axis, a));
+    } else if (out[a] == -1) {
       free_axis = a;
     } else if (out[a] <= 0) {
       ctx.attrs.fail_at("shape", fmt::format("entry {} of shape must be positive (or a single -1), "
@@ -799,8 +846,14 @@ OpResult infer_reshape(OpContext& ctx) {
       known = checked_mul(known, out[a]);
     }
   }
-  if (free_axis && total % known == 0) out[*free_axis] = total / known;
-  if (element_count(out) != total || (free_axis && total % known != 0)) {
+  if (free_axis && total % known != 0) {
+    ctx.attrs.fail_at("shape",
+                      fmt::format("the -1 in {} cannot be inferred: {} ({} elements) does not "
+                                  "divide by the other entries' {}",
+                                  shape_to_string(out), shape_to_string(in), total, known));
+  }
+  if (free_axis) out[*free_axis] = total / known;
+  if (element_count(out) != total) {
     ctx.attrs.fail_at("shape", fmt::format("cannot reshape {} ({} elements) to {}",
                                            shape_to_string(in), total, shape_to_string(out)));
   }

@@ -89,6 +89,8 @@ struct OpResult {
   std::optional<GemmView> gemm;     ///< Matrix layers: the product the matrix units see.
   bool rotary = false;              ///< Attention with a rotary position embedding.
   std::int64_t weight_tensors = 0;  ///< Weight matrices and biases of its products.
+  std::int64_t bias_tensors = 0;    ///< Of weight_tensors, the biases.
+  std::int64_t param_tensors = 0;   ///< All learnable tensors; 0: weight_tensors, else 1.
 };
 
 /// One row of the operator table.

@@ -346,6 +346,8 @@ struct Step {
   const Workload& workload;
   Runtime runtime;
   Rates rates;
+  Rates tf32_rates{};  // fp32 products the runtime runs on TF32 tensor cores; unset: none.
+  bool tf32 = false;
   double tp = 1;        // Each device of a tensor-parallel group holds 1/tp of every layer.
   double pp = 1;        // A pipeline stage holds 1/pp of the layers (an even split).
   double replicas = 1;  // Data-parallel replicas.
@@ -364,6 +366,14 @@ struct Step {
   /// Per layer: input elements written by the layer just before it that stay in the
   /// last-level cache (read from there, not from DRAM).
   std::vector<double> cached_input_elements{};
+  /// Per layer, training under autocast: casts of its inputs to 16 bits (inputs written in
+  /// fp32 by an operator on autocast's fp32 list).
+  std::vector<double> autocast_input_casts{};
+  /// Per layer, training under autocast: backward casts of the gradients of its 16-bit inputs
+  /// where other inputs are fp32.
+  std::vector<double> mixed_gradient_casts{};
+  /// The last layer that is not a view: the loss reads its output.
+  std::size_t loss_layer = 0;
 };
 
 // The layer that holds a value's storage: a view aliases its input; -1 for a model input.
@@ -397,6 +407,68 @@ std::vector<double> cached_inputs(const Graph& graph, double cache_bytes, double
     previous = static_cast<std::int64_t>(i);
   }
   return cached;
+}
+
+// Autocast runs some operators in fp32 (aten/src/ATen/autocast_mode.cpp: layer_norm, softmax,
+// group_norm on its fp32 list); a matrix product reading such an output casts it to 16 bits
+// first, one cast per projection that reads it (attention: Q, K and V).
+std::vector<double> autocast_casts(const Graph& graph, const Runtime& runtime) {
+  std::vector<double> casts(graph.layers.size(), 0);
+  const std::vector<std::string>& fp32_ops = runtime.training.autocast_fp32_ops;
+  if (fp32_ops.empty() || runtime.training.autocast_input_casts <= 0) return casts;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    const Layer& layer = graph.layers[i];
+    const OpClass op_class = layer.traits.op_class;
+    if (layer.view || (op_class != OpClass::kMatrix && op_class != OpClass::kAttention)) continue;
+    for (std::int32_t input : layer.inputs) {
+      const std::int64_t writer = storage_layer(graph, input);
+      if (writer < 0) continue;
+      const std::string& op = graph.layers[static_cast<std::size_t>(writer)].op;
+      if (std::find(fp32_ops.begin(), fp32_ops.end(), op) == fp32_ops.end()) continue;
+      casts[i] += runtime.training.autocast_input_casts * (op_class == OpClass::kAttention ? 3 : 1);
+    }
+  }
+  return casts;
+}
+
+// Autocast runs products in 16 bits; other ops follow type promotion, so a value is fp32 when
+// an op on the fp32 list, an fp32 parameter (embedding tables, position embeddings) or an fp32
+// input takes part (PyTorch's batch norm returns its input's dtype). Model inputs arrive in
+// fp32. Where an op reads a 16-bit value beside an fp32 one (a residual add after a
+// projection), autograd casts the 16-bit input's gradient back to its dtype
+// (torch/csrc/autograd/engine.cpp, validate_outputs): one cast per such input.
+std::vector<double> mixed_dtype_casts(const Graph& graph, const Runtime& runtime) {
+  std::vector<double> casts(graph.layers.size(), 0);
+  const TrainingKernels& t = runtime.training;
+  if (t.mixed_dtype_gradient_casts <= 0) return casts;
+  const auto first_layer = static_cast<std::int32_t>(graph.inputs.size());
+  std::vector<bool> fp32(graph.layers.size(), false);
+  const auto is_fp32 = [&](std::int32_t value) {
+    return value < first_layer || fp32[static_cast<std::size_t>(value - first_layer)];
+  };
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    const Layer& layer = graph.layers[i];
+    const OpClass op_class = layer.traits.op_class;
+    const bool on_fp32_list = std::find(t.autocast_fp32_ops.begin(), t.autocast_fp32_ops.end(),
+                                        layer.op) != t.autocast_fp32_ops.end();
+    if (on_fp32_list) {
+      fp32[i] = true;
+      continue;
+    }
+    if (op_class == OpClass::kMatrix || op_class == OpClass::kAttention) continue;
+    double narrow_inputs = 0;
+    bool wide_input = layer.traits.param_tensors > 0 && layer.op != "batchnorm";
+    for (std::int32_t input : layer.inputs) {
+      if (is_fp32(input)) {
+        wide_input = true;
+      } else {
+        ++narrow_inputs;
+      }
+    }
+    fp32[i] = wide_input;
+    if (wide_input && !layer.view) casts[i] = t.mixed_dtype_gradient_casts * narrow_inputs;
+  }
+  return casts;
 }
 
 // `per_layer`: also what only the layers' pass reads (the cached inputs, one look per layer).
@@ -438,9 +510,56 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
   s.backward_floor_s = s.runtime.profile == Profile::kEager
                            ? std::min(params.graph_overhead_s, s.floor_s)
                            : s.floor_s;
-  if (per_layer)
+  // PyTorch runs fp32 convolutions on TF32 tensor cores unless told not to.
+  s.tf32 = workload.precision == Precision::kFp32 && !workload.strict_fp32 &&
+           !s.runtime.tf32_ops.empty() && device.peak(Precision::kTf32).matrix_flops_per_s > 0;
+  if (s.tf32) s.tf32_rates = achievable_rates(device, params, Precision::kTf32);
+  if (per_layer) {
     s.cached_input_elements = cached_inputs(graph, device.cache_bytes, s.act_bytes, s.tp);
+    if (s.training && s.weight_bytes < 4) {
+      s.autocast_input_casts = autocast_casts(graph, s.runtime);
+      s.mixed_gradient_casts = mixed_dtype_casts(graph, s.runtime);
+    }
+  }
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    if (!graph.layers[i].view) s.loss_layer = i;
+  }
   return s;
+}
+
+// Kernels a training step adds to a layer, forward and backward.
+struct ExtraKernels {
+  double forward = 0;
+  double backward = 0;
+};
+
+// The loss reads the last layer's output. PyTorch's 16-bit batch norm runs channels-last (as its
+// memory-format tutorial recommends for convolutional networks under autocast): its statistics
+// (forward) and gradient (backward) reductions zero their grid semaphores where the grid has
+// several rows (Normalization.cuh, at::zeros). Under autocast, gradients of 16-bit inputs read
+// beside fp32 ones are cast back (backward).
+ExtraKernels training_extra_kernels(const Step& s, std::size_t index) {
+  const Layer& layer = s.graph.layers[index];
+  const TrainingKernels& t = s.runtime.training;
+  ExtraKernels extra;
+  if (index == s.loss_layer) {
+    extra.forward += t.loss_forward;
+    extra.backward += t.loss_backward;
+  }
+  if (t.batchnorm_semaphore_zeroing > 0 && s.act_bytes < 4 && layer.op == "batchnorm" &&
+      layer.output.size() >= 2) {
+    const auto elements = static_cast<double>(element_count(layer.output));
+    const auto channels = static_cast<double>(layer.output[1]);
+    if (channels_last_reduction_rows(elements / channels, channels) > 1) {
+      extra.forward += t.batchnorm_semaphore_zeroing;
+      extra.backward += t.batchnorm_semaphore_zeroing;
+    }
+  }
+  if (!s.mixed_gradient_casts.empty()) extra.backward += s.mixed_gradient_casts[index];
+  // Self-attention's Q, K and V projections read one input: autograd sums their gradients.
+  if (layer.traits.op_class == OpClass::kAttention && layer.inputs.size() == 1)
+    extra.backward += t.attention_input_gradient_sums;
+  return extra;
 }
 
 // One layer's forward (and, in training, backward) on one device.
@@ -449,8 +568,11 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const Layer& layer = s.graph.layers[index];
   const LayerCounts& c = layer.counts;
   const double outputs = static_cast<double>(element_count(layer.output));
-  const bool matrix =
-      s.has_matrix && c.macs > 0 && static_cast<double>(c.macs) / outputs >= kMinMatrixReduction;
+  const bool tf32 = s.tf32 && std::find(s.runtime.tf32_ops.begin(), s.runtime.tf32_ops.end(),
+                                        layer.op) != s.runtime.tf32_ops.end();
+  const Rates& rates = tf32 ? s.tf32_rates : s.rates;
+  const bool matrix = rates.matrix_flops_per_s > 0 && c.macs > 0 &&
+                      static_cast<double>(c.macs) / outputs >= kMinMatrixReduction;
   const bool sparse_layer = s.sparse && has_sparse_weights(layer);
   // Tiles are cut from the product the matrix units see (the layer's GEMM view); layers that
   // mix products (attention, experts) have none and take no penalty.
@@ -470,9 +592,11 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
       s.training && s.weight_bytes < 4
           ? s.runtime.autocast_weight_casts * static_cast<double>(layer.traits.weight_tensors)
           : 0;
-  const double kernels = s.runtime.kernels(layer);
+  const double input_casts = s.autocast_input_casts.empty() ? 0 : s.autocast_input_casts[index];
+  const double kernels = s.runtime.kernels(layer, s.act_bytes < 4);
+  const ExtraKernels extra = s.training ? training_extra_kernels(s, index) : ExtraKernels{};
   Work forward;
-  forward.kernels = kernels + casts;
+  forward.kernels = kernels + casts + input_casts + extra.forward;
   forward.macs = static_cast<double>(c.macs - c.score_macs) / s.tp;
   forward.score_macs = static_cast<double>(c.score_macs) / s.tp;
   forward.other_flops = static_cast<double>(c.other_flops) / s.tp;
@@ -488,7 +612,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const double cached =
       std::min(s.cached_input_elements[index], static_cast<double>(c.input_elements));
   forward.bytes -= cached * s.act_bytes / s.tp;
-  LayerEstimate e = roofline(forward, matrix, speed, fused, s.rates, s.floor_s);
+  LayerEstimate e = roofline(forward, matrix, speed, fused, rates, s.floor_s);
   if (!s.training) return e;
   if (s.workload.checkpointing) recompute_s += e.time_s;
   // Backward: its own FLOPs, about twice the forward traffic (read the output gradient and the
@@ -500,10 +624,13 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   backward.macs = static_cast<double>(c.backward_macs) / s.tp - backward.score_macs;
   backward.other_flops = static_cast<double>(c.backward_other_flops) / s.tp;
   backward.bytes = 2 * uncached_bytes;
-  // Autograd runs a backward kernel per forward one and another for weight gradients.
-  backward.kernels = 2 * kernels + casts;
+  // Autograd's kernels for the layer (the runtime's table; else one per forward kernel and one
+  // for weight gradients), a reduction per bias gradient, and the casts' backward.
+  backward.kernels =
+      s.runtime.backward_kernels(layer, kernels) + casts + input_casts + extra.backward +
+      s.runtime.training.bias_gradient * static_cast<double>(layer.traits.bias_tensors);
   // A fused forward still leaves a backward that reads what it saved: not fused.
-  const LayerEstimate b = roofline(backward, matrix, speed, false, s.rates, s.backward_floor_s);
+  const LayerEstimate b = roofline(backward, matrix, speed, false, rates, s.backward_floor_s);
   backward_s += b.time_s;
   add(e, b);
   return e;
@@ -602,27 +729,69 @@ double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s, 
                                         : virtual_stages * std::max(0.0, 2 * send - chunk_s);
 }
 
-// Data-parallel replicas all-reduce their gradients once a step (ZeRO-3: a reduce-scatter of
-// the gradients, half an all-reduce, and two all-gathers of the weights, forward and backward,
-// half an all-reduce each); buckets are reduced as backward produces them (PyTorch DDP, FSDP,
-// Megatron's overlapped grad reduce): only what outlasts the stage's last backward shows.
+// Data-parallel replicas all-reduce their gradients once a step; buckets are reduced as
+// backward produces them (PyTorch DDP, Megatron's overlapped grad reduce): only what outlasts
+// the stage's last backward shows. ZeRO-3 (FSDP) holds neither whole weights nor whole
+// gradients, so every micro-batch all-gathers the weights before its forward and again before
+// its backward and reduce-scatters its gradients after it (PyTorch FSDP2 docs, fully_shard:
+// "before forward and backward passes, pre-forward/backward hooks are responsible for
+// all-gathering the parameters"; DeepSpeed's zero3.rst: ZeRO-3 "will automatically collect and
+// partition them during the forward and backward passes"), each (n-1)/n of its bytes. Prefetch
+// hides the forward's gather behind the stage's forward and the backward's gather and
+// reduce-scatter behind its backward (with any recompute); the rest shows, every micro-batch.
 void data_parallel_sync(const Step& s, double params_count, double gradient_bytes,
                         double backward_s, Estimate& result) {
   if (s.replicas <= 1) return;
   const CollectiveLink dp =
       collective_link(s.device, s.workload.tensor_parallel, static_cast<std::int64_t>(s.replicas));
-  result.data_parallel_bytes = s.workload.zero_stage >= 3
-                                   ? params_count * (0.5 * gradient_bytes + s.weight_bytes)
-                                   : params_count * gradient_bytes;
+  const bool zero3 = s.workload.zero_stage >= 3;
+  const double weight_bytes = params_count * s.weight_bytes;
+  const double grad_bytes = params_count * gradient_bytes;
+  result.data_parallel_bytes =
+      zero3 ? s.micro_batches * (2 * weight_bytes + grad_bytes) / 2 : grad_bytes;
   if (dp.link == nullptr) {
     result.data_parallel_modelled = false;
     return;
   }
   result.data_parallel_link = dp.link->name;
   result.data_parallel_bandwidth = dp.per_direction;
-  result.data_parallel_s = collective_s(s.params, result.profile, 2 * (s.replicas - 1) / s.replicas,
-                                        result.data_parallel_bytes, dp.per_direction);
-  result.data_parallel_exposed_s = std::max(0.0, result.data_parallel_s - backward_s / s.pp);
+  const double ring = 2 * (s.replicas - 1) / s.replicas;
+  if (!zero3) {
+    result.data_parallel_s =
+        collective_s(s.params, result.profile, ring, grad_bytes, dp.per_direction);
+    result.data_parallel_exposed_s = std::max(0.0, result.data_parallel_s - backward_s / s.pp);
+    return;
+  }
+  const double half = ring / 2;  // An all-gather or a reduce-scatter: (n-1)/n of the bytes.
+  const double gather_s =
+      collective_s(s.params, result.profile, half, weight_bytes, dp.per_direction);
+  const double scatter_s =
+      collective_s(s.params, result.profile, half, grad_bytes, dp.per_direction);
+  const double forward_stage_s = (result.latency_s - backward_s) / s.pp;
+  const double backward_stage_s = (backward_s + result.recompute_s) / s.pp;
+  result.data_parallel_s = s.micro_batches * (2 * gather_s + scatter_s);
+  result.data_parallel_exposed_s =
+      s.micro_batches * (std::max(0.0, gather_s - forward_stage_s) +
+                         std::max(0.0, gather_s + scatter_s - backward_stage_s));
+}
+
+// The optimizer's multi-tensor kernels over one device's parameter tensors (a pipeline stage
+// holds 1/pp of them; tensor parallelism and ZeRO shard their elements).
+double optimizer_step_kernels(const Step& s) {
+  const double chunk = s.runtime.training.multi_tensor.chunk_elements;
+  if (chunk <= 0) return 0;
+  double tensors = 0;
+  double chunks = 0;
+  const double shards = s.tp * (s.workload.zero_stage >= 1 ? s.replicas : 1);
+  for (const Layer& layer : s.graph.layers) {
+    const auto count = static_cast<double>(layer.traits.param_tensors);
+    if (layer.view || count <= 0 || layer.counts.params <= 0) continue;
+    tensors += count;
+    const double elements = static_cast<double>(layer.counts.params) / count / shards;
+    chunks += count * std::ceil(elements / chunk);
+  }
+  return s.runtime.optimizer_kernels(optimizer_name(s.workload.optimizer), tensors / s.pp,
+                                     chunks / s.pp);
 }
 
 // A training step: one micro-batch through the whole model (forward, backward, recompute,
@@ -636,7 +805,9 @@ void training_schedule(const Step& s, const GraphTotals& totals, double params_c
   const double gradient_bytes = std::max(s.weight_bytes, 2.0);
   const double update_bytes = params_count * optimizer_update_bytes(s.workload.optimizer) /
                               (s.workload.zero_stage >= 1 ? s.replicas : 1);
-  result.optimizer_s = std::max(update_bytes / s.rates.bytes_per_s, s.floor_s);
+  const double optimizer_kernels = optimizer_step_kernels(s);
+  result.optimizer_s =
+      std::max(update_bytes / s.rates.bytes_per_s, std::max(1.0, optimizer_kernels) * s.floor_s);
   training_memory(s, totals, params_count, gradient_bytes, result.memory);
 
   const auto virtual_stages = static_cast<double>(s.workload.virtual_stages);
@@ -654,7 +825,7 @@ void training_schedule(const Step& s, const GraphTotals& totals, double params_c
   const double share = s.micro_batches / s.pp;
   result.layer_repeats = share;
   result.flops *= share;
-  result.kernels *= share;
+  result.kernels = result.kernels * share + optimizer_kernels;
   result.bytes = result.bytes * share + update_bytes;
   result.recompute_s *= share;
   result.communication_s *= share;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -18,8 +19,9 @@ namespace {
 const std::vector<std::string_view> kTableKeys = {"schema_version", "version", "description",
                                                   "comment",        "$schema", "runtimes"};
 const std::vector<std::string_view> kRuntimeKeys = {
-    "id",      "name",  "aliases", "profile", "device_types", "kernels", "host_overhead_us",
-    "sources", "notes", "comment", "serving"};
+    "id",      "name",          "aliases",  "profile",  "device_types",
+    "kernels", "kernels_16bit", "training", "tf32_ops", "host_overhead_us",
+    "sources", "notes",         "comment",  "serving"};
 
 std::array<double, kOpClassCount> one_kernel_per_layer() {
   std::array<double, kOpClassCount> kernels{};
@@ -79,6 +81,111 @@ std::vector<std::string> string_list(const JsonView& list, bool non_empty) {
   return out;
 }
 
+// {"batchnorm": 3}: kernels per native operator (a class too where `classes` is set).
+void parse_op_counts(const JsonView& counts, std::vector<std::pair<std::string, double>>& per_op,
+                     std::array<double, kOpClassCount>* per_class) {
+  counts.expect_object();
+  const std::vector<std::string_view> ops = op_names();
+  std::vector<std::string_view> known(ops.begin(), ops.end());
+  if (per_class != nullptr) {
+    for (OpClass c : kOpClasses)
+      known.push_back(op_class_name(c));
+  }
+  for (const auto& item : counts.json().items()) {
+    const std::string& key = item.key();
+    const JsonView value = counts.at(key);
+    const double count = value.as_number();
+    if (!(count >= 0) || count > 1000)
+      value.fail(fmt::format("expected 0 to 1000 kernels, got {}", value.json().dump()));
+    const auto cls = std::find_if(kOpClasses.begin(), kOpClasses.end(),
+                                  [&](OpClass c) { return op_class_name(c) == key; });
+    if (per_class != nullptr && cls != kOpClasses.end()) {
+      (*per_class)[static_cast<std::size_t>(*cls)] = count;
+      continue;
+    }
+    if (find_op(key) == nullptr) {
+      value.fail(with_suggestion(fmt::format("unknown operator \"{}\"", key), key, known));
+    }
+    per_op.emplace_back(key, count);
+  }
+}
+
+std::vector<std::string> op_list(const JsonView& list) {
+  std::vector<std::string> out;
+  const std::vector<std::string_view> ops = op_names();
+  for (std::size_t i = 0; i < list.array_size(); ++i) {
+    const JsonView item = list.at(i);
+    const std::string name = item.as_string();
+    if (find_op(name) == nullptr) {
+      item.fail(with_suggestion(fmt::format("unknown operator \"{}\"", name), name, ops));
+    }
+    out.push_back(name);
+  }
+  return out;
+}
+
+MultiTensorApply parse_multi_tensor(const JsonView& entry) {
+  reject_unknown_keys(entry, {"chunk_elements", "max_blocks", "max_tensors_by_depth"},
+                      "multi-tensor apply");
+  MultiTensorApply m;
+  m.chunk_elements = static_cast<double>(entry.at("chunk_elements").as_positive_int());
+  m.max_blocks = static_cast<double>(entry.at("max_blocks").as_positive_int());
+  const JsonView depths = entry.at("max_tensors_by_depth");
+  for (std::size_t i = 0; i < depths.array_size(); ++i)
+    m.max_tensors_by_depth.push_back(static_cast<double>(depths.at(i).as_positive_int()));
+  if (m.max_tensors_by_depth.empty()) depths.fail("expected at least one depth");
+  return m;
+}
+
+// "training": what autograd, autocast and the optimizer launch.
+TrainingKernels parse_training(const JsonView& entry) {
+  reject_unknown_keys(
+      entry,
+      {"backward", "bias_gradient", "autocast_fp32_ops", "autocast_input_casts", "loss",
+       "mixed_dtype_gradient_casts", "batchnorm_semaphore_zeroing", "attention_input_gradient_sums",
+       "multi_tensor_apply", "optimizer_foreach_depths", "comment"},
+      "training kernels");
+  TrainingKernels t;
+  if (auto backward = entry.find("backward"))
+    parse_op_counts(*backward, t.backward_per_op, &t.backward_per_class);
+  if (auto bias = entry.find("bias_gradient")) t.bias_gradient = bias->as_number();
+  if (auto ops = entry.find("autocast_fp32_ops")) t.autocast_fp32_ops = op_list(*ops);
+  if (auto casts = entry.find("autocast_input_casts")) t.autocast_input_casts = casts->as_number();
+  if (auto loss = entry.find("loss")) {
+    reject_unknown_keys(*loss, {"forward", "backward"}, "loss kernels");
+    t.loss_forward = loss->at("forward").as_number();
+    t.loss_backward = loss->at("backward").as_number();
+  }
+  if (auto casts = entry.find("mixed_dtype_gradient_casts"))
+    t.mixed_dtype_gradient_casts = casts->as_number();
+  if (auto zeroing = entry.find("batchnorm_semaphore_zeroing"))
+    t.batchnorm_semaphore_zeroing = zeroing->as_number();
+  if (auto sums = entry.find("attention_input_gradient_sums"))
+    t.attention_input_gradient_sums = sums->as_number();
+  if (auto mta = entry.find("multi_tensor_apply")) t.multi_tensor = parse_multi_tensor(*mta);
+  if (auto optimizers = entry.find("optimizer_foreach_depths")) {
+    optimizers->expect_object();
+    for (const auto& item : optimizers->json().items()) {
+      const JsonView depths = optimizers->at(item.key());
+      if (item.key() != "sgd" && item.key() != "momentum" && item.key() != "adam") {
+        depths.fail(with_suggestion(fmt::format("unknown optimizer \"{}\"", item.key()), item.key(),
+                                    {"sgd", "momentum", "adam"}));
+      }
+      std::vector<int> list;
+      for (std::size_t i = 0; i < depths.array_size(); ++i) {
+        const JsonView depth = depths.at(i);
+        const std::int64_t d = depth.as_positive_int();
+        if (t.multi_tensor.max_tensors_by_depth.size() < static_cast<std::size_t>(d)) {
+          depth.fail(fmt::format("depth {} has no tensor limit in multi_tensor_apply", d));
+        }
+        list.push_back(static_cast<int>(d));
+      }
+      t.optimizer_foreach_depths.emplace_back(item.key(), std::move(list));
+    }
+  }
+  return t;
+}
+
 // "serving": continuous-batching defaults, with an optional "large_memory" tier.
 ServingDefaults parse_serving(const JsonView& serving) {
   reject_unknown_keys(serving,
@@ -135,6 +242,10 @@ Runtime parse_runtime(const JsonView& entry) {
     }
   }
   if (auto kernels = entry.find("kernels")) parse_kernels(*kernels, r);
+  if (auto narrow = entry.find("kernels_16bit"))
+    parse_op_counts(*narrow, r.kernels_per_op_16bit, nullptr);
+  if (auto training = entry.find("training")) r.training = parse_training(*training);
+  if (auto tf32 = entry.find("tf32_ops")) r.tf32_ops = op_list(*tf32);
   if (auto host = entry.find("host_overhead_us")) {
     host->expect_object();
     for (const auto& item : host->json().items()) {
@@ -162,8 +273,13 @@ Runtime parse_runtime(const JsonView& entry) {
 
 }  // namespace
 
-double Runtime::kernels(const Layer& layer) const {
+double Runtime::kernels(const Layer& layer, bool narrow) const {
   if (layer.view) return 0;
+  if (narrow) {
+    for (const auto& [op, count] : kernels_per_op_16bit) {
+      if (op == layer.op) return count;
+    }
+  }
   for (const auto& [op, count] : kernels_per_op) {
     if (op == layer.op) return count;
   }
@@ -172,6 +288,57 @@ double Runtime::kernels(const Layer& layer) const {
   // A decode step appends this token's keys and values to the cache.
   if (layer.counts.kv_cache_read_elements > 0) count += cache_update_kernels;
   return count;
+}
+
+double Runtime::backward_kernels(const Layer& layer, double forward) const {
+  if (layer.view) return 0;
+  for (const auto& [op, count] : training.backward_per_op) {
+    if (op == layer.op) return count;
+  }
+  const double count = training.backward_per_class[static_cast<std::size_t>(layer.traits.op_class)];
+  return count > 0 ? count : 2 * forward;
+}
+
+// multi_tensor_apply fills a launch with chunks of consecutive tensors and launches it when it
+// holds max_blocks chunks or the depth's tensor limit: at least as many launches as either
+// limit needs (the tensors split evenly over the chunks is what capcalc knows of them).
+double Runtime::optimizer_kernels(std::string_view optimizer, double tensors, double chunks) const {
+  const MultiTensorApply& m = training.multi_tensor;
+  if (m.chunk_elements <= 0 || tensors <= 0) return 0;
+  for (const auto& [optimizer_id, depths] : training.optimizer_foreach_depths) {
+    if (optimizer_id != optimizer) continue;
+    double launches = 0;
+    for (int depth : depths) {
+      const double max_tensors = m.max_tensors_by_depth[static_cast<std::size_t>(depth - 1)];
+      launches += std::max(std::ceil(tensors / max_tensors), std::ceil(chunks / m.max_blocks));
+    }
+    return launches;
+  }
+  return 0;
+}
+
+namespace {
+
+// The largest power of two not above n (LaunchUtils.h, lastPow2), at least 1.
+double last_pow2(double n) {
+  return n < 1 ? 1 : std::exp2(std::floor(std::log2(n)));
+}
+
+}  // namespace
+
+// flexible_launch_configs (aten/src/ATen/native/cuda/Normalization.cuh): blocks of 512 threads
+// at most 32 channels wide, 16 elements per thread; at most 128 rows, and one row where fewer
+// than 8 would do (coop_flag).
+int channels_last_reduction_rows(double reduction, double channels) {
+  constexpr double kMaxBlockSize = 512;
+  constexpr double kTileWidth = 32;
+  constexpr double kElementsPerThread = 16;
+  constexpr double kMaxRows = 128;
+  const double block_x = std::min(last_pow2(channels), kTileWidth);
+  const double block_y =
+      std::min(last_pow2(std::ceil(reduction / kElementsPerThread)), kMaxBlockSize / block_x);
+  const double rows = std::min(std::ceil(reduction / (block_y * kElementsPerThread)), kMaxRows);
+  return rows < 8 ? 1 : static_cast<int>(rows);
 }
 
 bool Runtime::runs_on(DeviceType type) const {
@@ -210,6 +377,9 @@ RuntimeTable parse_runtimes(std::string_view text, const std::string& file) {
   const JsonView root(document, file);
   reject_unknown_keys(root, kTableKeys, "the runtime table");
   RuntimeTable table;
+  if (auto schema = root.find("schema_version")) {
+    if (schema->as_positive_int() != 1) schema->fail("unsupported schema_version; expected 1");
+  }
   if (auto version = root.find("version")) table.version = version->as_string();
   const JsonView list = root.at("runtimes");
   for (std::size_t i = 0; i < list.array_size(); ++i) {
@@ -236,6 +406,23 @@ RuntimeTable load_runtimes(const std::string& path, const std::vector<std::strin
   RuntimeTable table = load_runtimes(path);
   for (const std::string& overlay_path : overlays) {
     RuntimeTable overlay = load_runtimes(overlay_path);
+    // A name of another runtime (an alias "eager") would silently take it over: only an entry
+    // with that runtime's id replaces it.
+    for (std::size_t i = 0; i < overlay.runtimes.size(); ++i) {
+      const Runtime& runtime = overlay.runtimes[i];
+      std::vector<std::string> names = {runtime.id};
+      names.insert(names.end(), runtime.aliases.begin(), runtime.aliases.end());
+      for (std::size_t n = 0; n < names.size(); ++n) {
+        const Runtime* owner = table.find(names[n]);
+        if (owner == nullptr || owner->id == runtime.id) continue;
+        const std::string pointer = n == 0 ? fmt::format("/runtimes/{}/id", i)
+                                           : fmt::format("/runtimes/{}/aliases/{}", i, n - 1);
+        throw Error({overlay_path, pointer, 0, 0},
+                    fmt::format("the name \"{}\" is already used by runtime \"{}\" of {}; to "
+                                "replace that runtime, give this entry the id \"{}\"",
+                                names[n], owner->id, path, owner->id));
+      }
+    }
     for (Runtime& runtime : overlay.runtimes) {
       const auto same = std::find_if(table.runtimes.begin(), table.runtimes.end(),
                                      [&](const Runtime& r) { return r.id == runtime.id; });

@@ -10,6 +10,7 @@
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
 
+#include "checked.hpp"
 #include "input_file.hpp"
 #include "json_view.hpp"
 #include "spellcheck.hpp"
@@ -76,21 +77,14 @@ const std::vector<std::string_view> kCaseKeys = {"id",
                                                  "output_tokens",
                                                  "weight_precision",
                                                  "kv_precision",
+                                                 "optimizer",
+                                                 "allow_tf32",
                                                  "held_out"};
 
-Measurement parse_case(const JsonView& entry, Provenance provenance) {
-  entry.expect_object();
-  reject_unknown_keys(entry, kCaseKeys, "a measurement");
-  Measurement m;
-  m.id = entry.at("id").as_string();
-  m.model = entry.at("model").as_string();
-  if (auto dims = entry.find("dims")) {
-    dims->expect_object();
-    for (const auto& item : dims->json().items())
-      m.dims[item.key()] = dims->at(item.key()).as_positive_int();
-  }
-  m.device = entry.at("device").as_string();
-  Workload& w = m.workload;
+// How the case ran: the parallel layout, precisions, mode and profile (eager when it names
+// none), each checked at its key.
+Workload parse_case_workload(const JsonView& entry) {
+  Workload w;
   if (auto devices = entry.find("devices")) w.devices = devices->as_positive_int();
   if (auto tp = entry.find("tensor_parallel")) {
     w.tensor_parallel = tp->as_positive_int();
@@ -122,6 +116,16 @@ Measurement parse_case(const JsonView& entry, Provenance provenance) {
     if (stage < 0 || stage > 3) zero->fail(fmt::format("expected 0 to 3, got {}", stage));
     w.zero_stage = static_cast<int>(stage);
   }
+  if (auto optimizer = entry.find("optimizer")) {
+    const std::optional<Optimizer> parsed = parse_optimizer(optimizer->as_string());
+    if (!parsed) {
+      optimizer->fail(
+          with_suggestion(fmt::format("unknown optimizer \"{}\"", optimizer->as_string()),
+                          optimizer->as_string(), {"sgd", "momentum", "adam", "adamw"}));
+    }
+    w.optimizer = *parsed;
+  }
+  if (auto tf32 = entry.find("allow_tf32")) w.strict_fp32 = !tf32->as_bool();
   if (auto checkpointing = entry.find("checkpointing")) {
     w.checkpointing = checkpointing->as_bool();
   }
@@ -140,10 +144,12 @@ Measurement parse_case(const JsonView& entry, Provenance provenance) {
     if (!parsed) profile->fail(unknown_profile_message(profile->as_string()));
     w.profile = *parsed;
   }
-  if (auto runtime = entry.find("runtime")) {
-    m.runtime = runtime->as_string();
-    if (m.runtime.empty()) runtime->fail("expected a runtime id, got \"\"");
-  }
+  return w;
+}
+
+// What was measured: the metric, per device or in total, and the figure (and a training
+// run's tokens), each checked at its key.
+void parse_case_figure(const JsonView& entry, Measurement& m) {
   const JsonView metric = entry.at("metric");
   const std::string metric_text = metric.as_string();
   const auto found = std::find_if(kMetrics.begin(), kMetrics.end(),
@@ -179,6 +185,27 @@ Measurement parse_case(const JsonView& entry, Provenance provenance) {
       tokens->fail(fmt::format("{} is more than {} (the limit)", *m.tokens, kMaxTrainingTokens));
     }
   }
+}
+
+Measurement parse_case(const JsonView& entry, Provenance provenance) {
+  entry.expect_object();
+  reject_unknown_keys(entry, kCaseKeys, "a measurement");
+  Measurement m;
+  m.id = entry.at("id").as_string();
+  m.model = entry.at("model").as_string();
+  if (auto dims = entry.find("dims")) {
+    dims->expect_object();
+    for (const auto& item : dims->json().items())
+      m.dims[item.key()] = dims->at(item.key()).as_positive_int();
+  }
+  m.device = entry.at("device").as_string();
+  m.workload = parse_case_workload(entry);
+  const Workload& w = m.workload;
+  if (auto runtime = entry.find("runtime")) {
+    m.runtime = runtime->as_string();
+    if (m.runtime.empty()) runtime->fail("expected a runtime id, got \"\"");
+  }
+  parse_case_figure(entry, m);
   if (m.metric == Metric::kGpuHours && !m.tokens) entry.fail("a gpu_hours case needs \"tokens\"");
   if (auto held_out = entry.find("held_out")) m.held_out = held_out->as_bool();
   if (auto prompt = entry.find("prompt_tokens")) m.prompt_tokens = prompt->as_positive_int();
@@ -187,8 +214,8 @@ Measurement parse_case(const JsonView& entry, Provenance provenance) {
     if (w.mode == Mode::kTraining)
       entry.at("mode").fail("an LLM serving metric needs \"mode\": \"inference\"");
     if (m.prompt_tokens == 0 || m.output_tokens == 0) {
-      entry.fail(
-          fmt::format("a {} case needs \"prompt_tokens\" and \"output_tokens\"", metric_text));
+      entry.fail(fmt::format("a {} case needs \"prompt_tokens\" and \"output_tokens\"",
+                             entry.at("metric").as_string()));
     }
   }
   // The validation set's cases say where their figure was published and quote it; a user's
@@ -238,6 +265,34 @@ const Device& measured_device(const Measurement& m, const HardwareTable& table) 
 
 namespace {
 
+// The case's model with the case's dims. What the case got wrong (a model file that does not
+// open, a dimension the model lacks, dims that take a count past 64 bits) is blamed on the
+// case's key; what is wrong inside the model stays the model's.
+Graph load_case_model(const Measurement& m, const std::string& path, const ModelOptions& options) {
+  const auto at = [&](const std::string& key) {
+    return SourceLocation{m.where.file, m.where.pointer + key, 0, 0};
+  };
+  try {
+    return load_model(path, options);
+  } catch (const OverflowError&) {
+    if (m.where.file.empty()) throw;
+    throw Error(at("/dims"), overflow_message(options.dims));
+  } catch (const Error& e) {
+    if (m.where.file.empty() || e.where().file != path) throw;
+    if (e.where().pointer.empty() && e.where().line == 0)
+      throw Error(at("/model"), fmt::format("{}: {}", path, e.message()));
+    if (e.where().pointer == "/dims") {
+      for (const auto& [name, value] : m.dims) {
+        if (e.message().find(fmt::format("\"{}\"", name)) != std::string::npos)
+          throw Error(at("/dims/" + name), fmt::format("{} (model {})", e.message(), path));
+      }
+    }
+    if (e.message().find("a count does not fit in a 64-bit integer (with ") != std::string::npos)
+      throw Error(at("/dims"), overflow_message(options.dims));
+    throw;
+  }
+}
+
 Prediction predict_case(const Measurement& m, const HardwareTable& table,
                         const std::string& models_dir, const RuntimeTable* runtimes) {
   const Device& device = measured_device(m, table);
@@ -270,7 +325,7 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
           ModelOptions shaped = options;
           shaped.dims["seq"] = seq;
           shaped.counting.kv_cache_length = cached;
-          return load_model(path, shaped);
+          return load_case_model(m, path, shaped);
         },
         device, params, workload, request);
     // The prefill's class for the time to first token, the decode step's for the rest.
@@ -292,7 +347,7 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
       }
     }
   }
-  const Graph graph = load_model(path, options);
+  const Graph graph = load_case_model(m, path, options);
   const Estimate e = estimate(graph, device, params, workload);
   const auto devices = static_cast<double>(workload.devices);
   const double per_device_samples = e.throughput_per_s / devices;

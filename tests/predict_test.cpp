@@ -478,10 +478,11 @@ TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behi
   single.devices = 1;
   CHECK(hidden.latency_s == Approx(estimate(big, fast, p, single).latency_s));
   CHECK(estimate(big, fast, p, single).data_parallel_s == 0);
-  // ZeRO-3 adds the weights' two all-gathers: 1.5x the bytes.
+  // ZeRO-3 adds the weights' two all-gathers: three collectives of 7/8 of the bytes each
+  // (the weights twice, the gradients once), 1.5x the ring's bytes.
   Workload zero3 = w;
   zero3.zero_stage = 3;
-  CHECK(estimate(g, d, p, zero3).data_parallel_s == Approx(10e-6 + 1.5 * 1.75 * grads / 0.5e9));
+  CHECK(estimate(g, d, p, zero3).data_parallel_s == Approx(3 * 10e-6 + 1.5 * 1.75 * grads / 0.5e9));
   // Beyond the link's domain (4 devices) the ring crosses the network: each of the 4 members
   // in a domain uses its own port (1 GB/s per direction), 4 GB/s in all, below the link's.
   fast.intra_node->domain_devices = 4;
@@ -515,6 +516,54 @@ TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behi
   // Inference replicas exchange nothing.
   inference.devices = 8;
   CHECK(estimate(g, d, p, inference).data_parallel_s == 0);
+}
+
+TEST_CASE("predict: ZeRO-3 gathers the weights for every micro-batch", "[predict]") {
+  // PyTorch FSDP2 (fully_shard) and DeepSpeed ZeRO-3 all-gather the sharded weights before each
+  // forward and each backward and reduce-scatter the gradients after each backward, so with
+  // gradient accumulation every micro-batch pays them; prefetch hides the forward's gather
+  // behind the forward and the backward's gather and reduce-scatter behind the backward.
+  // 8 x 4096 -> 4096 in fp16: W = G = 4096^2 x 2 bytes; 8 replicas over a link of 1 GB/s per
+  // direction at 50 %: each collective takes 10 us + 7/8 x 33.6 MB / 0.5 GB/s = 58.7 ms.
+  const Graph g = one_linear(8, 4096, 4096);
+  const double bytes = 4096.0 * 4096 * 2;
+  Device d = round_device();
+  d.intra_node = Link{"Slow link", 2e9, "bidirectional"};
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = 10e-6;
+  p.allreduce_efficiency = 0.5;
+  Workload w;
+  w.mode = Mode::kTraining;
+  w.precision = Precision::kFp16;
+  w.devices = 8;
+  w.micro_batches = 4;
+  w.zero_stage = 3;
+  Workload inference = w;
+  inference.mode = Mode::kInference;
+  inference.micro_batches = 1;
+  inference.zero_stage = 0;
+  const double forward_s = estimate(g, d, p, inference).layers[0].time_s;
+  const Estimate e = estimate(g, d, p, w);
+  const double backward_s = e.layers[0].time_s - forward_s;
+  const double collective = 10e-6 + 0.875 * bytes / 0.5e9;
+  // Per micro-batch: gather (forward), gather + reduce-scatter (backward); four micro-batches.
+  CHECK(e.data_parallel_s == Approx(4 * 3 * collective));
+  CHECK(e.data_parallel_bytes == Approx(4 * (bytes + bytes / 2)));
+  // The slow link outlasts both passes: each micro-batch exposes
+  // (collective - forward) + (2 collectives - backward).
+  const double exposed = 4 * ((collective - forward_s) + (2 * collective - backward_s));
+  CHECK(e.data_parallel_exposed_s == Approx(exposed));
+  CHECK(e.latency_s == Approx(4 * e.layers[0].time_s + exposed + e.optimizer_s));
+  // ZeRO-2 keeps whole weights: one all-reduce of the gradients a step, whatever the count.
+  Workload zero2 = w;
+  zero2.zero_stage = 2;
+  CHECK(estimate(g, d, p, zero2).data_parallel_s == Approx(10e-6 + 1.75 * bytes / 0.5e9));
+  // A fast link (900 GB/s per direction at 50 %) and a long pass (batch 256) hide all of it.
+  Device fast = d;
+  fast.intra_node = Link{"Fast link", 1800e9, "bidirectional"};
+  const Estimate hidden = estimate(one_linear(256, 4096, 4096), fast, p, w);
+  CHECK(hidden.data_parallel_s == Approx(4 * 3 * (10e-6 + 0.875 * bytes / 450e9)));
+  CHECK(hidden.data_parallel_exposed_s == 0);
 }
 
 TEST_CASE("predict: ZeRO stages shard state over the data-parallel replicas", "[predict]") {

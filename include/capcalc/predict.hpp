@@ -109,6 +109,9 @@ struct Workload {
   std::optional<Precision> weight_precision;  ///< Weight storage (int4/int8 weight-only
                                               ///< quantisation); unset: `precision`.
   std::optional<Precision> kv_precision;      ///< KV cache storage; unset: activations'.
+  /// fp32 products stay in fp32 where the runtime would run them on TF32 tensor cores by
+  /// default (PyTorch's convolutions: torch.backends.cudnn.allow_tf32 = False).
+  bool strict_fp32 = false;
 };
 
 /// Time of one layer for one step (forward; forward + backward in training).
@@ -159,12 +162,15 @@ struct Estimate {
   bool communication_modelled = true;  ///< False: tensor parallel on a device with no link.
   std::string communication_link;      ///< The link the tensor-parallel all-reduces cross.
   double communication_bandwidth = 0;  ///< Bytes/s per direction each device gets on it.
-  /// Training with data-parallel replicas: one all-reduce of the device's gradients per step
-  /// (ZeRO-3: reduce-scatter plus two all-gathers of the weights, 1.5x the bytes), overlapped
-  /// with the backward pass of the step's last micro-batch.
+  /// Training with data-parallel replicas: one all-reduce of the device's gradients per step,
+  /// overlapped with the backward pass of the step's last micro-batch. ZeRO-3: per micro-batch
+  /// two all-gathers of the weights (forward, backward) and a reduce-scatter of the gradients,
+  /// overlapped with that micro-batch's forward and backward.
   double data_parallel_s = 0;
-  double data_parallel_exposed_s = 0;  ///< The part backward does not hide (in latency_s).
-  double data_parallel_bytes = 0;      ///< Gradient bytes per device it reduces.
+  double data_parallel_exposed_s = 0;  ///< The part compute does not hide (in latency_s).
+  /// Bytes per device as an all-reduce's operand (a ring moves 2(n-1)/n of them): the
+  /// gradients; ZeRO-3: micro-batches x (weights + gradients / 2).
+  double data_parallel_bytes = 0;
   std::string data_parallel_link;      ///< The link it is timed on ("" when none).
   double data_parallel_bandwidth = 0;  ///< Bytes/s per direction each device gets on it.
   bool data_parallel_modelled = true;  ///< False: replicas but no link in the table.

@@ -1,6 +1,6 @@
 // The runtime table: how the frameworks and engines people run (PyTorch eager, torch.compile,
 // TensorRT, ONNX Runtime, vLLM, llama.cpp, ...) execute a model's layers. A runtime is data
-// (data/runtimes.json, documented in data/README.md): its execution profile (per-kernel floor,
+// (data/runtimes.json, documented in docs/runtimes.md): its execution profile (per-kernel floor,
 // fusion, collective latency) and how many kernels each layer class becomes. Every figure cites
 // the runtime's docs or source code.
 #pragma once
@@ -34,6 +34,45 @@ struct ServingDefaults {
   std::int64_t large_max_num_seqs = 0;
 };
 
+/// PyTorch's multi-tensor apply (aten/src/ATen/native/cuda/MultiTensorApply.cuh): a foreach
+/// op over a list of tensors launches one kernel per batch of chunks; a batch closes at
+/// max_blocks chunks or at the depth's tensor limit (depth: the lists the op reads and writes).
+struct MultiTensorApply {
+  double chunk_elements = 0;                 ///< Elements per chunk (kChunkSize); 0: unused.
+  double max_blocks = 0;                     ///< Chunks per launch (depth_to_max_blocks).
+  std::vector<double> max_tensors_by_depth;  ///< Tensors per launch, depth 1 first.
+};
+
+/// What a training step launches beyond one kernel per forward kernel, where the runtime's
+/// source says (PyTorch's autograd, autocast and foreach optimizers).
+struct TrainingKernels {
+  /// Backward kernels of a layer of each class (indexed by OpClass); 0: twice its forward's.
+  std::array<double, kOpClassCount> backward_per_class{};
+  /// Per native operator, where it differs from its class.
+  std::vector<std::pair<std::string, double>> backward_per_op;
+  double bias_gradient = 0;  ///< Per bias tensor: the reduction of its gradient over the batch.
+  /// Mixed precision: native operators autocast runs in fp32; each matrix product reading
+  /// one's output casts it to 16 bits (autocast_input_casts kernels forward, as many backward).
+  std::vector<std::string> autocast_fp32_ops;
+  double autocast_input_casts = 0;
+  /// Kernels of the step's cross-entropy loss on the model's output, forward and backward
+  /// (log_softmax and nll_loss; the seed gradient, nll_loss's and log_softmax's backward).
+  double loss_forward = 0;
+  double loss_backward = 0;
+  /// Mixed precision: kernels per 16-bit input of an op whose other inputs are fp32 (autograd
+  /// casts that input's gradient back to its dtype).
+  double mixed_dtype_gradient_casts = 0;
+  /// 16-bit (channels-last) batch norm: kernels zeroing the grid semaphores of each
+  /// statistics and gradient reduction whose grid has several rows.
+  double batchnorm_semaphore_zeroing = 0;
+  /// Backward kernels of a self-attention layer summing its input's gradients from the Q, K
+  /// and V projections that read it.
+  double attention_input_gradient_sums = 0;
+  MultiTensorApply multi_tensor;
+  /// Per optimizer name ("sgd", "momentum", "adam"): the depth of each foreach op of a step.
+  std::vector<std::pair<std::string, std::vector<int>>> optimizer_foreach_depths;
+};
+
 /// One runtime.
 struct Runtime {
   std::string id;                        ///< Kebab-case, e.g. "pytorch-eager".
@@ -55,6 +94,14 @@ struct Runtime {
   /// tensor of a layer's products in each direction (the cast to 16 bits forward, its
   /// gradient's cast back to fp32 backward).
   double autocast_weight_casts = 0;
+  /// Per native operator, forward kernels when the activations are 16-bit, where they differ
+  /// (PyTorch's batch norm leaves cuDNN for its native kernels).
+  std::vector<std::pair<std::string, double>> kernels_per_op_16bit;
+  TrainingKernels training;
+  /// Native operators whose fp32 products run on TF32 tensor cores by default where the
+  /// device has a TF32 peak (PyTorch: convolutions, torch.backends.cudnn.allow_tf32 = True;
+  /// not matmuls, torch.backends.cuda.matmul.allow_tf32 = False since 1.12).
+  std::vector<std::string> tf32_ops;
   /// Host cost per kernel launch on each device type (indexed by DeviceType, seconds), where
   /// the table gives one; 0: the hardware table's floor for the profile.
   std::array<double, kDeviceTypeCount> host_overhead_s{};
@@ -62,10 +109,20 @@ struct Runtime {
   std::string notes;
   std::optional<ServingDefaults> serving;  ///< LLM serving runtimes only.
 
-  /// Kernels one forward pass of `layer` launches (0 for views).
-  double kernels(const Layer& layer) const;
+  /// Kernels one forward pass of `layer` launches (0 for views); `narrow`: 16-bit activations.
+  double kernels(const Layer& layer, bool narrow = false) const;
+  /// Kernels autograd launches for `layer`'s backward, given its forward's.
+  double backward_kernels(const Layer& layer, double forward) const;
+  /// Kernels one optimizer step launches over `tensors` parameter tensors holding `chunks`
+  /// chunks in all (0 without a multi-tensor rule for the optimizer).
+  double optimizer_kernels(std::string_view optimizer, double tensors, double chunks) const;
   bool runs_on(DeviceType type) const;
 };
+
+/// Rows of the grid PyTorch's channels-last batch-norm reductions launch over `reduction`
+/// elements per channel and `channels` channels (flexible_launch_configs with coop_flag,
+/// aten/src/ATen/native/cuda/Normalization.cuh); more than one row needs zeroed semaphores.
+int channels_last_reduction_rows(double reduction, double channels);
 
 /// The whole table.
 struct RuntimeTable {
