@@ -96,17 +96,18 @@ std::string_view compare_sort_name(CompareSort sort) {
 std::optional<double> run_samples(const RunSize& size, const Graph& graph,
                                   const std::string& model_file) {
   if (size.tokens) {
-    if (size.dataset_size) throw Error({}, "give --tokens or --dataset-size, not both");
-    if (size.epochs) throw Error({}, "--epochs needs --dataset-size, not --tokens");
+    if (size.dataset_size)
+      throw Error::naming_keys({}, "give `tokens` or `dataset_size`, not both");
+    if (size.epochs) throw Error::naming_keys({}, "`epochs` needs `dataset_size`, not `tokens`");
     const auto seq = graph.dims.find("seq");
     if (seq == graph.dims.end()) {
-      throw Error({model_file},
-                  "--tokens needs a model with a \"seq\" dimension (tokens per sample)");
+      throw Error::naming_keys(
+          {model_file}, "`tokens` needs a model with a \"seq\" dimension (tokens per sample)");
     }
     return *size.tokens / static_cast<double>(seq->second);
   }
   if (size.dataset_size) return *size.dataset_size * size.epochs.value_or(1);
-  if (size.epochs) throw Error({}, "--epochs needs --dataset-size");
+  if (size.epochs) throw Error::naming_keys({}, "`epochs` needs `dataset_size`");
   return std::nullopt;
 }
 
@@ -204,7 +205,12 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
   if (devices.empty()) throw Error({}, "compare: no devices to compare");
   CompareTable out;
   out.model = graphs.front().name;
-  out.params = graph_totals(graphs.front()).params;
+  const GraphTotals totals = graph_totals(graphs.front());
+  out.params = totals.params;
+  out.active_params = totals.active_params;
+  if (const auto seq = graphs.front().dims.find("seq"); seq != graphs.front().dims.end()) {
+    out.seq = seq->second;
+  }
   out.mode = request.workload.mode;
   out.devices = request.workload.devices;
   out.tensor_parallel = request.workload.tensor_parallel;
@@ -219,7 +225,8 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
   if (request.workload.mode == Mode::kTraining) {
     out.run_samples = run_samples(request.run, graphs.front(), request.model_file);
   } else if (!request.run.empty()) {
-    throw Error({}, "--dataset-size and --tokens describe a training run: add --mode training");
+    throw Error::naming_keys(
+        {}, "`dataset_size` and `tokens` describe a training run: add `mode` training");
   }
   out.cost_basis = out.run_samples ? CostBasis::kPerRun : CostBasis::kPerMillionSamples;
   if (request.serving) {

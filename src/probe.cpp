@@ -22,6 +22,7 @@
 #include "capcalc/units.hpp"
 
 #include "input_file.hpp"
+#include "probe_steps.hpp"
 #include "report_json.hpp"
 
 #if defined(__linux__)

@@ -12,6 +12,7 @@
 
 #include "checked.hpp"
 #include "report_json.hpp"
+#include "report_words.hpp"
 #include "table.hpp"
 
 namespace capcalc {
@@ -45,6 +46,20 @@ std::string whole_count(double n) {
 
 std::string percent(double fraction) {
   return fmt::format("{:.1f} %", 100 * fraction);
+}
+
+// The workload line's context of a language model: ", prompt 512 + 128 generated tokens" when
+// serving, ", seq 1,024" for a pass over whole sequences; nothing for other models.
+std::string context_text(const ReportInput& in) {
+  if (in.request != nullptr) {
+    return fmt::format(", prompt {} + {} generated tokens",
+                       format_grouped(in.request->prompt_tokens),
+                       format_grouped(in.request->output_tokens));
+  }
+  if (const std::optional<std::int64_t> seq = sequence_length(in.graph)) {
+    return fmt::format(", seq {}", format_grouped(*seq));
+  }
+  return "";
 }
 
 // The peak the model's MACs run at, for "achieved x % of peak".
@@ -140,12 +155,19 @@ struct BoundShare {
   double time_s = 0;
 };
 
-std::string price_text(const Device& d, const TrainingRun& run) {
+// A setting named in a hint, as the caller spells it (the CLI: its flag).
+std::string setting(const ReportInput& in, std::string_view key) {
+  return in.setting_name ? in.setting_name(key) : std::string(key);
+}
+
+std::string price_text(const ReportInput& in, const TrainingRun& run) {
+  const Device& d = *in.device;
   if (!run.price_per_device_hour_usd) return "";
   if (d.price && *run.price_per_device_hour_usd == d.price->usd_per_hour) {
     return fmt::format("${:.2f}/h ({}, {})", d.price->usd_per_hour, d.price->source, d.price->date);
   }
-  return fmt::format("${:.2f}/h (--price-per-hour)", *run.price_per_device_hour_usd);
+  return fmt::format("${:.2f}/h ({})", *run.price_per_device_hour_usd,
+                     setting(in, "price_per_hour_usd"));
 }
 
 // "  all-reduce   1.2 ms: 64 all-reduces of 512 MB in all over NVLink 4\n".
@@ -167,10 +189,10 @@ std::string render_training_text(const ReportInput& in) {
   out += fmt::format("  time         {}\n", format_duration(t.time_s));
   out += fmt::format("  device-time  {} device-hours\n", format_amount(t.device_hours));
   if (t.cost_usd) {
-    out += fmt::format("  cost         {} at {}\n", format_usd(*t.cost_usd),
-                       price_text(*in.device, run));
+    out += fmt::format("  cost         {} at {}\n", format_usd(*t.cost_usd), price_text(in, run));
   } else {
-    out += "  cost         unknown: the table has no price for this device (--price-per-hour)\n";
+    out += fmt::format("  cost         unknown: the table has no price for this device ({})\n",
+                       setting(in, "price_per_hour_usd"));
   }
   if (t.energy_kwh) {
     out += fmt::format("  energy       {} kWh at {:.0f} W TDP per device (an upper bound)\n",
@@ -193,10 +215,11 @@ std::string time_range_text(const ReportInput& in, const Estimate& e, double tim
   if (!r) return "";
   const std::string basis =
       r->validated
-          ? fmt::format("{:.0f} % of {} measured cases of {}", 100 * in.ranges->coverage, r->cases,
-                        r->key)
-          : fmt::format("no validated case of {}: the range of all {} cases",
-                        class_key({e.profile, dominant_bound(e), in.device->type}), r->cases);
+          ? fmt::format("{:.0f} % of {} of {}", 100 * in.ranges->coverage,
+                        counted(static_cast<std::int64_t>(r->cases), "measured case"), r->key)
+          : fmt::format("no validated case of {}: the range of all {}",
+                        class_key({e.profile, dominant_bound(e), in.device->type}),
+                        counted(static_cast<std::int64_t>(r->cases), "case"));
   // "9.85-22.0 ms" when both ends share the unit.
   std::string low = format_duration(time_s * r->low);
   const std::string high = format_duration(time_s * r->high);
@@ -229,8 +252,9 @@ std::string render_serving_text(const ReportInput& in) {
   const ServingEstimate& s = *in.serving;
   const ServingRequest& r = *in.request;
   const std::int64_t batch = in.graph.batch;
-  std::string out = fmt::format("\nLLM serving ({} sequence{} x {} prompt + {} generated tokens)\n",
-                                batch, batch == 1 ? "" : "s", r.prompt_tokens, r.output_tokens);
+  std::string out = fmt::format("\nLLM serving ({} x {} prompt + {} generated tokens)\n",
+                                counted(batch, "sequence"), format_grouped(r.prompt_tokens),
+                                format_grouped(r.output_tokens));
   out += fmt::format(
       "  prefill      {} ({}-bound, {} of the {} peak)\n", format_duration(s.ttft_s),
       s.prefill.achieved_flops_per_s >= 0 ? std::string(bound_name(dominant_bound(s.prefill)))
@@ -263,13 +287,15 @@ std::string render_serving_text(const ReportInput& in) {
   out += fmt::format("  memory       {} of {}: {} (weights + KV cache + prefill activations)\n",
                      format_bytes(s.memory_bytes), format_bytes(in.device->memory_bytes),
                      s.fits ? "fits" : "DOES NOT FIT");
-  out += fmt::format("  capacity     {} sequences of {} tokens, or {} cached tokens in all\n",
-                     format_grouped(s.max_batch), r.prompt_tokens + r.output_tokens,
-                     format_grouped(s.max_cached_tokens));
+  out += fmt::format("  capacity     {} of {} tokens, or {} in all\n",
+                     counted(s.max_batch, "sequence"),
+                     format_grouped(r.prompt_tokens + r.output_tokens),
+                     counted(s.max_cached_tokens, "cached token"));
   return out;
 }
 
-std::string render_explain_text(const ReportInput& in) {
+// The rates, bandwidth and floor each layer's time is computed from.
+std::string explain_rates(const ReportInput& in) {
   const Device& d = *in.device;
   const PerformanceParams& p = *in.params;
   const Estimate& e = *in.estimate;
@@ -330,7 +356,14 @@ std::string render_explain_text(const ReportInput& in) {
             ? "\n               the floor is its host cost per kernel"
             : "");
   }
-  if (training) {
+  return out;
+}
+
+// What the memory holds, and for training what a step adds and the 6N check.
+std::string explain_memory(const ReportInput& in) {
+  const Precision precision = in.workload.precision;
+  std::string out;
+  if (in.workload.mode == Mode::kTraining) {
     out +=
         "  backward     weight-gradient MACs + input-gradient MACs (none for layers that read\n"
         "               only model inputs), 2 x forward traffic, 2 kernels per forward kernel\n"
@@ -376,6 +409,12 @@ std::string render_explain_text(const ReportInput& in) {
   } else {
     out += "  memory       weights + the peak of live activations (liveness over the graph)\n";
   }
+  return out;
+}
+
+// Tensor parallelism, ZeRO and pipeline stages: how the work is split.
+std::string explain_split(const ReportInput& in) {
+  std::string out;
   const std::int64_t tp = in.workload.tensor_parallel;
   if (tp > 1) {
     const PerformanceParams& model = *in.params;
@@ -438,6 +477,15 @@ std::string render_explain_text(const ReportInput& in) {
                : ";\n               once per chunk, overlapped with its compute (only the rest "
                  "shows)");
   }
+  return out;
+}
+
+// Data-parallel replicas, and a training run's time, cost and energy.
+std::string explain_replicas(const ReportInput& in) {
+  const std::int64_t replicas = data_parallel_replicas(in.workload);
+  const std::int64_t tp = in.workload.tensor_parallel;
+  const std::int64_t pp = in.workload.pipeline_parallel;
+  std::string out;
   if (replicas > 1 && in.workload.mode != Mode::kTraining) {
     out += fmt::format(
         "  devices      {} data-parallel replica{} of {} device{} (independent: no traffic)\n",
@@ -452,7 +500,12 @@ std::string render_explain_text(const ReportInput& in) {
         "               per domain; overlapped with the backward of the step's last\n"
         "               micro-batch (exposed: the rest){}\n",
         replicas, tp * pp, tp * pp == 1 ? "" : "s",
-        in.workload.zero_stage >= 3 ? " (ZeRO-3: x 1.5 for the weights' all-gathers)" : "",
+        in.workload.zero_stage >= 3
+            ? " (ZeRO-3: per micro-batch two all-gathers of the\n"
+              "               weights and a reduce-scatter, G = micro-batches\n"
+              "               x (weights + gradients / 2), hidden behind each\n"
+              "               micro-batch's forward and backward)"
+            : "",
         format_duration(model.allreduce_latency(in.estimate->profile)), replicas, replicas,
         100 * model.allreduce_efficiency,
         in.estimate->data_parallel_modelled
@@ -472,12 +525,17 @@ std::string render_explain_text(const ReportInput& in) {
   return out;
 }
 
+std::string render_explain_text(const ReportInput& in) {
+  return explain_rates(in) + explain_memory(in) + explain_split(in) + explain_replicas(in);
+}
+
 }  // namespace
 
 std::string allreduce_summary(const Estimate& e) {
   if (!e.communication_modelled) return "not modelled (no link in the table for this group)";
-  return fmt::format("{}: {} all-reduces of {} in all over {}", format_duration(e.communication_s),
-                     e.allreduces, format_bytes(e.allreduce_bytes), e.communication_link);
+  return fmt::format("{}: {} of {} in all over {}", format_duration(e.communication_s),
+                     counted(e.allreduces, "all-reduce"), format_bytes(e.allreduce_bytes),
+                     e.communication_link);
 }
 
 std::string stage_sends_summary(const Estimate& e) {
@@ -525,15 +583,14 @@ std::string alignment_text(const std::vector<MisalignedLayer>& misaligned, Preci
 
 }  // namespace
 
-std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) {
+namespace {
+
+// The title and the workload: what runs, how, where.
+std::string estimate_workload_text(const ReportInput& in) {
   const Graph& g = in.graph;
-  const GraphTotals& t = in.totals;
   const Device& d = *in.device;
   const Estimate& e = *in.estimate;
-  const PerformanceParams& p = *in.params;
   const Precision precision = in.workload.precision;
-  const bool training = in.workload.mode == Mode::kTraining;
-
   std::string out;
   out += fmt::format("{} on {} ({})\n", g.name, d.name, d.id);
   // A named runtime is said with its profile; without one, the profile alone.
@@ -549,10 +606,10 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
         fmt::format("{} profile ({} default)", profile_name(e.profile),
                     g.runs_fused ? std::string("ONNX") : std::string(device_type_name(d.type)));
   }
-  std::string workload =
-      fmt::format("{}, {}, batch {}{}, {}", mode_name(in.workload.mode), precision_name(precision),
-                  g.batch, in.batch_note.empty() ? "" : " (" + in.batch_note + ")", runner);
-  if (in.workload.devices > 1) workload += fmt::format(", {} devices", in.workload.devices);
+  std::string workload = fmt::format(
+      "{}, {}, batch {}{}{}, {}", mode_name(in.workload.mode), precision_name(precision), g.batch,
+      in.batch_note.empty() ? "" : " (" + in.batch_note + ")", context_text(in), runner);
+  if (in.workload.devices > 1) workload += ", " + counted(in.workload.devices, "device");
   workload += parallelism_text(in.workload);
   out += fmt::format("  workload     {}\n", workload);
   if (!in.batch_source.empty()) {
@@ -571,10 +628,21 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
                      "  sparsity     2:4 requested, but this device has no 2:4 support: "
                      "no speedup\n");
   }
+  return out;
+}
 
+// The model's size and work per sample.
+std::string estimate_model_text(const ReportInput& in) {
+  const Graph& g = in.graph;
+  const GraphTotals& t = in.totals;
+  const Estimate& e = *in.estimate;
+  const Precision precision = in.workload.precision;
+  const bool training = in.workload.mode == Mode::kTraining;
+  std::string out;
   out += "\nModel (per sample; 1 MAC = 2 FLOPs)\n";
-  out += fmt::format("  parameters   {} ({})\n", format_grouped(t.params),
-                     format_count(static_cast<double>(t.params)));
+  out += fmt::format("  parameters   {} ({}){}\n", format_grouped(t.params),
+                     format_count(static_cast<double>(t.params)),
+                     active_params_text(t.params, t.active_params));
   out += fmt::format("  MACs         {} ({} forward)\n", format_count(per_sample(t.macs, g.batch)),
                      format_grouped(t.macs / g.batch));
   out += fmt::format("  FLOPs        {} forward = 2 x MACs + {} other (elementwise, norms)\n",
@@ -596,14 +664,32 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
       split    ? fmt::format(", {} per device", format_bytes(e.memory.weight_bytes))
       : sparse ? fmt::format(", {} stored 2:4 sparse", format_bytes(e.memory.weight_bytes))
                : std::string());
+  return out;
+}
 
+// The device's peaks and memory.
+std::string estimate_device_text(const ReportInput& in) {
+  const Device& d = *in.device;
+  const Precision precision = in.workload.precision;
+  std::string out;
   out += "\nDevice\n";
   out += fmt::format("  compute      {}\n", describe_peak(d, precision));
   for (const std::string& line : estimate_lines(d, precision))
     out += "  ESTIMATE     " + wrap_text(line, 100, 15);
   out += fmt::format("  memory       {} at {}\n", format_bytes(d.memory_bytes),
                      format_rate(d.memory_bandwidth_bytes_per_s, "B/s"));
+  return out;
+}
 
+// Time, throughput and what the step spends it on.
+std::string estimate_time_text(const ReportInput& in) {
+  const Graph& g = in.graph;
+  const Device& d = *in.device;
+  const Estimate& e = *in.estimate;
+  const PerformanceParams& p = *in.params;
+  const Precision precision = in.workload.precision;
+  const bool training = in.workload.mode == Mode::kTraining;
+  std::string out;
   out += fmt::format(
       "\nEstimate (roofline per layer)\n  model        matrix {:.0f} %, vector {:.0f} %, "
       "memory {:.0f} % of peak; {} floor\n",
@@ -638,15 +724,32 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
                          format_duration(e.recompute_s));
     }
   }
-  out += fmt::format("  throughput   {} samples/s{}\n", format_count(e.throughput_per_s),
-                     rate_range_text(in, e, e.throughput_per_s, "samples/s"));
+  if (const std::optional<std::int64_t> seq = sequence_length(g)) {
+    // A language model's sample is a sequence: its rate in tokens, as serving states it.
+    const double tokens = e.throughput_per_s * static_cast<double>(*seq);
+    out += fmt::format("  throughput   {} tokens/s, {} sequences/s of {} tokens{}{}\n",
+                       format_count(tokens), format_count(e.throughput_per_s), format_grouped(*seq),
+                       in.serving != nullptr ? " (the prefill)" : "",
+                       rate_range_text(in, e, tokens, "tokens/s"));
+  } else {
+    out += fmt::format("  throughput   {} samples/s{}\n", format_count(e.throughput_per_s),
+                       rate_range_text(in, e, e.throughput_per_s, "samples/s"));
+  }
   out += fmt::format("  kernels      {} launched per {}\n", whole_count(e.kernels),
                      training ? "step" : "pass");
   const double peak = matrix_peak(d, precision);
   out += fmt::format("  achieved     {} ({} of the {} peak)\n",
                      format_rate(e.achieved_flops_per_s, "FLOP/s"),
                      percent(e.achieved_flops_per_s / peak), precision_name(precision));
+  return out;
+}
 
+// Memory per device, and what would fit.
+std::string estimate_memory_text(const ReportInput& in) {
+  const Device& d = *in.device;
+  const Estimate& e = *in.estimate;
+  const bool training = in.workload.mode == Mode::kTraining;
+  std::string out;
   const MemoryEstimate& m = e.memory;
   std::string breakdown = fmt::format("weights {}", format_bytes(m.weight_bytes));
   if (training) {
@@ -669,7 +772,14 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   if (in.fit != nullptr && !e.fits) {
     out += "  to fit       " + wrap_text(fit_advice_text(*in.fit, d, in.workload.mode), 100, 15);
   }
+  return out;
+}
 
+// Time by bound, and the hint to amortise floors with a larger batch.
+std::string estimate_bounds_text(const ReportInput& in) {
+  const Graph& g = in.graph;
+  const Estimate& e = *in.estimate;
+  std::string out;
   std::array<BoundShare, 5> shares{};
   for (const LayerEstimate& layer : e.layers) {
     if (layer.bound == Bound::kNone) continue;
@@ -680,7 +790,9 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kHost, Bound::kFused}) {
     const BoundShare& s = shares[static_cast<std::size_t>(b)];
     if (s.layers == 0) continue;
-    parts.push_back(fmt::format("{:<8} {:>5} layers, {:>7} of the time", bound_name(b), s.layers,
+    parts.push_back(fmt::format("{:<8} {:>5} {:<7} {:>7} of the time", bound_name(b),
+                                format_grouped(static_cast<std::int64_t>(s.layers)),
+                                s.layers == 1 ? "layer," : "layers,",
                                 percent(s.time_s * e.layer_repeats / e.latency_s)));
   }
   for (std::size_t k = 0; k < parts.size(); ++k) {
@@ -694,14 +806,17 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
       in.serving == nullptr) {
     out += fmt::format(
         "  hint         per-kernel floors take {} of the time at batch {}:\n"
-        "               a larger --batch (up to {} fits) spreads them out\n",
-        percent(overhead_share), batch->second, format_grouped(e.max_batch));
+        "               a larger {} (up to {} fits) spreads them out\n",
+        percent(overhead_share), batch->second, setting(in, "batch"), format_grouped(e.max_batch));
   }
-  out += alignment_text(misaligned_matrix_layers(g, d, precision), precision);
-  if (in.training != nullptr) out += render_training_text(in);
-  if (in.serving != nullptr) out += render_serving_text(in);
+  return out;
+}
 
-  // The layers that dominate.
+// The layers that dominate, `top_layers` at most.
+std::string heaviest_layers_text(const ReportInput& in, std::size_t top_layers) {
+  const Graph& g = in.graph;
+  const Estimate& e = *in.estimate;
+  std::string out;
   std::vector<std::size_t> order(g.layers.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   // By time, then by FLOPs: at batch 1 many layers sit at the same floor, and the heaviest of
@@ -733,16 +848,30 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
     }
     out += table.render("  ");
   }
+  return out;
+}
+
+}  // namespace
+
+std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) {
+  const Precision precision = in.workload.precision;
+  std::string out = estimate_workload_text(in) + estimate_model_text(in) +
+                    estimate_device_text(in) + estimate_time_text(in) + estimate_memory_text(in) +
+                    estimate_bounds_text(in);
+  out += alignment_text(misaligned_matrix_layers(in.graph, *in.device, precision), precision);
+  if (in.training != nullptr) out += render_training_text(in);
+  if (in.serving != nullptr) out += render_serving_text(in);
+
+  out += heaviest_layers_text(in, top_layers);
   if (in.explain) out += render_explain_text(in);
   return out;
 }
 
-std::string render_estimate_json(const ReportInput& in) {
+namespace {
+
+// The workload as the JSON output names it: the keys of budget and measurement files.
+Json workload_json(const ReportInput& in) {
   const Estimate& e = *in.estimate;
-  Json doc;
-  doc["schema_version"] = kOutputSchemaVersion;
-  doc["model"] = model_json(in);
-  doc["device"] = device_json(*in.device);
   Json workload;
   workload["mode"] = std::string(mode_name(in.workload.mode));
   workload["precision"] = std::string(precision_name(in.workload.precision));
@@ -768,7 +897,86 @@ std::string render_estimate_json(const ReportInput& in) {
   if (in.workload.mode == Mode::kTraining) {
     workload["optimizer"] = std::string(optimizer_name(in.workload.optimizer));
   }
-  doc["workload"] = workload;
+  return workload;
+}
+
+// Why the model does not fit, and the splits that would make it.
+Json fit_json(const ReportInput& in) {
+  Json fit;
+  fit["message"] = fit_advice_text(*in.fit, *in.device, in.workload.mode);
+  fit["state_bytes"] = in.fit->state_bytes;
+  fit["replicas_do_not_split"] = in.fit->replicas_do_not_split;
+  Json options = Json::array();
+  for (const FitOption& o : in.fit->options) {
+    options.push_back({{"flags", o.flags}, {"devices", o.devices}});
+  }
+  fit["options"] = options;
+  return fit;
+}
+
+// The matrix layers whose dimensions miss the device's tile multiple.
+Json misaligned_json(const ReportInput& in) {
+  nlohmann::json misaligned = nlohmann::json::array();
+  const std::vector<MisalignedLayer> unaligned =
+      in.device != nullptr ? misaligned_matrix_layers(in.graph, *in.device, in.workload.precision)
+                           : std::vector<MisalignedLayer>{};
+  for (const MisalignedLayer& m : unaligned) {
+    misaligned.push_back({{"layer", m.name},
+                          {"dimension", m.dimension},
+                          {"size", m.size},
+                          {"multiple", m.multiple},
+                          {"padded", m.padded},
+                          {"share_of_macs", m.share_of_macs}});
+  }
+  return misaligned;
+}
+
+// LLM serving: time to first token, decode and the KV cache.
+Json llm_json(const ReportInput& in) {
+  const ServingEstimate& sv = *in.serving;
+  Json llm;
+  llm["prompt_tokens"] = in.request->prompt_tokens;
+  llm["output_tokens"] = in.request->output_tokens;
+  llm["prefill_s"] = sv.prefill.latency_s;
+  llm["prefill_communication_s"] = sv.prefill.communication_s;
+  llm["decode_step_communication_s"] = sv.decode.communication_s;
+  llm["ttft_s"] = sv.ttft_s;
+  if (in.ranges != nullptr) llm["ttft_range_s"] = range_json(in, sv.prefill, sv.ttft_s, true);
+  llm["decode_step_s"] = sv.decode_step_s;
+  if (in.ranges != nullptr) {
+    llm["decode_step_range_s"] = range_json(in, sv.decode, sv.decode_step_s, true);
+  }
+  llm["mean_context_tokens"] = sv.mean_context;
+  llm["decode_tokens_per_s_per_sequence"] = sv.tokens_per_s_per_sequence;
+  llm["decode_tokens_per_s"] = sv.tokens_per_s;
+  llm["request_latency_s"] = sv.request_latency_s;
+  llm["kv_cache_bytes_per_token"] = sv.kv_bytes_per_token;
+  llm["kv_cache_modelled"] = sv.kv_bytes_per_token > 0;
+  llm["kv_cache_bytes"] = sv.kv_bytes;
+  llm["memory_bytes"] = sv.memory_bytes;
+  llm["fits"] = sv.fits;
+  llm["max_batch"] = sv.max_batch;
+  llm["max_cached_tokens"] = sv.max_cached_tokens;
+  return llm;
+}
+
+// A training run: steps, time, device-hours, cost and energy.
+Json training_run_json(const ReportInput& in) {
+  Json run;
+  run["samples"] = in.run->samples;
+  run["steps"] = in.training->steps;
+  run["time_s"] = in.training->time_s;
+  run["device_hours"] = in.training->device_hours;
+  run["cost_usd"] = in.training->cost_usd ? Json(*in.training->cost_usd) : Json(nullptr);
+  run["price_per_device_hour_usd"] =
+      in.run->price_per_device_hour_usd ? Json(*in.run->price_per_device_hour_usd) : Json(nullptr);
+  run["energy_kwh"] = in.training->energy_kwh ? Json(*in.training->energy_kwh) : Json(nullptr);
+  return run;
+}
+
+// The "estimate" object: time, memory and the performance model.
+Json estimate_json(const ReportInput& in) {
+  const Estimate& e = *in.estimate;
   Json est;
   est["latency_s"] = e.latency_s;
   if (in.ranges != nullptr) est["latency_range_s"] = range_json(in, e, e.latency_s, true);
@@ -810,18 +1018,7 @@ std::string render_estimate_json(const ReportInput& in) {
   }
   est["memory_bytes"] = e.memory.total_bytes;
   est["fits"] = e.fits;
-  if (in.fit != nullptr && !e.fits) {
-    Json fit;
-    fit["message"] = fit_advice_text(*in.fit, *in.device, in.workload.mode);
-    fit["state_bytes"] = in.fit->state_bytes;
-    fit["replicas_do_not_split"] = in.fit->replicas_do_not_split;
-    Json options = Json::array();
-    for (const FitOption& o : in.fit->options) {
-      options.push_back({{"flags", o.flags}, {"devices", o.devices}});
-    }
-    fit["options"] = options;
-    est["to_fit"] = fit;
-  }
+  if (in.fit != nullptr && !e.fits) est["to_fit"] = fit_json(in);
   Json memory;
   memory["weight_bytes"] = e.memory.weight_bytes;
   memory["gradient_bytes"] = e.memory.gradient_bytes;
@@ -836,60 +1033,21 @@ std::string render_estimate_json(const ReportInput& in) {
   est["performance_model"] = params;
   est["max_batch"] = e.max_batch;
   est["sparsity_speedup"] = e.sparsity_speedup;
-  nlohmann::json misaligned = nlohmann::json::array();
-  const std::vector<MisalignedLayer> unaligned =
-      in.device != nullptr ? misaligned_matrix_layers(in.graph, *in.device, in.workload.precision)
-                           : std::vector<MisalignedLayer>{};
-  for (const MisalignedLayer& m : unaligned) {
-    misaligned.push_back({{"layer", m.name},
-                          {"dimension", m.dimension},
-                          {"size", m.size},
-                          {"multiple", m.multiple},
-                          {"padded", m.padded},
-                          {"share_of_macs", m.share_of_macs}});
-  }
-  est["misaligned_layers"] = misaligned;
-  if (in.serving != nullptr) {
-    const ServingEstimate& sv = *in.serving;
-    Json llm;
-    llm["prompt_tokens"] = in.request->prompt_tokens;
-    llm["output_tokens"] = in.request->output_tokens;
-    llm["prefill_s"] = sv.prefill.latency_s;
-    llm["prefill_communication_s"] = sv.prefill.communication_s;
-    llm["decode_step_communication_s"] = sv.decode.communication_s;
-    llm["ttft_s"] = sv.ttft_s;
-    if (in.ranges != nullptr) llm["ttft_range_s"] = range_json(in, sv.prefill, sv.ttft_s, true);
-    llm["decode_step_s"] = sv.decode_step_s;
-    if (in.ranges != nullptr) {
-      llm["decode_step_range_s"] = range_json(in, sv.decode, sv.decode_step_s, true);
-    }
-    llm["mean_context_tokens"] = sv.mean_context;
-    llm["decode_tokens_per_s_per_sequence"] = sv.tokens_per_s_per_sequence;
-    llm["decode_tokens_per_s"] = sv.tokens_per_s;
-    llm["request_latency_s"] = sv.request_latency_s;
-    llm["kv_cache_bytes_per_token"] = sv.kv_bytes_per_token;
-    llm["kv_cache_modelled"] = sv.kv_bytes_per_token > 0;
-    llm["kv_cache_bytes"] = sv.kv_bytes;
-    llm["memory_bytes"] = sv.memory_bytes;
-    llm["fits"] = sv.fits;
-    llm["max_batch"] = sv.max_batch;
-    llm["max_cached_tokens"] = sv.max_cached_tokens;
-    est["llm"] = llm;
-  }
-  if (in.training != nullptr) {
-    Json run;
-    run["samples"] = in.run->samples;
-    run["steps"] = in.training->steps;
-    run["time_s"] = in.training->time_s;
-    run["device_hours"] = in.training->device_hours;
-    run["cost_usd"] = in.training->cost_usd ? Json(*in.training->cost_usd) : Json(nullptr);
-    run["price_per_device_hour_usd"] = in.run->price_per_device_hour_usd
-                                           ? Json(*in.run->price_per_device_hour_usd)
-                                           : Json(nullptr);
-    run["energy_kwh"] = in.training->energy_kwh ? Json(*in.training->energy_kwh) : Json(nullptr);
-    est["training"] = run;
-  }
-  doc["estimate"] = est;
+  est["misaligned_layers"] = misaligned_json(in);
+  if (in.serving != nullptr) est["llm"] = llm_json(in);
+  if (in.training != nullptr) est["training"] = training_run_json(in);
+  return est;
+}
+
+}  // namespace
+
+std::string render_estimate_json(const ReportInput& in) {
+  Json doc;
+  doc["schema_version"] = kOutputSchemaVersion;
+  doc["model"] = model_json(in);
+  doc["device"] = device_json(*in.device);
+  doc["workload"] = workload_json(in);
+  doc["estimate"] = estimate_json(in);
   Json layers = Json::array();
   for (std::size_t i = 0; i < in.graph.layers.size(); ++i)
     layers.push_back(layer_json(in, i));
@@ -932,7 +1090,8 @@ std::string render_layers_text(const ReportInput& in) {
   }
   const GraphTotals& t = in.totals;
   std::string out =
-      fmt::format("{}: {} layers, batch {}, {} (bytes at {})\n", g.name, g.layers.size(), g.batch,
+      fmt::format("{}: {}, batch {}, {} (bytes at {})\n", g.name,
+                  counted(static_cast<std::int64_t>(g.layers.size()), "layer"), g.batch,
                   in.device ? in.device->name : "no device", precision_name(in.workload.precision));
   out += table.render();
   out += fmt::format("total: {} params, {} MACs, {} FLOPs\n", format_grouped(t.params),

@@ -14,6 +14,7 @@
 #include "checked.hpp"
 #include "markup.hpp"
 #include "report_json.hpp"
+#include "report_words.hpp"
 #include "table.hpp"
 
 namespace capcalc {
@@ -61,11 +62,14 @@ struct Columns {
   bool run = false;
   bool device = true;    ///< Off in sweep text tables: the device heads its group of rows.
   bool serving = false;  ///< LLM serving: TTFT before the request time, tokens/s.
+  /// A language model's pass (not serving): throughput in tokens/s, samples/s x this.
+  std::int64_t tokens_per_sample = 0;
 };
 
 Columns columns_of(const CompareTable& table) {
   Columns c{table.batch_sweep, table.precision_sweep, table.cost_basis == CostBasis::kPerRun};
   c.serving = table.serving.has_value();
+  if (!c.serving && table.seq) c.tokens_per_sample = *table.seq;
   return c;
 }
 
@@ -76,7 +80,7 @@ std::vector<std::string> headers(const CompareTable& table, const Columns& c) {
   if (c.precision) h.emplace_back("prec");
   if (c.serving) h.emplace_back("TTFT");
   h.push_back(time_header(table));
-  h.emplace_back(c.serving ? "tokens/s" : "samples/s");
+  h.emplace_back(c.serving || c.tokens_per_sample > 0 ? "tokens/s" : "samples/s");
   if (c.run) h.emplace_back("run");
   h.emplace_back("memory");
   if (c.device) h.emplace_back("of GB");
@@ -101,7 +105,9 @@ std::vector<std::string> cells(const CompareRow& row, const Columns& c) {
   }
   if (c.serving) out.push_back(row.ttft_s ? format_duration(*row.ttft_s) : "-");
   out.push_back(format_duration(row.latency_s));
-  out.push_back(format_count(row.throughput_per_s));
+  out.push_back(format_count(c.tokens_per_sample > 0
+                                 ? row.throughput_per_s * static_cast<double>(c.tokens_per_sample)
+                                 : row.throughput_per_s));
   if (c.run) out.push_back(row.run_time_s ? format_duration(*row.run_time_s) : "-");
   out.push_back(format_bytes(row.memory_bytes));
   if (c.device) out.push_back(of);
@@ -113,14 +119,15 @@ std::vector<std::string> cells(const CompareRow& row, const Columns& c) {
 }
 
 std::string title(const CompareTable& table) {
-  std::string text =
-      fmt::format("{} ({} params), {}", table.model,
-                  format_count(static_cast<double>(table.params)), mode_name(table.mode));
+  std::string text = fmt::format(
+      "{} ({} params{}), {}", table.model, format_count(static_cast<double>(table.params)),
+      active_params_text(table.params, table.active_params), mode_name(table.mode));
   if (!table.rows.empty()) {
     const CompareRow& first = table.rows.front();
     if (!table.precision_sweep) text += fmt::format(", {}", precision_name(first.precision));
     if (!table.batch_sweep) text += fmt::format(", batch {}", first.batch);
   }
+  if (table.seq && !table.serving) text += fmt::format(", seq {}", format_grouped(*table.seq));
   if (table.devices > 1) text += fmt::format(", {} of each", table.devices);
   Workload parallel;
   parallel.tensor_parallel = table.tensor_parallel;
@@ -135,12 +142,13 @@ std::string title(const CompareTable& table) {
   }
   if (table.serving) {
     text += fmt::format(", serving {} prompt + {} generated tokens a sequence",
-                        table.serving->prompt_tokens, table.serving->output_tokens);
+                        format_grouped(table.serving->prompt_tokens),
+                        format_grouped(table.serving->output_tokens));
   }
   std::map<std::string, bool> devices;
   for (const CompareRow& row : table.rows)
     devices[row.device->id] = true;
-  text += fmt::format(": {} devices", devices.size());
+  text += ": " + counted(static_cast<std::int64_t>(devices.size()), "device");
   if (table.sort != CompareSort::kTable) {
     text += fmt::format(", by {}", compare_sort_name(table.sort));
   }
@@ -183,6 +191,16 @@ std::string markdown_cell(const std::string& text) {
   return out;
 }
 
+// "all 3 budgets hold", "1 budget holds", "1 of 2 budgets exceeded", "1 of 1 budget exceeded".
+std::string check_summary(const CheckReport& report) {
+  const auto checks = static_cast<std::int64_t>(report.results.size());
+  const auto failures = static_cast<std::int64_t>(report.failures());
+  if (failures == 0) {
+    return checks == 1 ? "1 budget holds" : fmt::format("all {} hold", counted(checks, "budget"));
+  }
+  return fmt::format("{} of {} exceeded", format_grouped(failures), counted(checks, "budget"));
+}
+
 std::string check_line(const CheckResult& r) {
   return fmt::format("{} on {} ({}): {}", r.budget, r.device, r.workload, r.message);
 }
@@ -223,6 +241,10 @@ std::string render_compare_text(const CompareTable& table) {
         "; fits \"no (N with FLAGS)\": fits on N devices split so (predicted), \"no (at "
         "least N)\": by memory alone (a lower bound)";
   }
+  if (c.tokens_per_sample > 0) {
+    footer +=
+        fmt::format(". tokens/s: sequences/s x {} tokens", format_grouped(c.tokens_per_sample));
+  }
   if (c.serving) {
     footer +=
         ". request: prefill and every decode step of the batch; tokens/s: generated tokens over "
@@ -231,7 +253,8 @@ std::string render_compare_text(const CompareTable& table) {
   footer += table.cost_basis == CostBasis::kPerRun ? ". Cost and energy of the whole run"
             : table.cost_basis == CostBasis::kPerMillionTokens
                 ? ". Cost and energy per 1M generated tokens"
-                : ". Cost and energy per 1M samples";
+            : c.tokens_per_sample > 0 ? ". Cost and energy per 1M sequences"
+                                      : ". Cost and energy per 1M samples";
   footer += " at indicative prices and at TDP (an upper bound); \"-\": unknown.";
   std::string out = title(table) + text.render() + wrap_text(footer, 80);
   for (const std::string& note : notes)
@@ -325,13 +348,7 @@ std::string render_check_text(const CheckReport& report, bool color) {
   for (const CheckResult& r : report.results) {
     if (r.passed) out += ok + check_line(r) + "\n";
   }
-  const std::size_t failures = report.failures();
-  if (failures == 0) {
-    out += fmt::format("all {} budgets hold\n", report.results.size());
-  } else {
-    out += fmt::format("{} of {} budgets exceeded\n", failures, report.results.size());
-  }
-  return out;
+  return out + check_summary(report) + "\n";
 }
 
 std::string render_check_json(const CheckReport& report) {
@@ -397,11 +414,7 @@ std::string render_check_junit(const CheckReport& report) {
 }
 
 std::string render_check_markdown(const CheckReport& report) {
-  const std::size_t failures = report.failures();
-  std::string out = failures == 0 ? fmt::format("**capcalc check: all {} budgets hold**\n\n",
-                                                report.results.size())
-                                  : fmt::format("**capcalc check: {} of {} budgets exceeded**\n\n",
-                                                failures, report.results.size());
+  std::string out = fmt::format("**capcalc check: {}**\n\n", check_summary(report));
   out += "| | budget | device | workload | limit | value | margin |\n";
   out += "| --- | --- | --- | --- | --- | ---: | ---: |\n";
   for (int pass = 0; pass < 2; ++pass) {

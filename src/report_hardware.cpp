@@ -6,6 +6,7 @@
 #include "capcalc/units.hpp"
 
 #include "report_json.hpp"
+#include "report_words.hpp"
 #include "table.hpp"
 
 namespace capcalc {
@@ -150,10 +151,10 @@ std::string render_hardware_text(const std::vector<const Device*>& devices) {
   }
   std::string out = table.render();
   out += fmt::format(
-      "{} devices; dense peaks in TFLOP/s (TOPS for int8), the larger of matrix "
+      "{}; dense peaks in TFLOP/s (TOPS for int8), the larger of matrix "
       "and vector units;\n- where the device has no such peak. "
       "`capcalc hw show ID` for every figure and its sources.\n",
-      devices.size());
+      counted(static_cast<std::int64_t>(devices.size()), "device"));
   return out;
 }
 

@@ -7,12 +7,14 @@
 
 #include <fmt/format.h>
 
+#include "capcalc/ranges.hpp"
 #include "capcalc/report.hpp"
 #include "capcalc/roofline.hpp"
 #include "capcalc/units.hpp"
 
 #include "markup.hpp"
 #include "report_json.hpp"
+#include "report_words.hpp"
 
 namespace capcalc {
 namespace {
@@ -78,6 +80,32 @@ BoundShares bound_shares(const Estimate& e) {
   return s;
 }
 
+// LLM serving: the prefill and the decode step, as `estimate` prints them.
+std::string serving_rows(const ReportInput& in) {
+  const ServingEstimate& s = *in.serving;
+  std::string out;
+  out += kv_row("prefill (TTFT)", fmt::format("{}, mostly {}-bound", esc(format_duration(s.ttft_s)),
+                                              bound_name(dominant_bound(s.prefill))));
+  out += kv_row("decode step",
+                fmt::format("{} per token at {} cached tokens, mostly {}-bound",
+                            esc(format_duration(s.decode_step_s)), format_grouped(s.mean_context),
+                            bound_name(dominant_bound(s.decode))));
+  out += kv_row("decode", fmt::format("{} tokens/s per sequence, {} tokens/s in total",
+                                      esc(format_count(s.tokens_per_s_per_sequence)),
+                                      esc(format_count(s.tokens_per_s))));
+  out += kv_row("request", esc(format_duration(s.request_latency_s)) + " end to end");
+  out += kv_row("KV cache", fmt::format("{} per token, {} for the batch at full context",
+                                        esc(format_bytes(s.kv_bytes_per_token)),
+                                        esc(format_bytes(s.kv_bytes))));
+  out += kv_row(
+      "serving memory",
+      fmt::format("{} of {}: {} (weights + KV cache + prefill activations)",
+                  esc(format_bytes(s.memory_bytes)), esc(format_bytes(in.device->memory_bytes)),
+                  s.fits ? "<span class=\"fits\">fits</span>"
+                         : "<span class=\"nofit\">does not fit</span>"));
+  return out;
+}
+
 std::string summary_section(const ReportInput& in) {
   const Graph& g = in.graph;
   const GraphTotals& t = in.totals;
@@ -87,8 +115,9 @@ std::string summary_section(const ReportInput& in) {
   const bool training = in.workload.mode == Mode::kTraining;
   std::string out = "<h2>Summary</h2>\n<table class=\"kv\">\n";
   out += kv_row("model", esc(g.name));
-  out += kv_row("parameters", fmt::format("{} ({})", format_grouped(t.params),
-                                          esc(format_count(static_cast<double>(t.params)))));
+  out += kv_row("parameters", fmt::format("{} ({}){}", format_grouped(t.params),
+                                          esc(format_count(static_cast<double>(t.params))),
+                                          esc(active_params_text(t.params, t.active_params))));
   out += kv_row("MACs per sample",
                 fmt::format("{} forward ({})", esc(format_count(per_sample(t.macs, g.batch))),
                             format_grouped(t.macs / g.batch)));
@@ -103,9 +132,16 @@ std::string summary_section(const ReportInput& in) {
   out += kv_row("device", fmt::format("{} ({})", esc(d.name), esc(d.id)));
   out += kv_row("precision", esc(precision_name(precision)));
   out += kv_row("batch", fmt::format("{}", g.batch));
+  if (in.request != nullptr) {
+    out += kv_row("context", fmt::format("prompt {} + {} generated tokens",
+                                         format_grouped(in.request->prompt_tokens),
+                                         format_grouped(in.request->output_tokens)));
+  } else if (const std::optional<std::int64_t> seq = sequence_length(g)) {
+    out += kv_row("context", fmt::format("seq {}", format_grouped(*seq)));
+  }
   std::string mode(mode_name(in.workload.mode));
   if (training) mode += fmt::format(" ({} optimizer)", optimizer_name(in.workload.optimizer));
-  if (in.workload.devices > 1) mode += fmt::format(", {} devices", in.workload.devices);
+  if (in.workload.devices > 1) mode += ", " + counted(in.workload.devices, "device");
   mode += parallelism_text(in.workload);
   out += kv_row("mode", esc(mode));
   out += kv_row("profile", esc(profile_name(e.profile)));
@@ -136,7 +172,16 @@ std::string summary_section(const ReportInput& in) {
                   esc(alignment_summary(misaligned[k], precision)) +
                       (k == 0 ? " (slower kernels, not timed by the estimate)" : ""));
   }
-  out += kv_row("throughput", esc(format_count(e.throughput_per_s)) + " samples/s");
+  if (const std::optional<std::int64_t> seq = sequence_length(g)) {
+    out += kv_row("throughput",
+                  fmt::format("{} tokens/s ({} sequences/s of {} tokens{})",
+                              esc(format_count(e.throughput_per_s * static_cast<double>(*seq))),
+                              esc(format_count(e.throughput_per_s)), format_grouped(*seq),
+                              in.serving != nullptr ? ", the prefill" : ""));
+  } else {
+    out += kv_row("throughput", esc(format_count(e.throughput_per_s)) + " samples/s");
+  }
+  if (in.serving != nullptr) out += serving_rows(in);
   const PeakRate& peak = d.peak(precision);
   const double top = std::max(peak.matrix_flops_per_s, peak.vector_flops_per_s);
   out += kv_row("achieved", fmt::format("{} ({} of the {} dense peak)",
@@ -150,9 +195,9 @@ std::string summary_section(const ReportInput& in) {
     const auto i = static_cast<std::size_t>(b);
     if (shares.layers[i] == 0) continue;
     if (shares.time_s[i] > shares.time_s[static_cast<std::size_t>(dominant)]) dominant = b;
-    parts.push_back(fmt::format("{} {} of the time ({} layers)", bound_span(b),
+    parts.push_back(fmt::format("{} {} of the time ({})", bound_span(b),
                                 esc(percent(shares.time_s[i] * e.layer_repeats / e.latency_s)),
-                                shares.layers[i]));
+                                counted(static_cast<std::int64_t>(shares.layers[i]), "layer")));
   }
   out += kv_row("bound",
                 fmt::format("mostly {}-bound: {}", bound_span(dominant), fmt::join(parts, "; ")));
@@ -165,7 +210,11 @@ std::string summary_section(const ReportInput& in) {
 }
 
 std::string roofline_section(const ReportInput& in, std::size_t labels) {
-  const Roofline r = build_roofline(in.graph, *in.device, *in.params, in.workload, *in.estimate);
+  const Roofline r =
+      in.serving != nullptr && in.decode_graph != nullptr
+          ? build_serving_roofline(in.graph, *in.decode_graph, *in.device, *in.params, in.workload,
+                                   *in.request, *in.serving)
+          : build_roofline(in.graph, *in.device, *in.params, in.workload, *in.estimate);
   RooflineSvgOptions options;
   options.labels = labels;
   options.standalone = false;
@@ -176,10 +225,13 @@ std::string roofline_section(const ReportInput& in, std::size_t labels) {
       "rate (FLOPs per predicted time). The solid slope is the peak bandwidth ({}), the dashed "
       "one the achievable bandwidth ({}); horizontal lines are the dense peaks of each precision, "
       "the {} roof highlighted. The ridge is at {:.3g} FLOP/byte: layers left of it are "
-      "memory-bound.</figcaption>\n</figure>\n",
+      "memory-bound.{}</figcaption>\n</figure>\n",
       esc(format_rate(r.bandwidth_bytes_per_s, "B/s")),
       esc(format_rate(r.achievable_bandwidth_bytes_per_s, "B/s")), esc(precision_name(r.precision)),
-      r.ridge_flops_per_byte());
+      r.ridge_flops_per_byte(),
+      r.serving ? " Serving: the prefill's layers are circles, the decode step's squares, and the "
+                  "two rings are each pass whole."
+                : "");
   return out;
 }
 
@@ -231,11 +283,14 @@ std::string layers_section(const ReportInput& in) {
   for (const LayerEstimate& le : e.layers)
     max_share = std::max(max_share, le.time_s * e.layer_repeats / e.latency_s);
   std::string out = fmt::format(
-      "<h2>Layers</h2>\n<p>{} layers in graph order; time is per step of the batch "
+      "<h2>Layers</h2>\n<p>{} in graph order; time is per step of the batch "
       "(forward{}).</p>\n<table>\n<tr><th class=\"num\">#</th><th>layer</th><th>op</th><th>output "
       "shape</th><th class=\"num\">params</th><th class=\"num\">MACs</th><th "
       "class=\"num\">time</th><th>bound</th><th>share of time</th></tr>\n",
-      g.layers.size(), in.workload.mode == Mode::kTraining ? " and backward" : "");
+      counted(static_cast<std::int64_t>(g.layers.size()), "layer"),
+      in.workload.mode == Mode::kTraining ? " and backward"
+      : in.serving != nullptr             ? " of the prefill"
+                                          : "");
   for (std::size_t i = 0; i < g.layers.size(); ++i) {
     const Layer& layer = g.layers[i];
     const LayerEstimate& le = e.layers[i];
@@ -309,9 +364,14 @@ std::string render_report_html(const ReportInput& in, std::size_t roofline_label
   out += fmt::format("<title>capcalc: {}</title>\n", esc(title));
   out += fmt::format("<style>{}</style>\n</head>\n<body>\n", kStyle);
   out += fmt::format("<h1>{}</h1>\n", esc(title));
-  out += fmt::format("<p class=\"sub\">{}, {}, batch {}, {} profile: predicted by capcalc</p>\n",
-                     esc(mode_name(in.workload.mode)), esc(precision_name(in.workload.precision)),
-                     in.graph.batch, esc(profile_name(in.estimate->profile)));
+  out += fmt::format(
+      "<p class=\"sub\">{}, {}, batch {}{}, {} profile: predicted by capcalc</p>\n",
+      esc(mode_name(in.workload.mode)), esc(precision_name(in.workload.precision)), in.graph.batch,
+      in.request != nullptr ? fmt::format(", serving {} prompt + {} generated tokens",
+                                          format_grouped(in.request->prompt_tokens),
+                                          format_grouped(in.request->output_tokens))
+                            : std::string(),
+      esc(profile_name(in.estimate->profile)));
   out += summary_section(in);
   out += roofline_section(in, roofline_labels);
   out += memory_section(in);

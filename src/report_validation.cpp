@@ -8,6 +8,7 @@
 #include "capcalc/units.hpp"
 
 #include "report_json.hpp"
+#include "report_words.hpp"
 #include "table.hpp"
 
 namespace capcalc {
@@ -77,9 +78,9 @@ std::string render_validation_text(const ValidationSummary& summary) {
                    fmt::format("{:+.0f} %", 100 * (r.ratio - 1))});
   }
   std::string out = table.render();
-  out += fmt::format("{} cases: median |error| {:.1f} %, worst {:.2f}x, {} within 2x\n",
-                     summary.results.size(), 100 * summary.median_abs_error, summary.worst_factor,
-                     summary.within_2x);
+  out += fmt::format("{}: median |error| {:.1f} %, worst {:.2f}x, {} within 2x\n",
+                     counted(static_cast<std::int64_t>(summary.results.size()), "case"),
+                     100 * summary.median_abs_error, summary.worst_factor, summary.within_2x);
   if (summary.held_out > 0) {
     out += fmt::format("{} held out (never used to set a parameter): median |error| {:.1f} %\n",
                        summary.held_out, 100 * summary.held_out_median_abs_error);

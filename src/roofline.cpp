@@ -1,12 +1,15 @@
 #include "capcalc/roofline.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "capcalc/ranges.hpp"
 #include "capcalc/units.hpp"
 
 #include "markup.hpp"
@@ -98,6 +101,30 @@ double text_width(const std::string& text, double font_size = kFontSize) {
   return 0.64 * font_size * static_cast<double>(chars);
 }
 
+// A layer name with its numbering left out: each part between dots or slashes that is a number
+// becomes N ("layers.12.self_attn" -> "layers.N.self_attn"); "conv2" keeps its digit.
+std::string numbered_pattern(const std::string& name) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find_first_of("./", start);
+    if (end == std::string::npos) end = name.size();
+    const std::string part = name.substr(start, end - start);
+    const bool number = !part.empty() && std::all_of(part.begin(), part.end(),
+                                                     [](char c) { return c >= '0' && c <= '9'; });
+    out += number ? "N" : part;
+    if (end < name.size()) out += name[end];
+    start = end + 1;
+  }
+  return out;
+}
+
+// "prefill " / "decode " before a serving roofline's layer names; "" otherwise.
+std::string phase_prefix(const Roofline& r, RooflinePhase phase) {
+  if (!r.serving) return "";
+  return phase == RooflinePhase::kDecode ? "decode " : "prefill ";
+}
+
 // Ceilings of equal rate, drawn as one line with one label ("fp16/bf16 matrix").
 struct CeilingGroup {
   double flops_per_s = 0;
@@ -123,6 +150,46 @@ std::string group_label(const CeilingGroup& group) {
 void spread(std::vector<double>& ys, double gap) {
   for (std::size_t i = 1; i < ys.size(); ++i)
     ys[i] = std::max(ys[i], ys[i - 1] + gap);
+}
+
+// The layers of `estimate` that did work, as points of `phase`; the others are counted skipped.
+void add_layer_points(Roofline& r, const Graph& graph, const Estimate& estimate,
+                      RooflinePhase phase) {
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    const LayerEstimate& e = estimate.layers[i];
+    if (e.flops <= 0 || e.bytes <= 0 || e.time_s <= 0) {
+      r.skipped_layers++;
+      continue;
+    }
+    RooflinePoint point;
+    point.layer = i;
+    point.name = graph.layers[i].name;
+    point.op = graph.layers[i].op;
+    point.flops = e.flops;
+    point.bytes = e.bytes;
+    point.intensity_flops_per_byte = e.flops / e.bytes;
+    point.attained_flops_per_s = e.flops / e.time_s;
+    point.time_s = e.time_s;
+    point.bound = e.bound;
+    point.phase = phase;
+    r.points.push_back(std::move(point));
+  }
+}
+
+// A whole pass as one point: its FLOPs over its bytes and over its latency (floors,
+// communication and all), so it sits below every layer's roof too.
+RooflinePoint whole_pass(std::string name, const Estimate& e, RooflinePhase phase) {
+  RooflinePoint point;
+  point.name = std::move(name);
+  point.op = "pass";
+  point.flops = e.flops;
+  point.bytes = e.bytes;
+  point.intensity_flops_per_byte = e.bytes > 0 ? e.flops / e.bytes : 0;
+  point.attained_flops_per_s = e.latency_s > 0 ? e.flops / e.latency_s : 0;
+  point.time_s = e.latency_s;
+  point.bound = dominant_bound(e);
+  point.phase = phase;
+  return point;
 }
 
 }  // namespace
@@ -163,49 +230,62 @@ Roofline build_roofline(const Graph& graph, const Device& device, const Performa
       device.memory_bandwidth_bytes_per_s * params.memory_efficiency;
   r.matrix_efficiency = params.matrix_efficiency;
   r.memory_efficiency = params.memory_efficiency;
-  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
-    const LayerEstimate& e = estimate.layers[i];
-    if (e.flops <= 0 || e.bytes <= 0 || e.time_s <= 0) {
-      r.skipped_layers++;
-      continue;
-    }
-    RooflinePoint point;
-    point.layer = i;
-    point.name = graph.layers[i].name;
-    point.op = graph.layers[i].op;
-    point.flops = e.flops;
-    point.bytes = e.bytes;
-    point.intensity_flops_per_byte = e.flops / e.bytes;
-    point.attained_flops_per_s = e.flops / e.time_s;
-    point.time_s = e.time_s;
-    point.bound = e.bound;
-    r.points.push_back(std::move(point));
-  }
+  add_layer_points(r, graph, estimate, RooflinePhase::kPass);
   return r;
 }
 
-std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& options) {
-  constexpr double kWidth = 1000;
-  constexpr double kHeight = 640;
+Roofline build_serving_roofline(const Graph& prefill, const Graph& decode, const Device& device,
+                                const PerformanceParams& params, const Workload& workload,
+                                const ServingRequest& request, const ServingEstimate& serving) {
+  Roofline r = build_roofline(prefill, device, params, workload, serving.prefill);
+  if (serving.decode.layers.size() != decode.layers.size()) {
+    throw std::invalid_argument("build_serving_roofline: the decode estimate is not of this graph");
+  }
+  for (RooflinePoint& point : r.points)
+    point.phase = RooflinePhase::kPrefill;
+  add_layer_points(r, decode, serving.decode, RooflinePhase::kDecode);
+  r.serving = request;
+  r.mean_context = serving.mean_context;
+  r.passes.push_back(whole_pass("prefill", serving.prefill, RooflinePhase::kPrefill));
+  r.passes.push_back(whole_pass("decode step", serving.decode, RooflinePhase::kDecode));
+  return r;
+}
+
+namespace {
+
+constexpr double kSvgWidth = 1000;
+constexpr double kSvgHeight = 640;
+
+// The highest ceiling's rate: the top of the y axis.
+double top_ceiling_rate(const Roofline& r) {
+  double top_rate = r.roof_flops_per_s;
+  for (const RooflineCeiling& c : r.ceilings)
+    top_rate = std::max(top_rate, c.flops_per_s);
+  return top_rate;
+}
+
+// The plot area and its axis ranges.
+Frame roofline_frame(const Roofline& r) {
   Frame f;
   f.left = 84;
   f.top = 70;
-  f.width = kWidth - f.left - 270;   // The right margin holds the ceiling labels.
-  f.height = kHeight - f.top - 126;  // The bottom margin: ticks, axis title, legend, notes.
+  f.width = kSvgWidth - f.left - 270;   // The right margin holds the ceiling labels.
+  f.height = kSvgHeight - f.top - 126;  // The bottom margin: ticks, axis title, legend, notes.
 
   // Axis ranges in whole decades: every point, every ceiling, and the slope up to the highest
   // ridge with a decade of slope before the lowest one.
-  double top_rate = r.roof_flops_per_s;
+  const double top_rate = top_ceiling_rate(r);
   double low_rate = r.roof_flops_per_s;
-  for (const RooflineCeiling& c : r.ceilings) {
-    top_rate = std::max(top_rate, c.flops_per_s);
+  for (const RooflineCeiling& c : r.ceilings)
     low_rate = std::min(low_rate, c.flops_per_s);
-  }
   const double bw = r.bandwidth_bytes_per_s;
   double x_min = low_rate / bw / 10;
   double x_max = top_rate / bw * 4;
   double y_min = low_rate;
-  for (const RooflinePoint& p : r.points) {
+  std::vector<RooflinePoint> all = r.points;
+  all.insert(all.end(), r.passes.begin(), r.passes.end());
+  for (const RooflinePoint& p : all) {
+    if (p.intensity_flops_per_byte <= 0 || p.attained_flops_per_s <= 0) continue;
     x_min = std::min(x_min, p.intensity_flops_per_byte);
     x_max = std::max(x_max, p.intensity_flops_per_byte);
     y_min = std::min(y_min, p.attained_flops_per_s);
@@ -215,36 +295,45 @@ std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& opt
   f.y_lo = std::floor(std::log10(y_min));
   // Headroom above the highest ceiling so that its label never touches the frame.
   f.y_hi = std::max(std::ceil(std::log10(top_rate * 1.5)), f.y_lo + 1);
+  return f;
+}
 
-  // The y axis unit: TFLOP/s for roofs of 10 TFLOP/s and up (as datasheets give them), else
-  // the largest of G/M FLOP/s that keeps the roof's figure at 10 or more.
-  struct Unit {
-    double scale;
-    std::string_view name;
-  };
-  constexpr Unit kUnits[] = {{1e12, "TFLOP/s"}, {1e9, "GFLOP/s"}, {1e6, "MFLOP/s"}, {1, "FLOP/s"}};
-  Unit unit = kUnits[3];
-  for (const Unit& u : kUnits) {
+// The y axis unit: TFLOP/s for roofs of 10 TFLOP/s and up (as datasheets give them), else
+// the largest of G/M FLOP/s that keeps the roof's figure at 10 or more.
+struct RateUnit {
+  double scale;
+  std::string_view name;
+  int exponent() const { return static_cast<int>(std::lround(std::log10(scale))); }
+};
+
+RateUnit rate_unit(double top_rate) {
+  constexpr RateUnit kUnits[] = {
+      {1e12, "TFLOP/s"}, {1e9, "GFLOP/s"}, {1e6, "MFLOP/s"}, {1, "FLOP/s"}};
+  RateUnit unit = kUnits[3];
+  for (const RateUnit& u : kUnits) {
     if (top_rate >= 10 * u.scale) {
       unit = u;
       break;
     }
   }
-  const int unit_exponent = static_cast<int>(std::lround(std::log10(unit.scale)));
+  return unit;
+}
 
+// The opening tag, the title and the subtitle lines.
+std::string svg_heading(const Roofline& r, const RooflineSvgOptions& options, const Frame& f) {
   std::string svg;
   svg += options.standalone
              ? fmt::format(
                    "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" "
                    "height=\"{1}\" viewBox=\"0 0 {0} {1}\"",
-                   kWidth, kHeight)
+                   kSvgWidth, kSvgHeight)
              : fmt::format("<svg width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" role=\"img\"",
-                           kWidth, kHeight);
+                           kSvgWidth, kSvgHeight);
   svg += " font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"11\">\n";
   const std::string title = fmt::format("Roofline: {} on {}", r.model, r.device);
   svg += fmt::format("<title>{}</title>\n", escape_markup(title));
   svg += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n",
-                     kWidth, kHeight);
+                     kSvgWidth, kSvgHeight);
   svg +=
       fmt::format("<text x=\"{:.1f}\" y=\"26\" font-size=\"16\" font-weight=\"bold\">{}</text>\n",
                   f.left, escape_markup(title));
@@ -255,8 +344,20 @@ std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& opt
                           format_rate(r.bandwidth_bytes_per_s, "B/s"), r.ridge_flops_per_byte());
   svg += fmt::format("<text x=\"{:.1f}\" y=\"46\" font-size=\"12\" fill=\"#444444\">{}</text>\n",
                      f.left, escape_markup(subtitle));
+  if (r.serving) {
+    svg += fmt::format(
+        "<text x=\"{:.1f}\" y=\"62\" font-size=\"12\" fill=\"#444444\">{}</text>\n", f.left,
+        escape_markup(fmt::format(
+            "LLM serving: prefill of {} prompt tokens (circles), decode step at {} cached tokens "
+            "(squares); rings: each pass whole",
+            format_grouped(r.serving->prompt_tokens), format_grouped(r.mean_context))));
+  }
+  return svg;
+}
 
-  // Grid and ticks: decades labelled, 2..9 as minor ticks.
+// Grid and ticks: decades labelled, 2..9 as minor ticks; the frame and the axis titles.
+std::string svg_axes(const Frame& f, const RateUnit& unit) {
+  std::string svg;
   svg += "<g stroke=\"#e4e4e4\" stroke-width=\"1\">\n";
   for (double d = f.x_lo; d <= f.x_hi; d += 1) {
     const double x = f.px(std::pow(10.0, d));
@@ -294,9 +395,9 @@ std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& opt
                        f.px(std::pow(10.0, d)), f.bottom() + 19, decade_label(static_cast<int>(d)));
   }
   for (double d = f.y_lo; d <= f.y_hi; d += 1) {
-    svg +=
-        fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", f.left - 9,
-                    f.py(std::pow(10.0, d)) + 4, decade_label(static_cast<int>(d) - unit_exponent));
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+                       f.left - 9, f.py(std::pow(10.0, d)) + 4,
+                       decade_label(static_cast<int>(d) - unit.exponent()));
   }
   svg += fmt::format(
       "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"12\">arithmetic "
@@ -309,8 +410,13 @@ std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& opt
       "transform=\"rotate(-90 {0:.1f} {1:.1f})\">attained ({2})</text>\n",
       y_title_x, y_title_y, unit.name);
   svg += "</g>\n";
+  return svg;
+}
 
-  // Ceilings: one line per distinct rate, from its ridge to the right edge.
+// Ceilings: one line per distinct rate, from its ridge to the right edge, labelled in the margin.
+std::string svg_ceilings(const Roofline& r, const Frame& f, const RateUnit& unit) {
+  const double bw = r.bandwidth_bytes_per_s;
+  std::string svg;
   std::vector<CeilingGroup> groups;
   for (const RooflineCeiling& c : r.ceilings) {
     auto same = std::find_if(groups.begin(), groups.end(), [&](const CeilingGroup& g) {
@@ -374,9 +480,15 @@ std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& opt
                        labels[i].highlight ? " font-weight=\"bold\"" : "",
                        escape_markup(labels[i].text));
   }
+  return svg;
+}
 
-  // The bandwidth slope up to the highest ceiling, and the achievable one (dashed) up to the
-  // workload's roof. Both start at the frame (left edge or bottom, whichever comes first).
+// The bandwidth slope up to the highest ceiling, and the achievable one (dashed) up to the
+// workload's roof. Both start at the frame (left edge or bottom, whichever comes first).
+std::string svg_slopes(const Roofline& r, const Frame& f) {
+  const double bw = r.bandwidth_bytes_per_s;
+  const double top_rate = top_ceiling_rate(r);
+  std::string svg;
   const auto slope = [&](double bytes_per_s, double up_to_flops_per_s, std::string_view style) {
     const double x_start = std::max(std::pow(10.0, f.x_lo), std::pow(10.0, f.y_lo) / bytes_per_s);
     const double x_end = up_to_flops_per_s / bytes_per_s;
@@ -396,87 +508,215 @@ std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& opt
   svg += slope(
       r.achievable_bandwidth_bytes_per_s, r.roof_flops_per_s,
       fmt::format("stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"", kRoofColour));
-  {
-    // The slope's label, along it, a decade up from its start (log-log: 45° in decade units).
-    const double angle = -std::atan2(f.height / (f.y_hi - f.y_lo), f.width / (f.x_hi - f.x_lo)) *
-                         180 / 3.14159265358979323846;
-    const double x_start = std::max(std::pow(10.0, f.x_lo), std::pow(10.0, f.y_lo) / bw);
-    const double x_at = std::min(x_start * 3, r.ridge_flops_per_byte() / 3);
-    const double lx = f.px(x_at);
-    const double ly = f.py(x_at * bw) - 6;
-    svg += fmt::format(
-        "<text x=\"{0:.1f}\" y=\"{1:.1f}\" fill=\"{2}\" transform=\"rotate({3:.1f} {0:.1f} "
-        "{1:.1f})\">{4} (achievable {5}, dashed)</text>\n",
-        lx, ly, kRoofColour, angle, escape_markup(format_rate(bw, "B/s")),
-        escape_markup(format_rate(r.achievable_bandwidth_bytes_per_s, "B/s")));
-  }
+  return svg;
+}
 
-  // Points, lightest first so the heaviest are on top; area grows with the share of time.
+// The slope's label, along it, a decade up from its start (log-log: 45° in decade units); the
+// boxes it covers go to `placed`, where no layer label may go.
+std::string svg_slope_label(const Roofline& r, const Frame& f, std::vector<Box>& placed) {
+  const double bw = r.bandwidth_bytes_per_s;
+  std::string svg;
+  const double angle = -std::atan2(f.height / (f.y_hi - f.y_lo), f.width / (f.x_hi - f.x_lo)) *
+                       180 / 3.14159265358979323846;
+  const double x_start = std::max(std::pow(10.0, f.x_lo), std::pow(10.0, f.y_lo) / bw);
+  const double x_at = std::min(x_start * 3, r.ridge_flops_per_byte() / 3);
+  const double lx = f.px(x_at);
+  const double ly = f.py(x_at * bw) - 6;
+  const std::string text = fmt::format("{} (achievable {}, dashed)", format_rate(bw, "B/s"),
+                                       format_rate(r.achievable_bandwidth_bytes_per_s, "B/s"));
+  svg += fmt::format(
+      "<text x=\"{0:.1f}\" y=\"{1:.1f}\" fill=\"{2}\" transform=\"rotate({3:.1f} {0:.1f} "
+      "{1:.1f})\">{4}</text>\n",
+      lx, ly, kRoofColour, angle, escape_markup(text));
+  const double radians = angle * 3.14159265358979323846 / 180;
+  for (double along = 0; along <= text_width(text); along += 6) {
+    // The glyphs' middle, 4 px above the baseline (perpendicular to it).
+    const double x = lx + along * std::cos(radians) + 4 * std::sin(radians);
+    const double y = ly + along * std::sin(radians) - 4 * std::cos(radians);
+    placed.push_back({x - 5, y - 6, x + 5, y + 6});
+  }
+  return svg;
+}
+
+// Dot sizes: area grows with the share of its pass's time (a decode step's layers are as
+// visible as the prefill's).
+class PointWeights {
+ public:
+  explicit PointWeights(const Roofline& r) {
+    for (const RooflinePoint& p : r.points)
+      phase_time_[static_cast<std::size_t>(p.phase)] =
+          std::max(phase_time_[static_cast<std::size_t>(p.phase)], p.time_s);
+  }
+  double weight(const RooflinePoint& p) const {
+    const double max_time = phase_time_[static_cast<std::size_t>(p.phase)];
+    return max_time > 0 ? p.time_s / max_time : 1.0;
+  }
+  double radius(const RooflinePoint& p) const { return 2.5 + 5 * std::sqrt(weight(p)); }
+
+ private:
+  std::array<double, 3> phase_time_{};
+};
+
+constexpr double kPassRadius = 9;
+
+// The layers' indices, heaviest first.
+std::vector<std::size_t> heaviest_first(const Roofline& r, const PointWeights& weights) {
   std::vector<std::size_t> order(r.points.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return r.points[a].time_s > r.points[b].time_s;
+    return weights.weight(r.points[a]) > weights.weight(r.points[b]);
   });
-  const double max_time = r.points.empty() ? 1 : r.points[order.front()].time_s;
+  return order;
+}
+
+// Points, lightest first so the heaviest are on top. Decode layers are squares; whole passes
+// rings on top of the layers.
+std::string svg_points(const Roofline& r, const Frame& f, const std::vector<std::size_t>& order,
+                       const PointWeights& weights) {
+  std::string svg;
   svg += "<g stroke=\"#ffffff\" stroke-width=\"0.6\" fill-opacity=\"0.8\">\n";
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const RooflinePoint& p = r.points[*it];
-    const double radius = 2.5 + 5 * std::sqrt(p.time_s / max_time);
+    const double radius = weights.radius(p);
+    const std::string tip = fmt::format(
+        "{}{} ({}): {:.3g} FLOP/byte, {}, {}, {}-bound", phase_prefix(r, p.phase), p.name, p.op,
+        p.intensity_flops_per_byte, format_rate(p.attained_flops_per_s, "FLOP/s"),
+        format_duration(p.time_s), bound_name(p.bound));
+    const double cx = f.px(p.intensity_flops_per_byte);
+    const double cy = f.py(p.attained_flops_per_s);
+    if (p.phase == RooflinePhase::kDecode) {
+      const double half = radius * 0.886;  // A square of the circle's area.
+      svg += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
+          "fill=\"{}\"><title>{}</title></rect>\n",
+          cx - half, cy - half, 2 * half, 2 * half, bound_colour(p.bound), escape_markup(tip));
+    } else {
+      svg += fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" "
+          "fill=\"{}\"><title>{}</title></circle>\n",
+          cx, cy, radius, bound_colour(p.bound), escape_markup(tip));
+    }
+  }
+  svg += "</g>\n";
+  // Whole passes: rings on top of the layers.
+  for (const RooflinePoint& p : r.passes) {
+    if (p.intensity_flops_per_byte <= 0 || p.attained_flops_per_s <= 0) continue;
     const std::string tip =
-        fmt::format("{} ({}): {:.3g} FLOP/byte, {}, {}, {}-bound", p.name, p.op,
+        fmt::format("{} (whole pass): {:.3g} FLOP/byte, {}, {}, mostly {}-bound", p.name,
                     p.intensity_flops_per_byte, format_rate(p.attained_flops_per_s, "FLOP/s"),
                     format_duration(p.time_s), bound_name(p.bound));
     svg += fmt::format(
-        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\"><title>{}</title></circle>\n",
-        f.px(p.intensity_flops_per_byte), f.py(p.attained_flops_per_s), radius,
-        bound_colour(p.bound), escape_markup(tip));
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"none\" stroke=\"#222222\" "
+        "stroke-width=\"2.5\"><title>{}</title></circle>\n",
+        f.px(p.intensity_flops_per_byte), f.py(p.attained_flops_per_s), kPassRadius,
+        escape_markup(tip));
   }
-  svg += "</g>\n";
+  return svg;
+}
 
-  // Labels of the heaviest layers: the first place that stays inside the frame and clear of
-  // the labels already placed: right or left of the dot, above or below it, then rows further
-  // up and down (with a leader line). Identical layers (ResNet's blocks) sit on one spot, so
-  // their labels stack. A label with no free place is left out.
-  std::vector<Box> placed;
+// Labels: the whole passes first, then the heaviest layers. Layers that differ only in their
+// numbers and sit on one spot (a transformer's blocks) share one label with their count. Each
+// label takes the first place that stays inside the frame and clear of the labels already
+// placed: right or left of the dot, above or below it, then rows further up and down (with a
+// leader line). A label with no free place is left out.
+struct LabelItem {
+  double cx, cy, radius;
+  std::string text;
+  bool bold;
+};
+
+// What gets a label: the whole passes, then the heaviest groups of layers.
+std::vector<LabelItem> label_items(const Roofline& r, const Frame& f,
+                                   const std::vector<std::size_t>& order,
+                                   const PointWeights& weights, const RooflineSvgOptions& options) {
+  std::vector<LabelItem> items;
+  for (const RooflinePoint& p : r.passes) {
+    if (p.intensity_flops_per_byte <= 0 || p.attained_flops_per_s <= 0) continue;
+    items.push_back({f.px(p.intensity_flops_per_byte), f.py(p.attained_flops_per_s), kPassRadius,
+                     p.name, true});
+  }
+  {
+    struct Group {
+      std::string key;
+      std::size_t first;  // Index into order: the heaviest member.
+      std::size_t count;
+    };
+    std::vector<Group> label_groups;
+    std::unordered_map<std::string, std::size_t> group_of;  // Key -> index in label_groups.
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const RooflinePoint& p = r.points[order[k]];
+      // Members must share the spot to the pixel: a label names where its dot is.
+      const std::string key =
+          fmt::format("{}|{}|{}|{:.0f}|{:.0f}", static_cast<int>(p.phase), numbered_pattern(p.name),
+                      p.op, f.px(p.intensity_flops_per_byte), f.py(p.attained_flops_per_s));
+      const auto [at, added] = group_of.emplace(key, label_groups.size());
+      if (added) {
+        label_groups.push_back({key, k, 1});
+      } else {
+        label_groups[at->second].count++;
+      }
+    }
+    for (std::size_t g = 0; g < std::min(options.labels, label_groups.size()); ++g) {
+      const RooflinePoint& p = r.points[order[label_groups[g].first]];
+      const std::string name =
+          label_groups[g].count > 1
+              ? fmt::format("{} x{}", shorten(numbered_pattern(p.name), 40), label_groups[g].count)
+              : shorten(p.name, 40);
+      items.push_back({f.px(p.intensity_flops_per_byte), f.py(p.attained_flops_per_s),
+                       weights.radius(p), phase_prefix(r, p.phase) + name, false});
+    }
+  }
+  return items;
+}
+
+// A place for a label: its baseline anchor, its box, and whether it needs a leader line.
+struct LabelSpot {
+  double x, y;
+  std::string_view anchor;
+  Box box;
+  bool leader;
+};
+
+// The places to try for a label `w` wide at a dot of centre (cx, cy), `gap` from its centre,
+// in order of preference.
+std::vector<LabelSpot> label_spots(double cx, double cy, double w, double gap) {
+  constexpr double kRow = 13;  // Line height of a label.
+  std::vector<LabelSpot> candidates;
+  const auto beside = [&](double dy) {
+    const double y = cy + dy;
+    candidates.push_back(
+        {cx + gap, y + 4, "start", {cx + gap, y - 7, cx + gap + w, y + 5}, dy != 0});
+    candidates.push_back({cx - gap, y + 4, "end", {cx - gap - w, y - 7, cx - gap, y + 5}, dy != 0});
+  };
+  beside(0);
+  candidates.push_back(
+      {cx, cy - gap - 2, "middle", {cx - w / 2, cy - gap - 13, cx + w / 2, cy - gap}, false});
+  candidates.push_back(
+      {cx, cy + gap + 10, "middle", {cx - w / 2, cy + gap, cx + w / 2, cy + gap + 12}, false});
+  for (int row = 1; row <= 8; ++row) {
+    beside(-kRow * row);
+    beside(kRow * row);
+  }
+  return candidates;
+}
+
+// The labels where they fit, clear of `placed`.
+std::string svg_labels(const std::vector<LabelItem>& items, const Frame& f,
+                       std::vector<Box> placed) {
+  std::string svg;
   // Leader lines first, then each label twice: a white outline (a halo that keeps it legible
   // over lines and dots; SVG 1.1 has no paint-order) and the text itself.
   std::string leaders;
   std::string halos;
   std::string names;
-  const std::size_t labelled = std::min(options.labels, order.size());
-  constexpr double kRow = 13;  // Line height of a label.
-  for (std::size_t k = 0; k < labelled; ++k) {
-    const RooflinePoint& p = r.points[order[k]];
-    const double cx = f.px(p.intensity_flops_per_byte);
-    const double cy = f.py(p.attained_flops_per_s);
-    const double radius = 2.5 + 5 * std::sqrt(p.time_s / max_time);
-    const std::string text = shorten(p.name, 40);
-    const double w = text_width(text);
-    const double gap = radius + 3;
-    struct Candidate {
-      double x, y;  // Baseline anchor.
-      std::string_view anchor;
-      Box box;
-      bool leader;
-    };
-    std::vector<Candidate> candidates;
-    const auto beside = [&](double dy) {
-      const double y = cy + dy;
-      candidates.push_back(
-          {cx + gap, y + 4, "start", {cx + gap, y - 7, cx + gap + w, y + 5}, dy != 0});
-      candidates.push_back(
-          {cx - gap, y + 4, "end", {cx - gap - w, y - 7, cx - gap, y + 5}, dy != 0});
-    };
-    beside(0);
-    candidates.push_back(
-        {cx, cy - gap - 2, "middle", {cx - w / 2, cy - gap - 13, cx + w / 2, cy - gap}, false});
-    candidates.push_back(
-        {cx, cy + gap + 10, "middle", {cx - w / 2, cy + gap, cx + w / 2, cy + gap + 12}, false});
-    for (int row = 1; row <= 6; ++row) {
-      beside(-kRow * row);
-      beside(kRow * row);
-    }
-    const auto is_free = [&](const Candidate& c) {
+  for (const LabelItem& item : items) {
+    const double cx = item.cx;
+    const double cy = item.cy;
+    const std::string& text = item.text;
+    const double w = text_width(text) * (item.bold ? 1.12 : 1);  // Bold glyphs are wider.
+    const double gap = item.radius + 3;
+    const std::vector<LabelSpot> candidates = label_spots(cx, cy, w, gap);
+    const auto is_free = [&](const LabelSpot& c) {
       const bool inside = c.box.x0 >= f.left + 2 && c.box.x1 <= f.right() - 2 &&
                           c.box.y0 >= f.top + 2 && c.box.y1 <= f.bottom() - 2;
       return inside && std::none_of(placed.begin(), placed.end(),
@@ -490,9 +730,9 @@ std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& opt
       leaders += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n",
                              cx, cy, lx, chosen->y - 4);
     }
-    const std::string label =
-        fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\">{}</text>\n", chosen->x,
-                    chosen->y, chosen->anchor, escape_markup(text));
+    const std::string label = fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\"{}>{}</text>\n", chosen->x, chosen->y,
+        chosen->anchor, item.bold ? " font-weight=\"bold\"" : "", escape_markup(text));
     halos += label;
     names += label;
   }
@@ -502,8 +742,12 @@ std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& opt
       "opacity=\"0.85\">\n" +
       halos + "</g>\n";
   svg += "<g fill=\"#222222\">\n" + names + "</g>\n";
+  return svg;
+}
 
-  // Legend and notes under the axis title.
+// Legend and notes under the axis title.
+std::string svg_legend(const Roofline& r, const Frame& f) {
+  std::string svg;
   double lx = f.left;
   const double ly = f.bottom() + 64;
   for (Bound b : {Bound::kCompute, Bound::kMemory, Bound::kHost}) {
@@ -523,6 +767,18 @@ std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& opt
       "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
       "stroke-width=\"1\"/><text x=\"{4:.1f}\" y=\"{5:.1f}\">other precisions</text>\n",
       lx, ly - 4, lx + 24, kCeilingColour, lx + 30, ly);
+  if (r.serving) {
+    lx += 50 + text_width("other precisions");
+    svg += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"8\" height=\"8\" fill=\"{}\"/><text x=\"{:.1f}\" "
+        "y=\"{:.1f}\">decode layer</text>\n",
+        lx + 1, ly - 8, kComputeColour, lx + 14, ly);
+    lx += 24 + text_width("decode layer");
+    svg += fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"none\" stroke=\"#222222\" "
+        "stroke-width=\"2\"/><text x=\"{:.1f}\" y=\"{:.1f}\">whole pass</text>\n",
+        lx + 5, ly - 4, lx + 14, ly);
+  }
 
   std::vector<std::string> notes = {
       "Each layer at FLOPs / bytes moved and FLOPs / predicted time (1 MAC = 2 FLOPs); dot area "
@@ -540,6 +796,22 @@ std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& opt
         fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" fill=\"#555555\">{}</text>\n",
                     f.left, ly + 20 + 13 * static_cast<double>(i), escape_markup(notes[i]));
   }
+  return svg;
+}
+
+}  // namespace
+
+std::string render_roofline_svg(const Roofline& r, const RooflineSvgOptions& options) {
+  const Frame f = roofline_frame(r);
+  const RateUnit unit = rate_unit(top_ceiling_rate(r));
+  std::vector<Box> placed;  // Boxes no layer label may cover.
+  std::string svg = svg_heading(r, options, f) + svg_axes(f, unit) + svg_ceilings(r, f, unit) +
+                    svg_slopes(r, f) + svg_slope_label(r, f, placed);
+  const PointWeights weights(r);
+  const std::vector<std::size_t> order = heaviest_first(r, weights);
+  svg += svg_points(r, f, order, weights);
+  svg += svg_labels(label_items(r, f, order, weights, options), f, placed);
+  svg += svg_legend(r, f);
   svg += "</svg>\n";
   return svg;
 }

@@ -154,9 +154,14 @@ TEST_CASE("a training run gives run time and cost per run", "[compare]") {
   CHECK(*result.rows[0].run_time_s ==
         Approx(std::ceil(1281167.0 * 90 / 256) * result.rows[0].latency_s));
   request.workload.mode = Mode::kInference;
-  REQUIRE_THROWS_WITH(
-      compare_devices(graphs, devices, table(), {Precision::kBf16}, request, CompareSort::kTime),
-      "--dataset-size and --tokens describe a training run: add --mode training");
+  // The library names the settings by key; the CLI shows its flags in their place.
+  try {
+    compare_devices(graphs, devices, table(), {Precision::kBf16}, request, CompareSort::kTime);
+    FAIL("a run size without training mode was accepted");
+  } catch (const capcalc::Error& e) {
+    CHECK(e.message() == "dataset_size and tokens describe a training run: add mode training");
+    CHECK(e.keys() == std::vector<std::string>{"dataset_size", "tokens", "mode"});
+  }
 }
 
 TEST_CASE("the compare table fits 80 columns, JSON and CSV carry the same rows",

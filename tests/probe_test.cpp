@@ -15,6 +15,7 @@
 #include "capcalc/hardware.hpp"
 
 #include "catch.hpp"
+#include "probe_steps.hpp"
 #include "test_data.hpp"
 
 using capcalc::Device;

@@ -1,5 +1,6 @@
 #include "capcalc/report.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "capcalc/model.hpp"
@@ -63,10 +64,14 @@ TEST_CASE("report: a batch whose time is mostly per-kernel floors gets a hint", 
   const GraphTotals t = graph_totals(g);
   const Estimate e = estimate(g, d, p, Workload{});
   REQUIRE(e.max_batch > 2);
-  const std::string text = render_estimate_text({g, t, Workload{}, &d, &p, &e}, 0);
-  CHECK_THAT(text, ContainsSubstring("hint         per-kernel floors take 100.0 % of the time at "
-                                     "batch 2:\n               a larger --batch (up to " +
-                                     format_grouped(e.max_batch) + " fits) spreads them out\n"));
+  ReportInput input{g, t, Workload{}, &d, &p, &e};
+  // The library names the setting by key; a caller (the CLI) may name its own (a flag).
+  CHECK_THAT(render_estimate_text(input, 0),
+             ContainsSubstring("hint         per-kernel floors take 100.0 % of the time at "
+                               "batch 2:\n               a larger batch (up to " +
+                               format_grouped(e.max_batch) + " fits) spreads them out\n"));
+  input.setting_name = [](std::string_view key) { return "--" + std::string(key); };
+  CHECK_THAT(render_estimate_text(input, 0), ContainsSubstring("a larger --batch (up to "));
   // Floors that do not dominate: no hint.
   p.eager_overhead_s = 1e-9;
   const Estimate fast = estimate(g, d, p, Workload{});
@@ -129,4 +134,57 @@ TEST_CASE("report: layers table lists every layer and the totals", "[report]") {
   CHECK_THAT(text, ContainsSubstring("conv,1"));
   CHECK_THAT(text, ContainsSubstring("[2, 10]"));
   CHECK_THAT(text, ContainsSubstring("total: 2,682 params, 18,944 MACs"));
+}
+
+TEST_CASE("report: one of a thing is singular, counts are grouped", "[report][words]") {
+  // One linear layer: "1 layer," in the bound lines and in `layers`; one device in `hw list`.
+  const char* one = R"({"format": "capcalc-model/1", "name": "one",
+    "inputs": [{"name": "x", "shape": [1, 512]}],
+    "layers": [{"name": "fc", "op": "linear", "out_features": 512}]})";
+  const Graph g = parse_model(one, "one.json");
+  const GraphTotals t = graph_totals(g);
+  const Device d = test_device();
+  const PerformanceParams p;
+  const Estimate e = estimate(g, d, p, Workload{});
+  const ReportInput in{g, t, Workload{}, &d, &p, &e};
+  const std::string text = render_estimate_text(in, 0);
+  CHECK_THAT(text, ContainsSubstring("    1 layer,  "));
+  CHECK(text.find("1 layers") == std::string::npos);
+  CHECK_THAT(render_layers_text(in), ContainsSubstring("one: 1 layer, batch 1"));
+  CHECK_THAT(render_hardware_text({&d}), ContainsSubstring("\n1 device; dense peaks"));
+  const Device second = test_device();
+  CHECK_THAT(render_hardware_text({&d, &second}), ContainsSubstring("\n2 devices; dense peaks"));
+}
+
+TEST_CASE("report: a language model's context and tokens/s; a MoE's active parameters",
+          "[report][words]") {
+  // 2 sequences of 1,024 tokens; two experts of which each token uses one.
+  const char* lm = R"({"format": "capcalc-model/1", "name": "lm",
+    "dims": {"batch": 2, "seq": 1024},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 64]}],
+    "layers": [{"name": "fc", "op": "linear", "out_features": 64}]})";
+  const Graph g = parse_model(lm, "lm.json");
+  GraphTotals t = graph_totals(g);
+  const Device d = test_device();
+  const PerformanceParams p;
+  const Estimate e = estimate(g, d, p, Workload{});
+  const std::string text = render_estimate_text({g, t, Workload{}, &d, &p, &e}, 0);
+  CHECK_THAT(text, ContainsSubstring("workload     inference, fp32, batch 2, seq 1,024, "));
+  // Tokens/s = sequences/s x 1,024: the text prints both, each with 3 significant digits.
+  CHECK_THAT(text, ContainsSubstring(fmt::format("throughput   {} tokens/s, {} sequences/s of "
+                                                 "1,024 tokens\n",
+                                                 format_count(e.throughput_per_s * 1024),
+                                                 format_count(e.throughput_per_s))));
+  CHECK(text.find("samples/s") == std::string::npos);
+  CHECK(text.find("active") == std::string::npos);  // Every parameter is used per token.
+  t.active_params = t.params / 2;
+  const std::string moe = render_estimate_text({g, t, Workload{}, &d, &p, &e}, 0);
+  CHECK_THAT(moe, ContainsSubstring(fmt::format("parameters   {} ({}), {} active per token\n",
+                                                format_grouped(t.params),
+                                                format_count(static_cast<double>(t.params)),
+                                                format_count(static_cast<double>(t.params / 2)))));
+  const std::string html = render_report_html({g, t, Workload{}, &d, &p, &e});
+  CHECK_THAT(html, ContainsSubstring("<th>context</th><td>seq 1,024</td>"));
+  CHECK_THAT(html, ContainsSubstring("active per token"));
+  CHECK_THAT(html, ContainsSubstring(" tokens/s ("));
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "capcalc/model.hpp"
 #include "capcalc/report.hpp"
@@ -251,4 +253,202 @@ TEST_CASE("report: the HTML page has the summary, layers, roofline and memory", 
     INFO(external);
     CHECK(html.find(external) == std::string::npos);
   }
+}
+
+namespace {
+
+// The box a <text> element covers, estimated from its length and font size: 0.6 em per
+// character (DejaVu Sans averages about that; capcalc places labels at 0.64 em), ascent 0.8 em
+// above the baseline and descent 0.2 em below; text-anchor shifts it.
+struct TextBox {
+  double x0, y0, x1, y1;
+  std::string text;
+};
+
+std::string attribute(const std::string& tag, const std::string& name) {
+  const std::string key = " " + name + "=\"";
+  const std::size_t at = tag.find(key);
+  if (at == std::string::npos) return "";
+  const std::size_t start = at + key.size();
+  return tag.substr(start, tag.find('"', start) - start);
+}
+
+std::size_t characters(const std::string& escaped) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < escaped.size(); ++i) {
+    if (escaped[i] == '&') i = escaped.find(';', i);  // One character per entity.
+    if ((static_cast<unsigned char>(escaped[i]) & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+
+// Every unrotated <text> of the SVG once (each label is drawn twice: its halo and itself).
+std::vector<TextBox> text_boxes(const std::string& svg) {
+  std::vector<TextBox> boxes;
+  for (std::size_t at = svg.find("<text "); at != std::string::npos;
+       at = svg.find("<text ", at + 1)) {
+    const std::size_t close = svg.find('>', at);
+    const std::string tag = svg.substr(at, close - at);
+    const std::size_t end = svg.find("</text>", close);
+    const std::string text = svg.substr(close + 1, end - close - 1);
+    if (!attribute(tag, "transform").empty()) continue;  // Rotated: the y title, the slope.
+    const std::string size = attribute(tag, "font-size");
+    const double em = size.empty() ? 11 : std::stod(size);
+    const double x = std::stod(attribute(tag, "x"));
+    const double y = std::stod(attribute(tag, "y"));
+    const double width = 0.6 * em * static_cast<double>(characters(text));
+    const std::string anchor = attribute(tag, "text-anchor");
+    const double x0 = anchor == "end" ? x - width : anchor == "middle" ? x - width / 2 : x;
+    TextBox box{x0, y - 0.8 * em, x0 + width, y + 0.2 * em, text};
+    const bool seen = std::any_of(boxes.begin(), boxes.end(), [&](const TextBox& b) {
+      return b.text == box.text && b.x0 == box.x0 && b.y0 == box.y0;
+    });
+    if (!seen) boxes.push_back(box);
+  }
+  return boxes;
+}
+
+// Pairs of text boxes that intersect, as "a | b" for the failure message.
+std::vector<std::string> overlaps(const std::vector<TextBox>& boxes) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    for (std::size_t j = i + 1; j < boxes.size(); ++j) {
+      const TextBox& a = boxes[i];
+      const TextBox& b = boxes[j];
+      if (a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1) {
+        out.push_back(a.text + " | " + b.text);
+      }
+    }
+  }
+  return out;
+}
+
+Graph zoo_graph(const std::string& name, std::int64_t seq = 0, std::int64_t cached = 0) {
+  ModelOptions options;
+  if (seq > 0) options.dims["seq"] = seq;
+  options.counting.kv_cache_length = cached;
+  return load_model(test::data_path("models/" + name + ".json"), options);
+}
+
+// LLM serving of `name` as `capcalc roofline --prompt-tokens P --output-tokens O` draws it.
+Roofline serving_roofline(const std::string& name, const Device& device, const PerformanceParams& p,
+                          const Workload& w, const ServingRequest& request,
+                          ServingEstimate* out = nullptr) {
+  const ServingGraphBuilder build = [&](std::int64_t seq, std::int64_t cached) {
+    return zoo_graph(name, seq, cached);
+  };
+  const ServingEstimate s = estimate_serving(build, device, p, w, request);
+  Graph decode = build(1, s.mean_context);
+  drop_prefill_only_layers(decode);
+  if (out != nullptr) *out = s;
+  return build_serving_roofline(build(request.prompt_tokens, 0), decode, device, p, w, request, s);
+}
+
+}  // namespace
+
+TEST_CASE("roofline: test's text boxes catch labels that overlap", "[roofline][svg]") {
+  const std::string svg =
+      "<text x=\"100\" y=\"50\">layers.N.mlp x32</text>"
+      "<text x=\"100\" y=\"50\">layers.N.mlp x32</text>"  // A halo: the same label again.
+      "<text x=\"150\" y=\"55\" text-anchor=\"end\">lm_head</text>"
+      "<text x=\"400\" y=\"50\" font-size=\"16\">far away</text>";
+  const std::vector<TextBox> boxes = text_boxes(svg);
+  REQUIRE(boxes.size() == 3);
+  // 16 characters x 0.6 x 11 px = 105.6 px from x = 100; "lm_head" ends at 150.
+  CHECK(boxes[0].x1 == Approx(100 + 16 * 0.6 * 11));
+  CHECK(boxes[1].x0 == Approx(150 - 7 * 0.6 * 11));
+  CHECK(overlaps(boxes) == std::vector<std::string>{"layers.N.mlp x32 | lm_head"});
+}
+
+TEST_CASE("roofline: no two labels overlap on models with many layers", "[roofline][svg]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const Device& h100 = table.get("h100");
+  const PerformanceParams p = table.performance_for(h100);
+  Workload bf16;
+  bf16.precision = Precision::kBf16;
+  RooflineSvgOptions many;
+  many.labels = 60;  // More than fit: the placement must leave some out, not stack them.
+  std::vector<std::pair<std::string, std::string>> svgs;
+  for (const char* name : {"llama2_7b", "gpt2", "resnet50", "bert_base"}) {
+    const Graph g = zoo_graph(name);
+    svgs.emplace_back(
+        name,
+        render_roofline_svg(build_roofline(g, h100, p, bf16, estimate(g, h100, p, bf16)), many));
+  }
+  svgs.emplace_back(
+      "llama2_7b serving",
+      render_roofline_svg(serving_roofline("llama2_7b", h100, p, bf16, {512, 128}), many));
+  for (const auto& [name, svg] : svgs) {
+    INFO(name);
+    const std::vector<TextBox> boxes = text_boxes(svg);
+    CHECK(boxes.size() > 30);  // Title, ticks, ceilings, legend, notes and layer labels.
+    CHECK(overlaps(boxes).empty());
+    for (const std::string& pair : overlaps(boxes))
+      INFO(pair);
+  }
+  // Llama's 32 identical blocks share a label with their count instead of stacking 32.
+  const std::string& llama = svgs[0].second;
+  CHECK_THAT(llama, ContainsSubstring(">layers.N.mlp.down_proj x32</text>"));
+  CHECK(llama.find(">layers.0.mlp.down_proj</text>") == std::string::npos);
+  CHECK(llama.find(">layers.1.mlp.down_proj</text>") == std::string::npos);
+}
+
+TEST_CASE("roofline: layer names lose their numbering only between separators", "[roofline]") {
+  const char* model = R"({"format": "capcalc-model/1", "name": "two",
+    "inputs": [{"name": "x", "shape": [64, 512]}],
+    "layers": [{"name": "blocks.0.fc1", "op": "linear", "out_features": 512},
+               {"name": "blocks.1.fc1", "op": "linear", "out_features": 512}]})";
+  const Graph g = parse_model(model, "two.json");
+  const Device d = test_device();
+  const PerformanceParams p;
+  const std::string svg =
+      render_roofline_svg(build_roofline(g, d, p, fp16(), estimate(g, d, p, fp16())));
+  // Two layers on one spot: one label, "fc1" keeps its digit.
+  CHECK_THAT(svg, ContainsSubstring(">blocks.N.fc1 x2</text>"));
+  CHECK(svg.find(">blocks.0.fc1</text>") == std::string::npos);
+}
+
+TEST_CASE("roofline: serving draws the prefill's and the decode step's layers and passes",
+          "[roofline][serving]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const Device& h100 = table.get("h100");
+  const PerformanceParams p = table.performance_for(h100);
+  Workload bf16;
+  bf16.precision = Precision::kBf16;
+  ServingEstimate s;
+  const Roofline r = serving_roofline("gpt2", h100, p, bf16, {512, 128}, &s);
+  REQUIRE(r.serving);
+  CHECK(r.mean_context == 512 + (128 - 1) / 2);  // estimate_serving's mean decode step.
+  REQUIRE(r.passes.size() == 2);
+  // Each pass whole: its FLOPs over its bytes and over its latency.
+  CHECK(r.passes[0].name == "prefill");
+  CHECK(r.passes[0].intensity_flops_per_byte == Approx(s.prefill.flops / s.prefill.bytes));
+  CHECK(r.passes[0].attained_flops_per_s == Approx(s.prefill.flops / s.prefill.latency_s));
+  CHECK(r.passes[1].name == "decode step");
+  CHECK(r.passes[1].intensity_flops_per_byte == Approx(s.decode.flops / s.decode.bytes));
+  CHECK(r.passes[1].attained_flops_per_s == Approx(s.decode.flops / s.decode.latency_s));
+  // One token per sequence reads every weight: far less intensity than a 512-token prompt.
+  CHECK(r.passes[1].intensity_flops_per_byte < r.passes[0].intensity_flops_per_byte / 10);
+  std::size_t prefill = 0;
+  std::size_t decode = 0;
+  for (const RooflinePoint& point : r.points) {
+    prefill += point.phase == RooflinePhase::kPrefill ? 1 : 0;
+    decode += point.phase == RooflinePhase::kDecode ? 1 : 0;
+  }
+  CHECK(prefill > 10);
+  CHECK(decode > 10);
+  CHECK(prefill + decode == r.points.size());
+  for (const RooflinePoint& point : r.passes) {
+    INFO(point.name);
+    CHECK(point.attained_flops_per_s <=
+          r.attainable_flops_per_s(point.intensity_flops_per_byte) * (1 + 1e-9));
+  }
+  const std::string svg = render_roofline_svg(r);
+  // Decode layers are squares (and one in the legend); the passes are rings (and one legend).
+  CHECK(count(svg, "<rect x=") == decode + 1 + 2);  // + the white background and the frame.
+  CHECK(count(svg, "fill=\"none\" stroke=\"#222222\"") == 2 + 1);
+  CHECK_THAT(svg, ContainsSubstring("prefill of 512 prompt tokens (circles), decode step at 575 "
+                                    "cached tokens (squares)"));
+  CHECK_THAT(svg, ContainsSubstring("font-weight=\"bold\">prefill</text>"));
+  CHECK_THAT(svg, ContainsSubstring("font-weight=\"bold\">decode step</text>"));
 }

@@ -119,6 +119,9 @@ std::string_view compare_sort_name(CompareSort sort);
 struct CompareTable {
   std::string model;  ///< Graph name.
   std::int64_t params = 0;
+  std::int64_t active_params = 0;  ///< Of `params`, those each token uses (a mixture of experts).
+  /// Tokens per sample of a language model (its "seq" dimension; the prompt when serving).
+  std::optional<std::int64_t> seq;
   Mode mode = Mode::kInference;
   std::int64_t devices = 1;               ///< Per row: all devices (tensor_parallel × replicas).
   std::int64_t tensor_parallel = 1;       ///< Devices per pipeline stage of a replica.

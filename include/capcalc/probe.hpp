@@ -1,6 +1,6 @@
 // Measuring this machine: `capcalc probe` times a vectorised FMA kernel (FP32 and FP64) and a
 // STREAM-like triad on every core, reads the CPU's name and memory size, and writes the result
-// as a one-device hardware table (data/README.md, "The hardware table") that --hardware-file
+// as a one-device hardware table (docs/hardware.md) that --hardware-file
 // accepts. The figures are achievable rates, not datasheet peaks, so the entry carries
 // efficiencies of 1.0.
 //
@@ -31,19 +31,9 @@ struct CpuInfo {
 /// Reads this machine's CpuInfo. Throws capcalc::Error if the memory size cannot be found.
 CpuInfo read_cpu_info();
 
-/// "GenuineIntel" -> "intel", "AuthenticAMD" -> "amd", ...; "unknown" for anything else.
-std::string vendor_from_id(std::string_view vendor_id);
-/// The value of the first "key : value" line of a /proc/cpuinfo text with that key; "" if none.
-std::string cpuinfo_field(std::string_view cpuinfo, std::string_view key);
-/// The device id for a host: "probe-" + the name in kebab-case (a-z, 0-9, '-'), e.g.
-/// "Build_Box.local" -> "probe-build-box-local"; "probe-localhost" when nothing is left.
-std::string probe_device_id(std::string_view hostname);
-
 /// The SIMD code a kernel ran with, chosen at run time from what the CPU supports.
 enum class SimdKernel { kPortable, kAvx2Fma, kAvx512 };
 std::string_view simd_kernel_name(SimdKernel kernel);  ///< "portable", "avx2+fma", "avx512f".
-/// The widest kernel this CPU (and OS) can run.
-SimdKernel best_simd_kernel();
 
 /// One timed run of the FMA kernel on `threads` threads.
 struct FlopsMeasurement {
@@ -59,11 +49,6 @@ struct FlopsMeasurement {
   double spread = 0;          ///< (fastest - slowest rate) / fastest over the runs.
 };
 
-/// Runs acc = acc * m + a on independent accumulators on `threads` threads for about
-/// `seconds` (the first fifth untimed, to let clocks settle). `double_precision` picks FP64.
-FlopsMeasurement measure_flops(bool double_precision, unsigned threads, double seconds,
-                               SimdKernel kernel);
-
 /// STREAM-like triad a[i] = b[i] + s * c[i], best of several repetitions.
 struct BandwidthMeasurement {
   double bytes_per_s = 0;           ///< bytes_per_repetition / best_seconds.
@@ -75,21 +60,8 @@ struct BandwidthMeasurement {
   double spread = 0;    ///< 1 - slowest / fastest repetition's rate.
 };
 
-/// How far apart repeated measurements of one rate are: (max - min) / max; 0 for fewer than two.
-double rate_spread(const std::vector<double>& rates);
-
 /// Above this spread a measurement was disturbed by other work on the machine.
 inline constexpr double kNoisySpread = 0.10;
-
-/// Per-array size for the triad: twice the last-level cache, at least 64 MiB and at most
-/// 192 MiB (three arrays stay under ~600 MB), and at most 1/8 of memory each. A probe of
-/// under 1 s (`probe_seconds`) keeps to 64 MiB: first touching the pages of larger arrays can
-/// take longer than the whole budget (a second for 576 MiB on a VM).
-std::size_t triad_array_bytes(const CpuInfo& cpu, double probe_seconds);
-
-/// Runs the triad on `threads` threads over three arrays of `array_bytes` each for about
-/// `seconds`, at least two timed repetitions.
-BandwidthMeasurement measure_bandwidth(unsigned threads, std::size_t array_bytes, double seconds);
 
 /// How long and on how many threads to probe.
 struct ProbeOptions {
@@ -111,7 +83,8 @@ struct ProbeResult {
 /// Measures this machine. Throws capcalc::Error for a bad option.
 ProbeResult probe_machine(const ProbeOptions& options = {});
 
-/// The hardware table (schema_version 1) with one "cpu" device: id probe_device_id(hostname),
+/// The hardware table (schema_version 1) with one "cpu" device: id "probe-" + the host name in
+/// kebab-case ("Build_Box.local" -> "probe-build-box-local"),
 /// alias "local", the measured rates in TFLOP/s and GB/s (4 significant digits), notes on
 /// how each was measured, and efficiencies of 1.0.
 std::string render_probe_json(const ProbeResult& result);

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capcalc/calibrate.hpp"
@@ -35,12 +37,18 @@ struct ReportInput {
   bool explain = false;                      ///< Show the formulas and assumptions.
   const ServingRequest* request = nullptr;   ///< An LLM serving request, if asked for.
   const ServingEstimate* serving = nullptr;  ///< Its prefill/decode prediction.
-  const RangeTable* ranges = nullptr;        ///< Prediction ranges; none: no ranges shown.
+  /// The decode step's graph, for the HTML report's roofline (decode layers as points); none:
+  /// only the prefill's layers are drawn.
+  const Graph* decode_graph = nullptr;
+  const RangeTable* ranges = nullptr;  ///< Prediction ranges; none: no ranges shown.
   /// Where the batch came from when no --batch was given, for the workload line ("the zoo's
   /// typical training batch"); empty: given. `batch_source` cites a typical batch.
   std::string batch_note{};
   std::string batch_source{};
   const FitAdvice* fit = nullptr;  ///< How a workload that does not fit would (fit.hpp).
+  /// How a hint names a setting the user can change, given its key ("batch"): the CLI passes
+  /// its flag names; none: the key itself.
+  std::function<std::string(std::string_view key)> setting_name{};
 };
 
 /// What an estimate's communication costs, in one line without a label, for the text report
@@ -63,7 +71,8 @@ std::string render_estimate_json(const ReportInput& input);
 /// `capcalc report`: one self-contained HTML5 page (inline CSS and SVG; no scripts, links,
 /// fonts or images, so it opens offline): summary, the roofline with the `roofline_labels`
 /// heaviest layers named (roofline.hpp), the memory breakdown, a per-layer table and the
-/// device's figures with their sources as plain text. Needs device, params and estimate.
+/// device's figures with their sources as plain text. Needs device, params and estimate. With a
+/// serving request the summary has its prefill and decode figures and the roofline both passes.
 std::string render_report_html(const ReportInput& input, std::size_t roofline_labels = 5);
 
 /// `capcalc layers`: one row per layer; with a device, time and bound too.

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,11 @@ struct RooflineCeiling {
   bool workload = false;      ///< Of the workload's precision (drawn highlighted).
 };
 
-/// One layer of the estimate as a point.
+/// Which pass of the workload a point belongs to: LLM serving has two, the prompt's prefill and a
+/// decode step (one token per sequence over the KV cache).
+enum class RooflinePhase { kPass, kPrefill, kDecode };
+
+/// One layer of the estimate as a point (or, in Roofline::passes, a whole pass).
 struct RooflinePoint {
   std::size_t layer = 0;  ///< Index into Graph::layers and Estimate::layers.
   std::string name;       ///< The layer's name (may hold any characters).
@@ -42,6 +47,7 @@ struct RooflinePoint {
   double attained_flops_per_s = 0;      ///< flops / time_s.
   double time_s = 0;                    ///< LayerEstimate::time_s.
   Bound bound = Bound::kNone;
+  RooflinePhase phase = RooflinePhase::kPass;
 };
 
 /// Everything a roofline picture shows.
@@ -67,6 +73,11 @@ struct Roofline {
   std::vector<RooflinePoint> points;
   /// Layers left out: no FLOPs or no bytes (views; layers fused away by a compiled profile).
   std::size_t skipped_layers = 0;
+  /// LLM serving: the request, the mean decode step's cached tokens, and one point per whole pass
+  /// (prefill, then the decode step) at its FLOPs / bytes and FLOPs / latency. Empty otherwise.
+  std::optional<ServingRequest> serving;
+  std::int64_t mean_context = 0;
+  std::vector<RooflinePoint> passes;
 
   /// Intensity where the bandwidth slope meets roof_flops_per_s, in FLOP/byte.
   double ridge_flops_per_byte() const { return roof_flops_per_s / bandwidth_bytes_per_s; }
@@ -78,10 +89,18 @@ struct Roofline {
 Roofline build_roofline(const Graph& graph, const Device& device, const PerformanceParams& params,
                         const Workload& workload, const Estimate& estimate);
 
+/// The roofline of LLM serving: the prefill's layers and the decode step's as points of their
+/// phase, and both passes whole. `prefill` and `decode` are the graphs estimate_serving() built
+/// (the prompt; one token over `serving.mean_context` cached tokens, prefill-only layers dropped).
+Roofline build_serving_roofline(const Graph& prefill, const Graph& decode, const Device& device,
+                                const PerformanceParams& params, const Workload& workload,
+                                const ServingRequest& request, const ServingEstimate& serving);
+
 /// How to draw a roofline.
 struct RooflineSvgOptions {
   /// The heaviest layers (by time) labelled with their names; a label that finds no free place
-  /// near its dot is left out.
+  /// near its dot is left out. Layers that differ only in their numbers and sit on one spot
+  /// (`layers.0.mlp` ... `layers.31.mlp`) share one label, "layers.N.mlp x32".
   std::size_t labels = 5;
   /// true: a standalone SVG 1.1 file (xmlns, version). false: for inlining in HTML5, whose parser
   /// puts <svg> in the SVG namespace itself (no xmlns, so no URL in the page).
