@@ -11,6 +11,7 @@
 #include "checked.hpp"
 #include "input_file.hpp"
 #include "json_view.hpp"
+#include "report_words.hpp"
 #include "spellcheck.hpp"
 
 namespace capcalc {
@@ -166,31 +167,12 @@ double at_most(const JsonView& value, double max) {
   return x;
 }
 
-Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
-                 const std::string& file) {
-  const std::vector<std::string_view> keys(kBudgetKeys.begin(), kBudgetKeys.end());
-  check_keys(view, keys);
-  Budget budget;
-  budget.where = {file, view.pointer()};
-  const auto model = view.at("model");
-  const std::string path = model.as_string();
-  if (path.empty()) model.fail("expected a model file, got \"\"");
-  budget.model_where = {file, model.pointer(), 0, 0};
-  budget.model_path = !path.empty() && path.front() == '/' ? path : parent_dir(file) + path;
-  if (auto name = view.find("name")) budget.name = name->as_string();
-
-  const auto devices = lookup(view, defaults, "devices");
-  if (!devices) view.fail("missing \"devices\" (here or in \"defaults\")");
-  if (devices->array_size() == 0) devices->fail("expected at least one device");
-  for (std::size_t i = 0; i < devices->array_size(); ++i) {
-    budget.devices.push_back(devices->at(i).as_string());
-    budget.device_where.push_back({file, devices->at(i).pointer()});
-  }
+// The budget's dimensions: "batch", then "set" from the defaults and the budget on top.
+void read_dims(const JsonView& view, const std::optional<JsonView>& defaults, Budget& budget) {
   if (auto batch = lookup(view, defaults, "batch")) {
     budget.model_options.dims["batch"] = batch->as_positive_int();
     budget.dims_where["batch"] = {batch->file(), batch->pointer(), 0, 0};
   }
-  // Defaults' dimensions first, the budget's on top.
   for (const std::optional<JsonView>& source : {defaults, std::optional<JsonView>(view)}) {
     if (!source) continue;
     if (auto set = source->find("set")) {
@@ -202,6 +184,10 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
       }
     }
   }
+}
+
+// Precision, mode, profile or runtime, and the parallel layout.
+void read_workload(const JsonView& view, const std::optional<JsonView>& defaults, Budget& budget) {
   if (auto precision = lookup(view, defaults, "precision")) {
     const std::string name = precision->as_string();
     const auto parsed = parse_precision(name);
@@ -251,6 +237,11 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
     if (stage < 0 || stage > 3) zero->fail(fmt::format("expected 0 to 3, got {}", stage));
     workload.zero_stage = static_cast<int>(stage);
   }
+}
+
+// A training run's size and the price per device-hour.
+void read_run(const JsonView& view, const std::optional<JsonView>& defaults, Budget& budget) {
+  const Workload& workload = budget.request.workload;
   if (auto size = lookup(view, defaults, "dataset_size")) {
     budget.request.run.dataset_size = at_most(*size, kMaxDatasetSize);
   }
@@ -276,8 +267,11 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
     view.fail(
         "\"dataset_size\" and \"tokens\" describe a training run: add \"mode\": \"training\"");
   }
-  budget.request.model_file = budget.model_path;
-  // LLM serving: rows serve `batch` sequences of prompt_tokens + output_tokens.
+}
+
+// LLM serving: rows serve `batch` sequences of prompt_tokens + output_tokens.
+void read_serving(const JsonView& view, const std::optional<JsonView>& defaults, Budget& budget) {
+  const Workload& workload = budget.request.workload;
   const auto prompt = lookup(view, defaults, "prompt_tokens");
   const auto output = lookup(view, defaults, "output_tokens");
   if (prompt || output) {
@@ -300,6 +294,10 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
       return load_model(path, shaped);
     };
   }
+}
+
+// The limits, the defaults' first; each needs the part of the workload it measures.
+void read_limits(const JsonView& view, const std::optional<JsonView>& defaults, Budget& budget) {
   std::map<LimitKind, JsonView> limit_where;
   if (defaults) {
     if (auto limits = defaults->find("limits")) add_limits(*limits, budget.limits, limit_where);
@@ -320,13 +318,45 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
   std::stable_sort(budget.limits.begin(), budget.limits.end(),
                    [](const Limit& a, const Limit& b) { return a.kind < b.kind; });
   if (budget.limits.empty()) view.fail("no limits (give \"limits\" here or in \"defaults\")");
+}
+
+Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
+                 const std::string& file) {
+  const std::vector<std::string_view> keys(kBudgetKeys.begin(), kBudgetKeys.end());
+  check_keys(view, keys);
+  Budget budget;
+  budget.where = {file, view.pointer()};
+  const auto model = view.at("model");
+  const std::string path = model.as_string();
+  if (path.empty()) model.fail("expected a model file, got \"\"");
+  budget.model_where = {file, model.pointer(), 0, 0};
+  budget.model_path = !path.empty() && path.front() == '/' ? path : parent_dir(file) + path;
+  if (auto name = view.find("name")) budget.name = name->as_string();
+
+  const auto devices = lookup(view, defaults, "devices");
+  if (!devices) view.fail("missing \"devices\" (here or in \"defaults\")");
+  if (devices->array_size() == 0) devices->fail("expected at least one device");
+  for (std::size_t i = 0; i < devices->array_size(); ++i) {
+    budget.devices.push_back(devices->at(i).as_string());
+    budget.device_where.push_back({file, devices->at(i).pointer()});
+  }
+  read_dims(view, defaults, budget);
+  read_workload(view, defaults, budget);
+  read_run(view, defaults, budget);
+  budget.request.model_file = budget.model_path;
+  read_serving(view, defaults, budget);
+  read_limits(view, defaults, budget);
   return budget;
 }
 
-std::string workload_text(const Graph& graph, Precision precision, const Workload& workload) {
+std::string workload_text(const Graph& graph, Precision precision, const Workload& workload,
+                          bool serving) {
   std::string text = fmt::format("{}, {}, batch {}", mode_name(workload.mode),
                                  precision_name(precision), graph.batch);
-  if (workload.devices > 1) text += fmt::format(", {} devices", workload.devices);
+  if (const std::optional<std::int64_t> seq = sequence_length(graph); seq && !serving) {
+    text += fmt::format(", seq {}", format_grouped(*seq));  // A language model's context.
+  }
+  if (workload.devices > 1) text += ", " + counted(workload.devices, "device");
   if (workload.runtime) text += fmt::format(", {}", workload.runtime->name);
   return text + parallelism_text(workload);
 }
@@ -434,10 +464,12 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
     result.budget = budget_name.empty() ? graph.name : budget_name;
     result.model = graph.name;
     result.device = device.id;
-    result.workload = workload_text(graph, precision, request.workload);
+    result.workload =
+        workload_text(graph, precision, request.workload, request.serving.has_value());
     if (request.serving) {
-      result.workload += fmt::format(", serving {} + {} tokens", request.serving->prompt_tokens,
-                                     request.serving->output_tokens);
+      result.workload += fmt::format(", serving {} prompt + {} generated tokens",
+                                     format_grouped(request.serving->prompt_tokens),
+                                     format_grouped(request.serving->output_tokens));
     }
     result.limit = limit;
     std::string unknown_reason;
@@ -459,9 +491,9 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
         break;
       case LimitKind::kMaxTrainTime:
         if (!row.run_time_s) {
-          throw Error({},
-                      "max_train_time needs a training run: mode training with dataset_size "
-                      "(--dataset-size) or tokens (--tokens)");
+          throw Error::naming_keys({},
+                                   "`max_train_time` needs a training run: `mode` training with "
+                                   "`dataset_size` or `tokens`");
         }
         result.value = row.run_time_s;
         break;
@@ -477,7 +509,7 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
         break;
       case LimitKind::kMaxTtft:
         if (!row.ttft_s) {
-          throw Error({}, "max_ttft needs LLM serving: prompt_tokens (--prompt-tokens)");
+          throw Error::naming_keys({}, "`max_ttft` needs LLM serving: `prompt_tokens`");
         }
         result.value = row.ttft_s;
         break;
@@ -532,7 +564,14 @@ namespace {
 Graph load_budget_model(const Budget& budget) {
   try {
     return load_model(budget.model_path, budget.model_options);
+  } catch (const OverflowError&) {
+    throw Error(budget.where, overflow_message(budget.model_options.dims));
   } catch (const Error& e) {
+    // A count past 64 bits comes from the budget's batch or dims, not from the model.
+    if (e.message().find("a count does not fit in a 64-bit integer (with ") != std::string::npos &&
+        !budget.where.file.empty()) {
+      throw Error(budget.where, overflow_message(budget.model_options.dims));
+    }
     if (e.where().file != budget.model_path || budget.model_where.file.empty()) throw;
     const std::string& pointer = e.where().pointer;
     if (pointer.empty() && e.where().line == 0) {

@@ -8,8 +8,8 @@
 
 namespace capcalc {
 
-/// Thrown by the checked helpers; callers that know the place turn it into capcalc::Error (the
-/// CLI names the flags that scale counts for those that escape the library).
+/// Thrown by the checked helpers; callers that know the place turn it into capcalc::Error. Those
+/// that escape reach users as std::overflow_error, the public type (capcalc/error.hpp).
 class OverflowError : public std::overflow_error {
  public:
   OverflowError() : std::overflow_error("count does not fit in a 64-bit integer") {}

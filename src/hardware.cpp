@@ -124,9 +124,15 @@ std::string date(const JsonView& value, bool month_only) {
   };
   const bool shape = (text.size() == 10 && text[4] == '-' && text[7] == '-') ||
                      (month_only && text.size() == 7 && text[4] == '-');
+  const int year = digits(0, 4);
   const int month = digits(5, 2);
   const int day = text.size() == 10 ? digits(8, 2) : 1;
-  if (!shape || digits(0, 4) < 0 || month < 1 || month > 12 || day < 1 || day > 31) {
+  // Days in each month; February has 29 in leap years (Gregorian rule).
+  constexpr std::array<int, 12> kDays = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+  const bool real = month >= 1 && month <= 12 && day >= 1 &&
+                    day <= kDays[static_cast<std::size_t>(month - 1)] + (month == 2 && leap);
+  if (!shape || year < 0 || !real) {
     value.fail(fmt::format("expected a date YYYY-MM-DD{}, got \"{}\"",
                            month_only ? " or YYYY-MM" : "", text));
   }

@@ -47,4 +47,8 @@ inline constexpr std::int64_t kMaxExpandedNodes = 2'000'000;
 /// operator (counted as zero, with a warning).
 inline constexpr std::int64_t kMaxLoopIterations = 4096;
 
+/// Requests of a serving trace (serve --trace), as many as --requests draws: the simulation's
+/// time grows with them.
+inline constexpr std::int64_t kMaxTraceRequests = 1'000'000;
+
 }  // namespace capcalc

@@ -470,8 +470,15 @@ class Builder {
     layer.counts = result.counts;
     layer.counts.active_params = result.active_params.value_or(layer.counts.params);
     layer.view = result.view;
-    layer.traits = {kind->op_class, kind->fusion, result.gemm, result.rotary,
-                    result.weight_tensors};
+    layer.traits = {kind->op_class,
+                    kind->fusion,
+                    result.gemm,
+                    result.rotary,
+                    result.weight_tensors,
+                    result.bias_tensors,
+                    result.param_tensors > 0    ? result.param_tensors
+                    : result.weight_tensors > 0 ? result.weight_tensors
+                                                : (layer.counts.params > 0 ? 1 : 0)};
     layer.definition = entry.pointer();
     layer.group = group_;
     needs_grad_.push_back(needs_grad || layer.counts.params > 0);
@@ -604,9 +611,10 @@ Graph build_model(const nlohmann::json& document, const std::string& file,
 Graph parse_model(std::string_view text, const std::string& file, const ModelOptions& options) {
   // Whole input shapes are an ONNX notion; dropping them here would go unnoticed.
   if (!options.input_shapes.empty()) {
-    throw Error({file}, fmt::format("input shapes (--input-shape {}=...) are for ONNX models; set "
-                                    "this model's dimensions with --set NAME=VALUE",
-                                    options.input_shapes.begin()->first));
+    throw Error::naming_keys(
+        {file}, fmt::format("input shapes (`input_shapes` {}=...) are for ONNX models; set this "
+                            "model's dimensions with `dims` NAME=VALUE",
+                            Error::verbatim(options.input_shapes.begin()->first)));
   }
   const nlohmann::json document = parse_json_text(text, file);
   if (is_hf_config(document)) return build_model(hf_config_to_model(document, file), file, options);

@@ -205,7 +205,9 @@ double parse_rate(std::string_view text) {
   const std::string_view trimmed = trim(text);
   const std::size_t slash = trimmed.find('/');
   const std::string_view count = trimmed.substr(0, slash);
-  const auto [value, suffix] = split_number("rate", count, kExpected);
+  const auto [value, count_suffix] = split_number("rate", count, kExpected);
+  // A structured binding cannot be captured by a lambda in C++17 (clang refuses it).
+  const std::string_view suffix = count_suffix;
   const auto multiplier = std::find_if(kCountSuffixes.begin(), kCountSuffixes.end(),
                                        [&](const UnitFactor& u) { return u.unit == suffix; });
   if (multiplier == kCountSuffixes.end()) bad_quantity("rate", text, kExpected);

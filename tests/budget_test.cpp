@@ -172,7 +172,8 @@ TEST_CASE("a serving budget gates time to first token, token rate and cost per t
   CHECK_THAT(report.results[1].message, ContainsSubstring("generated tokens/s"));
   CHECK(report.results[2].passed);
   CHECK_THAT(report.results[2].message, ContainsSubstring("time to first token"));
-  CHECK_THAT(report.results[2].workload, ContainsSubstring("serving 512 + 128 tokens"));
+  CHECK_THAT(report.results[2].workload,
+             ContainsSubstring("serving 512 prompt + 128 generated tokens"));
   // The TTFT it checks is the serving estimate's.
   const Device& h100 = table().get("h100");
   const CompareRow row =

@@ -130,9 +130,10 @@ capcalc_usage_error(ignored_kv_precision
 capcalc_usage_error(ignored_kv_precision_compare
                     "--kv-precision sets the KV cache's storage: add --prompt-tokens (LLM serving)"
                     compare ${llama} --hw A100 --kv-precision fp8)
-# roofline and report draw no KV cache: they have no --kv-precision.
-capcalc_cli_error(ignored_kv_precision_roofline "^capcalc: error: unknown option --kv-precision"
-                  roofline ${llama} --gpu A100 --kv-precision fp8)
+# roofline and report keep a KV cache only when serving (--prompt-tokens), as estimate does.
+capcalc_usage_error(ignored_kv_precision_roofline
+                    "--kv-precision sets the KV cache's storage: add --prompt-tokens (LLM serving)"
+                    roofline ${llama} --gpu A100 --kv-precision fp8)
 capcalc_usage_error(ignored_output_tokens
                     "--output-tokens needs --prompt-tokens (the prompt's length in tokens)"
                     estimate ${llama} --gpu A100 --output-tokens 64)

@@ -1,5 +1,5 @@
 // Loading the native model format (src/model.cpp): blocks, repeats, references, dims, and one
-// pinned message per class of bad input (data/README.md, "The native model format").
+// pinned message per class of bad input (docs/model-format.md).
 #include "capcalc/model.hpp"
 
 #include <cstdint>

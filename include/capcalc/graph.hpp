@@ -24,7 +24,7 @@ using Shape = std::vector<std::int64_t>;
 /// "[1, 3, 224, 224]".
 std::string shape_to_string(const Shape& shape);
 
-/// Number of elements (checked; throws capcalc::OverflowError on overflow).
+/// Number of elements (checked; throws std::overflow_error when it does not fit in 64 bits).
 std::int64_t element_count(const Shape& shape);
 
 /// Work and traffic of one layer, for the batch the graph was built with. Element counts are
@@ -115,6 +115,11 @@ struct LayerTraits {
   /// Weight matrices and biases its products read (a linear with bias 2, attention's four
   /// projections and their biases): what mixed precision casts to 16 bits.
   std::int64_t weight_tensors = 0;
+  /// Of weight_tensors, the biases: training reduces each one's gradient over the batch.
+  std::int64_t bias_tensors = 0;
+  /// All its learnable tensors (weights, biases, norm scales, embeddings): what an
+  /// optimizer's multi-tensor kernels iterate over. 0 with parameters: one tensor.
+  std::int64_t param_tensors = 0;
 };
 
 /// One node of the graph.

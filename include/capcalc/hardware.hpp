@@ -1,7 +1,7 @@
 // The hardware table: CPUs, GPUs, TPUs and other accelerators with their dense peak rates per
 // precision, memory, bandwidth and the free parameters of the performance model.
 //
-// The JSON format is documented in data/README.md ("The hardware table"). JSON figures are in
+// The JSON format is documented in docs/hardware.md. JSON figures are in
 // human units (TFLOP/s, GB, GB/s); these structs hold SI base units (FLOP/s, bytes, bytes/s).
 // Peaks are dense: 2:4 structured sparsity is the separate factor sparsity_2_4_speedup.
 #pragma once

@@ -1,6 +1,6 @@
 // Loading capcalc's native model format (JSON written by people) into a Graph.
 //
-// The format is documented in data/README.md ("The native model format") and described by
+// The format is documented in docs/model-format.md and described by
 // data/schema/model.schema.json. Loading resolves symbolic dimensions, expands blocks and
 // repeats, infers every shape and counts every layer; any problem is a capcalc::Error naming
 // the file and JSON pointer (and the layer).
@@ -46,7 +46,7 @@ struct ModelOptions {
 };
 
 /// Parses a model from JSON text; `file` names it in messages. The text may also be a Hugging
-/// Face config.json (data/README.md, "Hugging Face config.json"): it is translated into the
+/// Face config.json (docs/importers.md, "Hugging Face config.json"): it is translated into the
 /// native format first. options.input_shapes (ONNX only) are an error here.
 Graph parse_model(std::string_view text, const std::string& file, const ModelOptions& options = {});
 

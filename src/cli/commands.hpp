@@ -101,7 +101,7 @@ void add_compare_command(CLI::App& app);
 void add_check_command(CLI::App& app, int& exit_code);
 void add_roofline_command(CLI::App& app);
 void add_report_command(CLI::App& app);
-void add_serve_command(CLI::App& app);
+void add_serve_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app);   ///< `capcalc plan` (src/cli/plan.cpp).
 void add_scale_command(CLI::App& app);  ///< `capcalc scale` (src/cli/plan.cpp).
 void add_models_command(CLI::App& app);

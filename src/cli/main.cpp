@@ -48,10 +48,11 @@ int run(int argc, char** argv) {
   capcalc::cli::add_check_command(app, exit_code);
   capcalc::cli::add_roofline_command(app);
   capcalc::cli::add_report_command(app);
-  capcalc::cli::add_serve_command(app);
+  capcalc::cli::add_serve_command(app, exit_code);
   capcalc::cli::add_plan_command(app);
   capcalc::cli::add_scale_command(app);
   capcalc::cli::add_models_command(app);
+  capcalc::cli::reject_empty_list_items(app, argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
   } catch (const capcalc::Error& e) {
     const bool color = capcalc::cli::color_enabled(stderr);
     std::fprintf(stderr, "capcalc: %serror:%s %s\n", color ? "\x1b[1;31m" : "",
-                 color ? "\x1b[0m" : "", e.what());
+                 color ? "\x1b[0m" : "", e.what_with(capcalc::cli::flag_for_key).c_str());
     return kExitBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "capcalc: internal error: %s\n", e.what());

@@ -1,11 +1,13 @@
 #include "usage.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -295,6 +297,50 @@ CLI::Option* one_of(CLI::Option* option, const std::vector<std::string_view>& kn
   return option;
 }
 
+void reject_empty_list_items(const CLI::App& app, int argc, const char* const* argv) {
+  const CLI::App* current = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") return;  // What follows is positional, whatever it looks like.
+    if (arg.empty() || arg[0] != '-') {
+      // A subcommand's name moves the scan into it; anything else is a value or positional.
+      for (const CLI::App* sub : current->get_subcommands({})) {
+        if (sub->check_name(arg)) {
+          current = sub;
+          break;
+        }
+      }
+      continue;
+    }
+    const std::size_t equals = arg.find('=');
+    const std::string name = arg.substr(0, equals);
+    const CLI::Option* option = current->get_option_no_throw(name);
+    if (option == nullptr || option->get_delimiter() == '\0') continue;
+    std::string value;
+    if (equals != std::string::npos) {
+      value = arg.substr(equals + 1);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      continue;  // CLI11 says the value is missing.
+    }
+    const char comma = option->get_delimiter();
+    if (value.find(comma) == std::string::npos) continue;
+    std::size_t item = 1;
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t end = value.find(comma, start);
+      if ((end == std::string::npos ? value.size() : end) == start) {
+        throw Error({}, fmt::format("{} \"{}\": item {} of the comma-separated list is empty", name,
+                                    value, item));
+      }
+      if (end == std::string::npos) break;
+      start = end + 1;
+      ++item;
+    }
+  }
+}
+
 Error usage_error(const CLI::App& app, const CLI::ParseError& error) {
   const std::vector<const CLI::App*> chain = selected_chain(app);
   std::optional<std::string> message;
@@ -326,6 +372,23 @@ Error usage_error(const CLI::App& app, const CLI::ParseError& error) {
     }
   }
   return Error({}, message ? *message : one_line(error.what()));
+}
+
+std::string flag_for_key(std::string_view key) {
+  // Keys whose flag is not the key with dashes ("max_train_time" -> "--max-train-time").
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kFlagNames = {{
+      {"dims", "--set"},
+      {"input_shapes", "--input-shape"},
+      {"price_per_hour_usd", "--price-per-hour"},
+      {"tensor_parallel", "--tp"},
+      {"zero_stage", "--zero"},
+  }};
+  for (const auto& [name, flag] : kFlagNames) {
+    if (name == key) return std::string(flag);
+  }
+  std::string flag = "--" + std::string(key);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
 }
 
 }  // namespace capcalc::cli

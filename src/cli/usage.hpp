@@ -42,4 +42,12 @@ CLI::Option* one_of(CLI::Option* option, const std::vector<std::string_view>& na
 /// being parsed. `app` is the top-level application after the failed parse.
 Error usage_error(const CLI::App& app, const CLI::ParseError& error);
 
+/// Before the parse: a comma-separated value with an empty item ("--batch 1,,8", "--hw a100,")
+/// is refused, naming the flag. CLI11 drops empty items of a delimited option silently.
+void reject_empty_list_items(const CLI::App& app, int argc, const char* const* argv);
+
+/// The flag that sets a library key: capcalc::Error messages name settings by key (the JSON
+/// output's "dataset_size"), and the CLI reports the flag its user typed ("--dataset-size").
+std::string flag_for_key(std::string_view key);
+
 }  // namespace capcalc::cli

@@ -234,6 +234,7 @@ struct SingleEstimate {
     if (ranges) input.ranges = &*ranges;
     input.batch_note = batch_note;
     input.batch_source = batch_source;
+    input.setting_name = flag_for_key;
     return input;
   }
 };
