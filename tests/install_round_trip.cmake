@@ -56,6 +56,16 @@ endif()
 # The docs' commands, with the installed binary.
 run(bash ${SOURCE_DIR}/tests/doc_commands.sh ${SOURCE_DIR} ${prefix}/bin ${WORK_DIR}/doc_commands)
 
+# fmt is a private dependency: the exported target needs it at link time only (a static
+# library), never as a usage requirement (include paths, FMT_ definitions) of capcalc's headers.
+file(GLOB_RECURSE targets_file ${prefix}/*/capcalcTargets.cmake)
+file(READ "${targets_file}" targets)
+string(REGEX MATCH "INTERFACE_LINK_LIBRARIES \"[^\"]*\"" link_libraries "${targets}")
+string(REPLACE "\$<LINK_ONLY:fmt::fmt>" "" public_link_libraries "${link_libraries}")
+if(public_link_libraries MATCHES "fmt::")
+  message(FATAL_ERROR "capcalc exports fmt as a usage requirement: ${link_libraries}")
+endif()
+
 # A consumer project.
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/consumer -G ${GENERATOR}
     -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)

@@ -1,6 +1,6 @@
 // The operator table (src/ops.cpp): for every operator, the inferred shape, the exact counts and
 // the shape errors. Every expected number is computed here from the formula it comes from
-// (PyTorch's documented output-size formulas, data/README.md's counting rules).
+// (PyTorch's documented output-size formulas, docs/model-format.md's counting rules).
 #include "ops.hpp"
 
 #include <cstdint>
@@ -99,7 +99,7 @@ TEST_CASE("ops: conv2d with stride, padding and bias", "[ops]") {
   CHECK(h == 16);
   REQUIRE(l.output == Shape{2, 8, h, h});
   const std::int64_t out = 2 * 8 * h * h;
-  // data/README.md: MACs = out * (C_in / groups) * kh * kw; params C_out*C_in*kh*kw + C_out.
+  // docs/model-format.md: MACs = out * (C_in / groups) * kh * kw; params C_out*C_in*kh*kw + C_out.
   CHECK(l.counts.macs == out * 3 * 3 * 3);
   CHECK(l.counts.params == 8 * 3 * 3 * 3 + 8);
   CHECK(l.counts.other_flops == out);  // One bias add per output element.
@@ -193,7 +193,8 @@ TEST_CASE("ops: conv_transpose2d with output_padding", "[ops]") {
   const std::int64_t h = conv_transpose_out(8, 4, 2, 1, 0);  // 16
   CHECK(h == 16);
   REQUIRE(l.output == Shape{1, 8, h, h});
-  // data/README.md: MACs = input elements * (C_out / groups) * kh * kw; params C_in*C_out*k*k.
+  // docs/model-format.md: MACs = input elements * (C_out / groups) * kh * kw; params
+  // C_in*C_out*k*k.
   CHECK(l.counts.macs == (16 * 8 * 8) * 8 * 16);
   CHECK(l.counts.params == 16 * 8 * 16 + 8);
   CHECK(l.counts.other_flops == 8 * h * h);
@@ -265,7 +266,7 @@ TEST_CASE("ops: linear on the last axis, with and without bias", "[ops]") {
       only("[4, 10, 64]", R"({"op": "linear", "out_features": 128, "in_features": 64})");
   REQUIRE(l.output == Shape{4, 10, 128});
   const std::int64_t rows = 4 * 10;
-  // data/README.md: MACs = out * in_features; params in*out + out.
+  // docs/model-format.md: MACs = out * in_features; params in*out + out.
   CHECK(l.counts.macs == rows * 64 * 128);
   CHECK(l.counts.params == 64 * 128 + 128);
   CHECK(l.counts.other_flops == rows * 128);
@@ -390,8 +391,8 @@ TEST_CASE("ops: embedding is a gather", "[ops]") {
 
 namespace {
 
-// data/README.md, "Attention": B batch, S queries, S_kv keys, D (D_kv) widths, H heads of d, KV
-// key/value heads, D_out output width, P query/key pairs per head.
+// docs/model-format.md, "Attention": B batch, S queries, S_kv keys, D (D_kv) widths, H heads of d,
+// KV key/value heads, D_out output width, P query/key pairs per head.
 struct Attn {
   std::int64_t b, s, d_model, s_kv, d_kv, h, kv, d, d_out;
 
@@ -697,7 +698,7 @@ TEST_CASE("ops: layernorm, rmsnorm, batchnorm, groupnorm", "[ops]") {
 TEST_CASE("ops: activations and softmax cost their table FLOPs per element", "[ops]") {
   struct Row {
     const char* op;
-    std::int64_t flops_per_element;  // data/README.md operator table.
+    std::int64_t flops_per_element;  // docs/model-format.md operator table.
   };
   const std::int64_t n = 3 * 7 * 11;
   for (const Row row : {Row{"relu", 1}, Row{"gelu", 8}, Row{"silu", 5}, Row{"sigmoid", 4},
@@ -905,13 +906,14 @@ TEST_CASE("ops: flatten, reshape, transpose, permute, select, slice are free vie
 TEST_CASE("ops: view errors", "[ops][errors]") {
   REQUIRE_THROWS_WITH(
       parse("[2, 3, 4]", R"({"name": "r", "op": "reshape", "shape": [5, -1]})"),
-      "m.json:/layers/0/shape: layer \"r\": cannot reshape [2, 3, 4] (24 elements) to [5, -1]");
+      "m.json:/layers/0/shape: layer \"r\": the -1 in [5, -1] cannot be inferred: [2, 3, 4] (24 "
+      "elements) does not divide by the other entries' 5");
   REQUIRE_THROWS_WITH(
       parse("[2, 3, 4]", R"({"name": "r", "op": "reshape", "shape": [5, 5]})"),
       "m.json:/layers/0/shape: layer \"r\": cannot reshape [2, 3, 4] (24 elements) to [5, 5]");
   REQUIRE_THROWS_WITH(parse("[2, 3, 4]", R"({"name": "r", "op": "reshape", "shape": [-1, -1]})"),
-                      "m.json:/layers/0/shape: layer \"r\": entry 1 of shape must be positive (or "
-                      "a single -1), got -1");
+                      "m.json:/layers/0/shape: layer \"r\": [-1, -1] has more than one -1 "
+                      "(entries 0 and 1): only one entry can be inferred");
   REQUIRE_THROWS_WITH(parse("[2, 3, 4]", R"({"name": "r", "op": "reshape"})"),
                       "m.json:/layers/0: layer \"r\": missing required attribute \"shape\"");
   REQUIRE_THROWS_WITH(
