@@ -62,6 +62,7 @@ _capcalc() {
     --causal) COMPREPLY=($(compgen -W "full half" -- "$cur")); return ;;
     --type) COMPREPLY=($(compgen -W "cpu gpu tpu accelerator" -- "$cur")); return ;;
     --objective) COMPREPLY=($(compgen -W "time cost energy" -- "$cur")); return ;;
+    --pricing) COMPREPLY=($(compgen -W "on-demand reserved spot owned" -- "$cur")); return ;;
     --sort)
       COMPREPLY=($(compgen -W "table time throughput cost memory energy" -- "$cur"))
       return ;;
@@ -90,7 +91,9 @@ _capcalc() {
       --price-per-hour | --top | --prompt-tokens | --output-tokens | --seconds | -s | \
       --threads | -j | --label | --max-* | --rate | --arrival-cv | --requests | --seed | --replicas | \
       --block-size | --gpu-memory-utilization | --preferred-batch | --slo | --sweep | \
-      --prefix-hit-rate | --speculative-tokens | --acceptance-rate | --draft-cost)
+      --prefix-hit-rate | --speculative-tokens | --acceptance-rate | --draft-cost | --moe-imbalance | \
+      --price | --discount | --interruptions | --restart | --checkpoint-every | --capex | --life | \
+      --power-price | --pue)
       return ;;
   esac
 
@@ -144,19 +147,22 @@ _capcalc() {
              --runtime --runtime-file --tensor-parallel --tp --replicas --rate --arrival-cv --trace
              --prompt-tokens --output-tokens --requests --seed --max-num-batched-tokens
              --max-num-seqs --block-size --gpu-memory-utilization --no-chunked-prefill --max-batch
-             --prefix-hit-rate --speculative-tokens --acceptance-rate --draft-cost
-             --preferred-batch --max-queue-delay --slo --find --sweep --price-per-hour --format
-             --output" ;;
+             --prefix-hit-rate --speculative-tokens --acceptance-rate --draft-cost --draft
+             --moe-imbalance --preferred-batch --max-queue-delay --slo --find --sweep
+             --price-per-hour --validate --max-median-error --max-worst-factor --min-within-2x
+             --format --output" ;;
     plan)
       flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve
              --micro-batch-sizes --dataset-size --epochs --tokens --gpu --hw --device --type --all
-             --max-devices --deadline --budget --objective --top --explain --format" ;;
+             --max-devices --deadline --budget --pricing --price --discount --interruptions
+             --restart --checkpoint-every --capex --life --power-price --pue --objective --top
+             --explain --format" ;;
     scale)
       flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve
              --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision
-             --checkpointing --label --output" ;;
+             --checkpointing --label --output --prompt-tokens --output-tokens --kv-precision" ;;
   esac
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$flags --help" -- "$cur"))
