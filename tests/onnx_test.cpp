@@ -1499,3 +1499,31 @@ TEST_CASE("onnx: local functions that double at each level fail before they are 
                                         "are inlined"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }
+
+// LayerNormalization has an ONNX schema from opset 17 on; below it the row's own rule (the
+// input's shape) shapes it, and a shape the file declares for its output is held to that rule
+// as ONNX's inference holds the others (issue 21).
+TEST_CASE("onnx: a declared shape of an operator without a schema at the opset is checked",
+          "[onnx][declared]") {
+  const auto layer_norm = [](std::int64_t declared_width) {
+    OnnxModel m("layernorm_opset13", 13);
+    m.input("x", {std::int64_t{4}, std::int64_t{16}});
+    m.weight("s", {16});
+    auto& n = m.node("LayerNormalization", {"x", "s"}, {"y"}, "ln");
+    OnnxModel::attr(n, "axis", std::int64_t{-1});
+    m.output("y");
+    auto* dims =
+        m.graph().mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+    dims->add_dim()->set_dim_value(4);
+    dims->add_dim()->set_dim_value(declared_width);
+    return m;
+  };
+  const Graph g = layer_norm(16).load("layernorm_declared_right");
+  REQUIRE(g.layers.size() == 1);
+  CHECK(g.layers[0].op == "layernorm");
+  CHECK(g.layers[0].output == capcalc::Shape{4, 16});
+  REQUIRE_THROWS_WITH(layer_norm(8).load("layernorm_declared_wrong"),
+                      ContainsSubstring(":/graph/node/0: node \"ln\" (LayerNormalization): the "
+                                        "file declares [4, 8] for \"y\", but the operator gives "
+                                        "[4, 16]"));
+}

@@ -248,6 +248,8 @@ class Importer {
   // back once it has one; true if one came back (another round is needed to infer it).
   bool hold_unready_nodes();
   bool assume_output_shapes();
+  void check_declared_shape(const onnx::NodeProto& node, int index, const std::string& output,
+                            const Shape& computed) const;
   void release_waiting_nodes();
 
   // ONNX merges an If's output shapes over both branches, losing dims where they differ. With a

@@ -168,15 +168,21 @@ void Importer::infer_shapes() {
 // Shapes for the outputs that ONNX's inference cannot give: those of operators it has no
 // schema for (onnxruntime's fused ones, with their rows' shape functions; unknown ones, their
 // first input's shape) and those of rows that ONNX 1.12 infers partly. True if one was added.
+// An operator with a row but no schema at the file's opset (LayerNormalization below opset
+// 17, the fused ones) is held to its row's shape where the file declares one, as
+// check_declared_outputs holds the others to ONNX's; an unknown operator's first-input shape
+// is only a guess, so what the file declares stands.
 bool Importer::assume_output_shapes() {
   bool added = false;
-  for (const auto& node : graph_proto_.node()) {
+  for (int index = 0; index < graph_proto_.node_size(); ++index) {
+    const onnx::NodeProto& node = graph_proto_.node(index);
     if (node.input_size() == 0 || node.output_size() == 0) continue;
     if (node.domain() == kWaitingDomain) continue;  // ONNX infers it once released.
     const OnnxRule* rule = find_rule(node);
     const bool has_schema = onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset_),
                                                            node.domain()) != nullptr;
     if (has_schema && (rule == nullptr || !rule->shape_passthrough)) continue;
+    const bool own_rule = rule != nullptr && !has_schema;
     if (rule != nullptr && rule->output_shapes != nullptr) {
       KnownInputs in;
       for (int slot = 0; slot < node.input_size(); ++slot) {
@@ -189,7 +195,9 @@ bool Importer::assume_output_shapes() {
       for (std::size_t i = 0; i < shapes.size() && i < static_cast<std::size_t>(node.output_size());
            ++i) {
         const std::string& output = node.output(static_cast<int>(i));
-        if (output.empty() || !shapes[i] || !write_shape(output, *shapes[i])) continue;
+        if (output.empty() || !shapes[i]) continue;
+        if (own_rule) check_declared_shape(node, index, output, *shapes[i]);
+        if (!write_shape(output, *shapes[i])) continue;
         assumed_.insert(output);
         added = true;
       }
@@ -197,11 +205,27 @@ bool Importer::assume_output_shapes() {
     }
     const auto in = shapes_.find(node.input(0));
     if (in == shapes_.end() || !in->second.complete()) continue;
+    if (own_rule) check_declared_shape(node, index, node.output(0), in->second.dims);
     if (!write_shape(node.output(0), in->second.dims)) continue;
     assumed_.insert(node.output(0));
     added = true;
   }
   return added;
+}
+
+// A shape the file declares (complete, and not one this importer wrote) for the output of an
+// operator that capcalc's row shapes: it must be the row's.
+void Importer::check_declared_shape(const onnx::NodeProto& node, int index,
+                                    const std::string& output, const Shape& computed) const {
+  if (output.empty() || assumed_.count(output) != 0) return;
+  const auto known = shapes_.find(output);
+  if (known == shapes_.end() || !known->second.complete() || known->second.dims == computed) {
+    return;
+  }
+  fail(node_pointer(index),
+       fmt::format("node \"{}\" ({}): the file declares {} for \"{}\", but the operator gives {}",
+                   node_name(node, index), node.op_type(), format_shape(known->second.dims), output,
+                   format_shape(computed)));
 }
 
 // STFTs still waiting after the last round go back to ONNX's domain, and one whose signal is

@@ -549,6 +549,13 @@ def onnx_cases():
         cls = "overflow" if "huge" in name or "overflow" in name else "invalid-graph"
         where = r"/graph/(node|input|initializer)/\d+"
         case(O, cls, name, pb_model(nodes, inputs, outputs, inits), ["layers", "{f}"], pattern, ("ptrre", where))
+    # No ONNX schema at the file's opset (LayerNormalization came in opset 17): held to the
+    # row's own shape rule instead (src/import/onnx_shapes.cpp, check_declared_shape).
+    case(O, "invalid-graph", "declared_layernorm_opset13",
+         pb_model([pb_node("LayerNormalization", ["x", "s"], ["y"], attrs=[pb_attr_int("axis", -1)])], [ONNX_OK_IN],
+                  [ONNX_OUT_DECLARED], [pb_tensor("s", [16], raw=bytes(16 * 4))], opset=13),
+         ["layers", "{f}"], r"the file declares \[4, 8\] for \"y\", but the operator gives \[4, 16\]",
+         ("ptrre", "/graph/node/0"))
     case(O, "invalid-graph", "strict_unknown", pb_model([pb_node("Relu", ["x"], ["h"]), pb_node("Frob", ["h"], ["y"], name="f")],
                                                         [ONNX_OK_IN], [ONNX_OUT]),
          ["layers", "{f}", "--strict"], r"unknown operator Frob", ("ptrre", "/graph/node/1"))
