@@ -217,7 +217,8 @@ Pricing pricing_from(const PricingOptions& o) {
     throw Error({}, "give --price or --discount, not both");
   }
   if (!o.price.empty()) p.usd_per_device_hour = money_per("--price", o.price, "/h", "$2.10/h");
-  if (!o.discount.empty()) p.discount = parse_share("--discount", o.discount, "40%", ": must be below 100%");
+  if (!o.discount.empty())
+    p.discount = parse_share("--discount", o.discount, "40%", ": must be below 100%");
   if ((p.kind == PricingKind::kReserved || spot) && o.price.empty() && o.discount.empty()) {
     throw Error({}, fmt::format("--pricing {} needs its rate: --price (per device-hour, e.g. "
                                 "$2.10/h) or --discount off the table's on-demand price (e.g. 40%)",

@@ -49,9 +49,10 @@ CountResult convolution(const OnnxRule& rule, const NodeInputs& in, const Shape&
   // The shape pass refuses these with its own words (check_conv_operands); this guards the
   // divisions below where that pass did not run.
   if (groups < 1 || x[1] < 1 || (transposed ? w[1] : w[0]) < 1) {
-    in.fail(fmt::format("node \"{}\": a convolution needs channels and at least one group, got "
-                        "input {}, weight {}, group {}",
-                        in.name, shape_to_string(x), shape_to_string(w), groups));
+    in.fail(
+        fmt::format("node \"{}\": a convolution needs channels and at least one group, got "
+                    "input {}, weight {}, group {}",
+                    in.name, shape_to_string(x), shape_to_string(w), groups));
   }
   const std::int64_t out_channels = transposed ? checked_mul(w[1], groups) : w[0];
   const bool bias = has_input(in.node, o.bias);
