@@ -260,211 +260,263 @@ class Folder {
     return i < node.input_size() && !node.input(i).empty();
   }
 
+  // The value of an integer node whose inputs are known (Shape and Size: whose input's shape
+  // is known), if it is one of the operators that exporters' shape arithmetic uses.
   std::optional<Tensor> evaluate(const onnx::NodeProto& node) const {
     const std::string& op = node.op_type();
-    if (op == "Shape" || op == "Size") {
-      if (node.input_size() < 1) return std::nullopt;
-      auto shape = shape_of_(node.input(0));
-      // A folded tensor's shape is known here before inference has seen it.
-      if (const Tensor* folded = input(node, 0); !shape && folded != nullptr) shape = folded->dims;
-      if (!shape) return std::nullopt;
-      if (op == "Size") {
-        std::int64_t n = 1;
-        for (std::int64_t d : *shape) {
-          if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
-        }
-        Tensor t;
-        t.values = {n};
-        return t;
-      }
-      const auto rank = static_cast<std::int64_t>(shape->size());
-      const auto clamp = [&](std::int64_t v) {
-        if (v < 0) v += rank;
-        return std::clamp<std::int64_t>(v, 0, rank);
-      };
-      const std::int64_t start = clamp(int_attr(node, "start", 0));
-      const std::int64_t end = clamp(int_attr(node, "end", rank));
-      std::vector<std::int64_t> dims;
-      for (std::int64_t i = start; i < end; ++i)
-        dims.push_back((*shape)[static_cast<std::size_t>(i)]);
-      return vector_tensor(std::move(dims));
-    }
-
+    if (op == "Shape" || op == "Size") return shape_or_size(node);
     const Tensor* x = input(node, 0);
     if (x == nullptr) return std::nullopt;
-
     if (op == "Identity") return *x;
-    if (op == "Cast") {
-      const std::int64_t to = int_attr(node, "to", 0);
-      if (!is_integer_type(static_cast<int>(to))) return std::nullopt;
-      Tensor t = *x;
-      t.elem_type = static_cast<int>(to);
-      if (to == onnx::TensorProto::BOOL) {
-        for (auto& v : t.values)
-          v = v != 0 ? 1 : 0;
-      }
-      return t;
-    }
-    if (op == "Unsqueeze" || op == "Squeeze") {
-      std::optional<std::vector<std::int64_t>> axes = ints_attr(node, "axes");
-      if (!axes && has_input(node, 1)) {
-        const Tensor* a = input(node, 1);
-        if (a == nullptr) return std::nullopt;
-        axes = a->values;
-      }
-      Tensor t = *x;
-      if (op == "Unsqueeze") {
-        if (!axes) return std::nullopt;
-        const auto rank = static_cast<std::int64_t>(x->dims.size() + axes->size());
-        std::vector<bool> inserted(static_cast<std::size_t>(rank), false);
-        for (std::int64_t a : *axes) {
-          const auto axis = axis_in(a, rank);
-          if (!axis || inserted[static_cast<std::size_t>(*axis)]) return std::nullopt;
-          inserted[static_cast<std::size_t>(*axis)] = true;
-        }
-        t.dims.clear();
-        std::size_t next = 0;
-        for (std::int64_t i = 0; i < rank; ++i)
-          t.dims.push_back(inserted[static_cast<std::size_t>(i)] ? 1 : x->dims[next++]);
-        return t;
-      }
-      const auto rank = static_cast<std::int64_t>(x->dims.size());
-      std::vector<bool> removed(x->dims.size(), false);
-      if (axes) {
-        for (std::int64_t a : *axes) {
-          const auto axis = axis_in(a, rank);
-          if (!axis || x->dims[static_cast<std::size_t>(*axis)] != 1) return std::nullopt;
-          removed[static_cast<std::size_t>(*axis)] = true;
-        }
-      } else {
-        for (std::size_t i = 0; i < x->dims.size(); ++i)
-          removed[i] = x->dims[i] == 1;
-      }
-      t.dims.clear();
-      for (std::size_t i = 0; i < x->dims.size(); ++i) {
-        if (!removed[i]) t.dims.push_back(x->dims[i]);
-      }
-      return t;
-    }
-    if (op == "Concat") {
-      std::vector<const Tensor*> parts;
-      for (int i = 0; i < node.input_size(); ++i) {
-        const Tensor* p = input(node, i);
-        if (p == nullptr) return std::nullopt;
-        parts.push_back(p);
-      }
-      // Shape arithmetic concatenates vectors; higher ranks are left to ONNX.
-      Tensor t;
-      t.elem_type = x->elem_type;
-      for (const Tensor* p : parts) {
-        if (p->dims.size() != 1) return std::nullopt;
-        t.values.insert(t.values.end(), p->values.begin(), p->values.end());
-      }
-      t.dims = {static_cast<std::int64_t>(t.values.size())};
-      return t;
-    }
-    if (op == "Gather") {
-      const Tensor* indices = input(node, 1);
-      if (indices == nullptr || x->dims.empty()) return std::nullopt;
-      const auto axis =
-          axis_in(int_attr(node, "axis", 0), static_cast<std::int64_t>(x->dims.size()));
-      if (!axis) return std::nullopt;
-      const auto a = static_cast<std::size_t>(*axis);
-      std::int64_t outer = 1;
-      std::int64_t inner = 1;
-      for (std::size_t i = 0; i < a; ++i)
-        outer *= x->dims[i];
-      for (std::size_t i = a + 1; i < x->dims.size(); ++i)
-        inner *= x->dims[i];
-      const std::int64_t extent = x->dims[a];
-      Tensor t;
-      t.elem_type = x->elem_type;
-      t.dims.assign(x->dims.begin(), x->dims.begin() + *axis);
-      t.dims.insert(t.dims.end(), indices->dims.begin(), indices->dims.end());
-      t.dims.insert(t.dims.end(), x->dims.begin() + *axis + 1, x->dims.end());
-      if (count(t.dims) > kMaxFoldedElements) return std::nullopt;
-      for (std::int64_t o = 0; o < outer; ++o) {
-        for (std::int64_t index : indices->values) {
-          if (index < 0) index += extent;
-          if (index < 0 || index >= extent) return std::nullopt;
-          for (std::int64_t i = 0; i < inner; ++i)
-            t.values.push_back(
-                x->values[static_cast<std::size_t>((o * extent + index) * inner + i)]);
-        }
-      }
-      return t;
-    }
+    if (op == "Cast") return cast(node, *x);
+    if (op == "Unsqueeze") return unsqueeze(node, *x);
+    if (op == "Squeeze") return squeeze(node, *x);
+    if (op == "Concat") return concat(node, *x);
+    if (op == "Gather") return gather(node, *x);
     if (op == "Slice") return slice(node, *x);
-    if (op == "Reshape") {
-      const Tensor* target = input(node, 1);
-      if (target == nullptr) return std::nullopt;
-      std::vector<std::int64_t> dims;
-      std::int64_t known = 1;
-      int inferred = -1;
-      const bool allowzero = int_attr(node, "allowzero", 0) != 0;
-      for (std::size_t i = 0; i < target->values.size(); ++i) {
-        std::int64_t d = target->values[i];
-        if (d == 0 && !allowzero) {
-          if (i >= x->dims.size()) return std::nullopt;
-          d = x->dims[i];
-        }
-        if (d == -1) {
-          if (inferred >= 0) return std::nullopt;
-          inferred = static_cast<int>(i);
-          dims.push_back(1);
-          continue;
-        }
-        if (d < 0 || __builtin_mul_overflow(known, d, &known)) return std::nullopt;
-        dims.push_back(d);
-      }
-      const auto n = static_cast<std::int64_t>(x->values.size());
-      if (inferred >= 0) {
-        if (known == 0 || n % known != 0) return std::nullopt;
-        dims[static_cast<std::size_t>(inferred)] = n / known;
-      } else if (known != n) {
-        return std::nullopt;
-      }
-      Tensor t = *x;
-      t.dims = dims;
-      return t;
-    }
-    if (op == "Range") {
-      const Tensor* limit = input(node, 1);
-      const Tensor* delta = input(node, 2);
-      if (limit == nullptr || delta == nullptr || x->values.size() != 1 ||
-          limit->values.size() != 1 || delta->values.size() != 1 || delta->values[0] == 0) {
-        return std::nullopt;
-      }
-      const std::int64_t start = x->values[0];
-      const std::int64_t step = delta->values[0];
-      // ceil((limit - start) / step), without overflow: the operands may be any int64.
-      std::int64_t span = 0;
-      if (__builtin_sub_overflow(limit->values[0], start, &span)) return std::nullopt;
-      if (step == -1 && span == INT64_MIN) return std::nullopt;
-      std::int64_t n = 0;
-      if (span != 0 && (span > 0) == (step > 0)) n = span / step + (span % step != 0 ? 1 : 0);
-      if (n > kMaxFoldedElements) return std::nullopt;
-      Tensor t;
-      t.elem_type = x->elem_type;
-      t.dims = {n};
-      for (std::int64_t i = 0; i < n; ++i)
-        t.values.push_back(start + i * step);
-      return t;
-    }
-
+    if (op == "Reshape") return reshape(node, *x);
+    if (op == "Range") return range(node, *x);
     if (op == "Transpose") return transpose(node, *x);
     if (op == "ConstantOfShape") return constant_of_shape(node, *x);
     if (op == "Expand") return expand(*x, input(node, 1));
+    if (op == "Neg" || op == "Abs" || op == "Not") return unary(op, *x);
+    if (op == "Where") return where(node, *x);
+    return binary(node, *x);
+  }
 
-    using Args = std::vector<std::int64_t>;
-    if (op == "Neg" || op == "Abs" || op == "Not") {
-      return elementwise({x}, x->elem_type, [&op](const Args& v) -> std::optional<std::int64_t> {
-        if (v[0] == INT64_MIN && op != "Not") return std::nullopt;
-        if (op == "Neg") return -v[0];
-        if (op == "Abs") return v[0] < 0 ? -v[0] : v[0];
-        return v[0] == 0 ? 1 : 0;
-      });
+  // Shape (with start and end) and Size of a value whose shape is known.
+  std::optional<Tensor> shape_or_size(const onnx::NodeProto& node) const {
+    const std::string& op = node.op_type();
+    if (node.input_size() < 1) return std::nullopt;
+    auto shape = shape_of_(node.input(0));
+    // A folded tensor's shape is known here before inference has seen it.
+    if (const Tensor* folded = input(node, 0); !shape && folded != nullptr) shape = folded->dims;
+    if (!shape) return std::nullopt;
+    if (op == "Size") {
+      std::int64_t n = 1;
+      for (std::int64_t d : *shape) {
+        if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
+      }
+      Tensor t;
+      t.values = {n};
+      return t;
     }
+    const auto rank = static_cast<std::int64_t>(shape->size());
+    const auto clamp = [&](std::int64_t v) {
+      if (v < 0) v += rank;
+      return std::clamp<std::int64_t>(v, 0, rank);
+    };
+    const std::int64_t start = clamp(int_attr(node, "start", 0));
+    const std::int64_t end = clamp(int_attr(node, "end", rank));
+    std::vector<std::int64_t> dims;
+    for (std::int64_t i = start; i < end; ++i)
+      dims.push_back((*shape)[static_cast<std::size_t>(i)]);
+    return vector_tensor(std::move(dims));
+  }
+
+  // Cast to an integer type (to bool: 0 or 1).
+  static std::optional<Tensor> cast(const onnx::NodeProto& node, const Tensor& x_in) {
+    const Tensor* x = &x_in;
+    const std::int64_t to = int_attr(node, "to", 0);
+    if (!is_integer_type(static_cast<int>(to))) return std::nullopt;
+    Tensor t = *x;
+    t.elem_type = static_cast<int>(to);
+    if (to == onnx::TensorProto::BOOL) {
+      for (auto& v : t.values)
+        v = v != 0 ? 1 : 0;
+    }
+    return t;
+  }
+
+  // Unsqueeze's and Squeeze's axes: the attribute (before opset 13) or the second input.
+  // Empty optional inside: none given; nullopt outside: given but not known.
+  std::optional<std::optional<std::vector<std::int64_t>>> squeeze_axes(
+      const onnx::NodeProto& node) const {
+    std::optional<std::vector<std::int64_t>> axes = ints_attr(node, "axes");
+    if (!axes && has_input(node, 1)) {
+      const Tensor* a = input(node, 1);
+      if (a == nullptr) return std::nullopt;
+      axes = a->values;
+    }
+    return axes;
+  }
+
+  std::optional<Tensor> unsqueeze(const onnx::NodeProto& node, const Tensor& x_in) const {
+    const Tensor* x = &x_in;
+    const auto given = squeeze_axes(node);
+    if (!given) return std::nullopt;
+    const std::optional<std::vector<std::int64_t>>& axes = *given;
+    Tensor t = *x;
+    if (!axes) return std::nullopt;
+    const auto rank = static_cast<std::int64_t>(x->dims.size() + axes->size());
+    std::vector<bool> inserted(static_cast<std::size_t>(rank), false);
+    for (std::int64_t a : *axes) {
+      const auto axis = axis_in(a, rank);
+      if (!axis || inserted[static_cast<std::size_t>(*axis)]) return std::nullopt;
+      inserted[static_cast<std::size_t>(*axis)] = true;
+    }
+    t.dims.clear();
+    std::size_t next = 0;
+    for (std::int64_t i = 0; i < rank; ++i)
+      t.dims.push_back(inserted[static_cast<std::size_t>(i)] ? 1 : x->dims[next++]);
+    return t;
+  }
+
+  std::optional<Tensor> squeeze(const onnx::NodeProto& node, const Tensor& x_in) const {
+    const Tensor* x = &x_in;
+    const auto given = squeeze_axes(node);
+    if (!given) return std::nullopt;
+    const std::optional<std::vector<std::int64_t>>& axes = *given;
+    Tensor t = *x;
+    const auto rank = static_cast<std::int64_t>(x->dims.size());
+    std::vector<bool> removed(x->dims.size(), false);
+    if (axes) {
+      for (std::int64_t a : *axes) {
+        const auto axis = axis_in(a, rank);
+        if (!axis || x->dims[static_cast<std::size_t>(*axis)] != 1) return std::nullopt;
+        removed[static_cast<std::size_t>(*axis)] = true;
+      }
+    } else {
+      for (std::size_t i = 0; i < x->dims.size(); ++i)
+        removed[i] = x->dims[i] == 1;
+    }
+    t.dims.clear();
+    for (std::size_t i = 0; i < x->dims.size(); ++i) {
+      if (!removed[i]) t.dims.push_back(x->dims[i]);
+    }
+    return t;
+  }
+
+  // Concat of vectors (shape arithmetic); higher ranks are left to ONNX.
+  std::optional<Tensor> concat(const onnx::NodeProto& node, const Tensor& x_in) const {
+    const Tensor* x = &x_in;
+    std::vector<const Tensor*> parts;
+    for (int i = 0; i < node.input_size(); ++i) {
+      const Tensor* p = input(node, i);
+      if (p == nullptr) return std::nullopt;
+      parts.push_back(p);
+    }
+    Tensor t;
+    t.elem_type = x->elem_type;
+    for (const Tensor* p : parts) {
+      if (p->dims.size() != 1) return std::nullopt;
+      t.values.insert(t.values.end(), p->values.begin(), p->values.end());
+    }
+    t.dims = {static_cast<std::int64_t>(t.values.size())};
+    return t;
+  }
+
+  // Gather along one axis.
+  std::optional<Tensor> gather(const onnx::NodeProto& node, const Tensor& x_in) const {
+    const Tensor* x = &x_in;
+    const Tensor* indices = input(node, 1);
+    if (indices == nullptr || x->dims.empty()) return std::nullopt;
+    const auto axis = axis_in(int_attr(node, "axis", 0), static_cast<std::int64_t>(x->dims.size()));
+    if (!axis) return std::nullopt;
+    const auto a = static_cast<std::size_t>(*axis);
+    std::int64_t outer = 1;
+    std::int64_t inner = 1;
+    for (std::size_t i = 0; i < a; ++i)
+      outer *= x->dims[i];
+    for (std::size_t i = a + 1; i < x->dims.size(); ++i)
+      inner *= x->dims[i];
+    const std::int64_t extent = x->dims[a];
+    Tensor t;
+    t.elem_type = x->elem_type;
+    t.dims.assign(x->dims.begin(), x->dims.begin() + *axis);
+    t.dims.insert(t.dims.end(), indices->dims.begin(), indices->dims.end());
+    t.dims.insert(t.dims.end(), x->dims.begin() + *axis + 1, x->dims.end());
+    if (count(t.dims) > kMaxFoldedElements) return std::nullopt;
+    for (std::int64_t o = 0; o < outer; ++o) {
+      for (std::int64_t index : indices->values) {
+        if (index < 0) index += extent;
+        if (index < 0 || index >= extent) return std::nullopt;
+        for (std::int64_t i = 0; i < inner; ++i)
+          t.values.push_back(x->values[static_cast<std::size_t>((o * extent + index) * inner + i)]);
+      }
+    }
+    return t;
+  }
+
+  // Reshape: 0 copies the input's dim (unless allowzero), one -1 is inferred.
+  std::optional<Tensor> reshape(const onnx::NodeProto& node, const Tensor& x_in) const {
+    const Tensor* x = &x_in;
+    const Tensor* target = input(node, 1);
+    if (target == nullptr) return std::nullopt;
+    std::vector<std::int64_t> dims;
+    std::int64_t known = 1;
+    int inferred = -1;
+    const bool allowzero = int_attr(node, "allowzero", 0) != 0;
+    for (std::size_t i = 0; i < target->values.size(); ++i) {
+      std::int64_t d = target->values[i];
+      if (d == 0 && !allowzero) {
+        if (i >= x->dims.size()) return std::nullopt;
+        d = x->dims[i];
+      }
+      if (d == -1) {
+        if (inferred >= 0) return std::nullopt;
+        inferred = static_cast<int>(i);
+        dims.push_back(1);
+        continue;
+      }
+      if (d < 0 || __builtin_mul_overflow(known, d, &known)) return std::nullopt;
+      dims.push_back(d);
+    }
+    const auto n = static_cast<std::int64_t>(x->values.size());
+    if (inferred >= 0) {
+      if (known == 0 || n % known != 0) return std::nullopt;
+      dims[static_cast<std::size_t>(inferred)] = n / known;
+    } else if (known != n) {
+      return std::nullopt;
+    }
+    Tensor t = *x;
+    t.dims = dims;
+    return t;
+  }
+
+  // Range(start, limit, delta).
+  std::optional<Tensor> range(const onnx::NodeProto& node, const Tensor& x_in) const {
+    const Tensor* x = &x_in;
+    const Tensor* limit = input(node, 1);
+    const Tensor* delta = input(node, 2);
+    if (limit == nullptr || delta == nullptr || x->values.size() != 1 ||
+        limit->values.size() != 1 || delta->values.size() != 1 || delta->values[0] == 0) {
+      return std::nullopt;
+    }
+    const std::int64_t start = x->values[0];
+    const std::int64_t step = delta->values[0];
+    // ceil((limit - start) / step), without overflow: the operands may be any int64.
+    std::int64_t span = 0;
+    if (__builtin_sub_overflow(limit->values[0], start, &span)) return std::nullopt;
+    if (step == -1 && span == INT64_MIN) return std::nullopt;
+    std::int64_t n = 0;
+    if (span != 0 && (span > 0) == (step > 0)) n = span / step + (span % step != 0 ? 1 : 0);
+    if (n > kMaxFoldedElements) return std::nullopt;
+    Tensor t;
+    t.elem_type = x->elem_type;
+    t.dims = {n};
+    for (std::int64_t i = 0; i < n; ++i)
+      t.values.push_back(start + i * step);
+    return t;
+  }
+
+  // Neg, Abs, Not.
+  static std::optional<Tensor> unary(const std::string& op, const Tensor& x_in) {
+    const Tensor* x = &x_in;
+    using Args = std::vector<std::int64_t>;
+    return elementwise({x}, x->elem_type, [&op](const Args& v) -> std::optional<std::int64_t> {
+      if (v[0] == INT64_MIN && op != "Not") return std::nullopt;
+      if (op == "Neg") return -v[0];
+      if (op == "Abs") return v[0] < 0 ? -v[0] : v[0];
+      return v[0] == 0 ? 1 : 0;
+    });
+  }
+
+  // Two-operand integer operators: comparisons and logic, Mod, arithmetic, Min, Max, Equal.
+  std::optional<Tensor> binary(const onnx::NodeProto& node, const Tensor& x_in) const {
+    const std::string& op = node.op_type();
+    const Tensor* x = &x_in;
+    using Args = std::vector<std::int64_t>;
     const Tensor* y = input(node, 1);
     // Comparisons and logic, as torch exports integer floor division and remainder (Less, And,
     // Not around Div and Mul: Swin's window padding).
@@ -511,14 +563,19 @@ class Folder {
         return v[0] == v[1] ? 1 : 0;
       });
     }
-    if (op == "Where") {
-      const Tensor* z = input(node, 2);
-      if (y == nullptr || z == nullptr) return std::nullopt;
-      return elementwise({x, y, z}, y->elem_type, [](const Args& v) -> std::optional<std::int64_t> {
-        return v[0] != 0 ? v[1] : v[2];
-      });
-    }
     return std::nullopt;
+  }
+
+  // Where(condition, x, y).
+  std::optional<Tensor> where(const onnx::NodeProto& node, const Tensor& condition) const {
+    const Tensor* x = &condition;
+    using Args = std::vector<std::int64_t>;
+    const Tensor* y = input(node, 1);
+    const Tensor* z = input(node, 2);
+    if (y == nullptr || z == nullptr) return std::nullopt;
+    return elementwise({x, y, z}, y->elem_type, [](const Args& v) -> std::optional<std::int64_t> {
+      return v[0] != 0 ? v[1] : v[2];
+    });
   }
 
   // Transpose (torch writes F.pad's pads through Reshape [-1, 2], a reversing Slice, a
