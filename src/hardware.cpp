@@ -345,8 +345,9 @@ void apply(PerformanceParams& params, const PerformanceOverride& o) {
 
 PerformanceParams parse_performance(const JsonView& params) {
   std::vector<std::string_view> keys = kPerformanceKeys;
-  keys.insert(keys.end(), {"default_profile", "allreduce_latency_us",
-                           "compiled_allreduce_latency_us", "allreduce_efficiency"});
+  keys.insert(keys.end(),
+              {"default_profile", "allreduce_latency_us", "compiled_allreduce_latency_us",
+               "allreduce_efficiency", "misaligned_matrix_efficiency"});
   reject_unknown_keys(params, keys, "performance parameters");
   PerformanceParams result;
   apply(result, parse_override(params));
@@ -361,10 +362,15 @@ PerformanceParams parse_performance(const JsonView& params) {
       result.*field = us * kMicro;
     }
   }
-  if (auto value = params.find("allreduce_efficiency")) {
-    const double x = value->as_positive_number();
-    if (x > 1) value->fail(fmt::format("an efficiency is a fraction in (0, 1], got {}", x));
-    result.allreduce_efficiency = x;
+  for (const auto& [key, field] :
+       {std::pair{"allreduce_efficiency", &PerformanceParams::allreduce_efficiency},
+        std::pair{"misaligned_matrix_efficiency",
+                  &PerformanceParams::misaligned_matrix_efficiency}}) {
+    if (auto value = params.find(key)) {
+      const double x = value->as_positive_number();
+      if (x > 1) value->fail(fmt::format("an efficiency is a fraction in (0, 1], got {}", x));
+      result.*field = x;
+    }
   }
   if (auto profile = params.find("default_profile")) {
     const std::optional<Profile> parsed = parse_profile(profile->as_string());

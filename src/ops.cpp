@@ -1197,6 +1197,10 @@ constexpr std::array kOps = {
     OpKind{"groupnorm", 1, 1, infer_groupnorm, OpClass::kNormalization, Fusion::kNever},
     OpKind{"relu", 1, 1, infer_unary<formulas::kReluFlops>, OpClass::kElementwise, Fusion::kAlways},
     OpKind{"gelu", 1, 1, infer_unary<formulas::kGeluFlops>, OpClass::kElementwise, Fusion::kAlways},
+    // GELU's tanh form as Python operators (Hugging Face's NewGELUActivation, "gelu_new"): the
+    // same FLOPs; eager runtimes launch each operator apart (data/runtimes.json).
+    OpKind{"gelu_new", 1, 1, infer_unary<formulas::kGeluFlops>, OpClass::kElementwise,
+           Fusion::kAlways},
     OpKind{"silu", 1, 1, infer_unary<formulas::kSiluFlops>, OpClass::kElementwise, Fusion::kAlways},
     OpKind{"sigmoid", 1, 1, infer_unary<formulas::kSigmoidFlops>, OpClass::kElementwise,
            Fusion::kAlways},

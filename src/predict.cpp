@@ -27,6 +27,45 @@ bool fusable(const Layer& layer, Mode mode) {
   return false;
 }
 
+// Elements in the 16 bytes that NVIDIA's GEMM guide asks each dimension to be a multiple of
+// ("Tensor Core Requirements"); 0 where there is no such rule (other vendors, precisions
+// without one, no matrix peak).
+std::int64_t alignment_multiple(const Device& device, Precision precision) {
+  if (device.vendor != "nvidia" || device.peak(precision).matrix_flops_per_s <= 0) return 0;
+  switch (precision) {
+    case Precision::kFp16:
+    case Precision::kBf16:
+      return 8;
+    case Precision::kTf32:
+      return 4;
+    case Precision::kFp8:
+    case Precision::kInt8:
+      return 16;
+    default:
+      return 0;
+  }
+}
+
+struct Misalignment {
+  const char* dimension = "";
+  std::int64_t size = 0;
+};
+
+// The first feature dimension of a product with weights that is not a multiple of `multiple`:
+// linear layers and MatMuls by a weight, whose features are the last axis (convolutions are
+// channels-first), have the GEMM's N and K as their output and input features (M is the
+// tokens, which cuBLAS tiles whatever their number).
+std::optional<Misalignment> misalignment(const Layer& layer, std::int64_t multiple) {
+  const std::optional<GemmView>& gemm = layer.traits.gemm;
+  if (multiple <= 0 || layer.view || !gemm || layer.counts.weight_elements_read == 0 ||
+      layer.output.empty() || layer.output.back() != gemm->n) {
+    return std::nullopt;
+  }
+  if (gemm->n % multiple != 0) return Misalignment{"output features", gemm->n};
+  if (gemm->k % multiple != 0) return Misalignment{"input features", gemm->k};
+  return std::nullopt;
+}
+
 // Matrix units work on tiles: a product whose output width N or reduction K is not a multiple
 // of the tile wastes the rest of it (tile quantisation; NVIDIA's "Matrix Multiplication
 // Background" guide: 128-wide output tiles, 64-deep reduction slices on tensor cores).
@@ -348,6 +387,7 @@ struct Step {
   Rates rates;
   Rates tf32_rates{};  // fp32 products the runtime runs on TF32 tensor cores; unset: none.
   bool tf32 = false;
+  std::int64_t align_elements = 0;  // NVIDIA's 16-byte rule in elements (alignment_multiple).
   double tp = 1;        // Each device of a tensor-parallel group holds 1/tp of every layer.
   double pp = 1;        // A pipeline stage holds 1/pp of the layers (an even split).
   double replicas = 1;  // Data-parallel replicas.
@@ -514,6 +554,7 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
   s.tf32 = workload.precision == Precision::kFp32 && !workload.strict_fp32 &&
            !s.runtime.tf32_ops.empty() && device.peak(Precision::kTf32).matrix_flops_per_s > 0;
   if (s.tf32) s.tf32_rates = achievable_rates(device, params, Precision::kTf32);
+  s.align_elements = alignment_multiple(device, workload.precision);
   if (per_layer) {
     s.cached_input_elements = cached_inputs(graph, device.cache_bytes, s.act_bytes, s.tp);
     if (s.training && s.weight_bytes < 4) {
@@ -581,7 +622,12 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
                                                                static_cast<double>(gemm->k)) *
                                                   wave_utilisation(*gemm, s.device)
                                             : 1;
-  const double speed = utilisation * (sparse_layer && matrix ? sparsity_speedup : 1);
+  // cuBLAS runs a product whose features are not a multiple of 16 bytes on slower kernels.
+  const double aligned =
+      matrix && s.params.misaligned_matrix_efficiency > 0 && misalignment(layer, s.align_elements)
+          ? s.params.misaligned_matrix_efficiency / s.params.matrix_efficiency
+          : 1;
+  const double speed = utilisation * aligned * (sparse_layer && matrix ? sparsity_speedup : 1);
   const bool fused = s.fusing && fusable(layer, s.workload.mode);
   const double layer_weight_bytes = sparse_layer ? s.sparse_weight_bytes : s.weight_bytes;
 
@@ -607,6 +653,9 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
                       s.tp +
                   static_cast<double>(c.kv_cache_read_elements) * s.kv_bytes *
                       kv_cache_share(c, s.workload.tensor_parallel);
+  // An elementwise operator that the runtime launches as several kernels (NewGELUActivation's
+  // eight in eager PyTorch) passes its tensors once per kernel.
+  if (layer.traits.op_class == OpClass::kElementwise && kernels > 1) forward.bytes *= kernels;
   // Backward reads saved activations, long gone from the cache: twice the uncached traffic.
   const double uncached_bytes = forward.bytes;
   const double cached =
@@ -1014,52 +1063,23 @@ TrainingTotals training_totals(const Estimate& step, std::int64_t batch, const W
 
 std::vector<MisalignedLayer> misaligned_matrix_layers(const Graph& graph, const Device& device,
                                                       Precision precision) {
-  // Elements in the 16 bytes that NVIDIA's GEMM guide asks each dimension to be a multiple of
-  // ("Tensor Core Requirements"); precisions without a rule there get no warning.
-  std::int64_t multiple = 0;
-  switch (precision) {
-    case Precision::kFp16:
-    case Precision::kBf16:
-      multiple = 8;
-      break;
-    case Precision::kTf32:
-      multiple = 4;
-      break;
-    case Precision::kFp8:
-    case Precision::kInt8:
-      multiple = 16;
-      break;
-    default:
-      return {};
-  }
-  if (device.vendor != "nvidia" || device.peak(precision).matrix_flops_per_s <= 0) return {};
+  const std::int64_t multiple = alignment_multiple(device, precision);
+  if (multiple == 0) return {};
   const std::int64_t total_macs = graph_totals(graph).macs;
   std::vector<MisalignedLayer> result;
   for (const Layer& layer : graph.layers) {
-    // Products with weights whose features are the last axis (linear layers, MatMuls by a
-    // weight; convolutions are channels-first): their output and input features are the
-    // GEMM's N and K (M is the tokens, which cuBLAS tiles whatever their number).
-    const std::optional<GemmView>& gemm = layer.traits.gemm;
-    if (layer.view || !gemm || layer.counts.weight_elements_read == 0 || layer.output.empty() ||
-        layer.output.back() != gemm->n) {
-      continue;
-    }
-    const std::pair<const char*, std::int64_t> dims[] = {{"output features", gemm->n},
-                                                         {"input features", gemm->k}};
-    for (const auto& [dimension, size] : dims) {
-      if (size % multiple == 0) continue;
-      MisalignedLayer m;
-      m.name = layer.name;
-      m.dimension = dimension;
-      m.size = size;
-      m.multiple = multiple;
-      m.padded = (size + 63) / 64 * 64;
-      m.share_of_macs =
-          total_macs > 0 ? static_cast<double>(layer.counts.macs) / static_cast<double>(total_macs)
-                         : 0;
-      result.push_back(std::move(m));
-      break;  // One warning a layer.
-    }
+    const std::optional<Misalignment> found = misalignment(layer, multiple);
+    if (!found) continue;
+    MisalignedLayer m;
+    m.name = layer.name;
+    m.dimension = found->dimension;
+    m.size = found->size;
+    m.multiple = multiple;
+    m.padded = (found->size + 63) / 64 * 64;
+    m.share_of_macs = total_macs > 0
+                          ? static_cast<double>(layer.counts.macs) / static_cast<double>(total_macs)
+                          : 0;
+    result.push_back(std::move(m));
   }
   std::stable_sort(result.begin(), result.end(),
                    [](const auto& a, const auto& b) { return a.share_of_macs > b.share_of_macs; });

@@ -560,11 +560,20 @@ std::string alignment_summary(const MisalignedLayer& m, Precision precision) {
                      precision_name(precision), percent(m.share_of_macs), format_grouped(m.padded));
 }
 
+std::string alignment_timing(const PerformanceParams* params) {
+  if (params == nullptr || params->misaligned_matrix_efficiency <= 0) {
+    return "not timed by the estimate";
+  }
+  return fmt::format("timed at {} of the dense matrix peak",
+                     percent(params->misaligned_matrix_efficiency));
+}
+
 namespace {
 
 // Linear layers whose products miss the tensor cores' granularity: up to three named, the
-// heaviest first, with the size to pad to; the estimate does not time the slower kernels.
-std::string alignment_text(const std::vector<MisalignedLayer>& misaligned, Precision precision) {
+// heaviest first, with the size to pad to, and how the estimate times their slower kernels.
+std::string alignment_text(const std::vector<MisalignedLayer>& misaligned, Precision precision,
+                           const PerformanceParams* params) {
   if (misaligned.empty()) return {};
   std::string out;
   const std::size_t named = std::min<std::size_t>(misaligned.size(), 3);
@@ -575,9 +584,8 @@ std::string alignment_text(const std::vector<MisalignedLayer>& misaligned, Preci
   if (misaligned.size() > named) {
     out += fmt::format("               and {} more linear layers\n", misaligned.size() - named);
   }
-  out +=
-      "               cuBLAS runs such products with slower kernels, which the estimate "
-      "does not time\n";
+  out += fmt::format("               cuBLAS runs such products with slower kernels, {}\n",
+                     alignment_timing(params));
   return out;
 }
 
@@ -858,7 +866,8 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   std::string out = estimate_workload_text(in) + estimate_model_text(in) +
                     estimate_device_text(in) + estimate_time_text(in) + estimate_memory_text(in) +
                     estimate_bounds_text(in);
-  out += alignment_text(misaligned_matrix_layers(in.graph, *in.device, precision), precision);
+  out += alignment_text(misaligned_matrix_layers(in.graph, *in.device, precision), precision,
+                        in.params);
   if (in.training != nullptr) out += render_training_text(in);
   if (in.serving != nullptr) out += render_serving_text(in);
 

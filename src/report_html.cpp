@@ -165,12 +165,14 @@ std::string summary_section(const ReportInput& in) {
   if (training && data_parallel_replicas(in.workload) > 1) {
     out += kv_row("grad sync", esc(grad_sync_summary(e, in.workload.zero_stage)));
   }
-  // Products off the tensor cores' granularity, as the text report names them (not timed).
+  // Products off the tensor cores' granularity, as the text report names them.
   const std::vector<MisalignedLayer> misaligned = misaligned_matrix_layers(g, d, precision);
   for (std::size_t k = 0; k < std::min<std::size_t>(misaligned.size(), 3); ++k) {
-    out += kv_row(k == 0 ? "alignment" : "",
-                  esc(alignment_summary(misaligned[k], precision)) +
-                      (k == 0 ? " (slower kernels, not timed by the estimate)" : ""));
+    out +=
+        kv_row(k == 0 ? "alignment" : "",
+               esc(alignment_summary(misaligned[k], precision)) +
+                   (k == 0 ? esc(fmt::format(" (slower kernels, {})", alignment_timing(in.params)))
+                           : std::string()));
   }
   if (const std::optional<std::int64_t> seq = sequence_length(g)) {
     out += kv_row("throughput",

@@ -117,6 +117,19 @@ TEST_CASE("hf: GPT-2 config has 124,439,808 parameters and matches gpt2.json", "
   CHECK(hf.moved_elements == native.moved_elements);
 }
 
+// transformers' NewGELUActivation ("gelu_new", GPT-2's default; src/transformers/activations.py)
+// is its own operator, whose eight Python operators eager PyTorch launches apart;
+// "gelu_pytorch_tanh" and "gelu" call one GELU kernel.
+TEST_CASE("hf: gelu_new is read as its own operator, the other GELUs as gelu", "[hf]") {
+  CHECK(layer_named(load("gpt2_hf.json"), "h.0.mlp.act").op == "gelu_new");
+  nlohmann::json config = config_of("gpt2_hf.json");
+  config["activation_function"] = "gelu_pytorch_tanh";
+  const Graph g = capcalc::parse_model(config.dump(), "config.json");
+  CHECK(layer_named(g, "h.0.mlp.act").op == "gelu");
+  // The same FLOPs either way.
+  CHECK(totals_of("gpt2_hf.json").flops == capcalc::graph_totals(g).flops);
+}
+
 TEST_CASE("hf: bert-base-uncased config has BertModel's 109,482,240 parameters", "[hf][zoo]") {
   // https://huggingface.co/google-bert/bert-base-uncased: BertModel (encoder +
   // pooler, no pre-training heads) has 109,482,240 parameters, the "110M" of

@@ -266,3 +266,30 @@ TEST_CASE("kernel rules: a Llama 2 7B decode step is within 20 % of its measured
   INFO("predicted " << kernels << ", measured " << measured);
   CHECK(std::abs(kernels / measured - 1) <= 0.20);
 }
+
+// Hugging Face's NewGELUActivation ("gelu_new") is eight PyTorch operators, each a pass over
+// the tensor. gelu_new on [1, 1,000,000] in fp16, launched as 8 kernels: each reads and writes
+// 1e6 x 2 B, so 8 x 4 MB = 32 MB at 0.5 x 1 TB/s = 64 us, and 8 kernels at the 1 us floor.
+// A one-kernel gelu moves 4 MB: 8 us. The arithmetic (8 FLOPs an element) is the same.
+TEST_CASE(
+    "kernel rules: an elementwise operator launched as several kernels passes its tensor "
+    "once per kernel",
+    "[runtime][predict][kernels]") {
+  static const RuntimeTable table = parse_runtimes(
+      R"({"schema_version": 1, "runtimes": [{"id": "eight", "name": "Eight", "profile": "eager",
+          "kernels": {"gelu_new": 8}, "sources": ["https://example.invalid/eight"]}]})",
+      "rt.json");
+  const Graph g = model(R"({"name": "x", "shape": ["batch", 1000000]})",
+                        R"({"name": "new", "op": "gelu_new"},
+                           {"name": "fused", "op": "gelu"})");
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.runtime = table.get("eight");
+  const Estimate e = estimate(g, test::round_device(), test::round_params(), w);
+  CHECK(e.layers[0].kernels == 8);
+  CHECK(e.layers[0].memory_s == Approx(8 * 4e6 / 0.5e12));
+  CHECK(e.layers[1].kernels == 1);
+  CHECK(e.layers[1].memory_s == Approx(4e6 / 0.5e12));
+  CHECK(e.layers[0].flops == e.layers[1].flops);
+  CHECK(e.layers[0].flops == Approx(8e6));
+}

@@ -701,8 +701,8 @@ TEST_CASE("ops: activations and softmax cost their table FLOPs per element", "[o
     std::int64_t flops_per_element;  // docs/model-format.md operator table.
   };
   const std::int64_t n = 3 * 7 * 11;
-  for (const Row row : {Row{"relu", 1}, Row{"gelu", 8}, Row{"silu", 5}, Row{"sigmoid", 4},
-                        Row{"tanh", 5}, Row{"softmax", 5}}) {
+  for (const Row row : {Row{"relu", 1}, Row{"gelu", 8}, Row{"gelu_new", 8}, Row{"silu", 5},
+                        Row{"sigmoid", 4}, Row{"tanh", 5}, Row{"softmax", 5}}) {
     INFO(row.op);
     const Layer l = only("[3, 7, 11]", std::string(R"({"op": ")") + row.op + R"("})");
     CHECK(l.op == row.op);
@@ -1012,6 +1012,7 @@ TEST_CASE("ops: every operator in the table is covered by a test here", "[ops]")
       "groupnorm",
       "relu",
       "gelu",
+      "gelu_new",
       "silu",
       "sigmoid",
       "tanh",

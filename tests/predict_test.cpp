@@ -914,6 +914,31 @@ TEST_CASE("predict: partial tiles of N and K slow a product by their fill", "[pr
   CHECK(f.layers[0].compute_s == Approx(2 * 4096.0 * 128 * 256 / (100e12 * 0.5)));
 }
 
+// GPT-2's LM head has 50,257 outputs: on NVIDIA tensor cores a 16-bit product whose features
+// are not a multiple of 8 elements (16 bytes) runs on cuBLAS's unaligned kernels, at the
+// misaligned matrix efficiency of the dense peak. [4096, 256] x [256, 1020]: 1,020 is not a
+// multiple of 8 and fills 1,020 / 1,024 of its last 128-wide tile, so 10 % of 100 TFLOP/s x
+// that fill; elsewhere 50 % x the fill.
+TEST_CASE("predict: an unaligned product runs at the misaligned matrix efficiency", "[predict]") {
+  const Graph g = one_linear(4096, 256, 1020);
+  Device nvidia = round_device();
+  nvidia.vendor = "nvidia";
+  PerformanceParams p = round_params();
+  p.misaligned_matrix_efficiency = 0.1;
+  Workload w;
+  w.precision = Precision::kFp16;
+  const double macs = 4096.0 * 256 * 1020;
+  const double fill = 1020.0 / 1024;
+  CHECK(estimate(g, nvidia, p, w).layers[0].compute_s == Approx(2 * macs / (100e12 * 0.1 * fill)));
+  // Another vendor, or no such parameter: timed like an aligned product.
+  const double plain = 2 * macs / (100e12 * 0.5 * fill);
+  CHECK(estimate(g, round_device(), p, w).layers[0].compute_s == Approx(plain));
+  CHECK(estimate(g, nvidia, round_params(), w).layers[0].compute_s == Approx(plain));
+  // Aligned features (1,024) take the full rate.
+  CHECK(estimate(one_linear(4096, 256, 1024), nvidia, p, w).layers[0].compute_s ==
+        Approx(2 * 4096.0 * 256 * 1024 / (100e12 * 0.5)));
+}
+
 // The ConvNeXt case: its channels-last MLP is a linear layer on [B, 7, 7, 768]. The matrix
 // units see one [49B, 768] x [768, 3072] product: the layer is timed exactly as that GEMM, not
 // with the image's 7-wide axis taken for the output width.

@@ -118,6 +118,10 @@ struct PerformanceParams {
   double allreduce_latency_s = 20e-6;          ///< Per all-reduce, a library call (NCCL).
   double compiled_allreduce_latency_s = 8e-6;  ///< Compiled: fused one-shot kernels in graphs.
   double allreduce_efficiency = 0.77;          ///< Bus bandwidth / link bandwidth.
+  /// NVIDIA: fraction of the dense matrix peak a product with weights reaches when its output
+  /// or input features are not a multiple of 16 bytes (cuBLAS's unaligned kernels); 0: timed
+  /// like the others.
+  double misaligned_matrix_efficiency = 0;
 
   double allreduce_latency(Profile profile) const {
     return profile == Profile::kCompiled ? compiled_allreduce_latency_s : allreduce_latency_s;

@@ -63,6 +63,10 @@ std::string grad_sync_summary(const Estimate& e, int zero_stage);
 /// tensor cores; 27.1 % of the MACs): pad to 50,304".
 std::string alignment_summary(const MisalignedLayer& layer, Precision precision);
 
+/// How the estimate times such products: "timed at 12 % of the dense matrix peak" where the
+/// parameters give a misaligned efficiency, else "not timed by the estimate".
+std::string alignment_timing(const PerformanceParams* params);
+
 /// `capcalc estimate`: summary, device, estimate, the `top_layers` heaviest layers.
 std::string render_estimate_text(const ReportInput& input, std::size_t top_layers);
 /// `capcalc estimate --format json` (estimate-output.schema.json).

@@ -68,7 +68,10 @@ void Config::fail(std::string_view key, const std::string& message) const {
 std::string activation_of(const Config& config, std::string_view key, std::string fallback) {
   const std::string name = config.text(key).value_or(fallback);
   if (name == "silu" || name == "swish") return "silu";
-  if (name.rfind("gelu", 0) == 0) return "gelu";  // gelu, gelu_new, gelu_pytorch_tanh, ...
+  // NewGELUActivation (transformers' activations.py) writes the tanh form as eight Python
+  // operators; gelu, gelu_pytorch_tanh and the others call one fused GELU.
+  if (name == "gelu_new") return "gelu_new";
+  if (name.rfind("gelu", 0) == 0) return "gelu";
   if (name == "relu") return "relu";
   config.fail(key, with_suggestion(fmt::format("unsupported activation \"{}\" (supported: silu, "
                                                "swish, relu, gelu and its variants)",
