@@ -269,15 +269,15 @@ void JsonView::append_steps(std::string& out) const {
       out += std::to_string(steps_[i].index);
       continue;
     }
-    const std::string& key = *steps_[i].key;
-    std::size_t done = 0;
-    for (std::size_t at = key.find_first_of("~/"); at != std::string::npos;
-         at = key.find_first_of("~/", done)) {
-      out.append(key, done, at - done);
-      out += key[at] == '~' ? "~0" : "~1";
-      done = at + 1;
+    for (const char c : *steps_[i].key) {
+      if (c == '~') {
+        out += "~0";
+      } else if (c == '/') {
+        out += "~1";
+      } else {
+        out += c;
+      }
     }
-    out.append(key, done, std::string::npos);
   }
 }
 

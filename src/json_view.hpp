@@ -80,7 +80,7 @@ class JsonView {
   const std::string* file_;
   std::shared_ptr<const std::string> prefix_{};  // The escaped pointer above steps_; null: "".
   // The prefix of this view's children, once the inline steps are full: written by the first
-  // child, shared by the others.
+  // child, shared by the others (a view is used by one thread at a time).
   mutable std::shared_ptr<const std::string> children_prefix_{};
   std::array<Step, kInlineSteps> steps_{};
   std::size_t depth_ = 0;  // Steps used.
