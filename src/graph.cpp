@@ -1,7 +1,7 @@
 #include "capcalc/graph.hpp"
 
 #include <algorithm>
-#include <map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -143,52 +143,63 @@ std::int64_t omit_input_layers(Graph& graph) {
       graph, [](const GraphInput& input) { return input.omitted; }, true);
 }
 
-GraphTotals graph_totals(const Graph& graph) {
-  GraphTotals totals;
-  for (const Layer& layer : graph.layers) {
-    const LayerCounts& c = layer.counts;
-    totals.params = checked_add(totals.params, c.params);
-    totals.active_params = checked_add(totals.active_params, c.active_params);
-    totals.macs = checked_add(totals.macs, c.macs);
-    totals.other_flops = checked_add(totals.other_flops, c.other_flops);
-    totals.backward_macs = checked_add(totals.backward_macs, c.backward_macs);
-    totals.backward_flops = checked_add(totals.backward_flops, c.backward_flops());
-    totals.moved_elements = checked_add(totals.moved_elements, c.moved_elements());
-    if (!layer.view) {
-      totals.activation_elements = checked_add(
-          totals.activation_elements, checked_add(element_count(layer.output), c.saved_elements));
-    }
-  }
-  totals.flops = checked_add(checked_mul(totals.macs, 2), totals.other_flops);
+namespace {
 
-  // Checkpointing keeps each group's result and recomputes one group at a time.
-  std::map<std::int32_t, std::int64_t> inside;  // Group -> its non-view outputs.
-  std::map<std::int32_t, std::int64_t> result;  // Group -> its last layer's output.
+// Each group's elements: what its non-view layers keep (outputs and saved elements) and its
+// last layer's output. Importers number groups 0, 1, 2, ... in layer order, so a vector
+// indexed by id serves; ids spread far apart (a hand-built graph) are ranked first.
+struct GroupSums {
+  std::int64_t inside = 0;
+  std::int64_t result = 0;
+};
+
+void add_checkpointing(const Graph& graph, GraphTotals& totals) {
+  if (graph.layers.empty()) return;
+  const auto [lowest, highest] =
+      std::minmax_element(graph.layers.begin(), graph.layers.end(),
+                          [](const Layer& a, const Layer& b) { return a.group < b.group; });
+  const std::int64_t low = lowest->group;
+  const std::int64_t span = std::int64_t{highest->group} - low + 1;
+  std::vector<std::int32_t> ranked;  // Sorted ids, where they are spread.
+  if (span > 2 * static_cast<std::int64_t>(graph.layers.size())) {
+    ranked.reserve(graph.layers.size());
+    for (const Layer& layer : graph.layers)
+      ranked.push_back(layer.group);
+    std::sort(ranked.begin(), ranked.end());
+    ranked.erase(std::unique(ranked.begin(), ranked.end()), ranked.end());
+  }
+  const auto slot = [&](std::int32_t group) {
+    if (ranked.empty()) return static_cast<std::size_t>(group - low);
+    return static_cast<std::size_t>(std::lower_bound(ranked.begin(), ranked.end(), group) -
+                                    ranked.begin());
+  };
+  std::vector<GroupSums> groups(ranked.empty() ? static_cast<std::size_t>(span) : ranked.size());
   for (const Layer& layer : graph.layers) {
+    GroupSums& sums = groups[slot(layer.group)];
     const std::int64_t elements = element_count(layer.output);
     if (!layer.view) {
-      inside[layer.group] =
-          checked_add(inside[layer.group], checked_add(elements, layer.counts.saved_elements));
+      sums.inside = checked_add(sums.inside, checked_add(elements, layer.counts.saved_elements));
     }
-    result[layer.group] = elements;
+    sums.result = elements;
   }
+  // Checkpointing keeps each group's result and recomputes one group at a time. A group
+  // without layers (a gap in the ids) adds nothing.
   std::int64_t largest = 0;
-  for (const auto& [group, elements] : inside)
-    largest = std::max(largest, elements);
+  for (const GroupSums& sums : groups)
+    largest = std::max(largest, sums.inside);
   totals.checkpointed_elements = largest;
-  for (const auto& [group, elements] : result) {
-    totals.checkpointed_elements = checked_add(totals.checkpointed_elements, elements);
+  for (const GroupSums& sums : groups) {
+    totals.checkpointed_elements = checked_add(totals.checkpointed_elements, sums.result);
   }
-  if (!result.empty()) {
-    const std::int32_t last = result.rbegin()->first;
-    for (const auto& [group, elements] : result) {
-      if (group != last) totals.boundary_elements = std::max(totals.boundary_elements, elements);
-    }
-  }
+  // The boundary: every group's result but the last group's (the highest id).
+  for (std::size_t g = 0; g + 1 < groups.size(); ++g)
+    totals.boundary_elements = std::max(totals.boundary_elements, groups[g].result);
+}
 
-  // Liveness. A view shares the storage of the value it reads; storage lives from the step
-  // that creates it to the last step that reads it (or any view of it); model inputs from the
-  // start, model outputs to the end.
+// Liveness. A view shares the storage of the value it reads; storage lives from the step
+// that creates it to the last step that reads it (or any view of it); model inputs from the
+// start, model outputs to the end.
+std::int64_t peak_live_elements(const Graph& graph) {
   const std::size_t values = graph.inputs.size() + graph.layers.size();
   const std::size_t steps = graph.layers.size();
   std::vector<std::size_t> storage(values);
@@ -208,11 +219,20 @@ GraphTotals graph_totals(const Graph& graph) {
   for (std::int32_t output : graph.outputs)
     last_use[storage[static_cast<std::size_t>(output)]] = steps;
 
-  std::vector<std::vector<std::size_t>> frees(steps + 1);
+  // The storages freed after each step, grouped by step (a counting sort): frees[first[i],
+  // first[i + 1]) after step i.
+  std::vector<std::size_t> first(steps + 2, 0);
+  for (std::size_t v = 0; v < values; ++v) {
+    if (storage[v] == v) ++first[last_use[v] + 1];
+  }
+  for (std::size_t i = 1; i < first.size(); ++i)
+    first[i] += first[i - 1];
+  std::vector<std::size_t> frees(first.back());
+  std::vector<std::size_t> next(first.begin(), first.end() - 1);
   std::int64_t live = 0;
   for (std::size_t v = 0; v < values; ++v) {
     if (storage[v] != v) continue;
-    frees[last_use[v]].push_back(v);
+    frees[next[last_use[v]]++] = v;
     if (v < graph.inputs.size()) live = checked_add(live, element_count(graph.inputs[v].shape));
   }
   std::int64_t peak = live;
@@ -221,10 +241,34 @@ GraphTotals graph_totals(const Graph& graph) {
     if (!layer.view) live = checked_add(live, element_count(layer.output));
     // Workspace: what a layer holds only while it runs (attention's Q, K, V and context).
     peak = std::max(peak, checked_add(live, layer.counts.saved_elements));
-    for (std::size_t v : frees[i])
-      live -= element_count(graph.value_shape(static_cast<std::int32_t>(v)));
+    for (std::size_t f = first[i]; f < first[i + 1]; ++f) {
+      live -= element_count(graph.value_shape(static_cast<std::int32_t>(frees[f])));
+    }
   }
-  totals.peak_live_elements = peak;
+  return peak;
+}
+
+}  // namespace
+
+GraphTotals graph_totals(const Graph& graph) {
+  GraphTotals totals;
+  for (const Layer& layer : graph.layers) {
+    const LayerCounts& c = layer.counts;
+    totals.params = checked_add(totals.params, c.params);
+    totals.active_params = checked_add(totals.active_params, c.active_params);
+    totals.macs = checked_add(totals.macs, c.macs);
+    totals.other_flops = checked_add(totals.other_flops, c.other_flops);
+    totals.backward_macs = checked_add(totals.backward_macs, c.backward_macs);
+    totals.backward_flops = checked_add(totals.backward_flops, c.backward_flops());
+    totals.moved_elements = checked_add(totals.moved_elements, c.moved_elements());
+    if (!layer.view) {
+      totals.activation_elements = checked_add(
+          totals.activation_elements, checked_add(element_count(layer.output), c.saved_elements));
+    }
+  }
+  totals.flops = checked_add(checked_mul(totals.macs, 2), totals.other_flops);
+  add_checkpointing(graph, totals);
+  totals.peak_live_elements = peak_live_elements(graph);
   return totals;
 }
 

@@ -102,7 +102,9 @@ void check_nesting(std::string_view text, const std::string& file) {
 // ':' is a key. Keys with escapes are decoded before comparing ("a" and "\u0061" are equal).
 void check_duplicate_keys(std::string_view text, const std::string& file) {
   // Keys are views into the text (decoded copies, where escaped, live in `decoded`); a small
-  // object is searched in order, a large one through a hash set built when it grows.
+  // object is searched in order, a large one through a hash set built when it grows. Frames
+  // past `depth` were closed: they are kept for their buffers, reused by the next object or
+  // array opened at their depth.
   struct Frame {
     bool object = false;
     std::vector<std::string_view> keys{};
@@ -112,15 +114,20 @@ void check_duplicate_keys(std::string_view text, const std::string& file) {
   constexpr std::size_t kLinearKeys = 16;
   std::deque<std::string> decoded;
   std::vector<Frame> frames;
+  std::size_t depth = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '{' || c == '[') {
-      frames.emplace_back();
-      frames.back().object = c == '{';
-    } else if ((c == '}' || c == ']') && !frames.empty()) {
-      frames.pop_back();
-    } else if (c == ',' && !frames.empty() && !frames.back().object) {
-      ++frames.back().element;
+      if (depth == frames.size()) frames.emplace_back();
+      Frame& frame = frames[depth++];
+      frame.object = c == '{';
+      frame.keys.clear();
+      if (!frame.index.empty()) frame.index = std::unordered_set<std::string_view>();
+      frame.element = 0;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    } else if (c == ',' && depth > 0 && !frames[depth - 1].object) {
+      ++frames[depth - 1].element;
     } else if (c == '"') {
       const std::size_t start = i;
       bool escaped = false;
@@ -135,13 +142,13 @@ void check_duplicate_keys(std::string_view text, const std::string& file) {
                                     text[next] == '\r')) {
         ++next;
       }
-      if (next >= text.size() || text[next] != ':' || frames.empty() || !frames.back().object) {
+      if (next >= text.size() || text[next] != ':' || depth == 0 || !frames[depth - 1].object) {
         continue;
       }
       const std::string_view raw = text.substr(start, i + 1 - start);
       std::string_view key = raw.substr(1, raw.size() - 2);
       if (escaped) key = decoded.emplace_back(nlohmann::json::parse(raw).get<std::string>());
-      Frame& frame = frames.back();
+      Frame& frame = frames[depth - 1];
       bool seen = false;
       if (frame.keys.size() < kLinearKeys) {
         seen = std::find(frame.keys.begin(), frame.keys.end(), key) != frame.keys.end();
@@ -151,7 +158,7 @@ void check_duplicate_keys(std::string_view text, const std::string& file) {
       }
       if (seen) {
         nlohmann::json::json_pointer where;
-        for (std::size_t f = 0; f + 1 < frames.size(); ++f) {
+        for (std::size_t f = 0; f + 1 < depth; ++f) {
           where = frames[f].object ? where / std::string(frames[f].keys.back())
                                    : where / frames[f].element;
         }
@@ -173,22 +180,30 @@ std::string short_dump(const nlohmann::json& value) {
 
 }  // namespace
 
-void check_free_text(const JsonView& value, std::string_view key) {
+bool is_free_text_key(std::string_view key) {
   static constexpr std::string_view kFreeText[] = {"comment", "$schema", "description", "notes"};
-  if (std::find(std::begin(kFreeText), std::end(kFreeText), key) == std::end(kFreeText)) return;
+  return std::find(std::begin(kFreeText), std::end(kFreeText), key) != std::end(kFreeText);
+}
+
+void check_free_text(const JsonView& value, std::string_view key) {
+  if (!is_free_text_key(key)) return;
   if (!value.is_string()) value.fail("expected a string, got " + json_type_name(value.json()));
 }
 
 void reject_unknown_keys(const JsonView& object, const std::vector<std::string_view>& known,
                          std::string_view what) {
-  for (const auto& item : object.json().items()) {
-    if (std::find(known.begin(), known.end(), item.key()) != known.end()) {
-      check_free_text(object.at(item.key()), item.key());
-      continue;
+  const nlohmann::json& json = object.json();
+  if (!json.is_object()) {
+    if (!json.empty()) object.expect_object();  // null and [] have no keys to reject.
+    return;
+  }
+  for (auto it = json.begin(); it != json.end(); ++it) {
+    const std::string& key = it.key();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      object.member(it).fail(
+          with_suggestion(fmt::format("unknown key \"{}\" in {}", key, what), key, known));
     }
-    object.at(item.key())
-        .fail(with_suggestion(fmt::format("unknown key \"{}\" in {}", item.key(), what), item.key(),
-                              known));
+    if (is_free_text_key(key)) check_free_text(object.member(it), key);
   }
 }
 
@@ -241,10 +256,57 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
   }
 }
 
+JsonView::JsonView(const nlohmann::json& value, const std::string& file, const Pointer& where)
+    : value_(&value), file_(&file) {
+  if (!where.empty()) prefix_ = std::make_shared<const std::string>(where.to_string());
+}
+
+// json_pointer::escape: "~" becomes "~0" and "/" becomes "~1".
+void JsonView::append_steps(std::string& out) const {
+  for (std::size_t i = 0; i < depth_; ++i) {
+    out += '/';
+    if (steps_[i].key == nullptr) {
+      out += std::to_string(steps_[i].index);
+      continue;
+    }
+    for (const char c : *steps_[i].key) {
+      if (c == '~') {
+        out += "~0";
+      } else if (c == '/') {
+        out += "~1";
+      } else {
+        out += c;
+      }
+    }
+  }
+}
+
+std::string JsonView::pointer() const {
+  std::string out = prefix_ ? *prefix_ : std::string();
+  append_steps(out);
+  return out;
+}
+
+JsonView JsonView::child(const nlohmann::json& value, Step step) const {
+  JsonView view(value, *file_);
+  if (depth_ < kInlineSteps) {
+    view.prefix_ = prefix_;
+    view.steps_ = steps_;
+    view.steps_[depth_] = step;
+    view.depth_ = depth_ + 1;
+    return view;
+  }
+  if (!children_prefix_) children_prefix_ = std::make_shared<const std::string>(pointer());
+  view.prefix_ = children_prefix_;
+  view.steps_[0] = step;
+  view.depth_ = 1;
+  return view;
+}
+
 void JsonView::fail(const std::string& message) const {
-  std::string pointer = where_.to_string();
-  if (pointer.empty()) pointer = "/";
-  throw Error({*file_, pointer, 0, 0}, message);
+  std::string where = pointer();
+  if (where.empty()) where = "/";
+  throw Error({*file_, where, 0, 0}, message);
 }
 
 void JsonView::expect_object() const {
@@ -255,11 +317,15 @@ std::optional<JsonView> JsonView::find(std::string_view key) const {
   expect_object();
   const auto it = value_->find(key);
   if (it == value_->end()) return std::nullopt;
-  return JsonView(*it, *file_, where_ / std::string(key));
+  return member(it);
+}
+
+JsonView JsonView::member(nlohmann::json::const_iterator it) const {
+  return child(*it, Step{&it.key(), 0});
 }
 
 JsonView JsonView::at(std::string_view key) const {
-  if (auto member = find(key)) return *member;
+  if (auto found = find(key)) return *found;
   fail(fmt::format("missing required key \"{}\"", key));
 }
 
@@ -270,7 +336,7 @@ std::size_t JsonView::array_size() const {
 
 JsonView JsonView::at(std::size_t index) const {
   if (index >= array_size()) fail(fmt::format("index {} is out of range", index));
-  return JsonView((*value_)[index], *file_, where_ / index);
+  return child((*value_)[index], Step{nullptr, index});
 }
 
 std::string JsonView::as_string() const {

@@ -307,10 +307,13 @@ class Builder {
     if (op.has_value() == block.has_value())
       entry.fail("a layer needs exactly one of \"op\" and \"block\"");
     const std::string kind = op ? op->as_string() : block->as_string();
-    std::string name = fmt::format("{}_{}", kind, position);
-    if (auto given = entry.find("name")) {
+    const std::optional<JsonView> given = entry.find("name");
+    std::string name;
+    if (given) {
       name = given->as_string();
       if (name.empty()) given->fail("a name must not be empty");
+    } else {
+      name = fmt::format("{}_{}", kind, position);
     }
     std::int64_t repeat = 1;
     std::int64_t first_index = 0;
@@ -342,7 +345,7 @@ class Builder {
       inputs = {result};
     }
     expanding_.pop_back();
-    define(env, name, result, entry.find("name") ? entry.at("name") : entry);
+    define(env, name, result, given ? *given : entry);
     env.previous = result;
     env.last = result;
   }

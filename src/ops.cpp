@@ -16,7 +16,9 @@ namespace capcalc {
 // Attributes
 
 Attributes::Attributes(const JsonView& layer, const NameScope& scope, std::string layer_name)
-    : layer_(layer), scope_(scope), layer_name_(std::move(layer_name)) {}
+    : layer_(layer), scope_(scope), layer_name_(std::move(layer_name)) {
+  read_.reserve(8);  // Most operators read a few attributes: one allocation.
+}
 
 std::optional<JsonView> Attributes::get(std::string_view key) {
   read_.emplace_back(key);
@@ -148,10 +150,15 @@ void Attributes::fail(const std::string& message) const {
 
 void Attributes::reject_unknown(const std::vector<std::string_view>& structural,
                                 std::string_view op_name) const {
-  for (const auto& item : layer_.json().items()) {
-    const std::string& key = item.key();
+  const nlohmann::json& json = layer_.json();
+  if (!json.is_object()) {
+    if (!json.empty()) layer_.expect_object();  // null and [] have no keys to reject.
+    return;
+  }
+  for (auto it = json.begin(); it != json.end(); ++it) {
+    const std::string& key = it.key();
     if (std::find(structural.begin(), structural.end(), key) != structural.end()) {
-      check_free_text(layer_.at(key), key);
+      if (is_free_text_key(key)) check_free_text(layer_.member(it), key);
       continue;
     }
     if (std::find(read_.begin(), read_.end(), key) != read_.end()) continue;
@@ -160,7 +167,7 @@ void Attributes::reject_unknown(const std::vector<std::string_view>& structural,
       known.emplace_back(name);
     const std::string message =
         fmt::format("layer \"{}\": unknown attribute \"{}\" for {}", layer_name_, key, op_name);
-    layer_.at(key).fail(with_suggestion(message, key, known));
+    layer_.member(it).fail(with_suggestion(message, key, known));
   }
 }
 

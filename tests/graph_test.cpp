@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "capcalc/model.hpp"
@@ -221,4 +222,60 @@ TEST_CASE("graph: decode drops the layers computed from prefill-only inputs alon
   CHECK(!g.layers[3].view);  // Reads a per-step value: it runs every step.
   CHECK(g.layers[3].counts.macs == 100);
   CHECK(graph_totals(g).macs == 200);
+}
+
+namespace {
+
+// x(1) -> a(10) -> b(20, saves 5) -> c(30) -> d(40), in the groups given.
+Graph four_layers(std::int32_t a, std::int32_t b, std::int32_t c, std::int32_t d) {
+  Graph g = with_input(1);
+  const std::int32_t va = add(g, "a", {0}, 10);
+  const std::int32_t vb = add(g, "b", {va}, 20);
+  const std::int32_t vc = add(g, "c", {vb}, 30);
+  g.outputs = {add(g, "d", {vc}, 40)};
+  g.layers[1].counts.saved_elements = 5;
+  const std::int32_t groups[] = {a, b, c, d};
+  for (std::size_t i = 0; i < 4; ++i)
+    g.layers[i].group = groups[i];
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("graph: checkpointing sums follow the group ids, not how they are numbered", "[graph]") {
+  // Groups 0 and 2 (no 1): inside 0 = 10 + 20 + 5 = 35, inside 2 = 30 + 40 = 70; results 20
+  // (b) and 40 (d). Checkpointed: the largest inside plus every result, 70 + 20 + 40 = 130;
+  // boundary: the results but the last group's, 20.
+  for (const auto& [low, high] : {std::pair{0, 2}, std::pair{5, 6}, std::pair{-3, 1'000'000}}) {
+    const capcalc::GraphTotals t = graph_totals(four_layers(low, low, high, high));
+    CHECK(t.checkpointed_elements == 70 + 20 + 40);
+    CHECK(t.boundary_elements == 20);
+  }
+
+  // Ids out of layer order, and a group holding only a view:
+  //   a(10) g2, b(20, saves 5) g0, c(30) g2, d(15) g0, v = view of c (25) g1.
+  // Inside: g0 = 20 + 5 + 15 = 40, g1 = 0, g2 = 10 + 30 = 40. Results: g0 = 15, g1 = 25,
+  // g2 = 30. Checkpointed 40 + 15 + 25 + 30 = 110. The last group is the highest id (g2), not
+  // the last layer's (g1): boundary max(15, 25) = 25.
+  Graph g = with_input(1);
+  add(g, "a", {0}, 10);
+  add(g, "b", {1}, 20);
+  const std::int32_t c = add(g, "c", {2}, 30);
+  add(g, "d", {c}, 15);
+  g.outputs = {add(g, "v", {c}, 25, true)};
+  g.layers[1].counts.saved_elements = 5;
+  const std::int32_t groups[] = {2, 0, 2, 0, 1};
+  for (std::size_t i = 0; i < 5; ++i)
+    g.layers[i].group = groups[i];
+  const capcalc::GraphTotals t = graph_totals(g);
+  CHECK(t.checkpointed_elements == 40 + 15 + 25 + 30);
+  CHECK(t.boundary_elements == 25);
+
+  // The same graph with its ids spread apart keeps the same figures.
+  const std::int32_t spread[] = {2'000'000'000, -7, 2'000'000'000, -7, 40};
+  for (std::size_t i = 0; i < 5; ++i)
+    g.layers[i].group = spread[i];
+  const capcalc::GraphTotals s = graph_totals(g);
+  CHECK(s.checkpointed_elements == 110);
+  CHECK(s.boundary_elements == 25);
 }

@@ -103,3 +103,83 @@ TEST_CASE("parse_json_text names the line and column of a NUL byte", "[json]") {
   REQUIRE_THROWS_WITH(parse_json_text(std::string("{\n  \"a\"\0: 1}", 12), "m.json"),
                       "m.json:2:6: a NUL byte in JSON (a binary file?)");
 }
+
+// A view builds its pointer only for messages, from the keys in the document: it must read as
+// nlohmann's json_pointer::to_string() does, escapes ("~" as "~0", "/" as "~1") included.
+TEST_CASE("JsonView::pointer reads as json_pointer::to_string", "[json]") {
+  const std::string file = "p.json";
+  const nlohmann::json doc =
+      nlohmann::json::parse(R"({"a/b": {"c~d": {"~/~1": [{"": {"x": [7]}}]}}})");
+  const JsonView root(doc, file);
+  CHECK(root.pointer().empty());
+  const JsonView x = root.at("a/b").at("c~d").at("~/~1").at(0).at("").at("x");
+  const auto expected = nlohmann::json::json_pointer("/a~1b/c~0d/~0~1~01/0//x");
+  CHECK(x.pointer() == expected.to_string());
+  CHECK(&doc.at(expected) == &x.json());
+  REQUIRE_THROWS_WITH(x.at(0).as_string(),
+                      "p.json:" + (expected / 0).to_string() + ": expected a string, got a number");
+  REQUIRE_THROWS_WITH(root.as_number(), "p.json:/: expected a number, got an object");
+}
+
+TEST_CASE("JsonView::pointer past the inline steps, for every sibling", "[json]") {
+  // 20 levels alternating objects and arrays, keys with escapes; the array at each level holds
+  // three elements, so that siblings of views past the inline steps share a prefix.
+  nlohmann::json doc = 0;
+  for (int level = 19; level >= 0; --level) {
+    if (level % 2 == 0) {
+      doc = nlohmann::json{{"k/" + std::to_string(level), doc}, {"other", level}};
+    } else {
+      doc = nlohmann::json::array({level, doc, "~"});
+    }
+  }
+  const std::string file = "deep.json";
+  JsonView view(doc, file);
+  nlohmann::json::json_pointer expected;
+  for (int level = 0; level < 20; ++level) {
+    if (level % 2 == 0) {
+      const std::string key = "k/" + std::to_string(level);
+      CHECK(view.at("other").pointer() == (expected / "other").to_string());
+      view = view.at(key);
+      expected /= key;
+    } else {
+      CHECK(view.at(0).pointer() == (expected / 0).to_string());
+      CHECK(view.at(2).pointer() == (expected / 2).to_string());
+      view = view.at(1);
+      expected /= 1;
+    }
+    CHECK(view.pointer() == expected.to_string());
+    CHECK(&doc.at(expected) == &view.json());
+  }
+  REQUIRE_THROWS_WITH(view.as_string(),
+                      "deep.json:" + expected.to_string() + ": expected a string, got a number");
+}
+
+TEST_CASE("JsonView started at a pointer names it in its own and its members' pointers", "[json]") {
+  const std::string file = "s.json";
+  const nlohmann::json doc = nlohmann::json::parse(R"({"d": {"x~y": {"list": [1, "two"]}}})");
+  const auto start = nlohmann::json::json_pointer("/d/x~0y");
+  const JsonView view(doc.at(start), file, start);
+  CHECK(view.pointer() == "/d/x~0y");
+  CHECK(view.at("list").at(1).pointer() == (start / "list" / 1).to_string());
+  REQUIRE_THROWS_WITH(view.at("list").at(1).as_integer(),
+                      "s.json:/d/x~0y/list/1: expected an integer, got \"two\"");
+  const JsonView root_again(doc, file, nlohmann::json::json_pointer());
+  REQUIRE_THROWS_WITH(root_again.as_string(), "s.json:/: expected a string, got an object");
+}
+
+TEST_CASE("reject_unknown_keys names the unknown key's location", "[json]") {
+  const std::string file = "m.json";
+  const nlohmann::json document = parse_json_text(R"({"l": [{"nme": 1, "a/b": 2}]})", file);
+  const JsonView entry = JsonView(document, file).at("l").at(0);
+  REQUIRE_THROWS_WITH(reject_unknown_keys(entry, {"nme", "name"}, "an entry"),
+                      "m.json:/l/0/a~1b: unknown key \"a/b\" in an entry");
+  REQUIRE_THROWS_WITH(reject_unknown_keys(entry, {"name", "a/b"}, "an entry"),
+                      "m.json:/l/0/nme: unknown key \"nme\" in an entry; did you mean \"name\"?");
+  // Not an object: fails as at() would; null and [] have no keys.
+  const nlohmann::json list = parse_json_text("[[1], [], null]", file);
+  const JsonView items(list, file);
+  REQUIRE_THROWS_WITH(reject_unknown_keys(items.at(0), {"a"}, "an entry"),
+                      "m.json:/0: expected an object, got an array");
+  CHECK_NOTHROW(reject_unknown_keys(items.at(1), {"a"}, "an entry"));
+  CHECK_NOTHROW(reject_unknown_keys(items.at(2), {"a"}, "an entry"));
+}
