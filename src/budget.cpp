@@ -25,15 +25,17 @@ bool is_min(LimitKind kind) {
   return kind == LimitKind::kMinThroughput;
 }
 
-// A value of the kind's quantity, in the units people read.
-std::string format_value(LimitKind kind, double value) {
+// A value of the kind's quantity, in the units people read; `item` is what a throughput
+// counts ("tokens"), "" for samples.
+std::string format_value(LimitKind kind, double value, const std::string& item) {
   switch (kind) {
     case LimitKind::kMaxLatency:
     case LimitKind::kMaxTrainTime:
     case LimitKind::kMaxTtft:
       return format_duration(value);
     case LimitKind::kMinThroughput:
-      return format_count(value) + "/s";  // "995/s", "1.53 k/s"
+      // "995/s", "1.53 k/s", "3.84 k tokens/s"
+      return format_count(value) + (item.empty() ? "" : " " + item) + "/s";
     case LimitKind::kMaxMemory:
     case LimitKind::kMustFit:
       return format_bytes(value);
@@ -53,7 +55,7 @@ std::string quantity_name(LimitKind kind, Mode mode, CostBasis basis) {
       if (basis == CostBasis::kPerMillionTokens) return "request time";
       return mode == Mode::kTraining ? "step time" : "latency";
     case LimitKind::kMinThroughput:
-      return basis == CostBasis::kPerMillionTokens ? "generated tokens/s" : "throughput";
+      return "throughput";
     case LimitKind::kMaxTtft:
       return "time to first token";
     case LimitKind::kMaxMemory:
@@ -150,6 +152,7 @@ void add_limits(const JsonView& limits, std::vector<Limit>& out,
   for (const auto& item : limits.json().items()) {
     const LimitKind kind = *parse_limit_kind(item.key());
     Limit limit = parse_limit_value(kind, limits.at(item.key()));
+    limit.where = {limits.file(), limits.at(item.key()).pointer(), 0, 0};
     where.insert_or_assign(kind, limits.at(item.key()));
     // must_fit: false means no limit.
     const bool keep = kind != LimitKind::kMustFit || limit.text == "true";
@@ -349,6 +352,48 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
   return budget;
 }
 
+// A throughput limit that the workload does not count: the message names the limit, by its
+// place in a budget file or by its key (a flag).
+[[noreturn]] void refuse_rate(const Limit& limit, const std::string& why) {
+  const std::string text = Error::verbatim(limit.text);
+  if (limit.where.file.empty()) {
+    throw Error::naming_keys({}, fmt::format("`min_throughput` \"{}\": {}", text, why));
+  }
+  throw Error::naming_keys(limit.where, fmt::format("\"{}\": {}", text, why));
+}
+
+// The throughput in what the limit counts. A language model's sample is a sequence of `seq`
+// tokens, so a bare rate is ambiguous by that factor; serving counts generated tokens.
+double throughput_in(const Limit& limit, const Graph& graph, const CompareRow& row, bool serving) {
+  const std::string model = Error::verbatim(graph.name);
+  const bool tokens = limit.item == RateItem::kTokens;
+  if (serving) {
+    if (limit.item != RateItem::kNone && !tokens) {
+      refuse_rate(limit, fmt::format("serving (`prompt_tokens`) counts generated tokens, not {}; "
+                                     "write the limit in tokens/s",
+                                     limit.item_word));
+    }
+    return row.throughput_per_s;
+  }
+  const std::optional<std::int64_t> seq = sequence_length(graph);
+  if (!seq) {
+    if (tokens || limit.item == RateItem::kSequences) {
+      refuse_rate(limit, fmt::format("{} has no sequence dimension, so it counts no {}; write {} "
+                                     "or {}",
+                                     model, limit.item_word, rate_with_item(limit.text, ""),
+                                     rate_with_item(limit.text, "samples")));
+    }
+    return row.throughput_per_s;
+  }
+  if (limit.item == RateItem::kNone) {
+    refuse_rate(limit,
+                fmt::format("a sample of {} is a sequence of {} tokens; write {} or {}", model,
+                            format_grouped(*seq), rate_with_item(limit.text, "tokens"),
+                            rate_with_item(limit.text, "sequences")));
+  }
+  return tokens ? row.throughput_per_s * static_cast<double>(*seq) : row.throughput_per_s;
+}
+
 std::string workload_text(const Graph& graph, Precision precision, const Workload& workload,
                           bool serving) {
   std::string text = fmt::format("{}, {}, batch {}", mode_name(workload.mode),
@@ -388,9 +433,13 @@ Limit parse_limit(LimitKind kind, std::string_view text) {
     case LimitKind::kMaxTtft:
       limit.value = parse_duration(text);
       break;
-    case LimitKind::kMinThroughput:
-      limit.value = parse_rate(text);
+    case LimitKind::kMinThroughput: {
+      CountedRate rate = parse_counted_rate(text);
+      limit.value = rate.per_second;
+      limit.item = rate.item;
+      limit.item_word = std::move(rate.item_word);
       break;
+    }
     case LimitKind::kMaxMemory:
       limit.value = parse_bytes(text);
       break;
@@ -479,7 +528,7 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
         result.value = row.latency_s;
         break;
       case LimitKind::kMinThroughput:
-        result.value = row.throughput_per_s;
+        result.value = throughput_in(limit, graph, row, request.serving.has_value());
         break;
       case LimitKind::kMaxMemory:
         result.value = row.memory_bytes;
@@ -523,11 +572,12 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
       continue;
     }
     const double value = *result.value;
-    result.value_text = format_value(limit.kind, value);
+    const std::string item = request.serving ? "generated tokens" : limit.item_word;
+    result.value_text = format_value(limit.kind, value, item);
     const double headroom = is_min(limit.kind) ? value - bound : bound - value;
     result.passed = headroom >= 0;
     const double fraction = bound > 0 ? std::fabs(headroom) / bound : 0;
-    const std::string amount = format_value(limit.kind, std::fabs(headroom));
+    const std::string amount = format_value(limit.kind, std::fabs(headroom), item);
     result.margin_text = fmt::format("{}, {:.1f} %", amount, 100 * fraction);
     const std::string over = fmt::format("{} ({:.1f} %)", amount, 100 * fraction);
     if (limit.kind == LimitKind::kMustFit) {

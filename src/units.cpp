@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
 
 #include "checked.hpp"
+#include "spellcheck.hpp"
 
 namespace capcalc {
 namespace {
@@ -137,6 +139,118 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
+// A word naming what a rate counts.
+struct RateWord {
+  std::string_view singular;
+  std::string_view plural;
+  RateItem item;
+};
+
+constexpr std::array kRateWords = {
+    RateWord{"token", "tokens", RateItem::kTokens},
+    RateWord{"sequence", "sequences", RateItem::kSequences},
+    RateWord{"sample", "samples", RateItem::kSamples},
+    RateWord{"image", "images", RateItem::kSamples},
+};
+constexpr std::string_view kCountedRateExpected =
+    "a count per unit of time, optionally naming what it counts (e.g. 3k tokens/s, "
+    "2 sequences/min, 100 images/s, 1000/s)";
+
+const RateWord* find_rate_word(std::string_view word) {
+  for (const RateWord& w : kRateWords) {
+    if (iequals(w.singular, word) || iequals(w.plural, word)) return &w;
+  }
+  return nullptr;
+}
+
+// "3k tokens/s" as its parts: 3, "k", tokens, "s".
+struct RateParts {
+  double value = 0;
+  std::string_view number;                 // "3", as written.
+  const UnitFactor* multiplier = nullptr;  // "k"; "" for none.
+  const RateWord* word = nullptr;          // nullptr for a bare rate.
+  const UnitFactor* per = nullptr;         // "s", "min" or "h".
+
+  double per_second() const { return value * multiplier->factor / per->factor; }
+};
+
+[[noreturn]] void unknown_rate_word(std::string_view text, std::string_view word) {
+  std::vector<std::string_view> known;
+  for (const RateWord& w : kRateWords) {
+    known.push_back(w.singular);
+    known.push_back(w.plural);
+  }
+  if (auto guess = closest_match(word, known)) {
+    throw Error({}, fmt::format("invalid rate \"{}\": unknown item \"{}\"; did you mean \"{}\"?",
+                                text, word, *guess));
+  }
+  throw Error({}, fmt::format("invalid rate \"{}\": unknown item \"{}\"; a rate counts tokens, "
+                              "sequences, samples or images (e.g. 3k tokens/s), or goes bare "
+                              "(1000/s)",
+                              text, word));
+}
+
+// The count's suffix and item: "", "k", "tokens", "k tokens" or "ktokens". `items`: whether
+// an item may be named (parse_rate takes bare rates only).
+void split_rate_count(std::string_view text, std::string_view rest, std::string_view expected,
+                      bool items, RateParts& parts) {
+  std::string_view word = rest;
+  parts.multiplier = &kCountSuffixes[0];
+  for (const UnitFactor& u : kCountSuffixes) {
+    if (u.unit == rest) {
+      parts.multiplier = &u;
+      return;
+    }
+  }
+  if (!items) bad_quantity("rate", text, expected);
+  // A word that starts with a suffix letter ("Tokens") is a word, not tera-okens.
+  if (find_rate_word(rest) == nullptr) {
+    for (const UnitFactor& u : kCountSuffixes) {
+      if (!u.unit.empty() && rest.substr(0, u.unit.size()) == u.unit) {
+        parts.multiplier = &u;
+        word = trim(rest.substr(u.unit.size()));
+        break;
+      }
+    }
+  }
+  parts.word = find_rate_word(word);
+  if (parts.word == nullptr) {
+    // Name the word after the suffix when it is a typo of a known one ("ktokns": "tokns").
+    std::vector<std::string_view> known;
+    for (const RateWord& w : kRateWords) {
+      known.push_back(w.plural);
+    }
+    unknown_rate_word(text, word != rest && closest_match(word, known) ? word : rest);
+  }
+}
+
+RateParts split_rate(std::string_view text, std::string_view expected, bool items) {
+  static constexpr std::array kPer = {
+      UnitFactor{"s", 1},
+      UnitFactor{"min", 60},
+      UnitFactor{"h", 3600},
+  };
+  const std::string_view trimmed = trim(text);
+  const std::size_t slash = trimmed.find('/');
+  const std::string_view count = trim(trimmed.substr(0, slash));
+  const auto [value, rest] = split_number("rate", count, expected);
+  RateParts parts;
+  parts.value = value;
+  parts.number = trim(count.substr(0, count.size() - rest.size()));
+  split_rate_count(text, rest, expected, items, parts);
+  if (slash == std::string_view::npos) {
+    if (parts.word == nullptr) no_unit(trimmed, "{}/s", "{}/min");
+    throw Error(
+        {}, fmt::format("{} has no time unit: write {}/s or {}/min", trimmed, trimmed, trimmed));
+  }
+  const std::string_view unit = trim(trimmed.substr(slash + 1));
+  for (const UnitFactor& u : kPer) {
+    if (u.unit == unit) parts.per = &u;
+  }
+  if (parts.per == nullptr) bad_quantity("rate", text, expected);
+  return parts;
+}
+
 }  // namespace
 
 double parse_duration(std::string_view text) {
@@ -197,26 +311,25 @@ double parse_money(std::string_view text) {
 double parse_rate(std::string_view text) {
   constexpr std::string_view kExpected =
       "a count per unit of time (e.g. 1000/s, 1k/s, 60/min, 3600/h)";
-  static constexpr std::array kPer = {
-      UnitFactor{"s", 1},
-      UnitFactor{"min", 60},
-      UnitFactor{"h", 3600},
-  };
-  const std::string_view trimmed = trim(text);
-  const std::size_t slash = trimmed.find('/');
-  const std::string_view count = trimmed.substr(0, slash);
-  const auto [value, count_suffix] = split_number("rate", count, kExpected);
-  // A structured binding cannot be captured by a lambda in C++17 (clang refuses it).
-  const std::string_view suffix = count_suffix;
-  const auto multiplier = std::find_if(kCountSuffixes.begin(), kCountSuffixes.end(),
-                                       [&](const UnitFactor& u) { return u.unit == suffix; });
-  if (multiplier == kCountSuffixes.end()) bad_quantity("rate", text, kExpected);
-  if (slash == std::string_view::npos) no_unit(trimmed, "{}/s", "{}/min");
-  const std::string_view unit = trim(trimmed.substr(slash + 1));
-  const auto per =
-      std::find_if(kPer.begin(), kPer.end(), [&](const UnitFactor& u) { return u.unit == unit; });
-  if (per == kPer.end()) bad_quantity("rate", text, kExpected);
-  return value * multiplier->factor / per->factor;
+  return split_rate(text, kExpected, false).per_second();
+}
+
+CountedRate parse_counted_rate(std::string_view text) {
+  const RateParts parts = split_rate(text, kCountedRateExpected, true);
+  CountedRate rate;
+  rate.per_second = parts.per_second();
+  if (parts.word != nullptr) {
+    rate.item = parts.word->item;
+    rate.item_word = std::string(parts.word->plural);
+  }
+  return rate;
+}
+
+std::string rate_with_item(std::string_view text, std::string_view item_word) {
+  const RateParts parts = split_rate(text, kCountedRateExpected, true);
+  const std::string count = std::string(parts.number) + std::string(parts.multiplier->unit);
+  if (item_word.empty()) return fmt::format("{}/{}", count, parts.per->unit);
+  return fmt::format("{} {}/{}", count, item_word, parts.per->unit);
 }
 
 std::string format_duration(double seconds) {

@@ -8,6 +8,7 @@
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
 #include "capcalc/report_compare.hpp"
+#include "capcalc/units.hpp"
 
 #include "catch.hpp"
 #include "test_data.hpp"
@@ -71,6 +72,109 @@ TEST_CASE("min throughput fails below the limit", "[budget]") {
   const auto results = check({parse_limit(LimitKind::kMinThroughput, "1G/s")});
   CHECK_FALSE(results[0].passed);
   CHECK_THAT(results[0].message, ContainsSubstring("is below min 1G/s by"));
+}
+
+// llama2_7b's sample is one sequence of its "seq" 4,096 tokens (data/models/llama2_7b.json,
+// max_position_embeddings of the Llama-2-7b-hf config): tokens/s = sequences/s x 4,096.
+TEST_CASE("a language model's min_throughput counts tokens or sequences", "[budget]") {
+  const Graph graph = load_model(test::data_path("models/llama2_7b.json"));
+  REQUIRE(graph.dims.at("seq") == 4096);
+  const Device& a100 = table().get("A100");
+  const PerformanceParams& params = table().performance_for(a100);
+  const CompareRow row = compare_row(graph, a100, params, Precision::kFp16, {});
+  // One batch of 1 sequence per latency.
+  const double sequences = 1 / row.latency_s;
+  CHECK(row.throughput_per_s == Approx(sequences));
+  const double tokens = row.throughput_per_s * 4096;
+  const auto at = [](double rate, const char* item) {
+    return parse_limit(LimitKind::kMinThroughput, fmt::format("{:.9g} {}/s", rate, item));
+  };
+  const std::vector<Limit> limits = {at(tokens * 0.999, "tokens"), at(tokens * 1.001, "tokens"),
+                                     at(sequences * 0.999, "sequences"),
+                                     at(sequences * 1.001, "sequence")};
+  const auto results = check_limits(graph, a100, params, Precision::kFp16, {}, limits, "");
+  REQUIRE(results.size() == 4);
+  CHECK(*results[0].value == tokens);
+  CHECK(results[0].passed);
+  CHECK_FALSE(results[1].passed);
+  CHECK(*results[2].value == row.throughput_per_s);
+  CHECK(results[2].passed);
+  CHECK_FALSE(results[3].passed);
+  CHECK(results[0].value_text == format_count(tokens) + " tokens/s");
+  CHECK(results[0].message ==
+        fmt::format("throughput {} tokens/s within min {} (margin {} tokens/s, 0.1 %)",
+                    format_count(tokens), limits[0].text, format_count(tokens - limits[0].value)));
+  CHECK(results[3].message ==
+        fmt::format("throughput {} sequences/s is below min {} by {} sequences/s (0.1 %)",
+                    format_count(sequences), limits[3].text,
+                    format_count(limits[3].value - row.throughput_per_s)));
+  // A sample names a sequence too; images are samples.
+  CHECK(check_limits(graph, a100, params, Precision::kFp16, {}, {at(sequences * 0.999, "samples")},
+                     "")[0]
+            .passed);
+}
+
+TEST_CASE("min_throughput refuses a rate the model does not count", "[budget]") {
+  const Graph llama = load_model(test::data_path("models/llama2_7b.json"));
+  const Device& a100 = table().get("A100");
+  const auto run = [&](const Graph& graph, const char* text) {
+    return check_limits(graph, a100, table().performance_for(a100), Precision::kFp16, {},
+                        {parse_limit(LimitKind::kMinThroughput, text)}, "");
+  };
+  // A bare rate is ambiguous by a factor of 4,096.
+  REQUIRE_THROWS_WITH(run(llama, "100/s"),
+                      "min_throughput \"100/s\": a sample of llama2_7b is a sequence of 4,096 "
+                      "tokens; write 100 tokens/s or 100 sequences/s");
+  REQUIRE_THROWS_WITH(run(llama, "1.5k/min"),
+                      "min_throughput \"1.5k/min\": a sample of llama2_7b is a sequence of 4,096 "
+                      "tokens; write 1.5k tokens/min or 1.5k sequences/min");
+  const Graph resnet = load_model(test::data_path("models/resnet50.json"));
+  REQUIRE_THROWS_WITH(run(resnet, "100 tokens/s"),
+                      "min_throughput \"100 tokens/s\": resnet50 has no sequence dimension, so it "
+                      "counts no tokens; write 100/s or 100 samples/s");
+  REQUIRE_THROWS_WITH(run(resnet, "2ksequences/s"),
+                      "min_throughput \"2ksequences/s\": resnet50 has no sequence dimension, so "
+                      "it counts no sequences; write 2k/s or 2k samples/s");
+  // Bare, samples and images all count resnet50's images.
+  const double images = *run(resnet, "1/s")[0].value;
+  CHECK(*run(resnet, "1 image/s")[0].value == images);
+  CHECK(*run(resnet, "1 samples/s")[0].value == images);
+  CHECK(run(resnet, "1 images/s")[0].value_text == format_count(images) + " images/s");
+  CHECK(run(resnet, "1/s")[0].value_text == format_count(images) + "/s");
+}
+
+TEST_CASE("a budget's min_throughput is refused at its JSON pointer", "[budget]") {
+  const std::string file = test::data_path("budget.json");
+  const auto check_text = [&](const char* text) {
+    return check_budgets(parse_budget(text, file), table());
+  };
+  REQUIRE_THROWS_WITH(
+      check_text(R"({"budgets": [{"model": "models/llama2_7b.json", "devices": ["a100"],
+                                  "precision": "fp16", "limits": {"min_throughput": "100/s"}}]})"),
+      file +
+          ":/budgets/0/limits/min_throughput: \"100/s\": a sample of llama2_7b is a sequence "
+          "of 4,096 tokens; write 100 tokens/s or 100 sequences/s");
+  REQUIRE_THROWS_WITH(
+      check_text(R"({"defaults": {"limits": {"min_throughput": "5 tokens/s"}},
+                     "budgets": [{"model": "models/resnet50.json", "devices": ["a100"]}]})"),
+      file +
+          ":/defaults/limits/min_throughput: \"5 tokens/s\": resnet50 has no sequence "
+          "dimension, so it counts no tokens; write 5/s or 5 samples/s");
+  // Serving counts generated tokens: a limit in sequences is refused there.
+  REQUIRE_THROWS_WITH(
+      check_text(R"({"budgets": [{"model": "models/llama2_7b.json", "devices": ["h100"],
+                                  "precision": "fp16", "prompt_tokens": 512,
+                                  "limits": {"min_throughput": "2 sequences/s"}}]})"),
+      file +
+          ":/budgets/0/limits/min_throughput: \"2 sequences/s\": serving (prompt_tokens) "
+          "counts generated tokens, not sequences; write the limit in tokens/s");
+  // Written with its item, it checks the token rate.
+  const CheckReport report =
+      check_text(R"({"budgets": [{"model": "models/llama2_7b.json", "devices": ["a100"],
+                     "precision": "fp16", "limits": {"min_throughput": "1 token/s"}}]})");
+  REQUIRE(report.results.size() == 1);
+  CHECK(report.results[0].passed);
+  CHECK_THAT(report.results[0].message, ContainsSubstring(" tokens/s within min 1 token/s"));
 }
 
 TEST_CASE("max_train_time needs a run", "[budget]") {
@@ -169,7 +273,9 @@ TEST_CASE("a serving budget gates time to first token, token rate and cost per t
   CHECK(report.results[0].passed);
   CHECK_THAT(report.results[0].message, ContainsSubstring("request time"));
   CHECK_FALSE(report.results[1].passed);
-  CHECK_THAT(report.results[1].message, ContainsSubstring("generated tokens/s"));
+  CHECK_THAT(report.results[1].message,
+             ContainsSubstring(" generated tokens/s is below min 1G/s by "));
+  CHECK_THAT(report.results[1].value_text, ContainsSubstring(" generated tokens/s"));
   CHECK(report.results[2].passed);
   CHECK_THAT(report.results[2].message, ContainsSubstring("time to first token"));
   CHECK_THAT(report.results[2].workload,

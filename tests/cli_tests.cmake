@@ -308,6 +308,16 @@ capcalc_cli_error(check_budget_bad_device "tests/cli/budget_bad_device.json:/bud
                   check --budget tests/cli/budget_bad_device.json)
 capcalc_cli_error(check_budget_missing "tests/cli/budget_nope.json: cannot open file"
                   check --budget tests/cli/budget_nope.json)
+# A language model's throughput names what it counts: tokens/s is sequences/s x seq (4,096
+# for llama2_7b), the same figure as 2.55 sequences/s; a budget file takes the same text.
+capcalc_cli_ok(check_llm_tokens "^ok    llama2_7b on a100-sxm4-80gb \\(inference, fp16, batch 1, seq 4,096\\): throughput 10.4 k tokens/s within min 3k tokens/s \\(margin 7.43 k tokens/s, 247.7 %\\)\n1 budget holds\n$"
+               check llama2_7b --gpu A100 --precision fp16 --min-throughput "3k tokens/s")
+capcalc_cli_ok(check_llm_sequences "throughput 2.55 sequences/s within min 120sequences/min \\(margin 0.55 sequences/s, 27.3 %\\)"
+               check llama2_7b --gpu A100 --precision fp16 --min-throughput 120sequences/min)
+capcalc_cli_ok(check_serving_tokens "serving 512 prompt \\+ 128 generated tokens\\): throughput 29.8 generated tokens/s within min 10 tokens/s \\(margin 19.8 generated tokens/s, 198.4 %\\)"
+               check llama2_7b --gpu A100 --prompt-tokens 512 --min-throughput "10 tokens/s")
+capcalc_cli_ok(check_budget_tokens "ok    llama-tokens on a100-sxm4-80gb \\(inference, fp16, batch 1, seq 4,096\\): throughput 10.4 k tokens/s within min 3k tokens/s.*ok    llama-sequences .*: throughput 2.55 sequences/s within min 2 sequences/s.*ok    resnet50-images .*: throughput 766 images/s within min 700 images/s.*all 3 budgets hold"
+               check --budget tests/cli/budget_tokens.json)
 # JUnit output is well-formed XML (xmllint from libxml2-utils).
 find_program(XMLLINT xmllint)
 if(XMLLINT)

@@ -110,6 +110,26 @@ capcalc_usage_error(limit_cost_no_unit "--max-cost: 500 has no unit: write 500US
                     check ${resnet} --hw A100 --max-cost 500)
 capcalc_usage_error(limit_throughput_no_unit "--min-throughput: 1000 has no unit: write 1000/s or 1000/min"
                     check ${resnet} --hw A100 --min-throughput 1000)
+# A language model's bare rate is ambiguous by its seq; tokens need a seq; serving counts
+# generated tokens; an item split from its number by the shell, or misspelt, is named.
+capcalc_usage_error(limit_throughput_bare_llm
+                    "--min-throughput \"100/s\": a sample of llama2_7b is a sequence of 4,096 tokens; write 100 tokens/s or 100 sequences/s"
+                    check ${llama} --hw A100 --min-throughput 100/s)
+capcalc_usage_error(limit_throughput_tokens_no_seq
+                    "--min-throughput \"100 tokens/s\": resnet50 has no sequence dimension, so it counts no tokens; write 100/s or 100 samples/s"
+                    check ${resnet} --hw A100 --min-throughput "100 tokens/s")
+capcalc_usage_error(limit_throughput_serving_sequences
+                    "--min-throughput \"2 sequences/s\": serving (--prompt-tokens) counts generated tokens, not sequences; write the limit in tokens/s"
+                    check ${llama} --hw A100 --prompt-tokens 512 --min-throughput "2 sequences/s")
+capcalc_usage_error(limit_throughput_unquoted
+                    "check: unexpected argument \"tokens/s\": a rate that names what it counts is one argument, quoted (\"3k tokens/s\") or without the space (3ktokens/s)"
+                    check ${llama} --hw A100 --min-throughput 3k tokens/s)
+capcalc_usage_error(limit_throughput_unknown_item
+                    "--min-throughput: invalid rate \"100 tokns/s\": unknown item \"tokns\"; did you mean \"tokens\"?"
+                    check ${llama} --hw A100 --min-throughput "100 tokns/s")
+capcalc_usage_error(limit_budget_bare_rate
+                    "tests/cli/budget_bare_rate.json:/budgets/0/limits/min_throughput: \"100/s\": a sample of llama2_7b is a sequence of 4,096 tokens; write 100 tokens/s or 100 sequences/s"
+                    check --budget tests/cli/budget_bare_rate.json)
 capcalc_cli_ok(limit_count_bare "parameters 25.6 M within max 100000000"
                check ${resnet} --hw A100 --max-params 100000000)
 capcalc_usage_error(limit_budget_no_unit

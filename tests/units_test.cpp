@@ -132,6 +132,71 @@ TEST_CASE("parse_rate takes a count per second, minute or hour", "[units][parse]
   REQUIRE_THROWS_AS(parse_rate("fast"), capcalc::Error);
 }
 
+TEST_CASE("parse_rate refuses a rate that names its items", "[units][parse]") {
+  REQUIRE_THROWS_WITH(parse_rate("3k tokens/s"),
+                      "invalid rate \"3k tokens/s\": expected a count per unit of time (e.g. "
+                      "1000/s, 1k/s, 60/min, 3600/h)");
+}
+
+TEST_CASE("parse_counted_rate names what a rate counts", "[units][parse]") {
+  const CountedRate tokens = parse_counted_rate("3k tokens/s");
+  CHECK(tokens.per_second == 3000);
+  CHECK(tokens.item == RateItem::kTokens);
+  CHECK(tokens.item_word == "tokens");
+  CHECK(parse_counted_rate("3ktokens/s").per_second == 3000);
+  CHECK(parse_counted_rate("3ktokens/s").item == RateItem::kTokens);
+  CHECK(parse_counted_rate("3 k tokens / s").per_second == 3000);
+  CHECK(parse_counted_rate("1 token/s").item == RateItem::kTokens);
+  CHECK(parse_counted_rate("1 token/s").item_word == "tokens");
+  // "Tokens" is a word, not tera-"okens"; "MTokens" is mega-tokens.
+  CHECK(parse_counted_rate("5 Tokens/s").per_second == 5);
+  CHECK(parse_counted_rate("5MTokens/s").per_second == 5e6);
+  const CountedRate sequences = parse_counted_rate("2 sequences/min");
+  CHECK(sequences.per_second == Approx(2.0 / 60));
+  CHECK(sequences.item == RateItem::kSequences);
+  CHECK(parse_counted_rate("1 sequence/h").per_second == Approx(1.0 / 3600));
+  const CountedRate images = parse_counted_rate("100 images/s");
+  CHECK(images.per_second == 100);
+  CHECK(images.item == RateItem::kSamples);
+  CHECK(images.item_word == "images");
+  CHECK(parse_counted_rate("1 image/s").item == RateItem::kSamples);
+  CHECK(parse_counted_rate("1 sample/s").item == RateItem::kSamples);
+  CHECK(parse_counted_rate("1 sample/s").item_word == "samples");
+  const CountedRate bare = parse_counted_rate("1.5k/s");
+  CHECK(bare.per_second == 1500);
+  CHECK(bare.item == RateItem::kNone);
+  CHECK(bare.item_word.empty());
+}
+
+TEST_CASE("parse_counted_rate errors name the item", "[units][parse]") {
+  REQUIRE_THROWS_WITH(parse_counted_rate("100 tokns/s"),
+                      "invalid rate \"100 tokns/s\": unknown item \"tokns\"; did you mean "
+                      "\"tokens\"?");
+  REQUIRE_THROWS_WITH(parse_counted_rate("3ksequnces/s"),
+                      "invalid rate \"3ksequnces/s\": unknown item \"sequnces\"; did you mean "
+                      "\"sequences\"?");
+  REQUIRE_THROWS_WITH(parse_counted_rate("100 widgets/s"),
+                      "invalid rate \"100 widgets/s\": unknown item \"widgets\"; a rate counts "
+                      "tokens, sequences, samples or images (e.g. 3k tokens/s), or goes bare "
+                      "(1000/s)");
+  REQUIRE_THROWS_WITH(parse_counted_rate("3k tokens"),
+                      "3k tokens has no time unit: write 3k tokens/s or 3k tokens/min");
+  REQUIRE_THROWS_WITH(parse_counted_rate("250"), "250 has no unit: write 250/s or 250/min");
+  REQUIRE_THROWS_WITH(parse_counted_rate("100 tokens/day"),
+                      "invalid rate \"100 tokens/day\": expected a count per unit of time, "
+                      "optionally naming what it counts (e.g. 3k tokens/s, 2 sequences/min, 100 "
+                      "images/s, 1000/s)");
+  REQUIRE_THROWS_AS(parse_counted_rate("tokens/s"), capcalc::Error);
+  REQUIRE_THROWS_AS(parse_counted_rate("-3 tokens/s"), capcalc::Error);
+}
+
+TEST_CASE("rate_with_item rewrites what a rate counts, as written", "[units][parse]") {
+  CHECK(rate_with_item("100/s", "tokens") == "100 tokens/s");
+  CHECK(rate_with_item(" 1.5k / min ", "sequences") == "1.5k sequences/min");
+  CHECK(rate_with_item("3ktokens/h", "") == "3k/h");
+  CHECK(rate_with_item("3 k tokens/s", "samples") == "3k samples/s");
+}
+
 TEST_CASE("format_usd", "[units]") {
   CHECK(format_usd(0.5534) == "$0.553");
   CHECK(format_usd(0.01234) == "$0.0123");

@@ -8,6 +8,7 @@
 //    "defaults": {"devices": ["t4"], "precision": "fp16", "limits": {"must_fit": true}},
 //    "budgets": [{"name": "serving", "model": "models/resnet50.json", "batch": 8,
 //                 "limits": {"max_latency": "20ms", "min_throughput": "1000/s"}}]}
+// A language model's throughput names what it counts: "3k tokens/s" or "2 sequences/s".
 // A budget's keys override those of "defaults"; limits are merged key by key. Model paths are
 // relative to the budget file's directory. Limit values are strings with units (parsed by
 // units.hpp) or plain numbers in base units (seconds, bytes, USD, per second, counts).
@@ -26,13 +27,14 @@
 #include "capcalc/hardware.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/runtime.hpp"
+#include "capcalc/units.hpp"
 
 namespace capcalc {
 
 /// What a limit bounds. "max" limits fail above the limit, "min" limits below it.
 enum class LimitKind {
   kMaxLatency,     ///< Seconds: inference latency of the batch, or training step time.
-  kMinThroughput,  ///< Samples per second.
+  kMinThroughput,  ///< Per second: samples, or what the limit names (tokens, sequences).
   kMaxMemory,      ///< Bytes needed on one device.
   kMaxCost,        ///< USD: the training run when given, else 1e6 samples (see compare.hpp).
   kMaxTrainTime,   ///< Seconds of the training run (needs a run).
@@ -55,10 +57,15 @@ struct Limit {
   LimitKind kind = LimitKind::kMustFit;
   double value = 0;  ///< In base units (s, bytes, USD, 1/s, count); 0 for must_fit.
   std::string text;  ///< As written ("20ms"), for messages; "true" for must_fit.
+  /// min_throughput: what the rate counts ("3k tokens/s"). A language model (a "seq"
+  /// dimension) needs tokens or sequences; tokens need one; serving counts generated tokens.
+  RateItem item = RateItem::kNone;
+  std::string item_word;  ///< The item's plural as named ("images"); "" for none.
+  SourceLocation where;   ///< In a budget file, for messages; empty for a flag.
 };
 
-/// Parses `text` with the unit parser for `kind` (parse_duration for latency, ...). Throws
-/// capcalc::Error on a bad value.
+/// Parses `text` with the unit parser for `kind` (parse_duration for latency,
+/// parse_counted_rate for throughput, ...). Throws capcalc::Error on a bad value.
 Limit parse_limit(LimitKind kind, std::string_view text);
 
 /// One model on some devices under some limits.
@@ -106,7 +113,9 @@ struct CheckReport {
 };
 
 /// Checks `limits` for one graph on one device. Throws capcalc::Error if the device lacks the
-/// precision, or max_train_time is asked for without a training run.
+/// precision, max_train_time is asked for without a training run, or min_throughput counts
+/// what the model does not (a bare rate on a language model, tokens without "seq", sequences
+/// while serving), located at the limit's `where` (or naming min_throughput for a flag).
 std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
                                       const PerformanceParams& params, Precision precision,
                                       const CompareRequest& request,

@@ -51,7 +51,33 @@ double parse_count(std::string_view text);
 /// US dollars from "500USD", "500 usd", "$500" or "$1.5k".
 double parse_money(std::string_view text);
 
-/// Per second from "1000/s", "1k/s", "60/min" or "3600/h".
+/// Per second from "1000/s", "1k/s", "60/min" or "3600/h". A rate that names what it counts
+/// ("3k tokens/s") is an error here: see parse_counted_rate.
 double parse_rate(std::string_view text);
+
+/// What a rate counts, as its text names it.
+enum class RateItem {
+  kNone,       ///< A bare "1000/s": whatever the context counts.
+  kTokens,     ///< "token", "tokens".
+  kSequences,  ///< "sequence", "sequences": a language model's samples.
+  kSamples,    ///< "sample", "samples", "image", "images".
+};
+
+/// A rate and what it counts.
+struct CountedRate {
+  double per_second = 0;
+  RateItem item = RateItem::kNone;
+  std::string item_word;  ///< The item in the plural, as named ("images"); "" for kNone.
+};
+
+/// A rate that may name what it counts, singular or plural, in any case, with or without a
+/// space: "3k tokens/s", "3ktokens/s", "2 sequences/min", "100 images/s", "1 sample/s", or a
+/// bare "1000/s". An unknown item is an error naming it, with a "did you mean".
+CountedRate parse_counted_rate(std::string_view text);
+
+/// The rate `text` as written, counting `item_word` instead ("" for a bare rate):
+/// rate_with_item("100/s", "tokens") == "100 tokens/s", rate_with_item("3ktokens/min", "") ==
+/// "3k/min". For the fix an error suggests. Throws as parse_counted_rate.
+std::string rate_with_item(std::string_view text, std::string_view item_word);
 
 }  // namespace capcalc

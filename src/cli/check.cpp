@@ -174,7 +174,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
   };
   static constexpr LimitFlag kFlags[] = {
       {LimitKind::kMaxLatency, "--max-latency", "Latency or step time, e.g. 20ms"},
-      {LimitKind::kMinThroughput, "--min-throughput", "Samples per second, e.g. 1000/s"},
+      {LimitKind::kMinThroughput, "--min-throughput",
+       "Samples per second, e.g. 1000/s; for a language model \"3k tokens/s\" or "
+       "\"2 sequences/s\""},
       {LimitKind::kMaxMemory, "--max-memory", "Memory on one device, e.g. 16GiB or 16GB"},
       {LimitKind::kMaxCost, "--max-cost",
        "USD for the training run, or per 1M samples without one, e.g. 500USD"},

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "capcalc/units.hpp"
+
 #include "spellcheck.hpp"
 
 namespace capcalc::cli {
@@ -124,6 +126,19 @@ std::string unknown_command(const std::vector<const CLI::App*>& chain, std::size
                          std::vector<std::string_view>(names.begin(), names.end()));
 }
 
+// For a stray "tokens/s": the shell split `--min-throughput 3k tokens/s` in two.
+std::string stray_rate_hint(const std::string& word) {
+  try {
+    if (parse_counted_rate("1 " + word).item == RateItem::kNone) return "";
+  } catch (const Error&) {
+    return "";
+  }
+  return fmt::format(
+      ": a rate that names what it counts is one argument, quoted (\"3k {}\") or "
+      "without the space (3k{})",
+      word, word);
+}
+
 // An unknown option, else a stray argument; the innermost subcommand's first, whose options
 // the "did you mean" draws on.
 std::optional<std::string> leftover_message(const std::vector<const CLI::App*>& chain) {
@@ -138,9 +153,10 @@ std::optional<std::string> leftover_message(const std::vector<const CLI::App*>& 
     if (!chain[depth]->get_subcommands({}).empty() && chain[depth]->get_subcommands().empty()) {
       return unknown_command(chain, depth, words.front());
     }
-    return depth == 0 ? fmt::format("unexpected argument \"{}\"", words.front())
-                      : fmt::format("{}: unexpected argument \"{}\"", command_of(chain, depth),
-                                    words.front());
+    const std::string hint = stray_rate_hint(words.front());
+    return depth == 0 ? fmt::format("unexpected argument \"{}\"{}", words.front(), hint)
+                      : fmt::format("{}: unexpected argument \"{}\"{}", command_of(chain, depth),
+                                    words.front(), hint);
   }
   return std::nullopt;
 }
