@@ -34,8 +34,9 @@ struct CollectiveGroup {
 /// (Megatron's order: a replica's tensor-parallel group at stride 1, its data-parallel peers at
 /// stride tp). It stays in a node while stride x group devices fit `intra_node.domain_devices`
 /// (or the table gives no node size); beyond, g is the largest divisor of the group that fits
-/// a node (domain / stride, at least 1) and m = group / g.
+/// a node (domain / stride, at least 1) and m = group / g. The result points into `device`.
 CollectiveGroup collective_group(const Device& device, std::int64_t stride, std::int64_t group);
+CollectiveGroup collective_group(Device&&, std::int64_t, std::int64_t) = delete;
 
 /// Seconds for one collective of `bytes` per member (the all-reduce's operand; a reduce-scatter's
 /// input; an all-gather's output). Each step pays `params.allreduce_latency(profile)` and moves

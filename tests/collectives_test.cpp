@@ -41,7 +41,8 @@ double time(const CollectiveGroup& group, Collective kind, Profile profile = Pro
 
 TEST_CASE("collectives: a group inside one node is one ring over the scale-up link",
           "[collectives]") {
-  const CollectiveGroup group = collective_group(two_level_device(), 1, 4);
+  const Device device = two_level_device();
+  const CollectiveGroup group = collective_group(device, 1, 4);
   REQUIRE(group.modelled);
   CHECK(group.network == nullptr);
   CHECK(group.per_node == 4);
@@ -56,11 +57,12 @@ TEST_CASE("collectives: a group inside one node is one ring over the scale-up li
   CHECK(time(group, Collective::kAllReduce, Profile::kCompiled) ==
         Approx(4e-6 + 1.5 * kBytes / 50e9));
   // Two replicas of 2 (stride 2) fill the node: still inside it.
-  CHECK(collective_group(two_level_device(), 2, 2).network == nullptr);
+  CHECK(collective_group(device, 2, 2).network == nullptr);
 }
 
 TEST_CASE("collectives: a group over 2 nodes x 4 devices runs in two levels", "[collectives]") {
-  const CollectiveGroup group = collective_group(two_level_device(), 1, 8);
+  const Device device = two_level_device();
+  const CollectiveGroup group = collective_group(device, 1, 8);
   REQUIRE(group.modelled);
   CHECK(group.per_node == 4);
   CHECK(group.nodes == 2);
@@ -80,13 +82,13 @@ TEST_CASE("collectives: a group over 2 nodes x 4 devices runs in two levels", "[
   CHECK(time(group, Collective::kReduceScatter) == Approx(intra + half_across));
   CHECK(time(group, Collective::kAllGather) == Approx(intra + half_across));
   // Tensor-parallel pairs (stride 2), 4 replicas: 2 per node, 2 nodes.
-  const CollectiveGroup pairs = collective_group(two_level_device(), 2, 4);
+  const CollectiveGroup pairs = collective_group(device, 2, 4);
   CHECK(pairs.per_node == 2);
   CHECK(pairs.nodes == 2);
   CHECK(time(pairs, Collective::kAllReduce) ==
         Approx(2 * (kLatency + 0.5 * kBytes / 50e9) + kLatency + (kBytes / 2) / 5e9));
   // 6 members with room for 4 a node: 3 in each of 2 nodes (the same count in every node).
-  const CollectiveGroup six = collective_group(two_level_device(), 1, 6);
+  const CollectiveGroup six = collective_group(device, 1, 6);
   CHECK(six.per_node == 3);
   CHECK(six.nodes == 2);
   // A switchless full mesh of 7 peers: 4 members in a node use 3 of the 7 links.
@@ -98,7 +100,8 @@ TEST_CASE("collectives: a group over 2 nodes x 4 devices runs in two levels", "[
 TEST_CASE("collectives: members a whole node apart skip the steps inside the node",
           "[collectives]") {
   // Replicas of 4-way tensor parallelism (stride 4) on 4-device nodes: one member a node.
-  const CollectiveGroup group = collective_group(two_level_device(), 4, 2);
+  const Device device = two_level_device();
+  const CollectiveGroup group = collective_group(device, 4, 2);
   REQUIRE(group.modelled);
   CHECK(group.per_node == 1);
   CHECK(group.nodes == 2);
@@ -108,9 +111,9 @@ TEST_CASE("collectives: members a whole node apart skip the steps inside the nod
   CHECK(time(group, Collective::kAllReduce) == Approx(kLatency + kBytes / 5e9));
   CHECK(time(group, Collective::kReduceScatter) == Approx(kLatency + 0.5 * kBytes / 5e9));
   // A stride wider than a node (tensor parallelism of 8): one member a node too.
-  CHECK(collective_group(two_level_device(), 8, 4).per_node == 1);
+  CHECK(collective_group(device, 8, 4).per_node == 1);
   // A prime group larger than a node: no even split, one member a node.
-  CHECK(collective_group(two_level_device(), 1, 7).per_node == 1);
+  CHECK(collective_group(device, 1, 7).per_node == 1);
 }
 
 TEST_CASE("collectives: no network link, no node size, no link", "[collectives]") {
@@ -131,7 +134,8 @@ TEST_CASE("collectives: no network link, no node size, no link", "[collectives]"
   CHECK(ring.network == nullptr);
   CHECK(time(ring, Collective::kAllReduce) == Approx(kLatency + 2 * 15.0 / 16 * kBytes / 50e9));
   // No scale-up link at all: nothing is modelled.
-  CHECK_FALSE(collective_group(round_device(), 1, 2).modelled);
+  const Device unlinked = round_device();
+  CHECK_FALSE(collective_group(unlinked, 1, 2).modelled);
 }
 
 TEST_CASE("collectives: a send is one latency and its bytes at the efficiency", "[collectives]") {
