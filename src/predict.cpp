@@ -8,6 +8,7 @@
 #include "capcalc/error.hpp"
 
 #include "checked.hpp"
+#include "collectives.hpp"
 
 namespace capcalc {
 namespace {
@@ -197,42 +198,16 @@ void add(LayerEstimate& total, const LayerEstimate& part) {
   total.time_s += part.time_s;
 }
 
-// The link a collective of `group` devices crosses, its members `stride` devices apart, and
-// the bandwidth in one direction each member gets. Megatron's order lays out a replica's
-// tensor-parallel group first (stride 1), then the data-parallel replicas (stride tp): a
-// group stays on the scale-up link while stride x group devices fit in the link's domain;
-// beyond it each domain's members reduce over their own network ports at once (NCCL runs one
-// ring per NIC), so members per domain x the per-device network figure, at most what the
-// scale-up link gives them. No link for it: nullptr.
-struct CollectiveLink {
+struct PipelineLink {
   const Link* link = nullptr;
   double per_direction = 0;
 };
 
-CollectiveLink collective_link(const Device& device, std::int64_t stride, std::int64_t group) {
-  if (!device.intra_node) return {};
-  const Link& intra = *device.intra_node;
-  const std::int64_t domain = intra.domain_devices;
-  if (domain == 0 || stride * group <= domain) return {&intra, group_per_direction(intra, group)};
-  if (!device.inter_node) return {};
-  const std::int64_t members = std::clamp<std::int64_t>(domain / stride, 1, group);
-  const double network = link_per_direction(*device.inter_node) * static_cast<double>(members);
-  return {&*device.inter_node, std::min(network, group_per_direction(intra, members))};
-}
-
-// One collective over a link: the framework's or engine's latency, then `bytes` x `factor`
-// (a ring all-reduce over n devices moves 2(n-1)/n of its bytes over each device's link; a send
-// 1) at the all-reduce efficiency of the bandwidth each device gets in one direction.
-double collective_s(const PerformanceParams& params, Profile profile, double factor, double bytes,
-                    double per_direction) {
-  return params.allreduce_latency(profile) +
-         factor * bytes / (params.allreduce_efficiency * per_direction);
-}
-
-// The link between neighbouring pipeline stages: stages are the outermost split (Megatron's
-// order), so they share the scale-up link while the whole job (tp x replicas x pp devices)
-// fits its domain, else each device sends over its own network port.
-CollectiveLink pipeline_link(const Device& device, std::int64_t devices) {
+// The link between neighbouring pipeline stages and the bandwidth each device gets on it in one
+// direction (no link for it: nullptr). Stages are the outermost split (Megatron's order), so
+// they share the scale-up link while the whole job (tp x replicas x pp devices) fits its
+// domain, else each device sends over its own network port. Sends are point to point.
+PipelineLink pipeline_link(const Device& device, std::int64_t devices) {
   if (!device.intra_node) return {};
   const Link& intra = *device.intra_node;
   if (intra.domain_devices == 0 || devices <= intra.domain_devices) {
@@ -708,19 +683,19 @@ double layer_times(const Step& s, Estimate& result) {
 // all-reduces the gradients of the same activations.
 void tensor_parallel_communication(const Step& s, Estimate& result) {
   if (s.workload.tensor_parallel <= 1) return;
-  const CollectiveLink tp_link = collective_link(s.device, 1, s.workload.tensor_parallel);
-  if (tp_link.link == nullptr) {
+  const CollectiveGroup group = collective_group(s.device, 1, s.workload.tensor_parallel);
+  if (!group.modelled) {
     result.communication_modelled = false;
     return;
   }
-  result.communication_link = tp_link.link->name;
-  result.communication_bandwidth = tp_link.per_direction;
+  result.communication_link = group.link_name();
+  result.communication_bandwidth =
+      group.network != nullptr ? group.network_per_direction : group.intra_per_direction;
   const double passes = s.training ? (s.workload.checkpointing ? 3 : 2) : 1;
   for (const Layer& layer : s.graph.layers) {
     if (layer.traits.op_class != OpClass::kAttention || layer.view) continue;
     const double bytes = static_cast<double>(element_count(layer.output)) * s.comm_bytes;
-    const double t =
-        collective_s(s.params, result.profile, 2 * (s.tp - 1) / s.tp, bytes, tp_link.per_direction);
+    const double t = collective_s(group, s.params, result.profile, Collective::kAllReduce, bytes);
     result.communication_s += 2 * passes * t;
     result.allreduces += static_cast<int>(2 * passes);
     result.allreduce_bytes += 2 * passes * bytes;
@@ -761,7 +736,7 @@ void training_memory(const Step& s, const GraphTotals& totals, double params_cou
 // per device (Megatron's scatter-gather), once per chunk. 1F1B blocks on them; the interleaved
 // schedule overlaps them with its chunks' compute.
 double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s, Estimate& result) {
-  const CollectiveLink link =
+  const PipelineLink link =
       pipeline_link(s.device, s.workload.tensor_parallel * static_cast<std::int64_t>(s.replicas) *
                                   s.workload.pipeline_parallel);
   result.pipeline_send_bytes = static_cast<double>(totals.boundary_elements) * s.comm_bytes / s.tp;
@@ -771,53 +746,65 @@ double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s, 
   }
   result.pipeline_link = link.link->name;
   const double send =
-      collective_s(s.params, result.profile, 1, result.pipeline_send_bytes, link.per_direction);
+      send_s(s.params, result.profile, result.pipeline_send_bytes, link.per_direction);
   const auto virtual_stages = static_cast<double>(s.workload.virtual_stages);
   const double chunk_s = stage_s / virtual_stages;
   return s.workload.virtual_stages == 1 ? 2 * send
                                         : virtual_stages * std::max(0.0, 2 * send - chunk_s);
 }
 
-// Data-parallel replicas all-reduce their gradients once a step; buckets are reduced as
-// backward produces them (PyTorch DDP, Megatron's overlapped grad reduce): only what outlasts
-// the stage's last backward shows. ZeRO-3 (FSDP) holds neither whole weights nor whole
-// gradients, so every micro-batch all-gathers the weights before its forward and again before
-// its backward and reduce-scatters its gradients after it (PyTorch FSDP2 docs, fully_shard:
-// "before forward and backward passes, pre-forward/backward hooks are responsible for
-// all-gathering the parameters"; DeepSpeed's zero3.rst: ZeRO-3 "will automatically collect and
-// partition them during the forward and backward passes"), each (n-1)/n of its bytes. Prefetch
-// hides the forward's gather behind the stage's forward and the backward's gather and
-// reduce-scatter behind its backward (with any recompute); the rest shows, every micro-batch.
+// Data-parallel replicas all-reduce their gradients once a step (ZeRO 0 and 1); buckets are
+// reduced as backward produces them (PyTorch DDP, Megatron's overlapped grad reduce): only what
+// outlasts the stage's last backward shows. ZeRO-2 keeps only its shard of the gradients, so it
+// reduce-scatters them after every micro-batch's backward (DeepSpeed PR 338 added gradient
+// accumulation to stage 2; engine.py: "ZeRO stage 2 communicates during non gradient
+// accumulation boundaries as well"), hidden behind that backward, and all-gathers the weights
+// once after the optimizer step (DeepSpeed's stage_1_and_2.py: step() calls all_gather_dp_groups),
+// exposed. ZeRO-3 (FSDP) holds neither whole weights nor whole gradients, so every micro-batch
+// all-gathers the weights before its forward and again before its backward and reduce-scatters
+// its gradients after it (PyTorch FSDP2 docs, fully_shard: "before forward and backward passes,
+// pre-forward/backward hooks are responsible for all-gathering the parameters"; DeepSpeed's
+// zero3.rst: ZeRO-3 "will automatically collect and partition them during the forward and
+// backward passes"). Prefetch hides the forward's gather behind the stage's forward and the
+// backward's gather and reduce-scatter behind its backward (with any recompute); the rest
+// shows, every micro-batch. A reduce-scatter or an all-gather moves half an all-reduce's bytes.
 void data_parallel_sync(const Step& s, double params_count, double gradient_bytes,
                         double backward_s, Estimate& result) {
   if (s.replicas <= 1) return;
-  const CollectiveLink dp =
-      collective_link(s.device, s.workload.tensor_parallel, static_cast<std::int64_t>(s.replicas));
-  const bool zero3 = s.workload.zero_stage >= 3;
+  const CollectiveGroup dp =
+      collective_group(s.device, s.workload.tensor_parallel, static_cast<std::int64_t>(s.replicas));
+  const int zero = s.workload.zero_stage;
   const double weight_bytes = params_count * s.weight_bytes;
   const double grad_bytes = params_count * gradient_bytes;
-  result.data_parallel_bytes =
-      zero3 ? s.micro_batches * (2 * weight_bytes + grad_bytes) / 2 : grad_bytes;
-  if (dp.link == nullptr) {
+  // As an all-reduce's operand: a reduce-scatter or an all-gather counts half of its bytes.
+  result.data_parallel_bytes = zero >= 3   ? s.micro_batches * (2 * weight_bytes + grad_bytes) / 2
+                               : zero == 2 ? (s.micro_batches * grad_bytes + weight_bytes) / 2
+                                           : grad_bytes;
+  if (!dp.modelled) {
     result.data_parallel_modelled = false;
     return;
   }
-  result.data_parallel_link = dp.link->name;
-  result.data_parallel_bandwidth = dp.per_direction;
-  const double ring = 2 * (s.replicas - 1) / s.replicas;
-  if (!zero3) {
-    result.data_parallel_s =
-        collective_s(s.params, result.profile, ring, grad_bytes, dp.per_direction);
+  result.data_parallel_link = dp.link_name();
+  result.data_parallel_bandwidth =
+      dp.network != nullptr ? dp.network_per_direction : dp.intra_per_direction;
+  const auto time = [&](Collective kind, double bytes) {
+    return collective_s(dp, s.params, result.profile, kind, bytes);
+  };
+  const double backward_stage_s = (backward_s + result.recompute_s) / s.pp;
+  if (zero <= 1) {
+    result.data_parallel_s = time(Collective::kAllReduce, grad_bytes);
     result.data_parallel_exposed_s = std::max(0.0, result.data_parallel_s - backward_s / s.pp);
     return;
   }
-  const double half = ring / 2;  // An all-gather or a reduce-scatter: (n-1)/n of the bytes.
-  const double gather_s =
-      collective_s(s.params, result.profile, half, weight_bytes, dp.per_direction);
-  const double scatter_s =
-      collective_s(s.params, result.profile, half, grad_bytes, dp.per_direction);
+  const double scatter_s = time(Collective::kReduceScatter, grad_bytes);
+  const double gather_s = time(Collective::kAllGather, weight_bytes);
+  if (zero == 2) {
+    result.data_parallel_s = s.micro_batches * scatter_s + gather_s;
+    result.data_parallel_exposed_s =
+        s.micro_batches * std::max(0.0, scatter_s - backward_stage_s) + gather_s;
+    return;
+  }
   const double forward_stage_s = (result.latency_s - backward_s) / s.pp;
-  const double backward_stage_s = (backward_s + result.recompute_s) / s.pp;
   result.data_parallel_s = s.micro_batches * (2 * gather_s + scatter_s);
   result.data_parallel_exposed_s =
       s.micro_batches * (std::max(0.0, gather_s - forward_stage_s) +

@@ -11,6 +11,7 @@
 #include "capcalc/units.hpp"
 
 #include "checked.hpp"
+#include "collectives.hpp"
 #include "report_json.hpp"
 #include "report_words.hpp"
 #include "table.hpp"
@@ -412,12 +413,42 @@ std::string explain_memory(const ReportInput& in) {
   return out;
 }
 
+// One all-reduce of `bytes` over `group` devices `stride` apart, as estimate() times it
+// (collectives.hpp): a ring inside a node; across nodes reduce-scatter and all-gather inside the
+// node around an all-reduce of each member's 1/g share over its network port.
+std::string allreduce_formula(const ReportInput& in, std::int64_t stride, std::int64_t group,
+                              std::string_view bytes) {
+  const PerformanceParams& model = *in.params;
+  const CollectiveGroup c = collective_group(*in.device, stride, group);
+  const std::string latency = format_duration(model.allreduce_latency(in.estimate->profile));
+  const auto share = [&](double per_direction) {
+    return fmt::format("{:.0f} % of {} per direction", 100 * model.allreduce_efficiency,
+                       format_rate(per_direction, "B/s"));
+  };
+  if (c.network == nullptr) {
+    return fmt::format("{} + 2({}-1)/{} x {} / ({})\n               over {}", latency, group, group,
+                       bytes, share(c.intra_per_direction), c.link_name());
+  }
+  const std::string across = fmt::format(
+      "{} + 2({}-1)/{} x {}{} / ({})", latency, c.nodes, c.nodes, bytes,
+      c.per_node > 1 ? fmt::format("/{}", c.per_node) : "", share(c.network_per_direction));
+  if (c.intra == nullptr) {
+    return fmt::format("{}\n               over {}, one member a node", across, c.network->name);
+  }
+  return fmt::format(
+      "{} devices a node x {} nodes, in two levels:\n"
+      "               2 x [{} + ({}-1)/{} x {} / ({})] over {}\n"
+      "               + {}\n"
+      "               over {}",
+      c.per_node, c.nodes, latency, c.per_node, c.per_node, bytes, share(c.intra_per_direction),
+      c.intra->name, across, c.network->name);
+}
+
 // Tensor parallelism, ZeRO and pipeline stages: how the work is split.
 std::string explain_split(const ReportInput& in) {
   std::string out;
   const std::int64_t tp = in.workload.tensor_parallel;
   if (tp > 1) {
-    const PerformanceParams& model = *in.params;
     out += fmt::format(
         "  tensor par.  each layer's work, weights, state, activations{} split over {} devices;\n"
         "               each device still pays every kernel's floor\n",
@@ -426,13 +457,9 @@ std::string explain_split(const ReportInput& in) {
       out += fmt::format(
           "  all-reduce   2 per attention layer (after its output projection and after the\n"
           "               feed-forward block){}; each of S bytes (the layer's output):\n"
-          "               {} + 2({}-1)/{} x S / ({:.0f} % of {} per direction)\n"
-          "               over {}\n",
+          "               {}\n",
           in.workload.mode == Mode::kTraining ? ", as many again in backward" : "",
-          format_duration(model.allreduce_latency(in.estimate->profile)), tp, tp,
-          100 * model.allreduce_efficiency,
-          format_rate(in.estimate->communication_bandwidth, "B/s"),
-          in.estimate->communication_link);
+          allreduce_formula(in, 1, tp, "S"));
     } else {
       out += "  all-reduce   not modelled: the table has no link for this device and group\n";
     }
@@ -480,6 +507,34 @@ std::string explain_split(const ReportInput& in) {
   return out;
 }
 
+// Training replicas' gradient sync, by ZeRO stage.
+std::string explain_gradient_sync(const ReportInput& in, std::int64_t replicas) {
+  const std::int64_t devices = in.workload.tensor_parallel * in.workload.pipeline_parallel;
+  const int zero = in.workload.zero_stage;
+  std::string out = fmt::format(
+      "  devices      {} data-parallel replicas of {} device{}; per step one all-reduce of\n"
+      "               the device's gradients, G bytes, overlapped with the backward of the\n"
+      "               step's last micro-batch (exposed: the rest)\n",
+      replicas, devices, devices == 1 ? "" : "s");
+  if (zero == 2) {
+    out +=
+        "               (ZeRO-2 instead: a reduce-scatter of the gradients after each\n"
+        "               micro-batch's backward, hidden behind it, and one all-gather of the\n"
+        "               weights after the optimizer, exposed; each half an all-reduce of its\n"
+        "               bytes)\n";
+  } else if (zero >= 3) {
+    out +=
+        "               (ZeRO-3 instead: per micro-batch two all-gathers of the weights and\n"
+        "               a reduce-scatter of the gradients, hidden behind its forward and\n"
+        "               backward; each half an all-reduce of its bytes)\n";
+  }
+  if (!in.estimate->data_parallel_modelled) {
+    return out + "               not modelled here: no link in the table for this group\n";
+  }
+  return out + fmt::format("               one all-reduce: {}\n",
+                           allreduce_formula(in, in.workload.tensor_parallel, replicas, "G"));
+}
+
 // Data-parallel replicas, and a training run's time, cost and energy.
 std::string explain_replicas(const ReportInput& in) {
   const std::int64_t replicas = data_parallel_replicas(in.workload);
@@ -491,28 +546,7 @@ std::string explain_replicas(const ReportInput& in) {
         "  devices      {} data-parallel replica{} of {} device{} (independent: no traffic)\n",
         replicas, replicas == 1 ? "" : "s", tp * pp, tp * pp == 1 ? "" : "s");
   } else if (replicas > 1) {
-    const PerformanceParams& model = *in.params;
-    out += fmt::format(
-        "  devices      {} data-parallel replicas of {} device{}; per step one all-reduce of\n"
-        "               the device's gradients, G bytes{}: {} + 2({}-1)/{} x G / ({:.0f} % of\n"
-        "               B per direction), B the scale-up link while tensor-parallel x replicas\n"
-        "               devices fit the link's domain, else the per-device network x members\n"
-        "               per domain; overlapped with the backward of the step's last\n"
-        "               micro-batch (exposed: the rest){}\n",
-        replicas, tp * pp, tp * pp == 1 ? "" : "s",
-        in.workload.zero_stage >= 3
-            ? " (ZeRO-3: per micro-batch two all-gathers of the\n"
-              "               weights and a reduce-scatter, G = micro-batches\n"
-              "               x (weights + gradients / 2), hidden behind each\n"
-              "               micro-batch's forward and backward)"
-            : "",
-        format_duration(model.allreduce_latency(in.estimate->profile)), replicas, replicas,
-        100 * model.allreduce_efficiency,
-        in.estimate->data_parallel_modelled
-            ? fmt::format(";\n               here B = {} over {}",
-                          format_rate(in.estimate->data_parallel_bandwidth, "B/s"),
-                          in.estimate->data_parallel_link)
-            : "; not modelled here: no link in the table for this group");
+    out += explain_gradient_sync(in, replicas);
   }
   if (in.training != nullptr) {
     out +=
@@ -550,7 +584,7 @@ std::string grad_sync_summary(const Estimate& e, int zero_stage) {
   }
   return fmt::format("{} exposed of {} ({} of gradients{} over {})",
                      format_duration(e.data_parallel_exposed_s), format_duration(e.data_parallel_s),
-                     format_bytes(e.data_parallel_bytes), zero_stage >= 3 ? " and weights" : "",
+                     format_bytes(e.data_parallel_bytes), zero_stage >= 2 ? " and weights" : "",
                      e.data_parallel_link);
 }
 

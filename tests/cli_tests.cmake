@@ -342,8 +342,9 @@ capcalc_cli_ok(serving_tensor_parallel_json "\"devices\": 4,.*\"tensor_parallel\
 # 4.0 (32 GB/s per direction): the all-reduce outlasts the backward pass it overlaps.
 capcalc_cli_ok(training_data_parallel_pcie "grad sync +[1-9][0-9.]* (ms|µs) exposed of [0-9.]+ ms \\(249 MB of gradients over PCIe 4.0 x16\\).*devices +8 data-parallel replicas of 1 device; per step one all-reduce"
                estimate data/models/gpt2.json --gpu rtx-4090 --mode training --batch 1 --devices 8 --precision bf16 --explain)
-# 64 A100s are 8 DGX nodes: the ring crosses InfiniBand, hidden behind ResNet-50's backward.
-capcalc_cli_ok(training_data_parallel_json "\"data_parallel\": \\{[^}]*\"exposed_s\": 0\\.0,[^}]*\"link\": \"InfiniBand HDR[^}]*\"modelled\": true"
+# 64 A100s are 8 DGX nodes: the all-reduce runs in two levels, NVLink inside each node and
+# InfiniBand between them, hidden behind ResNet-50's backward.
+capcalc_cli_ok(training_data_parallel_json "\"data_parallel\": \\{[^}]*\"exposed_s\": 0\\.0,[^}]*\"link\": \"NVLink 3 \\+ InfiniBand HDR[^}]*\"modelled\": true"
                estimate data/models/resnet50.json --gpu a100-80gb --mode training --devices 64 --precision fp16 --batch 32 --format json)
 capcalc_cli_ok(hw_show_link_domain "intra-node +NVLink 4, 900 GB/s \\(bidirectional\\), joins 8 devices"
                hw show h100-sxm)

@@ -422,16 +422,21 @@ TEST_CASE("predict: tensor parallelism all-reduces each block's output twice ove
   CHECK_FALSE(unlinked.communication_modelled);
   CHECK(unlinked.communication_s == 0);
   // A group of 4 over a link that joins 2 devices crosses the network: with none in the table
-  // it is not modelled; with 10 GB/s per direction per device, the 2 members of each domain
-  // reduce over their own ports, 20 GB/s, below the link's 100 GB/s.
+  // it is not modelled; with 10 GB/s per direction per device it runs in two levels (HCCL's
+  // hierarchical all-reduce), 2 members a node over 2 nodes: reduce-scatter in the node (1/2 of
+  // the bytes at 50 GB/s), all-reduce of each member's half over the 2 nodes (2·1/2 of it at
+  // 5 GB/s), all-gather in the node, each step 10 us.
   Device pairs = d;
   pairs.intra_node->domain_devices = 2;
   CHECK_FALSE(estimate(g, pairs, p, w).communication_modelled);
   pairs.inter_node = Link{"Round network", 10e9, "per_direction"};
   const Estimate across = estimate(g, pairs, p, w);
-  CHECK(across.communication_link == "Round network");
-  CHECK(across.communication_bandwidth == Approx(20e9));
-  CHECK(across.communication_s == Approx(4 * (10e-6 + 1.5 * bytes / (0.5 * 20e9))));
+  CHECK(across.communication_link == "Round link + Round network");
+  CHECK(across.communication_bandwidth == Approx(10e9));
+  const double two_level = 2 * (10e-6 + 0.5 * bytes / 50e9) + 10e-6 + (bytes / 2) / 5e9;
+  CHECK(across.communication_s == Approx(4 * two_level));
+  // Training with checkpointing: the same all-reduce, three passes' worth (12).
+  CHECK(estimate(g, pairs, p, train).communication_s == Approx(12 * two_level));
   // Within the domain the link carries it.
   w.devices = 2;
   w.tensor_parallel = 2;
@@ -483,24 +488,37 @@ TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behi
   Workload zero3 = w;
   zero3.zero_stage = 3;
   CHECK(estimate(g, d, p, zero3).data_parallel_s == Approx(3 * 10e-6 + 1.5 * 1.75 * grads / 0.5e9));
-  // Beyond the link's domain (4 devices) the ring crosses the network: each of the 4 members
-  // in a domain uses its own port (1 GB/s per direction), 4 GB/s in all, below the link's.
+  // Beyond the link's domain (4 devices) the replicas span 2 nodes of 4: reduce-scatter in the
+  // node (3/4 of the gradients at 450 GB/s), all-reduce of each device's quarter over its own
+  // port (2·1/2 of it at 0.5 GB/s), all-gather in the node; each step 10 us.
   fast.intra_node->domain_devices = 4;
   const Estimate unnetworked = estimate(g, fast, p, w);
   CHECK_FALSE(unnetworked.data_parallel_modelled);
   CHECK(unnetworked.data_parallel_s == 0);
   fast.inter_node = Link{"Network", 1e9, "per_direction"};
   const Estimate across = estimate(g, fast, p, w);
-  CHECK(across.data_parallel_link == "Network");
-  CHECK(across.data_parallel_s == Approx(10e-6 + 1.75 * grads / (0.5 * 4e9)));
-  // Tensor-parallel pairs: 8 replicas of 2 span 16 devices, 2 members per domain, each
-  // reducing its half of the gradients.
+  CHECK(across.data_parallel_link == "Fast link + Network");
+  CHECK(across.data_parallel_bandwidth == Approx(1e9));
+  CHECK(across.data_parallel_s ==
+        Approx(2 * (10e-6 + 0.75 * grads / 450e9) + 10e-6 + (grads / 4) / 0.5e9));
+  // Tensor-parallel pairs: 8 replicas of 2 span 16 devices, 2 replicas a node (stride 2) over
+  // 4 nodes, each device reducing its half of the gradients.
   Workload tp2 = w;
   tp2.devices = 16;
   tp2.tensor_parallel = 2;
   const Estimate pairs = estimate(g, fast, p, tp2);
-  CHECK(pairs.data_parallel_bytes == Approx(grads / 2));
-  CHECK(pairs.data_parallel_s == Approx(10e-6 + 1.75 * grads / 2 / (0.5 * 2e9)));
+  const double half = grads / 2;
+  CHECK(pairs.data_parallel_bytes == Approx(half));
+  CHECK(pairs.data_parallel_s ==
+        Approx(2 * (10e-6 + 0.5 * half / 450e9) + 10e-6 + 1.5 * (half / 2) / 0.5e9));
+  // Tensor-parallel groups of 4 fill a node: their replicas are a node apart, one ring of 8
+  // over the network.
+  Workload tp4 = w;
+  tp4.devices = 32;
+  tp4.tensor_parallel = 4;
+  const Estimate apart = estimate(g, fast, p, tp4);
+  CHECK(apart.data_parallel_link == "Network");
+  CHECK(apart.data_parallel_s == Approx(10e-6 + 1.75 * (grads / 4) / 0.5e9));
   // Within the domain (4 replicas) the scale-up link carries it.
   w.devices = 4;
   CHECK(estimate(g, fast, p, w).data_parallel_link == "Fast link");
@@ -554,16 +572,80 @@ TEST_CASE("predict: ZeRO-3 gathers the weights for every micro-batch", "[predict
   const double exposed = 4 * ((collective - forward_s) + (2 * collective - backward_s));
   CHECK(e.data_parallel_exposed_s == Approx(exposed));
   CHECK(e.latency_s == Approx(4 * e.layers[0].time_s + exposed + e.optimizer_s));
-  // ZeRO-2 keeps whole weights: one all-reduce of the gradients a step, whatever the count.
-  Workload zero2 = w;
-  zero2.zero_stage = 2;
-  CHECK(estimate(g, d, p, zero2).data_parallel_s == Approx(10e-6 + 1.75 * bytes / 0.5e9));
+  // ZeRO-1 keeps whole gradients: one all-reduce of them a step, whatever the count.
+  Workload zero1 = w;
+  zero1.zero_stage = 1;
+  const Estimate one = estimate(g, d, p, zero1);
+  CHECK(one.data_parallel_s == Approx(10e-6 + 1.75 * bytes / 0.5e9));
+  CHECK(one.data_parallel_bytes == Approx(bytes));
+  CHECK(one.data_parallel_exposed_s == Approx(one.data_parallel_s - backward_s));
   // A fast link (900 GB/s per direction at 50 %) and a long pass (batch 256) hide all of it.
   Device fast = d;
   fast.intra_node = Link{"Fast link", 1800e9, "bidirectional"};
   const Estimate hidden = estimate(one_linear(256, 4096, 4096), fast, p, w);
   CHECK(hidden.data_parallel_s == Approx(4 * 3 * (10e-6 + 0.875 * bytes / 450e9)));
   CHECK(hidden.data_parallel_exposed_s == 0);
+}
+
+TEST_CASE("predict: ZeRO-2 reduce-scatters every micro-batch and gathers the weights once",
+          "[predict]") {
+  // DeepSpeed's stage 2 keeps only its shard of the gradients, so it reduce-scatters them after
+  // every micro-batch's backward (PR 338: "Zero stage 2 communicates during non gradient
+  // accumulation boundaries as well"), and after the optimizer step all-gathers the updated
+  // weights (stage_1_and_2.py: step() calls all_gather_dp_groups). 8 x 4096 -> 4096 in fp16:
+  // W = G = 4096^2 x 2 bytes; 8 replicas over a link of 1 GB/s per direction at 50 %: each
+  // reduce-scatter or all-gather takes 10 us + 7/8 x 33.6 MB / 0.5 GB/s = 58.7 ms.
+  const Graph g = one_linear(8, 4096, 4096);
+  const double bytes = 4096.0 * 4096 * 2;
+  Device d = round_device();
+  d.intra_node = Link{"Slow link", 2e9, "bidirectional"};
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = 10e-6;
+  p.allreduce_efficiency = 0.5;
+  Workload w;
+  w.mode = Mode::kTraining;
+  w.precision = Precision::kFp16;
+  w.devices = 8;
+  w.micro_batches = 4;
+  w.zero_stage = 2;
+  Workload inference = w;
+  inference.mode = Mode::kInference;
+  inference.micro_batches = 1;
+  inference.zero_stage = 0;
+  const double forward_s = estimate(g, d, p, inference).layers[0].time_s;
+  const Estimate e = estimate(g, d, p, w);
+  const double backward_s = e.layers[0].time_s - forward_s;
+  const double collective = 10e-6 + 0.875 * bytes / 0.5e9;
+  // Four reduce-scatters and one all-gather; as an all-reduce's operand, (4 G + W) / 2.
+  CHECK(e.data_parallel_s == Approx(5 * collective));
+  CHECK(e.data_parallel_bytes == Approx((4 * bytes + bytes) / 2));
+  // Each reduce-scatter outlasts its micro-batch's backward; the all-gather shows whole.
+  const double exposed = 4 * (collective - backward_s) + collective;
+  CHECK(e.data_parallel_exposed_s == Approx(exposed));
+  CHECK(e.latency_s == Approx(4 * e.layers[0].time_s + exposed + e.optimizer_s));
+  // With one micro-batch, a reduce-scatter and an all-gather move an all-reduce's bytes, but
+  // only the reduce-scatter hides behind backward.
+  Workload single = w;
+  single.micro_batches = 1;
+  const Estimate once = estimate(g, d, p, single);
+  CHECK(once.data_parallel_bytes == Approx(bytes));
+  CHECK(once.data_parallel_s == Approx(2 * collective));
+  // A fast link (900 GB/s per direction at 50 %) and a long backward (batch 256) hide every
+  // reduce-scatter; the all-gather after the step still shows.
+  Device fast = d;
+  fast.intra_node = Link{"Fast link", 1800e9, "bidirectional"};
+  const Estimate hidden = estimate(one_linear(256, 4096, 4096), fast, p, w);
+  const double fast_collective = 10e-6 + 0.875 * bytes / 450e9;
+  CHECK(hidden.data_parallel_s == Approx(5 * fast_collective));
+  CHECK(hidden.data_parallel_exposed_s == Approx(fast_collective));
+  // Across nodes of 4 (network 1 GB/s per direction per device), two levels each: in the node
+  // 3/4 of the bytes at 450 GB/s, then 1/2 of each device's quarter at 0.5 GB/s.
+  fast.intra_node->domain_devices = 4;
+  fast.inter_node = Link{"Network", 1e9, "per_direction"};
+  const double two_level = 2 * 10e-6 + 0.75 * bytes / 450e9 + 0.5 * (bytes / 4) / 0.5e9;
+  const Estimate across = estimate(g, fast, p, w);
+  CHECK(across.data_parallel_link == "Fast link + Network");
+  CHECK(across.data_parallel_s == Approx(5 * two_level));
 }
 
 TEST_CASE("predict: ZeRO stages shard state over the data-parallel replicas", "[predict]") {

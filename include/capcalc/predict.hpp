@@ -160,19 +160,24 @@ struct Estimate {
   int allreduces = 0;                  ///< How many per step.
   double allreduce_bytes = 0;          ///< Bytes per device all-reduced per step.
   bool communication_modelled = true;  ///< False: tensor parallel on a device with no link.
-  std::string communication_link;      ///< The link the tensor-parallel all-reduces cross.
-  double communication_bandwidth = 0;  ///< Bytes/s per direction each device gets on it.
+  /// The link the tensor-parallel all-reduces cross; both ("NVLink 4 + InfiniBand ...") when
+  /// the group spans nodes and reduces in two levels.
+  std::string communication_link;
+  double communication_bandwidth = 0;  ///< Bytes/s per direction a device gets (network: across).
   /// Training with data-parallel replicas: one all-reduce of the device's gradients per step,
-  /// overlapped with the backward pass of the step's last micro-batch. ZeRO-3: per micro-batch
-  /// two all-gathers of the weights (forward, backward) and a reduce-scatter of the gradients,
-  /// overlapped with that micro-batch's forward and backward.
+  /// overlapped with the backward pass of the step's last micro-batch. ZeRO-2: a reduce-scatter
+  /// of the gradients per micro-batch, overlapped with its backward, and one all-gather of the
+  /// weights after the optimizer step. ZeRO-3: per micro-batch two all-gathers of the weights
+  /// (forward, backward) and a reduce-scatter of the gradients, overlapped with that
+  /// micro-batch's forward and backward.
   double data_parallel_s = 0;
   double data_parallel_exposed_s = 0;  ///< The part compute does not hide (in latency_s).
   /// Bytes per device as an all-reduce's operand (a ring moves 2(n-1)/n of them): the
-  /// gradients; ZeRO-3: micro-batches x (weights + gradients / 2).
+  /// gradients; ZeRO-2: (micro-batches x gradients + weights) / 2; ZeRO-3: micro-batches x
+  /// (weights + gradients / 2).
   double data_parallel_bytes = 0;
-  std::string data_parallel_link;      ///< The link it is timed on ("" when none).
-  double data_parallel_bandwidth = 0;  ///< Bytes/s per direction each device gets on it.
+  std::string data_parallel_link;      ///< The link(s) it is timed on ("" when none).
+  double data_parallel_bandwidth = 0;  ///< Bytes/s per direction a device gets (network: across).
   bool data_parallel_modelled = true;  ///< False: replicas but no link in the table.
   double latency_s = 0;  ///< Inference: one forward pass; training: one step (all micro-batches).
   double throughput_per_s = 0;      ///< Samples per second over all replicas.

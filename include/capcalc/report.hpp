@@ -53,8 +53,8 @@ struct ReportInput {
 
 /// What an estimate's communication costs, in one line without a label, for the text report
 /// and the HTML page: tensor-parallel all-reduces ("1.2 ms: 64 all-reduces of 512 MB in all
-/// over NVLink 4"), pipeline stage sends, the data-parallel gradient sync (`zero_stage` 3 adds
-/// the weights).
+/// over NVLink 4"), pipeline stage sends, the data-parallel gradient sync (`zero_stage` 2 and 3
+/// add the weights).
 std::string allreduce_summary(const Estimate& e);
 std::string stage_sends_summary(const Estimate& e);
 std::string grad_sync_summary(const Estimate& e, int zero_stage);

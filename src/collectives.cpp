@@ -1,0 +1,88 @@
+#include "collectives.hpp"
+
+#include <algorithm>
+
+namespace capcalc {
+namespace {
+
+// The largest divisor of `group` no larger than `cap`: members per node, the same in every node.
+std::int64_t members_per_node(std::int64_t group, std::int64_t cap) {
+  for (std::int64_t g = std::min(cap, group); g > 1; --g) {
+    if (group % g == 0) return g;
+  }
+  return 1;
+}
+
+// A ring over n members moves (n-1)/n of its bytes over each member's link per reduce-scatter
+// or all-gather, twice that per all-reduce (nccl-tests doc/PERFORMANCE.md, bus bandwidth).
+double ring_factor(Collective kind, std::int64_t n) {
+  const auto members = static_cast<double>(n);
+  const double one = (members - 1) / members;
+  return kind == Collective::kAllReduce ? 2 * one : one;
+}
+
+}  // namespace
+
+std::string CollectiveGroup::link_name() const {
+  if (!modelled) return "";
+  if (network == nullptr) return intra->name;
+  if (intra == nullptr) return network->name;
+  return intra->name + " + " + network->name;
+}
+
+CollectiveGroup collective_group(const Device& device, std::int64_t stride, std::int64_t group) {
+  CollectiveGroup result;
+  if (!device.intra_node) return result;
+  const Link& intra = *device.intra_node;
+  const std::int64_t domain = intra.domain_devices;
+  if (domain == 0 || stride * group <= domain) {
+    result.intra = &intra;
+    result.per_node = group;
+    result.intra_per_direction = group_per_direction(intra, group);
+    result.modelled = true;
+    return result;
+  }
+  if (!device.inter_node) return result;
+  result.per_node = members_per_node(group, std::max<std::int64_t>(1, domain / stride));
+  result.nodes = group / result.per_node;
+  result.network = &*device.inter_node;
+  result.network_per_direction = link_per_direction(*device.inter_node);
+  if (result.per_node > 1) {
+    result.intra = &intra;
+    result.intra_per_direction = group_per_direction(intra, result.per_node);
+  }
+  result.modelled = true;
+  return result;
+}
+
+// Across nodes, HCCL's "Hierarchical Communication Principles": an all-reduce reduce-scatters
+// inside each node, all-reduces each member's 1/g share across the m nodes over the member's own
+// network port (NCCL runs one ring per NIC), and all-gathers inside the node:
+//   2 [lat + (g-1)/g B / (e bw_intra)] + lat + 2 (m-1)/m (B/g) / (e bw_net).
+// A reduce-scatter or an all-gather is one step on each level, half the bandwidth terms.
+double collective_s(const CollectiveGroup& group, const PerformanceParams& params, Profile profile,
+                    Collective kind, double bytes) {
+  if (!group.modelled) return 0;
+  const double latency = params.allreduce_latency(profile);
+  const double efficiency = params.allreduce_efficiency;
+  if (group.network == nullptr) {
+    return latency +
+           ring_factor(kind, group.per_node) * bytes / (efficiency * group.intra_per_direction);
+  }
+  double t = 0;
+  if (group.intra != nullptr) {
+    const double intra_steps = kind == Collective::kAllReduce ? 2 : 1;
+    t += intra_steps * (latency + ring_factor(Collective::kAllGather, group.per_node) * bytes /
+                                      (efficiency * group.intra_per_direction));
+  }
+  const double share = bytes / static_cast<double>(group.per_node);
+  return t + latency +
+         ring_factor(kind, group.nodes) * share / (efficiency * group.network_per_direction);
+}
+
+double send_s(const PerformanceParams& params, Profile profile, double bytes,
+              double per_direction) {
+  return params.allreduce_latency(profile) + bytes / (params.allreduce_efficiency * per_direction);
+}
+
+}  // namespace capcalc

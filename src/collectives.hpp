@@ -1,0 +1,50 @@
+// Collectives over a device's links, for tensor-parallel all-reduces and data-parallel gradient
+// sync. A group inside one node is one ring over the scale-up link; a group that spans nodes
+// runs in two levels, as HCCL's hierarchical algorithm does: reduce-scatter inside each node,
+// an all-reduce of each member's 1/g share across the nodes over its own network port, then an
+// all-gather inside the node. docs/performance-model.md gives the formulas and their sources.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "capcalc/hardware.hpp"
+
+namespace capcalc {
+
+enum class Collective { kAllReduce, kReduceScatter, kAllGather };
+
+/// How a group of devices is laid over the links, and what each member gets on them.
+struct CollectiveGroup {
+  /// The scale-up link, when the collective has a step inside a node (nullptr: none, as for a
+  /// group whose members are a whole node apart).
+  const Link* intra = nullptr;
+  const Link* network = nullptr;     ///< Between nodes (nullptr: the group fits one node).
+  std::int64_t per_node = 1;         ///< g: members in each node.
+  std::int64_t nodes = 1;            ///< m: nodes the group spans.
+  double intra_per_direction = 0;    ///< Bytes/s a member gets on the scale-up link, group of g.
+  double network_per_direction = 0;  ///< Bytes/s a member gets on its own network port.
+  bool modelled = false;             ///< False: the table has no link for this group.
+
+  /// "NVLink 4"; both links across nodes ("NVLink 4 + InfiniBand ..."); "" when not modelled.
+  std::string link_name() const;
+};
+
+/// The links a collective of `group` devices crosses, its members `stride` devices apart
+/// (Megatron's order: a replica's tensor-parallel group at stride 1, its data-parallel peers at
+/// stride tp). It stays in a node while stride x group devices fit `intra_node.domain_devices`
+/// (or the table gives no node size); beyond, g is the largest divisor of the group that fits
+/// a node (domain / stride, at least 1) and m = group / g. The result points into `device`.
+CollectiveGroup collective_group(const Device& device, std::int64_t stride, std::int64_t group);
+CollectiveGroup collective_group(Device&&, std::int64_t, std::int64_t) = delete;
+
+/// Seconds for one collective of `bytes` per member (the all-reduce's operand; a reduce-scatter's
+/// input; an all-gather's output). Each step pays `params.allreduce_latency(profile)` and moves
+/// its bytes at `params.allreduce_efficiency` of the bandwidth. 0 when not modelled.
+double collective_s(const CollectiveGroup& group, const PerformanceParams& params, Profile profile,
+                    Collective kind, double bytes);
+
+/// Seconds for a point-to-point send of `bytes` over a link of `per_direction` bytes/s.
+double send_s(const PerformanceParams& params, Profile profile, double bytes, double per_direction);
+
+}  // namespace capcalc

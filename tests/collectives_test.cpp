@@ -1,0 +1,144 @@
+// Two-level collectives (src/collectives.hpp), each time derived by hand on round links: a
+// scale-up link of 100 GB/s per direction joining 4 devices a node, a network of 10 GB/s per
+// direction per device, 10 us a step at 50 % of the bandwidth. Formulas: HCCL's "Hierarchical
+// Communication Principles" (three steps across nodes) and nccl-tests doc/PERFORMANCE.md (a ring
+// all-reduce moves 2(n-1)/n of its bytes, a reduce-scatter or an all-gather (n-1)/n).
+#include "collectives.hpp"
+
+#include "catch.hpp"
+#include "round_device.hpp"
+
+using namespace capcalc;
+using capcalc::test::round_device;
+using capcalc::test::round_params;
+
+namespace {
+
+constexpr double kBytes = 1e9;
+constexpr double kLatency = 10e-6;
+
+Device two_level_device() {
+  Device d = round_device();
+  d.intra_node = Link{"Round link", 200e9, "bidirectional"};  // 100 GB/s per direction.
+  d.intra_node->domain_devices = 4;
+  d.inter_node = Link{"Round network", 10e9, "per_direction"};
+  return d;
+}
+
+PerformanceParams collective_params() {
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = kLatency;
+  p.compiled_allreduce_latency_s = 4e-6;
+  p.allreduce_efficiency = 0.5;
+  return p;
+}
+
+double time(const CollectiveGroup& group, Collective kind, Profile profile = Profile::kEager) {
+  return collective_s(group, collective_params(), profile, kind, kBytes);
+}
+
+}  // namespace
+
+TEST_CASE("collectives: a group inside one node is one ring over the scale-up link",
+          "[collectives]") {
+  const Device device = two_level_device();
+  const CollectiveGroup group = collective_group(device, 1, 4);
+  REQUIRE(group.modelled);
+  CHECK(group.network == nullptr);
+  CHECK(group.per_node == 4);
+  CHECK(group.nodes == 1);
+  CHECK(group.intra_per_direction == Approx(100e9));
+  CHECK(group.link_name() == "Round link");
+  // 2·3/4 of 1 GB at 50 GB/s; a reduce-scatter or an all-gather half of it.
+  CHECK(time(group, Collective::kAllReduce) == Approx(kLatency + 1.5 * kBytes / 50e9));
+  CHECK(time(group, Collective::kReduceScatter) == Approx(kLatency + 0.75 * kBytes / 50e9));
+  CHECK(time(group, Collective::kAllGather) == Approx(kLatency + 0.75 * kBytes / 50e9));
+  // Compiled engines' latency.
+  CHECK(time(group, Collective::kAllReduce, Profile::kCompiled) ==
+        Approx(4e-6 + 1.5 * kBytes / 50e9));
+  // Two replicas of 2 (stride 2) fill the node: still inside it.
+  CHECK(collective_group(device, 2, 2).network == nullptr);
+}
+
+TEST_CASE("collectives: a group over 2 nodes x 4 devices runs in two levels", "[collectives]") {
+  const Device device = two_level_device();
+  const CollectiveGroup group = collective_group(device, 1, 8);
+  REQUIRE(group.modelled);
+  CHECK(group.per_node == 4);
+  CHECK(group.nodes == 2);
+  CHECK(group.intra_per_direction == Approx(100e9));
+  CHECK(group.network_per_direction == Approx(10e9));
+  CHECK(group.link_name() == "Round link + Round network");
+  // Reduce-scatter in the node: 10 us + 3/4 x 1 GB / 50 GB/s = 15.01 ms; all-reduce of each
+  // device's 1/4 (250 MB) over 2 nodes: 10 us + 2·1/2 x 250 MB / 5 GB/s = 50.01 ms; all-gather
+  // in the node: 15.01 ms again. 80.03 ms, where a flat ring at the network's 5 GB/s would take
+  // 2·7/8 x 1 GB / 5 GB/s = 350 ms.
+  const double intra = kLatency + 0.75 * kBytes / 50e9;
+  const double across = kLatency + 1.0 * (kBytes / 4) / 5e9;
+  CHECK(time(group, Collective::kAllReduce) == Approx(2 * intra + across));
+  CHECK(time(group, Collective::kAllReduce) == Approx(0.08003));
+  // A reduce-scatter: one step each, (n-1)/n: in the node, then 1/2 of the 250 MB across.
+  const double half_across = kLatency + 0.5 * (kBytes / 4) / 5e9;
+  CHECK(time(group, Collective::kReduceScatter) == Approx(intra + half_across));
+  CHECK(time(group, Collective::kAllGather) == Approx(intra + half_across));
+  // Tensor-parallel pairs (stride 2), 4 replicas: 2 per node, 2 nodes.
+  const CollectiveGroup pairs = collective_group(device, 2, 4);
+  CHECK(pairs.per_node == 2);
+  CHECK(pairs.nodes == 2);
+  CHECK(time(pairs, Collective::kAllReduce) ==
+        Approx(2 * (kLatency + 0.5 * kBytes / 50e9) + kLatency + (kBytes / 2) / 5e9));
+  // 6 members with room for 4 a node: 3 in each of 2 nodes (the same count in every node).
+  const CollectiveGroup six = collective_group(device, 1, 6);
+  CHECK(six.per_node == 3);
+  CHECK(six.nodes == 2);
+  // A switchless full mesh of 7 peers: 4 members in a node use 3 of the 7 links.
+  Device mesh = two_level_device();
+  mesh.intra_node->peers = 7;
+  CHECK(collective_group(mesh, 1, 8).intra_per_direction == Approx(100e9 * 3 / 7));
+}
+
+TEST_CASE("collectives: members a whole node apart skip the steps inside the node",
+          "[collectives]") {
+  // Replicas of 4-way tensor parallelism (stride 4) on 4-device nodes: one member a node.
+  const Device device = two_level_device();
+  const CollectiveGroup group = collective_group(device, 4, 2);
+  REQUIRE(group.modelled);
+  CHECK(group.per_node == 1);
+  CHECK(group.nodes == 2);
+  CHECK(group.intra == nullptr);
+  CHECK(group.link_name() == "Round network");
+  // One ring of 2 over the network: 2·1/2 x 1 GB / 5 GB/s; a reduce-scatter half of it.
+  CHECK(time(group, Collective::kAllReduce) == Approx(kLatency + kBytes / 5e9));
+  CHECK(time(group, Collective::kReduceScatter) == Approx(kLatency + 0.5 * kBytes / 5e9));
+  // A stride wider than a node (tensor parallelism of 8): one member a node too.
+  CHECK(collective_group(device, 8, 4).per_node == 1);
+  // A prime group larger than a node: no even split, one member a node.
+  CHECK(collective_group(device, 1, 7).per_node == 1);
+}
+
+TEST_CASE("collectives: no network link, no node size, no link", "[collectives]") {
+  // A group beyond the node with no network in the table: not modelled, no time.
+  Device island = two_level_device();
+  island.inter_node.reset();
+  const CollectiveGroup lost = collective_group(island, 1, 8);
+  CHECK_FALSE(lost.modelled);
+  CHECK(lost.link_name().empty());
+  CHECK(time(lost, Collective::kAllReduce) == 0);
+  // Inside the node it still runs on the scale-up link.
+  CHECK(collective_group(island, 1, 4).modelled);
+  // No node size in the table (domain 0, PCIe cards): every group is one ring on the link,
+  // 2·15/16 of the bytes for 16 members.
+  Device unsized = two_level_device();
+  unsized.intra_node->domain_devices = 0;
+  const CollectiveGroup ring = collective_group(unsized, 1, 16);
+  CHECK(ring.network == nullptr);
+  CHECK(time(ring, Collective::kAllReduce) == Approx(kLatency + 2 * 15.0 / 16 * kBytes / 50e9));
+  // No scale-up link at all: nothing is modelled.
+  const Device unlinked = round_device();
+  CHECK_FALSE(collective_group(unlinked, 1, 2).modelled);
+}
+
+TEST_CASE("collectives: a send is one latency and its bytes at the efficiency", "[collectives]") {
+  CHECK(send_s(collective_params(), Profile::kEager, kBytes, 100e9) ==
+        Approx(kLatency + kBytes / 50e9));
+}
