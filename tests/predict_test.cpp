@@ -536,34 +536,50 @@ TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behi
   CHECK(estimate(g, d, p, inference).data_parallel_s == 0);
 }
 
+namespace {
+
+// The data-parallel sync of the ZeRO stages, derived by hand: 8 x 4096 -> 4096 in fp16, so
+// W = G = 4096^2 x 2 bytes; 8 replicas of one device over a link of 1 GB/s per direction at
+// 50 % and 10 us a call; 4 micro-batches. Each reduce-scatter or all-gather takes 10 us +
+// 7/8 x 33.6 MB / 0.5 GB/s = 58.7 ms.
+struct ZeroCase {
+  Graph g;
+  double bytes = 4096.0 * 4096 * 2;
+  Device d;
+  PerformanceParams p;
+  Workload w;
+  double forward_s = 0;  // One micro-batch's forward, without ZeRO.
+  double collective = 10e-6 + 0.875 * bytes / 0.5e9;
+
+  explicit ZeroCase(int stage)
+      : g(one_linear(8, 4096, 4096)), d(round_device()), p(round_params()) {
+    d.intra_node = Link{"Slow link", 2e9, "bidirectional"};
+    p.allreduce_latency_s = 10e-6;
+    p.allreduce_efficiency = 0.5;
+    w.mode = Mode::kTraining;
+    w.precision = Precision::kFp16;
+    w.devices = 8;
+    w.micro_batches = 4;
+    w.zero_stage = stage;
+    Workload inference = w;
+    inference.mode = Mode::kInference;
+    inference.micro_batches = 1;
+    inference.zero_stage = 0;
+    forward_s = estimate(g, d, p, inference).layers[0].time_s;
+  }
+};
+
+}  // namespace
+
 TEST_CASE("predict: ZeRO-3 gathers the weights for every micro-batch", "[predict]") {
   // PyTorch FSDP2 (fully_shard) and DeepSpeed ZeRO-3 all-gather the sharded weights before each
   // forward and each backward and reduce-scatter the gradients after each backward, so with
   // gradient accumulation every micro-batch pays them; prefetch hides the forward's gather
   // behind the forward and the backward's gather and reduce-scatter behind the backward.
-  // 8 x 4096 -> 4096 in fp16: W = G = 4096^2 x 2 bytes; 8 replicas over a link of 1 GB/s per
-  // direction at 50 %: each collective takes 10 us + 7/8 x 33.6 MB / 0.5 GB/s = 58.7 ms.
-  const Graph g = one_linear(8, 4096, 4096);
-  const double bytes = 4096.0 * 4096 * 2;
-  Device d = round_device();
-  d.intra_node = Link{"Slow link", 2e9, "bidirectional"};
-  PerformanceParams p = round_params();
-  p.allreduce_latency_s = 10e-6;
-  p.allreduce_efficiency = 0.5;
-  Workload w;
-  w.mode = Mode::kTraining;
-  w.precision = Precision::kFp16;
-  w.devices = 8;
-  w.micro_batches = 4;
-  w.zero_stage = 3;
-  Workload inference = w;
-  inference.mode = Mode::kInference;
-  inference.micro_batches = 1;
-  inference.zero_stage = 0;
-  const double forward_s = estimate(g, d, p, inference).layers[0].time_s;
+  const ZeroCase z(3);
+  const auto& [g, bytes, d, p, w, forward_s, collective] = z;
   const Estimate e = estimate(g, d, p, w);
   const double backward_s = e.layers[0].time_s - forward_s;
-  const double collective = 10e-6 + 0.875 * bytes / 0.5e9;
   // Per micro-batch: gather (forward), gather + reduce-scatter (backward); four micro-batches.
   CHECK(e.data_parallel_s == Approx(4 * 3 * collective));
   CHECK(e.data_parallel_bytes == Approx(4 * (bytes + bytes / 2)));
@@ -590,32 +606,14 @@ TEST_CASE("predict: ZeRO-3 gathers the weights for every micro-batch", "[predict
 TEST_CASE("predict: ZeRO-2 reduce-scatters every micro-batch and gathers the weights once",
           "[predict]") {
   // DeepSpeed's stage 2 keeps only its shard of the gradients, so it reduce-scatters them after
-  // every micro-batch's backward (PR 338: "Zero stage 2 communicates during non gradient
-  // accumulation boundaries as well"), and after the optimizer step all-gathers the updated
-  // weights (stage_1_and_2.py: step() calls all_gather_dp_groups). 8 x 4096 -> 4096 in fp16:
-  // W = G = 4096^2 x 2 bytes; 8 replicas over a link of 1 GB/s per direction at 50 %: each
-  // reduce-scatter or all-gather takes 10 us + 7/8 x 33.6 MB / 0.5 GB/s = 58.7 ms.
-  const Graph g = one_linear(8, 4096, 4096);
-  const double bytes = 4096.0 * 4096 * 2;
-  Device d = round_device();
-  d.intra_node = Link{"Slow link", 2e9, "bidirectional"};
-  PerformanceParams p = round_params();
-  p.allreduce_latency_s = 10e-6;
-  p.allreduce_efficiency = 0.5;
-  Workload w;
-  w.mode = Mode::kTraining;
-  w.precision = Precision::kFp16;
-  w.devices = 8;
-  w.micro_batches = 4;
-  w.zero_stage = 2;
-  Workload inference = w;
-  inference.mode = Mode::kInference;
-  inference.micro_batches = 1;
-  inference.zero_stage = 0;
-  const double forward_s = estimate(g, d, p, inference).layers[0].time_s;
+  // every micro-batch's backward (DeepSpeed's engine.py: "ZeRO stage 2 communicates during non
+  // gradient accumulation boundaries as well"), and after the optimizer step all-gathers the
+  // updated weights (stage_1_and_2.py: step() calls all_gather_dp_groups). Each reduce-scatter or
+  // all-gather takes ZeroCase's collective.
+  const ZeroCase z(2);
+  const auto& [g, bytes, d, p, w, forward_s, collective] = z;
   const Estimate e = estimate(g, d, p, w);
   const double backward_s = e.layers[0].time_s - forward_s;
-  const double collective = 10e-6 + 0.875 * bytes / 0.5e9;
   // Four reduce-scatters and one all-gather; as an all-reduce's operand, (4 G + W) / 2.
   CHECK(e.data_parallel_s == Approx(5 * collective));
   CHECK(e.data_parallel_bytes == Approx((4 * bytes + bytes) / 2));
