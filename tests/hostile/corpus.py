@@ -643,6 +643,14 @@ def onnx_text_cases():
     case(T, "overflow", "matmul_macs", onnxtxt("g (float[4194304,4194304] x) => (float[P,Q] y)", "   y = MatMul (x, w)",
                                                "<float[4194304,4194304] w = {0}>"),
          ["estimate", "{f}", "--gpu", "a100"], r"64-bit", ("ptrre", "/graph/(node|input|initializer)/\\d+"))
+    # Each count fits but the backward FLOPs (2 x MACs of the weight gradient) do not: refused
+    # at load, naming the file (found by fuzzing: it loaded, then failed in graph_totals).
+    case(T, "overflow", "matmul_backward_flops", onnxtxt("g (float[7308807,4194304] x) => (float[P,Q] y)",
+                                                        "   y = MatMul (x, w)", "<float[4194304,194304] w = {0}>"),
+         ["layers", "{f}"], r"a count does not fit in a 64-bit integer", FILE)
+    case(M, "overflow", "linear_flops", model('[{"name": "fc", "op": "linear", "out_features": 194304}]',
+                                               dims='{"batch": 7308807}', inputs='[{"name": "x", "shape": ["batch", 4194304]}]'),
+         ["layers", "{f}"], r"a count does not fit in a 64-bit integer", FILE)
     case(T, "expansion", "loop_nested_big", onnxtxt("g (float[4] x) => (float[4] y)",
                                                     "   y = Loop (n, \"\", x) <body: graph = b1 (int64 i, bool c, float[4] h) => (bool co, float[4] hn) {\n      co = Identity (c)\n      hn = Loop (n, \"\", h) <body: graph = b2 (int64 j, bool d, float[4] k) => (bool do, float[4] kn) {\n         do = Identity (d)\n         kn = Loop (n, \"\", k) <body: graph = b3 (int64 m, bool e, float[4] l) => (bool eo, float[4] ln) {\n            eo = Identity (e)\n            ln = Relu (l)\n         }>\n      }>\n   }>",
                                                     "<int64 n = {4000}>"),
