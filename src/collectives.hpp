@@ -28,6 +28,11 @@ struct CollectiveGroup {
 
   /// "NVLink 4"; both links across nodes ("NVLink 4 + InfiniBand ..."); "" when not modelled.
   std::string link_name() const;
+  /// Bytes/s a member gets on the link the collective is bound by: its network port across
+  /// nodes, else the scale-up link.
+  double per_direction() const {
+    return network != nullptr ? network_per_direction : intra_per_direction;
+  }
 };
 
 /// The links a collective of `group` devices crosses, its members `stride` devices apart

@@ -689,8 +689,7 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
     return;
   }
   result.communication_link = group.link_name();
-  result.communication_bandwidth =
-      group.network != nullptr ? group.network_per_direction : group.intra_per_direction;
+  result.communication_bandwidth = group.per_direction();
   const double passes = s.training ? (s.workload.checkpointing ? 3 : 2) : 1;
   for (const Layer& layer : s.graph.layers) {
     if (layer.traits.op_class != OpClass::kAttention || layer.view) continue;
@@ -785,8 +784,7 @@ void data_parallel_sync(const Step& s, double params_count, double gradient_byte
     return;
   }
   result.data_parallel_link = dp.link_name();
-  result.data_parallel_bandwidth =
-      dp.network != nullptr ? dp.network_per_direction : dp.intra_per_direction;
+  result.data_parallel_bandwidth = dp.per_direction();
   const auto time = [&](Collective kind, double bytes) {
     return collective_s(dp, s.params, result.profile, kind, bytes);
   };
