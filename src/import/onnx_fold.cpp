@@ -346,8 +346,8 @@ class Folder {
     const auto given = squeeze_axes(node);
     if (!given) return std::nullopt;
     const std::optional<std::vector<std::int64_t>>& axes = *given;
-    Tensor t = *x;
     if (!axes) return std::nullopt;
+    Tensor t = *x;
     const auto rank = static_cast<std::int64_t>(x->dims.size() + axes->size());
     std::vector<bool> inserted(static_cast<std::size_t>(rank), false);
     for (std::int64_t a : *axes) {
