@@ -1,0 +1,579 @@
+// The serving simulator: continuous batching over a paged KV cache (vLLM's scheduler), Triton's
+// dynamic batcher, and the tallies both turn into a ServeResult. Requests, step costs and the
+// searches are in src/serve.cpp.
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "capcalc/error.hpp"
+#include "capcalc/serve.hpp"
+#include "capcalc/units.hpp"
+
+#include "serve_random.hpp"
+
+namespace capcalc {
+
+namespace {
+
+using serving::Random;
+
+// Inter-token gaps in log-spaced bins (1 % wide from 10 ns to 10^4 s): percentiles of tens of
+// millions of gaps in fixed memory.
+class GapHistogram {
+ public:
+  void add(double gap_s, std::int64_t count = 1) {
+    if (gap_s <= 0) {  // Tokens that arrive together (accepted drafts).
+      zeros_ += count;
+      total_ += count;
+      return;
+    }
+    if (gap_s != last_gap_) {
+      last_gap_ = gap_s;
+      last_bin_ = bin(gap_s);
+    }
+    counts_[last_bin_] += count;
+    sum_ += gap_s * static_cast<double>(count);
+    total_ += count;
+    max_ = std::max(max_, gap_s);
+  }
+  Latency summary() const {
+    Latency l;
+    l.samples = total_;
+    if (total_ == 0) return l;
+    l.mean = sum_ / static_cast<double>(total_);
+    l.max = max_;
+    l.p50 = quantile(0.50);
+    l.p90 = quantile(0.90);
+    l.p99 = quantile(0.99);
+    return l;
+  }
+
+ private:
+  static constexpr double kPerDecade = 230;  // ln(10)/230 = 1.0 % per bin.
+  static constexpr double kLowest = -8;      // 10 ns.
+  static constexpr std::size_t kBins = 12 * 230;
+  static std::size_t bin(double gap) {
+    if (gap <= 0) return 0;
+    const double x = (std::log10(gap) - kLowest) * kPerDecade;
+    return static_cast<std::size_t>(std::clamp(x, 0.0, static_cast<double>(kBins - 1)));
+  }
+  double quantile(double q) const {
+    const auto rank = static_cast<std::int64_t>(std::ceil(q * static_cast<double>(total_)));
+    std::int64_t seen = zeros_;
+    if (seen >= rank) return 0;
+    for (std::size_t i = 0; i < kBins; ++i) {
+      seen += counts_[i];
+      if (seen >= rank) {  // The bin's geometric middle, never above the largest gap.
+        return std::min(max_,
+                        std::pow(10.0, kLowest + (static_cast<double>(i) + 0.5) / kPerDecade));
+      }
+    }
+    return max_;
+  }
+  std::vector<std::int64_t> counts_ = std::vector<std::int64_t>(kBins);
+  double sum_ = 0;
+  double max_ = 0;
+  std::int64_t total_ = 0;
+  std::int64_t zeros_ = 0;
+  double last_gap_ = -1;
+  std::size_t last_bin_ = 0;
+};
+
+struct RequestRecord {
+  double arrival_s = 0;
+  double finish_s = 0;
+  double ttft_s = 0;
+  double tpot_s = -1;  // -1: one output token.
+  double e2e_s = 0;
+  double queue_s = 0;
+};
+
+// What the replicas accumulate; turned into a ServeResult at the end.
+struct Tally {
+  std::vector<RequestRecord> records;
+  GapHistogram itl;
+  double batch_time = 0;  // Σ batch size × step time.
+  double busy_s = 0;
+  double kv_time = 0;  // Σ occupied fraction × step time.
+  double peak_kv = 0;
+  std::int64_t max_batch = 0;
+  std::int64_t preemptions = 0;
+  std::int64_t steps = 0;
+  double input_tokens = 0;
+  double output_tokens = 0;
+};
+
+Latency summarize(std::vector<double> values) {
+  Latency l;
+  l.samples = static_cast<std::int64_t>(values.size());
+  if (values.empty()) return l;
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (double v : values)
+    sum += v;
+  l.mean = sum / static_cast<double>(values.size());
+  const auto at = [&](double q) {  // Linear between closest ranks (numpy's default).
+    const double x = q * static_cast<double>(values.size() - 1);
+    const auto i = static_cast<std::size_t>(std::floor(x));
+    const std::size_t j = std::min(i + 1, values.size() - 1);
+    return values[i] + (values[j] - values[i]) * (x - static_cast<double>(i));
+  };
+  l.p50 = at(0.50);
+  l.p90 = at(0.90);
+  l.p99 = at(0.99);
+  l.max = values.back();
+  return l;
+}
+
+// Requests whose own TTFT, TPOT, E2E and queueing delay are within every limit on them.
+double goodput(const std::vector<RequestRecord>& records, const std::vector<SloLimit>& slo,
+               double duration) {
+  std::int64_t good = 0;
+  for (const RequestRecord& rec : records) {
+    bool ok = true;
+    for (const SloLimit& limit : slo) {
+      const double value = limit.metric == "ttft"    ? rec.ttft_s
+                           : limit.metric == "tpot"  ? rec.tpot_s
+                           : limit.metric == "e2e"   ? rec.e2e_s
+                           : limit.metric == "queue" ? rec.queue_s
+                                                     : -1;
+      if (value > limit.limit_s) ok = false;
+    }
+    good += ok ? 1 : 0;
+  }
+  return duration > 0 ? static_cast<double>(good) / duration : 0;
+}
+
+ServeResult finish(Tally& tally, const std::vector<TraceRequest>& requests, std::int64_t replicas,
+                   bool llm, const std::vector<SloLimit>& slo) {
+  ServeResult r;
+  r.llm = llm;
+  r.replicas = replicas;
+  r.requests = static_cast<std::int64_t>(tally.records.size());
+  double first = std::numeric_limits<double>::infinity();
+  double last_arrival = 0;
+  double last = 0;
+  std::vector<double> ttft, tpot, e2e, queue;
+  std::vector<std::pair<double, int>> events;  // (+1 arrival, -1 finish) for Little's law.
+  events.reserve(tally.records.size() * 2);
+  for (const RequestRecord& rec : tally.records) {
+    first = std::min(first, rec.arrival_s);
+    last_arrival = std::max(last_arrival, rec.arrival_s);
+    last = std::max(last, rec.finish_s);
+    ttft.push_back(rec.ttft_s);
+    if (rec.tpot_s >= 0) tpot.push_back(rec.tpot_s);
+    e2e.push_back(rec.e2e_s);
+    queue.push_back(rec.queue_s);
+    events.emplace_back(rec.arrival_s, +1);
+    events.emplace_back(rec.finish_s, -1);
+  }
+  if (r.requests == 0) return r;
+  r.duration_s = last - first;
+  const double span = last_arrival - first;
+  r.offered_rate_per_s = span > 0 ? static_cast<double>(requests.size() - 1) / span
+                                  : std::numeric_limits<double>::infinity();
+  const double duration = r.duration_s > 0 ? r.duration_s : 1;
+  r.requests_per_s = static_cast<double>(r.requests) / duration;
+  r.input_tokens_per_s = tally.input_tokens / duration;
+  r.output_tokens_per_s = tally.output_tokens / duration;
+  r.ttft = summarize(std::move(ttft));
+  r.tpot = summarize(std::move(tpot));
+  r.e2e = summarize(std::move(e2e));
+  r.queue = summarize(std::move(queue));
+  r.itl = tally.itl.summary();
+  r.mean_batch = tally.busy_s > 0 ? tally.batch_time / tally.busy_s : 0;
+  r.max_batch = tally.max_batch;
+  r.mean_kv_occupancy = tally.busy_s > 0 ? tally.kv_time / tally.busy_s : 0;
+  r.peak_kv_occupancy = tally.peak_kv;
+  r.preemptions = tally.preemptions;
+  r.steps = tally.steps;
+  r.busy_fraction = tally.busy_s / (duration * static_cast<double>(replicas));
+  // The number in the system integrated over time, from the arrival and finish events alone;
+  // Little's law compares it with throughput × mean latency from the per-request records.
+  std::sort(events.begin(), events.end());
+  double area = 0;
+  std::int64_t in_system = 0;
+  double t = first;
+  for (const auto& [time, delta] : events) {
+    area += static_cast<double>(in_system) * (time - t);
+    t = time;
+    in_system += delta;
+  }
+  r.mean_in_system = area / duration;
+  const double expected = r.requests_per_s * r.e2e.mean;
+  r.littles_law_ratio = expected > 0 ? r.mean_in_system / expected : 1;
+  r.saturated = r.requests_per_s < 0.95 * r.offered_rate_per_s;
+  apply_slo(r, slo);
+  r.goodput_per_s = goodput(tally.records, slo, duration);
+  return r;
+}
+
+// One running or waiting request of a continuous-batching replica.
+struct Sequence {
+  const TraceRequest* request = nullptr;
+  std::int64_t generated = 0;  // Output tokens sampled.
+  std::int64_t computed = 0;   // Tokens whose keys and values are in the cache.
+  std::int64_t blocks = 0;     // KV blocks held.
+  std::int64_t scheduled = 0;  // Tokens in this step.
+  bool decoding = false;       // This step verifies its last token (and drafts).
+  double first_scheduled_s = -1;
+  double first_token_s = -1;
+  double last_token_s = -1;
+  std::int64_t tokens() const { return request->prompt_tokens + generated; }
+};
+
+class ContinuousReplica {
+ public:
+  ContinuousReplica(const ContinuousBatching& config, StepCost& cost, Tally& tally,
+                    std::uint64_t seed)
+      : config_(config),
+        cost_(cost),
+        tally_(tally),
+        free_blocks_(config.kv_blocks),
+        random_(seed) {}
+
+  void run(const std::vector<const TraceRequest*>& arrivals) {
+    pool_.resize(arrivals.size());
+    std::size_t next = 0;
+    std::size_t done = 0;
+    double now = 0;
+    while (done < arrivals.size()) {
+      while (next < arrivals.size() && arrivals[next]->arrival_s <= now) {
+        pool_[next].request = arrivals[next];
+        waiting_.push_back(next++);
+      }
+      if (running_.empty() && waiting_.empty()) {
+        now = arrivals[next]->arrival_s;
+        continue;
+      }
+      const double step = schedule();
+      const double end = now + step;
+      done += complete(now, end);
+      now = end;
+    }
+  }
+
+ private:
+  std::int64_t blocks_for(std::int64_t tokens) const {
+    return (tokens + config_.block_size - 1) / config_.block_size;
+  }
+
+  void preempt_last() {
+    const std::size_t victim = running_.back();
+    running_.pop_back();
+    Sequence& s = pool_[victim];
+    free_blocks_ += s.blocks;
+    s.blocks = 0;
+    s.computed = 0;  // Recomputed from the prompt and the tokens generated so far.
+    s.scheduled = 0;
+    waiting_.push_front(victim);
+    ++tally_.preemptions;
+  }
+
+  // Allocates the blocks `s` needs for `tokens` more; false when they cannot be had.
+  bool allocate(Sequence& s, std::int64_t tokens) {
+    const std::int64_t need = blocks_for(s.computed + tokens) - s.blocks;
+    if (need > free_blocks_) return false;
+    free_blocks_ -= need;
+    s.blocks += need;
+    return true;
+  }
+
+  // vLLM's Scheduler.schedule(): running requests first, in order, each its remaining tokens up
+  // to the budget; when the cache is full, the last running request is preempted (recompute).
+  // Then waiting ones in order, unless this step preempted. Returns the step's time.
+  double schedule() {
+    std::int64_t budget = config_.max_num_batched_tokens;
+    std::int64_t decode = 0;
+    double context = 0;
+    std::int64_t prefill = 0;
+    bool preempted = false;
+    scheduled_.clear();
+    for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+      Sequence& s = pool_[running_[i]];
+      s.decoding = s.generated > 0 && s.tokens() - s.computed == 1;
+      std::int64_t tokens = std::min(s.tokens() - s.computed, budget);
+      if (s.decoding && config_.speculative_tokens > 0) {
+        // Drafts up to the tokens still to generate; the verify step checks them all.
+        const std::int64_t left = s.request->output_tokens - s.generated - 1;
+        tokens = std::min(1 + std::min(config_.speculative_tokens, left), budget);
+      }
+      if (allocate(s, tokens)) {
+        s.scheduled = tokens;
+        budget -= tokens;
+        scheduled_.push_back(running_[i]);
+        ++i;
+        continue;
+      }
+      preempted = true;
+      const bool self = running_.size() - 1 == i;
+      preempt_last();
+      if (self) break;
+    }
+    while (!preempted && !waiting_.empty() && budget > 0 &&
+           static_cast<std::int64_t>(running_.size()) < config_.max_num_seqs) {
+      Sequence& s = pool_[waiting_.front()];
+      s.decoding = false;
+      if (s.computed == 0 && config_.prefix_hit_rate > 0) {
+        const std::int64_t hit =
+            static_cast<std::int64_t>(config_.prefix_hit_rate *
+                                      static_cast<double>(s.request->prompt_tokens - 1)) /
+            config_.block_size * config_.block_size;
+        if (!allocate(s, hit)) break;
+        s.computed = hit;
+      }
+      const std::int64_t remaining = s.tokens() - s.computed;
+      const bool fits = config_.chunked_prefill || remaining <= budget;
+      const std::int64_t tokens = std::min(remaining, budget);
+      if (!fits || !allocate(s, tokens)) {
+        free_blocks_ += s.blocks;  // Prefix hits are looked up again at the next try.
+        s.blocks = 0;
+        s.computed = 0;
+        break;
+      }
+      s.scheduled = tokens;
+      budget -= tokens;
+      running_.push_back(waiting_.front());
+      scheduled_.push_back(waiting_.front());
+      waiting_.pop_front();
+    }
+    std::int64_t prompt = 0;  // Prompt tokens (chunks), without the drafts to verify.
+    for (std::size_t index : scheduled_) {
+      const Sequence& s = pool_[index];
+      if (s.decoding) {
+        ++decode;
+        context += static_cast<double>(s.computed);
+        prefill += s.scheduled - 1;  // Draft tokens to verify: token-wise work like a prompt's.
+      } else {
+        prefill += s.scheduled;
+        prompt += s.scheduled;
+      }
+    }
+    if (scheduled_.empty()) {
+      // Nothing fits: the first waiting request needs more than the budget or the whole cache.
+      const Sequence& s = pool_[waiting_.front()];
+      if (!config_.chunked_prefill && s.tokens() > config_.max_num_batched_tokens) {
+        throw Error({}, fmt::format("a prompt of {} tokens exceeds the token budget of {} and "
+                                    "prefill is not chunked",
+                                    s.tokens(), config_.max_num_batched_tokens));
+      }
+      throw Error({}, fmt::format("a request of {} prompt + {} output tokens needs {} KV blocks; "
+                                  "the cache holds {} ({} tokens each)",
+                                  s.request->prompt_tokens, s.request->output_tokens,
+                                  blocks_for(s.request->prompt_tokens + s.request->output_tokens),
+                                  config_.kv_blocks, config_.block_size));
+    }
+    const double mean_context = decode > 0 ? context / static_cast<double>(decode) : 0;
+    double step = cost_.step_s(decode, mean_context, prefill);
+    if (config_.speculative_tokens > 0 && config_.draft_model != nullptr) {
+      StepCost& draft = *config_.draft_model;
+      step += draft.step_s(decode, mean_context, prompt);
+      if (decode > 0) {
+        step += static_cast<double>(config_.speculative_tokens - 1) *
+                draft.step_s(decode, mean_context, 0);
+      }
+    } else if (decode > 0 && config_.speculative_tokens > 0 && config_.draft_cost > 0) {
+      step += config_.draft_cost * static_cast<double>(config_.speculative_tokens) *
+              cost_.step_s(decode, mean_context, 0);
+    }
+    return step;
+  }
+
+  // Tokens a verify step of `drafts` draft tokens yields: the accepted prefix plus one.
+  std::int64_t verified(std::int64_t drafts) {
+    std::int64_t accepted = 0;
+    while (accepted < drafts && random_.uniform() < config_.acceptance_rate)
+      ++accepted;
+    return accepted + 1;
+  }
+
+  // Applies the step ending at `end`; returns how many requests finished.
+  std::size_t complete(double start, double end) {
+    const double step = end - start;
+    ++tally_.steps;
+    tally_.busy_s += step;
+    const auto batch = static_cast<std::int64_t>(scheduled_.size());
+    tally_.batch_time += static_cast<double>(batch) * step;
+    tally_.max_batch = std::max(tally_.max_batch, batch);
+    const double occupied =
+        1 - static_cast<double>(free_blocks_) / static_cast<double>(config_.kv_blocks);
+    tally_.kv_time += occupied * step;
+    tally_.peak_kv = std::max(tally_.peak_kv, occupied);
+    std::size_t finished = 0;
+    for (std::size_t index : scheduled_) {
+      Sequence& s = pool_[index];
+      if (s.first_scheduled_s < 0) s.first_scheduled_s = start;
+      const std::int64_t tokens = s.decoding && s.scheduled > 1 ? verified(s.scheduled - 1) : 1;
+      s.computed += s.decoding ? tokens : s.scheduled;
+      s.scheduled = 0;
+      if (s.computed < s.tokens() + tokens - 1) continue;  // A prompt chunk: no token yet.
+      s.generated += tokens;
+      if (s.first_token_s < 0) {
+        s.first_token_s = end;
+      } else {
+        tally_.itl.add(end - s.last_token_s);
+        if (tokens > 1) tally_.itl.add(0, tokens - 1);  // Accepted drafts arrive together.
+      }
+      s.last_token_s = end;
+      if (s.generated < s.request->output_tokens) continue;
+      RequestRecord rec;
+      rec.arrival_s = s.request->arrival_s;
+      rec.finish_s = end;
+      rec.ttft_s = s.first_token_s - rec.arrival_s;
+      rec.e2e_s = end - rec.arrival_s;
+      rec.queue_s = s.first_scheduled_s - rec.arrival_s;
+      if (s.request->output_tokens > 1) {
+        rec.tpot_s = (end - s.first_token_s) / static_cast<double>(s.request->output_tokens - 1);
+      }
+      tally_.records.push_back(rec);
+      tally_.input_tokens += static_cast<double>(s.request->prompt_tokens);
+      tally_.output_tokens += static_cast<double>(s.request->output_tokens);
+      free_blocks_ += s.blocks;
+      s.blocks = 0;
+      s.request = nullptr;  // Finished: dropped from running below.
+      ++finished;
+    }
+    if (finished > 0) {
+      running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                    [&](std::size_t i) { return pool_[i].request == nullptr; }),
+                     running_.end());
+    }
+    return finished;
+  }
+
+  const ContinuousBatching& config_;
+  StepCost& cost_;
+  Tally& tally_;
+  std::int64_t free_blocks_;
+  std::vector<Sequence> pool_;
+  std::vector<std::size_t> running_;  // In order of admission.
+  std::deque<std::size_t> waiting_;
+  std::vector<std::size_t> scheduled_;
+  Random random_;
+};
+
+void check_requests(const std::vector<TraceRequest>& requests, std::int64_t replicas) {
+  if (requests.empty()) throw Error({}, "no requests to serve");
+  if (replicas < 1) throw Error({}, "replicas must be at least 1");
+}
+
+// Round-robin: request i goes to replica i mod replicas.
+std::vector<const TraceRequest*> share(const std::vector<TraceRequest>& requests,
+                                       std::int64_t replica, std::int64_t replicas) {
+  std::vector<const TraceRequest*> mine;
+  mine.reserve(requests.size() / static_cast<std::size_t>(replicas) + 1);
+  for (auto i = static_cast<std::size_t>(replica); i < requests.size();
+       i += static_cast<std::size_t>(replicas)) {
+    mine.push_back(&requests[i]);
+  }
+  return mine;
+}
+
+}  // namespace
+
+ServeResult simulate_continuous(const std::vector<TraceRequest>& requests,
+                                const ContinuousBatching& batching, StepCost& cost,
+                                std::int64_t replicas, const std::vector<SloLimit>& slo) {
+  check_requests(requests, replicas);
+  if (batching.kv_blocks < 1 || batching.block_size < 1 || batching.max_num_seqs < 1 ||
+      batching.max_num_batched_tokens < 1) {
+    throw Error({},
+                "continuous batching needs a KV cache, a block size, a sequence limit and a "
+                "token budget of at least 1");
+  }
+  if (!(batching.prefix_hit_rate >= 0 && batching.prefix_hit_rate < 1) ||
+      !(batching.acceptance_rate >= 0 && batching.acceptance_rate < 1) ||
+      batching.speculative_tokens < 0 || !(batching.draft_cost >= 0)) {
+    throw Error({},
+                "prefix hit rate and acceptance rate must be in [0, 1), draft tokens and their "
+                "cost at least 0");
+  }
+  for (const TraceRequest& r : requests) {
+    const std::int64_t tokens = r.prompt_tokens + r.output_tokens;
+    if ((tokens + batching.block_size - 1) / batching.block_size > batching.kv_blocks) {
+      throw Error({}, fmt::format("a request of {} prompt + {} output tokens does not fit in the "
+                                  "KV cache ({} blocks of {} tokens)",
+                                  r.prompt_tokens, r.output_tokens,
+                                  format_grouped(batching.kv_blocks), batching.block_size));
+    }
+  }
+  Tally tally;
+  tally.records.reserve(requests.size());
+  for (std::int64_t replica = 0; replica < replicas; ++replica) {
+    const std::vector<const TraceRequest*> mine = share(requests, replica, replicas);
+    if (mine.empty()) continue;
+    ContinuousReplica(batching, cost, tally, batching.seed + static_cast<std::uint64_t>(replica))
+        .run(mine);
+  }
+  ServeResult r = finish(tally, requests, replicas, true, slo);
+  r.kv_blocks = batching.kv_blocks;
+  return r;
+}
+
+ServeResult simulate_dynamic(const std::vector<TraceRequest>& requests,
+                             const DynamicBatching& batching, StepCost& cost, std::int64_t replicas,
+                             const std::vector<SloLimit>& slo) {
+  check_requests(requests, replicas);
+  const std::int64_t max_batch = batching.max_batch_size;
+  if (max_batch < 1) throw Error({}, "the largest batch must be at least 1");
+  std::int64_t target = max_batch;
+  if (!batching.preferred_batch_sizes.empty()) {
+    target = std::min(max_batch, *std::max_element(batching.preferred_batch_sizes.begin(),
+                                                   batching.preferred_batch_sizes.end()));
+  }
+  Tally tally;
+  tally.records.reserve(requests.size());
+  for (std::int64_t replica = 0; replica < replicas; ++replica) {
+    const std::vector<const TraceRequest*> mine = share(requests, replica, replicas);
+    std::size_t queued = 0;  // The oldest request not yet dispatched.
+    std::size_t seen = 0;    // Requests arrived by the last look (looks go forward in time).
+    double free_s = 0;       // When the instance is free.
+    while (queued < mine.size()) {
+      // The batcher looks when the instance is free and a request waits; it sends `target` at
+      // once, else what waits when the oldest has waited max_queue_delay_s (or when `target`
+      // have arrived, if sooner).
+      double t = std::max(free_s, mine[queued]->arrival_s);
+      const auto arrived_by = [&](double time) {
+        seen = std::max(seen, queued);
+        while (seen < mine.size() && mine[seen]->arrival_s <= time)
+          ++seen;
+        return seen - queued;
+      };
+      std::size_t waiting = arrived_by(t);
+      if (static_cast<std::int64_t>(waiting) < target) {
+        const double deadline = mine[queued]->arrival_s + batching.max_queue_delay_s;
+        const std::size_t fill = queued + static_cast<std::size_t>(target) - 1;
+        const double filled_at =
+            fill < mine.size() ? mine[fill]->arrival_s : std::numeric_limits<double>::infinity();
+        t = std::max(t, std::min(deadline, filled_at));
+        waiting = arrived_by(t);
+      }
+      const auto batch = std::min<std::int64_t>(static_cast<std::int64_t>(waiting), max_batch);
+      const double service = cost.batch_s(batch);
+      const double end = t + service;
+      for (std::int64_t i = 0; i < batch; ++i) {
+        const TraceRequest& req = *mine[queued + static_cast<std::size_t>(i)];
+        RequestRecord rec;
+        rec.arrival_s = req.arrival_s;
+        rec.finish_s = end;
+        rec.ttft_s = end - req.arrival_s;
+        rec.e2e_s = rec.ttft_s;
+        rec.queue_s = t - req.arrival_s;
+        tally.records.push_back(rec);
+      }
+      queued += static_cast<std::size_t>(batch);
+      ++tally.steps;
+      tally.busy_s += service;
+      tally.batch_time += static_cast<double>(batch) * service;
+      tally.max_batch = std::max(tally.max_batch, batch);
+      free_s = end;
+    }
+  }
+  return finish(tally, requests, replicas, false, slo);
+}
+
+}  // namespace capcalc
