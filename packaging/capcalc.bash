@@ -66,7 +66,7 @@ _capcalc() {
     --sort)
       COMPREPLY=($(compgen -W "table time throughput cost memory energy" -- "$cur"))
       return ;;
-    --find) COMPREPLY=($(compgen -W "max-rate replicas" -- "$cur")); return ;;
+    --find) COMPREPLY=($(compgen -W "max-rate replicas split" -- "$cur")); return ;;
     --trace) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     -f | --format)
       local formats="table json"
@@ -149,7 +149,7 @@ _capcalc() {
              --max-num-seqs --block-size --gpu-memory-utilization --no-chunked-prefill --max-batch
              --prefix-hit-rate --speculative-tokens --acceptance-rate --draft-cost --draft
              --moe-imbalance --preferred-batch --max-queue-delay --slo --find --sweep
-             --price-per-hour --validate --max-median-error --max-worst-factor --min-within-2x
+             --disaggregate --price-per-hour --validate --max-median-error --max-worst-factor --min-within-2x
              --format --output" ;;
     plan)
       flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve

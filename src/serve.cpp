@@ -418,11 +418,16 @@ ServeResult serve(const ServeSetup& setup, StepCost& cost) {
   const std::vector<TraceRequest> requests = generate_requests(setup.load);
   ContinuousBatching continuous = setup.continuous;
   continuous.seed = setup.load.seed;
-  ServeResult r = setup.llm
-                      ? simulate_continuous(requests, continuous, cost, setup.replicas, setup.slo)
+  const Disaggregation& pools = setup.disaggregation;
+  if (pools.enabled() && !setup.llm) {
+    throw Error::naming_keys({}, "disaggregated prefill and decode needs an LLM");
+  }
+  ServeResult r =
+      pools.enabled() ? simulate_disaggregated(requests, continuous, cost, pools, setup.slo)
+      : setup.llm     ? simulate_continuous(requests, continuous, cost, setup.replicas, setup.slo)
                       : simulate_dynamic(requests, setup.dynamic, cost, setup.replicas, setup.slo);
   r.usd_per_hour = setup.usd_per_device_hour * static_cast<double>(setup.devices_per_replica) *
-                   static_cast<double>(setup.replicas);
+                   static_cast<double>(r.replicas);
   const double tokens_per_hour = r.output_tokens_per_s * 3600;
   r.usd_per_million_output_tokens =
       tokens_per_hour > 0 && r.usd_per_hour > 0 ? r.usd_per_hour / tokens_per_hour * 1e6 : 0;
@@ -470,6 +475,9 @@ RateSearch find_max_rate(ServeSetup setup, StepCost& cost) {
 
 ReplicaSearch find_replicas(ServeSetup setup, StepCost& cost, std::int64_t max_replicas) {
   if (setup.slo.empty()) throw Error::naming_keys({}, "`find` replicas needs `slo`");
+  if (setup.disaggregation.enabled()) {
+    throw Error::naming_keys({}, "`find` replicas counts colocated replicas: not with pools");
+  }
   ReplicaSearch search;
   const auto run = [&](std::int64_t replicas) {
     setup.replicas = replicas;
@@ -497,6 +505,68 @@ ReplicaSearch find_replicas(ServeSetup setup, StepCost& cost, std::int64_t max_r
   search.replicas = hi;
   search.at_replicas = std::move(at_hi);
   return search;
+}
+
+Disaggregation disaggregated_pools(const Device& device, const PerformanceParams& params,
+                                   Profile profile, std::int64_t prefill, std::int64_t decode,
+                                   std::int64_t tensor_parallel, double kv_bytes_per_token) {
+  Disaggregation pools;
+  pools.prefill_replicas = prefill;
+  pools.decode_replicas = decode;
+  pools.kv_bytes_per_token = kv_bytes_per_token;
+  pools.latency_s = params.allreduce_latency(profile);
+  std::int64_t devices = 0;
+  if (__builtin_add_overflow(prefill, decode, &devices) ||
+      __builtin_mul_overflow(devices, tensor_parallel, &devices)) {
+    throw Error({}, "the pools' devices do not fit in a 64-bit integer");
+  }
+  const Link* link = nullptr;
+  double per_direction = 0;
+  if (device.intra_node &&
+      (device.intra_node->domain_devices == 0 || devices <= device.intra_node->domain_devices)) {
+    link = &*device.intra_node;
+    per_direction = group_per_direction(*link, 2);
+  } else if (device.inter_node) {
+    link = &*device.inter_node;
+    per_direction = link_per_direction(*link);
+  }
+  if (link == nullptr || per_direction <= 0) {
+    throw Error({}, fmt::format("{}: the hardware table gives no link between its devices, so a "
+                                "KV transfer cannot be timed",
+                                device.id));
+  }
+  pools.link_name = link->name;
+  pools.link_bytes_per_s = params.allreduce_efficiency * per_direction;
+  return pools;
+}
+
+SplitSearch find_split(ServeSetup setup, StepCost& cost, std::int64_t total) {
+  if (setup.slo.empty()) throw Error::naming_keys({}, "`find` split needs `slo`");
+  if (!setup.llm) throw Error::naming_keys({}, "`find` split needs an LLM");
+  if (total < 2) {
+    throw Error::naming_keys({}, "`find` split needs 2 or more replicas to split");
+  }
+  SplitSearch result;
+  const Disaggregation link = setup.disaggregation;
+  for (std::int64_t prefill = 0; prefill < total; ++prefill) {
+    SplitSearch::Split split;
+    split.prefill = prefill;
+    split.decode = prefill == 0 ? 0 : total - prefill;
+    setup.replicas = total;
+    setup.disaggregation = link;
+    setup.disaggregation.prefill_replicas = prefill;
+    setup.disaggregation.decode_replicas = split.decode;
+    split.search = find_max_rate(setup, cost);
+    result.runs += split.search.runs;
+    result.splits.push_back(std::move(split));
+  }
+  result.best = 1;
+  for (std::size_t i = 2; i < result.splits.size(); ++i) {
+    if (result.splits[i].search.rate_per_s > result.splits[result.best].search.rate_per_s) {
+      result.best = i;
+    }
+  }
+  return result;
 }
 
 }  // namespace capcalc

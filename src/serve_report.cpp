@@ -71,6 +71,14 @@ nlohmann::ordered_json result_json(const ServeResult& r) {
                    {"peak_occupancy", r.peak_kv_occupancy},
                    {"preemptions", r.preemptions}};
   j["busy_fraction"] = r.busy_fraction;
+  if (r.prefill_replicas > 0) {
+    j["disaggregation"] = {{"prefill_replicas", r.prefill_replicas},
+                           {"decode_replicas", r.decode_replicas},
+                           {"prefill_busy_fraction", r.prefill_busy_fraction},
+                           {"decode_busy_fraction", r.decode_busy_fraction},
+                           {"kv_link", r.kv_link},
+                           {"kv_transfer", latency_json(r.kv_transfer)}};
+  }
   j["mean_in_system"] = r.mean_in_system;
   j["littles_law_ratio"] = r.littles_law_ratio;
   nlohmann::ordered_json slo = nlohmann::ordered_json::array();
@@ -149,6 +157,13 @@ std::string render_serve_text(const ServeResult& r, const std::string& title) {
       "  busy         {:.0f} % of the time; {:.2f} requests in the system on "
       "average (Little: {:.3f} x throughput x mean E2E)\n",
       r.busy_fraction * 100, r.mean_in_system, r.littles_law_ratio);
+  if (r.prefill_replicas > 0) {
+    out += fmt::format(
+        "  pools        {} prefill + {} decode replicas, busy {:.0f} % and {:.0f} %; KV transfer "
+        "over {}: mean {}, P99 {}\n",
+        r.prefill_replicas, r.decode_replicas, r.prefill_busy_fraction * 100,
+        r.decode_busy_fraction * 100, r.kv_link, ms(r.kv_transfer.mean), ms(r.kv_transfer.p99));
+  }
   if (!r.slo.empty()) {
     std::vector<std::string> parts;
     for (const SloLimit& limit : r.slo) {
@@ -181,6 +196,50 @@ std::string render_serve_json(const ServeResult& r, const std::string& title) {
   return json_text(doc);
 }
 
+std::string render_split_text(const SplitSearch& search) {
+  TextTable table;
+  table.add_column("prefill:decode", TextTable::Align::kLeft);
+  table.add_column("max rate", TextTable::Align::kRight);
+  table.add_column("TTFT P99", TextTable::Align::kRight);
+  table.add_column("TPOT P99", TextTable::Align::kRight);
+  for (std::size_t i = 0; i < search.splits.size(); ++i) {
+    const SplitSearch::Split& split = search.splits[i];
+    const ServeResult& r = split.search.at_rate;
+    const std::string name = split.prefill == 0
+                                 ? fmt::format("colocated x{}", r.replicas)
+                                 : fmt::format("{}:{}{}", split.prefill, split.decode,
+                                               i == search.best ? " (best)" : "");
+    table.add_row({name, per_s(split.search.rate_per_s, "req/s"), ms(r.ttft.p99), ms(r.tpot.p99)});
+  }
+  const SplitSearch::Split& best = search.splits[search.best];
+  const double colocated = search.splits.front().search.rate_per_s;
+  std::string out = fmt::format(
+      "  split        {}:{} meets the SLO up to {}{} ({} runs)\n", best.prefill, best.decode,
+      per_s(best.search.rate_per_s, "req/s"),
+      colocated > 0 ? fmt::format(", {:.2f}x the colocated replicas' {}",
+                                  best.search.rate_per_s / colocated, per_s(colocated, "req/s"))
+                    : std::string(", where colocated replicas meet it at no rate"),
+      search.runs);
+  out += table.render("  ") + "\n";
+  return out;
+}
+
+std::string render_split_json(const SplitSearch& search, const std::string& title) {
+  nlohmann::ordered_json doc;
+  doc["schema_version"] = 1;
+  doc["title"] = one_line(title);
+  doc["result"] = result_json(search.splits[search.best].search.at_rate);
+  nlohmann::ordered_json splits = nlohmann::ordered_json::array();
+  for (const SplitSearch::Split& split : search.splits) {
+    splits.push_back({{"prefill_replicas", split.prefill},
+                      {"decode_replicas", split.decode},
+                      {"max_rate_per_s", split.search.rate_per_s},
+                      {"result", result_json(split.search.at_rate)}});
+  }
+  doc["splits"] = splits;
+  return json_text(doc);
+}
+
 std::string render_sweep_json(const std::vector<ServeResult>& results, const std::string& title) {
   nlohmann::ordered_json doc;
   doc["schema_version"] = 1;
@@ -198,18 +257,19 @@ std::string render_serve_csv(const std::vector<ServeResult>& results) {
       "output_tokens_per_s,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_mean_s,tpot_p50_s,"
       "tpot_p90_s,tpot_p99_s,itl_p50_s,itl_p99_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,"
       "queue_mean_s,queue_p99_s,mean_batch,mean_kv_occupancy,preemptions,slo_met,goodput_per_s,"
-      "usd_per_million_output_tokens,saturated\n";
+      "usd_per_million_output_tokens,saturated,prefill_replicas,decode_replicas\n";
   for (const ServeResult& r : results) {
     out += fmt::format(
         "{:.6g},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},"
         "{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},"
-        "{:.6g},{:.6g},{}\n",
+        "{:.6g},{:.6g},{},{},{}\n",
         std::isfinite(r.offered_rate_per_s) ? r.offered_rate_per_s : 0.0, r.replicas, r.requests,
         r.requests_per_s, r.input_tokens_per_s, r.output_tokens_per_s, r.ttft.mean, r.ttft.p50,
         r.ttft.p90, r.ttft.p99, r.tpot.mean, r.tpot.p50, r.tpot.p90, r.tpot.p99, r.itl.p50,
         r.itl.p99, r.e2e.mean, r.e2e.p50, r.e2e.p90, r.e2e.p99, r.queue.mean, r.queue.p99,
         r.mean_batch, r.mean_kv_occupancy, r.preemptions, r.slo_met ? "true" : "false",
-        r.goodput_per_s, r.usd_per_million_output_tokens, r.saturated ? "true" : "false");
+        r.goodput_per_s, r.usd_per_million_output_tokens, r.saturated ? "true" : "false",
+        r.prefill_replicas, r.decode_replicas);
   }
   return out;
 }

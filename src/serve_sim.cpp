@@ -84,6 +84,7 @@ class GapHistogram {
 };
 
 struct RequestRecord {
+  const TraceRequest* request = nullptr;
   double arrival_s = 0;
   double finish_s = 0;
   double ttft_s = 0;
@@ -212,9 +213,19 @@ ServeResult finish(Tally& tally, const std::vector<TraceRequest>& requests, std:
   return r;
 }
 
+// A request whose prompt a prefill replica ran (disaggregated serving): it reaches a decode
+// replica with its KV cache and its first token.
+struct Handoff {
+  double arrival_s = 0;  // At the service.
+  double first_scheduled_s = 0;
+  double first_token_s = 0;
+};
+
 // One running or waiting request of a continuous-batching replica.
 struct Sequence {
   const TraceRequest* request = nullptr;
+  const Handoff* handoff = nullptr;  // Received from a prefill replica, else null.
+  double arrival_s = 0;              // At the service.
   std::int64_t generated = 0;  // Output tokens sampled.
   std::int64_t computed = 0;   // Tokens whose keys and values are in the cache.
   std::int64_t blocks = 0;     // KV blocks held.
@@ -236,14 +247,19 @@ class ContinuousReplica {
         free_blocks_(config.kv_blocks),
         random_(seed) {}
 
-  void run(const std::vector<const TraceRequest*>& arrivals) {
+  // `handoffs`, when given, holds each arrival's handoff (a decode replica's arrivals).
+  void run(const std::vector<const TraceRequest*>& arrivals,
+           const std::vector<const Handoff*>& handoffs = {}) {
     pool_.resize(arrivals.size());
     std::size_t next = 0;
     std::size_t done = 0;
     double now = 0;
     while (done < arrivals.size()) {
       while (next < arrivals.size() && arrivals[next]->arrival_s <= now) {
-        pool_[next].request = arrivals[next];
+        Sequence& s = pool_[next];
+        s.request = arrivals[next];
+        s.handoff = handoffs.empty() ? nullptr : handoffs[next];
+        s.arrival_s = s.handoff != nullptr ? s.handoff->arrival_s : s.request->arrival_s;
         waiting_.push_back(next++);
       }
       if (running_.empty() && waiting_.empty()) {
@@ -318,7 +334,17 @@ class ContinuousReplica {
            static_cast<std::int64_t>(running_.size()) < config_.max_num_seqs) {
       Sequence& s = pool_[waiting_.front()];
       s.decoding = false;
-      if (s.computed == 0 && config_.prefix_hit_rate > 0) {
+      if (s.handoff != nullptr && s.generated == 0) {
+        // The prompt's KV cache arrives from the prefill replica: blocks for it, and the first
+        // token's to compute in this step.
+        if (!allocate(s, s.request->prompt_tokens)) break;
+        s.computed = s.request->prompt_tokens;
+        s.generated = 1;
+        s.decoding = true;
+        s.first_scheduled_s = s.handoff->first_scheduled_s;
+        s.first_token_s = s.handoff->first_token_s;
+        s.last_token_s = s.handoff->first_token_s;
+      } else if (s.computed == 0 && config_.prefix_hit_rate > 0) {
         const std::int64_t hit =
             static_cast<std::int64_t>(config_.prefix_hit_rate *
                                       static_cast<double>(s.request->prompt_tokens - 1)) /
@@ -333,6 +359,8 @@ class ContinuousReplica {
         free_blocks_ += s.blocks;  // Prefix hits are looked up again at the next try.
         s.blocks = 0;
         s.computed = 0;
+        if (s.handoff != nullptr && s.decoding) s.generated = 0;  // Received again next try.
+        s.decoding = false;
         break;
       }
       s.scheduled = tokens;
@@ -421,7 +449,8 @@ class ContinuousReplica {
       s.last_token_s = end;
       if (s.generated < s.request->output_tokens) continue;
       RequestRecord rec;
-      rec.arrival_s = s.request->arrival_s;
+      rec.request = s.request;
+      rec.arrival_s = s.arrival_s;
       rec.finish_s = end;
       rec.ttft_s = s.first_token_s - rec.arrival_s;
       rec.e2e_s = end - rec.arrival_s;
@@ -475,10 +504,10 @@ std::vector<const TraceRequest*> share(const std::vector<TraceRequest>& requests
 
 }  // namespace
 
-ServeResult simulate_continuous(const std::vector<TraceRequest>& requests,
-                                const ContinuousBatching& batching, StepCost& cost,
-                                std::int64_t replicas, const std::vector<SloLimit>& slo) {
-  check_requests(requests, replicas);
+namespace {
+
+void check_continuous(const std::vector<TraceRequest>& requests,
+                      const ContinuousBatching& batching) {
   if (batching.kv_blocks < 1 || batching.block_size < 1 || batching.max_num_seqs < 1 ||
       batching.max_num_batched_tokens < 1) {
     throw Error({},
@@ -501,16 +530,138 @@ ServeResult simulate_continuous(const std::vector<TraceRequest>& requests,
                                   format_grouped(batching.kv_blocks), batching.block_size));
     }
   }
-  Tally tally;
-  tally.records.reserve(requests.size());
+}
+
+// Runs `requests` round-robin over `replicas` continuous-batching replicas into `tally`.
+void run_pool(const std::vector<TraceRequest>& requests, const ContinuousBatching& batching,
+              StepCost& cost, std::int64_t replicas, Tally& tally,
+              const std::vector<const Handoff*>& handoffs = {}) {
   for (std::int64_t replica = 0; replica < replicas; ++replica) {
     const std::vector<const TraceRequest*> mine = share(requests, replica, replicas);
     if (mine.empty()) continue;
+    std::vector<const Handoff*> theirs;
+    if (!handoffs.empty()) {
+      for (auto i = static_cast<std::size_t>(replica); i < handoffs.size();
+           i += static_cast<std::size_t>(replicas)) {
+        theirs.push_back(handoffs[i]);
+      }
+    }
     ContinuousReplica(batching, cost, tally, batching.seed + static_cast<std::uint64_t>(replica))
-        .run(mine);
+        .run(mine, theirs);
+  }
+}
+
+}  // namespace
+
+ServeResult simulate_continuous(const std::vector<TraceRequest>& requests,
+                                const ContinuousBatching& batching, StepCost& cost,
+                                std::int64_t replicas, const std::vector<SloLimit>& slo) {
+  check_requests(requests, replicas);
+  check_continuous(requests, batching);
+  Tally tally;
+  tally.records.reserve(requests.size());
+  run_pool(requests, batching, cost, replicas, tally);
+  ServeResult r = finish(tally, requests, replicas, true, slo);
+  r.kv_blocks = batching.kv_blocks;
+  return r;
+}
+
+double Disaggregation::transfer_s(std::int64_t prompt_tokens) const {
+  if (link_bytes_per_s <= 0) return latency_s;
+  return latency_s + static_cast<double>(prompt_tokens) * kv_bytes_per_token / link_bytes_per_s;
+}
+
+// The prefill pool serves every request as if it ended at its first token; each one that goes on
+// is handed to the decode pool when its KV cache has arrived, in the order they arrive there.
+ServeResult simulate_disaggregated(const std::vector<TraceRequest>& requests,
+                                   const ContinuousBatching& batching, StepCost& cost,
+                                   const Disaggregation& pools, const std::vector<SloLimit>& slo) {
+  if (pools.prefill_replicas < 1 || pools.decode_replicas < 1) {
+    throw Error({}, "disaggregated serving needs at least 1 prefill and 1 decode replica");
+  }
+  if (!(pools.kv_bytes_per_token >= 0) || !(pools.latency_s >= 0) ||
+      !(pools.link_bytes_per_s >= 0)) {
+    throw Error({}, "a KV transfer's bytes, bandwidth and latency must be at least 0");
+  }
+  const std::int64_t replicas = pools.prefill_replicas + pools.decode_replicas;
+  check_requests(requests, replicas);
+  check_continuous(requests, batching);
+  std::vector<TraceRequest> prompts = requests;
+  for (TraceRequest& r : prompts)
+    r.output_tokens = 1;
+  Tally prefill;
+  prefill.records.reserve(requests.size());
+  run_pool(prompts, batching, cost, pools.prefill_replicas, prefill);
+
+  Tally tally;
+  tally.records.reserve(requests.size());
+  std::vector<Handoff> handoffs;
+  std::vector<TraceRequest> decodes;
+  std::vector<double> transfers;
+  handoffs.reserve(requests.size());
+  decodes.reserve(requests.size());
+  for (const RequestRecord& rec : prefill.records) {
+    const auto index = static_cast<std::size_t>(rec.request - prompts.data());
+    const TraceRequest& request = requests[index];
+    if (request.output_tokens == 1) {
+      RequestRecord done = rec;
+      done.request = &request;
+      tally.records.push_back(done);
+      continue;
+    }
+    const double transfer = pools.transfer_s(request.prompt_tokens);
+    transfers.push_back(transfer);
+    handoffs.push_back({rec.arrival_s, rec.arrival_s + rec.queue_s, rec.finish_s});
+    TraceRequest next = request;
+    next.arrival_s = rec.finish_s + transfer;
+    decodes.push_back(next);
+  }
+  // The decode pool takes requests as their caches arrive.
+  std::vector<std::size_t> order(decodes.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return decodes[a].arrival_s < decodes[b].arrival_s;
+  });
+  std::vector<TraceRequest> arriving;
+  std::vector<const Handoff*> received;
+  arriving.reserve(order.size());
+  received.reserve(order.size());
+  for (std::size_t i : order) {
+    arriving.push_back(decodes[i]);
+    received.push_back(&handoffs[i]);
+  }
+  Tally decode;
+  decode.records.reserve(arriving.size());
+  if (!arriving.empty())
+    run_pool(arriving, batching, cost, pools.decode_replicas, decode, received);
+
+  for (RequestRecord& rec : decode.records)
+    tally.records.push_back(rec);
+  tally.itl = std::move(decode.itl);
+  for (const Tally* pool : {&prefill, &decode}) {
+    tally.batch_time += pool->batch_time;
+    tally.busy_s += pool->busy_s;
+    tally.kv_time += pool->kv_time;
+    tally.peak_kv = std::max(tally.peak_kv, pool->peak_kv);
+    tally.max_batch = std::max(tally.max_batch, pool->max_batch);
+    tally.preemptions += pool->preemptions;
+    tally.steps += pool->steps;
+  }
+  for (const TraceRequest& r : requests) {
+    tally.input_tokens += static_cast<double>(r.prompt_tokens);
+    tally.output_tokens += static_cast<double>(r.output_tokens);
   }
   ServeResult r = finish(tally, requests, replicas, true, slo);
   r.kv_blocks = batching.kv_blocks;
+  r.prefill_replicas = pools.prefill_replicas;
+  r.decode_replicas = pools.decode_replicas;
+  const double duration = r.duration_s > 0 ? r.duration_s : 1;
+  r.prefill_busy_fraction =
+      prefill.busy_s / (duration * static_cast<double>(pools.prefill_replicas));
+  r.decode_busy_fraction = decode.busy_s / (duration * static_cast<double>(pools.decode_replicas));
+  r.kv_transfer = summarize(std::move(transfers));
+  r.kv_link = pools.link_name;
   return r;
 }
 

@@ -90,3 +90,25 @@ capcalc_cli_ok(serve_moe_imbalance "TTFT"
                --prompt-tokens 500 --output-tokens 50 --requests 50 --moe-imbalance 1.3)
 capcalc_schema_test(serve_validate - data/schema/serve-validate-output.schema.json
                     serve --validate tests/cli/serve_validation_small.json --format json)
+
+# Prefill/decode disaggregation: the pools, their link and the split search.
+capcalc_cli_ok(serve_disaggregated
+               "KV cache sent from prefill to decode replicas over NVLink 4, 131 kB a token per device.*pools +1 prefill \\+ 3 decode replicas, busy [0-9]+ % and [0-9]+ %; KV transfer over NVLink 4: mean 765 µs"
+               serve llama3_8b --gpu h100 --rate 8/s --prompt-tokens 2000 --output-tokens 200
+               --requests 200 --disaggregate 1:3)
+capcalc_cli_ok(serve_find_split
+               "split +[123]:[123] meets the SLO up to [0-9.]+ req/s, [0-9.]+x the colocated replicas' [0-9.]+ req/s.*colocated x4.*1:3.*2:2.*3:1"
+               serve llama3_8b --gpu h100 --prompt-tokens 2000 --output-tokens 200
+               --requests 200 --replicas 4 --find split --slo ttft_p99=300ms,tpot_p99=20ms)
+capcalc_usage_error(serve_disaggregate_form
+                    "--disaggregate: expected PREFILL:DECODE replicas, each a whole number from 1 to 9999999 (e.g. 1:3), got \"0:3\""
+                    serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --disaggregate 0:3)
+capcalc_usage_error(serve_disaggregate_replicas
+                    "--disaggregate PREFILL:DECODE sets the replicas: drop --replicas"
+                    serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --disaggregate 1:3
+                    --replicas 4)
+capcalc_usage_error(serve_disaggregate_llm "--disaggregate splits LLM serving: add --prompt-tokens"
+                    serve data/models/resnet50.json --gpu t4 --rate 1/s --disaggregate 1:1)
+capcalc_usage_error(serve_find_split_replicas
+                    "--find split divides --replicas N (2 or more) into prefill and decode pools"
+                    serve ${llama} --gpu h100 --prompt-tokens 100 --find split --slo ttft_p99=1s)

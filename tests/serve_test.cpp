@@ -432,3 +432,142 @@ TEST_CASE("serve: MoE load imbalance multiplies the moe layers' time", "[serve]"
   CHECK(cost.decode_s(8, 256) == Approx(e.latency_s + 0.5 * moe_s));
   CHECK_THROWS_WITH(cost.set_moe_imbalance(0.5), ContainsSubstring("between 1 and 1000"));
 }
+
+TEST_CASE("serve: a disaggregated request is its prefill, the KV transfer, then decode steps",
+          "[serve][disaggregated]") {
+  // One request alone. Steps cost 10 ms + 2 ms a decode sequence + 0.1 ms a prompt token. The
+  // prefill replica runs the 1,000-token prompt in one step (budget 2,048): 10 + 100 = 110 ms,
+  // and samples the first token: TTFT 110 ms. Its KV cache, 1,000 tokens x 1 MB, crosses a link
+  // of 100 GB/s after 1 ms of latency: 1 + 10 = 11 ms. The decode replica then generates the
+  // other 9 tokens in 9 steps of 10 + 2 = 12 ms, the first one ending 11 + 12 = 23 ms after the
+  // first token (an inter-token gap), the last at 110 + 11 + 108 = 229 ms.
+  LinearCost cost(0.010, 0.002, 0.0001);
+  ContinuousBatching batching;
+  batching.kv_blocks = 1'000;
+  Disaggregation pools;
+  pools.prefill_replicas = 1;
+  pools.decode_replicas = 1;
+  pools.kv_bytes_per_token = 1e6;
+  pools.link_bytes_per_s = 100e9;
+  pools.latency_s = 0.001;
+  pools.link_name = "Round link";
+  CHECK(pools.transfer_s(1'000) == Approx(0.011));
+  const std::vector<TraceRequest> one = {{0.0, 1'000, 10}};
+  const ServeResult r = simulate_disaggregated(one, batching, cost, pools);
+  CHECK(r.ttft.mean == Approx(0.110));
+  CHECK(r.e2e.mean == Approx(0.229));
+  CHECK(r.tpot.mean == Approx((0.229 - 0.110) / 9));
+  CHECK(r.itl.max == Approx(0.023).epsilon(0.01));  // Log-binned: within its 1 % bin.
+  CHECK(r.kv_transfer.samples == 1);
+  CHECK(r.kv_transfer.mean == Approx(0.011));
+  CHECK(r.queue.max == 0);
+  CHECK(r.steps == 1 + 9);
+  CHECK(r.replicas == 2);
+  CHECK(r.prefill_replicas == 1);
+  CHECK(r.decode_replicas == 1);
+  CHECK(r.kv_link == "Round link");
+  // Busy: the prefill replica 110 ms and the decode replica 108 ms of the 229.
+  CHECK(r.prefill_busy_fraction == Approx(0.110 / 0.229));
+  CHECK(r.decode_busy_fraction == Approx(0.108 / 0.229));
+  CHECK(r.busy_fraction == Approx(0.218 / (2 * 0.229)));
+  CHECK(r.input_tokens_per_s == Approx(1'000 / 0.229));
+  CHECK(r.output_tokens_per_s == Approx(10 / 0.229));
+}
+
+TEST_CASE("serve: disaggregated pools keep their promises under load", "[serve][disaggregated]") {
+  LinearCost cost(0.010, 0.0002, 0.00005);
+  ContinuousBatching batching;
+  batching.kv_blocks = 2'000;  // 32,000 tokens: full at some 20 requests, so some preempt.
+  Disaggregation pools;
+  pools.prefill_replicas = 1;
+  pools.decode_replicas = 2;
+  pools.kv_bytes_per_token = 1e5;
+  pools.link_bytes_per_s = 1e10;
+  ServeLoad load = poisson(20, 3'000, 1'000, 200);
+  load.output.kind = LengthDistribution::Kind::kUniform;  // 1..399: some of 1 token.
+  load.output.a = 1;
+  load.output.b = 399;
+  const std::vector<TraceRequest> requests = generate_requests(load);
+  const ServeResult r = simulate_disaggregated(requests, batching, cost, pools);
+  CHECK(r.requests == 3'000);
+  check_little(r);
+  // A request of one output token ends at its prefill: no transfer.
+  std::int64_t longer = 0;
+  double input = 0;
+  for (const TraceRequest& q : requests) {
+    longer += q.output_tokens > 1 ? 1 : 0;
+    input += static_cast<double>(q.prompt_tokens);
+  }
+  CHECK(longer < 3'000);
+  CHECK(r.kv_transfer.samples == longer);
+  CHECK(r.kv_transfer.mean == Approx(0.01));  // 1,000 tokens x 100 kB at 10 GB/s.
+  CHECK(r.input_tokens_per_s * r.duration_s == Approx(input));
+  // Every token after the first waits at least the transfer: TPOT's floor is a decode step.
+  CHECK(r.itl.max >= 0.01);
+  CHECK(r.tpot.p50 >= 0.010);
+  // Same seed, same answer.
+  const ServeResult again = simulate_disaggregated(requests, batching, cost, pools);
+  CHECK(again.e2e.p99 == r.e2e.p99);
+  CHECK(again.steps == r.steps);
+}
+
+TEST_CASE("serve: the KV link is the scale-up link while the pools fit a node",
+          "[serve][disaggregated]") {
+  Device d = round_device();
+  d.intra_node = Link{"Round link", 200e9, "bidirectional"};  // 100 GB/s per direction.
+  d.intra_node->domain_devices = 8;
+  d.inter_node = Link{"Round network", 10e9, "per_direction"};
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = 10e-6;
+  p.allreduce_efficiency = 0.5;
+  // (1 + 3) x 2 = 8 devices fit the node: 0.5 x 100 GB/s, 10 µs, like a pipeline send.
+  Disaggregation in_node = disaggregated_pools(d, p, Profile::kEager, 1, 3, 2, 1e6);
+  CHECK(in_node.link_name == "Round link");
+  CHECK(in_node.link_bytes_per_s == Approx(50e9));
+  CHECK(in_node.latency_s == Approx(10e-6));
+  CHECK(in_node.transfer_s(1'000) == Approx(10e-6 + 1e9 / 50e9));
+  // (2 + 3) x 2 = 10 do not: the network port, 0.5 x 10 GB/s.
+  Disaggregation across = disaggregated_pools(d, p, Profile::kEager, 2, 3, 2, 1e6);
+  CHECK(across.link_name == "Round network");
+  CHECK(across.link_bytes_per_s == Approx(5e9));
+  // A full mesh of 7 peers gives a pair one link of seven.
+  d.intra_node->peers = 7;
+  CHECK(disaggregated_pools(d, p, Profile::kEager, 1, 1, 1, 1e6).link_bytes_per_s ==
+        Approx(0.5 * 100e9 / 7));
+  // No link in the table: no transfer time to give.
+  Device alone = round_device();
+  alone.intra_node.reset();
+  alone.inter_node.reset();
+  CHECK_THROWS_WITH(disaggregated_pools(alone, p, Profile::kEager, 1, 1, 1, 1e6),
+                    Catch::Contains("gives no link"));
+}
+
+TEST_CASE("serve: find_split tries every split and the colocated replicas",
+          "[serve][disaggregated]") {
+  // Prefill is costly per token and decode per sequence, so a split's rate depends on how many
+  // replicas run each: the search must return all three splits of 4, colocated first, and name
+  // the fastest split.
+  LinearCost cost(0.005, 0.001, 0.0002);
+  ServeSetup setup;
+  setup.load = poisson(1, 400, 500, 50);
+  setup.continuous.kv_blocks = 20'000;
+  setup.slo = parse_slo("ttft_p99=1s,tpot_p99=60ms");
+  setup.disaggregation.link_bytes_per_s = 1e10;
+  setup.disaggregation.kv_bytes_per_token = 1e5;
+  const SplitSearch search = find_split(setup, cost, 4);
+  REQUIRE(search.splits.size() == 4);
+  CHECK(search.splits[0].prefill == 0);
+  CHECK(search.splits[0].search.at_rate.replicas == 4);
+  CHECK(search.splits[0].search.at_rate.prefill_replicas == 0);
+  for (std::size_t i = 1; i < 4; ++i) {
+    CHECK(search.splits[i].prefill == static_cast<std::int64_t>(i));
+    CHECK(search.splits[i].decode == 4 - static_cast<std::int64_t>(i));
+    CHECK(search.splits[i].search.at_rate.prefill_replicas == static_cast<std::int64_t>(i));
+    CHECK(search.splits[search.best].search.rate_per_s >= search.splits[i].search.rate_per_s);
+  }
+  CHECK(search.best >= 1);
+  CHECK(search.splits[search.best].search.rate_per_s > 0);
+  CHECK_THROWS_WITH(find_split(setup, cost, 1), Catch::Contains("2 or more replicas"));
+  setup.slo.clear();
+  CHECK_THROWS_WITH(find_split(setup, cost, 4), Catch::Contains("needs slo"));
+}

@@ -230,6 +230,14 @@ struct ServeResult {
   double usd_per_million_output_tokens = 0;
   bool saturated = false;  ///< Completed below 95 % of the offered rate: the queue keeps growing.
   bool llm = true;         ///< Continuous batching (else dynamic batching).
+  /// Disaggregated serving: the pools (0 when every replica does both), each one's share of its
+  /// replicas' time computing, and the KV transfers (one per request of 2 or more output tokens).
+  std::int64_t prefill_replicas = 0;
+  std::int64_t decode_replicas = 0;
+  double prefill_busy_fraction = 0;
+  double decode_busy_fraction = 0;
+  Latency kv_transfer;
+  std::string kv_link;
 };
 
 /// Simulates `requests` over `replicas` replicas (round-robin), each with `cost`, and checks
@@ -243,6 +251,41 @@ ServeResult simulate_dynamic(const std::vector<TraceRequest>& requests,
                              const DynamicBatching& batching, StepCost& cost,
                              std::int64_t replicas = 1, const std::vector<SloLimit>& slo = {});
 
+/// Prefill/decode disaggregation (DistServe, Splitwise, vLLM's and Dynamo's disaggregated
+/// prefill): prefill replicas run each prompt and sample its first token, then send its KV cache
+/// to a decode replica, which generates the rest. Both pools batch as `ContinuousBatching` says,
+/// with the same devices per replica; requests go round-robin within each pool.
+struct Disaggregation {
+  std::int64_t prefill_replicas = 0;  ///< 0: off, every replica does both.
+  std::int64_t decode_replicas = 0;
+  /// The KV transfer of a prompt of n tokens takes latency_s + n x kv_bytes_per_token /
+  /// link_bytes_per_s: each device of a prefill replica sends its shard to its peer in the
+  /// decode replica, all in parallel.
+  double kv_bytes_per_token = 0;  ///< Per device (its tensor-parallel shard).
+  double link_bytes_per_s = 0;    ///< What one device's transfer gets.
+  double latency_s = 0;           ///< Per transfer.
+  std::string link_name;          ///< For reports: "NVLink 4", "InfiniBand NDR".
+  bool enabled() const { return prefill_replicas > 0; }
+  double transfer_s(std::int64_t prompt_tokens) const;
+};
+
+/// The pools of `prefill` and `decode` replicas of `tensor_parallel` devices each, and the link
+/// their KV transfers cross: the scale-up link while all the replicas fit one node's domain (a
+/// pair's share of it on a full mesh), else the network port. Each transfer pays the runtime's
+/// collective latency and moves its bytes at the table's collective efficiency, as a pipeline
+/// send does (collectives.hpp's send_s). Throws capcalc::Error when the table gives no link.
+Disaggregation disaggregated_pools(const Device& device, const PerformanceParams& params,
+                                   Profile profile, std::int64_t prefill, std::int64_t decode,
+                                   std::int64_t tensor_parallel, double kv_bytes_per_token);
+
+/// Simulates disaggregated serving. TTFT ends when the prefill replica samples the first token;
+/// the transfer and any wait for a decode replica show in the gap to the second token (ITL,
+/// TPOT). The result's pools: `replicas` is prefill + decode.
+ServeResult simulate_disaggregated(const std::vector<TraceRequest>& requests,
+                                   const ContinuousBatching& batching, StepCost& cost,
+                                   const Disaggregation& pools,
+                                   const std::vector<SloLimit>& slo = {});
+
 /// Sets result.slo and slo_met (every limit's statistic within it).
 void apply_slo(ServeResult& result, const std::vector<SloLimit>& slo);
 
@@ -252,10 +295,11 @@ struct ServeSetup {
   bool llm = true;
   ContinuousBatching continuous;
   DynamicBatching dynamic;
-  std::int64_t replicas = 1;
+  std::int64_t replicas = 1;  ///< Disaggregated: prefill + decode replicas.
   std::int64_t devices_per_replica = 1;
   double usd_per_device_hour = 0;  ///< 0: no price.
   std::vector<SloLimit> slo;
+  Disaggregation disaggregation;  ///< Off unless prefill_replicas > 0 (LLMs only).
 };
 ServeResult serve(const ServeSetup& setup, StepCost& cost);
 
@@ -276,10 +320,30 @@ struct ReplicaSearch {
 };
 ReplicaSearch find_replicas(ServeSetup setup, StepCost& cost, std::int64_t max_replicas = 4096);
 
+/// Every split of `total` replicas into prefill and decode pools (1 : total-1 up to
+/// total-1 : 1), and the same replicas colocated (prefill 0), each at the highest rate that meets
+/// the SLO (find_max_rate). `best` indexes the split with the highest rate (the fewest prefill
+/// replicas among equals); colocated is reported beside it, never chosen as a split.
+struct SplitSearch {
+  struct Split {
+    std::int64_t prefill = 0;  ///< 0: colocated.
+    std::int64_t decode = 0;
+    RateSearch search;
+  };
+  std::vector<Split> splits;  ///< Colocated first, then by prefill replicas.
+  std::size_t best = 0;
+  int runs = 0;
+};
+SplitSearch find_split(ServeSetup setup, StepCost& cost, std::int64_t total);
+
 /// Reports. The table and CSV name the run in `title`.
 std::string render_serve_text(const ServeResult& result, const std::string& title);
 std::string render_serve_json(const ServeResult& result, const std::string& title);
 std::string render_serve_csv(const std::vector<ServeResult>& results);  ///< One row per run.
+/// find_split's splits: a line naming the best against colocated, then a table of every split.
+std::string render_split_text(const SplitSearch& search);
+/// The best split's run as `result`, and every split in `splits`.
+std::string render_split_json(const SplitSearch& search, const std::string& title);
 std::string render_sweep_text(const std::vector<ServeResult>& results, const std::string& title);
 std::string render_sweep_json(const std::vector<ServeResult>& results, const std::string& title);
 /// P50 and P99 of TTFT and TPOT against the offered rate, the SLO limits as dashed lines, the

@@ -53,6 +53,7 @@ struct ServeOptions {
   std::string max_queue_delay;
   std::string slo;
   std::string find;
+  std::string disaggregate;  // "P:D": prefill and decode replicas.
   std::string sweep;
   std::optional<double> price_per_hour;
   std::string format = "table";
@@ -78,6 +79,26 @@ auto with_flag(const std::string& flag, F parse) {
   } catch (const Error& e) {
     throw Error({}, flag + ": " + e.message());
   }
+}
+
+// --disaggregate P:D: prefill and decode replicas, each at least 1.
+std::pair<std::int64_t, std::int64_t> pool_sizes(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  const auto whole = [&](const std::string& part) -> std::int64_t {
+    if (part.empty() || part.size() > 7 ||
+        part.find_first_not_of("0123456789") != std::string::npos) {
+      return 0;
+    }
+    return std::stoll(part);
+  };
+  const std::int64_t prefill = colon == std::string::npos ? 0 : whole(text.substr(0, colon));
+  const std::int64_t decode = colon == std::string::npos ? 0 : whole(text.substr(colon + 1));
+  if (prefill < 1 || decode < 1) {
+    throw Error({}, fmt::format("--disaggregate: expected PREFILL:DECODE replicas, each a whole "
+                                "number from 1 to 9999999 (e.g. 1:3), got \"{}\"",
+                                text));
+  }
+  return {prefill, decode};
 }
 
 // "rate=1..64/s" or "rate=1/s..64/s": doubling from the first while at most the last (and the
@@ -192,8 +213,25 @@ void check_flag_use(const ServeOptions& o, bool llm) {
   if (o.find.empty() && o.sweep.empty() && o.rate.empty() && o.trace.empty()) {
     throw Error({}, "serve needs --rate (e.g. --rate 20/s), --trace, --sweep or --find max-rate");
   }
-  if (o.find == "max-rate" && !o.rate.empty()) {
-    throw Error({}, "--find max-rate searches the rate: drop --rate");
+  if ((o.find == "max-rate" || o.find == "split") && !o.rate.empty()) {
+    throw Error({}, "--find " + o.find + " searches the rate: drop --rate");
+  }
+  if (!o.disaggregate.empty()) {
+    if (!llm) throw Error({}, "--disaggregate splits LLM serving: add --prompt-tokens");
+    if (o.replicas != 1) {
+      throw Error({}, "--disaggregate PREFILL:DECODE sets the replicas: drop --replicas");
+    }
+    if (!o.find.empty() && o.find != "max-rate") {
+      throw Error({}, "--disaggregate fixes the pools: not with --find " + o.find);
+    }
+  }
+  if (o.find == "split") {
+    if (!llm) throw Error({}, "--find split splits LLM serving: add --prompt-tokens");
+    if (o.replicas < 2) {
+      throw Error({},
+                  "--find split divides --replicas N (2 or more) into prefill and decode "
+                  "pools");
+    }
   }
   if (o.find == "replicas" && o.rate.empty()) {
     throw Error({}, "--find replicas needs --rate (the load the replicas must carry)");
@@ -286,7 +324,7 @@ ServingDefaults continuous_defaults(const Workload& workload, const Device& devi
 std::string set_continuous(const ServeOptions& o, const Device& device,
                            const PerformanceParams& params, const Workload& workload,
                            const BatchGraphBuilder& build, bool warn, ContinuousBatching& c,
-                           BatchGraphBuilder& draft_build) {
+                           BatchGraphBuilder& draft_build, double& kv_bytes_per_token) {
   const ServingDefaults defaults = continuous_defaults(workload, device, warn, c);
   std::string draft_name;
   c.max_num_batched_tokens = o.max_num_batched_tokens.value_or(c.max_num_batched_tokens);
@@ -315,6 +353,7 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
                     c.block_size);
   }
   c.kv_blocks = kv.blocks;
+  kv_bytes_per_token = kv.bytes_per_token;
   std::string extras;
   if (c.prefix_hit_rate > 0) extras += fmt::format(", prefix hits {:g}", c.prefix_hit_rate);
   if (c.speculative_tokens > 0) {
@@ -383,9 +422,24 @@ PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool 
   setup.llm = llm;
   read_load(o, device, setup);
   BatchGraphBuilder draft_build;
-  const std::string runtime_text =
-      llm ? set_continuous(o, device, params, workload, build, warn, setup.continuous, draft_build)
-          : set_dynamic(o, setup.dynamic);
+  double kv_bytes_per_token = 0;
+  std::string runtime_text = llm ? set_continuous(o, device, params, workload, build, warn,
+                                                  setup.continuous, draft_build, kv_bytes_per_token)
+                                 : set_dynamic(o, setup.dynamic);
+  if (!o.disaggregate.empty() || o.find == "split") {
+    // --find split tries every split of --replicas; the link is the one they all share.
+    const auto [prefill, decode] = o.find == "split"
+                                       ? std::pair<std::int64_t, std::int64_t>{1, o.replicas - 1}
+                                       : pool_sizes(o.disaggregate);
+    const Profile profile = workload.runtime ? workload.runtime->profile : Profile::kEager;
+    setup.disaggregation = disaggregated_pools(device, params, profile, prefill, decode,
+                                               o.tensor_parallel, kv_bytes_per_token);
+    setup.replicas = prefill + decode;
+    runtime_text += fmt::format(
+        "\n  KV cache sent from prefill to decode replicas over {}, {} a "
+        "token per device",
+        setup.disaggregation.link_name, format_bytes(kv_bytes_per_token));
+  }
 
   PreparedRun run;
   run.cost = std::make_unique<ModelStepCost>(build, device, params, workload);
@@ -471,6 +525,22 @@ void run_serve(const ServeOptions& o) {
                       "  max rate     none: the SLO is missed even at 1/1000 of the "
                       "saturation rate ({} runs)\n",
                       search.runs);
+  } else if (o.find == "split") {
+    const SplitSearch search = find_split(setup, cost, o.replicas);
+    setup.load.rate_per_s = search.splits[search.best].search.at_rate.offered_rate_per_s;
+    const std::string name = title(search.splits[search.best].search.at_rate);
+    text = o.format == "json" ? render_split_json(search, name)
+           : o.format == "csv"
+               ? render_serve_csv([&] {
+                   std::vector<ServeResult> runs;
+                   for (const SplitSearch::Split& split : search.splits)
+                     runs.push_back(split.search.at_rate);
+                   return runs;
+                 }())
+               : render_split_text(search) +
+                     render_serve_text(search.splits[search.best].search.at_rate, name);
+    write_output(o.output, text);
+    return;
   } else if (o.find == "replicas") {
     const ReplicaSearch search = find_replicas(setup, cost);
     if (search.replicas == 0) {
@@ -635,8 +705,9 @@ void add_batching_and_goal_options(CLI::App* sub, ServeOptions* o) {
                   "tpot, itl, e2e, queue; mean, p50, p90, p99)");
   one_of(sub->add_option("--find", o->find,
                          "max-rate: the highest rate meeting --slo; replicas: the fewest "
-                         "replicas meeting it at --rate"),
-         {"max-rate", "replicas"});
+                         "replicas meeting it at --rate; split: the prefill:decode split of "
+                         "--replicas with the highest such rate"),
+         {"max-rate", "replicas", "split"});
   sub->add_option("--sweep", o->sweep, "Latency against rate, e.g. rate=1..64/s");
   number_above(sub->add_option("--price-per-hour", o->price_per_hour,
                                "USD per device-hour (default: the table's indicative price)"));
@@ -693,6 +764,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   whole_number(sub->add_option("--replicas", o->replicas, "Replicas; requests go round-robin"), 1,
                1'000'000)
       ->capture_default_str();
+  sub->add_option("--disaggregate", o->disaggregate,
+                  "LLM: PREFILL:DECODE replicas (e.g. 1:3): prefill replicas run prompts and send "
+                  "the KV cache to decode replicas, which generate the rest");
   add_load_options(sub, o.get());
   add_llm_options(sub, o.get());
   add_batching_and_goal_options(sub, o.get());
