@@ -149,7 +149,7 @@ _capcalc() {
              --max-num-seqs --block-size --gpu-memory-utilization --no-chunked-prefill --max-batch
              --prefix-hit-rate --speculative-tokens --acceptance-rate --draft-cost --draft
              --moe-imbalance --preferred-batch --max-queue-delay --slo --find --sweep
-             --disaggregate --price-per-hour --validate --max-median-error --max-worst-factor --min-within-2x
+             --disaggregate --mix --price-per-hour --validate --max-median-error --max-worst-factor --min-within-2x
              --format --output" ;;
     plan)
       flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve

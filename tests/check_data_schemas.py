@@ -109,6 +109,8 @@ RULES = [
      exempt("raw logs of bench/device/measure.py (one JSON record per line), quoted as sources")),
     # tests/cli: inputs of the CLI tests.
     ("tests/cli/serve_validation_small.json", valid("serving-validation")),
+    ("tests/cli/serve_mix.json", valid("serve-mix")),
+    ("tests/cli/serve_mix_bad_key.json", invalid("serve-mix")),
     ("tests/cli/budget_pass.json", valid("budget")),
     ("tests/cli/budget_fail.json", valid("budget")),
     ("tests/cli/budget_runtime.json", valid("budget")),

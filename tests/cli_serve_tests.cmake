@@ -112,3 +112,15 @@ capcalc_usage_error(serve_disaggregate_llm "--disaggregate splits LLM serving: a
 capcalc_usage_error(serve_find_split_replicas
                     "--find split divides --replicas N (2 or more) into prefill and decode pools"
                     serve ${llama} --gpu h100 --prompt-tokens 100 --find split --slo ttft_p99=1s)
+
+# serve --mix: a fleet of an LLM and a CNN, each on the cheapest device meeting its SLO. The
+# candidates line shows what each cost, so the choice can be checked by reading it: ResNet-50 on
+# one L4 ($0.799/h) beats one A10 ($0.860/h) and two T4s ($1.18/h).
+capcalc_cli_ok(serve_mix
+               "chat +10/s +NVIDIA H100 SXM5 80GB +1 +1 .*vision +400/s +NVIDIA L4 +1 +1 .*total +\\$2,408 per month \\(\\$3.30/h over 730 h a month\\).*vision: t4: 2 replicas, \\$1.18/h; l4: 1 replica, \\$0.799/h; a10: 1 replica, \\$0.860/h"
+               serve --mix tests/cli/serve_mix.json)
+capcalc_usage_error(serve_mix_bad_key
+                    "tests/cli/serve_mix_bad_key.json:/workloads/0/replica: unknown key \"replica\" in a mix workload"
+                    serve --mix tests/cli/serve_mix_bad_key.json)
+capcalc_usage_error(serve_mix_model "--mix runs the file's workloads: no MODEL or --gpu"
+                    serve data/models/resnet50.json --mix tests/cli/serve_mix.json)

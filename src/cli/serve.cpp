@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/serve_mix.hpp"
 #include "capcalc/serve_validation.hpp"
 #include "capcalc/units.hpp"
 
@@ -59,6 +60,7 @@ struct ServeOptions {
   std::string format = "table";
   std::string output;
   std::string validate;  // A serving validation file (serve_validation.hpp).
+  std::string mix;       // A mix file (serve_mix.hpp): a fleet of workloads.
   std::optional<double> max_median_error;
   std::optional<double> max_worst_factor;
   std::optional<std::int64_t> min_within_2x;
@@ -566,6 +568,121 @@ void run_serve(const ServeOptions& o) {
   write_output(o.output, text);
 }
 
+// The flags `serve` would take for one workload of a mix on one candidate.
+ServeOptions mix_options(const ServeOptions& o, const MixWorkload& w, const std::string& device,
+                         std::int64_t tensor_parallel) {
+  ServeOptions run;
+  run.hardware = o.hardware;
+  run.price_per_hour = o.price_per_hour;
+  run.model.path = w.model;
+  run.device = device;
+  run.precision = w.precision;
+  run.kv_precision = w.kv_precision;
+  run.runtime = w.runtime;
+  run.tensor_parallel = tensor_parallel;
+  run.rate = w.rate;
+  run.slo = w.slo;
+  run.find = "replicas";
+  run.prompt_tokens = w.prompt_tokens;
+  run.output_tokens = w.output_tokens;
+  run.requests = w.requests;
+  run.seed = w.seed;
+  run.max_batch = w.max_batch;
+  run.preferred_batch = w.preferred_batch;
+  run.max_queue_delay = w.max_queue_delay;
+  return run;
+}
+
+// One workload's candidates, each with the fewest replicas meeting its SLO; the cheapest chosen
+// (fewer devices, then the first listed, among equals).
+FleetPool choose_pool(const ServeOptions& o, const HardwareTable& table, const Mix& mix,
+                      const MixWorkload& w) {
+  ModelArgs model;
+  model.path = w.model;
+  try {
+    load_model_from(model);  // A model that cannot be read is the mix's error, not a candidate's.
+  } catch (const Error& e) {
+    if (!e.where().file.empty()) throw;
+    throw Error(w.where, e.message());
+  }
+  FleetPool pool;
+  pool.workload = &w;
+  const std::vector<std::string>& devices = w.devices.empty() ? mix.devices : w.devices;
+  const std::vector<std::int64_t> sizes =
+      w.tensor_parallel.empty() ? std::vector<std::int64_t>{1} : w.tensor_parallel;
+  std::vector<std::pair<ServeResult, std::string>> runs;
+  for (const std::string& device : devices) {
+    for (std::int64_t tp : sizes) {
+      FleetCandidate c;
+      c.device = device;
+      c.tensor_parallel = tp;
+      try {
+        PreparedRun prepared = prepare_run(mix_options(o, w, device, tp), table, false);
+        c.device = prepared.device.id;
+        const double price = prepared.setup.usd_per_device_hour;
+        const ReplicaSearch search =
+            find_replicas(prepared.setup, *prepared.cost, mix.max_replicas);
+        if (search.replicas == 0) {
+          c.why = fmt::format("the SLO is missed even with {} replicas", mix.max_replicas);
+        } else if (price <= 0) {
+          c.replicas = search.replicas;
+          c.why = fmt::format("{} replica{} meet the SLO, but the table has no price",
+                              search.replicas, search.replicas == 1 ? "" : "s");
+        } else {
+          c.replicas = search.replicas;
+          c.usd_per_hour = price * static_cast<double>(tp * search.replicas);
+        }
+        runs.emplace_back(search.at_replicas, prepared.device.name);
+      } catch (const Error& e) {
+        c.why = e.message();
+        runs.emplace_back(ServeResult{}, "");
+      }
+      pool.candidates.push_back(c);
+    }
+  }
+  for (std::size_t i = 0; i < pool.candidates.size(); ++i) {
+    const FleetCandidate& c = pool.candidates[i];
+    if (!c.why.empty()) continue;
+    if (!pool.chosen) {
+      pool.chosen = i;
+      continue;
+    }
+    const FleetCandidate& best = pool.candidates[*pool.chosen];
+    if (c.usd_per_hour < best.usd_per_hour ||
+        (c.usd_per_hour == best.usd_per_hour &&
+         c.tensor_parallel * c.replicas < best.tensor_parallel * best.replicas)) {
+      pool.chosen = i;
+    }
+  }
+  if (pool.chosen) {
+    pool.result = runs[*pool.chosen].first;
+    pool.device_name = runs[*pool.chosen].second;
+  }
+  return pool;
+}
+
+// serve --mix: the fleet; exit 1 when a workload has no candidate meeting its SLO.
+int run_serve_mix(const ServeOptions& o) {
+  if (!o.model.path.empty() || !o.device.empty()) {
+    throw Error({}, "--mix runs the file's workloads: no MODEL or --gpu");
+  }
+  const HardwareTable table = load_table(o.hardware);
+  const Mix mix = load_mix(o.mix);
+  Fleet fleet;
+  fleet.file = o.mix;
+  fleet.hours_per_month = mix.hours_per_month;
+  for (const MixWorkload& w : mix.workloads)
+    fleet.pools.push_back(choose_pool(o, table, mix, w));
+  write_output(o.output, o.format == "json" ? render_fleet_json(fleet) : render_fleet_text(fleet));
+  for (const FleetPool& pool : fleet.pools) {
+    if (!pool.chosen) {
+      fmt::print(stderr, "capcalc: serve --mix: no candidate meets the SLO of \"{}\"\n",
+                 pool.workload->name);
+    }
+  }
+  return fleet.complete() ? 0 : 1;
+}
+
 // Every case of a serving validation file, run as `serve` would run it: offline (every request
 // at once) or, with an SLO, at the highest rate that meets it. Exit 1 when a gate is exceeded.
 int run_serve_validation(const ServeOptions& o) {
@@ -773,8 +890,14 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   add_validate_options(sub, o.get());
   sub->get_option("model")->required(false);
   sub->get_option("--gpu")->required(false);
+  sub->add_option("--mix", o->mix,
+                  "Choose a fleet: for each workload of a mix file (docs/serving.md) the "
+                  "cheapest device, tensor-parallel size and replicas meeting its SLO");
   sub->callback([o, &exit_code] {
-    if (o->validate.empty()) {
+    if (!o->mix.empty()) {
+      if (!o->validate.empty()) throw Error({}, "--mix and --validate: one at a time");
+      exit_code = run_serve_mix(*o);
+    } else if (o->validate.empty()) {
       if (o->max_median_error || o->max_worst_factor || o->min_within_2x) {
         throw Error({},
                     "--max-median-error, --max-worst-factor and --min-within-2x gate "
