@@ -3,9 +3,17 @@
 # them in any case; they are offered in lower case), device ids from the hardware table
 # (`capcalc hw list --format csv`) and file names for models.
 # tests/completion_man.cmake checks that every flag of `capcalc SUB --help` is listed here.
+# --format values come from `capcalc SUB --help` itself (src/cli/formats.cpp is their source).
 
 _capcalc_devices() {
   "${COMP_WORDS[0]}" hw list --format csv 2>/dev/null | tail -n +2 | cut -d, -f1
+}
+
+# The --format names of a command: `capcalc COMMAND [SUB] --help` lists them as
+# "-f,--format TEXT:{table,json,csv}=table".
+_capcalc_formats() {
+  "${COMP_WORDS[0]}" "$@" --help 2>/dev/null | sed -n 's/.*--format TEXT:{\([^}]*\)}.*/\1/p' |
+    tr ',' ' '
 }
 
 # Zoo model names (`capcalc models list`), offered beside files where a model is due.
@@ -69,16 +77,7 @@ _capcalc() {
     --find) COMPREPLY=($(compgen -W "max-rate replicas split" -- "$cur")); return ;;
     --trace) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     -f | --format)
-      local formats="table json"
-      case "$command" in
-        layers | hw | models | serve) formats="table json csv" ;;
-        compare) formats="table json csv markdown" ;;
-        check) formats="text json junit markdown" ;;
-      esac
-      [[ $command == hw && $sub == show ]] && formats="table json"
-      [[ $command == runtimes ]] && formats="table json"
-      [[ $command == probe ]] && formats="json table"
-      COMPREPLY=($(compgen -W "$formats" -- "$cur"))
+      [[ -n $command ]] && COMPREPLY=($(compgen -W "$(_capcalc_formats $command $sub)" -- "$cur"))
       return ;;
     --hardware | --hardware-file | --runtime-file | --budget | --measurements | --write-ranges | -o | --output)
       COMPREPLY=($(compgen -f -- "$cur"))

@@ -4,9 +4,6 @@
 #include <cmath>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include "report_json.hpp"
 
 namespace capcalc {
 namespace {
@@ -185,77 +182,6 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
   }
   result.after = validate(records, result.calibrated, models_dir);
   return result;
-}
-
-std::string render_hardware_file(const std::vector<const Device*>& devices) {
-  using Json = nlohmann::ordered_json;
-  Json doc;
-  doc["schema_version"] = 1;
-  doc["comment"] =
-      "Written by capcalc calibrate: entries replace the built-in devices of the "
-      "same id when passed with --hardware-file.";
-  Json list = Json::array();
-  for (const Device* d : devices) {
-    Json e;
-    e["id"] = d->id;
-    e["name"] = d->name;
-    if (!d->aliases.empty()) e["aliases"] = d->aliases;
-    e["type"] = std::string(device_type_name(d->type));
-    e["vendor"] = d->vendor;
-    if (d->release_year > 0) e["release_year"] = d->release_year;
-    Json peaks = Json::object();
-    for (Precision p : d->precisions()) {
-      Json rate = Json::object();
-      if (d->peak(p).vector_flops_per_s > 0) rate["vector"] = d->peak(p).vector_flops_per_s / 1e12;
-      if (d->peak(p).matrix_flops_per_s > 0) rate["matrix"] = d->peak(p).matrix_flops_per_s / 1e12;
-      peaks[std::string(precision_name(p))] = rate;
-    }
-    e["dense_peak_tflops"] = peaks;
-    if (d->sparsity_2_4_speedup > 1) e["sparsity_2_4_speedup"] = d->sparsity_2_4_speedup;
-    e["memory_gb"] = d->memory_bytes / 1e9;
-    e["memory_bandwidth_gb_per_s"] = d->memory_bandwidth_bytes_per_s / 1e9;
-    if (d->cache_bytes > 0) e["cache_mb"] = d->cache_bytes / 1e6;
-    if (d->compute_units > 0) {
-      e["compute_units"] = d->compute_units;
-      e["compute_unit_name"] = d->compute_unit_name;
-    }
-    if (d->boost_clock_hz > 0) e["boost_clock_mhz"] = d->boost_clock_hz / 1e6;
-    if (d->tdp_w > 0) e["tdp_w"] = d->tdp_w;
-    const auto link = [](const Link& l) {
-      Json j{{"name", l.name},
-             {"bandwidth_gb_per_s", l.bandwidth_bytes_per_s / 1e9},
-             {"direction", l.direction}};
-      if (l.peers > 0) j["peers"] = l.peers;
-      return j;
-    };
-    if (d->intra_node || d->inter_node) {
-      Json links = Json::object();
-      if (d->intra_node) links["intra_node"] = link(*d->intra_node);
-      if (d->inter_node) links["inter_node"] = link(*d->inter_node);
-      e["interconnect"] = links;
-    }
-    if (d->price) {
-      e["price_per_hour_usd"] = {{"value", d->price->usd_per_hour},
-                                 {"date", d->price->date},
-                                 {"source", d->price->source}};
-    }
-    e["sources"] = d->sources;
-    if (!d->notes.empty()) e["notes"] = d->notes;
-    const PerformanceOverride& o = d->performance;
-    if (!o.empty()) {
-      Json perf = Json::object();
-      if (o.matrix_efficiency) perf["matrix_efficiency"] = *o.matrix_efficiency;
-      if (o.vector_efficiency) perf["vector_efficiency"] = *o.vector_efficiency;
-      if (o.memory_efficiency) perf["memory_efficiency"] = *o.memory_efficiency;
-      if (o.eager_overhead_s) perf["eager_overhead_us"] = *o.eager_overhead_s * 1e6;
-      if (o.graph_overhead_s) perf["graph_overhead_us"] = *o.graph_overhead_s * 1e6;
-      if (o.compiled_overhead_s) perf["compiled_overhead_us"] = *o.compiled_overhead_s * 1e6;
-      e["performance"] = perf;
-    }
-    list.push_back(e);
-  }
-  doc["devices"] = list;
-  return json_text(doc);
 }
 
 }  // namespace capcalc

@@ -267,12 +267,7 @@ std::string render_compare_json(const CompareTable& table) {
   j["schema_version"] = kOutputSchemaVersion;
   j["model"] = {{"name", table.model}, {"params", table.params}};
   j["mode"] = std::string(mode_name(table.mode));
-  j["devices"] = table.devices;
-  j["tensor_parallel"] = table.tensor_parallel;
-  j["pipeline_parallel"] = table.pipeline_parallel;
-  j["micro_batches"] = table.micro_batches;
-  j["virtual_stages"] = table.virtual_stages;
-  j["zero_stage"] = table.zero_stage;
+  put_parallelism_json(j, table);
   if (!table.runtime.empty()) j["runtime"] = table.runtime;
   j["sort"] = std::string(compare_sort_name(table.sort));
   j["cost_basis"] = std::string(cost_basis_name(table.cost_basis));

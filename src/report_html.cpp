@@ -14,6 +14,7 @@
 
 #include "markup.hpp"
 #include "report_json.hpp"
+#include "report_parts.hpp"
 #include "report_words.hpp"
 
 namespace capcalc {
@@ -44,14 +45,6 @@ footer { margin-top: 2em; color: #777; font-size: 0.85em; }
 
 std::string esc(std::string_view text) {
   return escape_markup(text);
-}
-
-std::string percent(double fraction) {
-  return fmt::format("{:.1f} %", 100 * fraction);
-}
-
-double per_sample(std::int64_t value, std::int64_t batch) {
-  return static_cast<double>(value) / static_cast<double>(batch);
 }
 
 // A row of a two-column table; `value` is HTML already.

@@ -16,7 +16,7 @@ import sys
 import zlib
 
 SKIP = 77
-ROOF = (0xC0, 0x39, 0x2B)  # src/roofline.cpp kRoofColour
+ROOF = (0xC0, 0x39, 0x2B)  # src/report_roofline_svg.cpp kRoofColour
 WIDTH, HEIGHT = 1200, 2000
 
 

@@ -95,6 +95,13 @@ capcalc_cli_ok(case_compare "^\\*\\*resnet50 .*: 2 devices, by cost\\*\\*\n\n\\|
                compare ${resnet} --hw T4,A100 --sort Cost --format Markdown --precision FP16,Bf16)
 capcalc_cli_ok(case_check "^\\{\n  \"schema_version\": 1,"
                check ${resnet} --hw A100 --max-latency 1s --mode Inference --format JSON)
+# --format names come from src/cli/formats.cpp; a document with fewer formats says which.
+capcalc_usage_error(format_unknown
+                    "--format must be one of table, json, junit or markdown (got \"tabel\"); did you mean \"table\"?"
+                    check --budget tests/cli/budget_pass.json --format tabel)
+# serve --validate has no CSV: it printed the table for --format csv until issue 22.
+capcalc_usage_error(format_serve_validate_csv "--format csv: serve --validate writes table or json"
+                    serve --validate data/validation/serving.json --format csv)
 capcalc_usage_error(case_unknown_value
                     "--mode must be one of inference or training (got \"trainig\"); did you mean \"training\"?"
                     estimate ${resnet} --gpu A100 --mode trainig)

@@ -1,8 +1,12 @@
 # The bash completion offers every subcommand and, after each one, every long flag the CLI
 # has (run in bash, as a shell would: COMP_WORDS in, COMPREPLY out), and device ids from the
 # table; the man page names them all and renders without warnings. Neither can drift from
-# `capcalc --help`.
+# `capcalc --help`. The --format names too: each command's help lists them from its row of
+# src/cli/formats.cpp ("-f,--format TEXT:{table,json,csv}=table"), and the completion must
+# offer exactly those, the man page list them in that order ("--format table|json|csv" in the
+# command's entry), and the default must be the first.
 #   -DCLI=<binary> -DCOMPLETION=<capcalc.bash> -DMAN=<capcalc.1> [-DGROFF=<groff>]
+cmake_policy(SET CMP0007 NEW)  # Keep an empty word: completing "--format ".
 file(READ ${MAN} man)
 
 # What the completion offers for the words after "capcalc" (the last one is being completed;
@@ -52,6 +56,48 @@ function(subcommands_of text out)
 endfunction()
 
 set(missing "")
+set(format_commands 0)
+# The command's --format names and default as its --help lists them, against the completion
+# and the man page.
+function(check_formats label text)
+  if(NOT text MATCHES "--format TEXT:{([a-z,]+)}=([a-z]+)")
+    return()
+  endif()
+  string(REPLACE "," ";" names "${CMAKE_MATCH_1}")
+  set(default "${CMAKE_MATCH_2}")
+  math(EXPR count "${format_commands} + 1")
+  set(format_commands ${count} PARENT_SCOPE)
+  list(GET names 0 first)
+  if(NOT default STREQUAL first)
+    list(APPEND missing "capcalc ${label} --help: the default format ${default} is not the first")
+  endif()
+  string(REPLACE " " ";" words "${label}")
+  complete(offered ${words} --format "")
+  string(REPLACE ";" "\n" want "\n${CMAKE_MATCH_1}\n")
+  string(REPLACE "," "\n" want "${want}")
+  if(NOT offered STREQUAL want)
+    string(STRIP "${offered}" got)
+    string(REPLACE "\n" " " got "${got}")
+    list(APPEND missing "completion offers '${got}' after '${label} --format', not ${CMAKE_MATCH_1}")
+  endif()
+  # The man entry: from ".B label" to the next ".TP".
+  string(FIND "${man}" ".B ${label}" at)
+  if(at EQUAL -1)
+    set(entry "")
+  else()
+    string(SUBSTRING "${man}" ${at} -1 entry)
+    string(FIND "${entry}" "\n.TP" end)
+    string(SUBSTRING "${entry}" 0 ${end} entry)
+  endif()
+  string(REPLACE ";" "|" bar "${names}")
+  if(NOT entry MATCHES "\\\\fB\\\\-\\\\-format\\\\fR ([a-z|]+)")
+    list(APPEND missing "man page: the entry of ${label} lacks '--format ${bar}'")
+  elseif(NOT CMAKE_MATCH_1 STREQUAL bar)
+    list(APPEND missing "man page: ${label} --format ${CMAKE_MATCH_1}, but --help lists ${bar}")
+  endif()
+  set(missing "${missing}" PARENT_SCOPE)
+endfunction()
+
 function(check_flags label text)
   set(completion "")
   if(NOT label STREQUAL "capcalc")
@@ -100,12 +146,17 @@ foreach(command IN LISTS commands)
   endif()
   help_of(text ${command})
   check_flags("${command}" "${text}")
+  check_formats("${command}" "${text}")
   subcommands_of("${text}" nested)
   foreach(sub IN LISTS nested)
     help_of(sub_text ${command} ${sub})
     check_flags("${command} ${sub}" "${sub_text}")
+    check_formats("${command} ${sub}" "${sub_text}")
   endforeach()
 endforeach()
+if(format_commands LESS 12)
+  list(APPEND missing "found --format in only ${format_commands} commands' --help")
+endif()
 if(missing)
   list(JOIN missing "\n" lines)
   message(FATAL_ERROR "${lines}")
@@ -118,4 +169,4 @@ if(GROFF)
     message(FATAL_ERROR "groff -man: exit ${code}\n${warnings}")
   endif()
 endif()
-message(STATUS "${count} subcommands: completion and man page complete")
+message(STATUS "${count} subcommands, ${format_commands} with --format: completion and man page complete")

@@ -8,6 +8,7 @@
 #include "capcalc/report_compare.hpp"
 
 #include "commands.hpp"
+#include "formats.hpp"
 #include "output_file.hpp"
 #include "usage.hpp"
 #include "workload_args.hpp"
@@ -37,7 +38,7 @@ struct CheckOptions {
   std::vector<std::pair<LimitKind, std::string>> limits;
   bool must_fit = false;
   ServingArgs serving;
-  std::string format = "text";
+  std::string format;  // --format; add_format_option sets the default (formats.hpp).
   std::string output;
 };
 
@@ -114,17 +115,8 @@ int run_check(const CheckOptions& options) {
         return check_budgets(load_budget(options.budget), table, &runtimes);
       }()
                  : check_flags(options, table);
-  std::string text;
-  if (options.format == "json") {
-    text = render_check_json(report);
-  } else if (options.format == "junit") {
-    text = render_check_junit(report);
-  } else if (options.format == "markdown") {
-    text = render_check_markdown(report);
-  } else {
-    text = render_check_text(report, options.output.empty() && color_enabled(stdout));
-  }
-  write_output(options.output, text);
+  const bool color = options.output.empty() && color_enabled(stdout);
+  write_output(options.output, check_formats().render(options.format, {report, color}));
   if (!report.passed()) {
     for (const CheckResult& r : report.results) {
       if (!r.passed) {
@@ -197,9 +189,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   add_serving_options(*sub, options->serving,
                       "LLM serving: prompt tokens per sequence; latency is then the request's "
                       "time, throughput generated tokens/s, cost per 1M generated tokens");
-  one_of(sub->add_option("-f,--format", options->format, "Output format"),
-         {"text", "json", "junit", "markdown"})
-      ->capture_default_str();
+  add_format_option(*sub, options->format, check_formats());
   sub->add_option("-o,--output", options->output, "Write the report to FILE instead of stdout");
   sub->callback([options, &exit_code] { exit_code = run_check(*options); });
 }

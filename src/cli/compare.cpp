@@ -9,6 +9,7 @@
 #include "capcalc/report_compare.hpp"
 
 #include "commands.hpp"
+#include "formats.hpp"
 #include "usage.hpp"
 #include "workload_args.hpp"
 
@@ -37,7 +38,7 @@ struct CompareOptions {
   int zero_stage = 0;
   RunSize run;
   std::optional<double> price_per_hour;
-  std::string format = "table";
+  std::string format;  // --format; add_format_option sets the default (formats.hpp).
   ServingArgs serving;
   std::string weight_precision;
   std::string kv_precision;
@@ -109,17 +110,7 @@ void run_compare(const CompareOptions& options) {
   }
   const CompareSort sort = parse_compare_sort(options.sort).value_or(CompareSort::kTime);
   const CompareTable result = compare_devices(graphs, devices, table, precisions, request, sort);
-  std::string text;
-  if (options.format == "json") {
-    text = render_compare_json(result);
-  } else if (options.format == "csv") {
-    text = render_compare_csv(result);
-  } else if (options.format == "markdown") {
-    text = render_compare_markdown(result);
-  } else {
-    text = render_compare_text(result);
-  }
-  fmt::print("{}", text);
+  fmt::print("{}", compare_formats().render(options.format, result));
 }
 
 }  // namespace
@@ -174,9 +165,7 @@ void add_compare_command(CLI::App& app) {
                                "USD per device-hour for every device (default: the table's "
                                "prices)"),
                0, kMaxPricePerHourUsd);
-  one_of(sub->add_option("-f,--format", options->format, "Output format"),
-         {"table", "json", "csv", "markdown"})
-      ->capture_default_str();
+  add_format_option(*sub, options->format, compare_formats());
   add_serving_options(*sub, options->serving,
                       "LLM serving: prompt tokens per sequence; each row serves --batch sequences "
                       "(TTFT, request time, generated tokens/s, cost per 1M tokens)");

@@ -10,6 +10,7 @@
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "formats.hpp"
 #include "usage.hpp"
 #include "workload_args.hpp"
 
@@ -20,7 +21,7 @@ struct EstimateOptions {
   SingleEstimateArgs run;
   RunSize run_size;
   std::optional<double> price_per_hour;
-  std::string format = "table";
+  std::string format;              // --format; add_format_option sets the default (formats.hpp).
   std::optional<std::size_t> top;  // Default 10.
   bool explain = false;
   ServingArgs serving;
@@ -88,9 +89,8 @@ void run_estimate(const EstimateOptions& options) {
     input.serving = &serving;
   }
   // Render fully before printing: nothing half-written reaches stdout on an error.
-  const std::string text = options.format == "json"
-                               ? render_estimate_json(input)
-                               : render_estimate_text(input, options.top.value_or(10));
+  const std::string text =
+      estimate_formats().render(options.format, {input, options.top.value_or(10)});
   fmt::print("{}", text);
 }
 
@@ -105,8 +105,7 @@ void add_estimate_command(CLI::App& app) {
                                "Training run: USD per device-hour (default: the table's "
                                "indicative price)"),
                0, kMaxPricePerHourUsd);
-  one_of(sub->add_option("-f,--format", options->format, "Output format"), {"table", "json"})
-      ->capture_default_str();
+  add_format_option(*sub, options->format, estimate_formats());
   whole_number(sub->add_option("--top", options->top,
                                "How many of the heaviest layers to list (default 10)"),
                0);

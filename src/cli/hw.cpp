@@ -5,6 +5,7 @@
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "formats.hpp"
 #include "usage.hpp"
 
 namespace capcalc::cli {
@@ -13,7 +14,7 @@ namespace {
 struct HwOptions {
   HardwareArgs hardware;
   std::string type;
-  std::string format = "table";
+  std::string format;  // --format; add_format_option sets the default (formats.hpp).
   std::string device;
 };
 
@@ -23,23 +24,14 @@ void run_list(const HwOptions& options) {
   for (const Device& d : table.devices) {
     if (options.type.empty() || device_type_name(d.type) == options.type) devices.push_back(&d);
   }
-  std::string text;
-  if (options.format == "json") {
-    text = render_hardware_json(table, devices);
-  } else if (options.format == "csv") {
-    text = render_hardware_csv(devices);
-  } else {
-    text = render_hardware_text(devices);
-  }
-  fmt::print("{}", text);
+  fmt::print("{}", hw_list_formats().render(options.format, {table, devices}));
 }
 
 void run_show(const HwOptions& options) {
   const HardwareTable table = load_table(options.hardware);
   const Device& device = table.get(options.device);
   const PerformanceParams params = table.performance_for(device);
-  fmt::print("{}", options.format == "json" ? render_device_json(device, params)
-                                            : render_device_text(device, params));
+  fmt::print("{}", hw_show_formats().render(options.format, {device, params}));
 }
 
 }  // namespace
@@ -53,17 +45,14 @@ void add_hw_command(CLI::App& app) {
   add_hardware_options(*list_cmd, list->hardware);
   one_of(list_cmd->add_option("--type", list->type, "Only this type"),
          {"cpu", "gpu", "tpu", "accelerator"});
-  one_of(list_cmd->add_option("-f,--format", list->format, "Output format"),
-         {"table", "json", "csv"})
-      ->capture_default_str();
+  add_format_option(*list_cmd, list->format, hw_list_formats());
   list_cmd->callback([list] { run_list(*list); });
 
   auto show = std::make_shared<HwOptions>();
   CLI::App* show_cmd = hw->add_subcommand("show", "Every figure of one device and its sources");
   show_cmd->add_option("device", show->device, "Device id or alias")->required();
   add_hardware_options(*show_cmd, show->hardware);
-  one_of(show_cmd->add_option("-f,--format", show->format, "Output format"), {"table", "json"})
-      ->capture_default_str();
+  add_format_option(*show_cmd, show->format, hw_show_formats());
   show_cmd->callback([show] { run_show(*show); });
 }
 

@@ -7,6 +7,7 @@
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "formats.hpp"
 #include "usage.hpp"
 
 namespace capcalc::cli {
@@ -17,7 +18,7 @@ struct LayersOptions {
   std::string device;
   HardwareArgs hardware;
   std::string precision = "fp32";
-  std::string format = "table";
+  std::string format;  // --format; add_format_option sets the default (formats.hpp).
 };
 
 void run_layers(const LayersOptions& options) {
@@ -37,15 +38,7 @@ void run_layers(const LayersOptions& options) {
     result = estimate(graph, *input.device, *params, workload);
     input.estimate = &*result;
   }
-  std::string text;
-  if (options.format == "json") {
-    text = render_layers_json(input);
-  } else if (options.format == "csv") {
-    text = render_layers_csv(input);
-  } else {
-    text = render_layers_text(input);
-  }
-  fmt::print("{}", text);
+  fmt::print("{}", layers_formats().render(options.format, input));
 }
 
 }  // namespace
@@ -61,8 +54,7 @@ void add_layers_command(CLI::App& app) {
                          "Number format (sets bytes per element)"),
          precision_names())
       ->capture_default_str();
-  one_of(sub->add_option("-f,--format", options->format, "Output format"), {"table", "json", "csv"})
-      ->capture_default_str();
+  add_format_option(*sub, options->format, layers_formats());
   sub->callback([options] { run_layers(*options); });
 }
 

@@ -5,27 +5,20 @@
 #include "capcalc/zoo.hpp"
 
 #include "commands.hpp"
+#include "formats.hpp"
 #include "usage.hpp"
 
 namespace capcalc::cli {
 namespace {
 
 struct ModelsOptions {
-  std::string format = "table";
+  std::string format;  // --format; add_format_option sets the default (formats.hpp).
 };
 
 void run_list(const ModelsOptions& options) {
   const Zoo zoo = load_zoo(zoo_index_path());
   const std::vector<ZooRow> rows = zoo_rows(zoo);
-  std::string text;
-  if (options.format == "json") {
-    text = render_zoo_json(rows);
-  } else if (options.format == "csv") {
-    text = render_zoo_csv(rows);
-  } else {
-    text = render_zoo_text(rows);
-  }
-  fmt::print("{}", text);
+  fmt::print("{}", models_list_formats().render(options.format, rows));
 }
 
 }  // namespace
@@ -37,9 +30,7 @@ void add_models_command(CLI::App& app) {
   auto list = std::make_shared<ModelsOptions>();
   CLI::App* list_cmd =
       models->add_subcommand("list", "One row per zoo model: family, params, MACs, source");
-  one_of(list_cmd->add_option("-f,--format", list->format, "Output format"),
-         {"table", "json", "csv"})
-      ->capture_default_str();
+  add_format_option(*list_cmd, list->format, models_list_formats());
   list_cmd->callback([list] { run_list(*list); });
 }
 

@@ -15,6 +15,7 @@
 #include "capcalc/units.hpp"
 
 #include "commands.hpp"
+#include "formats.hpp"
 #include "output_file.hpp"
 #include "usage.hpp"
 #include "workload_args.hpp"
@@ -31,7 +32,7 @@ struct PlanArgs {
   std::string global_batch;  // Empty: 4Mi tokens (a model with "seq"), else 512 samples.
   std::string memory_reserve = "10%";
   std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8};
-  std::string format = "table";
+  std::string format;  // --format; add_format_option sets the default (formats.hpp).
 };
 
 // --pricing and the figures each kind takes (include/capcalc/pricing.hpp).
@@ -344,7 +345,7 @@ void run_plan(const PlanOptions& options) {
   const int ways =
       (options.devices.empty() ? 0 : 1) + (options.type.empty() ? 0 : 1) + (options.all ? 1 : 0);
   if (ways != 1) throw Error({}, "give exactly one of --gpu LIST, --type TYPE or --all");
-  if (options.explain && options.common.format != "table") {
+  if (options.explain && !plan_formats().is_default(options.common.format)) {
     throw Error({}, "--explain is for the table: add --format table");
   }
   auto p = prepare(options.common);
@@ -405,11 +406,7 @@ void run_plan(const PlanOptions& options) {
         plan_estimate(p->build, p->table, request, result.rows[*options.explain - 1].layout);
     input.explain = &explained;
   }
-  const std::string& format = options.common.format;
-  const std::string text = format == "json"       ? render_plan_json(input)
-                           : format == "csv"      ? render_plan_csv(input)
-                           : format == "markdown" ? render_plan_markdown(input)
-                                                  : render_plan_text(input);
+  const std::string text = plan_formats().render(options.common.format, input);
   fmt::print("{}", text);
 }
 
@@ -462,10 +459,8 @@ void run_scale(const ScaleOptions& options) {
   p->request.samples = static_cast<double>(p->request.global_batch);  // Step times only.
   ScaleResult scale = plan_scaling(p->build, p->table, p->request, counts, options.weak);
   scale.notes.insert(scale.notes.begin(), p->notes.begin(), p->notes.end());
-  const std::string& format = options.common.format;
-  const std::string text = format == "json"  ? render_scale_json(scale, p->graph.name, device.id)
-                           : format == "csv" ? render_scale_csv(scale)
-                                             : render_scale_text(scale, p->graph.name, device.id);
+  const std::string text =
+      scale_formats().render(options.common.format, {scale, p->graph.name, device.id});
   if (!options.output.empty()) {
     write_output(options.output, render_scale_svg(scale, p->graph.name, device.id));
   }
@@ -499,9 +494,7 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   whole_number(sub->add_option("--explain", options->explain,
                                "Break down row N: compute, communication, bubble, memory"));
-  one_of(sub->add_option("-f,--format", options->common.format, "Output format"),
-         {"table", "json", "csv", "markdown"})
-      ->capture_default_str();
+  add_format_option(*sub, options->common.format, plan_formats());
   sub->callback([options] { run_plan(*options); });
 }
 
@@ -514,9 +507,7 @@ void add_scale_command(CLI::App& app) {
   sub->add_option("--devices", options->counts,
                   "Device counts: LOW..HIGH (powers of two) or a comma-separated list")
       ->capture_default_str();
-  one_of(sub->add_option("-f,--format", options->common.format, "Output format"),
-         {"table", "json", "csv"})
-      ->capture_default_str();
+  add_format_option(*sub, options->common.format, scale_formats());
   sub->add_flag("--weak", options->weak,
                 "Weak scaling: the global batch grows with the count from --global-batch at the "
                 "first count (default: strong, the global batch stays)");

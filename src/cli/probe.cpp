@@ -10,6 +10,7 @@
 #include "capcalc/error.hpp"
 
 #include "commands.hpp"
+#include "formats.hpp"
 #include "output_file.hpp"
 #include "usage.hpp"
 
@@ -20,7 +21,7 @@ struct ProbeCliOptions {
   double seconds = 3.0;
   unsigned threads = 0;
   std::string output;
-  std::string format = "json";
+  std::string format;  // --format; add_format_option sets the default (formats.hpp).
 };
 
 void run_probe(const ProbeCliOptions& options) {
@@ -41,13 +42,15 @@ void run_probe(const ProbeCliOptions& options) {
     fmt::print(stderr, "warning: {}\n", line);
   if (!options.output.empty()) {
     write_output(options.output, render_probe_json(result));
-    if (options.format == "table") fmt::print("{}", render_probe_text(result));
+    // The file is the hardware entry; stdout has the table if asked for.
+    if (!probe_formats().is_default(options.format)) {
+      fmt::print("{}", probe_formats().render(options.format, result));
+    }
     fmt::print(stderr, "capcalc: wrote {}: {}; use it with --gpu local --hardware-file {}\n",
                options.output, render_probe_summary(result), options.output);
     return;
   }
-  fmt::print("{}",
-             options.format == "table" ? render_probe_text(result) : render_probe_json(result));
+  fmt::print("{}", probe_formats().render(options.format, result));
 }
 
 }  // namespace
@@ -64,10 +67,8 @@ void add_probe_command(CLI::App& app) {
       1, 1024);
   sub->add_option("-o,--output", options->output,
                   "Write the JSON to this file (a summary goes to stderr)");
-  one_of(sub->add_option("-f,--format", options->format,
-                         "stdout: the hardware table (json) or a summary for people (table)"),
-         {"json", "table"})
-      ->capture_default_str();
+  add_format_option(*sub, options->format, probe_formats(),
+                    "stdout: the hardware table (json) or a summary for people (table)");
   sub->callback([options] { run_probe(*options); });
 }
 

@@ -14,6 +14,7 @@
 #include "capcalc/units.hpp"
 
 #include "commands.hpp"
+#include "formats.hpp"
 #include "output_file.hpp"
 #include "usage.hpp"
 
@@ -57,7 +58,7 @@ struct ServeOptions {
   std::string disaggregate;  // "P:D": prefill and decode replicas.
   std::string sweep;
   std::optional<double> price_per_hour;
-  std::string format = "table";
+  std::string format;  // --format; add_format_option sets the default (formats.hpp).
   std::string output;
   std::string validate;  // A serving validation file (serve_validation.hpp).
   std::string mix;       // A mix file (serve_mix.hpp): a fleet of workloads.
@@ -508,9 +509,7 @@ void run_serve(const ServeOptions& o) {
     if (svg) {
       write_output(o.output, render_sweep_svg(runs, as_given.name + " on " + device.name));
     }
-    text = o.format == "json"  ? render_sweep_json(runs, name)
-           : o.format == "csv" ? render_serve_csv(runs)
-                               : render_sweep_text(runs, name);
+    text = serve_sweep_formats().render(o.format, {runs, name});
     write_output(svg ? "" : o.output, text);
     return;
   }
@@ -557,15 +556,7 @@ void run_serve(const ServeOptions& o) {
     result = serve(setup, cost);
   }
   const std::string name = title(result);
-  if (o.format == "json") {
-    text = render_serve_json(result, name);
-  } else if (o.format == "csv") {
-    text = render_serve_csv({result});
-  } else {
-    text = render_serve_text(result, name);
-    if (!found.empty()) text = found + text;
-  }
-  write_output(o.output, text);
+  write_output(o.output, serve_formats().render(o.format, {result, name, found}));
 }
 
 // The flags `serve` would take for one workload of a mix on one candidate.
@@ -689,6 +680,8 @@ int run_serve_validation(const ServeOptions& o) {
   if (!o.model.path.empty() || !o.device.empty()) {
     throw Error({}, "--validate runs the file's cases: no MODEL or --gpu");
   }
+  // Before the cases run: the summary has no CSV (it used to print the table instead).
+  const auto& format = serve_validation_formats().find(o.format);
   const HardwareTable table = load_table(o.hardware);
   const std::vector<ServingCase> cases = load_serving_cases(o.validate);
   std::vector<ServingCheck> checks;
@@ -723,8 +716,7 @@ int run_serve_validation(const ServeOptions& o) {
     checks.push_back({&c, serving_metric(result, c.metric)});
   }
   const ServingSummary summary = summarize_serving(std::move(checks));
-  write_output(o.output, o.format == "json" ? render_serving_validation_json(summary)
-                                            : render_serving_validation_text(summary));
+  write_output(o.output, format.render(summary));
   bool failed = false;
   if (o.max_median_error && summary.median_abs_error > *o.max_median_error) {
     fmt::print(stderr,
@@ -828,8 +820,7 @@ void add_batching_and_goal_options(CLI::App* sub, ServeOptions* o) {
   sub->add_option("--sweep", o->sweep, "Latency against rate, e.g. rate=1..64/s");
   number_above(sub->add_option("--price-per-hour", o->price_per_hour,
                                "USD per device-hour (default: the table's indicative price)"));
-  one_of(sub->add_option("-f,--format", o->format, "Output format"), {"table", "json", "csv"})
-      ->capture_default_str();
+  add_format_option(*sub, o->format, serve_formats());
   sub->add_option("-o,--output", o->output,
                   "Write the output to this file; with --sweep, a .svg name draws the curve");
 }

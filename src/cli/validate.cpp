@@ -12,6 +12,7 @@
 #include "capcalc/report.hpp"
 
 #include "commands.hpp"
+#include "formats.hpp"
 #include "output_file.hpp"
 #include "usage.hpp"
 
@@ -23,7 +24,7 @@ struct ValidateOptions {
   std::vector<std::string> measurements;
   std::string models;
   std::string write_ranges;
-  std::string format = "table";
+  std::string format;  // --format; add_format_option sets the default (formats.hpp).
   std::optional<double> max_median_error;
   std::optional<double> max_worst_factor;
   std::optional<double> max_held_out_median_error;
@@ -53,8 +54,7 @@ int run_validate(const ValidateOptions& options) {
         derive_ranges(residuals(summary), 0.8, 5, fmt::format("{}", fmt::join(files, ", ")));
     write_output(options.write_ranges, render_ranges_json(ranges));
   }
-  fmt::print("{}", options.format == "json" ? render_validation_json(summary)
-                                            : render_validation_text(summary));
+  fmt::print("{}", validate_formats().render(options.format, summary));
   bool failed = false;
   if (options.max_median_error && summary.median_abs_error > *options.max_median_error) {
     fmt::print(stderr, "capcalc: validate: median |error| {:.1f} % exceeds the limit {:.1f} %\n",
@@ -98,8 +98,7 @@ void add_validate_command(CLI::App& app, int& exit_code) {
                   "each profile/bound/device-type class) to this file, as data/ranges.json");
   sub->add_option("--models", options->models,
                   "Directory of the model files (default: data/models)");
-  one_of(sub->add_option("-f,--format", options->format, "Output format"), {"table", "json"})
-      ->capture_default_str();
+  add_format_option(*sub, options->format, validate_formats());
   // A gate that nan passes can never fail: the limits are checked numbers.
   number_in(sub->add_option("--max-median-error", options->max_median_error,
                             "Exit 1 if the median |error| exceeds this fraction (e.g. 0.15)"),

@@ -1,0 +1,110 @@
+// Pieces shared by the estimate's renderers (report_parts.hpp).
+#include "report_parts.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "capcalc/ranges.hpp"
+#include "capcalc/units.hpp"
+
+#include "checked.hpp"
+#include "report_words.hpp"
+
+namespace capcalc {
+
+double per_sample(std::int64_t value, std::int64_t batch) {
+  return static_cast<double>(value) / static_cast<double>(batch);
+}
+
+// Bytes a layer moves at the workload's precision (activations and weights may differ).
+double layer_bytes(const LayerCounts& c, Precision precision) {
+  return static_cast<double>(c.input_elements + c.output_elements) *
+             activation_bytes_per_element(precision) +
+         static_cast<double>(c.weight_elements_read) * weight_bytes_per_element(precision);
+}
+
+// A whole number of steps or kernels, digits grouped; past what that shows (a run of 1e300
+// samples), with an SI prefix instead.
+std::string whole_count(double n) {
+  return n < 1e15 ? format_grouped(clamp_to_int64(std::round(n))) : format_count(n);
+}
+
+std::string percent(double fraction) {
+  return fmt::format("{:.1f} %", 100 * fraction);
+}
+
+// The workload line's context of a language model: ", prompt 512 + 128 generated tokens" when
+// serving, ", seq 1,024" for a pass over whole sequences; nothing for other models.
+std::string context_text(const ReportInput& in) {
+  if (in.request != nullptr) {
+    return fmt::format(", prompt {} + {} generated tokens",
+                       format_grouped(in.request->prompt_tokens),
+                       format_grouped(in.request->output_tokens));
+  }
+  if (const std::optional<std::int64_t> seq = sequence_length(in.graph)) {
+    return fmt::format(", seq {}", format_grouped(*seq));
+  }
+  return "";
+}
+
+// The peak the model's MACs run at, for "achieved x % of peak".
+double matrix_peak(const Device& device, Precision precision) {
+  const PeakRate& peak = device.peak(precision);
+  return peak.matrix_flops_per_s > 0 ? peak.matrix_flops_per_s : peak.vector_flops_per_s;
+}
+
+std::string describe_peak(const Device& device, Precision precision) {
+  const PeakRate& peak = device.peak(precision);
+  std::vector<std::string> parts;
+  if (peak.matrix_flops_per_s > 0) {
+    parts.push_back(format_rate(peak.matrix_flops_per_s, "FLOP/s") + " matrix");
+  }
+  if (peak.vector_flops_per_s > 0) {
+    parts.push_back(format_rate(peak.vector_flops_per_s, "FLOP/s") + " vector");
+  }
+  return fmt::format("{} dense {}", precision_name(precision), fmt::join(parts, ", "));
+}
+
+// A setting named in a hint, as the caller spells it (the CLI: its flag).
+std::string setting(const ReportInput& in, std::string_view key) {
+  return in.setting_name ? in.setting_name(key) : std::string(key);
+}
+
+std::optional<PredictionRange> range_of(const ReportInput& in, const Estimate& e) {
+  if (in.ranges == nullptr) return std::nullopt;
+  return in.ranges->range_for({e.profile, dominant_bound(e), in.device->type});
+}
+
+// " (8.1-13.0 ms: 80 % of 37 measured cases of eager/host/gpu)" for a time.
+std::string time_range_text(const ReportInput& in, const Estimate& e, double time_s) {
+  const std::optional<PredictionRange> r = range_of(in, e);
+  if (!r) return "";
+  const std::string basis =
+      r->validated
+          ? fmt::format("{:.0f} % of {} of {}", 100 * in.ranges->coverage,
+                        counted(static_cast<std::int64_t>(r->cases), "measured case"), r->key)
+          : fmt::format("no validated case of {}: the range of all {}",
+                        class_key({e.profile, dominant_bound(e), in.device->type}),
+                        counted(static_cast<std::int64_t>(r->cases), "case"));
+  // "9.85-22.0 ms" when both ends share the unit.
+  std::string low = format_duration(time_s * r->low);
+  const std::string high = format_duration(time_s * r->high);
+  const std::size_t space = low.rfind(' ');
+  if (space != std::string::npos && high.size() > space &&
+      high.substr(high.rfind(' ')) == low.substr(space)) {
+    low.resize(space);
+  }
+  return fmt::format(" ({}-{}: {})", low, high, basis);
+}
+
+// " (75.1-118 samples/s)" for a rate.
+std::string rate_range_text(const ReportInput& in, const Estimate& e, double rate,
+                            std::string_view unit) {
+  const std::optional<PredictionRange> r = range_of(in, e);
+  if (!r) return "";
+  return fmt::format(" ({}-{} {})", format_count(rate / r->high), format_count(rate / r->low),
+                     unit);
+}
+
+}  // namespace capcalc
