@@ -124,3 +124,8 @@ capcalc_usage_error(serve_mix_bad_key
                     serve --mix tests/cli/serve_mix_bad_key.json)
 capcalc_usage_error(serve_mix_model "--mix runs the file's workloads: no MODEL or --gpu"
                     serve data/models/resnet50.json --mix tests/cli/serve_mix.json)
+capcalc_usage_error(serve_mix_csv "--format csv: serve --mix writes table or json"
+                    serve --mix tests/cli/serve_mix.json --format csv)
+capcalc_cli_ok(serve_find_split_csv "^offered_rate_per_s,.*,prefill_replicas,decode_replicas\n[0-9.e+]+,3,[0-9]+,.*,0,0\n[0-9.e+]+,3,[0-9]+,.*,1,2\n[0-9.e+]+,3,[0-9]+,.*,2,1\n$"
+               serve llama2_7b --gpu h100 --prompt-tokens 500 --output-tokens 50 --requests 200
+               --replicas 3 --find split --slo ttft_p99=500ms --format csv)

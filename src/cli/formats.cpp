@@ -81,6 +81,20 @@ std::string sweep_json(const ServeSweepDoc& d) {
 std::string sweep_csv(const ServeSweepDoc& d) {
   return render_serve_csv(d.runs);
 }
+// --find split: the splits above the best one's run; JSON both; CSV a row a split.
+std::string split_text(const ServeSplitDoc& d) {
+  return render_split_text(d.search) +
+         render_serve_text(d.search.splits[d.search.best].search.at_rate, d.title);
+}
+std::string split_json(const ServeSplitDoc& d) {
+  return render_split_json(d.search, d.title);
+}
+std::string split_csv(const ServeSplitDoc& d) {
+  std::vector<ServeResult> runs;
+  for (const SplitSearch::Split& split : d.search.splits)
+    runs.push_back(split.search.at_rate);
+  return render_serve_csv(runs);
+}
 
 }  // namespace
 
@@ -208,6 +222,18 @@ const FormatTable<ServeRunDoc>& serve_formats() {
 const FormatTable<ServeSweepDoc>& serve_sweep_formats() {
   static const FormatTable<ServeSweepDoc> table{
       "serve --sweep", {{"table", sweep_text}, {"json", sweep_json}, {"csv", sweep_csv}}};
+  return table;
+}
+
+const FormatTable<ServeSplitDoc>& serve_split_formats() {
+  static const FormatTable<ServeSplitDoc> table{
+      "serve --find split", {{"table", split_text}, {"json", split_json}, {"csv", split_csv}}};
+  return table;
+}
+
+const FormatTable<Fleet>& serve_mix_formats() {
+  static const FormatTable<Fleet> table{
+      "serve --mix", {{"table", render_fleet_text}, {"json", render_fleet_json}}};
   return table;
 }
 

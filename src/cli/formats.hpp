@@ -22,6 +22,7 @@
 #include "capcalc/report_plan.hpp"
 #include "capcalc/runtime.hpp"
 #include "capcalc/serve.hpp"
+#include "capcalc/serve_mix.hpp"
 #include "capcalc/serve_validation.hpp"
 #include "capcalc/validate.hpp"
 #include "capcalc/zoo.hpp"
@@ -113,6 +114,10 @@ struct ServeSweepDoc {
   const std::vector<ServeResult>& runs;
   const std::string& title;
 };
+struct ServeSplitDoc {
+  const SplitSearch& search;
+  const std::string& title;  ///< Of the best split's run.
+};
 
 // The tables, one per command (or per document a command writes).
 const FormatTable<EstimateDoc>& estimate_formats();
@@ -129,7 +134,9 @@ const FormatTable<PlanReportInput>& plan_formats();
 const FormatTable<ScaleDoc>& scale_formats();
 const FormatTable<ServeRunDoc>& serve_formats();                ///< One run (also --find).
 const FormatTable<ServeSweepDoc>& serve_sweep_formats();        ///< --sweep: serve's names.
+const FormatTable<ServeSplitDoc>& serve_split_formats();        ///< --find split.
 const FormatTable<ServingSummary>& serve_validation_formats();  ///< --validate.
+const FormatTable<Fleet>& serve_mix_formats();                  ///< --mix: table or json.
 /// probe: json (the default: stdout is a hardware-table entry, `capcalc probe > local.json`)
 /// or table (a summary for people).
 const FormatTable<ProbeResult>& probe_formats();

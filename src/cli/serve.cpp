@@ -530,16 +530,7 @@ void run_serve(const ServeOptions& o) {
     const SplitSearch search = find_split(setup, cost, o.replicas);
     setup.load.rate_per_s = search.splits[search.best].search.at_rate.offered_rate_per_s;
     const std::string name = title(search.splits[search.best].search.at_rate);
-    text = o.format == "json" ? render_split_json(search, name)
-           : o.format == "csv"
-               ? render_serve_csv([&] {
-                   std::vector<ServeResult> runs;
-                   for (const SplitSearch::Split& split : search.splits)
-                     runs.push_back(split.search.at_rate);
-                   return runs;
-                 }())
-               : render_split_text(search) +
-                     render_serve_text(search.splits[search.best].search.at_rate, name);
+    text = serve_split_formats().render(o.format, {search, name});
     write_output(o.output, text);
     return;
   } else if (o.find == "replicas") {
@@ -657,6 +648,7 @@ int run_serve_mix(const ServeOptions& o) {
   if (!o.model.path.empty() || !o.device.empty()) {
     throw Error({}, "--mix runs the file's workloads: no MODEL or --gpu");
   }
+  serve_mix_formats().find(o.format);  // Before any work: --format csv is refused.
   const HardwareTable table = load_table(o.hardware);
   const Mix mix = load_mix(o.mix);
   Fleet fleet;
@@ -664,7 +656,7 @@ int run_serve_mix(const ServeOptions& o) {
   fleet.hours_per_month = mix.hours_per_month;
   for (const MixWorkload& w : mix.workloads)
     fleet.pools.push_back(choose_pool(o, table, mix, w));
-  write_output(o.output, o.format == "json" ? render_fleet_json(fleet) : render_fleet_text(fleet));
+  write_output(o.output, serve_mix_formats().render(o.format, fleet));
   for (const FleetPool& pool : fleet.pools) {
     if (!pool.chosen) {
       fmt::print(stderr, "capcalc: serve --mix: no candidate meets the SLO of \"{}\"\n",
