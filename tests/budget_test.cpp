@@ -295,8 +295,8 @@ TEST_CASE("a serving budget gates time to first token, token rate and cost per t
       parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["h100"], "mode": "training",
                                     "prompt_tokens": 512, "limits": {"must_fit": true}}]})",
                    "b.json"),
-      ContainsSubstring("b.json:/budgets/0/prompt_tokens: prompt and output tokens describe "
-                        "serving"));
+      ContainsSubstring("b.json:/budgets/0/prompt_tokens: \"prompt_tokens\" and "
+                        "\"output_tokens\" describe serving: use \"mode\" inference"));
 }
 
 TEST_CASE("budget file errors are located", "[budget]") {

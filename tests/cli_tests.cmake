@@ -190,7 +190,7 @@ capcalc_cli_error(validate_held_out_gate_without_cases "--max-held-out-median-er
                   --max-held-out-median-error 0.5)
 capcalc_cli_error(validate_bad_file "tests/cli/bad_measurements.json:/cases/0/metric: unknown metric \"througput_per_s\"; did you mean \"throughput_per_s\"\\?"
                   validate --measurements tests/cli/bad_measurements.json)
-capcalc_cli_error(validate_bad_tensor_parallel "tests/cli/bad_measurements_tp.json:/cases/0/tensor_parallel: 6 devices do not split into tensor-parallel groups of 4"
+capcalc_cli_error(validate_bad_tensor_parallel "tests/cli/bad_measurements_tp.json:/cases/0/tensor_parallel: \"devices\" 6 is not a multiple of \"tensor_parallel\" 4"
                   validate --measurements tests/cli/bad_measurements_tp.json)
 
 # capcalc probe: this machine as a hardware-table entry. Each run takes about 0.3 s.

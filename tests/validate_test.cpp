@@ -206,9 +206,10 @@ TEST_CASE("validate: a training case's layout reaches the estimate", "[validate]
 
   nlohmann::json bad = c;
   bad["pipeline_parallel"] = 3;
-  CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({bad}), "bad_pp")),
-                    Catch::Contains(":/cases/0/pipeline_parallel: 16 devices do not split into "
-                                    "replicas of 1 tensor-parallel x 3 pipeline stages"));
+  CHECK_THROWS_WITH(
+      load_measurements(write_cases(nlohmann::json::array({bad}), "bad_pp")),
+      Catch::Contains(":/cases/0/pipeline_parallel: \"devices\" 16 is not a multiple of "
+                      "\"tensor_parallel\" 1 x \"pipeline_parallel\" 3 (3)"));
   bad = c;
   bad["zero_stage"] = 4;
   CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({bad}), "bad_zero")),
