@@ -461,6 +461,11 @@ add_test(NAME cli.ranges_up_to_date
                  -DEXPECTED=${PROJECT_SOURCE_DIR}/data/ranges.json
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/ranges_up_to_date.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# A budget file's workload keys are estimate's flags: the same figures, to the last digit.
+add_test(NAME cli.budget_matches_flags
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/budget_matches_flags.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_cli_ok(estimate_range "latency      10\\.4 ms per batch of 1 \\([0-9.]+-[0-9.]+ ms: 80 % of [0-9]+ measured cases of eager/host/gpu\\)\n  throughput   95\\.8 samples/s \\([0-9.]+-[0-9.]+ samples/s\\)"
                estimate data/models/resnet50.json --gpu A100)
 capcalc_cli_ok(estimate_range_unvalidated "latency      3\\.13 ms per batch of 1 \\([0-9.]+-[0-9.]+ ms: no validated case of eager/compute/cpu: the range of all 186 cases\\)"
