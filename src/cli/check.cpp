@@ -54,9 +54,7 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
                 "no limits: give --max-latency, --min-throughput, --max-memory, --max-cost, "
                 "--max-train-time, --max-params, --max-macs, --max-ttft or --must-fit");
   }
-  WorkloadSpec spec = options.workload;
-  spec.prompt_tokens = options.serving.prompt_tokens;
-  spec.output_tokens = options.serving.output_tokens;
+  const WorkloadSpec spec = with_serving(options.workload, options.serving);
   CompareRequest request;
   request.workload = workload_from(spec);
   if (!spec.runtime.empty()) {

@@ -48,9 +48,7 @@ std::vector<const Device*> pick_devices(const CompareOptions& options, const Har
 }
 
 void run_compare(const CompareOptions& options) {
-  WorkloadSpec spec = options.workload;
-  spec.prompt_tokens = options.serving.prompt_tokens;
-  spec.output_tokens = options.serving.output_tokens;
+  const WorkloadSpec spec = with_serving(options.workload, options.serving);
   CompareRequest request;
   request.workload = workload_from(spec);
   // Serving rows' graphs are prefills: the prompt is the sequence.

@@ -7,12 +7,17 @@
 
 namespace capcalc::cli {
 
+WorkloadSpec with_serving(const WorkloadSpec& spec, const ServingArgs& serving) {
+  WorkloadSpec out = spec;
+  out.prompt_tokens = serving.prompt_tokens;
+  out.output_tokens = serving.output_tokens;
+  return out;
+}
+
 void check_kv_precision(const std::string& kv_precision, const ServingArgs& serving) {
   WorkloadSpec spec;
   spec.kv_precision = kv_precision;
-  spec.prompt_tokens = serving.prompt_tokens;
-  spec.output_tokens = serving.output_tokens;
-  (void)workload_from(spec);
+  (void)workload_from(with_serving(spec, serving));
 }
 
 ModelArgs training_batch_args(const ModelArgs& model, SingleEstimate& e) {
@@ -38,11 +43,8 @@ ModelArgs training_batch_args(const ModelArgs& model, SingleEstimate& e) {
 std::unique_ptr<SingleEstimate> run_single_estimate(const SingleEstimateArgs& args,
                                                     const ModelArgs* model,
                                                     const ServingArgs* serving) {
-  WorkloadSpec spec = args.workload;
-  if (serving != nullptr) {
-    spec.prompt_tokens = serving->prompt_tokens;
-    spec.output_tokens = serving->output_tokens;
-  }
+  const WorkloadSpec& flags = args.workload;
+  const WorkloadSpec spec = serving != nullptr ? with_serving(flags, *serving) : flags;
   auto e = std::make_unique<SingleEstimate>();
   e->table = load_table(args.hardware);
   e->device = &e->table.get(args.device);

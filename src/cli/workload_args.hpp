@@ -87,6 +87,10 @@ inline void add_kv_precision_option(CLI::App& sub, std::string& kv_precision) {
          precision_names());
 }
 
+// The workload of the flags with the LLM serving request's (--prompt-tokens, --output-tokens),
+// which workload_from() checks with the rest.
+WorkloadSpec with_serving(const WorkloadSpec& spec, const ServingArgs& serving);
+
 // Refuses --kv-precision without --prompt-tokens, as workload_from() does.
 void check_kv_precision(const std::string& kv_precision, const ServingArgs& serving);
 
