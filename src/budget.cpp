@@ -13,6 +13,7 @@
 #include "json_view.hpp"
 #include "report_words.hpp"
 #include "spellcheck.hpp"
+#include "workload_spec_json.hpp"
 
 namespace capcalc {
 namespace {
@@ -80,15 +81,18 @@ std::string parent_dir(const std::string& path) {
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
 }
 
-// Keys a budget (or "defaults") may hold.
-// clang-format off
-constexpr std::array<std::string_view, 22> kBudgetKeys = {
-    "name", "model", "devices", "batch", "set", "precision", "mode", "profile", "runtime",
-    "data_parallel",
-    "tensor_parallel", "pipeline_parallel", "micro_batches", "virtual_stages", "zero_stage",
-    "dataset_size", "epochs", "tokens", "price_per_hour_usd", "prompt_tokens", "output_tokens",
-    "limits"};
-// clang-format on
+// Keys a budget (or "defaults") may hold: these and the workload's (workload_spec.hpp), where
+// "devices" lists the device ids and "device_count" is the devices in all.
+constexpr std::array<std::string_view, 6> kBudgetOwnKeys = {"name",  "model", "devices",
+                                                            "batch", "set",   "limits"};
+
+std::vector<std::string_view> budget_keys() {
+  std::vector<std::string_view> keys(kBudgetOwnKeys.begin(), kBudgetOwnKeys.end());
+  for (std::string_view key : workload_keys("device_count")) {
+    if (key != "allow_tf32") keys.push_back(key);  // A measurement's; no flag sets it.
+  }
+  return keys;
+}
 
 void check_keys(const JsonView& object, const std::vector<std::string_view>& known) {
   object.expect_object();
@@ -163,13 +167,6 @@ void add_limits(const JsonView& limits, std::vector<Limit>& out,
   }
 }
 
-// A positive number no larger than `max` (compare.hpp's bounds on a training run).
-double at_most(const JsonView& value, double max) {
-  const double x = value.as_positive_number();
-  if (x > max) value.fail(fmt::format("{} is more than {} (the limit)", x, max));
-  return x;
-}
-
 // The budget's dimensions: "batch", then "set" from the defaults and the budget on top.
 void read_dims(const JsonView& view, const std::optional<JsonView>& defaults, Budget& budget) {
   if (auto batch = lookup(view, defaults, "batch")) {
@@ -189,114 +186,39 @@ void read_dims(const JsonView& view, const std::optional<JsonView>& defaults, Bu
   }
 }
 
-// Precision, mode, profile or runtime, and the parallel layout.
+// The workload (workload_spec.hpp): its settings, the training run, the price and serving.
 void read_workload(const JsonView& view, const std::optional<JsonView>& defaults, Budget& budget) {
-  if (auto precision = lookup(view, defaults, "precision")) {
-    const std::string name = precision->as_string();
-    const auto parsed = parse_precision(name);
-    if (!parsed) {
-      precision->fail(unknown_precision_message(name));
-    }
-    budget.precision = *parsed;
-  }
-  Workload& workload = budget.request.workload;
-  if (auto mode = lookup(view, defaults, "mode")) {
-    const std::string name = mode->as_string();
-    if (name != "inference" && name != "training") {
-      mode->fail(fmt::format("expected \"inference\" or \"training\", got \"{}\"", name));
-    }
-    workload.mode = name == "training" ? Mode::kTraining : Mode::kInference;
-  }
-  if (auto profile = lookup(view, defaults, "profile")) {
-    workload.profile = parse_profile(profile->as_string());
-    if (!workload.profile) profile->fail(unknown_profile_message(profile->as_string()));
-  }
+  SpecLocations where;
+  const WorkloadSpec spec = read_workload_spec(view, defaults, "device_count", where);
+  budget.request.workload = workload_from(spec, &where);
+  budget.precision = budget.request.workload.precision;
   // A runtime is resolved against the runtime table when the budget is checked.
-  if (auto runtime = lookup(view, defaults, "runtime")) {
-    if (workload.profile) runtime->fail("give a runtime or a profile, not both");
-    budget.runtime = runtime->as_string();
-    budget.runtime_where = {runtime->file(), runtime->pointer(), 0, 0};
-  }
-  // data_parallel counts replicas; each replica is tensor_parallel x pipeline_parallel devices.
-  if (auto parallel = lookup(view, defaults, "data_parallel")) {
-    workload.devices = parallel->as_positive_int();
-  }
-  if (auto tp = lookup(view, defaults, "tensor_parallel")) {
-    workload.tensor_parallel = tp->as_positive_int();
-    workload.devices *= workload.tensor_parallel;
-  }
-  if (auto pp = lookup(view, defaults, "pipeline_parallel")) {
-    workload.pipeline_parallel = pp->as_positive_int();
-    workload.devices *= workload.pipeline_parallel;
-  }
-  if (auto micro = lookup(view, defaults, "micro_batches")) {
-    workload.micro_batches = micro->as_positive_int();
-  }
-  if (auto virtual_stages = lookup(view, defaults, "virtual_stages")) {
-    workload.virtual_stages = virtual_stages->as_positive_int();
-  }
-  if (auto zero = lookup(view, defaults, "zero_stage")) {
-    const std::int64_t stage = zero->as_integer();
-    if (stage < 0 || stage > 3) zero->fail(fmt::format("expected 0 to 3, got {}", stage));
-    workload.zero_stage = static_cast<int>(stage);
-  }
-}
-
-// A training run's size and the price per device-hour.
-void read_run(const JsonView& view, const std::optional<JsonView>& defaults, Budget& budget) {
-  const Workload& workload = budget.request.workload;
-  if (auto size = lookup(view, defaults, "dataset_size")) {
-    budget.request.run.dataset_size = at_most(*size, kMaxDatasetSize);
-  }
-  if (auto epochs = lookup(view, defaults, "epochs")) {
-    budget.request.run.epochs = at_most(*epochs, kMaxEpochs);
-  }
-  if (auto tokens = lookup(view, defaults, "tokens")) {
-    budget.request.run.tokens = at_most(*tokens, kMaxTrainingTokens);
-    budget.tokens_where = {tokens->file(), tokens->pointer(), 0, 0};
-    if (auto size = lookup(view, defaults, "dataset_size")) {
-      size->fail("give \"tokens\" or \"dataset_size\", not both");
+  if (!spec.runtime.empty()) {
+    if (!spec.profile.empty()) {
+      throw Error(where.keys.at("runtime"), "give a runtime or a profile, not both");
     }
-    if (auto epochs = lookup(view, defaults, "epochs")) {
-      epochs->fail("\"epochs\" goes with \"dataset_size\", not \"tokens\"");
-    }
-  } else if (auto epochs = lookup(view, defaults, "epochs")) {
-    if (!lookup(view, defaults, "dataset_size")) epochs->fail("\"epochs\" needs \"dataset_size\"");
+    budget.runtime = spec.runtime;
+    budget.runtime_where = where.keys.at("runtime");
   }
-  if (auto price = lookup(view, defaults, "price_per_hour_usd")) {
-    budget.request.price_per_hour_usd = at_most(*price, kMaxPricePerHourUsd);
-  }
-  if (!budget.request.run.empty() && workload.mode != Mode::kTraining) {
-    view.fail(
-        "\"dataset_size\" and \"tokens\" describe a training run: add \"mode\": \"training\"");
-  }
-}
-
-// LLM serving: rows serve `batch` sequences of prompt_tokens + output_tokens.
-void read_serving(const JsonView& view, const std::optional<JsonView>& defaults, Budget& budget) {
-  const Workload& workload = budget.request.workload;
-  const auto prompt = lookup(view, defaults, "prompt_tokens");
-  const auto output = lookup(view, defaults, "output_tokens");
-  if (prompt || output) {
-    if (workload.mode != Mode::kInference) {
-      (prompt ? *prompt : *output)
-          .fail("prompt and output tokens describe serving: use \"mode\": \"inference\"");
-    }
-    ServingRequest serving;
-    if (prompt) serving.prompt_tokens = prompt->as_positive_int();
-    if (output) serving.output_tokens = output->as_positive_int();
-    budget.request.serving = serving;
-    budget.model_options.dims["seq"] = serving.prompt_tokens;
-    budget.request.serving_graph = [path = budget.model_path, options = budget.model_options](
-                                       std::int64_t batch, std::int64_t seq, std::int64_t cached) {
-      ModelOptions shaped = options;
-      // A model without a "batch" dimension serves one sequence (its graphs' batch is 1).
-      if (batch != 1 || shaped.dims.count("batch") > 0) shaped.dims["batch"] = batch;
-      shaped.dims["seq"] = seq;
-      shaped.counting.kv_cache_length = cached;
-      return load_model(path, shaped);
-    };
-  }
+  budget.request.run = spec.run;
+  if (spec.run.tokens) budget.tokens_where = where.keys.at("tokens");
+  budget.request.price_per_hour_usd = spec.price_per_hour_usd;
+  // LLM serving: rows serve `batch` sequences of prompt_tokens + output_tokens.
+  if (!spec.prompt_tokens && !spec.output_tokens) return;
+  ServingRequest serving;
+  if (spec.prompt_tokens) serving.prompt_tokens = *spec.prompt_tokens;
+  if (spec.output_tokens) serving.output_tokens = *spec.output_tokens;
+  budget.request.serving = serving;
+  budget.model_options.dims["seq"] = serving.prompt_tokens;
+  budget.request.serving_graph = [path = budget.model_path, options = budget.model_options](
+                                     std::int64_t batch, std::int64_t seq, std::int64_t cached) {
+    ModelOptions shaped = options;
+    // A model without a "batch" dimension serves one sequence (its graphs' batch is 1).
+    if (batch != 1 || shaped.dims.count("batch") > 0) shaped.dims["batch"] = batch;
+    shaped.dims["seq"] = seq;
+    shaped.counting.kv_cache_length = cached;
+    return load_model(path, shaped);
+  };
 }
 
 // The limits, the defaults' first; each needs the part of the workload it measures.
@@ -325,8 +247,7 @@ void read_limits(const JsonView& view, const std::optional<JsonView>& defaults, 
 
 Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
                  const std::string& file) {
-  const std::vector<std::string_view> keys(kBudgetKeys.begin(), kBudgetKeys.end());
-  check_keys(view, keys);
+  check_keys(view, budget_keys());
   Budget budget;
   budget.where = {file, view.pointer()};
   const auto model = view.at("model");
@@ -344,10 +265,8 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
     budget.device_where.push_back({file, devices->at(i).pointer()});
   }
   read_dims(view, defaults, budget);
-  read_workload(view, defaults, budget);
-  read_run(view, defaults, budget);
   budget.request.model_file = budget.model_path;
-  read_serving(view, defaults, budget);
+  read_workload(view, defaults, budget);
   read_limits(view, defaults, budget);
   return budget;
 }
@@ -466,7 +385,7 @@ std::vector<Budget> parse_budget(std::string_view text, const std::string& file)
   }
   std::optional<JsonView> defaults = root.find("defaults");
   if (defaults) {
-    std::vector<std::string_view> keys(kBudgetKeys.begin(), kBudgetKeys.end());
+    std::vector<std::string_view> keys = budget_keys();
     keys.erase(std::remove(keys.begin(), keys.end(), "name"), keys.end());
     keys.erase(std::remove(keys.begin(), keys.end(), "model"), keys.end());
     check_keys(*defaults, keys);

@@ -93,24 +93,6 @@ std::string_view compare_sort_name(CompareSort sort) {
   return kSortNames[static_cast<std::size_t>(sort)];
 }
 
-std::optional<double> run_samples(const RunSize& size, const Graph& graph,
-                                  const std::string& model_file) {
-  if (size.tokens) {
-    if (size.dataset_size)
-      throw Error::naming_keys({}, "give `tokens` or `dataset_size`, not both");
-    if (size.epochs) throw Error::naming_keys({}, "`epochs` needs `dataset_size`, not `tokens`");
-    const auto seq = graph.dims.find("seq");
-    if (seq == graph.dims.end()) {
-      throw Error::naming_keys(
-          {model_file}, "`tokens` needs a model with a \"seq\" dimension (tokens per sample)");
-    }
-    return *size.tokens / static_cast<double>(seq->second);
-  }
-  if (size.dataset_size) return *size.dataset_size * size.epochs.value_or(1);
-  if (size.epochs) throw Error::naming_keys({}, "`epochs` needs `dataset_size`");
-  return std::nullopt;
-}
-
 CompareRow compare_row(const Graph& graph, const Device& device, const PerformanceParams& params,
                        Precision precision, const CompareRequest& request) {
   CompareRow row;

@@ -14,6 +14,7 @@
 #include "input_file.hpp"
 #include "json_view.hpp"
 #include "spellcheck.hpp"
+#include "workload_spec_json.hpp"
 
 namespace capcalc {
 namespace {
@@ -39,14 +40,6 @@ constexpr std::array kMetrics = {
 bool is_serving(Metric metric) {
   return metric == Metric::kTtft || metric == Metric::kInterTokenLatency ||
          metric == Metric::kRequestLatency || metric == Metric::kOutputTokensPerSecond;
-}
-
-Precision parse_precision_at(const JsonView& value) {
-  const std::optional<Precision> p = parse_precision(value.as_string());
-  if (!p) {
-    value.fail(unknown_precision_message(value.as_string()));
-  }
-  return *p;
 }
 
 const std::vector<std::string_view> kCaseKeys = {"id",
@@ -81,69 +74,15 @@ const std::vector<std::string_view> kCaseKeys = {"id",
                                                  "allow_tf32",
                                                  "held_out"};
 
-// How the case ran: the parallel layout, precisions, mode and profile (eager when it names
-// none), each checked at its key.
+// How the case ran (workload_spec.hpp): its precision and mode (both required), profile
+// (eager when it names none) and parallel layout, each checked at its key.
 Workload parse_case_workload(const JsonView& entry) {
-  Workload w;
-  if (auto devices = entry.find("devices")) w.devices = devices->as_positive_int();
-  if (auto tp = entry.find("tensor_parallel")) {
-    w.tensor_parallel = tp->as_positive_int();
-    if (w.devices % w.tensor_parallel != 0) {
-      tp->fail(fmt::format("{} devices do not split into tensor-parallel groups of {}", w.devices,
-                           w.tensor_parallel));
-    }
-  }
-  if (auto pp = entry.find("pipeline_parallel")) {
-    w.pipeline_parallel = pp->as_positive_int();
-    std::int64_t replica = 0;
-    if (__builtin_mul_overflow(w.tensor_parallel, w.pipeline_parallel, &replica)) {
-      pp->fail(
-          fmt::format("{} tensor-parallel x {} pipeline stages: a count does not fit in a "
-                      "64-bit integer",
-                      w.tensor_parallel, w.pipeline_parallel));
-    }
-    if (w.devices % replica != 0) {
-      pp->fail(
-          fmt::format("{} devices do not split into replicas of {} tensor-parallel x {} "
-                      "pipeline stages",
-                      w.devices, w.tensor_parallel, w.pipeline_parallel));
-    }
-  }
-  if (auto mb = entry.find("micro_batches")) w.micro_batches = mb->as_positive_int();
-  if (auto vs = entry.find("virtual_stages")) w.virtual_stages = vs->as_positive_int();
-  if (auto zero = entry.find("zero_stage")) {
-    const std::int64_t stage = zero->as_integer();
-    if (stage < 0 || stage > 3) zero->fail(fmt::format("expected 0 to 3, got {}", stage));
-    w.zero_stage = static_cast<int>(stage);
-  }
-  if (auto optimizer = entry.find("optimizer")) {
-    const std::optional<Optimizer> parsed = parse_optimizer(optimizer->as_string());
-    if (!parsed) {
-      optimizer->fail(
-          with_suggestion(fmt::format("unknown optimizer \"{}\"", optimizer->as_string()),
-                          optimizer->as_string(), {"sgd", "momentum", "adam", "adamw"}));
-    }
-    w.optimizer = *parsed;
-  }
-  if (auto tf32 = entry.find("allow_tf32")) w.strict_fp32 = !tf32->as_bool();
-  if (auto checkpointing = entry.find("checkpointing")) {
-    w.checkpointing = checkpointing->as_bool();
-  }
-  w.precision = parse_precision_at(entry.at("precision"));
-  if (auto weights = entry.find("weight_precision"))
-    w.weight_precision = parse_precision_at(*weights);
-  if (auto kv = entry.find("kv_precision")) w.kv_precision = parse_precision_at(*kv);
-  const JsonView mode = entry.at("mode");
-  if (mode.as_string() != "training" && mode.as_string() != "inference") {
-    mode.fail("expected \"training\" or \"inference\", got \"" + mode.as_string() + "\"");
-  }
-  w.mode = mode.as_string() == "training" ? Mode::kTraining : Mode::kInference;
-  w.profile = Profile::kEager;
-  if (auto profile = entry.find("profile")) {
-    const std::optional<Profile> parsed = parse_profile(profile->as_string());
-    if (!parsed) profile->fail(unknown_profile_message(profile->as_string()));
-    w.profile = *parsed;
-  }
+  (void)entry.at("precision");
+  (void)entry.at("mode");
+  SpecLocations where;
+  const WorkloadSpec spec = read_workload_spec(entry, std::nullopt, "devices", where);
+  Workload w = workload_from(spec, &where);
+  if (!w.profile) w.profile = Profile::kEager;
   return w;
 }
 
@@ -199,20 +138,18 @@ Measurement parse_case(const JsonView& entry, Provenance provenance) {
       m.dims[item.key()] = dims->at(item.key()).as_positive_int();
   }
   m.device = entry.at("device").as_string();
-  m.workload = parse_case_workload(entry);
-  const Workload& w = m.workload;
-  if (auto runtime = entry.find("runtime")) {
-    m.runtime = runtime->as_string();
-    if (m.runtime.empty()) runtime->fail("expected a runtime id, got \"\"");
-  }
   parse_case_figure(entry, m);
+  // The metric's rule before the workload's (serving is inference): its message names it.
+  if (is_serving(m.metric) && entry.at("mode").as_string() == "training") {
+    entry.at("mode").fail("an LLM serving metric needs \"mode\": \"inference\"");
+  }
+  m.workload = parse_case_workload(entry);
+  if (auto runtime = entry.find("runtime")) m.runtime = runtime->as_string();
   if (m.metric == Metric::kGpuHours && !m.tokens) entry.fail("a gpu_hours case needs \"tokens\"");
   if (auto held_out = entry.find("held_out")) m.held_out = held_out->as_bool();
   if (auto prompt = entry.find("prompt_tokens")) m.prompt_tokens = prompt->as_positive_int();
   if (auto output = entry.find("output_tokens")) m.output_tokens = output->as_positive_int();
   if (is_serving(m.metric)) {
-    if (w.mode == Mode::kTraining)
-      entry.at("mode").fail("an LLM serving metric needs \"mode\": \"inference\"");
     if (m.prompt_tokens == 0 || m.output_tokens == 0) {
       entry.fail(fmt::format("a {} case needs \"prompt_tokens\" and \"output_tokens\"",
                              entry.at("metric").as_string()));

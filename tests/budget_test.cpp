@@ -9,6 +9,7 @@
 #include "capcalc/predict.hpp"
 #include "capcalc/report_compare.hpp"
 #include "capcalc/units.hpp"
+#include "capcalc/workload_spec.hpp"
 
 #include "catch.hpp"
 #include "test_data.hpp"
@@ -295,8 +296,8 @@ TEST_CASE("a serving budget gates time to first token, token rate and cost per t
       parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["h100"], "mode": "training",
                                     "prompt_tokens": 512, "limits": {"must_fit": true}}]})",
                    "b.json"),
-      ContainsSubstring("b.json:/budgets/0/prompt_tokens: prompt and output tokens describe "
-                        "serving"));
+      ContainsSubstring("b.json:/budgets/0/prompt_tokens: \"prompt_tokens\" and "
+                        "\"output_tokens\" describe serving: use \"mode\" inference"));
 }
 
 TEST_CASE("budget file errors are located", "[budget]") {
@@ -376,4 +377,109 @@ TEST_CASE("max_cost is the run's device-hours at the table's price; limits bite 
     CHECK(*results[1].value == Approx(*row.run_time_s));
     CHECK(results[1].passed == passes);
   }
+}
+
+TEST_CASE("a budget sets every workload setting the flags do", "[budget]") {
+  // GPT-2 training on 2 H100s (tensor parallel): SGD keeps no moments and checkpointing keeps
+  // one activation per block, so the same budget with Adam and every activation needs more.
+  const auto budget_text = [](const char* extra) {
+    return fmt::format(R"({{"budgets": [{{"model": "models/gpt2.json", "devices": ["h100"],
+      "batch": 8, "mode": "training", "precision": "bf16", "device_count": 2,
+      "tensor_parallel": 2{}, "limits": {{"max_memory": "80GB"}}}}]}})",
+                       extra);
+  };
+  const std::string file = test::data_path("budget.json");
+  const std::vector<Budget> lean = parse_budget(
+      budget_text(R"(, "optimizer": "sgd", "checkpointing": true, "sparsity": "2:4")"), file);
+  const std::vector<Budget> plain = parse_budget(budget_text(""), file);
+  REQUIRE(lean.size() == 1);
+  const Workload& w = lean[0].request.workload;
+  CHECK(w.optimizer == Optimizer::kSgd);
+  CHECK(w.checkpointing);
+  CHECK(w.sparsity == Sparsity::k2of4);
+  CHECK(w.devices == 2);
+  CHECK(w.tensor_parallel == 2);
+
+  // The figure the budget gates is estimate()'s for the workload the flags build, exactly.
+  WorkloadSpec spec;
+  spec.mode = "training";
+  spec.precision = "bf16";
+  spec.optimizer = "sgd";
+  spec.checkpointing = true;
+  spec.sparsity = "2:4";
+  spec.devices = 2;
+  spec.tensor_parallel = 2;
+  const Device& h100 = table().get("h100");
+  const Graph graph = load_model(lean[0].model_path, lean[0].model_options);
+  const Estimate expected =
+      estimate(graph, h100, table().performance_for(h100), workload_from(spec));
+  const CheckReport lean_report = check_budgets(lean, table());
+  const CheckReport plain_report = check_budgets(plain, table());
+  REQUIRE(lean_report.results.size() == 1);
+  REQUIRE(plain_report.results.size() == 1);
+  CHECK(*lean_report.results[0].value == expected.memory.total_bytes);
+  // Adam's two fp32 moments and the kept activations: the plain budget needs more memory, and
+  // a limit between the two passes the lean one only.
+  const double lean_bytes = *lean_report.results[0].value;
+  const double plain_bytes = *plain_report.results[0].value;
+  REQUIRE(plain_bytes > lean_bytes);
+  const std::string between = fmt::format(R"(, "limits": {{"max_memory": "{:.0f}MB"}})",
+                                          (lean_bytes + plain_bytes) / 2 / 1e6);
+  const auto gate = [&](const char* extra) {
+    std::string text = budget_text(extra);
+    text.replace(text.find(R"(, "limits")"), std::string::npos, between + "}]}");
+    return check_budgets(parse_budget(text, file), table()).results.at(0).passed;
+  };
+  CHECK(gate(R"(, "optimizer": "sgd", "checkpointing": true, "sparsity": "2:4")"));
+  CHECK_FALSE(gate(""));
+}
+
+TEST_CASE("a serving budget's kv_precision stores the KV cache", "[budget][serving]") {
+  // GPT-2 serving 8 sequences of 512 + 64 tokens: an fp8 cache is half an fp16 one.
+  const auto memory = [](const char* kv) {
+    const std::string text = fmt::format(
+        R"({{"budgets": [{{"model": "models/gpt2.json", "devices": ["h100"], "batch": 8,
+        "precision": "fp16", "prompt_tokens": 512, "output_tokens": 64{},
+        "limits": {{"max_memory": "80GB"}}}}]}})",
+        kv);
+    return *check_budgets(parse_budget(text, test::data_path("budget.json")), table())
+                .results.at(0)
+                .value;
+  };
+  CHECK(memory(R"(, "kv_precision": "fp8")") < memory(""));
+  // Only serving keeps a cache.
+  CHECK_THROWS_WITH(parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["h100"],
+                                    "kv_precision": "fp8", "limits": {"must_fit": true}}]})",
+                                 "b.json"),
+                    "b.json:/budgets/0/kv_precision: \"kv_precision\" sets the KV cache's "
+                    "storage: add \"prompt_tokens\" (LLM serving)");
+}
+
+TEST_CASE("budget workload keys: unknown ones get a suggestion, replicas or a total", "[budget]") {
+  CHECK_THROWS_WITH(parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["h100"],
+                                    "optimiser": "sgd", "limits": {"must_fit": true}}]})",
+                                 "b.json"),
+                    "b.json:/budgets/0/optimiser: unknown key \"optimiser\"; did you mean "
+                    "\"optimizer\"?");
+  // data_parallel counts replicas of tensor_parallel devices, device_count all of them.
+  const auto devices = [](const char* layout) {
+    return parse_budget(fmt::format(R"({{"budgets": [{{"model": "m.json", "devices": ["h100"],
+                                    {}, "limits": {{"must_fit": true}}}}]}})",
+                                    layout),
+                        "b.json")
+        .at(0)
+        .request.workload.devices;
+  };
+  CHECK(devices(R"("data_parallel": 4, "tensor_parallel": 2)") == 8);
+  CHECK(devices(R"("device_count": 8, "tensor_parallel": 2)") == 8);
+  CHECK_THROWS_WITH(devices(R"("device_count": 8, "data_parallel": 4)"),
+                    "b.json:/budgets/0/data_parallel: give \"device_count\" (devices in all) or "
+                    "\"data_parallel\" (replicas), not both");
+  CHECK_THROWS_WITH(devices(R"("device_count": 6, "tensor_parallel": 4)"),
+                    "b.json:/budgets/0/tensor_parallel: \"device_count\" 6 is not a multiple of "
+                    "\"tensor_parallel\" 4");
+  // A run is dataset_size [x epochs] or tokens: epochs with tokens is refused in any mode.
+  CHECK_THROWS_WITH(devices(R"("tokens": 1e9, "epochs": 2)"),
+                    "b.json:/budgets/0/epochs: \"epochs\" needs \"dataset_size\", not "
+                    "\"tokens\"");
 }

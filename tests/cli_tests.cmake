@@ -190,7 +190,7 @@ capcalc_cli_error(validate_held_out_gate_without_cases "--max-held-out-median-er
                   --max-held-out-median-error 0.5)
 capcalc_cli_error(validate_bad_file "tests/cli/bad_measurements.json:/cases/0/metric: unknown metric \"througput_per_s\"; did you mean \"throughput_per_s\"\\?"
                   validate --measurements tests/cli/bad_measurements.json)
-capcalc_cli_error(validate_bad_tensor_parallel "tests/cli/bad_measurements_tp.json:/cases/0/tensor_parallel: 6 devices do not split into tensor-parallel groups of 4"
+capcalc_cli_error(validate_bad_tensor_parallel "tests/cli/bad_measurements_tp.json:/cases/0/tensor_parallel: \"devices\" 6 is not a multiple of \"tensor_parallel\" 4"
                   validate --measurements tests/cli/bad_measurements_tp.json)
 
 # capcalc probe: this machine as a hardware-table entry. Each run takes about 0.3 s.
@@ -471,6 +471,11 @@ add_test(NAME cli.ranges_up_to_date
                  -DOUT=${CMAKE_CURRENT_BINARY_DIR}/ranges.json
                  -DEXPECTED=${PROJECT_SOURCE_DIR}/data/ranges.json
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/ranges_up_to_date.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# A budget file's workload keys are estimate's flags: the same figures, to the last digit.
+add_test(NAME cli.budget_matches_flags
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/budget_matches_flags.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_cli_ok(estimate_range "latency      10\\.4 ms per batch of 1 \\([0-9.]+-[0-9.]+ ms: 80 % of [0-9]+ measured cases of eager/host/gpu\\)\n  throughput   95\\.8 samples/s \\([0-9.]+-[0-9.]+ samples/s\\)"
                estimate data/models/resnet50.json --gpu A100)

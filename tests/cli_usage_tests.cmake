@@ -175,6 +175,14 @@ capcalc_usage_error(ignored_epochs_with_tokens "--epochs needs --dataset-size, n
                     estimate data/models/gpt2.json --gpu A100 --mode training --tokens 1e9 --epochs 2)
 capcalc_usage_error(ignored_epochs_with_tokens_compare "--epochs needs --dataset-size, not --tokens"
                     compare data/models/gpt2.json --hw A100 --mode training --tokens 1e9 --epochs 2)
+# Without --mode training too: the run's shape is checked first (workload_from), by every
+# command alike (compare used to answer with the mode instead).
+capcalc_usage_error(epochs_with_tokens_inference "--epochs needs --dataset-size, not --tokens"
+                    estimate data/models/gpt2.json --gpu A100 --tokens 1e9 --epochs 2)
+capcalc_usage_error(epochs_with_tokens_inference_compare "--epochs needs --dataset-size, not --tokens"
+                    compare data/models/gpt2.json --hw A100 --tokens 1e9 --epochs 2)
+capcalc_usage_error(epochs_with_tokens_inference_check "--epochs needs --dataset-size, not --tokens"
+                    check data/models/gpt2.json --hw A100 --tokens 1e9 --epochs 2 --must-fit)
 capcalc_usage_error(ignored_price_without_run
                     "--price-per-hour prices a training run: add --dataset-size or --tokens"
                     estimate ${resnet} --gpu A100 --price-per-hour 2)

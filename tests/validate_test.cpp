@@ -206,9 +206,10 @@ TEST_CASE("validate: a training case's layout reaches the estimate", "[validate]
 
   nlohmann::json bad = c;
   bad["pipeline_parallel"] = 3;
-  CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({bad}), "bad_pp")),
-                    Catch::Contains(":/cases/0/pipeline_parallel: 16 devices do not split into "
-                                    "replicas of 1 tensor-parallel x 3 pipeline stages"));
+  CHECK_THROWS_WITH(
+      load_measurements(write_cases(nlohmann::json::array({bad}), "bad_pp")),
+      Catch::Contains(":/cases/0/pipeline_parallel: \"devices\" 16 is not a multiple of "
+                      "\"tensor_parallel\" 1 x \"pipeline_parallel\" 3 (3)"));
   bad = c;
   bad["zero_stage"] = 4;
   CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({bad}), "bad_zero")),
@@ -217,4 +218,30 @@ TEST_CASE("validate: a training case's layout reaches the estimate", "[validate]
   bad["micro_batches"] = 0;
   CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({bad}), "bad_mb")),
                     Catch::Contains(":/cases/0/micro_batches: expected a positive integer, got 0"));
+}
+
+TEST_CASE("validate: a case's workload is read and checked as a budget's", "[validate]") {
+  // The serving case's workload, through workload_spec's reader: devices, weight precision.
+  const std::vector<Measurement> read =
+      load_measurements(write_cases(nlohmann::json::array({serving_case("ttft_s")}), "spec"));
+  REQUIRE(read.size() == 1);
+  CHECK(read[0].workload.devices == 2);
+  CHECK(read[0].workload.weight_precision == Precision::kInt4);
+  CHECK(read[0].workload.profile == Profile::kCompiled);
+  // Settings that only training has are refused at their key, keys quoted.
+  nlohmann::json c = serving_case("ttft_s");
+  c["optimizer"] = "sgd";
+  CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({c}), "optimizer")),
+                    Catch::EndsWith(":/cases/0/optimizer: \"optimizer\" is for training: add "
+                                    "\"mode\" training"));
+  c = serving_case("ttft_s");
+  c["checkpointing"] = true;
+  CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({c}), "ckpt")),
+                    Catch::EndsWith(":/cases/0/checkpointing: \"checkpointing\" is for "
+                                    "training: add \"mode\" training"));
+  c = serving_case("ttft_s");
+  c["optimizer"] = "adamm";
+  CHECK_THROWS_WITH(load_measurements(write_cases(nlohmann::json::array({c}), "adamm")),
+                    Catch::EndsWith(":/cases/0/optimizer: unknown optimizer \"adamm\"; did you "
+                                    "mean \"adam\"?"));
 }

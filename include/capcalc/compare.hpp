@@ -22,6 +22,7 @@
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/workload_spec.hpp"  // RunSize, run_samples and the run's bounds.
 
 namespace capcalc {
 
@@ -36,28 +37,6 @@ enum class CostBasis {
 };
 /// "per_million_samples", "per_run", "per_million_tokens".
 std::string_view cost_basis_name(CostBasis basis);
-
-/// The largest figures a training run may be given (flags and budget keys), far past any run
-/// made (2025's largest: some 4e13 tokens): past them its time, energy and cost stop being
-/// finite numbers.
-inline constexpr double kMaxDatasetSize = 1e15;     ///< Samples per epoch.
-inline constexpr double kMaxEpochs = 1e6;           ///< Epochs.
-inline constexpr double kMaxTrainingTokens = 1e18;  ///< Tokens.
-inline constexpr double kMaxPricePerHourUsd = 1e6;  ///< USD per device-hour.
-
-/// A training run described by the user: dataset size × epochs, or tokens.
-struct RunSize {
-  std::optional<double> dataset_size;  ///< Samples per epoch.
-  std::optional<double> epochs;        ///< Default 1; needs dataset_size.
-  std::optional<double> tokens;        ///< Total tokens; samples = tokens / the "seq" dimension.
-  bool empty() const { return !dataset_size && !epochs && !tokens; }
-};
-
-/// Samples in the run for this graph; nullopt if `size` is empty. Throws capcalc::Error if
-/// both tokens and dataset_size are given, epochs come without dataset_size, or tokens are
-/// given for a graph without a "seq" dimension (`model_file` names it in the message).
-std::optional<double> run_samples(const RunSize& size, const Graph& graph,
-                                  const std::string& model_file);
 
 /// LLM serving rows: the model at `batch` sequences of `seq` new tokens over `cached` ones.
 using CompareServingBuilder =

@@ -21,19 +21,7 @@ struct CheckOptions {
   HardwareArgs hardware;
   std::string budget;
   std::vector<std::string> devices;
-  std::string precision = "fp32";
-  std::string mode = "inference";
-  std::string profile;
-  std::string runtime;
-  std::vector<std::string> runtime_files;
-  std::int64_t device_count = 1;
-  std::int64_t tensor_parallel = 1;
-  std::int64_t pipeline_parallel = 1;
-  std::int64_t micro_batches = 1;
-  std::int64_t virtual_stages = 1;
-  int zero_stage = 0;
-  RunSize run;
-  std::optional<double> price_per_hour;
+  WorkloadArgs workload;  // Its runtime files serve --budget's runtimes too.
   // Limits as written; parsed by the library's unit parsers.
   std::vector<std::pair<LimitKind, std::string>> limits;
   bool must_fit = false;
@@ -67,21 +55,15 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
                 "no limits: give --max-latency, --min-throughput, --max-memory, --max-cost, "
                 "--max-train-time, --max-params, --max-macs, --max-ttft or --must-fit");
   }
+  const WorkloadSpec spec = with_serving(options.workload, options.serving);
   CompareRequest request;
-  request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
-  if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
-  if (!options.runtime.empty()) {
-    request.workload.runtime = load_runtime_table(options.runtime_files).get(options.runtime);
+  request.workload = workload_from(spec);
+  if (!spec.runtime.empty()) {
+    request.workload.runtime = load_runtime_table(options.workload.runtime_files).get(spec.runtime);
   }
-  set_parallelism(request.workload, options.device_count, options.tensor_parallel,
-                  options.pipeline_parallel, options.micro_batches, options.zero_stage,
-                  options.virtual_stages);
-  request.run = options.run;
-  request.price_per_hour_usd = options.price_per_hour;
+  request.run = spec.run;
+  request.price_per_hour_usd = spec.price_per_hour_usd;
   request.model_file = options.model.path;
-  if (!request.run.empty() && request.workload.mode != Mode::kTraining) {
-    throw Error({}, "--dataset-size and --tokens describe a training run: add --mode training");
-  }
   const bool serving = options.serving.requested();
   if (serving) {
     request.serving = options.serving.request();
@@ -89,7 +71,7 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
   }
   const Graph graph =
       load_model_from(serving ? prefill_args(options.model, options.serving) : options.model);
-  const Precision precision = precision_from(options.precision);
+  const Precision precision = request.workload.precision;
   CheckReport report;
   for (const std::string& name : options.devices) {
     const Device& device = table.get(name);
@@ -111,7 +93,7 @@ int run_check(const CheckOptions& options) {
   const HardwareTable table = load_table(options.hardware);
   const CheckReport report =
       has_budget ? [&] {
-        const RuntimeTable runtimes = load_runtime_table(options.runtime_files);
+        const RuntimeTable runtimes = load_runtime_table(options.workload.runtime_files);
         return check_budgets(load_budget(options.budget), table, &runtimes);
       }()
                  : check_flags(options, table);
@@ -143,22 +125,23 @@ void add_check_command(CLI::App& app, int& exit_code) {
                   "Devices, comma-separated ids or aliases")
       ->delimiter(',');
   add_hardware_options(*sub, options->hardware);
-  one_of(sub->add_option("-p,--precision", options->precision, "Number format"), precision_names())
+  WorkloadArgs& workload = options->workload;
+  one_of(sub->add_option("-p,--precision", workload.precision, "Number format"), precision_names())
       ->capture_default_str();
-  one_of(sub->add_option("-m,--mode", options->mode, "inference or training"),
+  one_of(sub->add_option("-m,--mode", workload.mode, "inference or training"),
          {"inference", "training"})
       ->capture_default_str();
-  one_of(sub->add_option("--profile", options->profile,
+  one_of(sub->add_option("--profile", workload.profile,
                          "eager, graph, compiled or inductor; default: compiled for ONNX models, "
                          "else the device type's"),
          profile_names());
-  add_runtime_options(*sub, options->runtime, options->runtime_files);
-  add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
-  add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches,
-                       options->virtual_stages);
-  add_run_size_options(*sub, options->run);
-  number_above(sub->add_option("--price-per-hour", options->price_per_hour, "USD per device-hour"),
-               0, kMaxPricePerHourUsd);
+  add_runtime_options(*sub, workload.runtime, workload.runtime_files);
+  add_parallel_options(*sub, workload);
+  add_pipeline_options(*sub, workload);
+  add_run_size_options(*sub, workload.run);
+  number_above(
+      sub->add_option("--price-per-hour", workload.price_per_hour_usd, "USD per device-hour"), 0,
+      kMaxPricePerHourUsd);
   struct LimitFlag {
     LimitKind kind;
     const char* flag;

@@ -23,25 +23,11 @@ struct CompareOptions {
   std::string type;
   bool all = false;
   std::string sort = "time";
-  std::string mode = "inference";
-  std::vector<std::string> precisions;
+  std::vector<std::string> precisions;  // Each row's; the workload's precision is unused.
   std::vector<std::int64_t> batches;
-  std::string profile;
-  std::string runtime;
-  std::vector<std::string> runtime_files;
-  std::string optimizer;  // Empty: Adam.
-  std::int64_t device_count = 1;
-  std::int64_t tensor_parallel = 1;
-  std::int64_t pipeline_parallel = 1;
-  std::int64_t micro_batches = 1;
-  std::int64_t virtual_stages = 1;
-  int zero_stage = 0;
-  RunSize run;
-  std::optional<double> price_per_hour;
+  WorkloadArgs workload;
   std::string format;  // --format; add_format_option sets the default (formats.hpp).
   ServingArgs serving;
-  std::string weight_precision;
-  std::string kv_precision;
 };
 
 std::vector<const Device*> pick_devices(const CompareOptions& options, const HardwareTable& table) {
@@ -63,7 +49,9 @@ std::vector<const Device*> pick_devices(const CompareOptions& options, const Har
 }
 
 void run_compare(const CompareOptions& options) {
-  check_kv_precision(options.kv_precision, options.serving);
+  const WorkloadSpec spec = with_serving(options.workload, options.serving);
+  CompareRequest request;
+  request.workload = workload_from(spec);
   // Serving rows' graphs are prefills: the prompt is the sequence.
   const bool serving = options.serving.requested();
   const ModelArgs model = serving ? prefill_args(options.model, options.serving) : options.model;
@@ -85,25 +73,12 @@ void run_compare(const CompareOptions& options) {
     precisions.push_back(precision_from(name));
   if (precisions.empty()) precisions.push_back(Precision::kFp32);
 
-  CompareRequest request;
-  request.workload.mode = options.mode == "training" ? Mode::kTraining : Mode::kInference;
-  if (!options.profile.empty()) request.workload.profile = parse_profile(options.profile);
-  if (!options.runtime.empty()) {
-    request.workload.runtime = load_runtime_table(options.runtime_files).get(options.runtime);
+  if (!spec.runtime.empty()) {
+    request.workload.runtime = load_runtime_table(options.workload.runtime_files).get(spec.runtime);
   }
-  request.workload.optimizer = optimizer_from(options.optimizer, request.workload.mode);
-  set_parallelism(request.workload, options.device_count, options.tensor_parallel,
-                  options.pipeline_parallel, options.micro_batches, options.zero_stage,
-                  options.virtual_stages);
-  request.run = options.run;
-  request.price_per_hour_usd = options.price_per_hour;
+  request.run = spec.run;
+  request.price_per_hour_usd = spec.price_per_hour_usd;
   request.model_file = options.model.path;
-  if (!options.weight_precision.empty()) {
-    request.workload.weight_precision = precision_from(options.weight_precision);
-  }
-  if (!options.kv_precision.empty()) {
-    request.workload.kv_precision = precision_from(options.kv_precision);
-  }
   if (serving) {
     request.serving = options.serving.request();
     request.serving_graph = serving_graphs(options.model);
@@ -140,7 +115,8 @@ void add_compare_command(CLI::App& app) {
                          "memory (most to spare first), energy"),
          {"table", "time", "throughput", "cost", "memory", "energy"})
       ->capture_default_str();
-  one_of(sub->add_option("-m,--mode", options->mode,
+  WorkloadArgs& workload = options->workload;
+  one_of(sub->add_option("-m,--mode", workload.mode,
                          "inference (a forward pass) or training (a step)"),
          {"inference", "training"})
       ->capture_default_str();
@@ -151,17 +127,16 @@ void add_compare_command(CLI::App& app) {
   whole_number(sub->add_option("-b,--batch", options->batches,
                                "Batch size; a comma-separated list (1,8,64) is a sweep")
                    ->delimiter(','));
-  one_of(sub->add_option("--profile", options->profile,
+  one_of(sub->add_option("--profile", workload.profile,
                          "eager, graph, compiled or inductor; default: compiled for ONNX models, "
                          "else the device type's"),
          profile_names());
-  add_runtime_options(*sub, options->runtime, options->runtime_files);
-  add_optimizer_option(*sub, options->optimizer);
-  add_parallel_options(*sub, options->device_count, options->tensor_parallel, options->zero_stage);
-  add_pipeline_options(*sub, options->pipeline_parallel, options->micro_batches,
-                       options->virtual_stages);
-  add_run_size_options(*sub, options->run);
-  number_above(sub->add_option("--price-per-hour", options->price_per_hour,
+  add_runtime_options(*sub, workload.runtime, workload.runtime_files);
+  add_optimizer_option(*sub, workload.optimizer);
+  add_parallel_options(*sub, workload);
+  add_pipeline_options(*sub, workload);
+  add_run_size_options(*sub, workload.run);
+  number_above(sub->add_option("--price-per-hour", workload.price_per_hour_usd,
                                "USD per device-hour for every device (default: the table's "
                                "prices)"),
                0, kMaxPricePerHourUsd);
@@ -169,10 +144,10 @@ void add_compare_command(CLI::App& app) {
   add_serving_options(*sub, options->serving,
                       "LLM serving: prompt tokens per sequence; each row serves --batch sequences "
                       "(TTFT, request time, generated tokens/s, cost per 1M tokens)");
-  one_of(sub->add_option("--weight-precision", options->weight_precision,
+  one_of(sub->add_option("--weight-precision", workload.weight_precision,
                          "Weight storage if it differs (int4/int8 weight-only quantisation)"),
          precision_names());
-  add_kv_precision_option(*sub, options->kv_precision);
+  add_kv_precision_option(*sub, workload.kv_precision);
   sub->callback([options] { run_compare(*options); });
 }
 

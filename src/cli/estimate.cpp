@@ -18,9 +18,7 @@ namespace capcalc::cli {
 namespace {
 
 struct EstimateOptions {
-  SingleEstimateArgs run;
-  RunSize run_size;
-  std::optional<double> price_per_hour;
+  SingleEstimateArgs run;          // The workload's run size and price too.
   std::string format;              // --format; add_format_option sets the default (formats.hpp).
   std::optional<std::size_t> top;  // Default 10.
   bool explain = false;
@@ -30,7 +28,7 @@ struct EstimateOptions {
 // A flag this run would ignore is an error; one that only shapes the table, a warning.
 void check_flag_use(const EstimateOptions& options) {
   check_kv_precision(options.run.workload.kv_precision, options.serving);
-  if (options.price_per_hour && options.run_size.empty()) {
+  if (options.run.workload.price_per_hour_usd && options.run.workload.run.empty()) {
     throw Error({}, "--price-per-hour prices a training run: add --dataset-size or --tokens");
   }
   if (options.format == "json" && options.top) {
@@ -47,7 +45,7 @@ void run_estimate(const EstimateOptions& options) {
   const bool serving_request = options.serving.requested();
   const ModelArgs model_args =
       serving_request ? prefill_args(options.run.model, options.serving) : options.run.model;
-  const auto e = run_single_estimate(options.run, &model_args);
+  const auto e = run_single_estimate(options.run, &model_args, &options.serving);
   const Graph& graph = e->graph;
   const Device& device = *e->device;
   const Workload& workload = e->workload;
@@ -62,13 +60,11 @@ void run_estimate(const EstimateOptions& options) {
 
   TrainingRun run;
   TrainingTotals run_totals;
+  // workload_from() refused a run outside training.
   if (const std::optional<double> samples =
-          run_samples(options.run_size, graph, options.run.model.path)) {
-    if (workload.mode != Mode::kTraining) {
-      throw Error({}, "--dataset-size and --tokens describe a training run: add --mode training");
-    }
+          run_samples(options.run.workload.run, graph, options.run.model.path)) {
     run.samples = *samples;
-    run.price_per_device_hour_usd = options.price_per_hour;
+    run.price_per_device_hour_usd = options.run.workload.price_per_hour_usd;
     if (!run.price_per_device_hour_usd && device.price) {
       run.price_per_device_hour_usd = device.price->usd_per_hour;
     }
@@ -100,8 +96,8 @@ void add_estimate_command(CLI::App& app) {
   auto options = std::make_shared<EstimateOptions>();
   CLI::App* sub = app.add_subcommand("estimate", "Predict time, throughput and memory on a device");
   add_single_estimate_options(*sub, options->run);
-  add_run_size_options(*sub, options->run_size);
-  number_above(sub->add_option("--price-per-hour", options->price_per_hour,
+  add_run_size_options(*sub, options->run.workload.run);
+  number_above(sub->add_option("--price-per-hour", options->run.workload.price_per_hour_usd,
                                "Training run: USD per device-hour (default: the table's "
                                "indicative price)"),
                0, kMaxPricePerHourUsd);

@@ -37,7 +37,7 @@ inline std::unique_ptr<SingleEstimate> run_serving_estimate(const SingleEstimate
   check_kv_precision(args.workload.kv_precision, serving);
   if (!serving.requested()) return run_single_estimate(args);
   const ModelArgs prefill = prefill_args(args.model, serving);
-  return run_single_estimate(args, &prefill);
+  return run_single_estimate(args, &prefill, &serving);
 }
 
 /// Prefill and decode of the request, or none without --prompt-tokens.

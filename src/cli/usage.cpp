@@ -396,7 +396,7 @@ std::string flag_for_key(std::string_view key) {
       {"dims", "--set"},
       {"input_shapes", "--input-shape"},
       {"price_per_hour_usd", "--price-per-hour"},
-      {"tensor_parallel", "--tp"},
+      {"tensor_parallel", "--tensor-parallel"},
       {"zero_stage", "--zero"},
   }};
   for (const auto& [name, flag] : kFlagNames) {

@@ -1,0 +1,358 @@
+#include "capcalc/workload_spec.hpp"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "capcalc/hardware.hpp"
+
+#include "json_view.hpp"
+#include "spellcheck.hpp"
+#include "workload_spec_json.hpp"
+
+namespace capcalc {
+namespace {
+
+constexpr std::array<std::string_view, 4> kOptimizerNames = {"sgd", "momentum", "adam", "adamw"};
+constexpr std::array<std::string_view, 3> kSparsityNames = {"dense", "2:4", "unstructured"};
+
+// An error about the spec, blamed on `key`: naming keys for the CLI, or at the key in its file
+// with the keys quoted.
+[[noreturn]] void fail(const SpecLocations* where, std::string_view key, std::string_view text) {
+  const Error error = Error::naming_keys({}, text);
+  if (where == nullptr) throw error;
+  const auto it = where->keys.find(key);
+  throw Error(it != where->keys.end() ? it->second : where->object,
+              error.what_with([&](std::string_view k) {
+                return fmt::format("\"{}\"", k == "devices" ? where->devices_key : k);
+              }));
+}
+
+Precision precision_of(const std::string& name, std::string_view key, const SpecLocations* where) {
+  const std::optional<Precision> parsed = parse_precision(name);
+  if (!parsed)
+    fail(where, key,
+         fmt::format("`{}`: {}", key, Error::verbatim(unknown_precision_message(name))));
+  return *parsed;
+}
+
+// The names: precision, mode, profile, sparsity and optimizer.
+void read_names(const WorkloadSpec& spec, const SpecLocations* where, Workload& w) {
+  w.precision = precision_of(spec.precision, "precision", where);
+  if (spec.mode != "inference" && spec.mode != "training") {
+    fail(where, "mode",
+         fmt::format("`mode`: expected \"inference\" or \"training\", got \"{}\"",
+                     Error::verbatim(spec.mode)));
+  }
+  w.mode = spec.mode == "training" ? Mode::kTraining : Mode::kInference;
+  if (!spec.profile.empty()) {
+    w.profile = parse_profile(spec.profile);
+    if (!w.profile) {
+      fail(where, "profile",
+           fmt::format("`profile`: {}", Error::verbatim(unknown_profile_message(spec.profile))));
+    }
+  }
+  w.sparsity = spec.sparsity == "2:4"            ? Sparsity::k2of4
+               : spec.sparsity == "unstructured" ? Sparsity::kUnstructured
+                                                 : Sparsity::kDense;
+  if (spec.sparsity != "dense" && w.sparsity == Sparsity::kDense) {
+    fail(where, "sparsity",
+         fmt::format("`sparsity`: expected \"dense\", \"2:4\" or \"unstructured\", got \"{}\"",
+                     Error::verbatim(spec.sparsity)));
+  }
+  if (!spec.weight_precision.empty()) {
+    w.weight_precision = precision_of(spec.weight_precision, "weight_precision", where);
+  }
+  if (!spec.kv_precision.empty()) {
+    w.kv_precision = precision_of(spec.kv_precision, "kv_precision", where);
+  }
+  w.strict_fp32 = !spec.allow_tf32;
+  if (spec.optimizer.empty()) return;
+  if (w.mode != Mode::kTraining) {
+    fail(where, "optimizer", "`optimizer` is for training: add `mode` training");
+  }
+  const std::optional<Optimizer> optimizer = parse_optimizer(spec.optimizer);
+  if (!optimizer) {
+    fail(where, "optimizer",
+         fmt::format("`optimizer`: expected sgd, momentum, adam or adamw, got \"{}\"",
+                     Error::verbatim(spec.optimizer)));
+  }
+  w.optimizer = *optimizer;
+}
+
+// A replica is tensor_parallel x pipeline_parallel devices: `devices` counts them all (1, the
+// default: one replica), `data_parallel` the replicas.
+void set_layout(const WorkloadSpec& spec, const SpecLocations* where, Workload& w) {
+  const auto positive = [&](std::string_view key, std::int64_t value) {
+    if (value < 1) fail(where, key, fmt::format("`{}` must be at least 1, got {}", key, value));
+    return value;
+  };
+  w.tensor_parallel = positive("tensor_parallel", spec.tensor_parallel);
+  w.pipeline_parallel = positive("pipeline_parallel", spec.pipeline_parallel);
+  w.micro_batches = positive("micro_batches", spec.micro_batches);
+  w.virtual_stages = positive("virtual_stages", spec.virtual_stages);
+  w.zero_stage = spec.zero_stage;
+  std::int64_t replica = 0;
+  if (__builtin_mul_overflow(w.tensor_parallel, w.pipeline_parallel, &replica)) {
+    fail(where, "pipeline_parallel",
+         fmt::format("`tensor_parallel` {} x `pipeline_parallel` {}: a count does not fit in a "
+                     "64-bit integer",
+                     w.tensor_parallel, w.pipeline_parallel));
+  }
+  const std::int64_t devices = positive("devices", spec.devices);
+  if (spec.data_parallel) {
+    if (devices != 1) {
+      fail(where, "data_parallel",
+           "give `devices` (in all) or `data_parallel` (replicas), not both");
+    }
+    const std::int64_t replicas = positive("data_parallel", *spec.data_parallel);
+    if (__builtin_mul_overflow(replicas, replica, &w.devices)) {
+      fail(where, "data_parallel",
+           fmt::format("`data_parallel` {} x {} devices a replica: a count does not fit in a "
+                       "64-bit integer",
+                       replicas, replica));
+    }
+    return;
+  }
+  w.devices = devices == 1 ? replica : devices;
+  if (w.devices % replica != 0) {
+    if (w.pipeline_parallel == 1) {
+      fail(where, "tensor_parallel",
+           fmt::format("`devices` {} is not a multiple of `tensor_parallel` {}", devices,
+                       w.tensor_parallel));
+    }
+    fail(where, "pipeline_parallel",
+         fmt::format("`devices` {} is not a multiple of `tensor_parallel` {} x "
+                     "`pipeline_parallel` {} ({})",
+                     devices, w.tensor_parallel, w.pipeline_parallel, replica));
+  }
+}
+
+// What only training has: checkpointing, pipelines and micro-batches, ZeRO.
+void check_training_only(const WorkloadSpec& spec, const SpecLocations* where, const Workload& w) {
+  const bool training = w.mode == Mode::kTraining;
+  if (spec.checkpointing && !training) {
+    fail(where, "checkpointing", "`checkpointing` is for training: add `mode` training");
+  }
+  if ((w.pipeline_parallel > 1 || w.micro_batches > 1) && !training) {
+    fail(where, w.pipeline_parallel > 1 ? "pipeline_parallel" : "micro_batches",
+         "pipeline stages and micro-batches are for training: add `mode` training");
+  }
+  if (w.virtual_stages > 1) {
+    if (w.pipeline_parallel < 2) {
+      fail(where, "virtual_stages",
+           "virtual stages interleave a pipeline: add `pipeline_parallel` 2 or more");
+    }
+    // Megatron-LM: "number of microbatches ... should be divisible by pipeline-parallel size
+    // when using interleaved schedule".
+    if (w.micro_batches % w.pipeline_parallel != 0) {
+      fail(where, "micro_batches",
+           fmt::format("the interleaved schedule needs micro-batches ({}) to be a multiple of "
+                       "the pipeline stages ({})",
+                       w.micro_batches, w.pipeline_parallel));
+    }
+  }
+  if (w.zero_stage < 0 || w.zero_stage > 3) {
+    fail(where, "zero_stage",
+         fmt::format("ZeRO stage {} does not exist: 0 (none) to 3 (FSDP)", w.zero_stage));
+  }
+  if (w.zero_stage > 0 && !training) {
+    fail(where, "zero_stage", "ZeRO shards training state: add `mode` training");
+  }
+}
+
+// A training run is dataset_size [x epochs] or tokens, and only in training; serving is
+// inference, and only serving has a KV cache to store.
+void check_run_and_serving(const WorkloadSpec& spec, const SpecLocations* where, Mode mode) {
+  const RunSize& run = spec.run;
+  if (run.tokens && run.dataset_size) {
+    fail(where, "dataset_size", "give `tokens` or `dataset_size`, not both");
+  }
+  if (run.epochs && !run.dataset_size) {
+    fail(where, "epochs",
+         run.tokens ? "`epochs` needs `dataset_size`, not `tokens`"
+                    : "`epochs` needs `dataset_size`");
+  }
+  if (!run.empty() && mode != Mode::kTraining) {
+    fail(where, run.tokens ? "tokens" : "dataset_size",
+         "`dataset_size` and `tokens` describe a training run: add `mode` training");
+  }
+  const bool serving = spec.prompt_tokens || spec.output_tokens;
+  if (serving && mode != Mode::kInference) {
+    fail(where, spec.prompt_tokens ? "prompt_tokens" : "output_tokens",
+         "`prompt_tokens` and `output_tokens` describe serving: use `mode` inference");
+  }
+}
+
+}  // namespace
+
+std::optional<double> run_samples(const RunSize& size, const Graph& graph,
+                                  const std::string& model_file) {
+  if (size.tokens) {
+    if (size.dataset_size)
+      throw Error::naming_keys({}, "give `tokens` or `dataset_size`, not both");
+    if (size.epochs) throw Error::naming_keys({}, "`epochs` needs `dataset_size`, not `tokens`");
+    const auto seq = graph.dims.find("seq");
+    if (seq == graph.dims.end()) {
+      throw Error::naming_keys(
+          {model_file}, "`tokens` needs a model with a \"seq\" dimension (tokens per sample)");
+    }
+    return *size.tokens / static_cast<double>(seq->second);
+  }
+  if (size.dataset_size) return *size.dataset_size * size.epochs.value_or(1);
+  if (size.epochs) throw Error::naming_keys({}, "`epochs` needs `dataset_size`");
+  return std::nullopt;
+}
+
+Workload workload_from(const WorkloadSpec& spec, const SpecLocations* where) {
+  Workload w;
+  if (!spec.kv_precision.empty() && !spec.prompt_tokens) {
+    fail(where, "kv_precision",
+         "`kv_precision` sets the KV cache's storage: add `prompt_tokens` (LLM serving)");
+  }
+  read_names(spec, where, w);
+  set_layout(spec, where, w);
+  w.checkpointing = spec.checkpointing;
+  check_training_only(spec, where, w);
+  check_run_and_serving(spec, where, w.mode);
+  return w;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files.
+
+namespace {
+
+// A positive number no larger than `max`.
+double at_most(const JsonView& value, double max) {
+  const double x = value.as_positive_number();
+  if (x > max) value.fail(fmt::format("{} is more than {} (the limit)", x, max));
+  return x;
+}
+
+std::string precision_at(const JsonView& value) {
+  const std::string name = value.as_string();
+  if (!parse_precision(name)) value.fail(unknown_precision_message(name));
+  return name;
+}
+
+std::string name_at(const JsonView& value, std::string_view what,
+                    const std::vector<std::string_view>& names) {
+  const std::string name = value.as_string();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    value.fail(with_suggestion(fmt::format("unknown {} \"{}\"", what, name), name, names));
+  }
+  return name;
+}
+
+// The names and flags.
+void read_named(const KeyReader& get, WorkloadSpec& spec) {
+  if (auto v = get("precision")) spec.precision = precision_at(*v);
+  if (auto v = get("mode")) {
+    spec.mode = v->as_string();
+    if (spec.mode != "inference" && spec.mode != "training") {
+      v->fail(fmt::format("expected \"inference\" or \"training\", got \"{}\"", spec.mode));
+    }
+  }
+  if (auto v = get("profile")) {
+    spec.profile = v->as_string();
+    if (!parse_profile(spec.profile)) v->fail(unknown_profile_message(spec.profile));
+  }
+  if (auto v = get("runtime")) {
+    spec.runtime = v->as_string();
+    if (spec.runtime.empty()) v->fail("expected a runtime id, got \"\"");
+  }
+  if (auto v = get("sparsity")) {
+    spec.sparsity = name_at(*v, "sparsity", {kSparsityNames.begin(), kSparsityNames.end()});
+  }
+  if (auto v = get("optimizer")) {
+    spec.optimizer = name_at(*v, "optimizer", {kOptimizerNames.begin(), kOptimizerNames.end()});
+  }
+  if (auto v = get("weight_precision")) spec.weight_precision = precision_at(*v);
+  if (auto v = get("kv_precision")) spec.kv_precision = precision_at(*v);
+  if (auto v = get("checkpointing")) spec.checkpointing = v->as_bool();
+  if (auto v = get("allow_tf32")) spec.allow_tf32 = v->as_bool();
+}
+
+// The counts: the layout, the run, the price and serving.
+void read_counts(const KeyReader& get, std::string_view devices_key, WorkloadSpec& spec) {
+  if (auto v = get(devices_key)) spec.devices = v->as_positive_int();
+  if (auto v = get("data_parallel")) spec.data_parallel = v->as_positive_int();
+  if (auto v = get("tensor_parallel")) spec.tensor_parallel = v->as_positive_int();
+  if (auto v = get("pipeline_parallel")) spec.pipeline_parallel = v->as_positive_int();
+  if (auto v = get("micro_batches")) spec.micro_batches = v->as_positive_int();
+  if (auto v = get("virtual_stages")) spec.virtual_stages = v->as_positive_int();
+  if (auto v = get("zero_stage")) {
+    const std::int64_t stage = v->as_integer();
+    if (stage < 0 || stage > 3) v->fail(fmt::format("expected 0 to 3, got {}", stage));
+    spec.zero_stage = static_cast<int>(stage);
+  }
+  if (auto v = get("dataset_size")) spec.run.dataset_size = at_most(*v, kMaxDatasetSize);
+  if (auto v = get("epochs")) spec.run.epochs = at_most(*v, kMaxEpochs);
+  if (auto v = get("tokens"); v && !v->is_null()) {
+    spec.run.tokens = at_most(*v, kMaxTrainingTokens);
+  }
+  if (auto v = get("price_per_hour_usd")) {
+    spec.price_per_hour_usd = at_most(*v, kMaxPricePerHourUsd);
+  }
+  if (auto v = get("prompt_tokens")) spec.prompt_tokens = v->as_positive_int();
+  if (auto v = get("output_tokens")) spec.output_tokens = v->as_positive_int();
+}
+
+}  // namespace
+
+std::vector<std::string_view> workload_keys(std::string_view devices_key) {
+  return {"precision",
+          "mode",
+          "profile",
+          "runtime",
+          "sparsity",
+          "optimizer",
+          devices_key,
+          "data_parallel",
+          "tensor_parallel",
+          "pipeline_parallel",
+          "micro_batches",
+          "virtual_stages",
+          "zero_stage",
+          "checkpointing",
+          "weight_precision",
+          "kv_precision",
+          "allow_tf32",
+          "dataset_size",
+          "epochs",
+          "tokens",
+          "price_per_hour_usd",
+          "prompt_tokens",
+          "output_tokens"};
+}
+
+WorkloadSpec read_workload_spec(const JsonView& object, const std::optional<JsonView>& defaults,
+                                std::string_view devices_key, SpecLocations& where) {
+  where.object = {object.file(), object.pointer(), 0, 0};
+  where.devices_key = std::string(devices_key);
+  const KeyReader get = [&](std::string_view key) -> std::optional<JsonView> {
+    std::optional<JsonView> value = object.find(key);
+    if (!value && defaults) value = defaults->find(key);
+    if (value) {
+      // Errors blame the key by its name in the spec ("devices").
+      const std::string name = key == devices_key ? "devices" : std::string(key);
+      where.keys[name] = {value->file(), value->pointer(), 0, 0};
+    }
+    return value;
+  };
+  WorkloadSpec spec;
+  read_named(get, spec);
+  read_counts(get, devices_key, spec);
+  if (where.keys.count("devices") > 0 && spec.data_parallel) {
+    throw Error(
+        where.keys.at("data_parallel"),
+        fmt::format("give \"{}\" (devices in all) or \"data_parallel\" (replicas), not both",
+                    devices_key));
+  }
+  return spec;
+}
+
+}  // namespace capcalc

@@ -1,0 +1,127 @@
+// capcalc::workload_from: the one check of a workload, whether flags, a budget file or a
+// measurement file wrote it. Its messages name keys, which the CLI spells as flags and a file
+// reader places at the key.
+#include "capcalc/workload_spec.hpp"
+
+#include <string>
+
+#include "capcalc/error.hpp"
+
+#include "catch.hpp"
+
+using namespace capcalc;
+
+namespace {
+
+// The message as the CLI prints it: each key as its flag, with dashes.
+std::string as_flags(const WorkloadSpec& spec) {
+  try {
+    (void)workload_from(spec);
+  } catch (const Error& e) {
+    return e.what_with([](std::string_view key) {
+      std::string flag = "--" + std::string(key);
+      for (char& c : flag)
+        c = c == '_' ? '-' : c;
+      return flag;
+    });
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("workload_from: devices count every replica of tensor x pipeline devices",
+          "[workload_spec]") {
+  WorkloadSpec spec;
+  spec.mode = "training";
+  spec.tensor_parallel = 4;
+  spec.pipeline_parallel = 2;
+  CHECK(workload_from(spec).devices == 8);  // devices 1 (the default): one replica.
+  spec.devices = 32;
+  CHECK(workload_from(spec).devices == 32);
+  spec.devices = 1;
+  spec.data_parallel = 3;  // Replicas: 3 x 4 x 2.
+  CHECK(workload_from(spec).devices == 24);
+  spec.devices = 24;
+  CHECK(as_flags(spec) == "give --devices (in all) or --data-parallel (replicas), not both");
+  spec.data_parallel.reset();
+  spec.devices = 12;
+  CHECK(as_flags(spec) ==
+        "--devices 12 is not a multiple of --tensor-parallel 4 x --pipeline-parallel 2 (8)");
+  spec.devices = 1;
+  spec.tensor_parallel = std::int64_t{1} << 40;
+  spec.pipeline_parallel = std::int64_t{1} << 30;
+  CHECK(as_flags(spec) ==
+        "--tensor-parallel 1099511627776 x --pipeline-parallel 1073741824: a count does not fit "
+        "in a 64-bit integer");
+}
+
+TEST_CASE("workload_from: training settings outside training are errors", "[workload_spec]") {
+  WorkloadSpec spec;
+  spec.optimizer = "sgd";
+  CHECK(as_flags(spec) == "--optimizer is for training: add --mode training");
+  spec = {};
+  spec.checkpointing = true;
+  CHECK(as_flags(spec) == "--checkpointing is for training: add --mode training");
+  spec = {};
+  spec.zero_stage = 2;
+  CHECK(as_flags(spec) == "ZeRO shards training state: add --mode training");
+  spec = {};
+  spec.micro_batches = 4;
+  CHECK(as_flags(spec) ==
+        "pipeline stages and micro-batches are for training: add --mode training");
+  spec.mode = "training";
+  spec.optimizer = "momentum";
+  CHECK(workload_from(spec).optimizer == Optimizer::kMomentum);
+}
+
+TEST_CASE("workload_from: a run is dataset_size [x epochs] or tokens, in training",
+          "[workload_spec]") {
+  WorkloadSpec spec;
+  spec.run.tokens = 1e9;
+  spec.run.epochs = 2;
+  // The run's shape before the mode: the same answer whatever the mode.
+  CHECK(as_flags(spec) == "--epochs needs --dataset-size, not --tokens");
+  spec.mode = "training";
+  CHECK(as_flags(spec) == "--epochs needs --dataset-size, not --tokens");
+  spec.run.epochs.reset();
+  spec.run.dataset_size = 1e6;
+  CHECK(as_flags(spec) == "give --tokens or --dataset-size, not both");
+  spec.run.tokens.reset();
+  CHECK(as_flags(spec) == "no error");
+  spec.mode = "inference";
+  CHECK(as_flags(spec) ==
+        "--dataset-size and --tokens describe a training run: add --mode training");
+}
+
+TEST_CASE("workload_from: serving is inference, and only it stores a KV cache", "[workload_spec]") {
+  WorkloadSpec spec;
+  spec.kv_precision = "fp8";
+  CHECK(as_flags(spec) ==
+        "--kv-precision sets the KV cache's storage: add --prompt-tokens (LLM serving)");
+  spec.prompt_tokens = 512;
+  CHECK(workload_from(spec).kv_precision == Precision::kFp8);
+  spec.mode = "training";
+  CHECK(as_flags(spec) ==
+        "--prompt-tokens and --output-tokens describe serving: use --mode inference");
+}
+
+TEST_CASE("workload_from: with locations, an error is at the key it blames, keys quoted",
+          "[workload_spec]") {
+  WorkloadSpec spec;
+  spec.devices = 6;
+  spec.tensor_parallel = 4;
+  SpecLocations where;
+  where.object = {"b.json", "/budgets/0", 0, 0};
+  where.keys["tensor_parallel"] = {"b.json", "/defaults/tensor_parallel", 0, 0};
+  where.devices_key = "device_count";
+  CHECK_THROWS_WITH(workload_from(spec, &where),
+                    "b.json:/defaults/tensor_parallel: \"device_count\" 6 is not a multiple of "
+                    "\"tensor_parallel\" 4");
+  // A key the file did not give: the object.
+  spec = {};
+  spec.sparsity = "3:4";
+  CHECK_THROWS_WITH(workload_from(spec, &where),
+                    "b.json:/budgets/0: \"sparsity\": expected \"dense\", \"2:4\" or "
+                    "\"unstructured\", got \"3:4\"");
+}
