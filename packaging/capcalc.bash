@@ -137,6 +137,7 @@ _capcalc() {
              --prompt-tokens --output-tokens --weight-precision --kv-precision" ;;
     check)
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
+             --sparsity --optimizer --weight-precision --checkpointing --kv-precision
              --devices --tensor-parallel --tp --pipeline-parallel --pp --micro-batches --virtual-stages --zero $run_flags
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens

@@ -496,3 +496,19 @@ capcalc_cli_ok(estimate_default_profile "workload     inference, fp32, batch 1, 
                estimate data/models/resnet50.json --gpu A100)
 capcalc_cli_ok(explain_runtime "  runtime      PyTorch eager: 174 kernels per pass, from its kernels per layer\n               \\(`capcalc runtimes show pytorch-eager`\\)\n               the floor is its host cost per kernel\n"
                estimate data/models/resnet50.json --gpu h200 --runtime eager --explain)
+
+# check takes every workload flag estimate takes: checkpointing and SGD (no optimizer state)
+# bring ResNet-50's training memory at batch 256 under 20 GB (14.7 GB: 38.9 GB - 24.0 GB of
+# activations recomputed - 0.2 GB of Adam's moments), which the default misses.
+capcalc_cli_ok(check_workload_flags "memory 14.7 GB within max 20GB"
+               check resnet50 --hw A100 --mode training --batch 256 --max-memory 20GB
+               --checkpointing --optimizer sgd)
+add_test(NAME cli.check_workload_flags_default
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=check;resnet50;--hw;A100;--mode;training;--batch;256;--max-memory;20GB" -DEXPECT_CODE=1
+                 "-DSTDOUT_REGEX=FAIL  resnet50 on a100-sxm4-80gb \\(training, fp32, batch 256\\): memory 38.9 GB exceeds max 20GB"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+capcalc_cli_ok(check_kv_precision "memory 40.9 GB within max 80GB"
+               check llama2_7b --hw H100 --max-memory 80GB --prompt-tokens 1000
+               --output-tokens 100 --batch 32 --kv-precision fp8)

@@ -223,3 +223,7 @@ capcalc_usage_error(number_threads "--threads must be a whole number from 1 to 1
                     probe --threads 0)
 capcalc_usage_error(number_prompt_tokens "--prompt-tokens must be a whole number ≥ 1 (got -5)"
                     estimate ${llama} --gpu A100 --prompt-tokens -5)
+
+capcalc_usage_error(check_kv_precision_needs_prompt
+                    "--kv-precision sets the KV cache's storage: add --prompt-tokens (LLM serving)"
+                    check llama2_7b --hw H100 --max-memory 80GB --kv-precision fp8)

@@ -136,6 +136,17 @@ void add_check_command(CLI::App& app, int& exit_code) {
                          "else the device type's"),
          profile_names());
   add_runtime_options(*sub, workload.runtime, workload.runtime_files);
+  one_of(sub->add_option("--sparsity", workload.sparsity,
+                         "2:4 (structured, where the hardware supports it) or unstructured (no "
+                         "speedup)"),
+         {"dense", "2:4", "unstructured"});
+  add_optimizer_option(*sub, workload.optimizer);
+  one_of(sub->add_option("--weight-precision", workload.weight_precision,
+                         "Weight storage if it differs (int4/int8 weight-only quantisation)"),
+         precision_names());
+  sub->add_flag("--checkpointing", workload.checkpointing,
+                "Training: keep only each top-level block's output, recompute the rest");
+  add_kv_precision_option(*sub, workload.kv_precision);
   add_parallel_options(*sub, workload);
   add_pipeline_options(*sub, workload);
   add_run_size_options(*sub, workload.run);
