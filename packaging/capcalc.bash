@@ -3,17 +3,21 @@
 # them in any case; they are offered in lower case), device ids from the hardware table
 # (`capcalc hw list --format csv`) and file names for models.
 # tests/completion_man.cmake checks that every flag of `capcalc SUB --help` is listed here.
-# --format values come from `capcalc SUB --help` itself (src/cli/formats.cpp is their source).
+# The values of enumerated flags (--precision, --mode, --optimizer, --format, ...) come from
+# `capcalc SUB --help` itself, which lists them from the tables the CLI parses them with.
 
 _capcalc_devices() {
   "${COMP_WORDS[0]}" hw list --format csv 2>/dev/null | tail -n +2 | cut -d, -f1
 }
 
-# The --format names of a command: `capcalc COMMAND [SUB] --help` lists them as
-# "-f,--format TEXT:{table,json,csv}=table".
-_capcalc_formats() {
-  "${COMP_WORDS[0]}" "$@" --help 2>/dev/null | sed -n 's/.*--format TEXT:{\([^}]*\)}.*/\1/p' |
-    tr ',' ' '
+# The values of option $1 of a command: `capcalc COMMAND [SUB] --help` lists them as
+# "-p,--precision TEXT:{fp64,fp32,...}" or "-f,--format TEXT:{table,json,csv}=table".
+_capcalc_choices() {
+  local option=$1
+  shift
+  "${COMP_WORDS[0]}" "$@" --help 2>/dev/null |
+    sed -n "s/^ *\(-[a-zA-Z],\)\{0,1\}\(--[a-z0-9-]*,\)*${option}\(,--[a-z0-9-]*\)* [A-Z]*:{\([^}]*\)}.*/\4/p" |
+    head -n 1 | tr ',' ' '
 }
 
 # Zoo model names (`capcalc models list`), offered beside files where a model is due.
@@ -33,7 +37,6 @@ _capcalc() {
   fi
 
   local commands="estimate layers hw runtimes models calibrate probe validate compare check roofline report serve plan scale"
-  local precisions="fp64 fp32 tf32 fp16 bf16 fp8 int8 int4"
   local model_flags="--batch --set --causal --input-shape --strict --omit-input"
   local hw_flags="--hardware --hardware-file"
   local workload_flags="--gpu --hw --device --precision --mode --profile --runtime --runtime-file --optimizer --devices
@@ -56,29 +59,15 @@ _capcalc() {
     -g | --gpu | --hw | --device)
       COMPREPLY=($(compgen -W "$(_capcalc_devices)" -- "$cur"))
       return ;;
-    -p | --precision | --weight-precision | --kv-precision)
-      COMPREPLY=($(compgen -W "$precisions" -- "$cur"))
+    -p | --precision | --weight-precision | --kv-precision | -m | --mode | --profile | --optimizer | \
+      --sparsity | --causal | --type | --objective | --pricing | --sort | --find | -f | --format)
+      [[ -n $command ]] && COMPREPLY=($(compgen -W "$(_capcalc_choices "$prev" $command $sub)" -- "$cur"))
       return ;;
-    -m | --mode) COMPREPLY=($(compgen -W "inference training" -- "$cur")); return ;;
-    --profile) COMPREPLY=($(compgen -W "eager graph compiled inductor" -- "$cur")); return ;;
     --runtime)
       COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" runtimes list --format json 2>/dev/null |
         sed -n 's/^ *"id": "\(.*\)",$/\1/p')" -- "$cur"))
       return ;;
-    --optimizer) COMPREPLY=($(compgen -W "sgd momentum adam adamw" -- "$cur")); return ;;
-    --sparsity) COMPREPLY=($(compgen -W "dense 2:4 unstructured" -- "$cur")); return ;;
-    --causal) COMPREPLY=($(compgen -W "full half" -- "$cur")); return ;;
-    --type) COMPREPLY=($(compgen -W "cpu gpu tpu accelerator" -- "$cur")); return ;;
-    --objective) COMPREPLY=($(compgen -W "time cost energy" -- "$cur")); return ;;
-    --pricing) COMPREPLY=($(compgen -W "on-demand reserved spot owned" -- "$cur")); return ;;
-    --sort)
-      COMPREPLY=($(compgen -W "table time throughput cost memory energy" -- "$cur"))
-      return ;;
-    --find) COMPREPLY=($(compgen -W "max-rate replicas split" -- "$cur")); return ;;
     --trace) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    -f | --format)
-      [[ -n $command ]] && COMPREPLY=($(compgen -W "$(_capcalc_formats $command $sub)" -- "$cur"))
-      return ;;
     --hardware | --hardware-file | --runtime-file | --budget | --measurements | --write-ranges | -o | --output)
       COMPREPLY=($(compgen -f -- "$cur"))
       return ;;
