@@ -157,6 +157,25 @@ std::string torch113_path(const std::string& name) {
   return std::string(CAPCALC_TEST_DIR) + "/exports/torch113/" + name;
 }
 
+// Where an indexed file is: beside exports.json, or unpacked from the archive its entry names
+// (large.tar.xz, unpacked into the build tree by tests/CMakeLists.txt).
+std::string torch113_entry_path(const nlohmann::json& entry) {
+  const std::string file = entry.at("file");
+  if (!entry.contains("archive")) return torch113_path(file);
+  CHECK(entry.at("archive") == "large.tar.xz");
+  return std::string(CAPCALC_TEST_LARGE_EXPORTS_DIR) + "/" + file;
+}
+
+// torch's MACs at batch 1 less those of products on constants only (Swin V2's position-bias MLP
+// on its table of relative coordinates): the graph computes those from initializers, and capcalc,
+// like ONNX Runtime, folds them once at load, not per sample.
+std::int64_t constant_macs(const nlohmann::json& entry) {
+  const auto all = entry.at("torch_macs_batch1").get<std::int64_t>();
+  const auto on_input = entry.at("torch_input_macs_batch1").get<std::int64_t>();
+  CHECK(on_input <= all);
+  return all - on_input;
+}
+
 nlohmann::json torch113_index() {
   std::ifstream in(torch113_path("exports.json"));
   REQUIRE(in);
@@ -194,7 +213,7 @@ TEST_CASE("real exports (torch 1.13): every file loads and counts as torch does"
       options.dims["batch"] = batch;
       if (is_transformer(model)) options.dims["sequence"] = 128;
     }
-    const std::string path = torch113_path(file);
+    const std::string path = torch113_entry_path(entry);
     if (const auto known = known_failures().find(file); known != known_failures().end()) {
       CHECK_THROWS_WITH(capcalc::load_model(path, options), Catch::Contains(known->second));
       continue;
@@ -206,8 +225,8 @@ TEST_CASE("real exports (torch 1.13): every file loads and counts as torch does"
     // less the running statistics of any BatchNorm left.
     CHECK(totals.params == weight_elements(path));
     CHECK(totals.params <= entry.at("initializer_elements").get<std::int64_t>());
-    // MACs: torch's own count at batch 1, times the batch.
-    CHECK(totals.macs == batch * entry.at("torch_macs_batch1").get<std::int64_t>());
+    // MACs: torch's own count at batch 1 of the products on the input, times the batch.
+    CHECK(totals.macs == batch * entry.at("torch_input_macs_batch1").get<std::int64_t>());
     // The model is torchvision's: its parameters are those its documentation lists.
     if (entry.contains("documented")) {
       CHECK(entry.at("torch_parameters") == entry.at("documented").at("num_params"));
@@ -232,15 +251,40 @@ TEST_CASE("real exports (torch 1.13): MACs match torchvision's documented GFLOPS
       {"swin_t", 4.49},           // Swin_T_Weights.IMAGENET1K_V1.
       {"swin_v2_t", 5.94},        // Swin_V2_T_Weights.IMAGENET1K_V1, 256x256.
   };
-  std::set<std::string> exported;
+  std::map<std::string, nlohmann::json> exported;
   for (const nlohmann::json& entry : torch113_index()) {
-    if (entry.at("status") == "exported") exported.insert(entry.at("file").get<std::string>());
+    if (entry.at("status") == "exported") exported[entry.at("file").get<std::string>()] = entry;
   }
+  std::size_t checked = 0;
   for (const auto& [model, gflops] : documented) {
     const std::string file = model + ".fixed.onnx";
-    if (exported.count(file) == 0 || known_failures().count(file) != 0) continue;
     INFO(file);
-    const auto totals = capcalc::graph_totals(capcalc::load_model(torch113_path(file)));
-    CHECK(static_cast<double>(totals.macs) / 1e9 == Approx(gflops).margin(0.0051));
+    REQUIRE(exported.count(file) == 1);
+    const nlohmann::json& entry = exported.at(file);
+    const auto totals = capcalc::graph_totals(capcalc::load_model(torch113_entry_path(entry)));
+    // What torch counts per sample: capcalc's count and the products on constants it folds
+    // (18,662,400 MACs for Swin V2-T, none for the others).
+    const auto per_sample = totals.macs + constant_macs(entry);
+    CHECK(static_cast<double>(per_sample) / 1e9 == Approx(gflops).margin(0.0051));
+    ++checked;
+  }
+  CHECK(checked == documented.size());
+}
+
+TEST_CASE("real exports (torch 1.13): every model both with and without a dynamic batch axis",
+          "[onnx][exports]") {
+  // torchvision 0.14's 80 classification models and the two torch.nn transformers; one fixed-shape
+  // export did not finish (tests/exports/README.md): it must stay listed here until it is added.
+  const std::set<std::string> no_fixed = {"regnet_y_128gf"};
+  std::map<std::string, std::set<std::string>> variants;
+  for (const nlohmann::json& entry : torch113_index()) {
+    if (entry.at("status") != "exported") continue;
+    variants[entry.at("model").get<std::string>()].insert(entry.at("variant").get<std::string>());
+  }
+  CHECK(variants.size() == 82);
+  for (const auto& [model, kinds] : variants) {
+    INFO(model);
+    CHECK(kinds.count("dynamic batch") == 1);
+    CHECK(kinds.count("fixed shapes") == (no_fixed.count(model) == 0 ? 1U : 0U));
   }
 }

@@ -14,10 +14,14 @@ weight elements the file holds, the model's own parameter count, torchvision's d
 figures (its weights' meta: num_params, and _ops in GFLOPS = GMACs where this torchvision
 has it), and an independent MAC count: one forward pass at batch 1 under a TorchDispatchMode
 that adds M*N*K for every aten mm/addmm/bmm/baddbmm and out_elements * in_channels/groups *
-kernel for every aten convolution (torchvision's docs count GFLOPS the same way).
+kernel for every aten convolution (torchvision's docs count GFLOPS the same way), in all and of
+the products with an operand computed from the input (torch_input_macs_batch1: what an ONNX
+graph computes per sample once products on constants are folded at load).
 
 Usage: python3 tools/export_torch_onnx.py OUT_DIR [NAME ...]
        (each model runs in its own process; NAME limits the run to those models)
+       python3 tools/export_torch_onnx.py --recount OUT_DIR [NAME ...]
+       (counts again and records both counts in OUT_DIR/exports.json, exporting nothing)
 """
 
 import inspect
@@ -61,33 +65,54 @@ def weights_enum(name):
 # -- Independent MAC count ---------------------------------------------------------------------
 
 def count_macs(model, args):
+    """Returns (all, on_input): the MACs of every product torch runs, and of those with an
+    operand computed from the model's input. The others run on constants only (Swin V2's
+    position-bias MLP on its table of relative coordinates): an ONNX graph computes them from
+    initializers, and ONNX Runtime, like capcalc, folds them once at load time."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     aten = torch.ops.aten
 
+    def from_input(t):
+        return isinstance(t, torch.Tensor) and getattr(t, "_from_input", False)
+
     class Counter(TorchDispatchMode):
         macs = 0
+        input_macs = 0
 
         def __torch_dispatch__(self, func, types, a=(), kwargs=None):
             out = func(*a, **(kwargs or {}))
             op = func.overloadpacket
+            macs = 0
             if op is aten.convolution:
                 w = a[1]
-                Counter.macs += out.numel() * w.shape[1] * math.prod(w.shape[2:])
+                macs = out.numel() * w.shape[1] * math.prod(w.shape[2:])
             elif op is aten.mm:
-                Counter.macs += a[0].shape[0] * a[0].shape[1] * a[1].shape[1]
+                macs = a[0].shape[0] * a[0].shape[1] * a[1].shape[1]
             elif op is aten.addmm:
-                Counter.macs += a[1].shape[0] * a[1].shape[1] * a[2].shape[1]
+                macs = a[1].shape[0] * a[1].shape[1] * a[2].shape[1]
             elif op is aten.bmm:
-                Counter.macs += a[0].shape[0] * a[0].shape[1] * a[0].shape[2] * a[1].shape[2]
+                macs = a[0].shape[0] * a[0].shape[1] * a[0].shape[2] * a[1].shape[2]
             elif op is aten.baddbmm:
-                Counter.macs += a[1].shape[0] * a[1].shape[1] * a[1].shape[2] * a[2].shape[2]
+                macs = a[1].shape[0] * a[1].shape[1] * a[1].shape[2] * a[2].shape[2]
+            operands = [t for t in list(a) + list((kwargs or {}).values())
+                        for t in (t if isinstance(t, (list, tuple)) else [t])]
+            dependent = any(from_input(t) for t in operands)
+            Counter.macs += macs
+            if dependent:
+                Counter.input_macs += macs
+                for t in out if isinstance(out, (list, tuple)) else [out]:
+                    if isinstance(t, torch.Tensor):
+                        t._from_input = True
             return out
 
+    inputs = [t.clone() for t in args]
+    for t in inputs:
+        t._from_input = True
     # Gradients on: nn.MultiheadAttention's fused inference path (one opaque op) stays off.
     with torch.enable_grad(), Counter():
-        model(*args)
-    return Counter.macs
+        model(*inputs)
+    return Counter.macs, Counter.input_macs
 
 
 # -- torch.nn transformers ---------------------------------------------------------------------
@@ -271,12 +296,14 @@ def export_one(out, name):
     model, args, (inputs, outputs), axes, shape, documented = build(name)
     params = sum(p.numel() for p in model.parameters())
     start = time.time()
-    macs = count_macs(model, args)
+    macs, input_macs = count_macs(model, args)
     entries = []
     variants = [("dyn", axes), ("fixed", None)]
     fixed_only_for = os.environ.get("FIXED_MODELS")  # A representative set, to save time.
     if fixed_only_for is not None and name not in fixed_only_for.split(","):
         variants = variants[:1]
+    if os.environ.get("VARIANTS") == "fixed":  # A later run adding the fixed-shape files.
+        variants = variants[1:]
     for variant, dynamic in variants:
         file = f"{name}.{variant}.onnx"
         entry = dict(file=file, model=name, variant="dynamic batch" if dynamic else "fixed shapes",
@@ -306,20 +333,49 @@ def export_one(out, name):
             torch=torch.__version__, torchvision=torchvision.__version__, onnx=onnx.__version__,
             opset=17, ir_version=8, nodes=len(m.graph.node), initializers=len(m.graph.initializer),
             initializer_elements=elements, torch_parameters=params,
-            torch_macs_batch1=macs,
+            torch_macs_batch1=macs, torch_input_macs_batch1=input_macs,
             torch_macs_method="aten mm/addmm/bmm/baddbmm/convolution MACs in one forward pass "
-                              "at batch 1 under a TorchDispatchMode (tools/export_torch_onnx.py)",
+                              "at batch 1 under a TorchDispatchMode (tools/export_torch_onnx.py); "
+                              "torch_input_macs_batch1: those with an operand computed from the "
+                              "input",
             graph_bytes=os.path.getsize(path), **({"documented": documented} if documented else {}))
         entries.append(entry)
     print(json.dumps({"model": name, "seconds": round(time.time() - start, 1)}), file=sys.stderr)
     return entries
 
 
+def recount(out, names):
+    """Counts each model of OUT/exports.json again (or those named) and records both counts in
+    every entry of it: for an index written before torch_input_macs_batch1 was counted."""
+    index = os.path.join(out, "exports.json")
+    entries = json.load(open(index))
+    names = names or sorted({e["model"] for e in entries if "model" in e})
+    for name in names:
+        register_missing_symbolics()
+        model, args, *_ = build(name)
+        macs, input_macs = count_macs(model, args)
+        for e in entries:
+            if e.get("model") != name or e.get("status") != "exported" and "torch_macs_batch1" not in e:
+                continue
+            if e.get("torch_macs_batch1", macs) != macs:
+                sys.exit(f"{e['file']}: torch_macs_batch1 {e['torch_macs_batch1']} != {macs}")
+            e["torch_macs_batch1"] = macs
+            e["torch_input_macs_batch1"] = input_macs
+            e["torch_macs_method"] = (
+                "aten mm/addmm/bmm/baddbmm/convolution MACs in one forward pass at batch 1 under "
+                "a TorchDispatchMode (tools/export_torch_onnx.py); torch_input_macs_batch1: those "
+                "with an operand computed from the input")
+        print(json.dumps({"model": name, "macs": macs, "input_macs": input_macs}), flush=True)
+        with open(index, "w") as f:  # After each model: a stopped run keeps what it counted.
+            json.dump(entries, f, indent=1)
+            f.write("\n")
+
+
 def table(index):
     """tests/exports/README.md's table, from exports.json."""
     rows = ["| model | input | dynamic batch | fixed shapes | parameters (torch) | weights in file "
-            "| MACs at batch 1 (torch) | torchvision docs |",
-            "| --- | --- | --- | --- | ---: | ---: | ---: | --- |"]
+            "| MACs at batch 1 (torch) | of them on constants | torchvision docs |",
+            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
     by_model = {}
     for e in json.load(open(index)):
         if "model" in e:
@@ -328,15 +384,22 @@ def table(index):
         any_entry = next(iter(variants.values()))
         ok = {v: e for v, e in variants.items() if e.get("status") == "exported"}
         first = ok.get("dyn") or ok.get("fixed") or any_entry
-        cell = lambda v: ("`" + variants[v]["file"] + "`" if v in ok else
-                          variants[v]["status"] if v in variants else "not kept")
+
+        def cell(v):
+            if v not in ok:
+                return variants[v]["status"] if v in variants else "not kept"
+            return "`" + variants[v]["file"] + "`" + (" (in `large.tar.xz`)"
+                                                      if "archive" in variants[v] else "")
+
         doc = first.get("documented", {})
         docs = (f"{doc['num_params']:,} params" if doc.get("num_params") else "")
         if "gflops" in doc:
             docs += f", {doc['gflops']} GFLOPS"
+        macs = first.get("torch_macs_batch1", 0)
+        constant = macs - first.get("torch_input_macs_batch1", macs)
         rows.append(f"| {name} | {first.get('input_shape', '')} | {cell('dyn')} | {cell('fixed')} | "
                     f"{first.get('torch_parameters', 0):,} | {first.get('initializer_elements', 0):,} | "
-                    f"{first.get('torch_macs_batch1', 0):,} | {docs} |")
+                    f"{macs:,} | {f'{constant:,}' if constant else ''} | {docs} |")
     print("\n".join(rows))
 
 
@@ -380,6 +443,9 @@ def main():
         with open(index, "w") as f:
             json.dump(sorted(entries, key=lambda e: e["file"]), f, indent=1)
             f.write("\n")
+        return
+    if len(sys.argv) >= 3 and sys.argv[1] == "--recount":  # The counts, without exporting.
+        recount(sys.argv[2], sys.argv[3:])
         return
     if len(sys.argv) == 3 and sys.argv[1] == "--table":
         table(sys.argv[2])
