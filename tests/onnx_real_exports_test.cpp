@@ -273,9 +273,7 @@ TEST_CASE("real exports (torch 1.13): MACs match torchvision's documented GFLOPS
 
 TEST_CASE("real exports (torch 1.13): every model both with and without a dynamic batch axis",
           "[onnx][exports]") {
-  // torchvision 0.14's 80 classification models and the two torch.nn transformers; one fixed-shape
-  // export did not finish (tests/exports/README.md): it must stay listed here until it is added.
-  const std::set<std::string> no_fixed = {"regnet_y_128gf"};
+  // torchvision 0.14's 80 classification models and the two torch.nn transformers.
   std::map<std::string, std::set<std::string>> variants;
   for (const nlohmann::json& entry : torch113_index()) {
     if (entry.at("status") != "exported") continue;
@@ -285,6 +283,6 @@ TEST_CASE("real exports (torch 1.13): every model both with and without a dynami
   for (const auto& [model, kinds] : variants) {
     INFO(model);
     CHECK(kinds.count("dynamic batch") == 1);
-    CHECK(kinds.count("fixed shapes") == (no_fixed.count(model) == 0 ? 1U : 0U));
+    CHECK(kinds.count("fixed shapes") == 1);
   }
 }
