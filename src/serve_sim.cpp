@@ -226,11 +226,11 @@ struct Sequence {
   const TraceRequest* request = nullptr;
   const Handoff* handoff = nullptr;  // Received from a prefill replica, else null.
   double arrival_s = 0;              // At the service.
-  std::int64_t generated = 0;  // Output tokens sampled.
-  std::int64_t computed = 0;   // Tokens whose keys and values are in the cache.
-  std::int64_t blocks = 0;     // KV blocks held.
-  std::int64_t scheduled = 0;  // Tokens in this step.
-  bool decoding = false;       // This step verifies its last token (and drafts).
+  std::int64_t generated = 0;        // Output tokens sampled.
+  std::int64_t computed = 0;         // Tokens whose keys and values are in the cache.
+  std::int64_t blocks = 0;           // KV blocks held.
+  std::int64_t scheduled = 0;        // Tokens in this step.
+  bool decoding = false;             // This step verifies its last token (and drafts).
   double first_scheduled_s = -1;
   double first_token_s = -1;
   double last_token_s = -1;
