@@ -385,30 +385,23 @@ std::vector<SloLimit> parse_slo(const std::string& text) {
   return slo;
 }
 
-namespace {
-
-const Latency& metric_of(const ServeResult& r, const std::string& metric) {
-  if (metric == "ttft") return r.ttft;
-  if (metric == "tpot") return r.tpot;
-  if (metric == "itl") return r.itl;
-  if (metric == "e2e") return r.e2e;
-  return r.queue;
-}
-
-double statistic_of(const Latency& l, const std::string& statistic) {
-  if (statistic == "mean") return l.mean;
-  if (statistic == "p50") return l.p50;
-  if (statistic == "p90") return l.p90;
+double slo_value(const ServeResult& r, const SloLimit& limit) {
+  const Latency& l = limit.metric == "ttft"   ? r.ttft
+                     : limit.metric == "tpot" ? r.tpot
+                     : limit.metric == "itl"  ? r.itl
+                     : limit.metric == "e2e"  ? r.e2e
+                                              : r.queue;
+  if (limit.statistic == "mean") return l.mean;
+  if (limit.statistic == "p50") return l.p50;
+  if (limit.statistic == "p90") return l.p90;
   return l.p99;
 }
-
-}  // namespace
 
 void apply_slo(ServeResult& result, const std::vector<SloLimit>& slo) {
   result.slo = slo;
   result.slo_met = true;
   for (const SloLimit& limit : slo) {
-    if (statistic_of(metric_of(result, limit.metric), limit.statistic) > limit.limit_s) {
+    if (slo_value(result, limit) > limit.limit_s) {
       result.slo_met = false;
     }
   }

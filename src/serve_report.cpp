@@ -24,18 +24,6 @@ std::string slo_name(const SloLimit& limit) {
   return limit.metric + "_" + limit.statistic;
 }
 
-double statistic(const ServeResult& r, const SloLimit& limit) {
-  const Latency& l = limit.metric == "ttft"   ? r.ttft
-                     : limit.metric == "tpot" ? r.tpot
-                     : limit.metric == "itl"  ? r.itl
-                     : limit.metric == "e2e"  ? r.e2e
-                                              : r.queue;
-  if (limit.statistic == "mean") return l.mean;
-  if (limit.statistic == "p50") return l.p50;
-  if (limit.statistic == "p90") return l.p90;
-  return l.p99;
-}
-
 nlohmann::ordered_json latency_json(const Latency& l) {
   nlohmann::ordered_json j;
   j["mean_s"] = l.mean;
@@ -85,8 +73,8 @@ nlohmann::ordered_json result_json(const ServeResult& r) {
   for (const SloLimit& limit : r.slo) {
     slo.push_back({{"name", slo_name(limit)},
                    {"limit_s", limit.limit_s},
-                   {"value_s", statistic(r, limit)},
-                   {"met", statistic(r, limit) <= limit.limit_s}});
+                   {"value_s", slo_value(r, limit)},
+                   {"met", slo_value(r, limit) <= limit.limit_s}});
   }
   j["slo"] = {{"limits", slo}, {"met", r.slo_met}, {"goodput_per_s", r.goodput_per_s}};
   nlohmann::ordered_json cost;
@@ -167,7 +155,7 @@ std::string render_serve_text(const ServeResult& r, const std::string& title) {
   if (!r.slo.empty()) {
     std::vector<std::string> parts;
     for (const SloLimit& limit : r.slo) {
-      const double value = statistic(r, limit);
+      const double value = slo_value(r, limit);
       parts.push_back(fmt::format("{} {} {} {}", slo_name(limit), ms(value),
                                   value <= limit.limit_s ? "<=" : ">", ms(limit.limit_s)));
     }

@@ -286,6 +286,9 @@ ServeResult simulate_disaggregated(const std::vector<TraceRequest>& requests,
                                    const Disaggregation& pools,
                                    const std::vector<SloLimit>& slo = {});
 
+/// The run's value of a limit's statistic (TTFT's P99 for "ttft_p99"), in seconds.
+double slo_value(const ServeResult& result, const SloLimit& limit);
+
 /// Sets result.slo and slo_met (every limit's statistic within it).
 void apply_slo(ServeResult& result, const std::vector<SloLimit>& slo);
 
