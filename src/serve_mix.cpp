@@ -101,7 +101,7 @@ MixWorkload parse_workload(const JsonView& w, const std::string& folder) {
       std::filesystem::is_regular_file(folder + m.model, ignored)) {
     m.model = folder + m.model;  // Beside the mix file, else a zoo name or a path from here.
   }
-  m.rate = checked_string(w, "rate", [](const std::string& t) { parse_rate(t); });
+  m.rate = checked_string(w, "rate", [&](const std::string& t) { m.rate_per_s = parse_rate(t); });
   m.slo = checked_string(w, "slo", [](const std::string& t) { parse_slo(t); });
   if (auto prompt = w.find("prompt_tokens"))
     m.prompt_tokens = length_text(*prompt, "prompt_tokens");
@@ -270,7 +270,7 @@ std::string render_fleet_json(const Fleet& fleet) {
     nlohmann::ordered_json p;
     p["workload"] = pool.workload->name;
     p["model"] = pool.workload->model;
-    p["rate_per_s"] = parse_rate(pool.workload->rate);
+    p["rate_per_s"] = pool.workload->rate_per_s;
     nlohmann::ordered_json tried = nlohmann::ordered_json::array();
     for (const FleetCandidate& c : pool.candidates) {
       nlohmann::ordered_json j;

@@ -34,6 +34,7 @@ TEST_CASE("serve mix: a mix file's workloads, with serve's defaults", "[serve][m
   CHECK(mix.max_replicas == 1024);
   REQUIRE(mix.workloads.size() == 2);
   const MixWorkload& chat = mix.workloads[0];
+  CHECK(chat.rate_per_s == 20);
   CHECK(chat.model == "llama3_8b");  // No such file beside mix.json: a zoo name.
   CHECK(chat.prompt_tokens == "uniform:500..1500");
   CHECK(chat.output_tokens == "100");

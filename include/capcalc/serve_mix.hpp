@@ -20,6 +20,7 @@ struct MixWorkload {
   std::string name;
   std::string model;          ///< A file (relative to the mix file's folder) or a zoo name.
   std::string rate;           ///< "20/s".
+  double rate_per_s = 0;      ///< `rate` read.
   std::string slo;            ///< "ttft_p99=500ms,tpot_p99=50ms".
   std::string prompt_tokens;  ///< LLM: N or a distribution; empty for other models.
   std::string output_tokens;
