@@ -490,14 +490,15 @@ void check_requests(const std::vector<TraceRequest>& requests, std::int64_t repl
   if (replicas < 1) throw Error({}, "replicas must be at least 1");
 }
 
-// Round-robin: request i goes to replica i mod replicas.
-std::vector<const TraceRequest*> share(const std::vector<TraceRequest>& requests,
-                                       std::int64_t replica, std::int64_t replicas) {
-  std::vector<const TraceRequest*> mine;
-  mine.reserve(requests.size() / static_cast<std::size_t>(replicas) + 1);
-  for (auto i = static_cast<std::size_t>(replica); i < requests.size();
+// Round-robin: request i (or its handoff) goes to replica i mod replicas.
+template <typename T>
+std::vector<const T*> share(const std::vector<T>& items, std::int64_t replica,
+                            std::int64_t replicas) {
+  std::vector<const T*> mine;
+  mine.reserve(items.size() / static_cast<std::size_t>(replicas) + 1);
+  for (auto i = static_cast<std::size_t>(replica); i < items.size();
        i += static_cast<std::size_t>(replicas)) {
-    mine.push_back(&requests[i]);
+    mine.push_back(&items[i]);
   }
   return mine;
 }
@@ -532,22 +533,16 @@ void check_continuous(const std::vector<TraceRequest>& requests,
   }
 }
 
-// Runs `requests` round-robin over `replicas` continuous-batching replicas into `tally`.
+// Runs `requests` round-robin over `replicas` continuous-batching replicas into `tally`;
+// `handoffs`, when given, are the requests' handoffs, in the same order.
 void run_pool(const std::vector<TraceRequest>& requests, const ContinuousBatching& batching,
               StepCost& cost, std::int64_t replicas, Tally& tally,
-              const std::vector<const Handoff*>& handoffs = {}) {
+              const std::vector<Handoff>& handoffs = {}) {
   for (std::int64_t replica = 0; replica < replicas; ++replica) {
     const std::vector<const TraceRequest*> mine = share(requests, replica, replicas);
     if (mine.empty()) continue;
-    std::vector<const Handoff*> theirs;
-    if (!handoffs.empty()) {
-      for (auto i = static_cast<std::size_t>(replica); i < handoffs.size();
-           i += static_cast<std::size_t>(replicas)) {
-        theirs.push_back(handoffs[i]);
-      }
-    }
     ContinuousReplica(batching, cost, tally, batching.seed + static_cast<std::uint64_t>(replica))
-        .run(mine, theirs);
+        .run(mine, share(handoffs, replica, replicas));
   }
 }
 
@@ -595,49 +590,39 @@ ServeResult simulate_disaggregated(const std::vector<TraceRequest>& requests,
 
   Tally tally;
   tally.records.reserve(requests.size());
-  std::vector<Handoff> handoffs;
-  std::vector<TraceRequest> decodes;
+  std::vector<std::pair<TraceRequest, Handoff>> handed;  // To the decode pool.
   std::vector<double> transfers;
-  handoffs.reserve(requests.size());
-  decodes.reserve(requests.size());
+  handed.reserve(requests.size());
   for (const RequestRecord& rec : prefill.records) {
-    const auto index = static_cast<std::size_t>(rec.request - prompts.data());
-    const TraceRequest& request = requests[index];
+    const TraceRequest& request = requests[static_cast<std::size_t>(rec.request - prompts.data())];
     if (request.output_tokens == 1) {
-      RequestRecord done = rec;
-      done.request = &request;
-      tally.records.push_back(done);
+      tally.records.push_back(rec);
+      tally.records.back().request = &request;
       continue;
     }
     const double transfer = pools.transfer_s(request.prompt_tokens);
     transfers.push_back(transfer);
-    handoffs.push_back({rec.arrival_s, rec.arrival_s + rec.queue_s, rec.finish_s});
     TraceRequest next = request;
     next.arrival_s = rec.finish_s + transfer;
-    decodes.push_back(next);
+    handed.push_back({next, {rec.arrival_s, rec.arrival_s + rec.queue_s, rec.finish_s}});
   }
   // The decode pool takes requests as their caches arrive.
-  std::vector<std::size_t> order(decodes.size());
-  for (std::size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return decodes[a].arrival_s < decodes[b].arrival_s;
+  std::stable_sort(handed.begin(), handed.end(), [](const auto& a, const auto& b) {
+    return a.first.arrival_s < b.first.arrival_s;
   });
   std::vector<TraceRequest> arriving;
-  std::vector<const Handoff*> received;
-  arriving.reserve(order.size());
-  received.reserve(order.size());
-  for (std::size_t i : order) {
-    arriving.push_back(decodes[i]);
-    received.push_back(&handoffs[i]);
+  std::vector<Handoff> received;
+  arriving.reserve(handed.size());
+  received.reserve(handed.size());
+  for (const auto& [request, handoff] : handed) {
+    arriving.push_back(request);
+    received.push_back(handoff);
   }
   Tally decode;
   decode.records.reserve(arriving.size());
-  if (!arriving.empty())
-    run_pool(arriving, batching, cost, pools.decode_replicas, decode, received);
+  run_pool(arriving, batching, cost, pools.decode_replicas, decode, received);
 
-  for (RequestRecord& rec : decode.records)
-    tally.records.push_back(rec);
+  tally.records.insert(tally.records.end(), decode.records.begin(), decode.records.end());
   tally.itl = std::move(decode.itl);
   for (const Tally* pool : {&prefill, &decode}) {
     tally.batch_time += pool->batch_time;
