@@ -592,7 +592,12 @@ FleetPool choose_pool(const ServeOptions& o, const HardwareTable& table, const M
   const std::vector<std::string>& devices = w.devices.empty() ? mix.devices : w.devices;
   const std::vector<std::int64_t> sizes =
       w.tensor_parallel.empty() ? std::vector<std::int64_t>{1} : w.tensor_parallel;
-  std::vector<std::pair<ServeResult, std::string>> runs;
+  // Cheaper, or as cheap on fewer devices (the first listed among equals).
+  const auto better = [](const FleetCandidate& c, const FleetCandidate& best) {
+    return c.usd_per_hour < best.usd_per_hour ||
+           (c.usd_per_hour == best.usd_per_hour &&
+            c.tensor_parallel * c.replicas < best.tensor_parallel * best.replicas);
+  };
   for (const std::string& device : devices) {
     for (std::int64_t tp : sizes) {
       FleetCandidate c;
@@ -602,43 +607,26 @@ FleetPool choose_pool(const ServeOptions& o, const HardwareTable& table, const M
         PreparedRun prepared = prepare_run(mix_options(o, w, device, tp), table, false);
         c.device = prepared.device.id;
         const double price = prepared.setup.usd_per_device_hour;
-        const ReplicaSearch search =
-            find_replicas(prepared.setup, *prepared.cost, mix.max_replicas);
+        ReplicaSearch search = find_replicas(prepared.setup, *prepared.cost, mix.max_replicas);
+        c.replicas = search.replicas;
         if (search.replicas == 0) {
           c.why = fmt::format("the SLO is missed even with {} replicas", mix.max_replicas);
         } else if (price <= 0) {
-          c.replicas = search.replicas;
           c.why = fmt::format("{} replica{} meet the SLO, but the table has no price",
                               search.replicas, search.replicas == 1 ? "" : "s");
         } else {
-          c.replicas = search.replicas;
           c.usd_per_hour = price * static_cast<double>(tp * search.replicas);
+          if (!pool.chosen || better(c, pool.candidates[*pool.chosen])) {
+            pool.chosen = pool.candidates.size();
+            pool.result = std::move(search.at_replicas);
+            pool.device_name = prepared.device.name;
+          }
         }
-        runs.emplace_back(search.at_replicas, prepared.device.name);
       } catch (const Error& e) {
         c.why = e.message();
-        runs.emplace_back(ServeResult{}, "");
       }
       pool.candidates.push_back(c);
     }
-  }
-  for (std::size_t i = 0; i < pool.candidates.size(); ++i) {
-    const FleetCandidate& c = pool.candidates[i];
-    if (!c.why.empty()) continue;
-    if (!pool.chosen) {
-      pool.chosen = i;
-      continue;
-    }
-    const FleetCandidate& best = pool.candidates[*pool.chosen];
-    if (c.usd_per_hour < best.usd_per_hour ||
-        (c.usd_per_hour == best.usd_per_hour &&
-         c.tensor_parallel * c.replicas < best.tensor_parallel * best.replicas)) {
-      pool.chosen = i;
-    }
-  }
-  if (pool.chosen) {
-    pool.result = runs[*pool.chosen].first;
-    pool.device_name = runs[*pool.chosen].second;
   }
   return pool;
 }
