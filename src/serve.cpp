@@ -427,10 +427,31 @@ ServeResult serve(const ServeSetup& setup, StepCost& cost) {
   return r;
 }
 
-RateSearch find_max_rate(ServeSetup setup, StepCost& cost) {
-  if (setup.slo.empty()) throw Error::naming_keys({}, "`find` max-rate needs `slo`");
-  if (!setup.load.trace.empty())
-    throw Error::naming_keys({}, "`find` max-rate draws requests: not with `trace`");
+std::int64_t steady_run_requests(const ServeResult& r) {
+  // A fifth more than the span alone asks, for the longer latencies of the longer run.
+  const double factor =
+      r.arrival_span_latencies > 0 ? 1.2 * kSteadySpanLatencies / r.arrival_span_latencies : 12;
+  const double wanted = std::ceil(static_cast<double>(r.requests) * std::max(factor, 1.2));
+  if (wanted >= 1e15) return std::int64_t{1'000'000'000'000'000};
+  return std::max(static_cast<std::int64_t>(wanted), kSteadyRequests);
+}
+
+namespace {
+
+// A rate or replica count serves the load when its run meets the SLO without a growing queue.
+bool serves(const ServeResult& r) { return r.slo_met && !r.saturated; }
+
+// The most requests a search lengthens its runs to (a run of 100,000 takes about a second).
+constexpr std::int64_t kMaxSearchRequests = 100'000;
+
+// The requests a search lengthens a short run to (0: not short, a trace, or at the limit).
+std::int64_t longer_run(const ServeSetup& setup, const ServeResult& r) {
+  if (!r.short_run() || !setup.load.trace.empty()) return 0;
+  if (setup.load.requests >= kMaxSearchRequests) return 0;
+  return std::min(steady_run_requests(r), kMaxSearchRequests);
+}
+
+RateSearch search_rate(ServeSetup& setup, StepCost& cost) {
   RateSearch search;
   const auto run = [&](double rate) {
     setup.load.rate_per_s = rate;
@@ -438,13 +459,13 @@ RateSearch find_max_rate(ServeSetup setup, StepCost& cost) {
     return serve(setup, cost);
   };
   // Start from the saturation rate (every request at once: what completes per second); a burst
-  // can serve less than a steady stream (it preempts more), so double while the SLO holds.
+  // can serve less than a steady stream (it preempts more), so double while the load is served.
   const ServeResult burst = run(1e9);
   double lo = 0;
   double hi = burst.requests_per_s;
   ServeResult at_lo;
   ServeResult at_hi = run(hi);
-  for (int i = 0; at_hi.slo_met && i < 20; ++i) {
+  for (int i = 0; serves(at_hi) && i < 20; ++i) {
     lo = hi;
     at_lo = std::move(at_hi);
     hi *= 2;
@@ -453,7 +474,7 @@ RateSearch find_max_rate(ServeSetup setup, StepCost& cost) {
   while (hi - lo > 0.01 * hi) {
     const double mid = (lo + hi) / 2;
     ServeResult r = run(mid);
-    if (r.slo_met) {
+    if (serves(r)) {
       lo = mid;
       at_lo = std::move(r);
     } else {
@@ -463,6 +484,27 @@ RateSearch find_max_rate(ServeSetup setup, StepCost& cost) {
   }
   search.rate_per_s = lo;
   search.at_rate = lo > 0 ? at_lo : at_hi;
+  return search;
+}
+
+}  // namespace
+
+RateSearch find_max_rate(ServeSetup setup, StepCost& cost) {
+  if (setup.slo.empty()) throw Error::naming_keys({}, "`find` max-rate needs `slo`");
+  if (!setup.load.trace.empty())
+    throw Error::naming_keys({}, "`find` max-rate draws requests: not with `trace`");
+  // A run too short for a steady state can meet an SLO at a rate it could not sustain (its queue
+  // had no time to grow): search again with runs long enough to tell, at most four times.
+  RateSearch search = search_rate(setup, cost);
+  for (int i = 0; i < 4 && search.rate_per_s > 0; ++i) {
+    const std::int64_t longer = longer_run(setup, search.at_rate);
+    if (longer == 0) break;
+    setup.load.requests = longer;
+    const int runs = search.runs;
+    search = search_rate(setup, cost);
+    search.runs += runs;
+  }
+  search.requests = setup.load.requests;
   return search;
 }
 
@@ -477,26 +519,35 @@ ReplicaSearch find_replicas(ServeSetup setup, StepCost& cost, std::int64_t max_r
     ++search.runs;
     return serve(setup, cost);
   };
-  std::int64_t hi = 1;
-  ServeResult at_hi = run(hi);
-  while (!at_hi.slo_met) {
-    if (hi >= max_replicas) return search;
-    hi = std::min(hi * 2, max_replicas);
-    at_hi = run(hi);
-  }
-  std::int64_t lo = hi / 2;  // Fails (or 0).
-  while (hi - lo > 1) {
-    const std::int64_t mid = (lo + hi) / 2;
-    ServeResult r = run(mid);
-    if (r.slo_met) {
-      hi = mid;
-      at_hi = std::move(r);
-    } else {
-      lo = mid;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if (attempt > 0) {
+      const std::int64_t longer = longer_run(setup, search.at_replicas);
+      if (search.replicas == 0 || longer == 0) break;
+      setup.load.requests = longer;
     }
+    search.replicas = 0;
+    search.requests = setup.load.requests;
+    std::int64_t hi = 1;
+    ServeResult at_hi = run(hi);
+    while (!serves(at_hi) && hi < max_replicas) {
+      hi = std::min(hi * 2, max_replicas);
+      at_hi = run(hi);
+    }
+    if (!serves(at_hi)) break;
+    std::int64_t lo = hi / 2;  // Fails (or 0).
+    while (hi - lo > 1) {
+      const std::int64_t mid = (lo + hi) / 2;
+      ServeResult r = run(mid);
+      if (serves(r)) {
+        hi = mid;
+        at_hi = std::move(r);
+      } else {
+        lo = mid;
+      }
+    }
+    search.replicas = hi;
+    search.at_replicas = std::move(at_hi);
   }
-  search.replicas = hi;
-  search.at_replicas = std::move(at_hi);
   return search;
 }
 

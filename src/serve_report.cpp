@@ -43,6 +43,8 @@ nlohmann::ordered_json result_json(const ServeResult& r) {
   j["offered_rate_per_s"] = std::isfinite(r.offered_rate_per_s) ? r.offered_rate_per_s : 0.0;
   j["duration_s"] = r.duration_s;
   j["saturated"] = r.saturated;
+  j["sustained_rate_per_s"] = r.sustained_rate_per_s;
+  j["arrival_span_latencies"] = r.arrival_span_latencies;
   j["throughput"] = {{"requests_per_s", r.requests_per_s},
                      {"input_tokens_per_s", r.input_tokens_per_s},
                      {"output_tokens_per_s", r.output_tokens_per_s}};
@@ -112,7 +114,14 @@ std::string render_serve_text(const ServeResult& r, const std::string& title) {
     out += fmt::format(", {} in, {} out", per_s(r.input_tokens_per_s, "tok/s"),
                        per_s(r.output_tokens_per_s, "tok/s"));
   }
-  out += saturated + "\n\n";
+  out += saturated + "\n";
+  if (r.short_run() && r.requests > 1) {
+    out += fmt::format(
+        "  short run    the arrivals span {:.2g} mean E2E latencies, under the {:g} that tell a "
+        "steady state from a growing queue: try --requests {}\n",
+        r.arrival_span_latencies, kSteadySpanLatencies, format_grouped(steady_run_requests(r)));
+  }
+  out += "\n";
   TextTable table;
   table.add_column("latency", TextTable::Align::kLeft);
   for (const char* h : {"mean", "P50", "P90", "P99", "max"})
@@ -190,6 +199,7 @@ std::string render_split_text(const SplitSearch& search) {
   table.add_column("max rate", TextTable::Align::kRight);
   table.add_column("TTFT P99", TextTable::Align::kRight);
   table.add_column("TPOT P99", TextTable::Align::kRight);
+  table.add_column("requests a run", TextTable::Align::kRight);
   for (std::size_t i = 0; i < search.splits.size(); ++i) {
     const SplitSearch::Split& split = search.splits[i];
     const ServeResult& r = split.search.at_rate;
@@ -197,7 +207,8 @@ std::string render_split_text(const SplitSearch& search) {
                                  ? fmt::format("colocated x{}", r.replicas)
                                  : fmt::format("{}:{}{}", split.prefill, split.decode,
                                                i == search.best ? " (best)" : "");
-    table.add_row({name, per_s(split.search.rate_per_s, "req/s"), ms(r.ttft.p99), ms(r.tpot.p99)});
+    table.add_row({name, per_s(split.search.rate_per_s, "req/s"), ms(r.ttft.p99), ms(r.tpot.p99),
+                   format_grouped(split.search.requests)});
   }
   const SplitSearch::Split& best = search.splits[search.best];
   const double colocated = search.splits.front().search.rate_per_s;

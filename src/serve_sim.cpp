@@ -149,6 +149,34 @@ double goodput(const std::vector<RequestRecord>& records, const std::vector<SloL
   return duration > 0 ? static_cast<double>(good) / duration : 0;
 }
 
+// Whether the run reached a steady state, and the rate it sustained there. The window is the
+// arrivals' span less its first mean E2E latency (the warm-up, while the system fills). What
+// finishes in a window is what arrives in it less the growth of the number in the system, so a
+// queue that grows shows as finishes short of arrivals; the drain after the last arrival, which
+// makes a short stable run look slow, lies outside it. A run whose arrivals span under two mean
+// latencies has no such window: its whole run is compared, finishes per second from first
+// arrival to last completion against the offered rate, which errs towards "saturated".
+void steady_state(ServeResult& r, const std::vector<RequestRecord>& records, double first,
+                  double last_arrival) {
+  const double span = last_arrival - first;
+  r.arrival_span_latencies = r.e2e.mean > 0 ? span / r.e2e.mean : 0;
+  const double from = first + r.e2e.mean;
+  if (last_arrival - from > r.e2e.mean) {
+    std::int64_t arrived = 0;
+    std::int64_t finished = 0;
+    for (const RequestRecord& rec : records) {
+      if (rec.arrival_s > from) ++arrived;  // Every arrival is at or before last_arrival.
+      if (rec.finish_s > from && rec.finish_s <= last_arrival) ++finished;
+    }
+    r.sustained_rate_per_s = static_cast<double>(finished) / (last_arrival - from);
+    r.saturated =
+        static_cast<double>(finished) < kSustainedShare * static_cast<double>(arrived);
+  } else {
+    r.sustained_rate_per_s = r.requests_per_s;
+    r.saturated = r.requests_per_s < kSustainedShare * r.offered_rate_per_s;
+  }
+}
+
 ServeResult finish(Tally& tally, const std::vector<TraceRequest>& requests, std::int64_t replicas,
                    bool llm, const std::vector<SloLimit>& slo) {
   ServeResult r;
@@ -207,7 +235,7 @@ ServeResult finish(Tally& tally, const std::vector<TraceRequest>& requests, std:
   r.mean_in_system = area / duration;
   const double expected = r.requests_per_s * r.e2e.mean;
   r.littles_law_ratio = expected > 0 ? r.mean_in_system / expected : 1;
-  r.saturated = r.requests_per_s < 0.95 * r.offered_rate_per_s;
+  steady_state(r, tally.records, first, last_arrival);
   apply_slo(r, slo);
   r.goodput_per_s = goodput(tally.records, slo, duration);
   return r;

@@ -264,6 +264,103 @@ TEST_CASE("serve: replicas split the load round-robin", "[serve]") {
   check_little(two);
 }
 
+// Requests of a 1-token prompt and `output` tokens arriving every `gap_s`, `count` of them.
+std::vector<TraceRequest> evenly(double gap_s, std::int64_t count, std::int64_t output) {
+  std::vector<TraceRequest> requests;
+  for (std::int64_t k = 0; k < count; ++k)
+    requests.push_back({gap_s * static_cast<double>(k), 1, output});
+  return requests;
+}
+
+TEST_CASE("serve: saturation is judged in the steady window, not over the drain", "[serve]") {
+  // Every step takes 10 ms, so a request of 96 output tokens takes about 0.96 s (its first
+  // token from its prompt's step, then a step each, give or take the step it arrives in). 101
+  // requests arrive 0.1 s apart: 10/s over a 10 s span, about 10 in the system at once, which
+  // continuous batching serves. The whole run completes 101 in about 10.97 s, 9.2/s: below 95 %
+  // of the offered 10/s only because the last second drains. The steady window is the span
+  // less the first mean latency, (0.96.., 10]: requests 1 to 90 finish in it (0.1 k + 0.96..),
+  // 90 / (10 - mean E2E) ~ 9.96/s, so the run is not saturated.
+  LinearCost cost(0.010, 0, 0);
+  ContinuousBatching batching;
+  batching.kv_blocks = 10'000;
+  const ServeResult r = simulate_continuous(evenly(0.1, 101, 96), batching, cost);
+  REQUIRE(r.e2e.mean > 0.95);
+  REQUIRE(r.e2e.mean < 0.98);
+  CHECK(r.offered_rate_per_s == Approx(10));
+  CHECK(r.requests_per_s < 0.95 * r.offered_rate_per_s);  // The drain.
+  CHECK(r.sustained_rate_per_s == Approx(90 / (10 - r.e2e.mean)));
+  CHECK_FALSE(r.saturated);
+  CHECK(r.arrival_span_latencies == Approx(10 / r.e2e.mean));
+  CHECK(r.arrival_span_latencies > kSteadySpanLatencies);
+  CHECK(r.short_run());  // Long enough in latencies, but 101 requests, under kSteadyRequests.
+  CHECK(steady_run_requests(r) == kSteadyRequests);
+
+  // At most 5 sequences at once: 5 per ~0.96 s, about 5.2/s of capacity against 10/s offered.
+  // The queue grows, and the window sees the capacity.
+  batching.max_num_seqs = 5;
+  const ServeResult full = simulate_continuous(evenly(0.1, 101, 96), batching, cost);
+  CHECK(full.saturated);
+  CHECK(full.sustained_rate_per_s == Approx(5 / 0.965).epsilon(0.1));
+  // Its queue makes the mean latency several seconds: the span is under 10 of them.
+  CHECK(full.short_run());
+  CHECK(steady_run_requests(full) == kSteadyRequests);  // 101 x 1.2 x 10 / 1.9 = 653 is fewer.
+}
+
+TEST_CASE("serve: a short run asks for the requests that span 10 latencies, a fifth to spare",
+          "[serve]") {
+  ServeResult r;
+  r.requests = 500;
+  r.arrival_span_latencies = 2;  // 500 x 1.2 x 10 / 2 = 3,000.
+  CHECK(r.short_run());
+  CHECK(steady_run_requests(r) == 3000);
+  r.arrival_span_latencies = 12;  // Long enough in latencies; 500 x 1.2 = 600 < 1,000.
+  CHECK(steady_run_requests(r) == 1000);
+  r.requests = 4000;
+  CHECK_FALSE(r.short_run());
+}
+
+TEST_CASE("serve: find max-rate does not take a rate a short run hides a growing queue at",
+          "[serve]") {
+  // One server, batch 1, 10 ms a request: 100/s of capacity. 200 requests at 150/s meet a loose
+  // SLO (E2E P99 <= 10 s: the last waits about 200 x (10 - 6.7) ms = 0.67 s), yet the queue
+  // grows by 50 a second. The search rejects saturated runs, so its rate is the capacity: below 100/s, or at most 100 / 0.95 = 105.3/s where the steady window
+  // still completes 95 % of the offered rate.
+  LinearCost cost(0.010, 0, 0);
+  ServeSetup setup;
+  setup.llm = false;
+  setup.load = poisson(150, 200, 1, 1);
+  setup.slo = parse_slo("e2e_p99=10s");
+  const ServeResult overloaded = serve(setup, cost);
+  CHECK(overloaded.slo_met);
+  CHECK(overloaded.saturated);
+
+  const RateSearch search = find_max_rate(setup, cost);
+  CHECK(search.rate_per_s > 85);
+  CHECK(search.rate_per_s < 100 / 0.95);
+  CHECK_FALSE(search.at_rate.saturated);
+  CHECK_FALSE(search.at_rate.short_run());
+  CHECK(search.at_rate.requests == search.requests);
+}
+
+TEST_CASE("serve: a search lengthens runs too short to judge their rate", "[serve]") {
+  // 10 ms steps, 96 output tokens (about 0.96 s each), at most 5 sequences at once: about
+  // 5 / 0.965 = 5.2/s of capacity. The SLO (TPOT P99 <= 50 ms) holds at any rate, so only the
+  // queue limits the rate. 20 requests near 5/s span about 4 s, 4 latencies: too short to tell,
+  // so the search runs again with more, until the span is 10 latencies or more.
+  LinearCost cost(0.010, 0, 0);
+  ServeSetup setup;
+  setup.load = poisson(1, 20, 1, 96);
+  setup.continuous.max_num_seqs = 5;
+  setup.continuous.kv_blocks = 10'000;
+  setup.slo = parse_slo("tpot_p99=50ms");
+  const RateSearch search = find_max_rate(setup, cost);
+  CHECK(search.requests > 20);
+  CHECK_FALSE(search.at_rate.short_run());
+  CHECK(search.at_rate.requests == search.requests);
+  CHECK(search.rate_per_s > 4);
+  CHECK(search.rate_per_s < 5 / 0.965 / 0.95);
+}
+
 TEST_CASE("serve: find max-rate and replicas against an SLO", "[serve]") {
   // M/D/1 with S = 10 ms and an SLO on the mean queueing delay of 10 ms: Pollaczek-Khinchine
   // gives rho S / (2 (1 - rho)) = S at rho = 2/3, i.e. 66.7 requests/s.

@@ -197,6 +197,17 @@ struct SloLimit {
 /// Parses "ttft_p99=500ms,tpot_p99=50ms" (units required).
 std::vector<SloLimit> parse_slo(const std::string& text);
 
+/// A run is saturated when fewer requests finish in its steady window (the arrivals' span less
+/// its first mean E2E latency) than this share of those arriving in it: the queue grows.
+inline constexpr double kSustainedShare = 0.95;
+/// A run can judge its rate when its arrivals span this many mean E2E latencies or more (its
+/// warm-up and drain are then a tenth of it or less) and it has kSteadyRequests or more: the
+/// window's 5 % (45 of ~900) then exceeds three standard deviations of the growth of a number in
+/// the system that fluctuates as a Poisson count (3 x sqrt(2 x 100) = 42 at a mean of 100; above
+/// that the span's 10 latencies hold 9 means and more). Searches lengthen shorter runs.
+inline constexpr double kSteadySpanLatencies = 10;
+inline constexpr std::int64_t kSteadyRequests = 1000;
+
 /// What one simulation measured, over all replicas.
 struct ServeResult {
   std::int64_t requests = 0;
@@ -228,7 +239,15 @@ struct ServeResult {
   double goodput_per_s = 0;  ///< Completed requests within every per-request limit, per second.
   double usd_per_hour = 0;   ///< All devices; 0 when the table has no price.
   double usd_per_million_output_tokens = 0;
-  bool saturated = false;  ///< Completed below 95 % of the offered rate: the queue keeps growing.
+  /// Completed per second in the steady window (the whole run's rate when it has none).
+  double sustained_rate_per_s = 0;
+  double arrival_span_latencies = 0;  ///< First to last arrival, in mean E2E latencies.
+  /// Finishes in the steady window short of kSustainedShare of its arrivals: the queue grows.
+  bool saturated = false;
+  /// Too short to judge its rate (kSteadySpanLatencies, kSteadyRequests).
+  bool short_run() const {
+    return arrival_span_latencies < kSteadySpanLatencies || requests < kSteadyRequests;
+  }
   bool llm = true;         ///< Continuous batching (else dynamic batching).
   /// Disaggregated serving: the pools (0 when every replica does both), each one's share of its
   /// replicas' time computing, and the KV transfers (one per request of 2 or more output tokens).
@@ -239,6 +258,11 @@ struct ServeResult {
   Latency kv_transfer;
   std::string kv_link;
 };
+
+/// The requests a run like `r` needs for its arrivals to span kSteadySpanLatencies mean
+/// latencies, with a fifth to spare (a longer run's latencies are longer where the queue grows),
+/// and kSteadyRequests at least.
+std::int64_t steady_run_requests(const ServeResult& r);
 
 /// Simulates `requests` over `replicas` replicas (round-robin), each with `cost`, and checks
 /// `slo`. Goodput counts the requests whose own TTFT, TPOT, E2E and queueing delay are within
@@ -306,20 +330,25 @@ struct ServeSetup {
 };
 ServeResult serve(const ServeSetup& setup, StepCost& cost);
 
-/// The highest rate (to 1 %) whose run meets the SLO; 0 if none does down to 1/1000 of the
-/// saturation rate. Needs an SLO.
+/// The highest rate (to 1 %) whose run meets the SLO and is not saturated; 0 if none does down
+/// to 1/1000 of the saturation rate. Needs an SLO. Where the run at that rate is too short to
+/// judge it (ServeResult::short_run), the search runs again with runs long enough (at most 4 times,
+/// up to 100,000 requests).
 struct RateSearch {
   double rate_per_s = 0;
   ServeResult at_rate;
   int runs = 0;
+  std::int64_t requests = 0;  ///< Per run, as lengthened for a steady state.
 };
 RateSearch find_max_rate(ServeSetup setup, StepCost& cost);
 
-/// The fewest replicas (up to `max_replicas`) that meet the SLO at setup.load.rate_per_s.
+/// The fewest replicas (up to `max_replicas`) that meet the SLO at setup.load.rate_per_s without
+/// saturating, with runs lengthened as find_max_rate's are.
 struct ReplicaSearch {
   std::int64_t replicas = 0;  ///< 0: none up to the limit.
   ServeResult at_replicas;
   int runs = 0;
+  std::int64_t requests = 0;  ///< Per run, as lengthened for a steady state.
 };
 ReplicaSearch find_replicas(ServeSetup setup, StepCost& cost, std::int64_t max_replicas = 4096);
 

@@ -464,6 +464,13 @@ PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool 
   return run;
 }
 
+// ", lengthened to N requests: …" where a search ran longer runs than --requests.
+std::string lengthened(const ServeOptions& o, std::int64_t requests) {
+  if (!o.trace.empty() || requests <= o.requests) return "";
+  return fmt::format(", lengthened to {} requests: {} are too short for a steady state",
+                     format_grouped(requests), format_grouped(o.requests));
+}
+
 void run_serve(const ServeOptions& o) {
   if (o.model.path.empty()) throw Error({}, "serve needs a MODEL (or --validate FILE)");
   if (o.device.empty()) throw Error({}, "serve needs --gpu DEVICE (or --validate FILE)");
@@ -486,7 +493,7 @@ void run_serve(const ServeOptions& o) {
       load = fmt::format(
           "{:.4g}/s {}, {} requests, seed {}", setup.load.rate_per_s,
           o.arrival_cv == 1 ? std::string("Poisson") : fmt::format("gamma CV {:g}", o.arrival_cv),
-          o.requests, o.seed);
+          r.requests, o.seed);
       if (llm) {
         load += fmt::format("; {} prompt + {} output tokens", describe(setup.load.prompt),
                             describe(setup.load.output));
@@ -520,8 +527,8 @@ void run_serve(const ServeOptions& o) {
     result = search.at_rate;
     setup.load.rate_per_s = result.offered_rate_per_s;
     found = search.rate_per_s > 0
-                ? fmt::format("  max rate     {:.4g} requests/s meets the SLO ({} runs)\n",
-                              search.rate_per_s, search.runs)
+                ? fmt::format("  max rate     {:.4g} requests/s meets the SLO, queue steady ({} runs{})\n",
+                              search.rate_per_s, search.runs, lengthened(o, search.requests))
                 : fmt::format(
                       "  max rate     none: the SLO is missed even at 1/1000 of the "
                       "saturation rate ({} runs)\n",
@@ -541,8 +548,9 @@ void run_serve(const ServeOptions& o) {
                   "alone misses it");
     }
     result = search.at_replicas;
-    found = fmt::format("  replicas     {} meet the SLO at {:.4g}/s ({} runs)\n", search.replicas,
-                        setup.load.rate_per_s, search.runs);
+    found = fmt::format("  replicas     {} meet the SLO at {:.4g}/s, queue steady ({} runs{})\n",
+                        search.replicas, setup.load.rate_per_s, search.runs,
+                        lengthened(o, search.requests));
   } else {
     result = serve(setup, cost);
   }
