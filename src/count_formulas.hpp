@@ -1,5 +1,5 @@
 // The counting rules of docs/model-format.md ("Operators") as plain functions of sizes, shared by
-// the native operator table (ops.cpp) and the importers (import/onnx_rules.cpp), so that the same
+// the native operators (src/ops/) and the importers (import/onnx_rules.cpp), so that the same
 // layer counts the same whichever file it comes from. All arithmetic is checked.
 #pragma once
 

@@ -37,6 +37,25 @@ TEST_CASE("serve validation: bad cases name the file and pointer", "[serve][vali
                     "v.json:/cases/0/slo: slo ttft_p99: 2 has no unit: write 2ms or 2s");
 }
 
+TEST_CASE("serve validation: unknown keys are errors with a suggestion",
+          "[serve][validation][errors]") {
+  std::string text = one_case("requests_per_s", "null");
+  text.insert(text.find("\"id\""), "\"held_ot\": true, ");
+  CHECK_THROWS_WITH(parse_serving_cases(text, "v.json"),
+                    "v.json:/cases/0/held_ot: unknown key \"held_ot\" in a serving case; did you "
+                    "mean \"held_out\"?");
+  text = one_case("requests_per_s", "null");
+  text.insert(text.find("\"cases\""), "\"coment\": \"x\", ");
+  CHECK_THROWS_WITH(parse_serving_cases(text, "v.json"),
+                    "v.json:/coment: unknown key \"coment\" in a serving validation file; did you "
+                    "mean \"comment\"?");
+  // Free text must be text, as in every other capcalc file.
+  text = one_case("requests_per_s", "null");
+  text.insert(text.find("\"id\""), "\"notes\": 3, ");
+  CHECK_THROWS_WITH(parse_serving_cases(text, "v.json"),
+                    "v.json:/cases/0/notes: expected a string, got a number");
+}
+
 TEST_CASE("serve validation: the metric of a run and the summary", "[serve][validation]") {
   ServeResult r;
   r.output_tokens_per_s = 300;

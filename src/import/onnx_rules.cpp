@@ -34,7 +34,7 @@ using formulas::kTanhFlops;
 // Count functions
 
 // Convolutions, plain and transposed: counted by the native formula (count_formulas.hpp), as
-// an implicit GEMM per group (ops.cpp's convolution says how).
+// an implicit GEMM per group (src/ops/matrix.cpp's convolution says how).
 CountResult convolution(const OnnxRule& rule, const NodeInputs& in, const Shape& out,
                         bool transposed) {
   const Operands& o = rule.operands;
