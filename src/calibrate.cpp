@@ -42,7 +42,7 @@ struct SpeedFit {
 // efficiencies divided by f (capped at 1), floors multiplied by f, until it settles.
 // With `floors_only`, f moves the floors alone and the efficiencies stay as given.
 SpeedFit fit_speed(const std::vector<Measurement>& own, const HardwareTable& table, Device& device,
-                   PerformanceParams params, double floor_factor, const std::string& models_dir,
+                   PerformanceParams params, double floor_factor, const std::string& models_dir, const RuntimeTable* runtimes,
                    bool floors_only = false) {
   params.eager_overhead_s *= floor_factor;
   params.compiled_overhead_s *= floor_factor;
@@ -52,7 +52,7 @@ SpeedFit fit_speed(const std::vector<Measurement>& own, const HardwareTable& tab
     device.performance = {params.matrix_efficiency,   params.vector_efficiency,
                           params.memory_efficiency,   params.eager_overhead_s,
                           params.compiled_overhead_s, params.graph_overhead_s};
-    const ValidationSummary now = validate(own, table, models_dir);
+    const ValidationSummary now = validate(own, table, models_dir, runtimes);
     double log_sum = 0;
     fit.log_error = 0;
     for (const ValidationResult& r : now.results) {
@@ -86,7 +86,7 @@ double penalised(const SpeedFit& fit, double log_floor) {
 // not move until the floor passes it).
 std::vector<double> host_shares(const std::vector<Measurement>& own, const HardwareTable& table,
                                 Device& device, const PerformanceParams& base,
-                                const std::string& models_dir) {
+                                const std::string& models_dir, const RuntimeTable* runtimes) {
   const auto times = [&](double floor_factor) {
     device.performance = {base.matrix_efficiency,
                           base.vector_efficiency,
@@ -95,7 +95,7 @@ std::vector<double> host_shares(const std::vector<Measurement>& own, const Hardw
                           base.compiled_overhead_s * floor_factor,
                           base.graph_overhead_s * floor_factor};
     std::vector<double> t;
-    for (const ValidationResult& r : validate(own, table, models_dir).results)
+    for (const ValidationResult& r : validate(own, table, models_dir, runtimes).results)
       t.push_back(1 / predicted_speedup(r));  // Proportional to the predicted time.
     return t;
   };
@@ -110,10 +110,10 @@ std::vector<double> host_shares(const std::vector<Measurement>& own, const Hardw
 }  // namespace
 
 CalibrationResult calibrate(const std::vector<Measurement>& records, const HardwareTable& table,
-                            const std::string& models_dir) {
+                            const std::string& models_dir, const RuntimeTable* runtimes) {
   CalibrationResult result;
   result.calibrated = table;
-  result.before = validate(records, table, models_dir);
+  result.before = validate(records, table, models_dir, runtimes);
 
   // Records per device (by id, whatever name the record used).
   std::vector<std::string> ids;
@@ -135,11 +135,11 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
     // how long the host takes to launch kernels, nothing of the device's speed: they move the
     // floor alone.
     const std::vector<double> shares =
-        host_shares(own, result.calibrated, device, base, models_dir);
+        host_shares(own, result.calibrated, device, base, models_dir, runtimes);
     fit.host_share = *std::min_element(shares.begin(), shares.end());
     fit.floors_only = fit.host_share >= kFloorOnlyShare;
     const auto at = [&](double floor_factor) {
-      return fit_speed(own, result.calibrated, device, base, floor_factor, models_dir,
+      return fit_speed(own, result.calibrated, device, base, floor_factor, models_dir, runtimes,
                        fit.floors_only);
     };
     // The floor factor only where records can tell it apart from the speed: two or more.
@@ -180,7 +180,7 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
     }
     result.fits.push_back(fit);
   }
-  result.after = validate(records, result.calibrated, models_dir);
+  result.after = validate(records, result.calibrated, models_dir, runtimes);
   return result;
 }
 

@@ -247,6 +247,12 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
     }
     try {
       workload.runtime = runtimes->get(m.runtime);
+      // A case names the profile it ran as well: a runtime of another profile is a slip.
+      if (workload.profile && workload.runtime->profile != *workload.profile) {
+        throw Error({}, fmt::format("runtime \"{}\" runs the {} profile, not the case's {}",
+                                    m.runtime, profile_name(workload.runtime->profile),
+                                    profile_name(*workload.profile)));
+      }
     } catch (const Error& e) {
       if (m.where.file.empty()) throw;
       throw Error({m.where.file, m.where.pointer + "/runtime", 0, 0}, e.message());

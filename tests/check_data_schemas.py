@@ -69,6 +69,7 @@ BLIND_FILES = {
     "tests/hostile/json/meas_unknown_device.json": REFERENCE,
     "tests/hostile/json/meas_unknown_device_3.json": REFERENCE,
     "tests/hostile/json/meas_unknown_runtime.json": REFERENCE,
+    "tests/hostile/json/meas_runtime_other_profile.json": CROSS,
     "tests/hostile/json/first_index_overflow.json": "a sum past 64 bits",
     "tests/hostile/corpus/model/attr_*.json":
         "an operator attribute's value (the schema leaves attributes to docs/model-format.md)",
@@ -126,6 +127,7 @@ RULES = [
     ("tests/cli/bad_hardware.json", invalid("hardware")),
     ("tests/cli/records.json", valid("measurements")),
     ("tests/cli/records_batch1.json", valid("measurements")),
+    ("tests/cli/records_runtime.json", valid("measurements")),
     ("tests/cli/records_bad_device.json", exempt(SEMANTIC + "an unknown device id")),
     ("tests/cli/bad_measurements.json", invalid("measurements")),
     ("tests/cli/bad_measurements_tp.json",

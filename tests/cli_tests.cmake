@@ -202,6 +202,13 @@ add_test(NAME cli.calibrate_floor_only
                  "-DSTDOUT_REGEX=a100-sxm4-80gb +1 +[0-9.]+x +0.550 +0.900 +0.700"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# Records that name a runtime are predicted with it, as validate predicts them.
+add_test(NAME cli.calibrate_runtime_records
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=calibrate;tests/cli/records_runtime.json" -DEXPECT_CODE=0
+                 "-DSTDOUT_REGEX=a100-sxm4-80gb +2 +"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_cli_ok(probe_json "^\\{\n  \"schema_version\": 1,.*\"aliases\": \\[\n +\"local\"\n +\\],\n +\"type\": \"cpu\",.*\"fp32\": \\{\n +\"vector\": [0-9.e-]+\n.*\"memory_bandwidth_gb_per_s\": [0-9.e+-]+,.*\"vector_efficiency\": 1\\.0"
                probe --seconds 0.3)
 capcalc_cli_ok(probe_table "^probe-[a-z0-9-]+: .* \\(probed\\), [0-9]+ threads\n  fp32 .*FLOP/s.*  fp64 .*FLOP/s.*  memory .*B/s +triad"
@@ -450,7 +457,7 @@ capcalc_cli_error(omit_input_required "gemma3_4b_hf.json:/inputs/0: input \"inpu
 
 # Runtimes: the table, one runtime, and --runtime on an estimate (ResNet-50 at batch 1 under
 # PyTorch eager: 174 kernels, one per layer that is not a view, x 25 us of host cost = 4.35 ms).
-capcalc_cli_ok(runtimes_list "pytorch-eager +PyTorch eager +eager +gpu, cpu, accelerator +attention 6, rotary \\+10, cache_update \\+2, autocast_weight_casts \\+1, gelu_new 8, rmsnorm 8\n.*torch-compile +torch.compile \\(default mode, Inductor\\) +inductor +gpu, cpu +matrix 2\n.*\n14 runtimes"
+capcalc_cli_ok(runtimes_list "pytorch-eager +PyTorch eager +eager +gpu, cpu, accelerator +attention 6, rotary \\+10, cache_update \\+2, autocast_weight_casts \\+1, gelu_new 8, rmsnorm 8\n.*torch-compile +torch.compile \\(default mode, Inductor\\) +inductor +gpu, cpu +matrix 2\n.*\n20 runtimes"
                runtimes list)
 capcalc_cli_ok(runtimes_show "vLLM \\(CUDA graphs, torch.compile\\) \\(vllm\\)\n  profile      compiled \\(elementwise layers fused\\)\n  devices      gpu\n  kernels      one per layer"
                runtimes show VLLM)
