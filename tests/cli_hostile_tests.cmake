@@ -254,6 +254,8 @@ capcalc_cli_hostile(calibrate_unknown_device_case "meas_unknown_device_3.json:/c
                     calibrate --models data/models ${hj}/meas_unknown_device_3.json -o ${made}/never.json)
 capcalc_cli_hostile(measurement_unknown_runtime "meas_unknown_runtime.json:/cases/0/runtime: unknown runtime \"vllm-0\"; did you mean \"vllm\"\\?"
                     validate ${validate_args} ${hj}/meas_unknown_runtime.json)
+capcalc_cli_hostile(measurement_runtime_other_profile "meas_runtime_other_profile.json:/cases/0/runtime: runtime \"tensorrt\" runs the compiled profile, not the case's eager"
+                    validate ${validate_args} ${hj}/meas_runtime_other_profile.json)
 capcalc_cli_hostile(validate_negative_gate "--max-median-error must be a number ≥ 0 \\(got -1\\)"
                     validate --max-median-error -1)
 capcalc_cli_hostile(validate_worst_factor_below_1 "--max-worst-factor must be a number ≥ 1 \\(got 0.5\\)"
