@@ -60,7 +60,8 @@ _capcalc() {
       COMPREPLY=($(compgen -W "$(_capcalc_devices)" -- "$cur"))
       return ;;
     -p | --precision | --weight-precision | --kv-precision | -m | --mode | --profile | --optimizer | \
-      --sparsity | --causal | --type | --objective | --pricing | --sort | --find | -f | --format)
+      --sparsity | --causal | --type | --objective | --pricing | --sort | --find | -f | --format | \
+      --sequence-parallel)
       [[ -n $command ]] && COMPREPLY=($(compgen -W "$(_capcalc_choices "$prev" $command $sub)" -- "$cur"))
       return ;;
     --runtime)
@@ -93,7 +94,7 @@ _capcalc() {
     estimate)
       flags="$model_flags $hw_flags $workload_flags $run_flags --sparsity --format --top
              --prompt-tokens --output-tokens --weight-precision --kv-precision --checkpointing
-             --explain" ;;
+             --sequence-parallel --explain" ;;
     layers) flags="$model_flags $hw_flags --gpu --hw --device --precision --format" ;;
     hw)
       case "$sub" in
@@ -151,7 +152,8 @@ _capcalc() {
              --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision
-             --checkpointing --label --output --prompt-tokens --output-tokens --kv-precision" ;;
+             --checkpointing --sequence-parallel --label --output --prompt-tokens --output-tokens
+             --kv-precision" ;;
   esac
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$flags --help" -- "$cur"))

@@ -187,10 +187,10 @@ void add_checkpointing(const Graph& graph, GraphTotals& totals) {
   std::int64_t largest = 0;
   for (const GroupSums& sums : groups)
     largest = std::max(largest, sums.inside);
-  totals.checkpointed_elements = largest;
   for (const GroupSums& sums : groups) {
-    totals.checkpointed_elements = checked_add(totals.checkpointed_elements, sums.result);
+    totals.checkpoint_result_elements = checked_add(totals.checkpoint_result_elements, sums.result);
   }
+  totals.checkpointed_elements = checked_add(largest, totals.checkpoint_result_elements);
   // The boundary: every group's result but the last group's (the highest id).
   for (std::size_t g = 0; g + 1 < groups.size(); ++g)
     totals.boundary_elements = std::max(totals.boundary_elements, groups[g].result);

@@ -219,7 +219,9 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
 std::string parallelism_text(const Workload& workload) {
   std::string text;
   if (workload.tensor_parallel > 1) {
-    text += fmt::format(" (tensor-parallel {})", workload.tensor_parallel);
+    const bool sequence = workload.sequence_parallel.value_or(workload.mode == Mode::kTraining);
+    text += fmt::format(" (tensor-parallel {}{})", workload.tensor_parallel,
+                        sequence ? ", sequence-parallel" : "");
   }
   if (workload.pipeline_parallel > 1 || workload.micro_batches > 1) {
     text += fmt::format(" (pipeline {} x {} micro-batch{}{})", workload.pipeline_parallel,
@@ -271,7 +273,38 @@ struct Step {
   std::vector<double> mixed_gradient_casts{};
   /// The last layer that is not a view: the loss reads its output.
   std::size_t loss_layer = 0;
+  /// Tensor parallelism with sequence parallelism (else the collectives are all-reduces).
+  bool sequence_parallel = false;
+  /// Per layer, tensor parallelism without sequence parallelism: 1 where every device runs the
+  /// layer whole (replicated_layers); empty when none does.
+  std::vector<char> replicated{};
+  double replicated_activation_elements = 0;  // Their outputs and saved elements.
 };
+
+// The layers every device of a tensor-parallel group runs whole without sequence parallelism:
+// those between the tensor-parallel regions (Megatron's column- then row-parallel attention
+// and MLP), the norms, residual adds and other elementwise layers on the model's width (the
+// width of the attention layers' outputs). Elementwise layers inside a region (the MLP's
+// activation, SwiGLU's product) are on the split intermediate width. A model without
+// attention layers has no such regions: none.
+std::vector<char> replicated_layers(const Graph& graph) {
+  std::int64_t width = 0;
+  for (const Layer& layer : graph.layers) {
+    if (layer.view || layer.traits.op_class != OpClass::kAttention || layer.output.empty())
+      continue;
+    width = layer.output.back();
+    break;
+  }
+  std::vector<char> replicated(graph.layers.size(), 0);
+  if (width == 0) return replicated;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    const Layer& layer = graph.layers[i];
+    const OpClass kind = layer.traits.op_class;
+    replicated[i] = !layer.view && !layer.output.empty() && layer.output.back() == width &&
+                    (kind == OpClass::kNormalization || kind == OpClass::kElementwise);
+  }
+  return replicated;
+}
 
 // The layer that holds a value's storage: a view aliases its input; -1 for a model input.
 std::int64_t storage_layer(const Graph& graph, std::int32_t value) {
@@ -381,6 +414,17 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
          achievable_rates(device, params, workload.precision)};
   s.replicas = static_cast<double>(data_parallel_replicas(workload));
   s.tp = static_cast<double>(workload.tensor_parallel);
+  s.sequence_parallel = workload.tensor_parallel > 1 &&
+                        workload.sequence_parallel.value_or(workload.mode == Mode::kTraining);
+  if (workload.tensor_parallel > 1 && !s.sequence_parallel) {
+    s.replicated = replicated_layers(graph);
+    for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+      if (!s.replicated[i]) continue;
+      const Layer& layer = graph.layers[i];
+      s.replicated_activation_elements += static_cast<double>(element_count(layer.output)) +
+                                          static_cast<double>(layer.counts.saved_elements);
+    }
+  }
   s.pp = static_cast<double>(workload.pipeline_parallel);
   s.micro_batches = static_cast<double>(workload.micro_batches);
   s.act_bytes = activation_bytes_per_element(workload.precision);
@@ -500,14 +544,16 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const ExtraKernels extra = s.training ? training_extra_kernels(s, index) : ExtraKernels{};
   Work forward;
   forward.kernels = kernels + casts + input_casts + extra.forward;
-  forward.macs = static_cast<double>(c.macs - c.score_macs) / s.tp;
-  forward.score_macs = static_cast<double>(c.score_macs) / s.tp;
-  forward.other_flops = static_cast<double>(c.other_flops) / s.tp;
+  // Each device's share: 1/tp, or all of it for a layer every device runs whole.
+  const double split = s.replicated.empty() || s.replicated[index] == 0 ? s.tp : 1;
+  forward.macs = static_cast<double>(c.macs - c.score_macs) / split;
+  forward.score_macs = static_cast<double>(c.score_macs) / split;
+  forward.other_flops = static_cast<double>(c.other_flops) / split;
   // Each device reads its share of the cache: all of it where there are fewer key/value heads
   // (one latent) than devices.
   forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * s.act_bytes +
                    static_cast<double>(c.weight_elements_read) * layer_weight_bytes) /
-                      s.tp +
+                      split +
                   static_cast<double>(c.kv_cache_read_elements) * s.kv_bytes *
                       kv_cache_share(c, s.workload.tensor_parallel);
   // An elementwise operator that the runtime launches as several kernels (NewGELUActivation's
@@ -517,7 +563,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const double uncached_bytes = forward.bytes;
   const double cached =
       std::min(s.cached_input_elements[index], static_cast<double>(c.input_elements));
-  forward.bytes -= cached * s.act_bytes / s.tp;
+  forward.bytes -= cached * s.act_bytes / split;
   LayerEstimate e = roofline(forward, matrix, speed, fused, rates, s.floor_s);
   if (!s.training) return e;
   if (s.workload.checkpointing) recompute_s += e.time_s;
@@ -526,9 +572,9 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   Work backward;
   // Each product of two activations needs both operands' gradients: twice its forward.
   backward.score_macs =
-      std::min(static_cast<double>(c.backward_macs) / s.tp, 2 * forward.score_macs);
-  backward.macs = static_cast<double>(c.backward_macs) / s.tp - backward.score_macs;
-  backward.other_flops = static_cast<double>(c.backward_other_flops) / s.tp;
+      std::min(static_cast<double>(c.backward_macs) / split, 2 * forward.score_macs);
+  backward.macs = static_cast<double>(c.backward_macs) / split - backward.score_macs;
+  backward.other_flops = static_cast<double>(c.backward_other_flops) / split;
   backward.bytes = 2 * uncached_bytes;
   // Autograd's kernels for the layer (the runtime's table; else one per forward kernel and one
   // for weight gradients), a reduction per bias gradient, and the casts' backward.
@@ -562,9 +608,12 @@ double layer_times(const Step& s, Estimate& result) {
 
 // Tensor parallelism: two all-reduces of each attention layer's output (after the attention
 // output projection and after the feed-forward block's last projection), forward; backward
-// all-reduces the gradients of the same activations.
+// all-reduces the gradients of the same activations. With sequence parallelism each is a
+// reduce-scatter (into the sequence-split region) and an all-gather (out of it): the same bytes
+// as the all-reduce's two ring phases, with a latency each.
 void tensor_parallel_communication(const Step& s, Estimate& result) {
   if (s.workload.tensor_parallel <= 1) return;
+  result.sequence_parallel = s.sequence_parallel;
   const CollectiveGroup group = collective_group(s.device, 1, s.workload.tensor_parallel);
   if (!group.modelled) {
     result.communication_modelled = false;
@@ -576,12 +625,31 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
   for (const Layer& layer : s.graph.layers) {
     if (layer.traits.op_class != OpClass::kAttention || layer.view) continue;
     const double bytes = static_cast<double>(element_count(layer.output)) * s.comm_bytes;
-    const double t = collective_s(group, s.params, result.profile, Collective::kAllReduce, bytes);
+    const double t =
+        s.sequence_parallel
+            ? collective_s(group, s.params, result.profile, Collective::kReduceScatter, bytes) +
+                  collective_s(group, s.params, result.profile, Collective::kAllGather, bytes)
+            : collective_s(group, s.params, result.profile, Collective::kAllReduce, bytes);
     result.communication_s += 2 * passes * t;
     result.allreduces += static_cast<int>(2 * passes);
     result.allreduce_bytes += 2 * passes * bytes;
   }
   result.latency_s += result.communication_s;
+}
+
+// One micro-batch's activations a device keeps for backward: 1/tp of them, but all of those of
+// the layers it runs whole (no sequence parallelism). With checkpointing the kept block
+// outputs are the residual stream, which every such device keeps whole, and the block being
+// recomputed keeps the whole model's replicated share whole.
+double activation_elements_per_device(const Step& s, const GraphTotals& totals) {
+  const auto all = static_cast<double>(totals.activation_elements);
+  const double whole = s.replicated_activation_elements;
+  if (!s.workload.checkpointing) return (all - whole) / s.tp + whole;
+  const auto checkpointed = static_cast<double>(totals.checkpointed_elements);
+  if (whole == 0 || all == 0) return checkpointed / s.tp;
+  const auto results = static_cast<double>(totals.checkpoint_result_elements);
+  const double share = whole / all;
+  return results + (checkpointed - results) * (share + (1 - share) / s.tp);
 }
 
 // Training memory beyond the weights: gradients, optimizer state and the activations the
@@ -606,10 +674,7 @@ void training_memory(const Step& s, const GraphTotals& totals, double params_cou
                                : std::min(2 * (s.pp - 1) + (virtual_stages - 1) * s.pp + 1,
                                           s.micro_batches * virtual_stages) /
                                      (s.pp * virtual_stages);
-  memory.activation_bytes =
-      static_cast<double>(s.workload.checkpointing ? totals.checkpointed_elements
-                                                   : totals.activation_elements) *
-      s.act_bytes / s.tp * in_flight;
+  memory.activation_bytes = activation_elements_per_device(s, totals) * s.act_bytes * in_flight;
 }
 
 // What the sends between pipeline stages add to one micro-batch's stage time. Each

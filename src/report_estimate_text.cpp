@@ -120,8 +120,9 @@ std::string render_serving_text(const ReportInput& in) {
 std::string allreduce_summary(const Estimate& e) {
   if (!e.communication_modelled) return "not modelled (no link in the table for this group)";
   return fmt::format("{}: {} of {} in all over {}", format_duration(e.communication_s),
-                     counted(e.allreduces, "all-reduce"), format_bytes(e.allreduce_bytes),
-                     e.communication_link);
+                     e.sequence_parallel ? counted(e.allreduces, "reduce-scatter + all-gather pair")
+                                         : counted(e.allreduces, "all-reduce"),
+                     format_bytes(e.allreduce_bytes), e.communication_link);
 }
 
 std::string stage_sends_summary(const Estimate& e) {

@@ -103,6 +103,7 @@ Json workload_json(const ReportInput& in) {
   workload["runtime"] = e.runtime;
   put_parallelism_json(workload, in.workload);
   workload["checkpointing"] = in.workload.checkpointing;
+  if (in.workload.tensor_parallel > 1) workload["sequence_parallel"] = e.sequence_parallel;
   workload["weight_precision"] =
       std::string(precision_name(in.workload.weight_precision.value_or(in.workload.precision)));
   if (in.workload.kv_precision) {

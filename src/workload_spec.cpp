@@ -215,6 +215,7 @@ Workload workload_from(const WorkloadSpec& spec, const SpecLocations* where) {
   read_names(spec, where, w);
   set_layout(spec, where, w);
   w.checkpointing = spec.checkpointing;
+  w.sequence_parallel = spec.sequence_parallel;
   check_training_only(spec, where, w);
   check_run_and_serving(spec, where, w.mode);
   return w;
@@ -273,6 +274,7 @@ void read_named(const KeyReader& get, WorkloadSpec& spec) {
   if (auto v = get("weight_precision")) spec.weight_precision = precision_at(*v);
   if (auto v = get("kv_precision")) spec.kv_precision = precision_at(*v);
   if (auto v = get("checkpointing")) spec.checkpointing = v->as_bool();
+  if (auto v = get("sequence_parallel")) spec.sequence_parallel = v->as_bool();
   if (auto v = get("allow_tf32")) spec.allow_tf32 = v->as_bool();
 }
 
@@ -318,6 +320,7 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key) {
           "virtual_stages",
           "zero_stage",
           "checkpointing",
+          "sequence_parallel",
           "weight_precision",
           "kv_precision",
           "allow_tf32",

@@ -227,3 +227,6 @@ capcalc_usage_error(number_prompt_tokens "--prompt-tokens must be a whole number
 capcalc_usage_error(check_kv_precision_needs_prompt
                     "--kv-precision sets the KV cache's storage: add --prompt-tokens (LLM serving)"
                     check llama2_7b --hw H100 --max-memory 80GB --kv-precision fp8)
+capcalc_usage_error(usage_sequence_parallel_value
+                    "--sequence-parallel must be one of on or off (got \"maybe\")"
+                    estimate ${resnet} --gpu h100 --sequence-parallel maybe)

@@ -389,11 +389,17 @@ TEST_CASE("predict: tensor parallelism all-reduces each block's output twice ove
   fp8.precision = Precision::kFp8;
   CHECK(estimate(g, d, p, fp8).allreduce_bytes == Approx(4 * bytes));
   // Training: as many again for the input gradients; checkpointing recomputes the forward's.
+  // Training defaults to sequence parallelism: each all-reduce is a reduce-scatter and an
+  // all-gather, 3/4 of the bytes each at 50 GB/s, with a latency each: one all-reduce and 10 us.
   Workload train = w;
   train.mode = Mode::kTraining;
   CHECK(estimate(g, d, p, train).allreduces == 8);
+  CHECK(estimate(g, d, p, train).sequence_parallel);
   train.checkpointing = true;
+  CHECK(estimate(g, d, p, train).communication_s == Approx(12 * (one + 10e-6)));
+  train.sequence_parallel = false;
   CHECK(estimate(g, d, p, train).communication_s == Approx(12 * one));
+  train.sequence_parallel.reset();
   // Two devices: 2·1/2 of the bytes.
   w.devices = 2;
   w.tensor_parallel = 2;
@@ -435,12 +441,62 @@ TEST_CASE("predict: tensor parallelism all-reduces each block's output twice ove
   CHECK(across.communication_bandwidth == Approx(10e9));
   const double two_level = 2 * (10e-6 + 0.5 * bytes / 50e9) + 10e-6 + (bytes / 2) / 5e9;
   CHECK(across.communication_s == Approx(4 * two_level));
-  // Training with checkpointing: the same all-reduce, three passes' worth (12).
-  CHECK(estimate(g, pairs, p, train).communication_s == Approx(12 * two_level));
+  // Training with checkpointing: three passes' worth (12) of reduce-scatter + all-gather
+  // pairs, each level's halves of the all-reduce's bytes with a latency each: one more latency.
+  CHECK(estimate(g, pairs, p, train).communication_s == Approx(12 * (two_level + 10e-6)));
   // Within the domain the link carries it.
   w.devices = 2;
   w.tensor_parallel = 2;
   CHECK(estimate(g, pairs, p, w).communication_link == "Round link");
+}
+
+TEST_CASE("predict: without sequence parallelism every device runs the norms whole", "[predict]") {
+  // d = 1024, batch 2 x seq 256: a LayerNorm and a GELU on the model's width (the attention
+  // layer's output) lie between the tensor-parallel regions; the GELU after the 4,096-wide
+  // projection lies inside one. Over 4 devices, sequence parallelism gives each device 1/4 of
+  // every layer; without it, each runs the width-1024 layers whole: 4 times the bytes, and in
+  // training keeps their activations whole (3/4 more of theirs than 1/4).
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "regions",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [
+      {"name": "ln", "op": "layernorm"},
+      {"name": "attn", "op": "attention", "heads": 16},
+      {"name": "act_h", "op": "gelu"},
+      {"name": "up", "op": "linear", "out_features": 4096},
+      {"name": "act_4h", "op": "gelu"},
+      {"name": "down", "op": "linear", "out_features": 1024}]})",
+                              "regions.json");
+  Device d = round_device();
+  d.intra_node = Link{"Round link", 200e9, "bidirectional"};
+  const PerformanceParams p = round_params();
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.mode = Mode::kTraining;
+  w.devices = 4;
+  w.tensor_parallel = 4;
+  const Estimate on = estimate(g, d, p, w);
+  w.sequence_parallel = false;
+  const Estimate off = estimate(g, d, p, w);
+  CHECK(on.sequence_parallel);
+  CHECK_FALSE(off.sequence_parallel);
+  CHECK(off.layers[0].bytes == Approx(4 * on.layers[0].bytes));  // ln
+  CHECK(off.layers[2].bytes == Approx(4 * on.layers[2].bytes));  // act_h
+  CHECK(off.layers[4].bytes == Approx(on.layers[4].bytes));      // act_4h: inside a region
+  CHECK(off.layers[1].bytes == Approx(on.layers[1].bytes));      // attention
+  double whole = 0;
+  for (std::size_t i : {std::size_t{0}, std::size_t{2}}) {
+    whole +=
+        static_cast<double>(element_count(g.layers[i].output) + g.layers[i].counts.saved_elements);
+  }
+  CHECK(off.memory.activation_bytes - on.memory.activation_bytes == Approx(whole * 2 * (1 - 0.25)));
+  // Inference defaults to none (vLLM, TensorRT-LLM): the norms run whole.
+  w.mode = Mode::kInference;
+  w.sequence_parallel.reset();
+  const Estimate served = estimate(g, d, p, w);
+  CHECK_FALSE(served.sequence_parallel);
+  w.sequence_parallel = true;
+  CHECK(served.layers[0].bytes == Approx(4 * estimate(g, d, p, w).layers[0].bytes));
 }
 
 TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behind backward",

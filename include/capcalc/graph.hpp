@@ -201,6 +201,7 @@ struct GraphTotals {
   /// With activation checkpointing per top-level entry: the entries' outputs, plus the
   /// internals of the largest entry while it is recomputed.
   std::int64_t checkpointed_elements = 0;
+  std::int64_t checkpoint_result_elements = 0;  ///< The entries' outputs alone.
   /// The largest output of a top-level entry but the last: what a pipeline stage boundary,
   /// placed between entries, sends (a transformer block's hidden states).
   std::int64_t boundary_elements = 0;

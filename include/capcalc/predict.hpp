@@ -106,6 +106,14 @@ struct Workload {
                                ///< weights.
   bool checkpointing = false;  ///< Training: recompute activations per top-level
                                ///< entry (block) instead of keeping them all.
+  /// With tensor parallelism: Megatron's sequence parallelism (Korthikanti et al. 2022) splits
+  /// the layers between the tensor-parallel regions (norms, residual adds and other
+  /// elementwise layers on the model's width) along the sequence, their work and activations
+  /// 1/tensor_parallel per device, and turns each all-reduce into a reduce-scatter and an
+  /// all-gather. Off, every device runs those layers whole and keeps their activations. Unset:
+  /// on in training (Megatron-Core's and NeMo's recipes with tensor parallelism), off in
+  /// inference (vLLM and TensorRT-LLM replicate them).
+  std::optional<bool> sequence_parallel;
   std::optional<Precision> weight_precision;  ///< Weight storage (int4/int8 weight-only
                                               ///< quantisation); unset: `precision`.
   std::optional<Precision> kv_precision;      ///< KV cache storage; unset: activations'.
@@ -157,8 +165,10 @@ struct Estimate {
   /// How often each layer's time recurs in a device's step, on average: micro-batches /
   /// pipeline stages (1 without either). A layer's share of the step is time x this / latency.
   double layer_repeats = 1;
-  int allreduces = 0;                  ///< How many per step.
+  int allreduces = 0;                  ///< How many per step (with sequence parallelism,
+                                       ///< reduce-scatter + all-gather pairs).
   double allreduce_bytes = 0;          ///< Bytes per device all-reduced per step.
+  bool sequence_parallel = false;      ///< Tensor parallelism with sequence parallelism.
   bool communication_modelled = true;  ///< False: tensor parallel on a device with no link.
   /// The link the tensor-parallel all-reduces cross; both ("NVLink 4 + InfiniBand ...") when
   /// the group spans nodes and reduces in two levels.

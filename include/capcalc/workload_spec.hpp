@@ -60,6 +60,7 @@ struct WorkloadSpec {
   std::int64_t virtual_stages = 1;     ///< `virtual_stages` (training): chunks per stage.
   int zero_stage = 0;                  ///< `zero_stage` (training): 0 to 3.
   bool checkpointing = false;          ///< `checkpointing` (training).
+  std::optional<bool> sequence_parallel;  ///< `sequence_parallel`: with tensor_parallel.
   std::string weight_precision;        ///< `weight_precision`; "": `precision`.
   std::string kv_precision;            ///< `kv_precision` (LLM serving); "": activations'.
   bool allow_tf32 = true;              ///< `allow_tf32` (measurements): false is strict fp32.

@@ -128,6 +128,12 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
          precision_names());
   sub.add_flag("--checkpointing", spec.checkpointing,
                "Training: keep only each top-level block's output, recompute the rest");
+  one_of(sub.add_option_function<std::string>(
+             "--sequence-parallel",
+             [&spec](const std::string& v) { spec.sequence_parallel = v == "on"; },
+             "With --tp: split norms and residual adds along the sequence (Megatron's sequence "
+             "parallelism); default on in training, off in inference"),
+         {"on", "off"});
 }
 
 // A model on one device under a workload: what `estimate`, `roofline` and `report` take.
