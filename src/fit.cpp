@@ -16,7 +16,7 @@ bool fits(const Graph& graph, const Device& device, const PerformanceParams& par
 }
 
 std::int64_t replicas_of(const Workload& w) {
-  return w.devices / (w.tensor_parallel * w.pipeline_parallel);
+  return w.devices / (w.tensor_parallel * w.pipeline_parallel * w.context_parallel);
 }
 
 // The first candidate (ascending) for which `fits_with` holds, by bisection: more devices never
@@ -43,7 +43,7 @@ std::optional<std::int64_t> first_fit(const std::vector<std::int64_t>& candidate
 std::optional<FitOption> by_tensor_parallel(const Graph& graph, const Device& device,
                                             const PerformanceParams& params, Workload w) {
   const std::int64_t replicas = replicas_of(w);
-  const std::int64_t others = replicas * w.pipeline_parallel;
+  const std::int64_t others = replicas * w.pipeline_parallel * w.context_parallel;
   std::vector<std::int64_t> degrees;
   // Bounds as quotients: a user's --devices may be near 2^63.
   for (std::int64_t t = w.tensor_parallel + 1; t <= kMaxFitDevices / others; ++t) {
@@ -58,13 +58,13 @@ std::optional<FitOption> by_tensor_parallel(const Graph& graph, const Device& de
   // Replicas stay: --devices counts them all.
   const std::string flags = replicas > 1 ? fmt::format("--tp {} --devices {}", *t, *t * others)
                                          : fmt::format("--tp {}", *t);
-  return FitOption{flags, *t * others, *t * w.pipeline_parallel};
+  return FitOption{flags, *t * others, *t * w.pipeline_parallel * w.context_parallel};
 }
 
 // The fewest pipeline stages (training) that fit, at most one per layer.
 std::optional<FitOption> by_pipeline(const Graph& graph, const Device& device,
                                      const PerformanceParams& params, Workload w) {
-  const std::int64_t others = replicas_of(w) * w.tensor_parallel;
+  const std::int64_t others = replicas_of(w) * w.tensor_parallel * w.context_parallel;
   const auto layers = static_cast<std::int64_t>(graph.layers.size());
   std::vector<std::int64_t> stages;
   for (std::int64_t p = w.pipeline_parallel + 1; p <= layers && p <= kMaxFitDevices / others; ++p)
@@ -75,14 +75,15 @@ std::optional<FitOption> by_pipeline(const Graph& graph, const Device& device,
     return fits(graph, device, params, w);
   });
   if (!p) return std::nullopt;
-  return FitOption{fmt::format("--pp {}", *p), *p * others, *p * w.tensor_parallel};
+  return FitOption{fmt::format("--pp {}", *p), *p * others,
+                   *p * w.tensor_parallel * w.context_parallel};
 }
 
 // ZeRO shards the training state over the replicas: the fewest replicas (the current number,
 // or powers of two above it) that fit at the lowest stage that does.
 std::optional<FitOption> by_zero(const Graph& graph, const Device& device,
                                  const PerformanceParams& params, Workload w) {
-  const std::int64_t group = w.tensor_parallel * w.pipeline_parallel;
+  const std::int64_t group = w.tensor_parallel * w.pipeline_parallel * w.context_parallel;
   std::vector<std::int64_t> counts;
   if (replicas_of(w) > 1) counts.push_back(replicas_of(w));
   for (std::int64_t r = 2; r <= kMaxFitDevices / group; r *= 2) {
@@ -123,8 +124,9 @@ FitAdvice advise_fit(const Graph& graph, const Device& device, const Performance
     Workload w = workload;
     w.checkpointing = true;
     if (fits(graph, device, params, w)) {
-      advice.options.push_back({"--checkpointing", workload.devices,
-                                workload.tensor_parallel * workload.pipeline_parallel});
+      advice.options.push_back(
+          {"--checkpointing", workload.devices,
+           workload.tensor_parallel * workload.pipeline_parallel * workload.context_parallel});
     }
   }
   for (auto* search : {by_zero, by_tensor_parallel, by_pipeline}) {

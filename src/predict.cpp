@@ -178,11 +178,24 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
       workload.mode != Mode::kTraining) {
     throw Error({}, "pipeline stages and micro-batches are for training: add --mode training");
   }
+  if (workload.context_parallel < 1) {
+    throw Error({}, "the context-parallel degree must be at least 1");
+  }
+  if (workload.context_parallel > 1 && workload.mode != Mode::kTraining) {
+    throw Error({}, "context parallelism splits training sequences: add --mode training");
+  }
   std::int64_t group = 0;
-  if (__builtin_mul_overflow(workload.tensor_parallel, workload.pipeline_parallel, &group)) {
+  if (__builtin_mul_overflow(workload.tensor_parallel, workload.pipeline_parallel, &group) ||
+      __builtin_mul_overflow(group, workload.context_parallel, &group)) {
     throw Error({}, fmt::format("tensor-parallel {} x pipeline {}: a count does not fit in a "
                                 "64-bit integer",
                                 workload.tensor_parallel, workload.pipeline_parallel));
+  }
+  if (workload.devices % group != 0 && workload.context_parallel > 1) {
+    throw Error({}, fmt::format("{} devices do not split into model replicas of {} "
+                                "(tensor-parallel {} x pipeline {} x context-parallel {})",
+                                workload.devices, group, workload.tensor_parallel,
+                                workload.pipeline_parallel, workload.context_parallel));
   }
   if (workload.devices % group != 0) {
     throw Error({}, workload.pipeline_parallel == 1
@@ -223,6 +236,9 @@ std::string parallelism_text(const Workload& workload) {
     text += fmt::format(" (tensor-parallel {}{})", workload.tensor_parallel,
                         sequence ? ", sequence-parallel" : "");
   }
+  if (workload.context_parallel > 1) {
+    text += fmt::format(" (context-parallel {})", workload.context_parallel);
+  }
   if (workload.pipeline_parallel > 1 || workload.micro_batches > 1) {
     text += fmt::format(" (pipeline {} x {} micro-batch{}{})", workload.pipeline_parallel,
                         workload.micro_batches, workload.micro_batches == 1 ? "" : "es",
@@ -250,6 +266,8 @@ struct Step {
   double tp = 1;        // Each device of a tensor-parallel group holds 1/tp of every layer.
   double pp = 1;        // A pipeline stage holds 1/pp of the layers (an even split).
   double replicas = 1;  // Data-parallel replicas.
+  double cp = 1;        // Context parallelism: each device holds 1/cp of every sequence.
+  double shards = 1;    // Gradients are reduced, and ZeRO shards, over replicas x cp devices.
   double micro_batches = 1;
   double act_bytes = 0;
   double weight_bytes = 0;
@@ -413,6 +431,8 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
                                 graph.runs_fused ? Profile::kCompiled : params.default_profile)),
          achievable_rates(device, params, workload.precision)};
   s.replicas = static_cast<double>(data_parallel_replicas(workload));
+  s.cp = static_cast<double>(workload.context_parallel);
+  s.shards = s.replicas * s.cp;
   s.tp = static_cast<double>(workload.tensor_parallel);
   s.sequence_parallel = workload.tensor_parallel > 1 &&
                         workload.sequence_parallel.value_or(workload.mode == Mode::kTraining);
@@ -546,12 +566,13 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   forward.kernels = kernels + casts + input_casts + extra.forward;
   // Each device's share: 1/tp, or all of it for a layer every device runs whole.
   const double split = s.replicated.empty() || s.replicated[index] == 0 ? s.tp : 1;
-  forward.macs = static_cast<double>(c.macs - c.score_macs) / split;
-  forward.score_macs = static_cast<double>(c.score_macs) / split;
-  forward.other_flops = static_cast<double>(c.other_flops) / split;
+  // Context parallelism splits every layer's tokens, not its weights.
+  forward.macs = static_cast<double>(c.macs - c.score_macs) / split / s.cp;
+  forward.score_macs = static_cast<double>(c.score_macs) / split / s.cp;
+  forward.other_flops = static_cast<double>(c.other_flops) / split / s.cp;
   // Each device reads its share of the cache: all of it where there are fewer key/value heads
   // (one latent) than devices.
-  forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * s.act_bytes +
+  forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * s.act_bytes / s.cp +
                    static_cast<double>(c.weight_elements_read) * layer_weight_bytes) /
                       split +
                   static_cast<double>(c.kv_cache_read_elements) * s.kv_bytes *
@@ -563,7 +584,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const double uncached_bytes = forward.bytes;
   const double cached =
       std::min(s.cached_input_elements[index], static_cast<double>(c.input_elements));
-  forward.bytes -= cached * s.act_bytes / split;
+  forward.bytes -= cached * s.act_bytes / split / s.cp;
   LayerEstimate e = roofline(forward, matrix, speed, fused, rates, s.floor_s);
   if (!s.training) return e;
   if (s.workload.checkpointing) recompute_s += e.time_s;
@@ -572,9 +593,9 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   Work backward;
   // Each product of two activations needs both operands' gradients: twice its forward.
   backward.score_macs =
-      std::min(static_cast<double>(c.backward_macs) / split, 2 * forward.score_macs);
-  backward.macs = static_cast<double>(c.backward_macs) / split - backward.score_macs;
-  backward.other_flops = static_cast<double>(c.backward_other_flops) / split;
+      std::min(static_cast<double>(c.backward_macs) / split / s.cp, 2 * forward.score_macs);
+  backward.macs = static_cast<double>(c.backward_macs) / split / s.cp - backward.score_macs;
+  backward.other_flops = static_cast<double>(c.backward_other_flops) / split / s.cp;
   backward.bytes = 2 * uncached_bytes;
   // Autograd's kernels for the layer (the runtime's table; else one per forward kernel and one
   // for weight gradients), a reduction per bias gradient, and the casts' backward.
@@ -624,7 +645,7 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
   const double passes = s.training ? (s.workload.checkpointing ? 3 : 2) : 1;
   for (const Layer& layer : s.graph.layers) {
     if (layer.traits.op_class != OpClass::kAttention || layer.view) continue;
-    const double bytes = static_cast<double>(element_count(layer.output)) * s.comm_bytes;
+    const double bytes = static_cast<double>(element_count(layer.output)) * s.comm_bytes / s.cp;
     const double t =
         s.sequence_parallel
             ? collective_s(group, s.params, result.profile, Collective::kReduceScatter, bytes) +
@@ -635,6 +656,47 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
     result.allreduce_bytes += 2 * passes * bytes;
   }
   result.latency_s += result.communication_s;
+}
+
+// Context parallelism (ring attention, as Megatron-Core runs it through Transformer Engine):
+// each device holds 1/cp of every sequence's tokens, and a self-attention layer's K and V
+// chunks go round the ring, cp - 1 sends a pass, each overlapped with the attention over the
+// chunk before it. The forward sends K and V once; backward sends them again with their
+// gradients (twice the bytes); checkpointing's recompute once more. What the layer's own time
+// does not hide shows.
+void context_parallel_communication(const Step& s, Estimate& result) {
+  if (s.workload.context_parallel <= 1) return;
+  // Megatron's rank order puts the ring's members tensor_parallel devices apart.
+  const CollectiveGroup group =
+      collective_group(s.device, s.workload.tensor_parallel, s.workload.context_parallel);
+  if (!group.modelled) {
+    result.context_parallel_modelled = false;
+    return;
+  }
+  result.context_parallel_link = group.link_name();
+  const double passes = 3 + (s.workload.checkpointing ? 1 : 0);
+  for (std::size_t i = 0; i < s.graph.layers.size(); ++i) {
+    const Layer& layer = s.graph.layers[i];
+    const LayerCounts& c = layer.counts;
+    if (layer.view || c.attention_kv_per_token == 0 || layer.output.empty() ||
+        layer.output.back() == 0) {
+      continue;
+    }
+    const double tokens =
+        static_cast<double>(element_count(layer.output)) / static_cast<double>(layer.output.back());
+    // Tensor parallelism splits the heads: each device's ring carries its heads' share.
+    const std::int64_t heads =
+        c.attention_kv_heads > 0 ? c.attention_kv_heads : s.workload.tensor_parallel;
+    const double share = 1.0 / static_cast<double>(std::max<std::int64_t>(
+                                   1, std::min(heads, s.workload.tensor_parallel)));
+    const double bytes =
+        static_cast<double>(c.attention_kv_per_token) * tokens / s.cp * share * s.comm_bytes;
+    const double sends =
+        passes * (s.cp - 1) * send_s(s.params, result.profile, bytes, group.per_direction());
+    result.context_parallel_send_s += sends;
+    result.context_parallel_s += std::max(0.0, sends - result.layers[i].time_s);
+  }
+  result.latency_s += result.context_parallel_s;
 }
 
 // One micro-batch's activations a device keeps for backward: 1/tp of them, but all of those of
@@ -658,11 +720,11 @@ double activation_elements_per_device(const Step& s, const GraphTotals& totals) 
 void training_memory(const Step& s, const GraphTotals& totals, double params_count,
                      double gradient_bytes, MemoryEstimate& memory) {
   const int zero = s.workload.zero_stage;
-  memory.gradient_bytes = params_count * gradient_bytes / (zero >= 2 ? s.replicas : 1);
+  memory.gradient_bytes = params_count * gradient_bytes / (zero >= 2 ? s.shards : 1);
   memory.optimizer_bytes = params_count * optimizer_state_bytes(s.workload.optimizer);
   if (s.weight_bytes < 4) memory.optimizer_bytes += params_count * kMasterWeightBytesPerParam;
-  if (zero >= 1) memory.optimizer_bytes /= s.replicas;
-  if (zero >= 3) memory.weight_bytes /= s.replicas;
+  if (zero >= 1) memory.optimizer_bytes /= s.shards;
+  if (zero >= 3) memory.weight_bytes /= s.shards;
   // 1F1B: the first stage holds min(pp, micro-batches) micro-batches' activations of its 1/pp
   // of the layers; gradient accumulation alone (pp = 1) holds one at a time. Interleaved,
   // Megatron-LM's schedule warms up 2(P-1) + (V-1)P chunk passes on the first stage and keeps
@@ -674,7 +736,8 @@ void training_memory(const Step& s, const GraphTotals& totals, double params_cou
                                : std::min(2 * (s.pp - 1) + (virtual_stages - 1) * s.pp + 1,
                                           s.micro_batches * virtual_stages) /
                                      (s.pp * virtual_stages);
-  memory.activation_bytes = activation_elements_per_device(s, totals) * s.act_bytes * in_flight;
+  memory.activation_bytes =
+      activation_elements_per_device(s, totals) * s.act_bytes / s.cp * in_flight;
 }
 
 // What the sends between pipeline stages add to one micro-batch's stage time. Each
@@ -683,9 +746,10 @@ void training_memory(const Step& s, const GraphTotals& totals, double params_cou
 // schedule overlaps them with its chunks' compute.
 double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s, Estimate& result) {
   const PipelineLink link =
-      pipeline_link(s.device, s.workload.tensor_parallel * static_cast<std::int64_t>(s.replicas) *
+      pipeline_link(s.device, s.workload.tensor_parallel * static_cast<std::int64_t>(s.shards) *
                                   s.workload.pipeline_parallel);
-  result.pipeline_send_bytes = static_cast<double>(totals.boundary_elements) * s.comm_bytes / s.tp;
+  result.pipeline_send_bytes =
+      static_cast<double>(totals.boundary_elements) * s.comm_bytes / s.tp / s.cp;
   if (link.link == nullptr) {
     result.pipeline_sends_modelled = false;
     return 0;
@@ -716,9 +780,9 @@ double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s, 
 // shows, every micro-batch. A reduce-scatter or an all-gather moves half an all-reduce's bytes.
 void data_parallel_sync(const Step& s, double params_count, double gradient_bytes,
                         double backward_s, Estimate& result) {
-  if (s.replicas <= 1) return;
+  if (s.shards <= 1) return;
   const CollectiveGroup dp =
-      collective_group(s.device, s.workload.tensor_parallel, static_cast<std::int64_t>(s.replicas));
+      collective_group(s.device, s.workload.tensor_parallel, static_cast<std::int64_t>(s.shards));
   const int zero = s.workload.zero_stage;
   const double weight_bytes = params_count * s.weight_bytes;
   const double grad_bytes = params_count * gradient_bytes;
@@ -763,7 +827,7 @@ double optimizer_step_kernels(const Step& s) {
   if (chunk <= 0) return 0;
   double tensors = 0;
   double chunks = 0;
-  const double shards = s.tp * (s.workload.zero_stage >= 1 ? s.replicas : 1);
+  const double shards = s.tp * (s.workload.zero_stage >= 1 ? s.shards : 1);
   for (const Layer& layer : s.graph.layers) {
     const auto count = static_cast<double>(layer.traits.param_tensors);
     if (layer.view || count <= 0 || layer.counts.params <= 0) continue;
@@ -785,7 +849,7 @@ void training_schedule(const Step& s, const GraphTotals& totals, double params_c
   // Megatron) computes fp8 products but writes bf16 weight gradients (fp32 main grads).
   const double gradient_bytes = std::max(s.weight_bytes, 2.0);
   const double update_bytes = params_count * optimizer_update_bytes(s.workload.optimizer) /
-                              (s.workload.zero_stage >= 1 ? s.replicas : 1);
+                              (s.workload.zero_stage >= 1 ? s.shards : 1);
   const double optimizer_kernels = optimizer_step_kernels(s);
   result.optimizer_s =
       std::max(update_bytes / s.rates.bytes_per_s, std::max(1.0, optimizer_kernels) * s.floor_s);
@@ -873,6 +937,7 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
   result.sparsity_speedup = s.sparse && s.has_matrix ? device.sparsity_2_4_speedup : 1;
   pass.backward_s = layer_times(s, result);
   tensor_parallel_communication(s, result);
+  context_parallel_communication(s, result);
   pass.totals = graph_totals(graph);
   return pass;
 }

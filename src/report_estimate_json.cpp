@@ -130,7 +130,15 @@ Json estimate_json(const ReportInput& in) {
   est["allreduces"] = e.allreduces;
   est["allreduce_bytes"] = e.allreduce_bytes;
   est["communication_modelled"] = e.communication_modelled;
-  if (in.workload.mode == Mode::kTraining && data_parallel_replicas(in.workload) > 1) {
+  if (in.workload.context_parallel > 1) {
+    est["context_parallel"] = {
+        {"send_s", e.context_parallel_send_s},
+        {"exposed_s", e.context_parallel_s},
+        {"link", e.context_parallel_modelled ? Json(e.context_parallel_link) : Json(nullptr)},
+        {"modelled", e.context_parallel_modelled}};
+  }
+  if (in.workload.mode == Mode::kTraining &&
+      data_parallel_replicas(in.workload) * in.workload.context_parallel > 1) {
     Json dp;
     dp["allreduce_s"] = e.data_parallel_s;
     dp["exposed_s"] = e.data_parallel_exposed_s;

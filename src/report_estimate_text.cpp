@@ -304,7 +304,17 @@ std::string estimate_time_text(const ReportInput& in) {
     out += "  stage sends  " + stage_sends_summary(e) + "\n";
   }
   if (in.workload.tensor_parallel > 1) out += communication_text("all-reduce", e);
-  if (training && data_parallel_replicas(in.workload) > 1) {
+  if (in.workload.context_parallel > 1) {
+    out += "  ring         " +
+           (e.context_parallel_modelled
+                ? fmt::format("{} exposed of {} of K and V sends round {} devices over {}",
+                              format_duration(e.context_parallel_s),
+                              format_duration(e.context_parallel_send_s),
+                              in.workload.context_parallel, e.context_parallel_link)
+                : std::string("not modelled (no link in the table for the ring)")) +
+           "\n";
+  }
+  if (training && data_parallel_replicas(in.workload) * in.workload.context_parallel > 1) {
     out += "  grad sync    " + grad_sync_summary(e, in.workload.zero_stage) + "\n";
   }
   if (training) {

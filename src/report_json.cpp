@@ -102,6 +102,7 @@ Json workload_json(const ReportInput& in) {
   workload["profile"] = std::string(profile_name(e.profile));
   workload["runtime"] = e.runtime;
   put_parallelism_json(workload, in.workload);
+  if (in.workload.context_parallel > 1) workload["context_parallel"] = in.workload.context_parallel;
   workload["checkpointing"] = in.workload.checkpointing;
   if (in.workload.tensor_parallel > 1) workload["sequence_parallel"] = e.sequence_parallel;
   workload["weight_precision"] =

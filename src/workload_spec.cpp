@@ -91,6 +91,7 @@ void set_layout(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
   };
   w.tensor_parallel = positive("tensor_parallel", spec.tensor_parallel);
   w.pipeline_parallel = positive("pipeline_parallel", spec.pipeline_parallel);
+  w.context_parallel = positive("context_parallel", spec.context_parallel);
   w.micro_batches = positive("micro_batches", spec.micro_batches);
   w.virtual_stages = positive("virtual_stages", spec.virtual_stages);
   w.zero_stage = spec.zero_stage;
@@ -100,6 +101,12 @@ void set_layout(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
          fmt::format("`tensor_parallel` {} x `pipeline_parallel` {}: a count does not fit in a "
                      "64-bit integer",
                      w.tensor_parallel, w.pipeline_parallel));
+  }
+  if (__builtin_mul_overflow(replica, w.context_parallel, &replica)) {
+    fail(where, "context_parallel",
+         fmt::format("`context_parallel` {} x {} devices: a count does not fit in a 64-bit "
+                     "integer",
+                     w.context_parallel, replica / w.context_parallel));
   }
   const std::int64_t devices = positive("devices", spec.devices);
   if (spec.data_parallel) {
@@ -117,6 +124,12 @@ void set_layout(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
     return;
   }
   w.devices = devices == 1 ? replica : devices;
+  if (w.devices % replica != 0 && w.context_parallel > 1) {
+    fail(where, "context_parallel",
+         fmt::format("`devices` {} is not a multiple of `tensor_parallel` {} x "
+                     "`pipeline_parallel` {} x `context_parallel` {} ({})",
+                     devices, w.tensor_parallel, w.pipeline_parallel, w.context_parallel, replica));
+  }
   if (w.devices % replica != 0) {
     if (w.pipeline_parallel == 1) {
       fail(where, "tensor_parallel",
@@ -135,6 +148,10 @@ void check_training_only(const WorkloadSpec& spec, const SpecLocations* where, c
   const bool training = w.mode == Mode::kTraining;
   if (spec.checkpointing && !training) {
     fail(where, "checkpointing", "`checkpointing` is for training: add `mode` training");
+  }
+  if (w.context_parallel > 1 && !training) {
+    fail(where, "context_parallel",
+         "context parallelism splits training sequences: add `mode` training");
   }
   if ((w.pipeline_parallel > 1 || w.micro_batches > 1) && !training) {
     fail(where, w.pipeline_parallel > 1 ? "pipeline_parallel" : "micro_batches",
@@ -284,6 +301,7 @@ void read_counts(const KeyReader& get, std::string_view devices_key, WorkloadSpe
   if (auto v = get("data_parallel")) spec.data_parallel = v->as_positive_int();
   if (auto v = get("tensor_parallel")) spec.tensor_parallel = v->as_positive_int();
   if (auto v = get("pipeline_parallel")) spec.pipeline_parallel = v->as_positive_int();
+  if (auto v = get("context_parallel")) spec.context_parallel = v->as_positive_int();
   if (auto v = get("micro_batches")) spec.micro_batches = v->as_positive_int();
   if (auto v = get("virtual_stages")) spec.virtual_stages = v->as_positive_int();
   if (auto v = get("zero_stage")) {
@@ -316,6 +334,7 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key) {
           "data_parallel",
           "tensor_parallel",
           "pipeline_parallel",
+          "context_parallel",
           "micro_batches",
           "virtual_stages",
           "zero_stage",

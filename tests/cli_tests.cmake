@@ -415,6 +415,12 @@ capcalc_cli_ok(training_sequence_parallel_pairs "\\(tensor-parallel 8, sequence-
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1)
 capcalc_cli_ok(training_sequence_parallel_off "\\(tensor-parallel 8\\), ZeRO-1.*all-reduce +[0-9.]+ ms: 320 all-reduces of 42.9 GB in all over NVLink 4.*memory +115 GB of 80.0 GB: DOES NOT FIT"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1 --sequence-parallel off)
+# Context parallelism: 1/4 of each 32k-token sequence a device; the ring's K and V sends cross
+# the network (the node's 8 GPUs hold one tensor-parallel group); Llama 3 70B then fits.
+capcalc_cli_ok(training_context_parallel "64 devices \\(tensor-parallel 8, sequence-parallel\\) \\(context-parallel 4\\), ZeRO-1.*ring +[0-9.]+ [mµ]?s exposed of [0-9.]+ ms of K and V sends round 4 devices over InfiniBand.*memory +77.2 GB of 80.0 GB: fits"
+               estimate llama3_70b --gpu H100 --mode training --precision bf16 --tp 8 --cp 4 --devices 64 --zero 1 --batch 1 --set seq=32768)
+capcalc_cli_error(training_context_parallel_inference "^capcalc: error: context parallelism splits training sequences: add --mode training\n$"
+                  estimate llama3_70b --gpu H100 --cp 2)
 capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"pipeline_parallel\": 1,\n *\"micro_batches\": 1,\n *\"virtual_stages\": 1,\n *\"zero_stage\": 3"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 3 --format json)
 capcalc_cli_error(zero_inference "ZeRO shards training state: add --mode training"

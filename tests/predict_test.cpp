@@ -450,6 +450,65 @@ TEST_CASE("predict: tensor parallelism all-reduces each block's output twice ove
   CHECK(estimate(g, pairs, p, w).communication_link == "Round link");
 }
 
+TEST_CASE("predict: context parallelism splits the tokens and rings K and V", "[predict]") {
+  // Two attention layers, d = 1024 (16 heads of 64, no grouping: K and V are 2 x 1024 elements a
+  // token), batch 2 x seq 256 = 512 tokens. Over a context-parallel ring of 2, each device
+  // holds 256 tokens: its K and V chunk is 2,048 x 256 elements, 1,048,576 bytes in fp16, sent
+  // once a pass to its neighbour: 10 us + 1,048,576 B / (0.5 x 100 GB/s) = 30.97 us. Forward,
+  // backward (K and V again and their gradients) make 3 such sends a layer.
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "two_layers",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [
+      {"name": "attn0", "op": "attention", "heads": 16},
+      {"name": "fc0", "op": "linear", "out_features": 1024},
+      {"name": "attn1", "op": "attention", "heads": 16},
+      {"name": "fc1", "op": "linear", "out_features": 1024}]})",
+                              "two_layers.json");
+  Device d = round_device();
+  d.intra_node = Link{"Round link", 200e9, "bidirectional"};  // 100 GB/s per direction.
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = 10e-6;
+  p.allreduce_efficiency = 0.5;
+  Workload one;
+  one.precision = Precision::kFp16;
+  one.mode = Mode::kTraining;
+  Workload ring = one;
+  ring.context_parallel = 2;
+  ring.devices = 2;
+  const Estimate whole = estimate(g, d, p, one);
+  const Estimate split = estimate(g, d, p, ring);
+  const double send = 10e-6 + 1048576.0 / 50e9;
+  CHECK(split.context_parallel_modelled);
+  CHECK(split.context_parallel_link == "Round link");
+  CHECK(split.context_parallel_send_s == Approx(2 * 3 * send));
+  double exposed = 0;
+  for (std::size_t i : {std::size_t{0}, std::size_t{2}})
+    exposed += std::max(0.0, 3 * send - split.layers[i].time_s);
+  CHECK(split.context_parallel_s == Approx(exposed).margin(1e-12));
+  // Each device computes half of every layer's products and keeps half the activations; the
+  // weights and their state are whole on each.
+  CHECK(split.flops == Approx(whole.flops / 2));
+  CHECK(split.memory.activation_bytes == Approx(whole.memory.activation_bytes / 2));
+  CHECK(split.memory.weight_bytes == Approx(whole.memory.weight_bytes));
+  // The two hold the same weights: their gradients are all-reduced, as replicas' are.
+  CHECK(whole.data_parallel_s == 0);
+  CHECK(split.data_parallel_s > 0);
+  // Checkpointing recomputes the forward: a fourth send a layer.
+  ring.checkpointing = true;
+  CHECK(estimate(g, d, p, ring).context_parallel_send_s == Approx(2 * 4 * send));
+  // Inference has no context parallelism here; the devices must split into whole rings.
+  ring.checkpointing = false;
+  ring.mode = Mode::kInference;
+  CHECK_THROWS_WITH(estimate(g, d, p, ring),
+                    "context parallelism splits training sequences: add --mode training");
+  ring.mode = Mode::kTraining;
+  ring.devices = 3;
+  CHECK_THROWS_WITH(estimate(g, d, p, ring),
+                    "3 devices do not split into model replicas of 2 (tensor-parallel 1 x "
+                    "pipeline 1 x context-parallel 2)");
+}
+
 TEST_CASE("predict: without sequence parallelism every device runs the norms whole", "[predict]") {
   // d = 1024, batch 2 x seq 256: a LayerNorm and a GELU on the model's width (the attention
   // layer's output) lie between the tensor-parallel regions; the GELU after the 4,096-wide

@@ -55,6 +55,9 @@ struct LayerCounts {
   /// devices (0: not an attention layer, or no constraint, as for latent attention's KV).
   std::int64_t attention_heads = 0;
   std::int64_t attention_kv_heads = 0;
+  /// Attention: key and value elements per key token, as its scores read them (what context
+  /// parallelism's ring sends); 0 for other layers.
+  std::int64_t attention_kv_per_token = 0;
 
   /// Forward FLOPs: 2 per MAC plus the other FLOPs (checked).
   std::int64_t flops() const;

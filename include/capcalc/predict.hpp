@@ -93,6 +93,12 @@ struct Workload {
   /// (pipeline_parallel - 1 stage times of bubble). Each micro-batch's activation goes to the
   /// next stage and its gradient comes back, over the link that joins the stages.
   std::int64_t pipeline_parallel = 1;
+  /// Training: devices that split each sequence (Megatron's context parallelism, ring
+  /// attention): each holds 1/context_parallel of every sample's tokens, so of every layer's
+  /// work and activations, and the whole weights of its stage; the K and V chunks of each
+  /// self-attention layer go round the ring, overlapped with its attention. The gradients are
+  /// reduced and ZeRO shards over the data-parallel replicas x context_parallel.
+  std::int64_t context_parallel = 1;
   /// Training with pipeline stages: model chunks per stage, Megatron's interleaved 1F1B: each
   /// device holds virtual_stages chunks of 1/(P x V) of the layers; the bubble is 1/V of
   /// 1F1B's, the sends V times as many (overlapped with the chunks' compute). Needs
@@ -162,6 +168,13 @@ struct Estimate {
   double pipeline_send_bytes = 0;       ///< One send: a micro-batch's boundary activation.
   std::string pipeline_link;            ///< The link between stages ("" when not modelled).
   bool pipeline_sends_modelled = true;  ///< False: no link in the table for the stages.
+  /// Training with context parallelism: the ring attention's K and V sends per micro-batch
+  /// (forward, backward and any recompute) and what the attention layers' own time does not
+  /// hide of them (in latency_s).
+  double context_parallel_send_s = 0;
+  double context_parallel_s = 0;
+  std::string context_parallel_link;      ///< "" when not modelled.
+  bool context_parallel_modelled = true;  ///< False: no link in the table for the ring.
   /// How often each layer's time recurs in a device's step, on average: micro-batches /
   /// pipeline stages (1 without either). A layer's share of the step is time x this / latency.
   double layer_repeats = 1;

@@ -56,6 +56,7 @@ struct WorkloadSpec {
   std::optional<std::int64_t> data_parallel;
   std::int64_t tensor_parallel = 1;    ///< `tensor_parallel`: devices per pipeline stage.
   std::int64_t pipeline_parallel = 1;  ///< `pipeline_parallel` (training): stages per replica.
+  std::int64_t context_parallel = 1;   ///< `context_parallel` (training): sequence splits.
   std::int64_t micro_batches = 1;      ///< `micro_batches` (training): per optimizer step.
   std::int64_t virtual_stages = 1;     ///< `virtual_stages` (training): chunks per stage.
   int zero_stage = 0;                  ///< `zero_stage` (training): 0 to 3.

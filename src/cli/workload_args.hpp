@@ -52,6 +52,11 @@ inline void add_pipeline_options(CLI::App& sub, WorkloadSpec& spec) {
                               "accumulation, the pipeline's M; the bubble is (P-1)/(M+P-1) of the "
                               "step"))
       ->capture_default_str();
+  whole_number(sub.add_option("--context-parallel,--cp", spec.context_parallel,
+                              "Training: devices that split each sequence (ring attention): 1/C "
+                              "of the tokens, work and activations each, whole weights; "
+                              "--devices defaults to T x P x C"))
+      ->capture_default_str();
   whole_number(sub.add_option("--virtual-stages", spec.virtual_stages,
                               "Training: model chunks per pipeline stage (Megatron's interleaved "
                               "1F1B): the bubble is 1/V of 1F1B's, the stage sends V times as "

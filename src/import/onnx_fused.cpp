@@ -207,6 +207,7 @@ CountResult count_attention(const OnnxRule&, const NodeInputs& in, const Shape& 
   c.saved_elements =
       checked_mul(a.batch, checked_add(checked_mul(a.queries, a.heads, a.head_dim + a.v_head_dim),
                                        checked_mul(a.keys, a.kv_heads, a.head_dim + a.v_head_dim)));
+  c.attention_kv_per_token = checked_mul(a.kv_heads, a.head_dim + a.v_head_dim);
   if (a.causal) {
     c.kv_cache_per_token = checked_mul(a.kv_heads, a.head_dim + a.v_head_dim);
     c.kv_cache_window = a.window;

@@ -166,6 +166,7 @@ OpResult infer_attention(OpContext& ctx) {
   c.saved_elements = intermediates / 2;  // Q, K, V and context, once each.
   c.attention_heads = a.heads;
   c.attention_kv_heads = a.kv_heads;
+  c.attention_kv_per_token = checked_mul(2, kv_width);
   if (self_attention) {
     c.kv_cache_per_token = checked_mul(2, kv_width);
     // A chunked layer keeps at most one chunk (transformers' and vLLM's chunked caches).
@@ -266,6 +267,8 @@ OpResult infer_mla_attention(OpContext& ctx) {
   const std::int64_t projection_macs =
       checked_add(checked_add(q_macs, down_macs), checked_add(up_macs, out_macs));
   c.attention_heads = heads;
+  // The expanded keys (with their rotary part) and values each head's scores read.
+  c.attention_kv_per_token = checked_mul(heads, checked_add(qk_dim, v_dim));
   c.score_macs = checked_add(qk_macs, av_macs);
   c.macs = checked_add(projection_macs, c.score_macs);
   const std::int64_t scores = checked_mul(batch, heads, pairs);
