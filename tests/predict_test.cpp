@@ -342,11 +342,11 @@ TEST_CASE("predict: tensor parallelism splits work and memory, not the kernel fl
                     ContainsSubstring("6 devices do not split into tensor-parallel groups of 4"));
 }
 
-TEST_CASE("predict: tensor parallelism all-reduces each block's output twice over the link",
-          "[predict]") {
-  // Two transformer layers, d = 1024, batch 2 x seq 256: each attention layer's output is
-  // 2·256·1024 = 524,288 elements.
-  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "two_layers",
+namespace {
+
+// Two transformer layers, d = 1024 (16 heads of 64), batch 2 x seq 256.
+Graph two_attention_layers() {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "two_layers",
     "dims": {"batch": 2, "seq": 256},
     "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
     "layers": [
@@ -354,7 +354,16 @@ TEST_CASE("predict: tensor parallelism all-reduces each block's output twice ove
       {"name": "fc0", "op": "linear", "out_features": 1024},
       {"name": "attn1", "op": "attention", "heads": 16},
       {"name": "fc1", "op": "linear", "out_features": 1024}]})",
-                              "two_layers.json");
+                     "two_layers.json");
+}
+
+}  // namespace
+
+TEST_CASE("predict: tensor parallelism all-reduces each block's output twice over the link",
+          "[predict]") {
+  // Two transformer layers, d = 1024, batch 2 x seq 256: each attention layer's output is
+  // 2·256·1024 = 524,288 elements.
+  const Graph g = two_attention_layers();
   Device d = round_device();
   d.intra_node = Link{"Round link", 200e9, "bidirectional"};  // 100 GB/s per direction.
   PerformanceParams p = round_params();
@@ -456,15 +465,7 @@ TEST_CASE("predict: context parallelism splits the tokens and rings K and V", "[
   // holds 256 tokens: its K and V chunk is 2,048 x 256 elements, 1,048,576 bytes in fp16, sent
   // once a pass to its neighbour: 10 us + 1,048,576 B / (0.5 x 100 GB/s) = 30.97 us. Forward,
   // backward (K and V again and their gradients) make 3 such sends a layer.
-  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "two_layers",
-    "dims": {"batch": 2, "seq": 256},
-    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
-    "layers": [
-      {"name": "attn0", "op": "attention", "heads": 16},
-      {"name": "fc0", "op": "linear", "out_features": 1024},
-      {"name": "attn1", "op": "attention", "heads": 16},
-      {"name": "fc1", "op": "linear", "out_features": 1024}]})",
-                              "two_layers.json");
+  const Graph g = two_attention_layers();
   Device d = round_device();
   d.intra_node = Link{"Round link", 200e9, "bidirectional"};  // 100 GB/s per direction.
   PerformanceParams p = round_params();
