@@ -91,9 +91,9 @@ double objective_value(const PlanRow& row, PlanObjective objective) {
 }
 
 auto layout_key(const Layout& l) {
-  return std::make_tuple(l.devices, l.tensor_parallel, l.pipeline_parallel, l.virtual_stages,
-                         l.micro_batch_size, l.zero_stage, l.checkpointing, l.device->id,
-                         static_cast<int>(l.precision));
+  return std::make_tuple(l.devices, l.tensor_parallel, l.pipeline_parallel, l.context_parallel,
+                         l.virtual_stages, l.micro_batch_size, l.zero_stage, l.checkpointing,
+                         l.device->id, static_cast<int>(l.precision));
 }
 
 // Best first by the objective; ties by the other figures and then the layout, so that equal
@@ -116,13 +116,14 @@ StepBreakdown breakdown_of(const Estimate& e, const Layout& l) {
       static_cast<double>(l.pipeline_parallel - 1) / static_cast<double>(l.virtual_stages);
   b.recompute_s = e.recompute_s;
   b.tensor_parallel_s = e.communication_s;
+  b.context_parallel_s = e.context_parallel_s;
   b.pipeline_send_s = e.pipeline_send_s > 0 ? e.pipeline_send_s * m / (m + fill) : 0;
   b.bubble_s = e.pipeline_bubble_s;
   b.data_parallel_s = e.data_parallel_exposed_s;
   b.optimizer_s = e.optimizer_s;
   b.compute_s =
-      std::max(0.0, e.latency_s - b.recompute_s - b.tensor_parallel_s - b.pipeline_send_s -
-                        b.bubble_s - b.data_parallel_s - b.optimizer_s);
+      std::max(0.0, e.latency_s - b.recompute_s - b.tensor_parallel_s - b.context_parallel_s -
+                        b.pipeline_send_s - b.bubble_s - b.data_parallel_s - b.optimizer_s);
   return b;
 }
 
@@ -134,6 +135,7 @@ struct ShapeCase {
   double tokens_per_sample = 1;
   std::vector<std::int64_t> replica_counts;  // Divisors of global batch / micro-batch size.
   std::vector<std::int64_t> stage_counts;    // P that split the blocks evenly.
+  std::vector<std::int64_t> context_counts;  // C that split the sequence (1 first).
 };
 
 struct Search {
@@ -215,7 +217,7 @@ struct Search {
       for (std::int64_t v :
            pp == 1 ? std::vector<std::int64_t>{1} : chunk_counts(sc.shape.blocks, pp)) {
         for (std::int64_t dp : sc.replica_counts) {
-          const std::int64_t devices = layout.tensor_parallel * pp * dp;
+          const std::int64_t devices = layout.tensor_parallel * layout.context_parallel * pp * dp;
           if (devices > reach.max_devices) break;
           if (!count_allowed(devices)) continue;
           const std::int64_t m = replicas_max / dp;
@@ -247,18 +249,24 @@ struct Search {
         const std::int64_t heads = std::gcd(sc.shape.heads, sc.shape.kv_heads);
         for (std::int64_t tp : heads > 0 ? divisors(heads) : std::vector<std::int64_t>{1}) {
           if (tp > reach.domain) break;
-          for (bool checkpointing : {false, true}) {
-            Layout layout;
-            layout.device = &device;
-            layout.precision = precision;
-            layout.tensor_parallel = tp;
-            layout.micro_batch_size = sc.micro_batch_size;
-            layout.checkpointing = checkpointing;
-            layout.devices = tp;
-            const LayerPass pass =
-                estimate_layers(sc.graph, device, params, plan_workload(request, layout));
-            if (!pass.partial.communication_modelled) continue;
-            schedules(sc, pass, params, reach, layout);
+          for (std::int64_t cp : sc.context_counts) {
+            if (tp * cp > reach.max_devices) break;
+            for (bool checkpointing : {false, true}) {
+              Layout layout;
+              layout.device = &device;
+              layout.precision = precision;
+              layout.tensor_parallel = tp;
+              layout.context_parallel = cp;
+              layout.micro_batch_size = sc.micro_batch_size;
+              layout.checkpointing = checkpointing;
+              layout.devices = tp * cp;
+              const LayerPass pass =
+                  estimate_layers(sc.graph, device, params, plan_workload(request, layout));
+              if (!pass.partial.communication_modelled || !pass.partial.context_parallel_modelled) {
+                continue;
+              }
+              schedules(sc, pass, params, reach, layout);
+            }
           }
         }
       }
@@ -415,8 +423,9 @@ std::string_view plan_objective_name(PlanObjective objective) {
 }
 
 std::string layout_text(const Layout& l) {
-  std::string text =
-      fmt::format("TP {}, PP {}, DP {}", l.tensor_parallel, l.pipeline_parallel, l.data_parallel);
+  std::string text = fmt::format("TP {}, PP {}, ", l.tensor_parallel, l.pipeline_parallel);
+  if (l.context_parallel > 1) text += fmt::format("CP {}, ", l.context_parallel);
+  text += fmt::format("DP {}", l.data_parallel);
   if (l.virtual_stages > 1) text += fmt::format(", V {}", l.virtual_stages);
   if (l.zero_stage > 0) text += fmt::format(", ZeRO-{}", l.zero_stage);
   text += fmt::format(", mb {} x {}", l.micro_batch_size, l.micro_batches);
@@ -454,6 +463,7 @@ Workload plan_workload(const PlanRequest& request, const Layout& layout) {
   w.devices = layout.devices;
   w.tensor_parallel = layout.tensor_parallel;
   w.pipeline_parallel = layout.pipeline_parallel;
+  w.context_parallel = layout.context_parallel;
   w.virtual_stages = layout.virtual_stages;
   w.micro_batches = layout.micro_batches;
   w.zero_stage = layout.zero_stage;
@@ -495,6 +505,14 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
     sc.tokens_per_sample = seq == sc.graph.dims.end() ? 1 : static_cast<double>(seq->second);
     sc.replica_counts = divisors(request.global_batch / size);
     sc.stage_counts = chunk_counts(sc.shape.blocks, 1);
+    // Context parallelism splits a sequence into 2C chunks (Megatron-Core balances causal
+    // attention's work that way: the sequence must divide by 2C); a model without attention
+    // has none.
+    sc.context_counts = {1};
+    const auto tokens = static_cast<std::int64_t>(sc.tokens_per_sample);
+    for (std::int64_t c = 2; sc.shape.heads > 0 && c <= kMaxContextParallel; c *= 2) {
+      if (tokens % (2 * c) == 0) sc.context_counts.push_back(c);
+    }
     cases.push_back(std::move(sc));
   }
   if (cases.empty()) {
@@ -512,15 +530,15 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
   // Layouts that differ only in a ZeRO stage that changes nothing in the step: the lowest
   // stage that fits is listed (sorted first), the others would repeat its row.
   std::set<std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                      std::int64_t, bool, double>>
+                      std::int64_t, std::int64_t, bool, double>>
       listed;
   for (const PlanRow& row : all) {
     if (!row.meets_ask) continue;
     const Layout& l = row.layout;
     if (!listed
              .insert({l.device->id, static_cast<int>(l.precision), l.tensor_parallel,
-                      l.pipeline_parallel, l.data_parallel, l.virtual_stages, l.micro_batch_size,
-                      l.checkpointing, row.step_s})
+                      l.pipeline_parallel, l.context_parallel, l.data_parallel, l.virtual_stages,
+                      l.micro_batch_size, l.checkpointing, row.step_s})
              .second) {
       continue;
     }

@@ -538,7 +538,9 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const bool sparse_layer = s.sparse && has_sparse_weights(layer);
   // Tiles are cut from the product the matrix units see (the layer's GEMM view); layers that
   // mix products (attention, experts) have none and take no penalty.
-  const std::optional<GemmView>& gemm = layer.traits.gemm;
+  // Context parallelism gives each device 1/cp of the rows (tokens).
+  std::optional<GemmView> gemm = layer.traits.gemm;
+  if (gemm && s.cp > 1) gemm->m = std::max<std::int64_t>(1, gemm->m / s.workload.context_parallel);
   const double utilisation = matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n),
                                                                static_cast<double>(gemm->k)) *
                                                   wave_utilisation(*gemm, s.device)
@@ -874,6 +876,8 @@ void training_schedule(const Step& s, const GraphTotals& totals, double params_c
   result.bytes = result.bytes * share + update_bytes;
   result.recompute_s *= share;
   result.communication_s *= share;
+  result.context_parallel_send_s *= share;
+  result.context_parallel_s *= share;
   result.allreduce_bytes *= share;
   result.allreduces = static_cast<int>(std::lround(result.allreduces * share));
 }
@@ -966,6 +970,10 @@ Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Devi
     result.communication_bandwidth = pass.partial.communication_bandwidth;
     result.allreduces = pass.partial.allreduces;
     result.allreduce_bytes = pass.partial.allreduce_bytes;
+    result.context_parallel_send_s = pass.partial.context_parallel_send_s;
+    result.context_parallel_s = pass.partial.context_parallel_s;
+    result.context_parallel_link = pass.partial.context_parallel_link;
+    result.context_parallel_modelled = pass.partial.context_parallel_modelled;
   }
   const GraphTotals& totals = pass.totals;
   const double params_count = static_cast<double>(totals.params) / s.tp / s.pp;

@@ -54,6 +54,7 @@ Json row_json(const PlanRow& row) {
               {"devices", l.devices},
               {"tensor_parallel", l.tensor_parallel},
               {"pipeline_parallel", l.pipeline_parallel},
+              {"context_parallel", l.context_parallel},
               {"data_parallel", l.data_parallel},
               {"virtual_stages", l.virtual_stages},
               {"zero_stage", l.zero_stage},
@@ -78,6 +79,7 @@ Json row_json(const PlanRow& row) {
                {{"compute_s", b.compute_s},
                 {"recompute_s", b.recompute_s},
                 {"tensor_parallel_s", b.tensor_parallel_s},
+                {"context_parallel_s", b.context_parallel_s},
                 {"pipeline_send_s", b.pipeline_send_s},
                 {"bubble_s", b.bubble_s},
                 {"data_parallel_s", b.data_parallel_s},
@@ -168,6 +170,10 @@ std::string explain_text(const PlanReportInput& in) {
   text += fmt::format("    recompute (checkpointing)      {}\n", share(b.recompute_s));
   text += fmt::format("    tensor-parallel all-reduces    {}{}\n", share(b.tensor_parallel_s),
                       e.communication_link.empty() ? "" : "  over " + e.communication_link);
+  if (row.layout.context_parallel > 1) {
+    text += fmt::format("    ring attention sends (exposed) {}{}\n", share(b.context_parallel_s),
+                        e.context_parallel_link.empty() ? "" : "  over " + e.context_parallel_link);
+  }
   text += fmt::format("    pipeline sends                 {}{}\n", share(b.pipeline_send_s),
                       e.pipeline_link.empty() ? "" : "  over " + e.pipeline_link);
   text += fmt::format("    pipeline bubble                {}\n", share(b.bubble_s));
@@ -299,20 +305,22 @@ std::string render_plan_json(const PlanReportInput& in) {
 
 std::string render_plan_csv(const PlanReportInput& in) {
   std::string out =
-      "rank,device,precision,devices,tensor_parallel,pipeline_parallel,data_parallel,"
-      "virtual_stages,zero_stage,micro_batch_size,micro_batches,checkpointing,step_s,mfu,"
+      "rank,device,precision,devices,tensor_parallel,pipeline_parallel,context_parallel,"
+      "data_parallel,virtual_stages,zero_stage,micro_batch_size,micro_batches,checkpointing,step_s,"
+      "mfu,"
       "tokens_per_s,time_s,device_hours,cost_usd,energy_kwh,memory_bytes,headroom_bytes\n";
   const PlanResult& r = *in.result;
   for (std::size_t i = 0; i < std::min(in.top, r.rows.size()); ++i) {
     const PlanRow& row = r.rows[i];
     const Layout& l = row.layout;
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.4f},{:.6g},{:.6g},{:.6g},{},{},"
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.4f},{:.6g},{:.6g},{:.6g},{},{},"
         "{:.6g},{:.6g}\n",
         i + 1, l.device->id, precision_name(l.precision), l.devices, l.tensor_parallel,
-        l.pipeline_parallel, l.data_parallel, l.virtual_stages, l.zero_stage, l.micro_batch_size,
-        l.micro_batches, l.checkpointing ? "true" : "false", row.step_s, row.mfu, row.tokens_per_s,
-        row.time_s, row.device_hours, row.cost_usd ? fmt::format("{:.6g}", *row.cost_usd) : "",
+        l.pipeline_parallel, l.context_parallel, l.data_parallel, l.virtual_stages, l.zero_stage,
+        l.micro_batch_size, l.micro_batches, l.checkpointing ? "true" : "false", row.step_s,
+        row.mfu, row.tokens_per_s, row.time_s, row.device_hours,
+        row.cost_usd ? fmt::format("{:.6g}", *row.cost_usd) : "",
         row.energy_kwh ? fmt::format("{:.6g}", *row.energy_kwh) : "", row.memory_bytes,
         row.headroom_bytes);
   }
@@ -421,19 +429,20 @@ std::string render_scale_json(const ScaleResult& scale, const std::string& model
 
 std::string render_scale_csv(const ScaleResult& scale) {
   std::string out =
-      "devices,tensor_parallel,pipeline_parallel,data_parallel,step_s,speedup,efficiency,mfu,"
+      "devices,tensor_parallel,pipeline_parallel,context_parallel,data_parallel,step_s,speedup,"
+      "efficiency,mfu,"
       "compute_s,communication_s,bubble_s\n";
   for (const ScalePoint& p : scale.points) {
     if (!p.best) {
-      out += fmt::format("{},,,,,,,,,,\n", p.devices);
+      out += fmt::format("{},,,,,,,,,,,\n", p.devices);
       continue;
     }
     const PlanRow& row = *p.best;
-    out += fmt::format("{},{},{},{},{:.6g},{:.4f},{:.4f},{:.4f},{:.6g},{:.6g},{:.6g}\n", p.devices,
-                       row.layout.tensor_parallel, row.layout.pipeline_parallel,
-                       row.layout.data_parallel, row.step_s, p.speedup, p.efficiency, row.mfu,
-                       row.breakdown.compute_s, row.breakdown.communication_s(),
-                       row.breakdown.bubble_s);
+    out += fmt::format("{},{},{},{},{},{:.6g},{:.4f},{:.4f},{:.4f},{:.6g},{:.6g},{:.6g}\n",
+                       p.devices, row.layout.tensor_parallel, row.layout.pipeline_parallel,
+                       row.layout.context_parallel, row.layout.data_parallel, row.step_s, p.speedup,
+                       p.efficiency, row.mfu, row.breakdown.compute_s,
+                       row.breakdown.communication_s(), row.breakdown.bubble_s);
   }
   return out;
 }

@@ -118,8 +118,9 @@ TEST_CASE("plan: heads, key/value heads and blocks of a model", "[plan]") {
 TEST_CASE("plan: one node of two devices, every layout listed by hand", "[plan]") {
   // Two blocks of two heads, a global batch of 1 sample, micro-batches of 1, two devices in a
   // scale-up domain and no network. By hand, the valid layouts are: 1 device (TP 1, PP 1);
-  // 2 devices as TP 2 or as PP 2 (V 1: 2 blocks / 2 stages leave one block per stage); DP is 1
-  // (one sample), ZeRO therefore 0; each with and without checkpointing: 6 layouts.
+  // 2 devices as TP 2, as PP 2 (V 1: 2 blocks / 2 stages leave one block per stage) or as CP 2
+  // (64 tokens split into 2 x 2 chunks); DP is 1 (one sample), ZeRO therefore 0; each with and
+  // without checkpointing: 8 layouts.
   const HardwareTable table = table_of(node_device(2, false));
   const Device& d = table.devices.front();
   PlanRequest request = fp16_request(table, 1, 2);
@@ -128,33 +129,34 @@ TEST_CASE("plan: one node of two devices, every layout listed by hand", "[plan]"
     return tiny_transformer(batch, 2, 2, 2);
   };
   const PlanResult result = plan(build, table, request);
-  CHECK(result.layouts_searched == 6);
-  CHECK(result.layouts_fit == 6);
-  REQUIRE(result.rows.size() == 6);
+  CHECK(result.layouts_searched == 8);
+  CHECK(result.layouts_fit == 8);
+  REQUIRE(result.rows.size() == 8);
 
-  // The optimum by hand: estimate() each of the six and take the fastest.
+  // The optimum by hand: estimate() each of the eight and take the fastest.
   struct HandLayout {
-    std::int64_t tp, pp;
+    std::int64_t tp, pp, cp;
     bool checkpointing;
   };
-  const HandLayout hand[] = {{1, 1, false}, {1, 1, true},  {2, 1, false},
-                             {2, 1, true},  {1, 2, false}, {1, 2, true}};
+  const HandLayout hand[] = {{1, 1, 1, false}, {1, 1, 1, true}, {2, 1, 1, false}, {2, 1, 1, true},
+                             {1, 2, 1, false}, {1, 2, 1, true}, {1, 1, 2, false}, {1, 1, 2, true}};
   const Graph g = build(1);
   double fastest = HUGE_VAL;
   for (const HandLayout& h : hand) {
     Workload w;
     w.precision = Precision::kFp16;
     w.mode = Mode::kTraining;
-    w.devices = h.tp * h.pp;
+    w.devices = h.tp * h.pp * h.cp;
     w.tensor_parallel = h.tp;
     w.pipeline_parallel = h.pp;
+    w.context_parallel = h.cp;
     w.checkpointing = h.checkpointing;
     const double step = estimate(g, d, test::round_params(), w).latency_s;
     fastest = std::min(fastest, step);
     // Each hand layout is a row, with estimate()'s step time exactly.
     const auto row = std::find_if(result.rows.begin(), result.rows.end(), [&](const PlanRow& r) {
       return r.layout.tensor_parallel == h.tp && r.layout.pipeline_parallel == h.pp &&
-             r.layout.checkpointing == h.checkpointing;
+             r.layout.context_parallel == h.cp && r.layout.checkpointing == h.checkpointing;
     });
     REQUIRE(row != result.rows.end());
     CHECK(row->step_s == step);
@@ -251,7 +253,9 @@ TEST_CASE("plan: no printed layout breaks divisibility, the domain or memory", "
     CHECK(2 % l.tensor_parallel == 0);
     CHECK(3 % (l.pipeline_parallel * l.virtual_stages) == 0);
     CHECK(l.data_parallel * l.micro_batches * l.micro_batch_size == 8);
-    CHECK(l.devices == l.tensor_parallel * l.pipeline_parallel * l.data_parallel);
+    CHECK(l.devices ==
+          l.tensor_parallel * l.pipeline_parallel * l.context_parallel * l.data_parallel);
+    CHECK(64 % (2 * l.context_parallel) == 0);  // 64 tokens, 2 x CP chunks.
     CHECK(l.devices <= 64);
     CHECK(l.tensor_parallel <= 4);
     CHECK(row.memory_bytes <= 16e9 * 0.9);

@@ -39,6 +39,8 @@ using PlanGraphBuilder = std::function<Graph(std::int64_t batch)>;
 
 /// The largest global batch plan() takes, in samples (2^31: its divisors are found by trial).
 inline constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 31;
+/// The largest context-parallel degree the search tries (powers of two from 2).
+inline constexpr std::int64_t kMaxContextParallel = 16;
 
 /// What to search and the limits a layout must meet.
 struct PlanRequest {
@@ -67,6 +69,7 @@ struct Layout {
   std::int64_t devices = 1;
   std::int64_t tensor_parallel = 1;
   std::int64_t pipeline_parallel = 1;
+  std::int64_t context_parallel = 1;  ///< Devices that split each sequence (ring attention).
   std::int64_t data_parallel = 1;
   std::int64_t virtual_stages = 1;
   std::int64_t micro_batch_size = 1;  ///< Samples per micro-batch.
@@ -83,11 +86,14 @@ struct StepBreakdown {
   double compute_s = 0;          ///< Forward and backward of the layers.
   double recompute_s = 0;        ///< Checkpointing's second forward.
   double tensor_parallel_s = 0;  ///< Tensor-parallel all-reduces.
+  double context_parallel_s = 0;  ///< Ring attention's sends the layers do not hide.
   double pipeline_send_s = 0;    ///< Sends between stages outside the bubble.
   double bubble_s = 0;           ///< Pipeline fill and drain.
   double data_parallel_s = 0;    ///< The gradient sync backward does not hide.
   double optimizer_s = 0;        ///< The optimizer update.
-  double communication_s() const { return tensor_parallel_s + pipeline_send_s + data_parallel_s; }
+  double communication_s() const {
+    return tensor_parallel_s + context_parallel_s + pipeline_send_s + data_parallel_s;
+  }
 };
 
 /// One layout with its figures.

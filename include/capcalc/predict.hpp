@@ -168,9 +168,9 @@ struct Estimate {
   double pipeline_send_bytes = 0;       ///< One send: a micro-batch's boundary activation.
   std::string pipeline_link;            ///< The link between stages ("" when not modelled).
   bool pipeline_sends_modelled = true;  ///< False: no link in the table for the stages.
-  /// Training with context parallelism: the ring attention's K and V sends per micro-batch
-  /// (forward, backward and any recompute) and what the attention layers' own time does not
-  /// hide of them (in latency_s).
+  /// Training with context parallelism: the ring attention's K and V sends of the device's step
+  /// (forward, backward and any recompute of each of its micro-batches) and what the attention
+  /// layers' own time does not hide of them (in latency_s).
   double context_parallel_send_s = 0;
   double context_parallel_s = 0;
   std::string context_parallel_link;      ///< "" when not modelled.
