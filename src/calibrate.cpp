@@ -42,8 +42,8 @@ struct SpeedFit {
 // efficiencies divided by f (capped at 1), floors multiplied by f, until it settles.
 // With `floors_only`, f moves the floors alone and the efficiencies stay as given.
 SpeedFit fit_speed(const std::vector<Measurement>& own, const HardwareTable& table, Device& device,
-                   PerformanceParams params, double floor_factor, const std::string& models_dir, const RuntimeTable* runtimes,
-                   bool floors_only = false) {
+                   PerformanceParams params, double floor_factor, const std::string& models_dir,
+                   const RuntimeTable* runtimes, bool floors_only = false) {
   params.eager_overhead_s *= floor_factor;
   params.compiled_overhead_s *= floor_factor;
   params.graph_overhead_s *= floor_factor;

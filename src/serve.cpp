@@ -439,7 +439,9 @@ std::int64_t steady_run_requests(const ServeResult& r) {
 namespace {
 
 // A rate or replica count serves the load when its run meets the SLO without a growing queue.
-bool serves(const ServeResult& r) { return r.slo_met && !r.saturated; }
+bool serves(const ServeResult& r) {
+  return r.slo_met && !r.saturated;
+}
 
 // The most requests a search lengthens its runs to (a run of 100,000 takes about a second).
 constexpr std::int64_t kMaxSearchRequests = 100'000;

@@ -169,8 +169,7 @@ void steady_state(ServeResult& r, const std::vector<RequestRecord>& records, dou
       if (rec.finish_s > from && rec.finish_s <= last_arrival) ++finished;
     }
     r.sustained_rate_per_s = static_cast<double>(finished) / (last_arrival - from);
-    r.saturated =
-        static_cast<double>(finished) < kSustainedShare * static_cast<double>(arrived);
+    r.saturated = static_cast<double>(finished) < kSustainedShare * static_cast<double>(arrived);
   } else {
     r.sustained_rate_per_s = r.requests_per_s;
     r.saturated = r.requests_per_s < kSustainedShare * r.offered_rate_per_s;

@@ -323,8 +323,9 @@ TEST_CASE("serve: find max-rate does not take a rate a short run hides a growing
           "[serve]") {
   // One server, batch 1, 10 ms a request: 100/s of capacity. 200 requests at 150/s meet a loose
   // SLO (E2E P99 <= 10 s: the last waits about 200 x (10 - 6.7) ms = 0.67 s), yet the queue
-  // grows by 50 a second. The search rejects saturated runs, so its rate is the capacity: below 100/s, or at most 100 / 0.95 = 105.3/s where the steady window
-  // still completes 95 % of the offered rate.
+  // grows by 50 a second. The search rejects saturated runs, so its rate is the capacity: below
+  // 100/s, or at most 100 / 0.95 = 105.3/s where the steady window still completes 95 % of the
+  // offered rate.
   LinearCost cost(0.010, 0, 0);
   ServeSetup setup;
   setup.llm = false;

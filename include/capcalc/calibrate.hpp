@@ -47,8 +47,7 @@ struct CalibrationResult {
 /// Fits every device that has records. `records` must outlive the result (summaries point
 /// into it). `runtimes` resolves the records that name a runtime (validate()'s rule).
 CalibrationResult calibrate(const std::vector<Measurement>& records, const HardwareTable& table,
-                            const std::string& models_dir,
-                            const RuntimeTable* runtimes = nullptr);
+                            const std::string& models_dir, const RuntimeTable* runtimes = nullptr);
 
 /// A hardware file (schema_version 1) holding `devices`, in the table's units, with their
 /// performance overrides: what `capcalc calibrate -o` writes.

@@ -527,8 +527,9 @@ void run_serve(const ServeOptions& o) {
     result = search.at_rate;
     setup.load.rate_per_s = result.offered_rate_per_s;
     found = search.rate_per_s > 0
-                ? fmt::format("  max rate     {:.4g} requests/s meets the SLO, queue steady ({} runs{})\n",
-                              search.rate_per_s, search.runs, lengthened(o, search.requests))
+                ? fmt::format(
+                      "  max rate     {:.4g} requests/s meets the SLO, queue steady ({} runs{})\n",
+                      search.rate_per_s, search.runs, lengthened(o, search.requests))
                 : fmt::format(
                       "  max rate     none: the SLO is missed even at 1/1000 of the "
                       "saturation rate ({} runs)\n",
