@@ -489,25 +489,65 @@ RateSearch search_rate(ServeSetup& setup, StepCost& cost) {
   return search;
 }
 
+ReplicaSearch search_replicas(ServeSetup& setup, StepCost& cost, std::int64_t max_replicas) {
+  ReplicaSearch search;
+  const auto run = [&](std::int64_t replicas) {
+    setup.replicas = replicas;
+    ++search.runs;
+    return serve(setup, cost);
+  };
+  std::int64_t hi = 1;
+  ServeResult at_hi = run(hi);
+  while (!serves(at_hi) && hi < max_replicas) {
+    hi = std::min(hi * 2, max_replicas);
+    at_hi = run(hi);
+  }
+  if (!serves(at_hi)) return search;
+  std::int64_t lo = hi / 2;  // Fails (or 0).
+  while (hi - lo > 1) {
+    const std::int64_t mid = (lo + hi) / 2;
+    ServeResult r = run(mid);
+    if (serves(r)) {
+      hi = mid;
+      at_hi = std::move(r);
+    } else {
+      lo = mid;
+    }
+  }
+  search.replicas = hi;
+  search.at_replicas = std::move(at_hi);
+  return search;
+}
+
+// A run too short for a steady state can meet an SLO at a load it could not sustain (its queue
+// had no time to grow): runs `once` and, while the run its answer stands on is short
+// (ServeResult::short_run), again with runs long enough, at most four more times. `answer`
+// gives that run, or null where there is no answer.
+template <typename Search, typename Once, typename Answer>
+Search with_steady_runs(ServeSetup& setup, Once once, Answer answer) {
+  Search search = once();
+  for (int i = 0; i < 4; ++i) {
+    const ServeResult* run = answer(search);
+    const std::int64_t longer = run != nullptr ? longer_run(setup, *run) : 0;
+    if (longer == 0) break;
+    setup.load.requests = longer;
+    const int runs = search.runs;
+    search = once();
+    search.runs += runs;
+  }
+  search.requests = setup.load.requests;
+  return search;
+}
+
 }  // namespace
 
 RateSearch find_max_rate(ServeSetup setup, StepCost& cost) {
   if (setup.slo.empty()) throw Error::naming_keys({}, "`find` max-rate needs `slo`");
   if (!setup.load.trace.empty())
     throw Error::naming_keys({}, "`find` max-rate draws requests: not with `trace`");
-  // A run too short for a steady state can meet an SLO at a rate it could not sustain (its queue
-  // had no time to grow): search again with runs long enough to tell, at most four times.
-  RateSearch search = search_rate(setup, cost);
-  for (int i = 0; i < 4 && search.rate_per_s > 0; ++i) {
-    const std::int64_t longer = longer_run(setup, search.at_rate);
-    if (longer == 0) break;
-    setup.load.requests = longer;
-    const int runs = search.runs;
-    search = search_rate(setup, cost);
-    search.runs += runs;
-  }
-  search.requests = setup.load.requests;
-  return search;
+  return with_steady_runs<RateSearch>(
+      setup, [&] { return search_rate(setup, cost); },
+      [](const RateSearch& s) { return s.rate_per_s > 0 ? &s.at_rate : nullptr; });
 }
 
 ReplicaSearch find_replicas(ServeSetup setup, StepCost& cost, std::int64_t max_replicas) {
@@ -515,42 +555,9 @@ ReplicaSearch find_replicas(ServeSetup setup, StepCost& cost, std::int64_t max_r
   if (setup.disaggregation.enabled()) {
     throw Error::naming_keys({}, "`find` replicas counts colocated replicas: not with pools");
   }
-  ReplicaSearch search;
-  const auto run = [&](std::int64_t replicas) {
-    setup.replicas = replicas;
-    ++search.runs;
-    return serve(setup, cost);
-  };
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    if (attempt > 0) {
-      const std::int64_t longer = longer_run(setup, search.at_replicas);
-      if (search.replicas == 0 || longer == 0) break;
-      setup.load.requests = longer;
-    }
-    search.replicas = 0;
-    search.requests = setup.load.requests;
-    std::int64_t hi = 1;
-    ServeResult at_hi = run(hi);
-    while (!serves(at_hi) && hi < max_replicas) {
-      hi = std::min(hi * 2, max_replicas);
-      at_hi = run(hi);
-    }
-    if (!serves(at_hi)) break;
-    std::int64_t lo = hi / 2;  // Fails (or 0).
-    while (hi - lo > 1) {
-      const std::int64_t mid = (lo + hi) / 2;
-      ServeResult r = run(mid);
-      if (serves(r)) {
-        hi = mid;
-        at_hi = std::move(r);
-      } else {
-        lo = mid;
-      }
-    }
-    search.replicas = hi;
-    search.at_replicas = std::move(at_hi);
-  }
-  return search;
+  return with_steady_runs<ReplicaSearch>(
+      setup, [&] { return search_replicas(setup, cost, max_replicas); },
+      [](const ReplicaSearch& s) { return s.replicas > 0 ? &s.at_replicas : nullptr; });
 }
 
 Disaggregation disaggregated_pools(const Device& device, const PerformanceParams& params,
