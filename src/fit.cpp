@@ -15,10 +15,6 @@ bool fits(const Graph& graph, const Device& device, const PerformanceParams& par
   return estimate(graph, device, params, workload).fits;
 }
 
-std::int64_t replicas_of(const Workload& w) {
-  return w.devices / (w.tensor_parallel * w.pipeline_parallel * w.context_parallel);
-}
-
 // The first candidate (ascending) for which `fits_with` holds, by bisection: more devices never
 // need more memory per device, so the predicate is taken as monotone; the answer is checked.
 template <typename Predicate>
@@ -42,7 +38,7 @@ std::optional<std::int64_t> first_fit(const std::vector<std::int64_t>& candidate
 // and fits, keeping the replicas and stages.
 std::optional<FitOption> by_tensor_parallel(const Graph& graph, const Device& device,
                                             const PerformanceParams& params, Workload w) {
-  const std::int64_t replicas = replicas_of(w);
+  const std::int64_t replicas = data_parallel_replicas(w);
   const std::int64_t others = replicas * w.pipeline_parallel * w.context_parallel;
   std::vector<std::int64_t> degrees;
   // Bounds as quotients: a user's --devices may be near 2^63.
@@ -64,7 +60,7 @@ std::optional<FitOption> by_tensor_parallel(const Graph& graph, const Device& de
 // The fewest pipeline stages (training) that fit, at most one per layer.
 std::optional<FitOption> by_pipeline(const Graph& graph, const Device& device,
                                      const PerformanceParams& params, Workload w) {
-  const std::int64_t others = replicas_of(w) * w.tensor_parallel * w.context_parallel;
+  const std::int64_t others = data_parallel_replicas(w) * w.tensor_parallel * w.context_parallel;
   const auto layers = static_cast<std::int64_t>(graph.layers.size());
   std::vector<std::int64_t> stages;
   for (std::int64_t p = w.pipeline_parallel + 1; p <= layers && p <= kMaxFitDevices / others; ++p)
@@ -85,9 +81,10 @@ std::optional<FitOption> by_zero(const Graph& graph, const Device& device,
                                  const PerformanceParams& params, Workload w) {
   const std::int64_t group = w.tensor_parallel * w.pipeline_parallel * w.context_parallel;
   std::vector<std::int64_t> counts;
-  if (replicas_of(w) > 1) counts.push_back(replicas_of(w));
+  const std::int64_t current = data_parallel_replicas(w);
+  if (current > 1) counts.push_back(current);
   for (std::int64_t r = 2; r <= kMaxFitDevices / group; r *= 2) {
-    if (r > replicas_of(w)) counts.push_back(r);
+    if (r > current) counts.push_back(r);
   }
   std::optional<FitOption> best;
   for (int stage = w.zero_stage + 1; stage <= 3; ++stage) {
@@ -114,7 +111,7 @@ FitAdvice advise_fit(const Graph& graph, const Device& device, const Performance
       (e.memory.weight_bytes + e.memory.gradient_bytes + e.memory.optimizer_bytes) * split;
   if (e.fits) return advice;
   if (workload.mode != Mode::kTraining) {
-    advice.replicas_do_not_split = replicas_of(workload) > 1;
+    advice.replicas_do_not_split = data_parallel_replicas(workload) > 1;
     if (auto option = by_tensor_parallel(graph, device, params, workload)) {
       advice.options.push_back(*option);
     }

@@ -78,9 +78,13 @@ std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context) {
   return total;
 }
 
-double kv_cache_share(const LayerCounts& counts, std::int64_t tp) {
-  const std::int64_t split = counts.kv_cache_heads > 0 ? std::min(tp, counts.kv_cache_heads) : tp;
+double head_share(std::int64_t heads, std::int64_t tp) {
+  const std::int64_t split = heads > 0 ? std::min(tp, heads) : tp;
   return 1.0 / static_cast<double>(std::max<std::int64_t>(split, 1));
+}
+
+double kv_cache_share(const LayerCounts& counts, std::int64_t tp) {
+  return head_share(counts.kv_cache_heads, tp);
 }
 
 double kv_cache_elements_per_device(const Graph& graph, std::int64_t context, std::int64_t tp) {

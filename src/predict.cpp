@@ -229,6 +229,10 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
   return workload.devices / group;
 }
 
+std::int64_t data_parallel_shards(const Workload& workload) {
+  return data_parallel_replicas(workload) * workload.context_parallel;
+}
+
 std::string parallelism_text(const Workload& workload) {
   std::string text;
   if (workload.tensor_parallel > 1) {
@@ -432,7 +436,7 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
          achievable_rates(device, params, workload.precision)};
   s.replicas = static_cast<double>(data_parallel_replicas(workload));
   s.cp = static_cast<double>(workload.context_parallel);
-  s.shards = s.replicas * s.cp;
+  s.shards = static_cast<double>(data_parallel_shards(workload));
   s.tp = static_cast<double>(workload.tensor_parallel);
   s.sequence_parallel = workload.tensor_parallel > 1 &&
                         workload.sequence_parallel.value_or(workload.mode == Mode::kTraining);
@@ -566,12 +570,13 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const ExtraKernels extra = s.training ? training_extra_kernels(s, index) : ExtraKernels{};
   Work forward;
   forward.kernels = kernels + casts + input_casts + extra.forward;
-  // Each device's share: 1/tp, or all of it for a layer every device runs whole.
+  // Each device's share: 1/tp, or all of it for a layer every device runs whole; context
+  // parallelism splits every layer's tokens (`work`), not its weights (`split`).
   const double split = s.replicated.empty() || s.replicated[index] == 0 ? s.tp : 1;
-  // Context parallelism splits every layer's tokens, not its weights.
-  forward.macs = static_cast<double>(c.macs - c.score_macs) / split / s.cp;
-  forward.score_macs = static_cast<double>(c.score_macs) / split / s.cp;
-  forward.other_flops = static_cast<double>(c.other_flops) / split / s.cp;
+  const double work = split * s.cp;
+  forward.macs = static_cast<double>(c.macs - c.score_macs) / work;
+  forward.score_macs = static_cast<double>(c.score_macs) / work;
+  forward.other_flops = static_cast<double>(c.other_flops) / work;
   // Each device reads its share of the cache: all of it where there are fewer key/value heads
   // (one latent) than devices.
   forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * s.act_bytes / s.cp +
@@ -586,7 +591,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const double uncached_bytes = forward.bytes;
   const double cached =
       std::min(s.cached_input_elements[index], static_cast<double>(c.input_elements));
-  forward.bytes -= cached * s.act_bytes / split / s.cp;
+  forward.bytes -= cached * s.act_bytes / work;
   LayerEstimate e = roofline(forward, matrix, speed, fused, rates, s.floor_s);
   if (!s.training) return e;
   if (s.workload.checkpointing) recompute_s += e.time_s;
@@ -595,9 +600,9 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   Work backward;
   // Each product of two activations needs both operands' gradients: twice its forward.
   backward.score_macs =
-      std::min(static_cast<double>(c.backward_macs) / split / s.cp, 2 * forward.score_macs);
-  backward.macs = static_cast<double>(c.backward_macs) / split / s.cp - backward.score_macs;
-  backward.other_flops = static_cast<double>(c.backward_other_flops) / split / s.cp;
+      std::min(static_cast<double>(c.backward_macs) / work, 2 * forward.score_macs);
+  backward.macs = static_cast<double>(c.backward_macs) / work - backward.score_macs;
+  backward.other_flops = static_cast<double>(c.backward_other_flops) / work;
   backward.bytes = 2 * uncached_bytes;
   // Autograd's kernels for the layer (the runtime's table; else one per forward kernel and one
   // for weight gradients), a reduction per bias gradient, and the casts' backward.
@@ -687,12 +692,9 @@ void context_parallel_communication(const Step& s, Estimate& result) {
     const double tokens =
         static_cast<double>(element_count(layer.output)) / static_cast<double>(layer.output.back());
     // Tensor parallelism splits the heads: each device's ring carries its heads' share.
-    const std::int64_t heads =
-        c.attention_kv_heads > 0 ? c.attention_kv_heads : s.workload.tensor_parallel;
-    const double share = 1.0 / static_cast<double>(std::max<std::int64_t>(
-                                   1, std::min(heads, s.workload.tensor_parallel)));
-    const double bytes =
-        static_cast<double>(c.attention_kv_per_token) * tokens / s.cp * share * s.comm_bytes;
+    const double bytes = static_cast<double>(c.attention_kv_per_token) * tokens / s.cp *
+                         head_share(c.attention_kv_heads, s.workload.tensor_parallel) *
+                         s.comm_bytes;
     const double sends =
         passes * (s.cp - 1) * send_s(s.params, result.profile, bytes, group.per_direction());
     result.context_parallel_send_s += sends;

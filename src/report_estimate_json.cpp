@@ -137,8 +137,7 @@ Json estimate_json(const ReportInput& in) {
         {"link", e.context_parallel_modelled ? Json(e.context_parallel_link) : Json(nullptr)},
         {"modelled", e.context_parallel_modelled}};
   }
-  if (in.workload.mode == Mode::kTraining &&
-      data_parallel_replicas(in.workload) * in.workload.context_parallel > 1) {
+  if (in.workload.mode == Mode::kTraining && data_parallel_shards(in.workload) > 1) {
     Json dp;
     dp["allreduce_s"] = e.data_parallel_s;
     dp["exposed_s"] = e.data_parallel_exposed_s;

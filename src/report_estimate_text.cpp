@@ -314,7 +314,7 @@ std::string estimate_time_text(const ReportInput& in) {
                 : std::string("not modelled (no link in the table for the ring)")) +
            "\n";
   }
-  if (training && data_parallel_replicas(in.workload) * in.workload.context_parallel > 1) {
+  if (training && data_parallel_shards(in.workload) > 1) {
     out += "  grad sync    " + grad_sync_summary(e, in.workload.zero_stage) + "\n";
   }
   if (training) {

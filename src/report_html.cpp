@@ -155,7 +155,7 @@ std::string summary_section(const ReportInput& in) {
     out += kv_row("stage sends", esc(stage_sends_summary(e)));
   }
   if (in.workload.tensor_parallel > 1) out += kv_row("all-reduce", esc(allreduce_summary(e)));
-  if (training && data_parallel_replicas(in.workload) * in.workload.context_parallel > 1) {
+  if (training && data_parallel_shards(in.workload) > 1) {
     out += kv_row("grad sync", esc(grad_sync_summary(e, in.workload.zero_stage)));
   }
   // Products off the tensor cores' granularity, as the text report names them.

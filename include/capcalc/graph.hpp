@@ -218,6 +218,10 @@ std::int64_t kv_cache_elements(const Graph& graph, std::int64_t context);
 /// min(tp, its kv_cache_heads) devices, replicated beyond that (as serving engines do).
 double kv_cache_elements_per_device(const Graph& graph, std::int64_t context, std::int64_t tp);
 
+/// The share of `heads` (key/value heads; 0: any number) one device of a tensor-parallel group
+/// of `tp` holds: split over min(tp, heads) devices, replicated beyond that.
+double head_share(std::int64_t heads, std::int64_t tp);
+
 /// The share of a layer's cache one device of a tensor-parallel group of `tp` keeps.
 double kv_cache_share(const LayerCounts& counts, std::int64_t tp);
 

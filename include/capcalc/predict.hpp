@@ -213,10 +213,13 @@ struct Estimate {
   std::int64_t max_batch = 0;  ///< Largest batch that fits (0: none; -1: no batch dim).
 };
 
-/// Data-parallel replicas: devices / (tensor_parallel × pipeline_parallel). Throws
-/// capcalc::Error unless all are at least 1, the groups divide devices, zero_stage is 0 to 3
+/// Data-parallel replicas: devices / (tensor_parallel × pipeline_parallel × context_parallel).
+/// Throws capcalc::Error unless all are at least 1, the groups divide devices, zero_stage is 0 to 3
 /// (above 0 only in training) and pipelines and micro-batches are asked for in training only.
 std::int64_t data_parallel_replicas(const Workload& workload);
+/// The devices that hold the same weights: the replicas × context_parallel. Training reduces
+/// the gradients, and ZeRO shards, over them. Throws as data_parallel_replicas.
+std::int64_t data_parallel_shards(const Workload& workload);
 
 /// " (tensor-parallel T)", " (pipeline P x M micro-batches)" and ", ZeRO-S" where they apply,
 /// for workload descriptions.
