@@ -410,7 +410,10 @@ capcalc_cli_ok(price_names_flag "cost +\\$[0-9.]+ at \\$2.00/h \\(--price-per-ho
 capcalc_cli_ok(training_zero_tensor_parallel "64 devices \\(tensor-parallel 8, sequence-parallel\\), ZeRO-1.*memory +[0-9.]+ GB of 80.0 GB: fits.*ZeRO-1 +optimizer state and its update sharded over 8 data-parallel replicas"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1 --explain)
 # Sequence parallelism (on by default in training): reduce-scatter + all-gather pairs; off, the
-# norms and residual adds run whole on every device and keep their activations whole.
+# norms and residual adds run whole on every device and keep their activations whole. The
+# figures here and in training_context_parallel are capcalc's own, pinned against drift; each
+# rule behind them is derived by hand in predict_test.cpp ("tensor parallelism all-reduces...",
+# "without sequence parallelism...", "context parallelism splits the tokens...").
 capcalc_cli_ok(training_sequence_parallel_pairs "\\(tensor-parallel 8, sequence-parallel\\).*all-reduce +[0-9.]+ ms: 320 reduce-scatter \\+ all-gather pairs of 42.9 GB in all over NVLink 4.*memory +77.2 GB of 80.0 GB: fits"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1)
 capcalc_cli_ok(training_sequence_parallel_off "\\(tensor-parallel 8\\), ZeRO-1.*all-reduce +[0-9.]+ ms: 320 all-reduces of 42.9 GB in all over NVLink 4.*memory +115 GB of 80.0 GB: DOES NOT FIT"
