@@ -436,7 +436,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
           ? s.params.misaligned_matrix_efficiency / s.params.matrix_efficiency
           : 1;
   const double speed = utilisation * aligned * (sparse_layer && matrix ? sparsity_speedup : 1);
-  const bool fused = s.fusing && fusable(layer, s.workload.mode);
+  const bool fused = s.fusing && fusable(layer, s.workload.mode) && s.runtime.fuses(layer);
   const double layer_weight_bytes = sparse_layer ? s.sparse_weight_bytes : s.weight_bytes;
 
   // Mixed-precision training casts each fp32 master weight to 16 bits once per forward

@@ -61,6 +61,7 @@ Json runtime_json(const Runtime& r) {
   for (const auto& [key, count] : kernel_entries(r))
     kernels[key] = count;
   j["kernels"] = kernels;
+  if (!r.unfused_ops.empty()) j["unfused_ops"] = r.unfused_ops;
   j["sources"] = r.sources;
   if (!r.notes.empty()) j["notes"] = r.notes;
   return j;
@@ -97,8 +98,14 @@ std::string render_runtimes_json(const RuntimeTable& table) {
 std::string render_runtime_text(const Runtime& r) {
   std::string out = fmt::format("{} ({})\n", r.name, r.id);
   if (!r.aliases.empty()) out += fmt::format("  aliases      {}\n", fmt::join(r.aliases, ", "));
-  out += fmt::format("  profile      {}{}\n", profile_name(r.profile),
-                     fuses_elementwise(r.profile) ? " (elementwise layers fused)" : "");
+  std::string fusion;
+  if (fuses_elementwise(r.profile)) {
+    fusion = r.unfused_ops.empty()
+                 ? " (elementwise layers fused)"
+                 : fmt::format(" (elementwise layers fused; {} run as kernels of their own)",
+                               fmt::join(r.unfused_ops, ", "));
+  }
+  out += fmt::format("  profile      {}{}\n", profile_name(r.profile), fusion);
   out += fmt::format("  devices      {}\n", device_types_text(r));
   out += fmt::format("  kernels      {}\n", kernels_text(r));
   if (!r.notes.empty()) out += "  notes        " + wrap_text(r.notes, 100, 15);

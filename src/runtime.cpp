@@ -19,9 +19,10 @@ namespace {
 const std::vector<std::string_view> kTableKeys = {"schema_version", "version", "description",
                                                   "comment",        "$schema", "runtimes"};
 const std::vector<std::string_view> kRuntimeKeys = {
-    "id",      "name",          "aliases",  "profile",  "device_types",
-    "kernels", "kernels_16bit", "training", "tf32_ops", "host_overhead_us",
-    "sources", "notes",         "comment",  "serving"};
+    "id",           "name",        "aliases",          "profile",
+    "device_types", "kernels",     "kernels_16bit",    "training",
+    "tf32_ops",     "unfused_ops", "host_overhead_us", "sources",
+    "notes",        "comment",     "serving"};
 
 std::array<double, kOpClassCount> one_kernel_per_layer() {
   std::array<double, kOpClassCount> kernels{};
@@ -246,6 +247,7 @@ Runtime parse_runtime(const JsonView& entry) {
     parse_op_counts(*narrow, r.kernels_per_op_16bit, nullptr);
   if (auto training = entry.find("training")) r.training = parse_training(*training);
   if (auto tf32 = entry.find("tf32_ops")) r.tf32_ops = op_list(*tf32);
+  if (auto unfused = entry.find("unfused_ops")) r.unfused_ops = op_list(*unfused);
   if (auto host = entry.find("host_overhead_us")) {
     host->expect_object();
     for (const auto& item : host->json().items()) {
@@ -288,6 +290,10 @@ double Runtime::kernels(const Layer& layer, bool narrow) const {
   // A decode step appends this token's keys and values to the cache.
   if (layer.counts.kv_cache_read_elements > 0) count += cache_update_kernels;
   return count;
+}
+
+bool Runtime::fuses(const Layer& layer) const {
+  return std::find(unfused_ops.begin(), unfused_ops.end(), layer.op) == unfused_ops.end();
 }
 
 double Runtime::backward_kernels(const Layer& layer, double forward) const {

@@ -293,3 +293,41 @@ TEST_CASE(
   CHECK(e.layers[0].flops == e.layers[1].flops);
   CHECK(e.layers[0].flops == Approx(8e6));
 }
+
+// A runtime whose fusing profile keeps LayerNorm a kernel of its own (ONNX Runtime's
+// SkipLayerNormalization) while GELU still folds away. [1, 1024, 1024] fp32 inference, the
+// compiled profile: the norm reads 1,048,576 inputs and its 2 x 1,024 scale and shift and
+// writes 1,048,576 outputs, 4 bytes each: 8,396,800 B at 0.5 TB/s = 16.7936 us; its 8 FLOPs an
+// element, 8,388,608 at 5 TFLOP/s = 1.68 us; one kernel. Without the rule both layers fold.
+TEST_CASE("kernel rules: a runtime keeps the operators it lists unfused", "[runtime][predict]") {
+  const RuntimeTable table = parse_runtimes(R"({"schema_version": 1, "runtimes": [
+    {"id": "ortish", "name": "ORT-ish", "profile": "compiled", "unfused_ops": ["layernorm"],
+     "sources": ["https://example.invalid/ortish"]}]})",
+                                            "rt.json");
+  const Graph g = model(R"({"name": "x", "shape": ["batch", 1024, 1024]})",
+                        R"({"name": "norm", "op": "layernorm"},
+                           {"name": "act", "op": "gelu"})");
+  Workload w;
+  w.precision = Precision::kFp32;
+  w.runtime = table.get("ortish");
+  const Estimate kept = estimate(g, test::round_device(), test::round_params(), w);
+  CHECK(kept.layers[0].bound == Bound::kMemory);
+  CHECK(kept.layers[0].memory_s == Approx(8396800 / 0.5e12));
+  CHECK(kept.layers[0].compute_s == Approx(8388608 / 5e12));
+  CHECK(kept.layers[0].time_s == Approx(8396800 / 0.5e12));
+  CHECK(kept.layers[1].bound == Bound::kFused);
+  CHECK(kept.kernels == 1);
+  w.runtime = generic_runtime(Profile::kCompiled);
+  const Estimate folded = estimate(g, test::round_device(), test::round_params(), w);
+  CHECK(folded.layers[0].bound == Bound::kFused);
+  CHECK(folded.layers[0].time_s == Approx(8388608 / 5e12));
+}
+
+TEST_CASE("kernel rules: an unknown unfused operator is located", "[runtime][errors]") {
+  REQUIRE_THROWS_WITH(parse_runtimes(R"({"schema_version": 1, "runtimes": [
+    {"id": "x", "name": "X", "profile": "compiled", "unfused_ops": ["layernrom"],
+     "sources": ["https://example.invalid/x"]}]})",
+                                     "rt.json"),
+                      Catch::Contains("rt.json") && Catch::Contains("/runtimes/0/unfused_ops/0") &&
+                          Catch::Contains("layernorm"));
+}

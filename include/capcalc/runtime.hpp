@@ -102,6 +102,10 @@ struct Runtime {
   /// device has a TF32 peak (PyTorch: convolutions, torch.backends.cudnn.allow_tf32 = True;
   /// not matmuls, torch.backends.cuda.matmul.allow_tf32 = False since 1.12).
   std::vector<std::string> tf32_ops;
+  /// Native operators that a fusing profile would fold into a neighbour but this runtime runs
+  /// as kernels of their own (ONNX Runtime's SkipLayerNormalization and FastGelu: the norm and
+  /// the activation stay, the residual and bias adds fold into them).
+  std::vector<std::string> unfused_ops;
   /// Host cost per kernel launch on each device type (indexed by DeviceType, seconds), where
   /// the table gives one; 0: the hardware table's floor for the profile.
   std::array<double, kDeviceTypeCount> host_overhead_s{};
@@ -111,6 +115,8 @@ struct Runtime {
 
   /// Kernels one forward pass of `layer` launches (0 for views); `narrow`: 16-bit activations.
   double kernels(const Layer& layer, bool narrow = false) const;
+  /// False for an operator in `unfused_ops`: a fusing profile may fold the others away.
+  bool fuses(const Layer& layer) const;
   /// Kernels autograd launches for `layer`'s backward, given its forward's.
   double backward_kernels(const Layer& layer, double forward) const;
   /// Kernels one optimizer step launches over `tensors` parameter tensors holding `chunks`
