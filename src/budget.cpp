@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "capcalc/names.hpp"
 #include "capcalc/units.hpp"
 
 #include "checked.hpp"
@@ -18,9 +19,15 @@
 namespace capcalc {
 namespace {
 
-constexpr std::array<std::string_view, 9> kLimitNames = {
-    "max_latency", "min_throughput", "max_memory", "max_cost", "max_train_time",
-    "max_params",  "max_macs",       "must_fit",   "max_ttft"};
+constexpr auto kLimits = name_table<LimitKind>({{LimitKind::kMaxLatency, "max_latency"},
+                                                {LimitKind::kMinThroughput, "min_throughput"},
+                                                {LimitKind::kMaxMemory, "max_memory"},
+                                                {LimitKind::kMaxCost, "max_cost"},
+                                                {LimitKind::kMaxTrainTime, "max_train_time"},
+                                                {LimitKind::kMaxParams, "max_params"},
+                                                {LimitKind::kMaxMacs, "max_macs"},
+                                                {LimitKind::kMustFit, "must_fit"},
+                                                {LimitKind::kMaxTtft, "max_ttft"}});
 
 bool is_min(LimitKind kind) {
   return kind == LimitKind::kMinThroughput;
@@ -328,18 +335,15 @@ std::string workload_text(const Graph& graph, Precision precision, const Workloa
 }  // namespace
 
 std::string_view limit_name(LimitKind kind) {
-  return kLimitNames[static_cast<std::size_t>(kind)];
+  return kLimits.name(kind);
 }
 
 std::vector<std::string_view> limit_names() {
-  return {kLimitNames.begin(), kLimitNames.end()};
+  return kLimits.names();
 }
 
 std::optional<LimitKind> parse_limit_kind(std::string_view name) {
-  for (std::size_t i = 0; i < kLimitNames.size(); ++i) {
-    if (kLimitNames[i] == name) return static_cast<LimitKind>(i);
-  }
-  return std::nullopt;
+  return kLimits.parse(name);
 }
 
 Limit parse_limit(LimitKind kind, std::string_view text) {

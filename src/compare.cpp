@@ -9,6 +9,7 @@
 
 #include "capcalc/error.hpp"
 #include "capcalc/fit.hpp"
+#include "capcalc/names.hpp"
 
 #include "checked.hpp"
 
@@ -65,32 +66,33 @@ bool key_less(const std::optional<double>& a, const std::optional<double>& b) {
   return *a < *b;
 }
 
-constexpr std::array<std::string_view, 6> kSortNames = {"table", "time",   "throughput",
-                                                        "cost",  "memory", "energy"};
+constexpr auto kSorts = name_table<CompareSort>({{CompareSort::kTable, "table"},
+                                                 {CompareSort::kTime, "time"},
+                                                 {CompareSort::kThroughput, "throughput"},
+                                                 {CompareSort::kCost, "cost"},
+                                                 {CompareSort::kMemory, "memory"},
+                                                 {CompareSort::kEnergy, "energy"}});
 
 }  // namespace
 
 std::string_view cost_basis_name(CostBasis basis) {
-  switch (basis) {
-    case CostBasis::kPerRun:
-      return "per_run";
-    case CostBasis::kPerMillionTokens:
-      return "per_million_tokens";
-    case CostBasis::kPerMillionSamples:
-      break;
-  }
-  return "per_million_samples";
+  constexpr auto kNames =
+      name_table<CostBasis>({{CostBasis::kPerMillionSamples, "per_million_samples"},
+                             {CostBasis::kPerMillionTokens, "per_million_tokens"},
+                             {CostBasis::kPerRun, "per_run"}});
+  return kNames.name(basis);
 }
 
 std::optional<CompareSort> parse_compare_sort(std::string_view name) {
-  for (std::size_t i = 0; i < kSortNames.size(); ++i) {
-    if (kSortNames[i] == name) return static_cast<CompareSort>(i);
-  }
-  return std::nullopt;
+  return kSorts.parse(name);
 }
 
 std::string_view compare_sort_name(CompareSort sort) {
-  return kSortNames[static_cast<std::size_t>(sort)];
+  return kSorts.name(sort);
+}
+
+std::vector<std::string_view> compare_sort_names() {
+  return kSorts.names();
 }
 
 CompareRow compare_row(const Graph& graph, const Device& device, const PerformanceParams& params,

@@ -5,30 +5,27 @@
 
 #include <fmt/format.h>
 
+#include "capcalc/names.hpp"
+
 #include "checked.hpp"
 
 namespace capcalc {
+namespace {
+
+constexpr auto kOpClassNames = name_table<OpClass>({{OpClass::kMatrix, "matrix"},
+                                                    {OpClass::kAttention, "attention"},
+                                                    {OpClass::kElementwise, "elementwise"},
+                                                    {OpClass::kNormalization, "normalization"},
+                                                    {OpClass::kPooling, "pooling"},
+                                                    {OpClass::kDataMovement, "data_movement"},
+                                                    {OpClass::kView, "view"},
+                                                    {OpClass::kUnknown, "unknown"}});
+static_assert(kOpClassNames.rows.size() == kOpClassCount);
+
+}  // namespace
 
 std::string_view op_class_name(OpClass op_class) {
-  switch (op_class) {
-    case OpClass::kMatrix:
-      return "matrix";
-    case OpClass::kAttention:
-      return "attention";
-    case OpClass::kElementwise:
-      return "elementwise";
-    case OpClass::kNormalization:
-      return "normalization";
-    case OpClass::kPooling:
-      return "pooling";
-    case OpClass::kDataMovement:
-      return "data_movement";
-    case OpClass::kView:
-      return "view";
-    case OpClass::kUnknown:
-      break;
-  }
-  return "unknown";
+  return kOpClassNames.name(op_class);
 }
 
 std::string shape_to_string(const Shape& shape) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/names.hpp"
 
 #include "input_file.hpp"
 #include "json_view.hpp"
@@ -22,10 +23,24 @@ constexpr double kGiga = 1e9;
 constexpr double kMega = 1e6;
 constexpr double kMicro = 1e-6;
 
-constexpr std::array<std::string_view, kPrecisionCount> kPrecisionNames = {
-    "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"};
-constexpr std::array<std::string_view, kDeviceTypeCount> kDeviceTypeNames = {"cpu", "gpu", "tpu",
-                                                                             "accelerator"};
+constexpr auto kPrecisions = name_table<Precision>({{Precision::kFp64, "fp64"},
+                                                    {Precision::kFp32, "fp32"},
+                                                    {Precision::kTf32, "tf32"},
+                                                    {Precision::kFp16, "fp16"},
+                                                    {Precision::kBf16, "bf16"},
+                                                    {Precision::kFp8, "fp8"},
+                                                    {Precision::kInt8, "int8"},
+                                                    {Precision::kInt4, "int4"}});
+constexpr auto kDeviceTypes = name_table<DeviceType>({{DeviceType::kCpu, "cpu"},
+                                                      {DeviceType::kGpu, "gpu"},
+                                                      {DeviceType::kTpu, "tpu"},
+                                                      {DeviceType::kAccelerator, "accelerator"}});
+constexpr auto kProfiles = name_table<Profile>({{Profile::kEager, "eager"},
+                                                {Profile::kGraph, "graph"},
+                                                {Profile::kCompiled, "compiled"},
+                                                {Profile::kInductor, "inductor"}});
+static_assert(kPrecisions.rows.size() == kPrecisionCount);
+static_assert(kDeviceTypes.rows.size() == kDeviceTypeCount);
 
 const std::vector<std::string_view> kDeviceKeys = {"id",
                                                    "name",
@@ -233,8 +248,7 @@ Device parse_device(const JsonView& entry) {
   const std::optional<DeviceType> parsed_type = parse_device_type(type.as_string());
   if (!parsed_type) {
     type.fail(with_suggestion(fmt::format("unknown device type \"{}\"", type.as_string()),
-                              type.as_string(),
-                              {kDeviceTypeNames.begin(), kDeviceTypeNames.end()}));
+                              type.as_string(), device_type_names()));
   }
   device.type = *parsed_type;
   device.vendor = non_empty(entry.at("vendor"));
@@ -383,15 +397,11 @@ PerformanceParams parse_performance(const JsonView& params) {
 }  // namespace
 
 std::string_view precision_name(Precision precision) {
-  return kPrecisionNames[static_cast<std::size_t>(precision)];
+  return kPrecisions.name(precision);
 }
 
 std::optional<Precision> parse_precision(std::string_view name) {
-  const std::string key = lookup_key(name);
-  for (std::size_t i = 0; i < kPrecisionCount; ++i) {
-    if (kPrecisionNames[i] == key) return static_cast<Precision>(i);
-  }
-  return std::nullopt;
+  return kPrecisions.parse(lookup_key(name));
 }
 
 std::string unknown_precision_message(std::string_view name) {
@@ -399,18 +409,19 @@ std::string unknown_precision_message(std::string_view name) {
 }
 
 std::vector<std::string_view> precision_names() {
-  return {kPrecisionNames.begin(), kPrecisionNames.end()};
+  return kPrecisions.names();
 }
 
 std::string_view device_type_name(DeviceType type) {
-  return kDeviceTypeNames[static_cast<std::size_t>(type)];
+  return kDeviceTypes.name(type);
 }
 
 std::optional<DeviceType> parse_device_type(std::string_view name) {
-  for (std::size_t i = 0; i < kDeviceTypeCount; ++i) {
-    if (kDeviceTypeNames[i] == name) return static_cast<DeviceType>(i);
-  }
-  return std::nullopt;
+  return kDeviceTypes.parse(name);
+}
+
+std::vector<std::string_view> device_type_names() {
+  return kDeviceTypes.names();
 }
 
 double weight_bytes_per_element(Precision precision) {
@@ -487,8 +498,7 @@ HardwareTable parse_hardware(std::string_view text, const std::string& file) {
       const std::optional<DeviceType> type = parse_device_type(item.key());
       if (!type) {
         params.fail(with_suggestion(fmt::format("unknown device type \"{}\"", item.key()),
-                                    item.key(),
-                                    {kDeviceTypeNames.begin(), kDeviceTypeNames.end()}));
+                                    item.key(), device_type_names()));
       }
       table.performance[static_cast<std::size_t>(*type)] = parse_performance(params);
       table.performance_given[static_cast<std::size_t>(*type)] = true;
@@ -575,48 +585,21 @@ PerformanceParams HardwareTable::performance_for(const Device& device) const {
 }
 
 std::string_view profile_name(Profile profile) {
-  switch (profile) {
-    case Profile::kEager:
-      return "eager";
-    case Profile::kGraph:
-      return "graph";
-    case Profile::kInductor:
-      return "inductor";
-    case Profile::kCompiled:
-      break;
-  }
-  return "compiled";
+  return kProfiles.name(profile);
 }
 
-constexpr std::array kProfiles = {Profile::kEager, Profile::kGraph, Profile::kCompiled,
-                                  Profile::kInductor};
-
 std::optional<Profile> parse_profile(std::string_view name) {
-  for (Profile p : kProfiles) {
-    if (name == profile_name(p)) return p;
-  }
-  return std::nullopt;
+  return kProfiles.parse(name);
 }
 
 std::vector<std::string_view> profile_names() {
-  std::vector<std::string_view> names;
-  for (Profile p : kProfiles)
-    names.push_back(profile_name(p));
-  return names;
+  return kProfiles.names();
 }
 
 std::string unknown_profile_message(std::string_view name) {
   const std::vector<std::string_view> names = profile_names();
-  std::string expected;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    expected += fmt::format("{}\"{}\"",
-                            i == 0                  ? ""
-                            : i + 1 == names.size() ? " or "
-                                                    : ", ",
-                            names[i]);
-  }
-  return with_suggestion(fmt::format("unknown profile \"{}\"; expected {}", name, expected), name,
-                         names);
+  return with_suggestion(
+      fmt::format("unknown profile \"{}\"; expected {}", name, quoted_choices(names)), name, names);
 }
 
 bool fuses_elementwise(Profile profile) {

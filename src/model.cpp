@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/names.hpp"
 #include "capcalc/units.hpp"
 
 #include "checked.hpp"
@@ -22,6 +23,9 @@
 
 namespace capcalc {
 namespace {
+
+constexpr auto kCausalCountings =
+    name_table<CausalCounting>({{CausalCounting::kFull, "full"}, {CausalCounting::kHalf, "half"}});
 
 constexpr std::string_view kFormat = "capcalc-model/1";
 
@@ -641,6 +645,18 @@ Graph load_model(const std::string& path, const ModelOptions& options) {
 
 std::vector<std::string_view> operator_names() {
   return op_names();
+}
+
+std::string_view causal_counting_name(CausalCounting counting) {
+  return kCausalCountings.name(counting);
+}
+
+std::optional<CausalCounting> parse_causal_counting(std::string_view name) {
+  return kCausalCountings.parse(name);
+}
+
+std::vector<std::string_view> causal_counting_names() {
+  return kCausalCountings.names();
 }
 
 }  // namespace capcalc

@@ -11,10 +11,15 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/names.hpp"
 #include "capcalc/units.hpp"
 
 namespace capcalc {
 namespace {
+
+constexpr auto kObjectives = name_table<PlanObjective>({{PlanObjective::kTime, "time"},
+                                                        {PlanObjective::kCost, "cost"},
+                                                        {PlanObjective::kEnergy, "energy"}});
 
 std::vector<std::int64_t> divisors(std::int64_t n) {
   std::vector<std::int64_t> out;
@@ -411,15 +416,15 @@ std::vector<PlanRow> pareto_front(const std::vector<PlanRow>& rows) {
 }  // namespace
 
 std::string_view plan_objective_name(PlanObjective objective) {
-  switch (objective) {
-    case PlanObjective::kCost:
-      return "cost";
-    case PlanObjective::kEnergy:
-      return "energy";
-    case PlanObjective::kTime:
-      break;
-  }
-  return "time";
+  return kObjectives.name(objective);
+}
+
+std::optional<PlanObjective> parse_plan_objective(std::string_view name) {
+  return kObjectives.parse(name);
+}
+
+std::vector<std::string_view> plan_objective_names() {
+  return kObjectives.names();
 }
 
 std::string layout_text(const Layout& l) {

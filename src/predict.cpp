@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/names.hpp"
 
 #include "checked.hpp"
 #include "collectives.hpp"
@@ -14,6 +15,21 @@
 
 namespace capcalc {
 namespace {
+
+constexpr auto kBounds = name_table<Bound>({{Bound::kCompute, "compute"},
+                                            {Bound::kMemory, "memory"},
+                                            {Bound::kHost, "host"},
+                                            {Bound::kFused, "fused"},
+                                            {Bound::kNone, "-"}});
+constexpr auto kModes =
+    name_table<Mode>({{Mode::kInference, "inference"}, {Mode::kTraining, "training"}});
+constexpr auto kOptimizers = name_table<Optimizer>({{Optimizer::kSgd, "sgd"},
+                                                    {Optimizer::kMomentum, "momentum"},
+                                                    {Optimizer::kAdam, "adam"},
+                                                    {Optimizer::kAdam, "adamw", true}});
+constexpr auto kSparsities = name_table<Sparsity>({{Sparsity::kDense, "dense"},
+                                                   {Sparsity::k2of4, "2:4"},
+                                                   {Sparsity::kUnstructured, "unstructured"}});
 
 constexpr double kMasterWeightBytesPerParam = 4;  // fp32 copy under mixed precision.
 
@@ -103,42 +119,43 @@ PipelineLink pipeline_link(const Device& device, std::int64_t devices) {
 }  // namespace
 
 std::string_view bound_name(Bound bound) {
-  switch (bound) {
-    case Bound::kCompute:
-      return "compute";
-    case Bound::kMemory:
-      return "memory";
-    case Bound::kHost:
-      return "host";
-    case Bound::kFused:
-      return "fused";
-    case Bound::kNone:
-      break;
-  }
-  return "-";
+  return kBounds.name(bound);
 }
 
 std::string_view mode_name(Mode mode) {
-  return mode == Mode::kTraining ? "training" : "inference";
+  return kModes.name(mode);
+}
+
+std::optional<Mode> parse_mode(std::string_view name) {
+  return kModes.parse(name);
+}
+
+std::vector<std::string_view> mode_names() {
+  return kModes.names();
 }
 
 std::string_view optimizer_name(Optimizer optimizer) {
-  switch (optimizer) {
-    case Optimizer::kSgd:
-      return "sgd";
-    case Optimizer::kMomentum:
-      return "momentum";
-    case Optimizer::kAdam:
-      break;
-  }
-  return "adam";
+  return kOptimizers.name(optimizer);
 }
 
 std::optional<Optimizer> parse_optimizer(std::string_view name) {
-  if (name == "sgd") return Optimizer::kSgd;
-  if (name == "momentum") return Optimizer::kMomentum;
-  if (name == "adam" || name == "adamw") return Optimizer::kAdam;
-  return std::nullopt;
+  return kOptimizers.parse(name);
+}
+
+std::vector<std::string_view> optimizer_names(bool with_aliases) {
+  return kOptimizers.names(with_aliases);
+}
+
+std::string_view sparsity_name(Sparsity sparsity) {
+  return kSparsities.name(sparsity);
+}
+
+std::optional<Sparsity> parse_sparsity(std::string_view name) {
+  return kSparsities.parse(name);
+}
+
+std::vector<std::string_view> sparsity_names() {
+  return kSparsities.names();
 }
 
 // fp32 state: momentum keeps one buffer, Adam two.

@@ -7,17 +7,16 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/names.hpp"
 #include "capcalc/units.hpp"
 
 namespace capcalc {
 namespace {
 
-constexpr std::array<std::pair<PricingKind, std::string_view>, 4> kNames = {{
-    {PricingKind::kOnDemand, "on-demand"},
-    {PricingKind::kReserved, "reserved"},
-    {PricingKind::kSpot, "spot"},
-    {PricingKind::kOwned, "owned"},
-}};
+constexpr auto kNames = name_table<PricingKind>({{PricingKind::kOnDemand, "on-demand"},
+                                                 {PricingKind::kReserved, "reserved"},
+                                                 {PricingKind::kSpot, "spot"},
+                                                 {PricingKind::kOwned, "owned"}});
 
 void require(bool ok, std::string_view field, const std::string& what) {
   if (!ok) throw Error({}, fmt::format("pricing {}: {}", field, what));
@@ -30,24 +29,15 @@ bool finite_at_least(double value, double low) {
 }  // namespace
 
 std::string_view pricing_kind_name(PricingKind kind) {
-  for (const auto& [k, name] : kNames) {
-    if (k == kind) return name;
-  }
-  return "on-demand";
+  return kNames.name(kind);
 }
 
 std::optional<PricingKind> parse_pricing_kind(std::string_view name) {
-  for (const auto& [k, n] : kNames) {
-    if (n == name) return k;
-  }
-  return std::nullopt;
+  return kNames.parse(name);
 }
 
 std::vector<std::string_view> pricing_kind_names() {
-  std::vector<std::string_view> names;
-  for (const auto& entry : kNames)
-    names.push_back(entry.second);
-  return names;
+  return kNames.names();
 }
 
 void validate_pricing(const Pricing& p) {

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/names.hpp"
 #include "capcalc/units.hpp"
 
 #include "input_file.hpp"
@@ -389,15 +390,10 @@ CpuInfo read_cpu_info() {
 // --- Public: the FMA measurement. ------------------------------------------------------------
 
 std::string_view simd_kernel_name(SimdKernel kernel) {
-  switch (kernel) {
-    case SimdKernel::kAvx512:
-      return "avx512f";
-    case SimdKernel::kAvx2Fma:
-      return "avx2+fma";
-    case SimdKernel::kPortable:
-      break;
-  }
-  return "portable";
+  constexpr auto kNames = name_table<SimdKernel>({{SimdKernel::kPortable, "portable"},
+                                                  {SimdKernel::kAvx2Fma, "avx2+fma"},
+                                                  {SimdKernel::kAvx512, "avx512f"}});
+  return kNames.name(kernel);
 }
 
 SimdKernel best_simd_kernel() {

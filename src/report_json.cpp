@@ -110,9 +110,7 @@ Json workload_json(const ReportInput& in) {
   if (in.workload.kv_precision) {
     workload["kv_precision"] = std::string(precision_name(*in.workload.kv_precision));
   }
-  workload["sparsity"] = in.workload.sparsity == Sparsity::k2of4           ? "2:4"
-                         : in.workload.sparsity == Sparsity::kUnstructured ? "unstructured"
-                                                                           : "dense";
+  workload["sparsity"] = std::string(sparsity_name(in.workload.sparsity));
   if (in.workload.mode == Mode::kTraining) {
     workload["optimizer"] = std::string(optimizer_name(in.workload.optimizer));
   }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/predict.hpp"
 
 #include "input_file.hpp"
 #include "json_view.hpp"
@@ -168,9 +169,10 @@ TrainingKernels parse_training(const JsonView& entry) {
     optimizers->expect_object();
     for (const auto& item : optimizers->json().items()) {
       const JsonView depths = optimizers->at(item.key());
-      if (item.key() != "sgd" && item.key() != "momentum" && item.key() != "adam") {
+      const std::optional<Optimizer> optimizer = parse_optimizer(item.key());
+      if (!optimizer || optimizer_name(*optimizer) != item.key()) {
         depths.fail(with_suggestion(fmt::format("unknown optimizer \"{}\"", item.key()), item.key(),
-                                    {"sgd", "momentum", "adam"}));
+                                    optimizer_names(false)));
       }
       std::vector<int> list;
       for (std::size_t i = 0; i < depths.array_size(); ++i) {
@@ -237,7 +239,7 @@ Runtime parse_runtime(const JsonView& entry) {
       const std::optional<DeviceType> type = parse_device_type(item.as_string());
       if (!type) {
         item.fail(with_suggestion(fmt::format("unknown device type \"{}\"", item.as_string()),
-                                  item.as_string(), {"cpu", "gpu", "tpu", "accelerator"}));
+                                  item.as_string(), device_type_names()));
       }
       r.device_types.push_back(*type);
     }
@@ -255,7 +257,7 @@ Runtime parse_runtime(const JsonView& entry) {
       const std::optional<DeviceType> type = parse_device_type(item.key());
       if (!type) {
         value.fail(with_suggestion(fmt::format("unknown device type \"{}\"", item.key()),
-                                   item.key(), {"cpu", "gpu", "tpu", "accelerator"}));
+                                   item.key(), device_type_names()));
       }
       const double us = value.as_number();
       if (!(us > 0) || us > 1e6) {

@@ -87,4 +87,15 @@ std::string lookup_key(std::string_view name) {
   return key;
 }
 
+std::string quoted_choices(const std::vector<std::string_view>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += '"';
+    out += names[i];
+    out += '"';
+  }
+  return out;
+}
+
 }  // namespace capcalc

@@ -21,6 +21,9 @@ std::vector<std::string> closest_matches(std::string_view name,
                                          const std::vector<std::string_view>& known,
                                          std::size_t count);
 
+/// The names for "expected ...": "\"a\"", "\"a\" or \"b\"", "\"a\", \"b\" or \"c\"".
+std::string quoted_choices(const std::vector<std::string_view>& names);
+
 /// Lookup key of a name people type (devices, runtimes): lower case, with '-', '_' and ' '
 /// the same.
 std::string lookup_key(std::string_view name);

@@ -8,6 +8,7 @@
 #include "capcalc/compare.hpp"
 #include "capcalc/error.hpp"
 #include "capcalc/model.hpp"
+#include "capcalc/names.hpp"
 #include "capcalc/predict.hpp"
 
 #include "checked.hpp"
@@ -19,23 +20,18 @@
 namespace capcalc {
 namespace {
 
-struct MetricName {
-  std::string_view name;
-  Metric metric;
-};
-
-constexpr std::array kMetrics = {
-    MetricName{"throughput_per_s", Metric::kThroughput},
-    MetricName{"latency_s", Metric::kLatency},
-    MetricName{"tokens_per_s", Metric::kTokensPerSecond},
-    MetricName{"mfu", Metric::kMfu},
-    MetricName{"tflops_per_device", Metric::kTflopsPerDevice},
-    MetricName{"gpu_hours", Metric::kGpuHours},
-    MetricName{"ttft_s", Metric::kTtft},
-    MetricName{"inter_token_latency_s", Metric::kInterTokenLatency},
-    MetricName{"request_latency_s", Metric::kRequestLatency},
-    MetricName{"output_tokens_per_s", Metric::kOutputTokensPerSecond},
-};
+constexpr auto kMetrics = name_table<Metric>({
+    {Metric::kThroughput, "throughput_per_s"},
+    {Metric::kLatency, "latency_s"},
+    {Metric::kTokensPerSecond, "tokens_per_s"},
+    {Metric::kMfu, "mfu"},
+    {Metric::kTflopsPerDevice, "tflops_per_device"},
+    {Metric::kGpuHours, "gpu_hours"},
+    {Metric::kTtft, "ttft_s"},
+    {Metric::kInterTokenLatency, "inter_token_latency_s"},
+    {Metric::kRequestLatency, "request_latency_s"},
+    {Metric::kOutputTokensPerSecond, "output_tokens_per_s"},
+});
 
 bool is_serving(Metric metric) {
   return metric == Metric::kTtft || metric == Metric::kInterTokenLatency ||
@@ -93,15 +89,12 @@ Workload parse_case_workload(const JsonView& entry) {
 void parse_case_figure(const JsonView& entry, Measurement& m) {
   const JsonView metric = entry.at("metric");
   const std::string metric_text = metric.as_string();
-  const auto found = std::find_if(kMetrics.begin(), kMetrics.end(),
-                                  [&](const MetricName& n) { return n.name == metric_text; });
-  if (found == kMetrics.end()) {
-    std::vector<std::string_view> names;
-    for (const MetricName& n : kMetrics)
-      names.push_back(n.name);
-    metric.fail(with_suggestion("unknown metric \"" + metric_text + "\"", metric_text, names));
+  const std::optional<Metric> found = kMetrics.parse(metric_text);
+  if (!found) {
+    metric.fail(
+        with_suggestion("unknown metric \"" + metric_text + "\"", metric_text, kMetrics.names()));
   }
-  m.metric = found->metric;
+  m.metric = *found;
   if (auto per = entry.find("per"); per && !per->is_null()) {
     const std::string basis = per->as_string();
     if (basis != "total" && basis != "device") {  // A typo must not silently mean "total".
@@ -362,10 +355,7 @@ bool is_time_metric(Metric metric) {
 }
 
 std::string_view metric_name(Metric metric) {
-  for (const MetricName& n : kMetrics) {
-    if (n.metric == metric) return n.name;
-  }
-  return "?";
+  return kMetrics.name(metric);
 }
 
 std::vector<Measurement> load_measurements(const std::string& path, Provenance provenance) {

@@ -15,9 +15,6 @@
 namespace capcalc {
 namespace {
 
-constexpr std::array<std::string_view, 4> kOptimizerNames = {"sgd", "momentum", "adam", "adamw"};
-constexpr std::array<std::string_view, 3> kSparsityNames = {"dense", "2:4", "unstructured"};
-
 // An error about the spec, blamed on `key`: naming keys for the CLI, or at the key in its file
 // with the keys quoted.
 [[noreturn]] void fail(const SpecLocations* where, std::string_view key, std::string_view text) {
@@ -41,12 +38,13 @@ Precision precision_of(const std::string& name, std::string_view key, const Spec
 // The names: precision, mode, profile, sparsity and optimizer.
 void read_names(const WorkloadSpec& spec, const SpecLocations* where, Workload& w) {
   w.precision = precision_of(spec.precision, "precision", where);
-  if (spec.mode != "inference" && spec.mode != "training") {
+  const std::optional<Mode> mode = parse_mode(spec.mode);
+  if (!mode) {
     fail(where, "mode",
-         fmt::format("`mode`: expected \"inference\" or \"training\", got \"{}\"",
+         fmt::format("`mode`: expected {}, got \"{}\"", quoted_choices(mode_names()),
                      Error::verbatim(spec.mode)));
   }
-  w.mode = spec.mode == "training" ? Mode::kTraining : Mode::kInference;
+  w.mode = *mode;
   if (!spec.profile.empty()) {
     w.profile = parse_profile(spec.profile);
     if (!w.profile) {
@@ -54,14 +52,13 @@ void read_names(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
            fmt::format("`profile`: {}", Error::verbatim(unknown_profile_message(spec.profile))));
     }
   }
-  w.sparsity = spec.sparsity == "2:4"            ? Sparsity::k2of4
-               : spec.sparsity == "unstructured" ? Sparsity::kUnstructured
-                                                 : Sparsity::kDense;
-  if (spec.sparsity != "dense" && w.sparsity == Sparsity::kDense) {
+  const std::optional<Sparsity> sparsity = parse_sparsity(spec.sparsity);
+  if (!sparsity) {
     fail(where, "sparsity",
-         fmt::format("`sparsity`: expected \"dense\", \"2:4\" or \"unstructured\", got \"{}\"",
+         fmt::format("`sparsity`: expected {}, got \"{}\"", quoted_choices(sparsity_names()),
                      Error::verbatim(spec.sparsity)));
   }
+  w.sparsity = *sparsity;
   if (!spec.weight_precision.empty()) {
     w.weight_precision = precision_of(spec.weight_precision, "weight_precision", where);
   }
@@ -76,7 +73,7 @@ void read_names(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
   const std::optional<Optimizer> optimizer = parse_optimizer(spec.optimizer);
   if (!optimizer) {
     fail(where, "optimizer",
-         fmt::format("`optimizer`: expected sgd, momentum, adam or adamw, got \"{}\"",
+         fmt::format("`optimizer`: expected {}, got \"{}\"", quoted_choices(optimizer_names()),
                      Error::verbatim(spec.optimizer)));
   }
   w.optimizer = *optimizer;
@@ -270,8 +267,8 @@ void read_named(const KeyReader& get, WorkloadSpec& spec) {
   if (auto v = get("precision")) spec.precision = precision_at(*v);
   if (auto v = get("mode")) {
     spec.mode = v->as_string();
-    if (spec.mode != "inference" && spec.mode != "training") {
-      v->fail(fmt::format("expected \"inference\" or \"training\", got \"{}\"", spec.mode));
+    if (!parse_mode(spec.mode)) {
+      v->fail(fmt::format("expected {}, got \"{}\"", quoted_choices(mode_names()), spec.mode));
     }
   }
   if (auto v = get("profile")) {
@@ -283,10 +280,10 @@ void read_named(const KeyReader& get, WorkloadSpec& spec) {
     if (spec.runtime.empty()) v->fail("expected a runtime id, got \"\"");
   }
   if (auto v = get("sparsity")) {
-    spec.sparsity = name_at(*v, "sparsity", {kSparsityNames.begin(), kSparsityNames.end()});
+    spec.sparsity = name_at(*v, "sparsity", sparsity_names());
   }
   if (auto v = get("optimizer")) {
-    spec.optimizer = name_at(*v, "optimizer", {kOptimizerNames.begin(), kOptimizerNames.end()});
+    spec.optimizer = name_at(*v, "optimizer", optimizer_names());
   }
   if (auto v = get("weight_precision")) spec.weight_precision = precision_at(*v);
   if (auto v = get("kv_precision")) spec.kv_precision = precision_at(*v);

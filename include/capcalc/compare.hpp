@@ -93,6 +93,7 @@ enum class CompareSort {
 };
 std::optional<CompareSort> parse_compare_sort(std::string_view name);  ///< "time", "cost", ...
 std::string_view compare_sort_name(CompareSort sort);
+std::vector<std::string_view> compare_sort_names();
 
 /// The whole comparison.
 struct CompareTable {

@@ -31,6 +31,7 @@ std::vector<std::string_view> precision_names();
 std::string unknown_precision_message(std::string_view name);
 std::string_view device_type_name(DeviceType type);  ///< "cpu", "gpu", "tpu", "accelerator"
 std::optional<DeviceType> parse_device_type(std::string_view name);
+std::vector<std::string_view> device_type_names();  ///< In the table's order.
 
 /// Storage bytes of one weight element (fp32 4, fp16 2, int8 1, int4 4.125 bits with one fp16
 /// scale per group of 128).

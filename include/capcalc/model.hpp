@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -22,6 +23,10 @@ enum class CausalCounting {
   kFull,  ///< Every query/key pair, as dense attention kernels compute them (default).
   kHalf,  ///< Only the unmasked pairs (on or below the diagonal, inside the window).
 };
+
+std::string_view causal_counting_name(CausalCounting counting);  ///< "full", "half".
+std::optional<CausalCounting> parse_causal_counting(std::string_view name);
+std::vector<std::string_view> causal_counting_names();
 
 /// Options that change counts.
 struct CountOptions {

@@ -33,6 +33,8 @@ enum class PlanObjective {
   kEnergy,  ///< Device-hours at the devices' TDP.
 };
 std::string_view plan_objective_name(PlanObjective objective);  ///< "time", "cost", "energy".
+std::optional<PlanObjective> parse_plan_objective(std::string_view name);
+std::vector<std::string_view> plan_objective_names();
 
 /// The model at a micro-batch of `batch` samples (its "batch" dimension).
 using PlanGraphBuilder = std::function<Graph(std::int64_t batch)>;

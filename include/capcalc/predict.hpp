@@ -55,8 +55,16 @@ enum class Bound {
 
 std::string_view bound_name(Bound bound);  ///< "compute", "memory", "host", "fused", "-".
 std::string_view mode_name(Mode mode);     ///< "inference", "training".
+std::optional<Mode> parse_mode(std::string_view name);
+std::vector<std::string_view> mode_names();
 std::string_view optimizer_name(Optimizer optimizer);             ///< "sgd", "momentum", "adam".
 std::optional<Optimizer> parse_optimizer(std::string_view name);  ///< Also takes "adamw".
+/// What a reader accepts: "sgd", "momentum", "adam" and the alias "adamw" (without it when
+/// `with_aliases` is false: the printed names).
+std::vector<std::string_view> optimizer_names(bool with_aliases = true);
+std::string_view sparsity_name(Sparsity sparsity);  ///< "dense", "2:4", "unstructured".
+std::optional<Sparsity> parse_sparsity(std::string_view name);
+std::vector<std::string_view> sparsity_names();
 
 /// A matrix product with fewer MACs per output than this runs on vector units (tensor cores
 /// need a reduction of a few tiles; depthwise 3x3 convolutions have 9).

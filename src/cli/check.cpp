@@ -128,8 +128,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   WorkloadArgs& workload = options->workload;
   one_of(sub->add_option("-p,--precision", workload.precision, "Number format"), precision_names())
       ->capture_default_str();
-  one_of(sub->add_option("-m,--mode", workload.mode, "inference or training"),
-         {"inference", "training"})
+  one_of(sub->add_option("-m,--mode", workload.mode, "inference or training"), mode_names())
       ->capture_default_str();
   one_of(sub->add_option("--profile", workload.profile,
                          "eager, graph, compiled or inductor; default: compiled for ONNX models, "
@@ -139,7 +138,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   one_of(sub->add_option("--sparsity", workload.sparsity,
                          "2:4 (structured, where the hardware supports it) or unstructured (no "
                          "speedup)"),
-         {"dense", "2:4", "unstructured"});
+         sparsity_names());
   add_optimizer_option(*sub, workload.optimizer);
   one_of(sub->add_option("--weight-precision", workload.weight_precision,
                          "Weight storage if it differs (int4/int8 weight-only quantisation)"),

@@ -42,7 +42,7 @@ void add_model_options(CLI::App& sub, ModelArgs& args) {
   sub.add_option("--set", args.sets, "Set a model dimension, e.g. --set seq=2048 (repeatable)");
   one_of(sub.add_option("--causal", args.causal,
                         "Count causal attention as full (every pair, as dense kernels do) or half"),
-         {"full", "half"})
+         causal_counting_names())
       ->capture_default_str();
   sub.add_option("--input-shape", args.input_shapes,
                  "ONNX: set a whole input shape, e.g. --input-shape pixel_values=1x3x224x224 "
@@ -75,7 +75,7 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
   }
   if (args.batch) options.dims["batch"] = *args.batch;
   options.omitted_inputs.insert(args.omitted_inputs.begin(), args.omitted_inputs.end());
-  options.counting.causal = args.causal == "half" ? CausalCounting::kHalf : CausalCounting::kFull;
+  options.counting.causal = parse_causal_counting(args.causal).value_or(CausalCounting::kFull);
   options.counting.kv_cache_length = kv_cache_length;
   for (const std::string& item : args.input_shapes) {
     const std::size_t eq = item.rfind('=');

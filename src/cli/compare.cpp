@@ -101,24 +101,24 @@ void add_compare_command(CLI::App& app) {
                   "Set a model dimension, e.g. --set seq=2048 (repeatable)");
   one_of(
       sub->add_option("--causal", options->model.causal, "Count causal attention as full or half"),
-      {"full", "half"})
+      causal_counting_names())
       ->capture_default_str();
   sub->add_option("-g,--hw,--gpu,--device", options->devices,
                   "Devices to compare, comma-separated ids or aliases (A100,H100,T4)")
       ->delimiter(',');
   one_of(sub->add_option("--type", options->type, "Every device of this type"),
-         {"cpu", "gpu", "tpu", "accelerator"});
+         device_type_names());
   sub->add_flag("--all", options->all, "Every device in the table");
   add_hardware_options(*sub, options->hardware);
   one_of(sub->add_option("--sort", options->sort,
                          "Order of rows (unknown values last): table, time, throughput, cost, "
                          "memory (most to spare first), energy"),
-         {"table", "time", "throughput", "cost", "memory", "energy"})
+         compare_sort_names())
       ->capture_default_str();
   WorkloadArgs& workload = options->workload;
   one_of(sub->add_option("-m,--mode", workload.mode,
                          "inference (a forward pass) or training (a step)"),
-         {"inference", "training"})
+         mode_names())
       ->capture_default_str();
   one_of(sub->add_option("-p,--precision", options->precisions,
                          "Number format (default fp32); a comma-separated list is a sweep")

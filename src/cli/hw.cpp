@@ -43,8 +43,7 @@ void add_hw_command(CLI::App& app) {
   auto list = std::make_shared<HwOptions>();
   CLI::App* list_cmd = hw->add_subcommand("list", "One row per device");
   add_hardware_options(*list_cmd, list->hardware);
-  one_of(list_cmd->add_option("--type", list->type, "Only this type"),
-         {"cpu", "gpu", "tpu", "accelerator"});
+  one_of(list_cmd->add_option("--type", list->type, "Only this type"), device_type_names());
   add_format_option(*list_cmd, list->format, hw_list_formats());
   list_cmd->callback([list] { run_list(*list); });
 

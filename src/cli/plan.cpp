@@ -290,7 +290,7 @@ void add_plan_args(CLI::App& sub, PlanArgs& args) {
   sub.add_option("--set", args.model.sets,
                  "Set a model dimension, e.g. --set seq=4096 (repeatable)");
   one_of(sub.add_option("--causal", args.model.causal, "Count causal attention as full or half"),
-         {"full", "half"})
+         causal_counting_names())
       ->capture_default_str();
   add_hardware_options(sub, args.hardware);
   one_of(sub.add_option("-p,--precision", args.precisions,
@@ -380,9 +380,7 @@ void run_plan(const PlanOptions& options) {
     request.budget_usd = with_flag("--budget", [&] { return parse_money(options.budget); });
   }
   request.pricing = pricing_from(options.pricing);
-  request.objective = options.objective == "cost"     ? PlanObjective::kCost
-                      : options.objective == "energy" ? PlanObjective::kEnergy
-                                                      : PlanObjective::kTime;
+  request.objective = parse_plan_objective(options.objective).value_or(PlanObjective::kTime);
 
   PlanResult result = plan(p->build, p->table, request);
   result.notes.insert(result.notes.begin(), p->notes.begin(), p->notes.end());
@@ -479,7 +477,7 @@ void add_plan_command(CLI::App& app) {
                   "Device types to plan on, comma-separated ids or aliases (H100,B200,MI300X)")
       ->delimiter(',');
   one_of(sub->add_option("--type", options->type, "Every device of this type"),
-         {"cpu", "gpu", "tpu", "accelerator"});
+         device_type_names());
   sub->add_flag("--all", options->all, "Every device in the table");
   whole_number(sub->add_option("--max-devices", options->max_devices,
                                "Most devices of one type in a layout"))
@@ -488,7 +486,7 @@ void add_plan_command(CLI::App& app) {
   sub->add_option("--budget", options->budget, "Most the run may cost, e.g. $2M or 500kUSD");
   add_pricing_options(*sub, options->pricing);
   one_of(sub->add_option("--objective", options->objective, "What to rank layouts by"),
-         {"time", "cost", "energy"})
+         plan_objective_names())
       ->capture_default_str();
   whole_number(sub->add_option("--top", options->top, "How many layouts to list"))
       ->capture_default_str();

@@ -82,7 +82,7 @@ inline void add_run_size_options(CLI::App& sub, RunSize& run) {
 // error rather than a flag quietly ignored.
 inline void add_optimizer_option(CLI::App& sub, std::string& optimizer) {
   one_of(sub.add_option("--optimizer", optimizer, "Training optimizer (default adam)"),
-         {"sgd", "momentum", "adam", "adamw"});
+         optimizer_names());
 }
 
 // --kv-precision: the KV cache's storage. Only LLM serving (--prompt-tokens) keeps a cache.
@@ -111,7 +111,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
          precision_names())
       ->capture_default_str();
   one_of(sub.add_option("-m,--mode", spec.mode, "inference (a forward pass) or training (a step)"),
-         {"inference", "training"})
+         mode_names())
       ->capture_default_str();
   one_of(sub.add_option("--profile", spec.profile,
                         "eager (framework, one kernel per layer), graph (graph executor, no "
@@ -123,7 +123,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
   one_of(sub.add_option("--sparsity", spec.sparsity,
                         "2:4 (structured, where the hardware supports it) or unstructured (no "
                         "speedup)"),
-         {"dense", "2:4", "unstructured"})
+         sparsity_names())
       ->capture_default_str();
   add_optimizer_option(sub, spec.optimizer);
   add_parallel_options(sub, spec);
