@@ -38,39 +38,20 @@ bool is_serving(Metric metric) {
          metric == Metric::kRequestLatency || metric == Metric::kOutputTokensPerSecond;
 }
 
-const std::vector<std::string_view> kCaseKeys = {"id",
-                                                 "model",
-                                                 "dims",
-                                                 "device",
-                                                 "devices",
-                                                 "tensor_parallel",
-                                                 "pipeline_parallel",
-                                                 "context_parallel",
-                                                 "micro_batches",
-                                                 "virtual_stages",
-                                                 "zero_stage",
-                                                 "checkpointing",
-                                                 "sequence_parallel",
-                                                 "precision",
-                                                 "mode",
-                                                 "metric",
-                                                 "value",
-                                                 "unit",
-                                                 "per",
-                                                 "tokens",
-                                                 "software",
-                                                 "profile",
-                                                 "runtime",
-                                                 "source",
-                                                 "quote",
-                                                 "notes",
-                                                 "prompt_tokens",
-                                                 "output_tokens",
-                                                 "weight_precision",
-                                                 "kv_precision",
-                                                 "optimizer",
-                                                 "allow_tf32",
-                                                 "held_out"};
+// A case's keys: its own (what was measured, where it comes from) and the workload's, which
+// read_workload_spec() reads (workload_spec_json.hpp), less a training run's size and price
+// and the replicas (a case gives its devices in all), which no measurement uses.
+std::vector<std::string_view> case_keys() {
+  std::vector<std::string_view> keys = {"id",     "model", "dims",  "device",  "metric",
+                                        "value",  "unit",  "per",   "tokens",  "software",
+                                        "source", "quote", "notes", "held_out"};
+  for (std::string_view key : workload_keys("devices")) {
+    const bool unused = key == "dataset_size" || key == "epochs" || key == "price_per_hour_usd" ||
+                        key == "data_parallel" || key == "tokens";
+    if (!unused) keys.push_back(key);
+  }
+  return keys;
+}
 
 // How the case ran (workload_spec.hpp): its precision and mode (both required), profile
 // (eager when it names none) and parallel layout, each checked at its key.
@@ -123,7 +104,7 @@ void parse_case_figure(const JsonView& entry, Measurement& m) {
 
 Measurement parse_case(const JsonView& entry, Provenance provenance) {
   entry.expect_object();
-  reject_unknown_keys(entry, kCaseKeys, "a measurement");
+  reject_unknown_keys(entry, case_keys(), "a measurement");
   Measurement m;
   m.id = entry.at("id").as_string();
   m.model = entry.at("model").as_string();

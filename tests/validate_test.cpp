@@ -245,3 +245,21 @@ TEST_CASE("validate: a case's workload is read and checked as a budget's", "[val
                     Catch::EndsWith(":/cases/0/optimizer: unknown optimizer \"adamm\"; did you "
                                     "mean \"adam\"?"));
 }
+
+TEST_CASE("validate: a case takes the workload's keys, less a run's size and price", "[validate]") {
+  // The workload's keys come from its reader: sparsity, which no list in validate.cpp names.
+  nlohmann::json c = serving_case("ttft_s");
+  c["sparsity"] = "2:4";
+  const std::vector<Measurement> read =
+      load_measurements(write_cases(nlohmann::json::array({c}), "sparsity"));
+  REQUIRE(read.size() == 1);
+  CHECK(read[0].workload.sparsity == Sparsity::k2of4);
+  // A training run's size and price, and replicas, mean nothing to a measurement.
+  for (const char* key : {"dataset_size", "epochs", "price_per_hour_usd", "data_parallel"}) {
+    c = serving_case("ttft_s");
+    c[key] = 2;
+    CHECK_THROWS_WITH(
+        load_measurements(write_cases(nlohmann::json::array({c}), key)),
+        Catch::Contains(std::string(":/cases/0/") + key) && Catch::Contains("unknown key"));
+  }
+}
