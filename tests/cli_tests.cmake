@@ -424,6 +424,16 @@ capcalc_cli_ok(training_context_parallel "64 devices \\(tensor-parallel 8, seque
                estimate llama3_70b --gpu H100 --mode training --precision bf16 --tp 8 --cp 4 --devices 64 --zero 1 --batch 1 --set seq=32768)
 capcalc_cli_error(training_context_parallel_inference "^capcalc: error: context parallelism splits training sequences: add --mode training\n$"
                   estimate llama3_70b --gpu H100 --cp 2)
+# Expert parallelism: Mixtral 8x7B's 8 experts over 8 devices, TP 2 (1/16 of the experts'
+# weights, gradients and Adam state a device); E x T = 16 spans two 8-GPU nodes, so the
+# all-to-alls cross the network. 110 GB without EP, 30.9 GB with. Rules derived by hand in
+# predict_test.cpp ("expert parallelism splits the experts ...").
+capcalc_cli_ok(training_expert_parallel "64 devices \\(tensor-parallel 2, sequence-parallel\\) \\(expert-parallel 8\\), ZeRO-1.*all-to-all +[0-9.]+ ms: 128 all-to-alls of 1.88 GB sent in all among 8 devices over NVLink 4 \\+ InfiniBand.*memory +30.9 GB of 80.0 GB: fits"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8)
+capcalc_cli_ok(training_expert_parallel_without "64 devices \\(tensor-parallel 2, sequence-parallel\\), ZeRO-1.*memory +110 GB of 80.0 GB: DOES NOT FIT"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1)
+capcalc_cli_ok(training_expert_parallel_json "\"expert_parallel\": 8,\n *\"moe_imbalance\": 1.2,.*\"expert_parallel\": \\{\n *\"degree\": 8,\n *\"alltoall_s\": [0-9.]+,\n *\"alltoalls\": 128,\n *\"bytes\": [0-9.]+,\n *\"link\": \"NVLink 4 \\+ InfiniBand"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --moe-imbalance 1.2 --format json)
 capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"pipeline_parallel\": 1,\n *\"micro_batches\": 1,\n *\"virtual_stages\": 1,\n *\"zero_stage\": 3"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 3 --format json)
 capcalc_cli_error(zero_inference "ZeRO shards training state: add --mode training"
