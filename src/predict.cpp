@@ -650,13 +650,14 @@ void context_parallel_communication(const Step& s, Estimate& result) {
 // (combine), forward; backward sends their gradients the two ways again, and checkpointing's
 // recompute repeats the forward's. A device dispatches its 1/tp of its tokens (sequence
 // parallelism, which Megatron-Core requires with experts and tensor parallelism), 1/cp of the
-// sequence's; the group is ep devices tp x cp apart. Not overlapped with compute (Megatron-
-// Core's default).
+// sequence's. The group is ep devices tp apart: Megatron-Core lays the experts out on a grid
+// of its own (parallel_state.py: RankGenerator(tp=expert tensor parallel, ep, dp, pp, cp=1)),
+// context parallelism's devices folded into the expert-parallel ones. Not overlapped with
+// compute (Megatron-Core's default).
 void expert_parallel_communication(const Step& s, Estimate& result) {
   if (s.workload.expert_parallel <= 1) return;
   const CollectiveGroup group =
-      collective_group(s.device, s.workload.tensor_parallel * s.workload.context_parallel,
-                       s.workload.expert_parallel);
+      collective_group(s.device, s.workload.tensor_parallel, s.workload.expert_parallel);
   if (!group.modelled) {
     result.expert_parallel_modelled = false;
     return;

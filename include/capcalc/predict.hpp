@@ -102,10 +102,10 @@ struct Workload {
   /// Devices that split each mixture-of-experts layer's routed experts (Megatron-Core's expert
   /// parallelism, the experts' tensor parallelism = tensor_parallel): each holds 1/E of them,
   /// with their gradients and optimizer state, and the tokens routed to them come and go by
-  /// all-to-all (dispatch and combine) over the link joining devices tensor_parallel x
-  /// context_parallel apart. E divides the devices that hold the same weights (replicas x
-  /// context_parallel), which reduce, and ZeRO shards, the experts' gradients in groups of
-  /// that / E; and it divides every moe layer's experts.
+  /// all-to-all (dispatch and combine) over the link joining devices tensor_parallel apart
+  /// (Megatron-Core's expert grid folds context parallelism into it). E divides the devices that
+  /// hold the same weights (replicas x context_parallel), which reduce, and ZeRO shards, the
+  /// experts' gradients in groups of that / E; and it divides every moe layer's experts.
   std::int64_t expert_parallel = 1;
   /// MoE expert load imbalance: the busiest expert's tokens over the mean (1 to 1000; 1,
   /// balanced routing, as the per-layer counts assume). The moe layers take this many times
