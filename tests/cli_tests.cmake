@@ -434,6 +434,8 @@ capcalc_cli_ok(training_expert_parallel_without "64 devices \\(tensor-parallel 2
                estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1)
 capcalc_cli_ok(training_expert_parallel_json "\"expert_parallel\": 8,\n *\"moe_imbalance\": 1.2,.*\"expert_parallel\": \\{\n *\"degree\": 8,\n *\"alltoall_s\": [0-9.]+,\n *\"alltoalls\": 128,\n *\"bytes\": [0-9.]+,\n *\"link\": \"NVLink 4 \\+ InfiniBand"
                estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --moe-imbalance 1.2 --format json)
+capcalc_cli_ok(training_expert_parallel_explain "expert par\\.  each device holds 1/8 of every moe layer's routed experts, with their\n +gradients and state \\(reduced and ZeRO-sharded over the 4 devices that hold"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --explain)
 capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"pipeline_parallel\": 1,\n *\"micro_batches\": 1,\n *\"virtual_stages\": 1,\n *\"zero_stage\": 3"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 3 --format json)
 capcalc_cli_error(zero_inference "ZeRO shards training state: add --mode training"
