@@ -21,6 +21,26 @@ double ring_factor(Collective kind, std::int64_t n) {
   return kind == Collective::kAllReduce ? 2 * one : one;
 }
 
+// NCCL's all-to-all is grouped point-to-point sends, all at once (nccl-tests src/alltoall.cu:
+// ncclSend and ncclRecv to every rank between ncclGroupStart and ncclGroupEnd): a member sends
+// (n-1)/n of its buffer, 1/n to each other member (there, bus bandwidth = algorithm bandwidth x
+// (n-1)/n). Inside a node that is
+//   lat + (n-1)/n B / (e bw_intra);
+// across nodes, the (n-g)/n of B bound for the other nodes leaves over the member's own network
+// port while the (g-1)/n for its node mates crosses the scale-up link; the slower bounds it:
+//   lat + max((g-1)/n B / (e bw_intra), (n-g)/n B / (e bw_net)).
+double all_to_all_s(const CollectiveGroup& group, double latency, double efficiency, double bytes) {
+  const auto n = static_cast<double>(group.per_node * group.nodes);
+  const auto g = static_cast<double>(group.per_node);
+  if (group.network == nullptr) {
+    return latency + (n - 1) / n * bytes / (efficiency * group.intra_per_direction);
+  }
+  const double intra =
+      group.intra != nullptr ? (g - 1) / n * bytes / (efficiency * group.intra_per_direction) : 0;
+  return latency +
+         std::max(intra, (n - g) / n * bytes / (efficiency * group.network_per_direction));
+}
+
 }  // namespace
 
 std::string CollectiveGroup::link_name() const {
@@ -65,6 +85,7 @@ double collective_s(const CollectiveGroup& group, const PerformanceParams& param
   if (!group.modelled) return 0;
   const double latency = params.allreduce_latency(profile);
   const double efficiency = params.allreduce_efficiency;
+  if (kind == Collective::kAllToAll) return all_to_all_s(group, latency, efficiency, bytes);
   if (group.network == nullptr) {
     return latency +
            ring_factor(kind, group.per_node) * bytes / (efficiency * group.intra_per_direction);

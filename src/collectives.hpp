@@ -2,7 +2,9 @@
 // sync. A group inside one node is one ring over the scale-up link; a group that spans nodes
 // runs in two levels, as HCCL's hierarchical algorithm does: reduce-scatter inside each node,
 // an all-reduce of each member's 1/g share across the nodes over its own network port, then an
-// all-gather inside the node. docs/performance-model.md gives the formulas and their sources.
+// all-gather inside the node. An all-to-all (expert parallelism's token exchange) is grouped
+// point-to-point sends, each member's own. docs/performance-model.md gives the formulas and
+// their sources.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +14,7 @@
 
 namespace capcalc {
 
-enum class Collective { kAllReduce, kReduceScatter, kAllGather };
+enum class Collective { kAllReduce, kReduceScatter, kAllGather, kAllToAll };
 
 /// How a group of devices is laid over the links, and what each member gets on them.
 struct CollectiveGroup {
@@ -44,8 +46,9 @@ CollectiveGroup collective_group(const Device& device, std::int64_t stride, std:
 CollectiveGroup collective_group(Device&&, std::int64_t, std::int64_t) = delete;
 
 /// Seconds for one collective of `bytes` per member (the all-reduce's operand; a reduce-scatter's
-/// input; an all-gather's output). Each step pays `params.allreduce_latency(profile)` and moves
-/// its bytes at `params.allreduce_efficiency` of the bandwidth. 0 when not modelled.
+/// input; an all-gather's output; an all-to-all's send buffer, 1/n of it for each member, its
+/// own share included). Each step pays `params.allreduce_latency(profile)` and moves its bytes
+/// at `params.allreduce_efficiency` of the bandwidth. 0 when not modelled.
 double collective_s(const CollectiveGroup& group, const PerformanceParams& params, Profile profile,
                     Collective kind, double bytes);
 

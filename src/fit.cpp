@@ -84,7 +84,8 @@ std::optional<FitOption> by_zero(const Graph& graph, const Device& device,
   const std::int64_t current = data_parallel_replicas(w);
   if (current > 1) counts.push_back(current);
   for (std::int64_t r = 2; r <= kMaxFitDevices / group; r *= 2) {
-    if (r > current) counts.push_back(r);
+    // Expert parallelism splits the experts over replicas x context_parallel.
+    if (r > current && r * w.context_parallel % w.expert_parallel == 0) counts.push_back(r);
   }
   std::optional<FitOption> best;
   for (int stage = w.zero_stage + 1; stage <= 3; ++stage) {

@@ -257,6 +257,7 @@ GraphTotals graph_totals(const Graph& graph) {
     const LayerCounts& c = layer.counts;
     totals.params = checked_add(totals.params, c.params);
     totals.active_params = checked_add(totals.active_params, c.active_params);
+    totals.expert_params = checked_add(totals.expert_params, c.expert_params);
     totals.macs = checked_add(totals.macs, c.macs);
     totals.other_flops = checked_add(totals.other_flops, c.other_flops);
     totals.backward_macs = checked_add(totals.backward_macs, c.backward_macs);

@@ -97,8 +97,8 @@ double objective_value(const PlanRow& row, PlanObjective objective) {
 
 auto layout_key(const Layout& l) {
   return std::make_tuple(l.devices, l.tensor_parallel, l.pipeline_parallel, l.context_parallel,
-                         l.virtual_stages, l.micro_batch_size, l.zero_stage, l.checkpointing,
-                         l.device->id, static_cast<int>(l.precision));
+                         l.expert_parallel, l.virtual_stages, l.micro_batch_size, l.zero_stage,
+                         l.checkpointing, l.device->id, static_cast<int>(l.precision));
 }
 
 // Best first by the objective; ties by the other figures and then the layout, so that equal
@@ -122,13 +122,14 @@ StepBreakdown breakdown_of(const Estimate& e, const Layout& l) {
   b.recompute_s = e.recompute_s;
   b.tensor_parallel_s = e.communication_s;
   b.context_parallel_s = e.context_parallel_s;
+  b.expert_parallel_s = e.expert_parallel_s;
   b.pipeline_send_s = e.pipeline_send_s > 0 ? e.pipeline_send_s * m / (m + fill) : 0;
   b.bubble_s = e.pipeline_bubble_s;
   b.data_parallel_s = e.data_parallel_exposed_s;
   b.optimizer_s = e.optimizer_s;
-  b.compute_s =
-      std::max(0.0, e.latency_s - b.recompute_s - b.tensor_parallel_s - b.context_parallel_s -
-                        b.pipeline_send_s - b.bubble_s - b.data_parallel_s - b.optimizer_s);
+  b.compute_s = std::max(0.0, e.latency_s - b.recompute_s - b.tensor_parallel_s -
+                                  b.context_parallel_s - b.expert_parallel_s - b.pipeline_send_s -
+                                  b.bubble_s - b.data_parallel_s - b.optimizer_s);
   return b;
 }
 
@@ -141,6 +142,7 @@ struct ShapeCase {
   std::vector<std::int64_t> replica_counts;  // Divisors of global batch / micro-batch size.
   std::vector<std::int64_t> stage_counts;    // P that split the blocks evenly.
   std::vector<std::int64_t> context_counts;  // C that split the sequence (1 first).
+  std::vector<std::int64_t> expert_counts;   // E, powers of two dividing the experts (1 first).
 };
 
 struct Search {
@@ -225,6 +227,8 @@ struct Search {
           const std::int64_t devices = layout.tensor_parallel * layout.context_parallel * pp * dp;
           if (devices > reach.max_devices) break;
           if (!count_allowed(devices)) continue;
+          // Expert parallelism splits the experts over the devices holding the same weights.
+          if (dp * layout.context_parallel % layout.expert_parallel != 0) continue;
           const std::int64_t m = replicas_max / dp;
           if (v > 1 && m % pp != 0) continue;  // Megatron's interleaved schedule needs it.
           layout.devices = devices;
@@ -238,6 +242,27 @@ struct Search {
           }
         }
       }
+    }
+  }
+
+  // Each expert-parallel degree's per-layer pass (its all-to-alls), and the schedules on it.
+  void expert_layouts(const ShapeCase& sc, const PerformanceParams& params, const Reach& reach,
+                      Layout layout) {
+    const Device& device = *layout.device;
+    for (std::int64_t ep : sc.expert_counts) {
+      // The smallest job with E dividing D x C (E and C are powers of two); the pass does not
+      // depend on D.
+      const std::int64_t replicas = ep / std::gcd(ep, layout.context_parallel);
+      layout.devices = layout.tensor_parallel * layout.context_parallel * replicas;
+      if (layout.devices > reach.max_devices) break;
+      layout.expert_parallel = ep;
+      const LayerPass pass =
+          estimate_layers(sc.graph, device, params, plan_workload(request, layout));
+      if (!pass.partial.communication_modelled || !pass.partial.context_parallel_modelled ||
+          !pass.partial.expert_parallel_modelled) {
+        continue;
+      }
+      schedules(sc, pass, params, reach, layout);
     }
   }
 
@@ -264,13 +289,7 @@ struct Search {
               layout.context_parallel = cp;
               layout.micro_batch_size = sc.micro_batch_size;
               layout.checkpointing = checkpointing;
-              layout.devices = tp * cp;
-              const LayerPass pass =
-                  estimate_layers(sc.graph, device, params, plan_workload(request, layout));
-              if (!pass.partial.communication_modelled || !pass.partial.context_parallel_modelled) {
-                continue;
-              }
-              schedules(sc, pass, params, reach, layout);
+              expert_layouts(sc, params, reach, layout);
             }
           }
         }
@@ -430,6 +449,7 @@ std::vector<std::string_view> plan_objective_names() {
 std::string layout_text(const Layout& l) {
   std::string text = fmt::format("TP {}, PP {}, ", l.tensor_parallel, l.pipeline_parallel);
   if (l.context_parallel > 1) text += fmt::format("CP {}, ", l.context_parallel);
+  if (l.expert_parallel > 1) text += fmt::format("EP {}, ", l.expert_parallel);
   text += fmt::format("DP {}", l.data_parallel);
   if (l.virtual_stages > 1) text += fmt::format(", V {}", l.virtual_stages);
   if (l.zero_stage > 0) text += fmt::format(", ZeRO-{}", l.zero_stage);
@@ -452,6 +472,9 @@ PlanShape plan_shape(const Graph& graph) {
     const std::int64_t kv = layer.counts.kv_cache_heads;
     if (kv > 1) shape.kv_heads = std::gcd(shape.kv_heads, kv);
   }
+  for (const Layer& layer : graph.layers) {
+    if (layer.counts.experts > 0) shape.experts = std::gcd(shape.experts, layer.counts.experts);
+  }
   if (shape.heads > 0 && shape.kv_heads == 0) shape.kv_heads = shape.heads;
   const auto blocks =
       static_cast<std::int64_t>(attention_groups.empty() ? groups.size() : attention_groups.size());
@@ -469,6 +492,7 @@ Workload plan_workload(const PlanRequest& request, const Layout& layout) {
   w.tensor_parallel = layout.tensor_parallel;
   w.pipeline_parallel = layout.pipeline_parallel;
   w.context_parallel = layout.context_parallel;
+  w.expert_parallel = layout.expert_parallel;
   w.virtual_stages = layout.virtual_stages;
   w.micro_batches = layout.micro_batches;
   w.zero_stage = layout.zero_stage;
@@ -518,6 +542,11 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
     for (std::int64_t c = 2; sc.shape.heads > 0 && c <= kMaxContextParallel; c *= 2) {
       if (tokens % (2 * c) == 0) sc.context_counts.push_back(c);
     }
+    // Expert parallelism: powers of two dividing every moe layer's experts.
+    sc.expert_counts = {1};
+    for (std::int64_t e = 2; sc.shape.experts > 0 && sc.shape.experts % e == 0; e *= 2) {
+      sc.expert_counts.push_back(e);
+    }
     cases.push_back(std::move(sc));
   }
   if (cases.empty()) {
@@ -535,15 +564,15 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
   // Layouts that differ only in a ZeRO stage that changes nothing in the step: the lowest
   // stage that fits is listed (sorted first), the others would repeat its row.
   std::set<std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                      std::int64_t, std::int64_t, bool, double>>
+                      std::int64_t, std::int64_t, std::int64_t, bool, double>>
       listed;
   for (const PlanRow& row : all) {
     if (!row.meets_ask) continue;
     const Layout& l = row.layout;
     if (!listed
              .insert({l.device->id, static_cast<int>(l.precision), l.tensor_parallel,
-                      l.pipeline_parallel, l.context_parallel, l.data_parallel, l.virtual_stages,
-                      l.micro_batch_size, l.checkpointing, row.step_s})
+                      l.pipeline_parallel, l.context_parallel, l.expert_parallel, l.data_parallel,
+                      l.virtual_stages, l.micro_batch_size, l.checkpointing, row.step_s})
              .second) {
       continue;
     }

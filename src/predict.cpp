@@ -185,6 +185,30 @@ double optimizer_update_bytes(Optimizer optimizer) {
   return 28;
 }
 
+namespace {
+
+// Megatron-Core's expert parallelism splits the experts over devices that hold the same other
+// weights ("expert_model_parallel_size" divides the data-parallel x context-parallel size).
+void check_expert_parallel(const Workload& workload, std::int64_t replicas) {
+  if (workload.expert_parallel < 1) {
+    throw Error({}, "the expert-parallel degree must be at least 1");
+  }
+  if (!(workload.moe_imbalance >= 1 && workload.moe_imbalance <= 1000)) {
+    throw Error({}, fmt::format("--moe-imbalance must be between 1 and 1000 (got {:g})",
+                                workload.moe_imbalance));
+  }
+  // replicas x context_parallel is at most devices: no overflow.
+  const std::int64_t shards = replicas * workload.context_parallel;
+  if (shards % workload.expert_parallel != 0) {
+    throw Error({},
+                fmt::format("--expert-parallel {} does not divide the {} devices that hold the "
+                            "same weights ({} data-parallel replicas x context-parallel {})",
+                            workload.expert_parallel, shards, replicas, workload.context_parallel));
+  }
+}
+
+}  // namespace
+
 std::int64_t data_parallel_replicas(const Workload& workload) {
   if (workload.devices < 1) throw Error({}, "the number of devices must be at least 1");
   if (workload.tensor_parallel < 1)
@@ -244,7 +268,9 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
   if (workload.zero_stage > 0 && workload.mode != Mode::kTraining) {
     throw Error({}, "ZeRO shards training state: add --mode training");
   }
-  return workload.devices / group;
+  const std::int64_t replicas = workload.devices / group;
+  check_expert_parallel(workload, replicas);
+  return replicas;
 }
 
 std::int64_t data_parallel_shards(const Workload& workload) {
@@ -261,6 +287,9 @@ std::string parallelism_text(const Workload& workload) {
   if (workload.context_parallel > 1) {
     text += fmt::format(" (context-parallel {})", workload.context_parallel);
   }
+  if (workload.expert_parallel > 1) {
+    text += fmt::format(" (expert-parallel {})", workload.expert_parallel);
+  }
   if (workload.pipeline_parallel > 1 || workload.micro_batches > 1) {
     text += fmt::format(" (pipeline {} x {} micro-batch{}{})", workload.pipeline_parallel,
                         workload.micro_batches, workload.micro_batches == 1 ? "" : "es",
@@ -269,6 +298,9 @@ std::string parallelism_text(const Workload& workload) {
                             : "");
   }
   if (workload.zero_stage > 0) text += fmt::format(", ZeRO-{}", workload.zero_stage);
+  if (workload.moe_imbalance != 1) {
+    text += fmt::format(", MoE load imbalance {:g}", workload.moe_imbalance);
+  }
   return text;
 }
 
@@ -290,6 +322,8 @@ struct Step {
   double replicas = 1;  // Data-parallel replicas.
   double cp = 1;        // Context parallelism: each device holds 1/cp of every sequence.
   double shards = 1;    // Gradients are reduced, and ZeRO shards, over replicas x cp devices.
+  double ep = 1;        // Expert parallelism: each device holds 1/ep of the routed experts,
+  double expert_shards = 1;  // whose gradients reduce, and ZeRO shards, over shards / ep.
   double micro_batches = 1;
   double act_bytes = 0;
   double weight_bytes = 0;
@@ -335,6 +369,8 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
   s.replicas = static_cast<double>(data_parallel_replicas(workload));
   s.cp = static_cast<double>(workload.context_parallel);
   s.shards = static_cast<double>(data_parallel_shards(workload));
+  s.ep = static_cast<double>(workload.expert_parallel);
+  s.expert_shards = s.shards / s.ep;
   s.tp = static_cast<double>(workload.tensor_parallel);
   s.sequence_parallel = workload.tensor_parallel > 1 &&
                         workload.sequence_parallel.value_or(workload.mode == Mode::kTraining);
@@ -426,6 +462,27 @@ ExtraKernels training_extra_kernels(const Step& s, std::size_t index) {
   return extra;
 }
 
+// Parameter elements a device reads for a layer (1/tp of them aside): of a moe layer's routed
+// experts only those it holds, 1/ep of them, that the tokens reach (balanced routing: at most
+// one per token-expert pair, and a device gets as many pairs as it sends).
+double weight_elements_read(const Step& s, const Layer& layer) {
+  const LayerCounts& c = layer.counts;
+  const auto read = static_cast<double>(c.weight_elements_read);
+  if (s.ep <= 1 || c.experts == 0 || layer.output.empty() || layer.output.back() == 0) return read;
+  const auto experts = static_cast<double>(c.experts);
+  const double per_expert = static_cast<double>(c.expert_params) / experts;
+  const double pairs = static_cast<double>(element_count(layer.output)) /
+                       static_cast<double>(layer.output.back()) *
+                       static_cast<double>(c.experts_per_token);
+  return read - per_expert * (std::min(experts, pairs) - std::min(experts / s.ep, pairs));
+}
+
+void slow_down(LayerEstimate& e, double factor) {
+  e.compute_s *= factor;
+  e.memory_s *= factor;
+  e.time_s *= factor;
+}
+
 // One layer's forward (and, in training, backward) on one device.
 LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speedup,
                          double& backward_s, double& recompute_s) {
@@ -478,7 +535,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   // Each device reads its share of the cache: all of it where there are fewer key/value heads
   // (one latent) than devices.
   forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * s.act_bytes / s.cp +
-                   static_cast<double>(c.weight_elements_read) * layer_weight_bytes) /
+                   weight_elements_read(s, layer) * layer_weight_bytes) /
                       split +
                   static_cast<double>(c.kv_cache_read_elements) * s.kv_bytes *
                       kv_cache_share(c, s.workload.tensor_parallel);
@@ -491,6 +548,9 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
       std::min(s.cached_input_elements[index], static_cast<double>(c.input_elements));
   forward.bytes -= cached * s.act_bytes / work;
   LayerEstimate e = roofline(forward, matrix, speed, fused, rates, s.floor_s);
+  // The step waits for the busiest expert: the moe layers take the imbalance times as long.
+  const double imbalance = c.experts > 0 ? s.workload.moe_imbalance : 1;
+  slow_down(e, imbalance);
   if (!s.training) return e;
   if (s.workload.checkpointing) recompute_s += e.time_s;
   // Backward: its own FLOPs, about twice the forward traffic (read the output gradient and the
@@ -508,7 +568,8 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
       s.runtime.backward_kernels(layer, kernels) + casts + input_casts + extra.backward +
       s.runtime.training.bias_gradient * static_cast<double>(layer.traits.bias_tensors);
   // A fused forward still leaves a backward that reads what it saved: not fused.
-  const LayerEstimate b = roofline(backward, matrix, speed, false, rates, s.backward_floor_s);
+  LayerEstimate b = roofline(backward, matrix, speed, false, rates, s.backward_floor_s);
+  slow_down(b, imbalance);
   backward_s += b.time_s;
   add(e, b);
   return e;
@@ -601,6 +662,38 @@ void context_parallel_communication(const Step& s, Estimate& result) {
   result.latency_s += result.context_parallel_s;
 }
 
+// Expert parallelism (Megatron-Core's all-to-all token dispatcher): each moe layer sends every
+// token-expert pair to the device holding the expert (dispatch) and the expert's output back
+// (combine), forward; backward sends their gradients the two ways again, and checkpointing's
+// recompute repeats the forward's. A device dispatches its 1/tp of its tokens (sequence
+// parallelism, which Megatron-Core requires with experts and tensor parallelism), 1/cp of the
+// sequence's. The group is ep devices tp apart: Megatron-Core lays the experts out on a grid
+// of its own (parallel_state.py: RankGenerator(tp=expert tensor parallel, ep, dp, pp, cp=1)),
+// context parallelism's devices folded into the expert-parallel ones. Not overlapped with
+// compute (Megatron-Core's default).
+void expert_parallel_communication(const Step& s, Estimate& result) {
+  if (s.workload.expert_parallel <= 1) return;
+  const CollectiveGroup group =
+      collective_group(s.device, s.workload.tensor_parallel, s.workload.expert_parallel);
+  if (!group.modelled) {
+    result.expert_parallel_modelled = false;
+    return;
+  }
+  result.expert_parallel_link = group.link_name();
+  const double passes = s.training ? (s.workload.checkpointing ? 6 : 4) : 2;
+  for (const Layer& layer : s.graph.layers) {
+    const LayerCounts& c = layer.counts;
+    if (layer.view || c.experts == 0) continue;
+    const double bytes = static_cast<double>(element_count(layer.output)) *
+                         static_cast<double>(c.experts_per_token) * s.comm_bytes / s.tp / s.cp;
+    result.expert_parallel_s +=
+        passes * collective_s(group, s.params, result.profile, Collective::kAllToAll, bytes);
+    result.alltoalls += static_cast<int>(passes);
+    result.alltoall_bytes += passes * bytes * (s.ep - 1) / s.ep;
+  }
+  result.latency_s += result.expert_parallel_s;
+}
+
 // One micro-batch's activations a device keeps for backward: 1/tp of them, but all of those of
 // the layers it runs whole (no sequence parallelism). With checkpointing the kept block
 // outputs are the residual stream, which every such device keeps whole, and the block being
@@ -616,17 +709,40 @@ double activation_elements_per_device(const Step& s, const GraphTotals& totals) 
   return results + (checkpointed - results) * (share + (1 - share) / s.tp);
 }
 
+// A device's parameters: 1/(tp x pp) of the model's, the routed experts' 1/ep of that again.
+struct DeviceParams {
+  double all = 0;
+  double experts = 0;  // Of `all`, the routed experts'.
+};
+
+DeviceParams device_params(const Step& s, const GraphTotals& totals) {
+  const double experts = static_cast<double>(totals.expert_params) / s.tp / s.pp;
+  return {static_cast<double>(totals.params) / s.tp / s.pp - experts * (1 - 1 / s.ep),
+          experts / s.ep};
+}
+
+// Bytes of `per_param` a device keeps for its parameters: all of them, or (`sharded`, ZeRO) its
+// shard of them, the experts' over the devices that hold the same experts.
+double state_bytes(const Step& s, const DeviceParams& p, bool sharded, double per_param) {
+  if (!sharded) return p.all * per_param;
+  if (s.ep == 1) return p.all * per_param / s.shards;
+  return ((p.all - p.experts) / s.shards + p.experts / s.expert_shards) * per_param;
+}
+
 // Training memory beyond the weights: gradients, optimizer state and the activations the
 // schedule keeps in flight. ZeRO: each replica keeps and updates 1/replicas of the optimizer
 // state (stage 1), of the gradients (2) and of the weights (3).
-void training_memory(const Step& s, const GraphTotals& totals, double params_count,
+void training_memory(const Step& s, const GraphTotals& totals, const DeviceParams& params,
                      double gradient_bytes, MemoryEstimate& memory) {
   const int zero = s.workload.zero_stage;
-  memory.gradient_bytes = params_count * gradient_bytes / (zero >= 2 ? s.shards : 1);
-  memory.optimizer_bytes = params_count * optimizer_state_bytes(s.workload.optimizer);
-  if (s.weight_bytes < 4) memory.optimizer_bytes += params_count * kMasterWeightBytesPerParam;
-  if (zero >= 1) memory.optimizer_bytes /= s.shards;
-  if (zero >= 3) memory.weight_bytes /= s.shards;
+  memory.gradient_bytes = state_bytes(s, params, zero >= 2, gradient_bytes);
+  memory.optimizer_bytes = state_bytes(s, params, zero >= 1,
+                                       optimizer_state_bytes(s.workload.optimizer) +
+                                           (s.weight_bytes < 4 ? kMasterWeightBytesPerParam : 0));
+  if (zero >= 3) {
+    memory.weight_bytes =
+        state_bytes(s, params, true, s.sparse ? s.sparse_weight_bytes : s.weight_bytes);
+  }
   // 1F1B: the first stage holds min(pp, micro-batches) micro-batches' activations of its 1/pp
   // of the layers; gradient accumulation alone (pp = 1) holds one at a time. Interleaved,
   // Megatron-LM's schedule warms up 2(P-1) + (V-1)P chunk passes on the first stage and keeps
@@ -680,35 +796,48 @@ double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s, 
 // backward passes"). Prefetch hides the forward's gather behind the stage's forward and the
 // backward's gather and reduce-scatter behind its backward (with any recompute); the rest
 // shows, every micro-batch. A reduce-scatter or an all-gather moves half an all-reduce's bytes.
-void data_parallel_sync(const Step& s, double params_count, double gradient_bytes,
+void data_parallel_sync(const Step& s, const DeviceParams& params, double gradient_bytes,
                         double backward_s, Estimate& result) {
   if (s.shards <= 1) return;
   const CollectiveGroup dp =
       collective_group(s.device, s.workload.tensor_parallel, static_cast<std::int64_t>(s.shards));
+  // With expert parallelism the routed experts' gradients reduce apart, over the shards / ep
+  // devices that hold the same experts (their span taken as the replicas': tp x ep apart).
+  const bool expert_sync = s.ep > 1 && s.expert_shards > 1;
+  const CollectiveGroup experts =
+      expert_sync
+          ? collective_group(s.device, s.workload.tensor_parallel * s.workload.expert_parallel,
+                             static_cast<std::int64_t>(s.expert_shards))
+          : CollectiveGroup{};
+  const double dense = s.ep > 1 ? params.all - params.experts : params.all;
   const int zero = s.workload.zero_stage;
-  const double weight_bytes = params_count * s.weight_bytes;
-  const double grad_bytes = params_count * gradient_bytes;
+  const double weight_bytes = params.all * s.weight_bytes;
+  const double grad_bytes = params.all * gradient_bytes;
   // As an all-reduce's operand: a reduce-scatter or an all-gather counts half of its bytes.
   result.data_parallel_bytes = zero >= 3   ? s.micro_batches * (2 * weight_bytes + grad_bytes) / 2
                                : zero == 2 ? (s.micro_batches * grad_bytes + weight_bytes) / 2
                                            : grad_bytes;
-  if (!dp.modelled) {
+  if (!dp.modelled || (expert_sync && !experts.modelled)) {
     result.data_parallel_modelled = false;
     return;
   }
   result.data_parallel_link = dp.link_name();
   result.data_parallel_bandwidth = dp.per_direction();
-  const auto time = [&](Collective kind, double bytes) {
-    return collective_s(dp, s.params, result.profile, kind, bytes);
+  // A collective of `per_param` bytes of each parameter the device holds.
+  const auto time = [&](Collective kind, double per_param) {
+    const double t = collective_s(dp, s.params, result.profile, kind, dense * per_param);
+    return expert_sync ? t + collective_s(experts, s.params, result.profile, kind,
+                                          params.experts * per_param)
+                       : t;
   };
   const double backward_stage_s = (backward_s + result.recompute_s) / s.pp;
   if (zero <= 1) {
-    result.data_parallel_s = time(Collective::kAllReduce, grad_bytes);
+    result.data_parallel_s = time(Collective::kAllReduce, gradient_bytes);
     result.data_parallel_exposed_s = std::max(0.0, result.data_parallel_s - backward_s / s.pp);
     return;
   }
-  const double scatter_s = time(Collective::kReduceScatter, grad_bytes);
-  const double gather_s = time(Collective::kAllGather, weight_bytes);
+  const double scatter_s = time(Collective::kReduceScatter, gradient_bytes);
+  const double gather_s = time(Collective::kAllGather, s.weight_bytes);
   if (zero == 2) {
     result.data_parallel_s = s.micro_batches * scatter_s + gather_s;
     result.data_parallel_exposed_s =
@@ -729,13 +858,23 @@ double optimizer_step_kernels(const Step& s) {
   if (chunk <= 0) return 0;
   double tensors = 0;
   double chunks = 0;
-  const double shards = s.tp * (s.workload.zero_stage >= 1 ? s.shards : 1);
+  const bool zero = s.workload.zero_stage >= 1;
+  const double shards = s.tp * (zero ? s.shards : 1);
+  const double expert_shards = s.tp * (zero ? s.expert_shards : 1);
   for (const Layer& layer : s.graph.layers) {
+    const LayerCounts& c = layer.counts;
     const auto count = static_cast<double>(layer.traits.param_tensors);
-    if (layer.view || count <= 0 || layer.counts.params <= 0) continue;
-    tensors += count;
-    const double elements = static_cast<double>(layer.counts.params) / count / shards;
-    chunks += count * std::ceil(elements / chunk);
+    if (layer.view || count <= 0 || c.params <= 0) continue;
+    // Expert parallelism: a device holds 1/ep of a moe layer's routed experts (taken as their
+    // share of its tensors), which ZeRO shards over the devices that hold the same experts.
+    const bool experts = s.ep > 1 && c.expert_params > 0;
+    const double held = experts ? 1 - static_cast<double>(c.expert_params) /
+                                          static_cast<double>(c.params) * (1 - 1 / s.ep)
+                                : 1;
+    tensors += count * held;
+    const double elements =
+        static_cast<double>(c.params) / count / (experts ? expert_shards : shards);
+    chunks += count * held * std::ceil(elements / chunk);
   }
   return s.runtime.optimizer_kernels(optimizer_name(s.workload.optimizer), tensors / s.pp,
                                      chunks / s.pp);
@@ -745,17 +884,17 @@ double optimizer_step_kernels(const Step& s) {
 // all-reduces); each stage takes 1/pp of it, micro-batch after micro-batch, and the pipeline
 // fills and drains: (micro-batches + pp - 1) stage times (interleaved: the fill and drain take
 // 1/V of that), then the exposed gradient sync and the optimizer update of the stage.
-void training_schedule(const Step& s, const GraphTotals& totals, double params_count,
+void training_schedule(const Step& s, const GraphTotals& totals, const DeviceParams& params,
                        double backward_s, Estimate& result) {
   // Gradients are kept and reduced in 16 bits at least: fp8 training (Transformer Engine,
   // Megatron) computes fp8 products but writes bf16 weight gradients (fp32 main grads).
   const double gradient_bytes = std::max(s.weight_bytes, 2.0);
-  const double update_bytes = params_count * optimizer_update_bytes(s.workload.optimizer) /
-                              (s.workload.zero_stage >= 1 ? s.shards : 1);
+  const double update_bytes = state_bytes(s, params, s.workload.zero_stage >= 1,
+                                          optimizer_update_bytes(s.workload.optimizer));
   const double optimizer_kernels = optimizer_step_kernels(s);
   result.optimizer_s =
       std::max(update_bytes / s.rates.bytes_per_s, std::max(1.0, optimizer_kernels) * s.floor_s);
-  training_memory(s, totals, params_count, gradient_bytes, result.memory);
+  training_memory(s, totals, params, gradient_bytes, result.memory);
 
   const auto virtual_stages = static_cast<double>(s.workload.virtual_stages);
   double stage_s = (result.latency_s + result.recompute_s) / s.pp;
@@ -765,7 +904,7 @@ void training_schedule(const Step& s, const GraphTotals& totals, double params_c
   result.pipeline_bubble_s = (s.pp - 1) * stage_s / virtual_stages;
   // The sends' share of the step: in every stage time, the bubble's included.
   result.pipeline_send_s = (s.micro_batches + (s.pp - 1) / virtual_stages) * sends;
-  data_parallel_sync(s, params_count, gradient_bytes, backward_s, result);
+  data_parallel_sync(s, params, gradient_bytes, backward_s, result);
   result.latency_s = s.micro_batches * stage_s + result.pipeline_bubble_s +
                      result.data_parallel_exposed_s + result.optimizer_s;
   // The device's own work in a step: its stage's share of every micro-batch.
@@ -778,6 +917,9 @@ void training_schedule(const Step& s, const GraphTotals& totals, double params_c
   result.communication_s *= share;
   result.context_parallel_send_s *= share;
   result.context_parallel_s *= share;
+  result.expert_parallel_s *= share;
+  result.alltoall_bytes *= share;
+  result.alltoalls = static_cast<int>(std::lround(result.alltoalls * share));
   result.allreduce_bytes *= share;
   result.allreduces = static_cast<int>(std::lround(result.allreduces * share));
 }
@@ -827,9 +969,31 @@ std::optional<std::string> tensor_parallel_problem(const Graph& graph,
   return std::nullopt;
 }
 
+std::optional<std::string> expert_parallel_problem(const Graph& graph, std::int64_t expert_parallel,
+                                                   double moe_imbalance) {
+  if (expert_parallel <= 1 && moe_imbalance == 1) return std::nullopt;
+  const Layer* moe = nullptr;
+  for (const Layer& layer : graph.layers) {
+    const std::int64_t experts = layer.counts.experts;
+    if (experts == 0) continue;
+    if (moe == nullptr) moe = &layer;
+    if (experts % expert_parallel != 0) {
+      return fmt::format("--expert-parallel {} does not divide the {} experts of \"{}\"",
+                         expert_parallel, experts, layer.name);
+    }
+  }
+  if (moe != nullptr) return std::nullopt;
+  return fmt::format("{}: the model has no \"moe\" layer",
+                     expert_parallel > 1 ? "--expert-parallel" : "--moe-imbalance");
+}
+
 LayerPass estimate_layers(const Graph& graph, const Device& device, const PerformanceParams& params,
                           const Workload& workload) {
   if (auto problem = tensor_parallel_problem(graph, workload.tensor_parallel)) {
+    throw Error({}, *problem);
+  }
+  if (auto problem =
+          expert_parallel_problem(graph, workload.expert_parallel, workload.moe_imbalance)) {
     throw Error({}, *problem);
   }
   const Step s = make_step(graph, device, params, workload);
@@ -842,6 +1006,7 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
   pass.backward_s = layer_times(s, result);
   tensor_parallel_communication(s, result);
   context_parallel_communication(s, result);
+  expert_parallel_communication(s, result);
   pass.totals = graph_totals(graph);
   return pass;
 }
@@ -874,12 +1039,18 @@ Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Devi
     result.context_parallel_s = pass.partial.context_parallel_s;
     result.context_parallel_link = pass.partial.context_parallel_link;
     result.context_parallel_modelled = pass.partial.context_parallel_modelled;
+    result.expert_parallel_s = pass.partial.expert_parallel_s;
+    result.alltoalls = pass.partial.alltoalls;
+    result.alltoall_bytes = pass.partial.alltoall_bytes;
+    result.expert_parallel_link = pass.partial.expert_parallel_link;
+    result.expert_parallel_modelled = pass.partial.expert_parallel_modelled;
   }
   const GraphTotals& totals = pass.totals;
-  const double params_count = static_cast<double>(totals.params) / s.tp / s.pp;
-  result.memory.weight_bytes = params_count * (s.sparse ? s.sparse_weight_bytes : s.weight_bytes);
+  const DeviceParams params_on_device = device_params(s, totals);
+  result.memory.weight_bytes =
+      params_on_device.all * (s.sparse ? s.sparse_weight_bytes : s.weight_bytes);
   if (s.training) {
-    training_schedule(s, totals, params_count, pass.backward_s, result);
+    training_schedule(s, totals, params_on_device, pass.backward_s, result);
   } else {
     result.memory.activation_bytes =
         static_cast<double>(totals.peak_live_elements) * s.act_bytes / s.tp;

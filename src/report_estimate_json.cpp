@@ -137,6 +137,15 @@ Json estimate_json(const ReportInput& in) {
         {"link", e.context_parallel_modelled ? Json(e.context_parallel_link) : Json(nullptr)},
         {"modelled", e.context_parallel_modelled}};
   }
+  if (in.workload.expert_parallel > 1) {
+    est["expert_parallel"] = {
+        {"degree", in.workload.expert_parallel},
+        {"alltoall_s", e.expert_parallel_s},
+        {"alltoalls", e.alltoalls},
+        {"bytes", e.alltoall_bytes},
+        {"link", e.expert_parallel_modelled ? Json(e.expert_parallel_link) : Json(nullptr)},
+        {"modelled", e.expert_parallel_modelled}};
+  }
   if (in.workload.mode == Mode::kTraining && data_parallel_shards(in.workload) > 1) {
     Json dp;
     dp["allreduce_s"] = e.data_parallel_s;

@@ -141,6 +141,13 @@ std::string grad_sync_summary(const Estimate& e, int zero_stage) {
                      e.data_parallel_link);
 }
 
+std::string alltoall_summary(const Estimate& e, std::int64_t expert_parallel) {
+  if (!e.expert_parallel_modelled) return "not modelled (no link in the table for this group)";
+  return fmt::format("{}: {} of {} sent in all among {} devices over {}",
+                     format_duration(e.expert_parallel_s), counted(e.alltoalls, "all-to-all"),
+                     format_bytes(e.alltoall_bytes), expert_parallel, e.expert_parallel_link);
+}
+
 std::string alignment_summary(const MisalignedLayer& m, Precision precision) {
   return fmt::format("{}: {} {} not a multiple of {} ({} tensor cores; {} of the MACs): pad to {}",
                      m.name, format_grouped(m.size), m.dimension, m.multiple,
@@ -313,6 +320,9 @@ std::string estimate_time_text(const ReportInput& in) {
                               in.workload.context_parallel, e.context_parallel_link)
                 : std::string("not modelled (no link in the table for the ring)")) +
            "\n";
+  }
+  if (in.workload.expert_parallel > 1) {
+    out += "  all-to-all   " + alltoall_summary(e, in.workload.expert_parallel) + "\n";
   }
   if (training && data_parallel_shards(in.workload) > 1) {
     out += "  grad sync    " + grad_sync_summary(e, in.workload.zero_stage) + "\n";

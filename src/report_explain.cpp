@@ -196,6 +196,30 @@ std::string explain_split(const ReportInput& in) {
         replicas,
         zero == 3 ? ";\n               the one layer gathered at a time is not counted" : "");
   }
+  if (const std::int64_t ep = in.workload.expert_parallel; ep > 1) {
+    const std::string link = in.estimate->expert_parallel_modelled
+                                 ? in.estimate->expert_parallel_link
+                                 : std::string("no link in the table (not modelled)");
+    out += in.workload.mode == Mode::kTraining
+               ? fmt::format(
+                     "  expert par.  each device holds 1/{} of every moe layer's routed experts, "
+                     "with their\n"
+                     "               gradients and state (reduced and ZeRO-sharded over the {} "
+                     "devices that hold\n"
+                     "               the same experts); per moe layer a dispatch and a combine "
+                     "all-to-all (as\n"
+                     "               many again in backward), each sending (E-1)/E of the "
+                     "device's 1/(T x C) of\n"
+                     "               the tokens x experts per token x width, over {}\n",
+                     ep, data_parallel_shards(in.workload) / ep, link)
+               : fmt::format(
+                     "  expert par.  each device holds 1/{} of every moe layer's routed experts; "
+                     "per moe layer a\n"
+                     "               dispatch and a combine all-to-all, each sending (E-1)/E of "
+                     "the device's\n"
+                     "               1/T of the tokens x experts per token x width, over {}\n",
+                     ep, link);
+  }
   const std::int64_t pp = in.workload.pipeline_parallel;
   const std::int64_t micro = in.workload.micro_batches;
   const std::int64_t v = in.workload.virtual_stages;

@@ -155,6 +155,9 @@ std::string summary_section(const ReportInput& in) {
     out += kv_row("stage sends", esc(stage_sends_summary(e)));
   }
   if (in.workload.tensor_parallel > 1) out += kv_row("all-reduce", esc(allreduce_summary(e)));
+  if (in.workload.expert_parallel > 1) {
+    out += kv_row("all-to-all", esc(alltoall_summary(e, in.workload.expert_parallel)));
+  }
   if (training && data_parallel_shards(in.workload) > 1) {
     out += kv_row("grad sync", esc(grad_sync_summary(e, in.workload.zero_stage)));
   }

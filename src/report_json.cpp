@@ -103,6 +103,8 @@ Json workload_json(const ReportInput& in) {
   workload["runtime"] = e.runtime;
   put_parallelism_json(workload, in.workload);
   if (in.workload.context_parallel > 1) workload["context_parallel"] = in.workload.context_parallel;
+  if (in.workload.expert_parallel > 1) workload["expert_parallel"] = in.workload.expert_parallel;
+  if (in.workload.moe_imbalance != 1) workload["moe_imbalance"] = in.workload.moe_imbalance;
   workload["checkpointing"] = in.workload.checkpointing;
   if (in.workload.tensor_parallel > 1) workload["sequence_parallel"] = e.sequence_parallel;
   workload["weight_precision"] =

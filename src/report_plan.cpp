@@ -11,6 +11,7 @@
 
 #include "markup.hpp"
 #include "report_json.hpp"
+#include "report_words.hpp"
 #include "table.hpp"
 
 namespace capcalc {
@@ -55,6 +56,7 @@ Json row_json(const PlanRow& row) {
               {"tensor_parallel", l.tensor_parallel},
               {"pipeline_parallel", l.pipeline_parallel},
               {"context_parallel", l.context_parallel},
+              {"expert_parallel", l.expert_parallel},
               {"data_parallel", l.data_parallel},
               {"virtual_stages", l.virtual_stages},
               {"zero_stage", l.zero_stage},
@@ -80,6 +82,7 @@ Json row_json(const PlanRow& row) {
                 {"recompute_s", b.recompute_s},
                 {"tensor_parallel_s", b.tensor_parallel_s},
                 {"context_parallel_s", b.context_parallel_s},
+                {"expert_parallel_s", b.expert_parallel_s},
                 {"pipeline_send_s", b.pipeline_send_s},
                 {"bubble_s", b.bubble_s},
                 {"data_parallel_s", b.data_parallel_s},
@@ -173,6 +176,14 @@ std::string explain_text(const PlanReportInput& in) {
   if (row.layout.context_parallel > 1) {
     text += fmt::format("    ring attention sends (exposed) {}{}\n", share(b.context_parallel_s),
                         e.context_parallel_link.empty() ? "" : "  over " + e.context_parallel_link);
+  }
+  if (row.layout.expert_parallel > 1) {
+    text +=
+        fmt::format("    expert all-to-alls             {}{}\n", share(b.expert_parallel_s),
+                    e.expert_parallel_link.empty()
+                        ? ""
+                        : fmt::format("  {} of {} sent over {}", counted(e.alltoalls, "all-to-all"),
+                                      format_bytes(e.alltoall_bytes), e.expert_parallel_link));
   }
   text += fmt::format("    pipeline sends                 {}{}\n", share(b.pipeline_send_s),
                       e.pipeline_link.empty() ? "" : "  over " + e.pipeline_link);
@@ -306,7 +317,8 @@ std::string render_plan_json(const PlanReportInput& in) {
 std::string render_plan_csv(const PlanReportInput& in) {
   std::string out =
       "rank,device,precision,devices,tensor_parallel,pipeline_parallel,context_parallel,"
-      "data_parallel,virtual_stages,zero_stage,micro_batch_size,micro_batches,checkpointing,step_s,"
+      "expert_parallel,data_parallel,virtual_stages,zero_stage,micro_batch_size,micro_batches,"
+      "checkpointing,step_s,"
       "mfu,"
       "tokens_per_s,time_s,device_hours,cost_usd,energy_kwh,memory_bytes,headroom_bytes\n";
   const PlanResult& r = *in.result;
@@ -314,13 +326,13 @@ std::string render_plan_csv(const PlanReportInput& in) {
     const PlanRow& row = r.rows[i];
     const Layout& l = row.layout;
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.4f},{:.6g},{:.6g},{:.6g},{},{},"
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.4f},{:.6g},{:.6g},{:.6g},{},{},"
         "{:.6g},{:.6g}\n",
         i + 1, l.device->id, precision_name(l.precision), l.devices, l.tensor_parallel,
-        l.pipeline_parallel, l.context_parallel, l.data_parallel, l.virtual_stages, l.zero_stage,
-        l.micro_batch_size, l.micro_batches, l.checkpointing ? "true" : "false", row.step_s,
-        row.mfu, row.tokens_per_s, row.time_s, row.device_hours,
-        row.cost_usd ? fmt::format("{:.6g}", *row.cost_usd) : "",
+        l.pipeline_parallel, l.context_parallel, l.expert_parallel, l.data_parallel,
+        l.virtual_stages, l.zero_stage, l.micro_batch_size, l.micro_batches,
+        l.checkpointing ? "true" : "false", row.step_s, row.mfu, row.tokens_per_s, row.time_s,
+        row.device_hours, row.cost_usd ? fmt::format("{:.6g}", *row.cost_usd) : "",
         row.energy_kwh ? fmt::format("{:.6g}", *row.energy_kwh) : "", row.memory_bytes,
         row.headroom_bytes);
   }

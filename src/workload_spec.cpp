@@ -89,6 +89,7 @@ void set_layout(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
   w.tensor_parallel = positive("tensor_parallel", spec.tensor_parallel);
   w.pipeline_parallel = positive("pipeline_parallel", spec.pipeline_parallel);
   w.context_parallel = positive("context_parallel", spec.context_parallel);
+  w.expert_parallel = positive("expert_parallel", spec.expert_parallel);
   w.micro_batches = positive("micro_batches", spec.micro_batches);
   w.virtual_stages = positive("virtual_stages", spec.virtual_stages);
   w.zero_stage = spec.zero_stage;
@@ -138,6 +139,23 @@ void set_layout(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
                      "`pipeline_parallel` {} ({})",
                      devices, w.tensor_parallel, w.pipeline_parallel, replica));
   }
+}
+
+// Expert parallelism splits the experts over devices that hold the same other weights.
+void check_experts(const WorkloadSpec& spec, const SpecLocations* where, Workload& w) {
+  // replicas x context_parallel (set_layout checked the division).
+  const std::int64_t shards = w.devices / (w.tensor_parallel * w.pipeline_parallel);
+  if (shards % w.expert_parallel != 0) {
+    fail(where, "expert_parallel",
+         fmt::format("`expert_parallel` {} does not divide the {} devices that hold the same "
+                     "weights ({} data-parallel replicas x context-parallel {})",
+                     w.expert_parallel, shards, shards / w.context_parallel, w.context_parallel));
+  }
+  if (!(spec.moe_imbalance >= 1 && spec.moe_imbalance <= 1000)) {
+    fail(where, "moe_imbalance",
+         fmt::format("`moe_imbalance` must be between 1 and 1000 (got {:g})", spec.moe_imbalance));
+  }
+  w.moe_imbalance = spec.moe_imbalance;
 }
 
 // What only training has: checkpointing, pipelines and micro-batches, ZeRO.
@@ -228,6 +246,7 @@ Workload workload_from(const WorkloadSpec& spec, const SpecLocations* where) {
   }
   read_names(spec, where, w);
   set_layout(spec, where, w);
+  check_experts(spec, where, w);
   w.checkpointing = spec.checkpointing;
   w.sequence_parallel = spec.sequence_parallel;
   check_training_only(spec, where, w);
@@ -299,6 +318,13 @@ void read_counts(const KeyReader& get, std::string_view devices_key, WorkloadSpe
   if (auto v = get("tensor_parallel")) spec.tensor_parallel = v->as_positive_int();
   if (auto v = get("pipeline_parallel")) spec.pipeline_parallel = v->as_positive_int();
   if (auto v = get("context_parallel")) spec.context_parallel = v->as_positive_int();
+  if (auto v = get("expert_parallel")) spec.expert_parallel = v->as_positive_int();
+  if (auto v = get("moe_imbalance")) {
+    spec.moe_imbalance = v->as_number();
+    if (!(spec.moe_imbalance >= 1 && spec.moe_imbalance <= 1000)) {
+      v->fail(fmt::format("expected 1 to 1000, got {:g}", spec.moe_imbalance));
+    }
+  }
   if (auto v = get("micro_batches")) spec.micro_batches = v->as_positive_int();
   if (auto v = get("virtual_stages")) spec.virtual_stages = v->as_positive_int();
   if (auto v = get("zero_stage")) {
@@ -332,6 +358,8 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key) {
           "tensor_parallel",
           "pipeline_parallel",
           "context_parallel",
+          "expert_parallel",
+          "moe_imbalance",
           "micro_batches",
           "virtual_stages",
           "zero_stage",

@@ -150,10 +150,10 @@ capcalc_cli_error(hardware_file_missing "tests/cli/nope.json: cannot open file"
 # The validation set: every case predicted with the global parameters. Every figure the README
 # states is pinned, and gated just above (or, for counts, at) what is measured: a change that
 # makes predictions worse fails here.
-# The published set: 53 cases held out of every fit.
-capcalc_cli_ok(validate "142 cases: median \\|error\\| 14.3 %, worst 3.82x, 137 within 2x\n53 held out \\(never used to set a parameter\\): median \\|error\\| 15.0 %"
+# The published set: 54 cases held out of every fit.
+capcalc_cli_ok(validate "143 cases: median \\|error\\| 14.3 %, worst 3.82x, 138 within 2x\n54 held out \\(never used to set a parameter\\): median \\|error\\| 14.7 %"
                validate --max-median-error 0.144 --max-worst-factor 3.83
-               --max-held-out-median-error 0.151 --min-within-2x 137)
+               --max-held-out-median-error 0.148 --min-within-2x 138)
 # The measured set (data/validation/measured_h200.json): zoo models run with PyTorch on a lent
 # H200 by bench/device/measure.py; each case names its runtime, whose host cost per kernel was
 # chosen on the set, so all are in-sample. Pinned, and gated just above the figures.
@@ -176,13 +176,13 @@ add_test(NAME cli.validate_worst_gate_fails
 add_test(NAME cli.validate_held_out_gate_fails
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
                  "-DARGS=validate;--max-held-out-median-error;0.14" -DEXPECT_CODE=1
-                 "-DSTDERR_REGEX=held-out median \\|error\\| 15.0 % exceeds the limit 14.0 %"
+                 "-DSTDERR_REGEX=held-out median \\|error\\| 14.7 % exceeds the limit 14.0 %"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 add_test(NAME cli.validate_within_2x_gate_fails
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
-                 "-DARGS=validate;--min-within-2x;138" -DEXPECT_CODE=1
-                 "-DSTDERR_REGEX=137 of 142 cases within 2x, below the limit 138"
+                 "-DARGS=validate;--min-within-2x;139" -DEXPECT_CODE=1
+                 "-DSTDERR_REGEX=138 of 143 cases within 2x, below the limit 139"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_cli_error(validate_held_out_gate_without_cases "--max-held-out-median-error: none of these cases is held out"
@@ -424,6 +424,18 @@ capcalc_cli_ok(training_context_parallel "64 devices \\(tensor-parallel 8, seque
                estimate llama3_70b --gpu H100 --mode training --precision bf16 --tp 8 --cp 4 --devices 64 --zero 1 --batch 1 --set seq=32768)
 capcalc_cli_error(training_context_parallel_inference "^capcalc: error: context parallelism splits training sequences: add --mode training\n$"
                   estimate llama3_70b --gpu H100 --cp 2)
+# Expert parallelism: Mixtral 8x7B's 8 experts over 8 devices, TP 2 (1/16 of the experts'
+# weights, gradients and Adam state a device); E x T = 16 spans two 8-GPU nodes, so the
+# all-to-alls cross the network. 110 GB without EP, 30.9 GB with. Rules derived by hand in
+# predict_test.cpp ("expert parallelism splits the experts ...").
+capcalc_cli_ok(training_expert_parallel "64 devices \\(tensor-parallel 2, sequence-parallel\\) \\(expert-parallel 8\\), ZeRO-1.*all-to-all +[0-9.]+ ms: 128 all-to-alls of 1.88 GB sent in all among 8 devices over NVLink 4 \\+ InfiniBand.*memory +30.9 GB of 80.0 GB: fits"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8)
+capcalc_cli_ok(training_expert_parallel_without "64 devices \\(tensor-parallel 2, sequence-parallel\\), ZeRO-1.*memory +110 GB of 80.0 GB: DOES NOT FIT"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1)
+capcalc_cli_ok(training_expert_parallel_json "\"expert_parallel\": 8,\n *\"moe_imbalance\": 1.2,.*\"expert_parallel\": \\{\n *\"degree\": 8,\n *\"alltoall_s\": [0-9.]+,\n *\"alltoalls\": 128,\n *\"bytes\": [0-9.]+,\n *\"link\": \"NVLink 4 \\+ InfiniBand"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --moe-imbalance 1.2 --format json)
+capcalc_cli_ok(training_expert_parallel_explain "expert par\\.  each device holds 1/8 of every moe layer's routed experts, with their\n +gradients and state \\(reduced and ZeRO-sharded over the 4 devices that hold"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --explain)
 capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"pipeline_parallel\": 1,\n *\"micro_batches\": 1,\n *\"virtual_stages\": 1,\n *\"zero_stage\": 3"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 3 --format json)
 capcalc_cli_error(zero_inference "ZeRO shards training state: add --mode training"
@@ -501,7 +513,7 @@ add_test(NAME cli.budget_matches_flags
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_cli_ok(estimate_range "latency      10\\.4 ms per batch of 1 \\([0-9.]+-[0-9.]+ ms: 80 % of [0-9]+ measured cases of eager/host/gpu\\)\n  throughput   95\\.8 samples/s \\([0-9.]+-[0-9.]+ samples/s\\)"
                estimate data/models/resnet50.json --gpu A100)
-capcalc_cli_ok(estimate_range_unvalidated "latency      3\\.13 ms per batch of 1 \\([0-9.]+-[0-9.]+ ms: no validated case of eager/compute/cpu: the range of all 186 cases\\)"
+capcalc_cli_ok(estimate_range_unvalidated "latency      3\\.13 ms per batch of 1 \\([0-9.]+-[0-9.]+ ms: no validated case of eager/compute/cpu: the range of all 187 cases\\)"
                estimate data/models/resnet50.json --gpu epyc-9654)
 
 # --runtime in compare and check, and "runtime" in budget files: the row or result names it, a

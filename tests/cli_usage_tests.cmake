@@ -230,3 +230,18 @@ capcalc_usage_error(check_kv_precision_needs_prompt
 capcalc_usage_error(usage_sequence_parallel_value
                     "--sequence-parallel must be one of on or off (got \"maybe\")"
                     estimate ${resnet} --gpu h100 --sequence-parallel maybe)
+
+# Expert parallelism divides the devices that hold the same weights and every moe layer's
+# experts; it and the load imbalance need a moe layer.
+capcalc_usage_error(usage_expert_parallel_replicas
+                    "--expert-parallel 4 does not divide the 6 devices that hold the same weights (6 data-parallel replicas x context-parallel 1)"
+                    estimate mixtral_8x7b_hf --gpu H100 --batch 1 --mode training --tp 2 --devices 12 --ep 4)
+capcalc_usage_error(usage_expert_parallel_experts
+                    "--expert-parallel 3 does not divide the 8 experts of \"layers.0.block_sparse_moe\""
+                    estimate mixtral_8x7b_hf --gpu H100 --batch 1 --ep 3 --devices 3)
+capcalc_usage_error(usage_expert_parallel_dense "--expert-parallel: the model has no \"moe\" layer"
+                    estimate ${llama} --gpu H100 --ep 2 --devices 2)
+capcalc_usage_error(usage_moe_imbalance_dense "--moe-imbalance: the model has no \"moe\" layer"
+                    estimate ${llama} --gpu H100 --moe-imbalance 1.3)
+capcalc_usage_error(usage_moe_imbalance_range "--moe-imbalance must be a number from 1 to 1000 (got 0.5)"
+                    estimate mixtral_8x7b_hf --gpu H100 --moe-imbalance 0.5)

@@ -142,3 +142,26 @@ TEST_CASE("collectives: a send is one latency and its bytes at the efficiency", 
   CHECK(send_s(collective_params(), Profile::kEager, kBytes, 100e9) ==
         Approx(kLatency + kBytes / 50e9));
 }
+
+TEST_CASE("collectives: an all-to-all sends (n-1)/n of its buffer, bound by the slower link",
+          "[collectives]") {
+  // NCCL's all-to-all: grouped sends of 1/n of the buffer to every other member (nccl-tests
+  // src/alltoall.cu, bus bandwidth = algorithm bandwidth x (n-1)/n).
+  const Device device = two_level_device();
+  // 4 in a node: 3/4 of 1 GB at 50 GB/s = 15 ms, one latency.
+  CHECK(time(collective_group(device, 1, 4), Collective::kAllToAll) ==
+        Approx(kLatency + 0.75 * kBytes / 50e9));
+  // 8 over 2 nodes of 4: 4/8 of the buffer leaves over the device's own port (0.5 GB at
+  // 5 GB/s = 100 ms) while 3/8 goes to its node mates (0.375 GB at 50 GB/s = 7.5 ms): 100 ms.
+  CHECK(time(collective_group(device, 1, 8), Collective::kAllToAll) ==
+        Approx(kLatency + 0.5 * kBytes / 5e9));
+  // Members a node apart (stride 4), 2 of them: half the buffer over the network.
+  CHECK(time(collective_group(device, 4, 2), Collective::kAllToAll) ==
+        Approx(kLatency + 0.5 * kBytes / 5e9));
+  // A fast network: the scale-up share bounds it (3/8 of 1 GB at 50 GB/s = 7.5 ms against
+  // 4/8 at 500 GB/s = 1 ms).
+  Device fast = two_level_device();
+  fast.inter_node = Link{"Fast network", 1000e9, "per_direction"};
+  CHECK(time(collective_group(fast, 1, 8), Collective::kAllToAll) ==
+        Approx(kLatency + 0.375 * kBytes / 50e9));
+}

@@ -47,6 +47,27 @@ Graph tiny_transformer(std::int64_t batch, int blocks, int heads, int kv_heads, 
   return parse_model(text, "tiny.json");
 }
 
+// Two blocks of attention (2 heads) and a mixture of 4 experts (2 a token, hidden 64) over 128
+// features, 64 tokens per sample.
+Graph tiny_moe(std::int64_t batch) {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "tiny_moe",
+    "dims": {"batch": )" +
+                         std::to_string(batch) +
+                         R"(, "seq": 64},
+    "inputs": [{"name": "ids", "shape": ["batch", "seq"]}],
+    "blocks": {"layer": {"layers": [
+      {"name": "norm", "op": "rmsnorm"},
+      {"name": "attn", "op": "attention", "heads": 2, "causal": true},
+      {"name": "add", "op": "add", "inputs": ["attn", "x"]},
+      {"name": "moe", "op": "moe", "experts": 4, "experts_per_token": 2, "hidden": 64},
+      {"name": "add2", "op": "add", "inputs": ["moe", "add"]}]}},
+    "layers": [
+      {"name": "embed", "op": "embedding", "num_embeddings": 1000, "embedding_dim": 128},
+      {"name": "layers", "block": "layer", "repeat": 2},
+      {"name": "head", "op": "linear", "out_features": 1000}]})",
+                     "tiny_moe.json");
+}
+
 // The round device with a price, a TDP and a scale-up link joining `domain` devices (100 GB/s
 // per direction); `network`: 10 GB/s per direction between nodes.
 Device node_device(int domain, bool network) {
@@ -165,6 +186,43 @@ TEST_CASE("plan: one node of two devices, every layout listed by hand", "[plan]"
   for (std::size_t i = 1; i < result.rows.size(); ++i) {
     CHECK(result.rows[i - 1].time_s <= result.rows[i].time_s);
   }
+}
+
+TEST_CASE("plan: expert parallelism is searched where it divides the experts and D x C", "[plan]") {
+  // tiny_moe on one node of two devices, a global batch of 2 samples of 1. By hand, per
+  // checkpointing setting: 1 device (1 layout); DP 2 with EP 1 or 2 (4 does not fit 2
+  // devices), ZeRO 0 to 3 (8); PP 2 (1); TP 2 (1); CP 2 with EP 1 or 2 (2): 13, so 26 in all.
+  // EP must divide D x C: none on one device, nor with TP 2 or PP 2 alone.
+  const HardwareTable table = table_of(node_device(2, false));
+  const Device& d = table.devices.front();
+  PlanRequest request = fp16_request(table, 2, 2);
+  request.micro_batch_sizes = {1};
+  const PlanGraphBuilder build = [](std::int64_t batch) { return tiny_moe(batch); };
+  CHECK(plan_shape(build(1)).experts == 4);
+  const PlanResult result = plan(build, table, request);
+  CHECK(result.layouts_searched == 26);
+  REQUIRE_FALSE(result.rows.empty());
+  bool expert_rows = false;
+  for (const PlanRow& row : result.rows) {
+    const Layout& l = row.layout;
+    CHECK(l.data_parallel * l.context_parallel % l.expert_parallel == 0);
+    CHECK(l.expert_parallel <= 2);
+    if (l.expert_parallel == 1) continue;
+    expert_rows = true;
+    CHECK(layout_text(l).find("EP 2") != std::string::npos);
+    // The step is estimate()'s, its all-to-alls in the breakdown.
+    const Estimate e = estimate(build(1), d, test::round_params(), plan_workload(request, l));
+    CHECK(row.step_s == e.latency_s);
+    CHECK(e.expert_parallel_s > 0);
+    CHECK(row.breakdown.expert_parallel_s == e.expert_parallel_s);
+  }
+  CHECK(expert_rows);
+  // A dense model has no EP axis.
+  request.global_batch = 2;
+  const PlanResult dense =
+      plan([](std::int64_t batch) { return tiny_transformer(batch, 2, 2, 2); }, table, request);
+  for (const PlanRow& row : dense.rows)
+    CHECK(row.layout.expert_parallel == 1);
 }
 
 TEST_CASE("plan: the run's figures follow from the step", "[plan]") {

@@ -69,10 +69,11 @@ TEST_CASE("plan validation: published layouts, predicted and searched", "[plan][
   REQUIRE(cases.size() >= 25);
   const RuntimeTable runtimes = load_runtimes(test::data_path("runtimes.json"));
   const ValidationSummary summary = validate(cases, table, test::data_path("models"), &runtimes);
-  // Measured (docs/planning.md): median |error| 6.5 %, worst 1.42x (Nemotron 22B) over 25
-  // layouts (5.7 % and 1.43x before sequence parallelism's reduce-scatter + all-gather pairs).
-  // The issue's targets are 15 % and 1.5x; the gates sit just above today's figures.
-  CHECK(summary.median_abs_error <= 0.066);
+  // Measured (docs/planning.md): median |error| 6.3 %, worst 1.42x (Nemotron 22B) over 26
+  // layouts (6.5 % over 25 before Mixtral 8x7B with EP 8; 5.7 % and 1.43x before sequence
+  // parallelism's reduce-scatter + all-gather pairs). The issue's targets are 15 % and 1.5x; the
+  // gates sit just above today's figures.
+  CHECK(summary.median_abs_error <= 0.064);
   CHECK(summary.worst_factor <= 1.42);
 
   // The search holds each published layout (or a ZeRO variant) that fits its memory limit, and

@@ -510,6 +510,131 @@ TEST_CASE("predict: context parallelism splits the tokens and rings K and V", "[
                     "pipeline 1 x context-parallel 2)");
 }
 
+namespace {
+
+// One MoE layer (Mixtral's block): d = 1024, 8 experts of hidden 512 (3 x 1024 x 512 =
+// 1,572,864 weights each), 2 a token, a router of 1024 x 8; batch 2 x seq 256 = 512 tokens.
+Graph one_moe_layer() {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "moe",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 512}]})",
+                     "moe.json");
+}
+
+}  // namespace
+
+TEST_CASE("predict: expert parallelism splits the experts and exchanges tokens all-to-all",
+          "[predict]") {
+  const Graph g = one_moe_layer();
+  const double expert = 3.0 * 1024 * 512;
+  const double router = 1024.0 * 8;
+  REQUIRE(g.layers[0].counts.expert_params == 8 * 1572864);
+  Device d = round_device();
+  d.intra_node = Link{"Round link", 200e9, "bidirectional"};  // 100 GB/s per direction.
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = 10e-6;
+  p.allreduce_efficiency = 0.5;
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.mode = Mode::kTraining;
+  w.devices = 8;
+  Workload ep = w;
+  ep.expert_parallel = 8;
+  const Estimate whole = estimate(g, d, p, w);
+  const Estimate split = estimate(g, d, p, ep);
+  // Each of the 8 devices holds the router and one expert: 2 bytes a weight as weights and as
+  // gradients, 12 (Adam's two fp32 moments and the fp32 master) as optimizer state.
+  const double held = router + expert;
+  CHECK(whole.memory.weight_bytes == Approx(2 * (router + 8 * expert)));
+  CHECK(split.memory.weight_bytes == Approx(2 * held));
+  CHECK(split.memory.gradient_bytes == Approx(2 * held));
+  CHECK(split.memory.optimizer_bytes == Approx(12 * held));
+  // Balanced routing: the same products on every device, but each reads only its own expert's
+  // weights: 7 experts fewer, once forward and twice backward.
+  CHECK(split.flops == Approx(whole.flops));
+  CHECK(whole.layers[0].bytes - split.layers[0].bytes == Approx(3 * 7 * expert * 2));
+  // Dispatch and combine forward, both again backward: 4 all-to-alls of 512 tokens x 2
+  // experts x 1,024 x 2 bytes (2 MiB), 7/8 of it to the 7 others at 50 GB/s, 10 us each.
+  const double buffer = 512.0 * 2 * 1024 * 2;
+  const double alltoall = 10e-6 + 7.0 / 8 * buffer / 50e9;
+  CHECK(whole.expert_parallel_s == 0);
+  CHECK(split.expert_parallel_modelled);
+  CHECK(split.expert_parallel_link == "Round link");
+  CHECK(split.alltoalls == 4);
+  CHECK(split.expert_parallel_s == Approx(4 * alltoall));
+  CHECK(split.alltoall_bytes == Approx(4 * 7.0 / 8 * buffer));
+  // Only the router's gradients are all-reduced over the 8: each expert lives on one device.
+  CHECK(split.data_parallel_s == Approx(10e-6 + 1.75 * router * 2 / 50e9));
+  CHECK(split.latency_s == Approx(split.layers[0].time_s + 4 * alltoall +
+                                  split.data_parallel_exposed_s + split.optimizer_s));
+  // Recompute repeats the forward's two; inference has only those.
+  Workload again = ep;
+  again.checkpointing = true;
+  CHECK(estimate(g, d, p, again).expert_parallel_s == Approx(6 * alltoall));
+  Workload inference = ep;
+  inference.mode = Mode::kInference;
+  CHECK(estimate(g, d, p, inference).expert_parallel_s == Approx(2 * alltoall));
+  // 16 devices, ZeRO-1: the router's state shards over all 16, each expert's over its 2
+  // holders (8 apart); the router's gradients reduce over 16 (2 x 15/16), the expert's over 2.
+  Workload zero = ep;
+  zero.devices = 16;
+  zero.zero_stage = 1;
+  const Estimate sharded = estimate(g, d, p, zero);
+  CHECK(sharded.memory.optimizer_bytes == Approx(12 * (router / 16 + expert / 2)));
+  CHECK(sharded.memory.gradient_bytes == Approx(2 * held));
+  CHECK(sharded.data_parallel_s ==
+        Approx(10e-6 + 1.875 * router * 2 / 50e9 + 10e-6 + 1.0 * expert * 2 / 50e9));
+  // Tensor-parallel pairs: each device dispatches half the tokens, to devices 2 apart.
+  Workload pairs = ep;
+  pairs.tensor_parallel = 2;
+  pairs.devices = 16;
+  CHECK(estimate(g, d, p, pairs).expert_parallel_s ==
+        Approx(4 * (10e-6 + 7.0 / 8 * buffer / 2 / 50e9)));
+  // Over 2 nodes of 4: half the buffer leaves over the device's network port at 5 GB/s.
+  Device nodes = d;
+  nodes.intra_node->domain_devices = 4;
+  nodes.inter_node = Link{"Round network", 10e9, "per_direction"};
+  const Estimate across = estimate(g, nodes, p, ep);
+  CHECK(across.expert_parallel_link == "Round link + Round network");
+  CHECK(across.expert_parallel_s == Approx(4 * (10e-6 + 0.5 * buffer / 5e9)));
+  // The busiest expert's 1.5 times the mean load: the layer takes 1.5 times as long.
+  Workload skewed = ep;
+  skewed.moe_imbalance = 1.5;
+  CHECK(estimate(g, d, p, skewed).layers[0].time_s == Approx(1.5 * split.layers[0].time_s));
+}
+
+TEST_CASE("predict: expert parallelism's degree divides the replicas and the experts",
+          "[predict]") {
+  const Graph g = one_moe_layer();
+  const Device d = round_device();
+  const PerformanceParams p = round_params();
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.mode = Mode::kTraining;
+  w.devices = 12;
+  w.expert_parallel = 8;
+  CHECK_THROWS_WITH(estimate(g, d, p, w),
+                    "--expert-parallel 8 does not divide the 12 devices that hold the same "
+                    "weights (12 data-parallel replicas x context-parallel 1)");
+  w.devices = 3;
+  w.expert_parallel = 3;
+  CHECK_THROWS_WITH(estimate(g, d, p, w),
+                    "--expert-parallel 3 does not divide the 8 experts of "
+                    "\"moe\"");
+  w.expert_parallel = 1;
+  w.moe_imbalance = 0.5;
+  CHECK_THROWS_WITH(estimate(g, d, p, w), "--moe-imbalance must be between 1 and 1000 (got 0.5)");
+  const Graph dense = one_linear(8, 64, 64);
+  w.devices = 2;
+  w.moe_imbalance = 1.2;
+  CHECK_THROWS_WITH(estimate(dense, d, p, w), "--moe-imbalance: the model has no \"moe\" layer");
+  w.moe_imbalance = 1;
+  w.expert_parallel = 2;
+  CHECK_THROWS_WITH(estimate(dense, d, p, w), "--expert-parallel: the model has no \"moe\" layer");
+}
+
 TEST_CASE("predict: without sequence parallelism every device runs the norms whole", "[predict]") {
   // d = 1024, batch 2 x seq 256: a LayerNorm and a GELU on the model's width (the attention
   // layer's output) lie between the tensor-parallel regions; the GELU after the 4,096-wide

@@ -73,6 +73,9 @@ capcalc_output_schema_test(estimate_training_3d data/schema/estimate-output.sche
 capcalc_output_schema_test(estimate_training_context_parallel data/schema/estimate-output.schema.json 0
   estimate ${models}/llama3_70b.json --gpu h100 --mode training --precision bf16 --batch 1
   --set seq=32768 --devices 64 --tp 8 --cp 4 --zero 1 --sequence-parallel on --format json)
+capcalc_output_schema_test(estimate_training_expert_parallel data/schema/estimate-output.schema.json 0
+  estimate ${models}/mixtral_8x7b_hf.json --gpu h100 --mode training --precision bf16 --batch 1
+  --devices 64 --tp 2 --ep 8 --zero 1 --moe-imbalance 1.2 --format json)
 capcalc_output_schema_test(estimate_training_zero3 data/schema/estimate-output.schema.json 0
   estimate ${models}/resnet50.json --gpu a100 --mode training --batch 64 --devices 8 --zero 3
   --optimizer sgd --dataset-size 1281167 --epochs 2 --sparsity 2:4 --precision fp16 --format json)

@@ -56,6 +56,26 @@ TEST_CASE("workload_from: devices count every replica of tensor x pipeline devic
         "in a 64-bit integer");
 }
 
+TEST_CASE("workload_from: expert parallelism divides the devices holding the same weights",
+          "[workload_spec]") {
+  WorkloadSpec spec;
+  spec.mode = "training";
+  spec.tensor_parallel = 2;
+  spec.context_parallel = 2;
+  spec.devices = 24;  // 6 replicas x 2 context-parallel devices hold the same weights: 12.
+  spec.expert_parallel = 4;
+  CHECK(workload_from(spec).expert_parallel == 4);
+  spec.expert_parallel = 8;
+  CHECK(as_flags(spec) ==
+        "--expert-parallel 8 does not divide the 12 devices that hold the same weights (6 "
+        "data-parallel replicas x context-parallel 2)");
+  spec.expert_parallel = 1;
+  spec.moe_imbalance = 1.25;
+  CHECK(workload_from(spec).moe_imbalance == 1.25);
+  spec.moe_imbalance = 0.5;
+  CHECK(as_flags(spec) == "--moe-imbalance must be between 1 and 1000 (got 0.5)");
+}
+
 TEST_CASE("workload_from: training settings outside training are errors", "[workload_spec]") {
   WorkloadSpec spec;
   spec.optimizer = "sgd";

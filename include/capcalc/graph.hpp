@@ -58,6 +58,12 @@ struct LayerCounts {
   /// Attention: key and value elements per key token, as its scores read them (what context
   /// parallelism's ring sends); 0 for other layers.
   std::int64_t attention_kv_per_token = 0;
+  /// Mixture of experts: its routed experts, the experts each token goes to, and the routed
+  /// experts' parameters (of `params`: all of them, the router's and any shared expert's not
+  /// included), what expert parallelism splits; 0 for other layers.
+  std::int64_t experts = 0;
+  std::int64_t experts_per_token = 0;
+  std::int64_t expert_params = 0;
 
   /// Forward FLOPs: 2 per MAC plus the other FLOPs (checked).
   std::int64_t flops() const;
@@ -193,6 +199,7 @@ struct GraphTotals {
   std::int64_t params = 0;
   std::int64_t active_params = 0;  ///< Parameters used per token (= params unless the model has
                                    ///< mixture-of-experts layers).
+  std::int64_t expert_params = 0;  ///< Of `params`: the MoE layers' routed experts'.
   std::int64_t macs = 0;
   std::int64_t other_flops = 0;
   std::int64_t flops = 0;

@@ -2,14 +2,15 @@
 // of tokens fastest, cheapest or with the least energy, within a deadline and a budget.
 //
 // plan() searches device type x device count x tensor-parallel (T) x pipeline (P) x
-// data-parallel (D) x ZeRO stage x micro-batch size and count x virtual stages x activation
-// checkpointing x precision. A layout is generated only if it is valid: T divides the attention
-// heads and the key/value heads and fits the device's scale-up domain, P x V divides the
-// blocks, D x micro-batches x micro-batch size is the global batch, and a layout that spans
+// data-parallel (D) x context-parallel (C) x expert-parallel (E) x ZeRO stage x micro-batch
+// size and count x virtual stages x activation checkpointing x precision. A layout is generated
+// only if it is valid: T divides the attention heads and the key/value heads and fits the
+// device's scale-up domain, P x V divides the blocks, E (a power of two) divides the experts
+// and D x C, D x micro-batches x micro-batch size is the global batch, and a layout that spans
 // nodes has a network in the hardware table. It is kept only if its memory fits every device
 // with the reserve left free. Each layout is timed by estimate()'s two halves: the per-layer
-// pass once per (device, precision, micro-batch size, T, checkpointing), the schedule per
-// layout. docs/planning.md has the rules and their sources.
+// pass once per (device, precision, micro-batch size, T, C, E, checkpointing), the schedule
+// per layout. docs/planning.md has the rules and their sources.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +73,7 @@ struct Layout {
   std::int64_t tensor_parallel = 1;
   std::int64_t pipeline_parallel = 1;
   std::int64_t context_parallel = 1;  ///< Devices that split each sequence (ring attention).
+  std::int64_t expert_parallel = 1;   ///< Devices that split each moe layer's experts.
   std::int64_t data_parallel = 1;
   std::int64_t virtual_stages = 1;
   std::int64_t micro_batch_size = 1;  ///< Samples per micro-batch.
@@ -89,12 +91,14 @@ struct StepBreakdown {
   double recompute_s = 0;        ///< Checkpointing's second forward.
   double tensor_parallel_s = 0;  ///< Tensor-parallel all-reduces.
   double context_parallel_s = 0;  ///< Ring attention's sends the layers do not hide.
+  double expert_parallel_s = 0;   ///< The moe layers' all-to-alls (not overlapped).
   double pipeline_send_s = 0;    ///< Sends between stages outside the bubble.
   double bubble_s = 0;           ///< Pipeline fill and drain.
   double data_parallel_s = 0;    ///< The gradient sync backward does not hide.
   double optimizer_s = 0;        ///< The optimizer update.
   double communication_s() const {
-    return tensor_parallel_s + context_parallel_s + pipeline_send_s + data_parallel_s;
+    return tensor_parallel_s + context_parallel_s + expert_parallel_s + pipeline_send_s +
+           data_parallel_s;
   }
 };
 
@@ -149,12 +153,14 @@ Estimate plan_estimate(const PlanGraphBuilder& build, const HardwareTable& table
 /// The workload estimate() takes for a layout.
 Workload plan_workload(const PlanRequest& request, const Layout& layout);
 
-/// Attention heads, key/value heads and blocks (top-level entries holding attention; every
-/// top-level entry for a model without attention) of a graph: what T and P must divide.
+/// Attention heads, key/value heads, blocks (top-level entries holding attention; every
+/// top-level entry for a model without attention) and experts of a graph: what T, P and E must
+/// divide.
 struct PlanShape {
   std::int64_t heads = 0;     ///< gcd over attention layers; 0: no attention.
   std::int64_t kv_heads = 0;  ///< gcd over attention layers; 0: no attention.
   std::int64_t blocks = 1;
+  std::int64_t experts = 0;  ///< gcd of the moe layers' routed experts; 0: no moe layer.
 };
 PlanShape plan_shape(const Graph& graph);
 

@@ -107,6 +107,18 @@ struct Workload {
   /// self-attention layer go round the ring, overlapped with its attention. The gradients are
   /// reduced and ZeRO shards over the data-parallel replicas x context_parallel.
   std::int64_t context_parallel = 1;
+  /// Devices that split each mixture-of-experts layer's routed experts (Megatron-Core's expert
+  /// parallelism, the experts' tensor parallelism = tensor_parallel): each holds 1/E of them,
+  /// with their gradients and optimizer state, and the tokens routed to them come and go by
+  /// all-to-all (dispatch and combine) over the link joining devices tensor_parallel apart
+  /// (Megatron-Core's expert grid folds context parallelism into it). E divides the devices that
+  /// hold the same weights (replicas x context_parallel), which reduce, and ZeRO shards, the
+  /// experts' gradients in groups of that / E; and it divides every moe layer's experts.
+  std::int64_t expert_parallel = 1;
+  /// MoE expert load imbalance: the busiest expert's tokens over the mean (1 to 1000; 1,
+  /// balanced routing, as the per-layer counts assume). The moe layers take this many times
+  /// their time: the step waits for the busiest expert.
+  double moe_imbalance = 1;
   /// Training with pipeline stages: model chunks per stage, Megatron's interleaved 1F1B: each
   /// device holds virtual_stages chunks of 1/(P x V) of the layers; the bubble is 1/V of
   /// 1F1B's, the sends V times as many (overlapped with the chunks' compute). Needs
@@ -183,6 +195,14 @@ struct Estimate {
   double context_parallel_s = 0;
   std::string context_parallel_link;      ///< "" when not modelled.
   bool context_parallel_modelled = true;  ///< False: no link in the table for the ring.
+  /// With expert parallelism: the moe layers' all-to-alls of the device's step (dispatch and
+  /// combine forward, their gradients backward, again on recompute; not overlapped, in
+  /// latency_s), how many, and the bytes a device sends to the others in them.
+  double expert_parallel_s = 0;
+  int alltoalls = 0;
+  double alltoall_bytes = 0;
+  std::string expert_parallel_link;      ///< "" when not modelled.
+  bool expert_parallel_modelled = true;  ///< False: no link in the table for the group.
   /// How often each layer's time recurs in a device's step, on average: micro-batches /
   /// pipeline stages (1 without either). A layer's share of the step is time x this / latency.
   double layer_repeats = 1;
@@ -223,7 +243,8 @@ struct Estimate {
 
 /// Data-parallel replicas: devices / (tensor_parallel × pipeline_parallel × context_parallel).
 /// Throws capcalc::Error unless all are at least 1, the groups divide devices, zero_stage is 0 to 3
-/// (above 0 only in training) and pipelines and micro-batches are asked for in training only.
+/// (above 0 only in training) and pipelines and micro-batches are asked for in training only,
+/// expert_parallel divides the replicas x context_parallel and moe_imbalance is 1 to 1000.
 std::int64_t data_parallel_replicas(const Workload& workload);
 /// The devices that hold the same weights: the replicas × context_parallel. Training reduces
 /// the gradients, and ZeRO shards, over them. Throws as data_parallel_replicas.
@@ -239,8 +260,14 @@ std::string parallelism_text(const Workload& workload);
 std::optional<std::string> tensor_parallel_problem(const Graph& graph,
                                                    std::int64_t tensor_parallel);
 
+/// Why the model's experts do not take `expert_parallel` devices and `moe_imbalance`: a degree
+/// that does not divide a moe layer's experts ("--expert-parallel 3 does not divide the 8
+/// experts of \"layers.0.moe\""), or either setting for a model with no moe layer; none if they do.
+std::optional<std::string> expert_parallel_problem(const Graph& graph, std::int64_t expert_parallel,
+                                                   double moe_imbalance = 1);
+
 /// Predicts one step. Throws capcalc::Error if the device cannot compute in the precision, or
-/// with tensor_parallel_problem's message.
+/// with tensor_parallel_problem's or expert_parallel_problem's message.
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
                   const Workload& workload);
 

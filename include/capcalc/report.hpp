@@ -58,6 +58,9 @@ struct ReportInput {
 std::string allreduce_summary(const Estimate& e);
 std::string stage_sends_summary(const Estimate& e);
 std::string grad_sync_summary(const Estimate& e, int zero_stage);
+/// Expert parallelism's all-to-alls: "3.1 ms: 128 all-to-alls of 4.2 GB sent in all among 8
+/// devices over NVLink 4".
+std::string alltoall_summary(const Estimate& e, std::int64_t expert_parallel);
 /// One linear layer off the tensor cores' granularity (predict.hpp), without a label, for the
 /// text report and the HTML page: "lm_head: 50,257 output features not a multiple of 8 (bf16
 /// tensor cores; 27.1 % of the MACs): pad to 50,304".

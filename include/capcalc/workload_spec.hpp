@@ -57,6 +57,8 @@ struct WorkloadSpec {
   std::int64_t tensor_parallel = 1;    ///< `tensor_parallel`: devices per pipeline stage.
   std::int64_t pipeline_parallel = 1;  ///< `pipeline_parallel` (training): stages per replica.
   std::int64_t context_parallel = 1;   ///< `context_parallel` (training): sequence splits.
+  std::int64_t expert_parallel = 1;    ///< `expert_parallel`: devices splitting the experts.
+  double moe_imbalance = 1;            ///< `moe_imbalance`: busiest expert's load / mean.
   std::int64_t micro_batches = 1;      ///< `micro_batches` (training): per optimizer step.
   std::int64_t virtual_stages = 1;     ///< `virtual_stages` (training): chunks per stage.
   int zero_stage = 0;                  ///< `zero_stage` (training): 0 to 3.
@@ -82,11 +84,12 @@ struct SpecLocations {
 /// Checks the settings against each other and builds the Workload; `runtime` is left unset for
 /// the caller to resolve spec.runtime. Refuses: unknown names; a `devices` count that is not a
 /// multiple of tensor_parallel × pipeline_parallel, `devices` with `data_parallel`, counts past
-/// 64 bits; optimizer, checkpointing, pipelines, micro-batches and ZeRO outside training;
-/// virtual stages without a pipeline; `kv_precision` without `prompt_tokens`; a run given as
-/// both tokens and dataset_size, `epochs` without `dataset_size`, a run outside training;
-/// serving in training. Throws capcalc::Error naming keys; with `where`, located at the key
-/// and with the keys quoted ("dataset_size").
+/// 64 bits; an expert_parallel that does not divide the devices holding the same weights, a
+/// moe_imbalance outside 1 to 1000; optimizer, checkpointing, pipelines, micro-batches and ZeRO
+/// outside training; virtual stages without a pipeline; `kv_precision` without `prompt_tokens`; a
+/// run given as both tokens and dataset_size, `epochs` without `dataset_size`, a run outside
+/// training; serving in training. Throws capcalc::Error naming keys; with `where`, located at the
+/// key and with the keys quoted ("dataset_size").
 Workload workload_from(const WorkloadSpec& spec, const SpecLocations* where = nullptr);
 
 }  // namespace capcalc

@@ -41,7 +41,8 @@ inline void add_parallel_options(CLI::App& sub, WorkloadSpec& spec) {
       ->capture_default_str();
 }
 
-// --pipeline-parallel P, --micro-batches M and --virtual-stages V (training).
+// --pipeline-parallel P, --micro-batches M, --virtual-stages V (training), --context-parallel C
+// (training), --expert-parallel E and --moe-imbalance F.
 inline void add_pipeline_options(CLI::App& sub, WorkloadSpec& spec) {
   whole_number(sub.add_option("--pipeline-parallel,--pp", spec.pipeline_parallel,
                               "Training: pipeline stages per replica (1F1B), each with 1/P of the "
@@ -57,6 +58,16 @@ inline void add_pipeline_options(CLI::App& sub, WorkloadSpec& spec) {
                               "of the tokens, work and activations each, whole weights; "
                               "--devices defaults to T x P x C"))
       ->capture_default_str();
+  whole_number(sub.add_option("--expert-parallel,--ep", spec.expert_parallel,
+                              "MoE: devices that split each moe layer's routed experts (their "
+                              "weights, gradients and optimizer state 1/E each); tokens go to "
+                              "them and back by all-to-all; E divides the replicas x C and the "
+                              "experts"))
+      ->capture_default_str();
+  number_in(sub.add_option("--moe-imbalance", spec.moe_imbalance,
+                           "MoE: the busiest expert's load over the mean; the moe layers take "
+                           "this many times as long (default 1: balanced, an assumption)"),
+            1, 1000);
   whole_number(sub.add_option("--virtual-stages", spec.virtual_stages,
                               "Training: model chunks per pipeline stage (Megatron's interleaved "
                               "1F1B): the bubble is 1/V of 1F1B's, the stage sends V times as "

@@ -271,6 +271,9 @@ OpResult infer_moe(OpContext& ctx) {
   LayerCounts& c = result.counts;
   c.params = checked_add(checked_add(checked_mul(experts, expert), router), shared);
   result.active_params = checked_add(checked_add(checked_mul(top_k, expert), router), shared);
+  c.experts = experts;
+  c.experts_per_token = top_k;
+  c.expert_params = checked_mul(experts, expert);
   const std::int64_t router_macs = checked_mul(tokens, d, experts);
   // The shared MLP's gate and up, then its down: on every token.
   const std::int64_t gate_up_macs =
