@@ -566,6 +566,10 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
   std::set<std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                       std::int64_t, std::int64_t, std::int64_t, bool, double>>
       listed;
+  std::map<std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                      std::int64_t, int, bool>,
+           double>
+      family_last;
   for (const PlanRow& row : all) {
     if (!row.meets_ask) continue;
     const Layout& l = row.layout;
@@ -578,6 +582,22 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
     }
     if (objective != PlanObjective::kTime && !std::isfinite(objective_value(row, objective))) {
       continue;  // No price or no TDP in the table: it cannot be ranked by them.
+    }
+    // Context parallelism trades replicas for sequence splits at the same device count, and
+    // micro-batches trade size for count: the splits that rank within the tolerance of a
+    // listed one repeat its row.
+    const auto family = std::make_tuple(l.device->id, static_cast<int>(l.precision), l.devices,
+                                        l.tensor_parallel, l.pipeline_parallel, l.expert_parallel,
+                                        l.virtual_stages, l.zero_stage, l.checkpointing);
+    // Rows come best first, so each is compared with its family's last listed row.
+    const double value = objective_value(row, objective);
+    const auto [last, fresh] = family_last.emplace(family, value);
+    if (!fresh) {
+      if (value <= last->second * (1 + kVariantTolerance)) {
+        ++result.variants_hidden;
+        continue;
+      }
+      last->second = value;
     }
     result.rows.push_back(row);
   }

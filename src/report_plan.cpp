@@ -247,6 +247,12 @@ std::string render_plan_text(const PlanReportInput& in) {
       text += fmt::format("({} more; --top N shows more)\n",
                           format_grouped(static_cast<std::int64_t>(r.rows.size() - n)));
     }
+    if (r.variants_hidden > 0) {
+      text += fmt::format(
+          "({} more within {:g} % of a listed layout that differ from it only in the "
+          "data/context-parallel split and micro-batches are left out)\n",
+          format_grouped(r.variants_hidden), kVariantTolerance * 100);
+    }
   }
   if (!r.pareto.empty()) {
     text += "\nTime/cost Pareto front (every layout that fits; * meets the ask):\n";
@@ -299,6 +305,7 @@ std::string render_plan_json(const PlanReportInput& in) {
   j["memory_reserve"] = q.memory_reserve;
   j["layouts_searched"] = r.layouts_searched;
   j["layouts_fit"] = r.layouts_fit;
+  j["variants_hidden"] = r.variants_hidden;
   Json rows = Json::array();
   for (std::size_t i = 0; i < std::min(in.top, r.rows.size()); ++i) {
     rows.push_back(row_json(r.rows[i]));

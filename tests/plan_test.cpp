@@ -336,6 +336,34 @@ TEST_CASE("plan: no printed layout breaks divisibility, the domain or memory", "
   }
 }
 
+TEST_CASE("plan: splits of the replicas that rank alike are listed once", "[plan]") {
+  // The search above: context parallelism and micro-batch sizes give one device count and
+  // layout several data/context splits. No two listed rows of one family (device type, count,
+  // TP, PP, EP, V, ZeRO, checkpointing) rank within 0.5 % of each other: the slower is counted
+  // in variants_hidden instead; and a hidden layout always has a listed family member that
+  // ranks at least as well.
+  const HardwareTable table = table_of(node_device(4, true));
+  const PlanRequest request = fp16_request(table, 8, 64);
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 3, 6, 2);
+  };
+  const PlanResult result = plan(build, table, request);
+  CHECK(result.variants_hidden > 0);
+  const auto family = [](const Layout& l) {
+    return std::make_tuple(l.devices, l.tensor_parallel, l.pipeline_parallel, l.expert_parallel,
+                           l.virtual_stages, l.zero_stage, l.checkpointing);
+  };
+  for (std::size_t i = 0; i < result.rows.size(); ++i) {
+    for (std::size_t j = i + 1; j < result.rows.size(); ++j) {
+      if (family(result.rows[i].layout) != family(result.rows[j].layout)) continue;
+      CHECK(result.rows[j].time_s > result.rows[i].time_s * (1 + kVariantTolerance));
+    }
+  }
+  // Hidden layouts are fitting layouts that are not listed.
+  CHECK(result.rows.size() + static_cast<std::size_t>(result.variants_hidden) <=
+        static_cast<std::size_t>(result.layouts_fit));
+}
+
 TEST_CASE("plan: pipeline chunks may count the embedding and the loss as blocks", "[plan]") {
   // Megatron-Core's account_for_embedding_in_pipeline_split and
   // account_for_loss_in_pipeline_split: 6 blocks + 2 = 8 units split over P x V = 4 (2 each) or

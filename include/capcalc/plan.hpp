@@ -82,6 +82,10 @@ struct Layout {
   bool checkpointing = false;
 };
 
+/// How close (relative, by the objective) a layout that differs from a listed one only in its
+/// data/context split must rank to be left out of the listing as a variant of it.
+inline constexpr double kVariantTolerance = 0.005;
+
 /// "TP 8, PP 8, DP 64".
 std::string layout_text(const Layout& layout);
 
@@ -135,6 +139,10 @@ struct PlanResult {
   std::int64_t layouts_fit = 0;       ///< Of those, layouts that fit in memory.
   /// Of those, layouts left out because spot interruptions come faster than they recover.
   std::int64_t layouts_never_finish = 0;
+  /// Layouts not listed in `rows` because a listed one on as many devices of the same type
+  /// differs from them only in how its replicas split into data- and context-parallel groups
+  /// and micro-batches, and ranks within kVariantTolerance of them.
+  std::int64_t variants_hidden = 0;
   /// Device types left out or limited, and why ("t4: no bf16", "l4: no scale-up domain ...").
   std::vector<std::string> notes;
   /// Empty when rows is not; otherwise why nothing met the ask and what would.
