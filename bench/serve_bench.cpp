@@ -39,13 +39,14 @@ struct Llama {
       options.counting.kv_cache_length = cached;
       return capcalc::load_model(path, options);
     };
-    const capcalc::ServingDefaults& d = *workload.runtime->serving;
-    setup.continuous.max_num_batched_tokens = d.large_max_num_batched_tokens;
-    setup.continuous.max_num_seqs = d.large_max_num_seqs;
+    const capcalc::ServingDefaults d =
+        capcalc::serving_defaults_for(*workload.runtime->serving, device);
+    setup.continuous.max_num_batched_tokens = d.max_num_batched_tokens;
+    setup.continuous.max_num_seqs = d.max_num_seqs;
     setup.continuous.block_size = d.block_size;
     setup.continuous.kv_blocks =
         capcalc::kv_capacity(build, device, table.performance_for(device), workload, d.block_size,
-                             d.large_max_num_batched_tokens, d.memory_utilization)
+                             d.max_num_batched_tokens, d.memory_utilization)
             .blocks;
     setup.load.prompt.a = 1000;
     setup.load.output.a = 250;

@@ -189,30 +189,66 @@ TrainingKernels parse_training(const JsonView& entry) {
   return t;
 }
 
-// "serving": continuous-batching defaults, with an optional "large_memory" tier.
+// A memory fraction above 0 and at most 1.
+double memory_fraction(const JsonView& value) {
+  const double f = value.as_number();
+  if (!(f > 0) || f > 1) value.fail("expected a fraction above 0 and at most 1");
+  return f;
+}
+
+// One of "memory_tiers": the values that replace the base ones on devices with enough memory.
+ServingTier parse_serving_tier(const JsonView& tier) {
+  reject_unknown_keys(tier,
+                      {"min_memory_gib", "except_names", "max_num_batched_tokens", "max_num_seqs",
+                       "gpu_memory_utilization", "comment"},
+                      "a memory tier");
+  ServingTier t;
+  t.min_memory_bytes = tier.at("min_memory_gib").as_positive_number() * 1073741824.0;
+  if (auto except = tier.find("except_names")) {
+    t.except_names = string_list(*except, true);
+    for (std::string& name : t.except_names) {
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    }
+  }
+  if (auto tokens = tier.find("max_num_batched_tokens")) {
+    t.max_num_batched_tokens = tokens->as_positive_int();
+  }
+  if (auto seqs = tier.find("max_num_seqs")) t.max_num_seqs = seqs->as_positive_int();
+  if (auto f = tier.find("gpu_memory_utilization")) t.memory_utilization = memory_fraction(*f);
+  return t;
+}
+
+// "serving": continuous-batching defaults, with optional tiers by device memory.
 ServingDefaults parse_serving(const JsonView& serving) {
-  reject_unknown_keys(serving,
-                      {"max_num_batched_tokens", "max_num_seqs", "block_size",
-                       "gpu_memory_utilization", "chunked_prefill", "large_memory", "comment"},
-                      "serving defaults");
+  reject_unknown_keys(
+      serving,
+      {"max_num_batched_tokens", "max_num_seqs", "block_size", "gpu_memory_utilization",
+       "memory_fraction_of", "chunked_prefill", "reserve_full_request", "memory_tiers", "comment"},
+      "serving defaults");
   ServingDefaults d;
   d.max_num_batched_tokens = serving.at("max_num_batched_tokens").as_positive_int();
   d.max_num_seqs = serving.at("max_num_seqs").as_positive_int();
   d.block_size = serving.at("block_size").as_positive_int();
-  const JsonView utilization = serving.at("gpu_memory_utilization");
-  d.memory_utilization = utilization.as_number();
-  if (!(d.memory_utilization > 0) || d.memory_utilization > 1) {
-    utilization.fail("expected a fraction above 0 and at most 1");
+  d.memory_utilization = memory_fraction(serving.at("gpu_memory_utilization"));
+  if (auto of = serving.find("memory_fraction_of")) {
+    const std::string basis = of->as_string();
+    if (basis != "device" && basis != "free") {
+      of->fail(fmt::format("expected \"device\" or \"free\", got \"{}\"", basis));
+    }
+    d.fraction_of_free = basis == "free";
   }
   if (auto chunked = serving.find("chunked_prefill")) d.chunked_prefill = chunked->as_bool();
-  if (auto large = serving.find("large_memory")) {
-    reject_unknown_keys(
-        *large, {"min_memory_gib", "except_names", "max_num_batched_tokens", "max_num_seqs"},
-        "the large-memory tier");
-    d.large_memory_bytes = large->at("min_memory_gib").as_positive_number() * 1073741824.0;
-    if (auto except = large->find("except_names")) d.large_except = string_list(*except, true);
-    d.large_max_num_batched_tokens = large->at("max_num_batched_tokens").as_positive_int();
-    d.large_max_num_seqs = large->at("max_num_seqs").as_positive_int();
+  if (auto reserve = serving.find("reserve_full_request")) {
+    d.reserve_full_request = reserve->as_bool();
+  }
+  if (auto tiers = serving.find("memory_tiers")) {
+    for (std::size_t i = 0; i < tiers->array_size(); ++i) {
+      d.tiers.push_back(parse_serving_tier(tiers->at(i)));
+      if (i > 0 && d.tiers[i].min_memory_bytes <= d.tiers[i - 1].min_memory_bytes) {
+        tiers->at(i).at("min_memory_gib").fail("expected tiers in ascending min_memory_gib");
+      }
+    }
   }
   return d;
 }
@@ -369,6 +405,27 @@ const Runtime& RuntimeTable::get(std::string_view name) const {
 Runtime RuntimeTable::for_profile(Profile profile) const {
   if (const Runtime* runtime = find(profile_name(profile))) return *runtime;
   return generic_runtime(profile);
+}
+
+ServingDefaults serving_defaults_for(const ServingDefaults& defaults, const Device& device) {
+  ServingDefaults d = defaults;
+  d.tiers.clear();
+  std::string names = device.id + " " + device.name;
+  std::transform(names.begin(), names.end(), names.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  for (const ServingTier& tier : defaults.tiers) {
+    const bool excluded =
+        std::any_of(tier.except_names.begin(), tier.except_names.end(),
+                    [&](const std::string& n) { return names.find(n) != std::string::npos; });
+    if (device.memory_bytes < tier.min_memory_bytes || excluded) continue;
+    d.max_num_batched_tokens = defaults.max_num_batched_tokens;
+    d.max_num_seqs = defaults.max_num_seqs;
+    d.memory_utilization = defaults.memory_utilization;
+    if (tier.max_num_batched_tokens > 0) d.max_num_batched_tokens = tier.max_num_batched_tokens;
+    if (tier.max_num_seqs > 0) d.max_num_seqs = tier.max_num_seqs;
+    if (tier.memory_utilization > 0) d.memory_utilization = tier.memory_utilization;
+  }
+  return d;
 }
 
 Runtime generic_runtime(Profile profile) {

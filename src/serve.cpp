@@ -313,7 +313,7 @@ KvCapacity with_draft(const KvCapacity& target, const KvCapacity& draft, std::in
 KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
                        const PerformanceParams& params, const Workload& workload,
                        std::int64_t block_size, std::int64_t max_num_batched_tokens,
-                       double memory_utilization) {
+                       double memory_utilization, bool fraction_of_free) {
   const Graph step = build(1, max_num_batched_tokens, 0);
   const Estimate e = estimate(step, device, params, workload);
   const Precision kv_precision = workload.kv_precision.value_or(workload.precision);
@@ -322,7 +322,10 @@ KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
                        activation_bytes_per_element(kv_precision);
   kv.weight_bytes = e.memory.weight_bytes;
   kv.activation_bytes = e.memory.activation_bytes;
-  kv.cache_bytes = memory_utilization * device.memory_bytes - kv.weight_bytes - kv.activation_bytes;
+  kv.cache_bytes =
+      fraction_of_free
+          ? memory_utilization * (device.memory_bytes - kv.weight_bytes - kv.activation_bytes)
+          : memory_utilization * device.memory_bytes - kv.weight_bytes - kv.activation_bytes;
   if (kv.bytes_per_token <= 0) {
     throw Error::naming_keys({},
                              "the model keeps no KV cache (no self-attention layers): serve it "

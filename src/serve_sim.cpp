@@ -320,6 +320,7 @@ class ContinuousReplica {
   // Allocates the blocks `s` needs for `tokens` more; false when they cannot be had.
   bool allocate(Sequence& s, std::int64_t tokens) {
     const std::int64_t need = blocks_for(s.computed + tokens) - s.blocks;
+    if (config_.reserve_full_request && need <= 0) return true;  // Keeps its reserved blocks.
     if (need > free_blocks_) return false;
     free_blocks_ -= need;
     s.blocks += need;
@@ -382,7 +383,10 @@ class ContinuousReplica {
       const std::int64_t remaining = s.tokens() - s.computed;
       const bool fits = config_.chunked_prefill || remaining <= budget;
       const std::int64_t tokens = std::min(remaining, budget);
-      if (!fits || !allocate(s, tokens)) {
+      const bool reserved =
+          !config_.reserve_full_request ||
+          allocate(s, s.request->prompt_tokens + s.request->output_tokens - s.computed);
+      if (!fits || !reserved || !allocate(s, tokens)) {
         free_blocks_ += s.blocks;  // Prefix hits are looked up again at the next try.
         s.blocks = 0;
         s.computed = 0;

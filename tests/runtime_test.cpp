@@ -205,3 +205,87 @@ TEST_CASE("runtime: autocast casts each weight tensor once per direction in trai
   w.precision = Precision::kFp16;
   CHECK(estimate(g, round_gpu(), round_params(), w).kernels == 1);
 }
+
+// Serving defaults by device memory: the base values, then those of the last tier that applies.
+// Tiers at 20 and 60 GiB, the second skipping devices named "slow": the 16 GB round GPU (14.9
+// GiB) is below both and keeps the base; at 40 GiB the first tier's budget replaces the base
+// one and its sequence limit, which it leaves out, stays 100; at 80 GiB the second tier's
+// memory fraction joins its budget; a "Slow" 80 GiB device falls back to the first tier.
+TEST_CASE("runtime: serving defaults take the last memory tier that applies", "[runtime][serve]") {
+  const RuntimeTable table = parse_runtimes(R"({"schema_version": 1, "runtimes": [
+    {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["https://example.invalid/s"],
+     "serving": {"max_num_batched_tokens": 1000, "max_num_seqs": 100, "block_size": 8,
+                 "gpu_memory_utilization": 0.5, "memory_fraction_of": "free",
+                 "chunked_prefill": false,
+                 "memory_tiers": [
+                   {"min_memory_gib": 20, "max_num_batched_tokens": 2000},
+                   {"min_memory_gib": 60, "except_names": ["SLOW"], "max_num_batched_tokens": 4000,
+                    "gpu_memory_utilization": 0.8}]}}]})",
+                                            "rt.json");
+  const ServingDefaults& serving = *table.get("srv").serving;
+  Device d = round_gpu();
+  ServingDefaults s = serving_defaults_for(serving, d);
+  CHECK(s.max_num_batched_tokens == 1000);
+  CHECK(s.max_num_seqs == 100);
+  CHECK(s.block_size == 8);
+  CHECK(s.memory_utilization == 0.5);
+  CHECK(s.fraction_of_free);
+  CHECK_FALSE(s.chunked_prefill);
+  CHECK(s.tiers.empty());
+  d.memory_bytes = 40 * 1073741824.0;
+  s = serving_defaults_for(serving, d);
+  CHECK(s.max_num_batched_tokens == 2000);
+  CHECK(s.max_num_seqs == 100);
+  CHECK(s.memory_utilization == 0.5);
+  d.memory_bytes = 80 * 1073741824.0;
+  s = serving_defaults_for(serving, d);
+  CHECK(s.max_num_batched_tokens == 4000);
+  CHECK(s.memory_utilization == 0.8);
+  d.name = "Slow GPU 80GB";
+  s = serving_defaults_for(serving, d);
+  CHECK(s.max_num_batched_tokens == 2000);
+  CHECK(s.memory_utilization == 0.5);
+
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(R"({"schema_version": 1, "runtimes": [
+        {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["s"],
+         "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
+                     "gpu_memory_utilization": 0.5, "memory_tiers": [
+                       {"min_memory_gib": 60}, {"min_memory_gib": 20}]}}]})",
+                     "rt.json"),
+      "rt.json:/runtimes/0/serving/memory_tiers/1/min_memory_gib: expected tiers in ascending "
+      "min_memory_gib");
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(R"({"schema_version": 1, "runtimes": [
+        {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["s"],
+         "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
+                     "gpu_memory_utilization": 0.5, "memory_fraction_of": "total"}}]})",
+                     "rt.json"),
+      "rt.json:/runtimes/0/serving/memory_fraction_of: expected \"device\" or \"free\", got "
+      "\"total\"");
+}
+
+// The shipped rows: vLLM's budget rises to 8,192 tokens and 1,024 sequences at 70 GiB except
+// on an A100; TensorRT-LLM's LLM API defaults are one set for every device (2,048 sequences,
+// 8,192 tokens, 32-token blocks, 0.9 of free memory, prefill not chunked).
+TEST_CASE("runtime: the shipped serving defaults of vLLM and TensorRT-LLM", "[runtime][serve]") {
+  const RuntimeTable table = load_runtimes(std::string(CAPCALC_TEST_DATA_DIR) + "/runtimes.json");
+  Device d = round_gpu();
+  d.memory_bytes = 80e9;  // 74.5 GiB.
+  const ServingDefaults vllm = serving_defaults_for(*table.get("vllm").serving, d);
+  CHECK(vllm.max_num_batched_tokens == 8192);
+  CHECK(vllm.max_num_seqs == 1024);
+  CHECK(vllm.block_size == 16);
+  CHECK(vllm.memory_utilization == 0.9);
+  CHECK_FALSE(vllm.fraction_of_free);
+  CHECK(vllm.chunked_prefill);
+  d.name = "NVIDIA A100 80GB";
+  CHECK(serving_defaults_for(*table.get("vllm").serving, d).max_num_batched_tokens == 2048);
+  const ServingDefaults trt = serving_defaults_for(*table.get("tensorrt-llm").serving, d);
+  CHECK(trt.max_num_batched_tokens == 8192);
+  CHECK(trt.max_num_seqs == 2048);
+  CHECK(trt.block_size == 32);
+  CHECK(trt.memory_utilization == 0.9);
+  CHECK(trt.fraction_of_free);
+  CHECK_FALSE(trt.chunked_prefill);
+}

@@ -160,6 +160,65 @@ TEST_CASE("serve: chunked prefill splits a prompt over the token budget", "[serv
       "a prompt of 2000 tokens exceeds the token budget of 512 and prefill is not chunked");
 }
 
+TEST_CASE("serve: without chunked prefill a prompt that does not fit what is left waits",
+          "[serve]") {
+  // Two 300-token prompts at t = 0, two output tokens each, budget 512; 1 ms per step + 0.1 ms
+  // per decoding sequence + 1 us per prompt token.
+  // Chunked: step 1 = A's 300 + 212 of B (1.512 ms, A's first token); step 2 = A's decode + B's
+  // last 88 (1 + 0.1 + 0.088 = 1.188 ms, B's first token at 2.700 ms): mean TTFT 2.106 ms.
+  // Not chunked (TensorRT-LLM's default): B's 300 do not fit the 212 left, so step 1 is A alone
+  // (1.3 ms) and step 2 A's decode + all of B (1.4 ms, B's first token at 2.7 ms): mean 2.0 ms.
+  LinearCost cost(1e-3, 1e-4, 1e-6);
+  ContinuousBatching batching;
+  batching.max_num_batched_tokens = 512;
+  batching.kv_blocks = 1000;
+  const std::vector<TraceRequest> requests = {{0, 300, 2}, {0, 300, 2}};
+  ServeResult r = simulate_continuous(requests, batching, cost);
+  CHECK(r.ttft.mean == Approx((1.512e-3 + 2.700e-3) / 2));
+  batching.chunked_prefill = false;
+  r = simulate_continuous(requests, batching, cost);
+  CHECK(r.ttft.mean == Approx((1.3e-3 + 2.7e-3) / 2));
+  check_little(r);
+}
+
+TEST_CASE("serve: reserving a request's blocks to its end admits it only when they are free",
+          "[serve]") {
+  // A cache of 3 blocks of 16 tokens; two requests at t = 0 of 16 prompt + 20 output tokens, 36
+  // tokens or 3 blocks each. Reserved (TensorRT-LLM's GUARANTEED_NO_EVICT): A takes all 3, B
+  // waits. A: prefill 1 ms + 16 us = 1.016 ms, then 19 decode steps of 1.1 ms, done at 21.916 ms;
+  // B's prefill then ends at 22.932 ms: mean TTFT 11.974 ms, nothing preempted. Not reserved
+  // (vLLM), both start at once and one is preempted when their second blocks do not fit.
+  LinearCost cost(1e-3, 1e-4, 1e-6);
+  ContinuousBatching batching;
+  batching.kv_blocks = 3;
+  const std::vector<TraceRequest> requests = {{0, 16, 20}, {0, 16, 20}};
+  ServeResult r = simulate_continuous(requests, batching, cost);
+  CHECK(r.preemptions > 0);
+  batching.reserve_full_request = true;
+  r = simulate_continuous(requests, batching, cost);
+  CHECK(r.preemptions == 0);
+  CHECK(r.ttft.mean == Approx((1.016e-3 + 22.932e-3) / 2));
+  CHECK(r.e2e.max == Approx(22.932e-3 + 19 * 1.1e-3));
+  check_little(r);
+}
+
+// TensorRT-LLM sizes its cache in a fraction of the memory the weights and the profiling step's
+// activations leave free; vLLM in a fraction of the device's memory, less both. The same 0.9 on
+// the 16 GB round GPU: 0.9 x (16e9 - W - A) against 0.9 x 16e9 - W - A, 0.1 x (W + A) more.
+TEST_CASE("serve: a memory fraction of free memory sizes the cache after the weights", "[serve]") {
+  const BatchGraphBuilder build = pythia();
+  const KvCapacity device =
+      kv_capacity(build, round_device(), round_params(), fp16(), 32, 8192, 0.9);
+  const KvCapacity free =
+      kv_capacity(build, round_device(), round_params(), fp16(), 32, 8192, 0.9, true);
+  const double taken = device.weight_bytes + device.activation_bytes;
+  REQUIRE(taken > 0);
+  CHECK(device.cache_bytes == Approx(0.9 * 16e9 - taken));
+  CHECK(free.cache_bytes == Approx(0.9 * (16e9 - taken)));
+  CHECK(free.cache_bytes - device.cache_bytes == Approx(0.1 * taken));
+  CHECK(free.blocks == static_cast<std::int64_t>(free.cache_bytes / (32 * free.bytes_per_token)));
+}
+
 TEST_CASE("serve: a full KV cache preempts and every request still finishes", "[serve]") {
   // 40 blocks of 16 tokens = 640 tokens; each request grows to 100 + 200 = 300 tokens, so at
   // most two finish side by side and later ones are preempted and recomputed.

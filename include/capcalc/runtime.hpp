@@ -18,6 +18,17 @@
 
 namespace capcalc {
 
+/// A memory tier of a runtime's serving defaults: on a device with at least `min_memory_bytes`
+/// whose id or name contains none of `except_names`, its values replace the base ones (0: keep
+/// the base value).
+struct ServingTier {
+  double min_memory_bytes = 0;
+  std::vector<std::string> except_names;  ///< Lower case.
+  std::int64_t max_num_batched_tokens = 0;
+  std::int64_t max_num_seqs = 0;
+  double memory_utilization = 0;
+};
+
 /// Continuous-batching defaults of an LLM serving runtime, from its own source or docs (used
 /// by `capcalc serve`).
 struct ServingDefaults {
@@ -25,14 +36,21 @@ struct ServingDefaults {
   std::int64_t max_num_seqs = 256;             ///< Sequences per step.
   std::int64_t block_size = 16;                ///< Tokens per KV-cache block.
   double memory_utilization = 0.9;             ///< Fraction of device memory the runtime takes.
+  /// The fraction is of what the weights and a full-budget step's activations leave free
+  /// (TensorRT-LLM's free_gpu_memory_fraction), not of the device's memory (vLLM).
+  bool fraction_of_free = false;
   bool chunked_prefill = true;
-  /// Devices with at least this much memory (bytes; 0: none) whose name contains none of
-  /// `large_except` take the large_ budget and sequence limit (vLLM: 70 GiB, not A100).
-  double large_memory_bytes = 0;
-  std::vector<std::string> large_except;
-  std::int64_t large_max_num_batched_tokens = 0;
-  std::int64_t large_max_num_seqs = 0;
+  /// A request is admitted only with blocks for its whole length, and never preempted
+  /// (TensorRT-LLM's GUARANTEED_NO_EVICT capacity policy).
+  bool reserve_full_request = false;
+  /// Tiers by device memory, ascending: the last that applies replaces the base values
+  /// (vLLM: 70 GiB, not A100).
+  std::vector<ServingTier> tiers;
 };
+
+/// `defaults` on `device`: the base values with those of the last tier that applies (none:
+/// the base values), the tiers cleared.
+ServingDefaults serving_defaults_for(const ServingDefaults& defaults, const Device& device);
 
 /// PyTorch's multi-tensor apply (aten/src/ATen/native/cuda/MultiTensorApply.cuh): a foreach
 /// op over a list of tensors launches one kernel per batch of chunks; a batch closes at

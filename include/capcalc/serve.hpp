@@ -75,6 +75,9 @@ struct ContinuousBatching {
   std::int64_t block_size = 16;                ///< Tokens per KV-cache block.
   std::int64_t kv_blocks = 0;                  ///< Blocks in the cache (kv_blocks_for()).
   bool chunked_prefill = true;  ///< Split prompts over steps; off: a prompt runs whole or waits.
+  /// Admit a request only when the blocks for its prompt and all its output are free, and keep
+  /// them until it finishes: nothing is preempted (TensorRT-LLM's GUARANTEED_NO_EVICT).
+  bool reserve_full_request = false;
   /// Prefix caching: the fraction of each prompt found in the cache when a request is admitted
   /// (whole blocks, at least one token left to compute); those tokens are not prefilled. Their
   /// blocks are counted as the request's own (shared blocks are not modelled).
@@ -159,17 +162,18 @@ struct KvCapacity {
   double bytes_per_token = 0;  ///< One token of one sequence, all layers, K and V.
   double weight_bytes = 0;
   double activation_bytes = 0;  ///< Peak activations of a step at the full token budget.
-  double cache_bytes = 0;       ///< utilisation × memory − weights − activations.
+  double cache_bytes = 0;  ///< u × memory − weights − activations (free: u × (memory − ...)).
   std::int64_t blocks = 0;
 };
 
 /// How many blocks of `block_size` tokens fit in `memory_utilization` of the device's memory
-/// beside the weights and one full-budget step's activations (vLLM's profiling run). Throws
-/// capcalc::Error when none fit.
+/// beside the weights and one full-budget step's activations (vLLM's profiling run), or with
+/// `fraction_of_free` in that fraction of what the weights and activations leave free
+/// (TensorRT-LLM's free_gpu_memory_fraction). Throws capcalc::Error when none fit.
 KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
                        const PerformanceParams& params, const Workload& workload,
                        std::int64_t block_size, std::int64_t max_num_batched_tokens,
-                       double memory_utilization);
+                       double memory_utilization, bool fraction_of_free = false);
 
 /// The cache beside a draft model on the same devices: the draft's weights come out of the
 /// cache bytes and every token holds the target's and the draft's KV entries, so

@@ -293,32 +293,21 @@ void read_load(const ServeOptions& o, const Device& device, ServeSetup& setup) {
   }
 }
 
-// The runtime's continuous-batching defaults for this device (its large-memory values where
-// they apply); vLLM's where the runtime has none.
+// The runtime's continuous-batching defaults for this device (the memory tier that applies);
+// the built-in ones (vLLM's for small devices) where the runtime has none.
 ServingDefaults continuous_defaults(const Workload& workload, const Device& device, bool warn,
                                     ContinuousBatching& c) {
   ServingDefaults defaults;
   if (workload.runtime && workload.runtime->serving) {
-    defaults = *workload.runtime->serving;
+    defaults = serving_defaults_for(*workload.runtime->serving, device);
   } else if (warn) {
     fmt::print(stderr,
-               "warning: {} has no serving defaults in the runtime table: vLLM's "
-               "are used\n",
+               "warning: {} has no serving defaults in the runtime table: vLLM's for "
+               "small devices are used (2048 tokens, 256 sequences, 16-token blocks)\n",
                workload.runtime ? workload.runtime->name : "this runtime");
   }
   c.max_num_batched_tokens = defaults.max_num_batched_tokens;
   c.max_num_seqs = defaults.max_num_seqs;
-  std::string lower = device.id + " " + device.name;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  const bool excluded =
-      std::any_of(defaults.large_except.begin(), defaults.large_except.end(),
-                  [&](const std::string& n) { return lower.find(n) != std::string::npos; });
-  if (defaults.large_memory_bytes > 0 && device.memory_bytes >= defaults.large_memory_bytes &&
-      !excluded) {
-    c.max_num_batched_tokens = defaults.large_max_num_batched_tokens;
-    c.max_num_seqs = defaults.large_max_num_seqs;
-  }
   return defaults;
 }
 
@@ -334,13 +323,14 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
   c.max_num_seqs = o.max_num_seqs.value_or(c.max_num_seqs);
   c.block_size = o.block_size.value_or(defaults.block_size);
   c.chunked_prefill = defaults.chunked_prefill && !o.no_chunked_prefill;
+  c.reserve_full_request = defaults.reserve_full_request;
   c.prefix_hit_rate = o.prefix_hit_rate.value_or(0);
   c.speculative_tokens = o.speculative_tokens.value_or(0);
   c.acceptance_rate = o.acceptance_rate.value_or(0);
   c.draft_cost = o.draft_cost.value_or(0);
   const double utilization = o.memory_utilization.value_or(defaults.memory_utilization);
   KvCapacity kv = kv_capacity(build, device, params, workload, c.block_size,
-                              c.max_num_batched_tokens, utilization);
+                              c.max_num_batched_tokens, utilization, defaults.fraction_of_free);
   if (!o.draft.empty()) {
     ModelArgs draft_model;
     draft_model.path = o.draft;
@@ -352,12 +342,14 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
     draft_name = draft_graph.name;
     kv = with_draft(kv,
                     kv_capacity(draft_build, device, params, workload, c.block_size,
-                                c.max_num_batched_tokens, utilization),
+                                c.max_num_batched_tokens, utilization, defaults.fraction_of_free),
                     c.block_size);
   }
   c.kv_blocks = kv.blocks;
   kv_bytes_per_token = kv.bytes_per_token;
   std::string extras;
+  if (!c.chunked_prefill) extras += ", prefill not chunked";
+  if (c.reserve_full_request) extras += ", blocks reserved to the end (no preemption)";
   if (c.prefix_hit_rate > 0) extras += fmt::format(", prefix hits {:g}", c.prefix_hit_rate);
   if (c.speculative_tokens > 0) {
     extras += fmt::format(
