@@ -184,16 +184,21 @@ std::string explain_split(const ReportInput& in) {
       out += "  all-reduce   not modelled: the table has no link for this device and group\n";
     }
   }
-  const std::int64_t replicas = data_parallel_replicas(in.workload);
+  // ZeRO shards over every device holding the same weights: the replicas x context_parallel.
+  const std::int64_t shards = data_parallel_shards(in.workload);
   if (const int zero = in.workload.zero_stage; zero > 0) {
     out += fmt::format(
-        "  ZeRO-{}       optimizer state{} sharded over {} data-parallel replicas\n"
+        "  ZeRO-{}       optimizer state{} sharded over {} devices holding the same weights{}\n"
         "               (reduce-scatter + all-gather: an all-reduce's bytes{})\n",
         zero,
         zero == 1   ? " and its update"
         : zero == 2 ? ", its update and gradients"
                     : ", update, gradients, weights",
-        replicas,
+        shards,
+        in.workload.context_parallel > 1
+            ? fmt::format(" ({} replicas x CP {})", data_parallel_replicas(in.workload),
+                          in.workload.context_parallel)
+            : std::string(),
         zero == 3 ? ";\n               the one layer gathered at a time is not counted" : "");
   }
   if (const std::int64_t ep = in.workload.expert_parallel; ep > 1) {

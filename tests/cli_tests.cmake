@@ -407,8 +407,12 @@ capcalc_cli_ok(price_names_flag "cost +\\$[0-9.]+ at \\$2.00/h \\(--price-per-ho
                estimate data/models/resnet50.json --gpu h100 --mode training --dataset-size 100000
                --price-per-hour 2)
 # ZeRO-1 over 8 replicas of TP 8: Llama 3 70B's bf16 training state fits 80 GB H100s.
-capcalc_cli_ok(training_zero_tensor_parallel "64 devices \\(tensor-parallel 8, sequence-parallel\\), ZeRO-1.*memory +[0-9.]+ GB of 80.0 GB: fits.*ZeRO-1 +optimizer state and its update sharded over 8 data-parallel replicas"
+capcalc_cli_ok(training_zero_tensor_parallel "64 devices \\(tensor-parallel 8, sequence-parallel\\), ZeRO-1.*memory +[0-9.]+ GB of 80.0 GB: fits.*ZeRO-1 +optimizer state and its update sharded over 8 devices holding the same weights"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 1 --explain)
+# ZeRO with context parallelism shards over the replicas x CP devices that hold the same weights.
+capcalc_cli_ok(training_zero_context_parallel_explain "ZeRO-1 +optimizer state and its update sharded over 8 devices holding the same weights \\(4 replicas x CP 2\\)"
+               estimate llama3_70b --gpu H100 --mode training --precision bf16 --devices 64 --tp 8
+               --cp 2 --zero 1 --set seq=32768 --batch 8 --explain)
 # Sequence parallelism (on by default in training): reduce-scatter + all-gather pairs; off, the
 # norms and residual adds run whole on every device and keep their activations whole. The
 # figures here and in training_context_parallel are capcalc's own, pinned against drift; each
