@@ -101,22 +101,58 @@ std::optional<FitOption> by_zero(const Graph& graph, const Device& device,
   return best;
 }
 
+// Expert parallelism splits the routed experts over the devices that hold the same weights,
+// adding none: the smallest degree above the current one (powers of two dividing the experts
+// and replicas x context_parallel) that fits.
+std::optional<FitOption> by_expert_parallel(const Graph& graph, const Device& device,
+                                            const PerformanceParams& params, Workload w) {
+  const std::int64_t shards = data_parallel_shards(w);
+  std::vector<std::int64_t> degrees;
+  for (std::int64_t e = w.expert_parallel * 2; e <= shards; e *= 2) {
+    if (shards % e == 0 && !expert_parallel_problem(graph, e)) degrees.push_back(e);
+  }
+  const auto e = first_fit(degrees, [&](std::int64_t degree) {
+    w.expert_parallel = degree;
+    return fits(graph, device, params, w);
+  });
+  if (!e) return std::nullopt;
+  return FitOption{fmt::format("--ep {}", *e), w.devices,
+                   w.tensor_parallel * w.pipeline_parallel * w.context_parallel};
+}
+
+bool has_experts(const Graph& graph) {
+  return std::any_of(graph.layers.begin(), graph.layers.end(),
+                     [](const Layer& layer) { return layer.counts.expert_params > 0; });
+}
+
 }  // namespace
 
 FitAdvice advise_fit(const Graph& graph, const Device& device, const PerformanceParams& params,
                      const Workload& workload) {
   FitAdvice advice;
   const Estimate e = estimate(graph, device, params, workload);
-  const double split = static_cast<double>(workload.tensor_parallel * workload.pipeline_parallel);
-  advice.state_bytes =
-      (e.memory.weight_bytes + e.memory.gradient_bytes + e.memory.optimizer_bytes) * split;
   if (e.fits) return advice;
+  // The whole model's state: a device's share with nothing sharded but by T and P (ZeRO and
+  // expert parallelism split it further), times T x P.
+  Workload whole = workload;
+  whole.zero_stage = 0;
+  whole.expert_parallel = 1;
+  const Estimate unsharded = estimate(graph, device, params, whole);
+  const double split = static_cast<double>(workload.tensor_parallel * workload.pipeline_parallel);
+  advice.state_bytes = (unsharded.memory.weight_bytes + unsharded.memory.gradient_bytes +
+                        unsharded.memory.optimizer_bytes) *
+                       split;
   if (workload.mode != Mode::kTraining) {
     advice.replicas_do_not_split = data_parallel_replicas(workload) > 1;
     if (auto option = by_tensor_parallel(graph, device, params, workload)) {
       advice.options.push_back(*option);
     }
     return advice;
+  }
+  if (has_experts(graph)) {
+    if (auto option = by_expert_parallel(graph, device, params, workload)) {
+      advice.options.push_back(*option);
+    }
   }
   if (!workload.checkpointing) {
     Workload w = workload;

@@ -100,6 +100,32 @@ TEST_CASE("fit: training lists each kind of split that fits, found by predicting
         "--devices 2 --zero 1 (2 devices), --tp 2 (2 devices), --pp 2 (2 devices)");
 }
 
+TEST_CASE("fit: a mixture of experts is offered expert parallelism, and its whole state", "[fit]") {
+  // One moe layer of 8 SwiGLU experts, 1,024 wide with 65,536 hidden: 3 x 1,024 x 65,536 =
+  // 201,326,592 parameters an expert, and a 1,024 x 8 router: 1,610,620,928 in all; fp32 Adam,
+  // 16 bytes a parameter: 25.77 GB of state.
+  const Graph g = capcalc::parse_model(R"({"format": "capcalc-model/1", "name": "moe",
+    "dims": {"batch": 1},
+    "inputs": [{"name": "x", "shape": ["batch", 4, 1024]}],
+    "layers": [{"name": "experts", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 65536}]})",
+                                       "moe.json");
+  Workload w;
+  w.mode = Mode::kTraining;
+  w.devices = 2;  // Two replicas, ZeRO-1: 4 + 4 + 8 / 2 = 12 bytes a parameter, 19.3 GB.
+  w.zero_stage = 1;
+  const FitAdvice advice = advise(g, w);
+  // The whole state, not the ZeRO-sharded share a device holds (which was 19.3 GB).
+  CHECK(advice.state_bytes == Approx(1610620928.0 * 16));
+  // EP 2 on the same two devices: each keeps 4 experts, 805,306,368 parameters, whose ZeRO
+  // group is 2 / 2 = 1 device, so 16 bytes each: 12.9 GB. ZeRO-2 keeps 4 + 2 + 4 = 10 bytes a
+  // parameter (16.1 GB, too much); ZeRO-3 8 (12.9 GB).
+  REQUIRE(advice.options.size() >= 2);
+  CHECK(advice.options[0].flags == "--ep 2");
+  CHECK(advice.options[0].devices == 2);
+  CHECK(advice.options[1].flags == "--devices 2 --zero 3");
+}
+
 TEST_CASE("fit: a workload that fits gets no advice", "[fit]") {
   Workload w;
   w.precision = Precision::kFp16;
