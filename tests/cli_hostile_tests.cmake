@@ -263,11 +263,11 @@ capcalc_cli_hostile(validate_worst_factor_below_1 "--max-worst-factor must be a 
 
 # Numbers past sense: a training run's figures, HF layer kinds, a repeat's index, empty names.
 set(llama data/models/llama2_7b_hf.json)
-capcalc_cli_hostile(dataset_size_nan "--dataset-size must be a number > 0 \\(got nan\\)"
+capcalc_cli_hostile(dataset_size_nan "--dataset-size must be a count > 0 \\(e.g. 2e12, 2T, 1.5M\\) \\(got nan\\)"
                     estimate ${llama} --gpu h100 --mode training --dataset-size nan)
 capcalc_cli_hostile(epochs_huge "--epochs must be a number at most 1000000 \\(the limit\\) \\(got 1e308\\)"
                     estimate ${llama} --gpu h100 --mode training --dataset-size 1e6 --epochs 1e308)
-capcalc_cli_hostile(tokens_huge "--tokens must be a number at most 1e\\+18 \\(the limit\\)"
+capcalc_cli_hostile(tokens_huge "--tokens must be a count at most 1e\\+18 \\(the limit\\)"
                     compare ${llama} --hw h100,a100 --mode training --tokens 1e300)
 capcalc_cli_hostile(price_huge "--price-per-hour must be a number at most 1000000 \\(the limit\\)"
                     estimate ${llama} --gpu h100 --mode training --tokens 1e12 --price-per-hour 1e308)

@@ -5,6 +5,10 @@ set(llama8 data/models/llama3_8b.json)
 
 capcalc_cli_ok(plan_table "Plan: llama3_8b.*global batch 512 samples.*\n *1  H100 .*TP [1248], PP"
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64)
+# A run's size the way people say it: 2T tokens (SI suffixes k, M, G, T on --tokens and
+# --dataset-size).
+capcalc_cli_ok(plan_tokens_suffix "Plan: llama3_8b \\([0-9.]+ G parameters\\), 2.00 T tokens \\(244 M samples\\)"
+               plan ${llama8} --gpu h100 --tokens 2T --max-devices 64)
 capcalc_cli_ok(plan_pareto "Time/cost Pareto front"
                plan ${llama8} --gpu h100,b200 --tokens 1e12 --max-devices 64)
 capcalc_cli_ok(plan_explain "Row 2: .*compute \\(forward \\+ backward\\).*pipeline bubble.*Memory per device"

@@ -207,12 +207,14 @@ capcalc_usage_error(number_worst_below_one "--max-worst-factor must be a number 
                     validate --max-worst-factor 0.5)
 capcalc_usage_error(number_price_inf "--price-per-hour must be a number > 0 (got inf)"
                     compare ${resnet} --hw T4 --price-per-hour inf)
-capcalc_usage_error(number_dataset_negative "--dataset-size must be a number > 0 (got -1)"
+capcalc_usage_error(number_dataset_negative "--dataset-size must be a count > 0 (e.g. 2e12, 2T, 1.5M) (got -1)"
                     estimate ${resnet} --gpu A100 --mode training --dataset-size -1)
 capcalc_usage_error(number_epochs_nan "--epochs must be a number > 0 (got nan)"
                     check ${resnet} --hw A100 --mode training --dataset-size 1000 --epochs nan --max-train-time 1d)
-capcalc_usage_error(number_tokens_hex "--tokens must be a number > 0 (got 0x10)"
+capcalc_usage_error(number_tokens_hex "--tokens must be a count > 0 (e.g. 2e12, 2T, 1.5M) (got 0x10)"
                     estimate data/models/gpt2.json --gpu A100 --mode training --tokens 0x10)
+capcalc_usage_error(number_tokens_suffix "--tokens must be a count > 0 (e.g. 2e12, 2T, 1.5M) (got 2X)"
+                    estimate data/models/gpt2.json --gpu A100 --mode training --tokens 2X)
 capcalc_usage_error(number_top_negative "--top must be a whole number ≥ 0 (got -1)"
                     estimate ${resnet} --gpu A100 --top -1)
 capcalc_usage_error(number_label_negative "--label must be a whole number ≥ 0 (got -2)"

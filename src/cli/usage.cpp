@@ -274,6 +274,28 @@ CLI::Option* number_above(CLI::Option* option, double above, double max) {
   return option;
 }
 
+CLI::Option* count_above(CLI::Option* option, double above, double max) {
+  const std::string flag = option->get_name();
+  const std::string requirement =
+      fmt::format("a count > {} (e.g. 2e12, 2T, 1.5M)", number_text(above));
+  const std::string bound = fmt::format("a count at most {} (the limit)", number_text(max));
+  option->transform(CLI::Validator(
+      [flag, requirement, bound, above, max](std::string& text) {
+        double value = 0;
+        try {
+          value = parse_count(text);
+        } catch (const Error&) {
+          reject(flag, requirement, text);
+        }
+        if (!std::isfinite(value) || !(value > above)) reject(flag, requirement, text);
+        if (value > max) reject(flag, bound, text);
+        text = fmt::format("{:.17g}", value);
+        return std::string();
+      },
+      above == 0 ? std::string("POSITIVE") : "> " + number_text(above)));
+  return option;
+}
+
 CLI::Option* number_in(CLI::Option* option, double min, double max) {
   const std::string flag = option->get_name();
   const bool unbounded = max == std::numeric_limits<double>::max();

@@ -31,6 +31,11 @@ CLI::Option* whole_number(CLI::Option* option, std::int64_t min = 1,
 CLI::Option* number_above(CLI::Option* option, double above = 0,
                           double max = std::numeric_limits<double>::max());
 
+/// A count above `above` and at most `max`, in decimal or with an SI suffix (parse_count: "2T",
+/// "1.5M", "300k"), which reaches the option as a plain number ("2T" -> 2e12).
+CLI::Option* count_above(CLI::Option* option, double above = 0,
+                         double max = std::numeric_limits<double>::max());
+
 /// A finite decimal number in [min, max].
 CLI::Option* number_in(CLI::Option* option, double min,
                        double max = std::numeric_limits<double>::max());

@@ -77,16 +77,16 @@ inline void add_pipeline_options(CLI::App& sub, WorkloadSpec& spec) {
 
 // --dataset-size N [--epochs E] or --tokens T: a training run, read by run_samples.
 inline void add_run_size_options(CLI::App& sub, RunSize& run) {
-  number_above(
-      sub.add_option("--dataset-size", run.dataset_size, "Training run: samples per epoch"), 0,
-      kMaxDatasetSize);
+  count_above(sub.add_option("--dataset-size", run.dataset_size,
+                             "Training run: samples per epoch (1.28M: SI suffixes k, M, G, T)"),
+              0, kMaxDatasetSize);
   number_above(
       sub.add_option("--epochs", run.epochs, "Training run: epochs of --dataset-size (default 1)"),
       0, kMaxEpochs);
-  number_above(sub.add_option("--tokens", run.tokens,
-                              "Training run: total tokens (samples = tokens / seq); not with "
-                              "--dataset-size or --epochs"),
-               0, kMaxTrainingTokens);
+  count_above(sub.add_option("--tokens", run.tokens,
+                             "Training run: total tokens, e.g. 2T (samples = tokens / seq); not "
+                             "with --dataset-size or --epochs"),
+              0, kMaxTrainingTokens);
 }
 
 // --optimizer: Adam when not given; an inference pass has no optimizer, so giving one there is an
