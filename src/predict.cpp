@@ -317,12 +317,12 @@ struct Step {
   Rates tf32_rates{};  // fp32 products the runtime runs on TF32 tensor cores; unset: none.
   bool tf32 = false;
   std::int64_t align_elements = 0;  // NVIDIA's 16-byte rule in elements (alignment_multiple).
-  double tp = 1;        // Each device of a tensor-parallel group holds 1/tp of every layer.
-  double pp = 1;        // A pipeline stage holds 1/pp of the layers (an even split).
-  double replicas = 1;  // Data-parallel replicas.
-  double cp = 1;        // Context parallelism: each device holds 1/cp of every sequence.
-  double shards = 1;    // Gradients are reduced, and ZeRO shards, over replicas x cp devices.
-  double ep = 1;        // Expert parallelism: each device holds 1/ep of the routed experts,
+  double tp = 1;             // Each device of a tensor-parallel group holds 1/tp of every layer.
+  double pp = 1;             // A pipeline stage holds 1/pp of the layers (an even split).
+  double replicas = 1;       // Data-parallel replicas.
+  double cp = 1;             // Context parallelism: each device holds 1/cp of every sequence.
+  double shards = 1;         // Gradients are reduced, and ZeRO shards, over replicas x cp devices.
+  double ep = 1;             // Expert parallelism: each device holds 1/ep of the routed experts,
   double expert_shards = 1;  // whose gradients reduce, and ZeRO shards, over shards / ep.
   double micro_batches = 1;
   double act_bytes = 0;

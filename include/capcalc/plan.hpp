@@ -91,15 +91,15 @@ std::string layout_text(const Layout& layout);
 
 /// Where a step's time goes (seconds; the parts add up to step_s).
 struct StepBreakdown {
-  double compute_s = 0;          ///< Forward and backward of the layers.
-  double recompute_s = 0;        ///< Checkpointing's second forward.
-  double tensor_parallel_s = 0;  ///< Tensor-parallel all-reduces.
+  double compute_s = 0;           ///< Forward and backward of the layers.
+  double recompute_s = 0;         ///< Checkpointing's second forward.
+  double tensor_parallel_s = 0;   ///< Tensor-parallel all-reduces.
   double context_parallel_s = 0;  ///< Ring attention's sends the layers do not hide.
   double expert_parallel_s = 0;   ///< The moe layers' all-to-alls (not overlapped).
-  double pipeline_send_s = 0;    ///< Sends between stages outside the bubble.
-  double bubble_s = 0;           ///< Pipeline fill and drain.
-  double data_parallel_s = 0;    ///< The gradient sync backward does not hide.
-  double optimizer_s = 0;        ///< The optimizer update.
+  double pipeline_send_s = 0;     ///< Sends between stages outside the bubble.
+  double bubble_s = 0;            ///< Pipeline fill and drain.
+  double data_parallel_s = 0;     ///< The gradient sync backward does not hide.
+  double optimizer_s = 0;         ///< The optimizer update.
   double communication_s() const {
     return tensor_parallel_s + context_parallel_s + expert_parallel_s + pipeline_send_s +
            data_parallel_s;

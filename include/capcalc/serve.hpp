@@ -252,7 +252,7 @@ struct ServeResult {
   bool short_run() const {
     return arrival_span_latencies < kSteadySpanLatencies || requests < kSteadyRequests;
   }
-  bool llm = true;         ///< Continuous batching (else dynamic batching).
+  bool llm = true;  ///< Continuous batching (else dynamic batching).
   /// Disaggregated serving: the pools (0 when every replica does both), each one's share of its
   /// replicas' time computing, and the KV transfers (one per request of 2 or more output tokens).
   std::int64_t prefill_replicas = 0;
