@@ -725,7 +725,6 @@ DeviceParams device_params(const Step& s, const GraphTotals& totals) {
 // shard of them, the experts' over the devices that hold the same experts.
 double state_bytes(const Step& s, const DeviceParams& p, bool sharded, double per_param) {
   if (!sharded) return p.all * per_param;
-  if (s.ep == 1) return p.all * per_param / s.shards;
   return ((p.all - p.experts) / s.shards + p.experts / s.expert_shards) * per_param;
 }
 

@@ -226,25 +226,9 @@ ModelStepCost::ModelStepCost(BatchGraphBuilder build, Device device, Performance
       params_(params),
       workload_(std::move(workload)) {}
 
-void ModelStepCost::set_moe_imbalance(double factor) {
-  if (!(factor >= 1 && factor <= 1000)) {
-    throw Error::naming_keys(
-        {}, fmt::format("`moe_imbalance` must be between 1 and 1000 (got {:g})", factor));
-  }
-  moe_imbalance_ = factor;
-  decode_.clear();
-  prefill_.clear();
-  batch_.clear();
-}
-
 double ModelStepCost::timed(const Graph& graph) {
   ++estimates_;
-  const Estimate e = estimate(graph, device_, params_, workload_);
-  double moe_s = 0;
-  for (std::size_t i = 0; i < graph.layers.size() && i < e.layers.size(); ++i) {
-    if (graph.layers[i].op == "moe") moe_s += e.layers[i].time_s * e.layer_repeats;
-  }
-  return e.latency_s + (moe_imbalance_ - 1) * moe_s;
+  return estimate(graph, device_, params_, workload_).latency_s;
 }
 
 double ModelStepCost::decode_at(std::int64_t batch, std::int64_t context) {

@@ -585,9 +585,14 @@ TEST_CASE("serve: MoE load imbalance multiplies the moe layers' time", "[serve]"
   REQUIRE(moe_s > 0);
   ModelStepCost cost(mixtral, round_device(), round_params(), fp16());
   CHECK(cost.decode_s(8, 256) == Approx(e.latency_s));
-  cost.set_moe_imbalance(1.5);
-  CHECK(cost.decode_s(8, 256) == Approx(e.latency_s + 0.5 * moe_s));
-  CHECK_THROWS_WITH(cost.set_moe_imbalance(0.5), ContainsSubstring("between 1 and 1000"));
+  // The workload's imbalance (estimate() scales the moe layers).
+  Workload skewed = fp16();
+  skewed.moe_imbalance = 1.5;
+  ModelStepCost skewed_cost(mixtral, round_device(), round_params(), skewed);
+  CHECK(skewed_cost.decode_s(8, 256) == Approx(e.latency_s + 0.5 * moe_s));
+  skewed.moe_imbalance = 0.5;
+  ModelStepCost bad_cost(mixtral, round_device(), round_params(), skewed);
+  CHECK_THROWS_WITH(bad_cost.decode_s(8, 256), ContainsSubstring("between 1 and 1000"));
 }
 
 TEST_CASE("serve: a disaggregated request is its prefill, the KV transfer, then decode steps",

@@ -137,14 +137,9 @@ class ModelStepCost final : public StepCost {
   double decode_s(std::int64_t batch, double context);  ///< D(b, c).
   double prefill_s(std::int64_t tokens);                ///< P(t), at no cached context.
   std::size_t estimates() const { return estimates_; }  ///< estimate() calls so far.
-  /// MoE expert load imbalance: the busiest expert's tokens over the mean (>= 1; default 1,
-  /// balanced routing, as the per-layer counts assume). The "moe" layers of every step take
-  /// this many times their estimated time: the step waits for the busiest expert.
-  void set_moe_imbalance(double factor);
 
  private:
-  double timed(const Graph& graph);  ///< estimate()'s latency with the MoE factor applied.
-  double moe_imbalance_ = 1;
+  double timed(const Graph& graph);  ///< estimate()'s latency, counted in estimates_.
   double decode_at(std::int64_t batch, std::int64_t context);
   double prefill_at(std::int64_t tokens);
   BatchGraphBuilder build_;

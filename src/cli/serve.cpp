@@ -437,13 +437,16 @@ PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool 
   }
 
   PreparedRun run;
-  run.cost = std::make_unique<ModelStepCost>(build, device, params, workload);
+  // The MoE imbalance is the served model's (estimate() scales its moe layers), not the
+  // draft's.
+  Workload served = workload;
   if (o.moe_imbalance) {
-    const bool moe = std::any_of(as_given.layers.begin(), as_given.layers.end(),
-                                 [](const Layer& layer) { return layer.op == "moe"; });
-    if (!moe) throw Error({o.model.path}, "--moe-imbalance: the model has no \"moe\" layer");
-    run.cost->set_moe_imbalance(*o.moe_imbalance);
+    if (auto problem = expert_parallel_problem(as_given, 1, *o.moe_imbalance)) {
+      throw Error({o.model.path}, *problem);
+    }
+    served.moe_imbalance = *o.moe_imbalance;
   }
+  run.cost = std::make_unique<ModelStepCost>(build, device, params, served);
   if (draft_build) {
     run.draft = std::make_unique<ModelStepCost>(draft_build, device, params, workload);
     setup.continuous.draft_model = run.draft.get();
