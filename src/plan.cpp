@@ -493,6 +493,7 @@ Workload plan_workload(const PlanRequest& request, const Layout& layout) {
   w.pipeline_parallel = layout.pipeline_parallel;
   w.context_parallel = layout.context_parallel;
   w.expert_parallel = layout.expert_parallel;
+  w.moe_imbalance = request.moe_imbalance;
   w.virtual_stages = layout.virtual_stages;
   w.micro_batches = layout.micro_batches;
   w.zero_stage = layout.zero_stage;

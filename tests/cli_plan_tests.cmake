@@ -101,5 +101,18 @@ capcalc_cli_ok(plan_expert_parallel "EP [248], DP .*Row 1: .*EP [248], .*expert 
                plan mixtral_8x7b_hf --gpu h100 --tokens 1e12 --max-devices 1024 --top 1 --explain 1)
 capcalc_schema_test(plan_expert_parallel - data/schema/plan-output.schema.json
                     plan mixtral_8x7b_hf --gpu h100 --tokens 1e12 --max-devices 1024 --top 20 --format json)
+# --moe-imbalance applies to every layout's moe layers (the rule is predict_test's); a dense
+# model refuses it, as estimate and serve do.
+capcalc_cli_ok(plan_moe_imbalance "Notes:\n *MoE load imbalance 1.3: every layout's moe layers take 1.3 times"
+               plan mixtral_8x7b_hf --gpu h100 --tokens 1e12 --max-devices 64 --top 1 --moe-imbalance 1.3)
+capcalc_schema_test(plan_moe_imbalance - data/schema/plan-output.schema.json
+                    plan mixtral_8x7b_hf --gpu h100 --tokens 1e12 --max-devices 64 --top 3 --moe-imbalance 1.3 --format json)
+capcalc_cli_ok(plan_moe_imbalance_json "\"moe_imbalance\": 1.3"
+               plan mixtral_8x7b_hf --gpu h100 --tokens 1e12 --max-devices 64 --top 1 --moe-imbalance 1.3 --format json)
+capcalc_usage_error(plan_moe_imbalance_dense
+                    "data/models/llama2_7b.json: --moe-imbalance: the model has no \"moe\" layer"
+                    plan data/models/llama2_7b.json --gpu h100 --tokens 1e12 --moe-imbalance 1.3)
+capcalc_cli_ok(scale_moe_imbalance "Note: MoE load imbalance 2:"
+               scale mixtral_8x7b_hf --gpu h100 --devices 64 --moe-imbalance 2)
 capcalc_schema_test(scale_expert_parallel - data/schema/scale-output.schema.json
                     scale mixtral_8x7b_hf --gpu h100 --devices 64,128 --format json)

@@ -225,6 +225,42 @@ TEST_CASE("plan: expert parallelism is searched where it divides the experts and
     CHECK(row.layout.expert_parallel == 1);
 }
 
+TEST_CASE("plan: a MoE load imbalance slows every layout's moe layers by its factor", "[plan]") {
+  // The request's imbalance reaches each layout's workload, so a row's step is estimate()'s
+  // with it: each moe layer takes 1.5 times as long as with balanced routing, the others the
+  // same. The step is never faster; it is slower where the moe layers are not hidden under
+  // communication (ZeRO-3's overlapped gathers can hide them).
+  const HardwareTable table = table_of(node_device(2, false));
+  const Device& d = table.devices.front();
+  PlanRequest request = fp16_request(table, 2, 2);
+  request.micro_batch_sizes = {1};
+  const PlanGraphBuilder build = [](std::int64_t batch) { return tiny_moe(batch); };
+  const Graph graph = build(1);
+  const PlanResult balanced = plan(build, table, request);
+  request.moe_imbalance = 1.5;
+  const PlanResult skewed = plan(build, table, request);
+  REQUIRE(skewed.layouts_searched == balanced.layouts_searched);
+  REQUIRE_FALSE(skewed.rows.empty());
+  int slower = 0;
+  for (const PlanRow& row : skewed.rows) {
+    INFO(layout_text(row.layout));
+    const Workload w = plan_workload(request, row.layout);
+    CHECK(w.moe_imbalance == 1.5);
+    const Estimate e = estimate(graph, d, test::round_params(), w);
+    CHECK(row.step_s == e.latency_s);
+    Workload even = w;
+    even.moe_imbalance = 1;
+    const Estimate base = estimate(graph, d, test::round_params(), even);
+    for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+      const double factor = graph.layers[i].op == "moe" ? 1.5 : 1;
+      CHECK(e.layers[i].time_s == Approx(factor * base.layers[i].time_s));
+    }
+    CHECK(e.latency_s >= base.latency_s);
+    if (e.latency_s > base.latency_s) ++slower;
+  }
+  CHECK(slower > 0);
+}
+
 TEST_CASE("plan: the run's figures follow from the step", "[plan]") {
   const HardwareTable table = table_of(node_device(2, false));
   PlanRequest request = fp16_request(table, 4, 2);

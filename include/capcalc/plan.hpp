@@ -62,6 +62,8 @@ struct PlanRequest {
   std::optional<double> budget_usd;  ///< Most it may cost.
   Pricing pricing;                   ///< How the devices are paid for.
   double memory_reserve = 0.10;      ///< Fraction of each device's memory left free.
+  /// The busiest expert's load over the mean: the moe layers take this many times as long.
+  double moe_imbalance = 1;
   PlanObjective objective = PlanObjective::kTime;
 };
 

@@ -32,6 +32,7 @@ struct PlanArgs {
   std::string global_batch;  // Empty: 4Mi tokens (a model with "seq"), else 512 samples.
   std::string memory_reserve = "10%";
   std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8};
+  std::optional<double> moe_imbalance;
   std::string format;  // --format; add_format_option sets the default (formats.hpp).
 };
 
@@ -308,6 +309,11 @@ void add_plan_args(CLI::App& sub, PlanArgs& args) {
   whole_number(sub.add_option("--micro-batch-sizes", args.micro_batch_sizes,
                               "Micro-batch sizes to try, comma-separated (default 1,2,4,8)")
                    ->delimiter(','));
+  number_in(sub.add_option("--moe-imbalance", args.moe_imbalance,
+                           "MoE: the busiest expert's load over the mean; the moe layers take "
+                           "this many times as long in every layout (default 1: balanced, an "
+                           "assumption)"),
+            1, 1000);
 }
 
 // The request both commands start from, and the builder of each micro-batch's graph.
@@ -338,6 +344,16 @@ std::unique_ptr<Prepared> prepare(const PlanArgs& args) {
   p->request.memory_reserve = parse_reserve(args.memory_reserve);
   p->request.micro_batch_sizes = args.micro_batch_sizes;
   p->request.global_batch = global_batch_samples(args, p->graph, p->notes);
+  if (args.moe_imbalance) {
+    if (auto problem = expert_parallel_problem(p->graph, 1, *args.moe_imbalance)) {
+      throw Error({args.model.path}, *problem);
+    }
+    p->request.moe_imbalance = *args.moe_imbalance;
+    p->notes.push_back(fmt::format(
+        "MoE load imbalance {:g}: every layout's moe layers take {:g} times as long as balanced "
+        "routing's",
+        *args.moe_imbalance, *args.moe_imbalance));
+  }
   return p;
 }
 
