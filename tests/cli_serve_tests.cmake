@@ -82,6 +82,15 @@ add_test(NAME cli.serve_validate_gate
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.serve_validate_gate PROPERTIES
   PASS_REGULAR_EXPRESSION "32 cases: median \\|error\\| [0-9.]+ %, worst [0-9.]+x, [0-9]+ within 2x")
+# Each gate fails, exit 1, when the figure passes its limit (the gates are validate's:
+# src/cli/gates.cpp).
+add_test(NAME cli.serve_validate_gates_fail
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=serve;--validate;data/validation/serving.json;--max-median-error;0.01;--max-worst-factor;1.01;--min-within-2x;1000"
+                 -DEXPECT_CODE=1
+                 "-DSTDERR_REGEX=serve --validate: median \\|error\\| [0-9.]+ % exceeds the limit 1.0 %\ncapcalc: serve --validate: worst error [0-9.]+x exceeds the limit 1.01x\ncapcalc: serve --validate: [0-9]+ of [0-9]+ cases within 2x, below the limit 1000"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_usage_error(serve_validate_with_model "--validate runs the file's cases: no MODEL or --gpu"
                     serve ${llama} --validate data/validation/serving.json)
 capcalc_usage_error(serve_gate_without_validate

@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "formats.hpp"
+#include "gates.hpp"
 #include "output_file.hpp"
 #include "usage.hpp"
 
@@ -62,9 +63,7 @@ struct ServeOptions {
   std::string output;
   std::string validate;  // A serving validation file (serve_validation.hpp).
   std::string mix;       // A mix file (serve_mix.hpp): a fleet of workloads.
-  std::optional<double> max_median_error;
-  std::optional<double> max_worst_factor;
-  std::optional<std::int64_t> min_within_2x;
+  AccuracyGates gates;   // --validate's.
 };
 
 // Rates the simulator's clock can carry: arrival times stay finite and distinct.
@@ -701,23 +700,10 @@ int run_serve_validation(const ServeOptions& o) {
   }
   const ServingSummary summary = summarize_serving(std::move(checks));
   write_output(o.output, format.render(summary));
-  bool failed = false;
-  if (o.max_median_error && summary.median_abs_error > *o.max_median_error) {
-    fmt::print(stderr,
-               "capcalc: serve --validate: median |error| {:.1f} % exceeds the limit {:.1f} %\n",
-               100 * summary.median_abs_error, 100 * *o.max_median_error);
-    failed = true;
-  }
-  if (o.max_worst_factor && summary.worst_factor > *o.max_worst_factor) {
-    fmt::print(stderr, "capcalc: serve --validate: worst error {:.2f}x exceeds the limit {:.2f}x\n",
-               summary.worst_factor, *o.max_worst_factor);
-    failed = true;
-  }
-  if (o.min_within_2x && summary.within_2x < static_cast<std::size_t>(*o.min_within_2x)) {
-    fmt::print(stderr, "capcalc: serve --validate: {} of {} cases within 2x, below the limit {}\n",
-               summary.within_2x, summary.checks.size(), *o.min_within_2x);
-    failed = true;
-  }
+  const bool failed = gates_fail(
+      "serve --validate",
+      {summary.median_abs_error, summary.worst_factor, summary.within_2x, summary.checks.size()},
+      o.gates);
   return failed ? 1 : 0;
 }
 
@@ -814,16 +800,7 @@ void add_validate_options(CLI::App* sub, ServeOptions* o) {
   sub->add_option("--validate", o->validate,
                   "Run the cases of a serving validation file (data/validation/serving.json) "
                   "and print each one's error");
-  // A gate that nan passes can never fail: the limits are checked numbers.
-  number_in(sub->add_option("--max-median-error", o->max_median_error,
-                            "--validate: exit 1 if the median |error| exceeds this fraction"),
-            0);
-  number_in(sub->add_option("--max-worst-factor", o->max_worst_factor,
-                            "--validate: exit 1 if any case is off by more than this factor"),
-            1);
-  whole_number(sub->add_option("--min-within-2x", o->min_within_2x,
-                               "--validate: exit 1 if fewer cases are within a factor of 2"),
-               0);
+  add_gate_options(*sub, o->gates, "--validate: exit 1");
 }
 
 }  // namespace
@@ -873,7 +850,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       if (!o->validate.empty()) throw Error({}, "--mix and --validate: one at a time");
       exit_code = run_serve_mix(*o);
     } else if (o->validate.empty()) {
-      if (o->max_median_error || o->max_worst_factor || o->min_within_2x) {
+      if (o->gates.any()) {
         throw Error({},
                     "--max-median-error, --max-worst-factor and --min-within-2x gate "
                     "--validate");
