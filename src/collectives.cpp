@@ -41,6 +41,34 @@ double all_to_all_s(const CollectiveGroup& group, double latency, double efficie
          std::max(intra, (n - g) / n * bytes / (efficiency * group.network_per_direction));
 }
 
+// log2 of n, rounded down (NCCL's log2i): a tree over n nodes has that many levels.
+double tree_levels(std::int64_t n) {
+  double levels = 0;
+  for (std::int64_t k = n; k > 1; k /= 2)
+    levels += 1;
+  return levels;
+}
+
+// The level across m nodes, each member's `share` over its own network port at bus bandwidth
+// W, as NCCL's tuning model times it (src/graph/tuning.cc at 5067397c, ncclTopoTuneModel, Simple
+// protocol): a ring crosses the network 2(m-1) times for an all-reduce and m-1 times for a
+// reduce-scatter or an all-gather, each step adding `step` (hwLatencies[NET][RING]); an
+// all-reduce may instead run as a tree, 2 log2(m) steps (hwLatencies[NET][TREE]) at 0.92 of the
+// ring's bus bandwidth and half of that as algorithm bandwidth (busBw * .92, ratio .5), and the
+// tuner runs whichever is faster (ncclTopoGetAlgoTime: latency + bytes / bandwidth):
+//   ring: lat + 2(m-1) step + 2(m-1)/m share / W;   tree: lat + 2 log2(m) step + share / (0.46 W).
+double network_level_s(Collective kind, std::int64_t nodes, double share, double latency,
+                       double step, double bus_bandwidth) {
+  const auto m = static_cast<double>(nodes);
+  const double ring_steps = kind == Collective::kAllReduce ? 2 * (m - 1) : m - 1;
+  const double ring =
+      latency + ring_steps * step + ring_factor(kind, nodes) * share / bus_bandwidth;
+  if (kind != Collective::kAllReduce) return ring;
+  const double tree =
+      latency + 2 * tree_levels(nodes) * step + share / (0.92 * 0.5 * bus_bandwidth);
+  return std::min(ring, tree);
+}
+
 }  // namespace
 
 std::string CollectiveGroup::link_name() const {
@@ -78,7 +106,7 @@ CollectiveGroup collective_group(const Device& device, std::int64_t stride, std:
 // Across nodes, HCCL's "Hierarchical Communication Principles": an all-reduce reduce-scatters
 // inside each node, all-reduces each member's 1/g share across the m nodes over the member's own
 // network port (NCCL runs one ring per NIC), and all-gathers inside the node:
-//   2 [lat + (g-1)/g B / (e bw_intra)] + lat + 2 (m-1)/m (B/g) / (e bw_net).
+//   2 [lat + (g-1)/g B / (e bw_intra)] + network_level_s(B/g, W = e bw_net).
 // A reduce-scatter or an all-gather is one step on each level, half the bandwidth terms.
 double collective_s(const CollectiveGroup& group, const PerformanceParams& params, Profile profile,
                     Collective kind, double bytes) {
@@ -97,8 +125,8 @@ double collective_s(const CollectiveGroup& group, const PerformanceParams& param
                                       (efficiency * group.intra_per_direction));
   }
   const double share = bytes / static_cast<double>(group.per_node);
-  return t + latency +
-         ring_factor(kind, group.nodes) * share / (efficiency * group.network_per_direction);
+  return t + network_level_s(kind, group.nodes, share, latency, params.network_step_latency_s,
+                             efficiency * group.network_per_direction);
 }
 
 double send_s(const PerformanceParams& params, Profile profile, double bytes,

@@ -2,7 +2,8 @@
 // sync. A group inside one node is one ring over the scale-up link; a group that spans nodes
 // runs in two levels, as HCCL's hierarchical algorithm does: reduce-scatter inside each node,
 // an all-reduce of each member's 1/g share across the nodes over its own network port, then an
-// all-gather inside the node. An all-to-all (expert parallelism's token exchange) is grouped
+// all-gather inside the node; the level across nodes is timed as NCCL's tuner times its ring
+// and tree. An all-to-all (expert parallelism's token exchange) is grouped
 // point-to-point sends, each member's own. docs/performance-model.md gives the formulas and
 // their sources.
 #pragma once
@@ -47,8 +48,10 @@ CollectiveGroup collective_group(Device&&, std::int64_t, std::int64_t) = delete;
 
 /// Seconds for one collective of `bytes` per member (the all-reduce's operand; a reduce-scatter's
 /// input; an all-gather's output; an all-to-all's send buffer, 1/n of it for each member, its
-/// own share included). Each step pays `params.allreduce_latency(profile)` and moves its bytes
-/// at `params.allreduce_efficiency` of the bandwidth. 0 when not modelled.
+/// own share included). Each level pays `params.allreduce_latency(profile)` and moves its bytes
+/// at `params.allreduce_efficiency` of the bandwidth; the level across nodes also pays
+/// `params.network_step_latency_s` per network step of NCCL's ring or tree, the faster for an
+/// all-reduce. An all-to-all pays one latency. 0 when not modelled.
 double collective_s(const CollectiveGroup& group, const PerformanceParams& params, Profile profile,
                     Collective kind, double bytes);
 

@@ -361,14 +361,15 @@ PerformanceParams parse_performance(const JsonView& params) {
   std::vector<std::string_view> keys = kPerformanceKeys;
   keys.insert(keys.end(),
               {"default_profile", "allreduce_latency_us", "compiled_allreduce_latency_us",
-               "allreduce_efficiency", "misaligned_matrix_efficiency"});
+               "network_step_latency_us", "allreduce_efficiency", "misaligned_matrix_efficiency"});
   reject_unknown_keys(params, keys, "performance parameters");
   PerformanceParams result;
   apply(result, parse_override(params));
   for (const auto& [key, field] :
        {std::pair{"allreduce_latency_us", &PerformanceParams::allreduce_latency_s},
         std::pair{"compiled_allreduce_latency_us",
-                  &PerformanceParams::compiled_allreduce_latency_s}}) {
+                  &PerformanceParams::compiled_allreduce_latency_s},
+        std::pair{"network_step_latency_us", &PerformanceParams::network_step_latency_s}}) {
     if (auto value = params.find(key)) {
       const double us = value->as_number();
       if (us < 0) value->fail("a latency cannot be negative");

@@ -135,7 +135,8 @@ std::string explain_memory(const ReportInput& in) {
 
 // One all-reduce of `bytes` over `group` devices `stride` apart, as estimate() times it
 // (collectives.hpp): a ring inside a node; across nodes reduce-scatter and all-gather inside the
-// node around an all-reduce of each member's 1/g share over its network port.
+// node around an all-reduce of each member's 1/g share over its network port, whose network
+// steps each add NCCL's step latency.
 std::string allreduce_formula(const ReportInput& in, std::int64_t stride, std::int64_t group,
                               std::string_view bytes) {
   const PerformanceParams& model = *in.params;
@@ -149,8 +150,11 @@ std::string allreduce_formula(const ReportInput& in, std::int64_t stride, std::i
     return fmt::format("{} + 2({}-1)/{} x {} / ({})\n               over {}", latency, group, group,
                        bytes, share(c.intra_per_direction), c.link_name());
   }
+  // The ring's form; NCCL's tree (2 log2 m steps at 0.46 of the bandwidth) where faster.
   const std::string across = fmt::format(
-      "{} + 2({}-1)/{} x {}{} / ({})", latency, c.nodes, c.nodes, bytes,
+      "{} + 2({}-1) x {} + 2({}-1)/{} x {}{} / ({})\n"
+      "               (NCCL's ring, a latency per network step; its tree where faster)",
+      latency, c.nodes, format_duration(model.network_step_latency_s), c.nodes, c.nodes, bytes,
       c.per_node > 1 ? fmt::format("/{}", c.per_node) : "", share(c.network_per_direction));
   if (c.intra == nullptr) {
     return fmt::format("{}\n               over {}, one member a node", across, c.network->name);

@@ -251,11 +251,14 @@ std::string render_device_text(const Device& d, const PerformanceParams& params)
       100 * params.memory_efficiency, format_duration(params.eager_overhead_s),
       format_duration(params.graph_overhead_s), format_duration(params.compiled_overhead_s));
   if (d.intra_node) {
-    out += fmt::format("  all-reduce   {} latency ({} compiled), {:.0f} % of {} per direction\n",
+    out += fmt::format("  all-reduce   {} latency ({} compiled), {:.0f} % of {} per direction{}\n",
                        format_duration(params.allreduce_latency_s),
                        format_duration(params.compiled_allreduce_latency_s),
                        100 * params.allreduce_efficiency,
-                       format_rate(link_per_direction(*d.intra_node), "B/s"));
+                       format_rate(link_per_direction(*d.intra_node), "B/s"),
+                       d.inter_node ? fmt::format("; {} per network step across nodes",
+                                                  format_duration(params.network_step_latency_s))
+                                    : "");
   }
   if (!d.notes.empty()) out += "  notes        " + wrap_text(d.notes, 78, 15);
   out += "  sources\n";
@@ -283,6 +286,7 @@ std::string render_device_json(const Device& d, const PerformanceParams& params)
       {"default_profile", std::string(profile_name(params.default_profile))},
       {"allreduce_latency_s", params.allreduce_latency_s},
       {"compiled_allreduce_latency_s", params.compiled_allreduce_latency_s},
+      {"network_step_latency_s", params.network_step_latency_s},
       {"allreduce_efficiency", params.allreduce_efficiency}};
   return json_text(doc);
 }

@@ -90,7 +90,7 @@ capcalc_cli_ok(training_run_json "\"training\": {\n *\"samples\": 115305030\\.0,
                estimate data/models/resnet50.json --mode training --dataset-size 1281167 --epochs 90 --gpu A100-80GB --batch 256 --format json)
 # One number style: grouped thousands and the unit (issue 20 §4); CSV integers exact, other
 # numbers in their shortest round-trip form.
-capcalc_cli_ok(training_run_grouped "device-time +5,997,805 device-hours\n +cost +\\$14,994,513 at \\$2.50/h.*energy +4,198,464 kWh at 700 W"
+capcalc_cli_ok(training_run_grouped "device-time +5,998,688 device-hours\n +cost +\\$14,996,721 at \\$2.50/h.*energy +4,199,082 kWh at 700 W"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tokens 15e12 --devices 1024 --tp 8 --pp 4 --micro-batches 16)
 capcalc_cli_ok(compare_csv_exact "resnet50,h100-sxm,NVIDIA H100 SXM5 80GB,gpu,1,fp32,training,true,,0\\.0[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,[0-9.]+,[0-9.]+,559151648,80000000000,true,1,host,2.5,per_run,"
                compare data/models/resnet50.json --hw H100 --format csv --mode training --dataset-size 1281167 --epochs 90)
@@ -364,6 +364,11 @@ capcalc_cli_ok(training_data_parallel_pcie "grad sync +[1-9][0-9.]* (ms|µs) exp
 # InfiniBand between them, hidden behind ResNet-50's backward.
 capcalc_cli_ok(training_data_parallel_json "\"data_parallel\": \\{[^}]*\"exposed_s\": 0\\.0,[^}]*\"link\": \"NVLink 3 \\+ InfiniBand HDR[^}]*\"modelled\": true"
                estimate data/models/resnet50.json --gpu a100-80gb --mode training --devices 64 --precision fp16 --batch 32 --format json)
+# --explain writes the level across the 8 nodes as NCCL's ring: 2(8-1) network steps of 14 us.
+capcalc_cli_ok(training_data_parallel_network_steps "8 devices a node x 8 nodes, in two levels:.*\\+ 20.0 µs \\+ 2\\(8-1\\) x 14.0 µs \\+ 2\\(8-1\\)/8 x G/8 / \\(77 % of 25.0 GB/s per direction\\)"
+               estimate data/models/resnet50.json --gpu a100-80gb --mode training --devices 64 --precision fp16 --batch 32 --explain)
+capcalc_cli_ok(hw_show_network_step "all-reduce +20.0 µs latency \\(8.00 µs compiled\\), 77 % of 450 GB/s per direction; 14.0 µs per network step across nodes"
+               hw show h100-sxm)
 capcalc_cli_ok(hw_show_link_domain "intra-node +NVLink 4, 900 GB/s \\(bidirectional\\), joins 8 devices"
                hw show h100-sxm)
 # DeepSeek-V3 from its config.json: 671 B weights, and its latent KV cache (61 layers x 576

@@ -1,8 +1,10 @@
 // Two-level collectives (src/collectives.hpp), each time derived by hand on round links: a
 // scale-up link of 100 GB/s per direction joining 4 devices a node, a network of 10 GB/s per
-// direction per device, 10 us a step at 50 % of the bandwidth. Formulas: HCCL's "Hierarchical
-// Communication Principles" (three steps across nodes) and nccl-tests doc/PERFORMANCE.md (a ring
-// all-reduce moves 2(n-1)/n of its bytes, a reduce-scatter or an all-gather (n-1)/n).
+// direction per device, 10 us a level at 50 % of the bandwidth and 5 us per network step.
+// Formulas: HCCL's "Hierarchical Communication Principles" (three levels across nodes),
+// nccl-tests doc/PERFORMANCE.md (a ring all-reduce moves 2(n-1)/n of its bytes, a
+// reduce-scatter or an all-gather (n-1)/n) and NCCL's tuning model for the network level
+// (src/graph/tuning.cc: 2(m-1) ring steps or 2 log2(m) tree steps per all-reduce).
 #include "collectives.hpp"
 
 #include "catch.hpp"
@@ -16,6 +18,7 @@ namespace {
 
 constexpr double kBytes = 1e9;
 constexpr double kLatency = 10e-6;
+constexpr double kStep = 5e-6;  // Per network step.
 
 Device two_level_device() {
   Device d = round_device();
@@ -30,6 +33,7 @@ PerformanceParams collective_params() {
   p.allreduce_latency_s = kLatency;
   p.compiled_allreduce_latency_s = 4e-6;
   p.allreduce_efficiency = 0.5;
+  p.network_step_latency_s = kStep;
   return p;
 }
 
@@ -70,15 +74,17 @@ TEST_CASE("collectives: a group over 2 nodes x 4 devices runs in two levels", "[
   CHECK(group.network_per_direction == Approx(10e9));
   CHECK(group.link_name() == "Round link + Round network");
   // Reduce-scatter in the node: 10 us + 3/4 x 1 GB / 50 GB/s = 15.01 ms; all-reduce of each
-  // device's 1/4 (250 MB) over 2 nodes: 10 us + 2·1/2 x 250 MB / 5 GB/s = 50.01 ms; all-gather
-  // in the node: 15.01 ms again. 80.03 ms, where a flat ring at the network's 5 GB/s would take
-  // 2·7/8 x 1 GB / 5 GB/s = 350 ms.
+  // device's 1/4 (250 MB) over 2 nodes, a ring of 2 network steps: 10 us + 2 x 5 us + 2·1/2 x
+  // 250 MB / 5 GB/s = 50.02 ms (a tree, 2 log2 2 = 2 steps at 0.46 x 5 GB/s, would take
+  // 108.7 ms); all-gather in the node: 15.01 ms again. 80.04 ms, where a flat ring at the
+  // network's 5 GB/s would take 2·7/8 x 1 GB / 5 GB/s = 350 ms.
   const double intra = kLatency + 0.75 * kBytes / 50e9;
-  const double across = kLatency + 1.0 * (kBytes / 4) / 5e9;
+  const double across = kLatency + 2 * kStep + 1.0 * (kBytes / 4) / 5e9;
   CHECK(time(group, Collective::kAllReduce) == Approx(2 * intra + across));
-  CHECK(time(group, Collective::kAllReduce) == Approx(0.08003));
-  // A reduce-scatter: one step each, (n-1)/n: in the node, then 1/2 of the 250 MB across.
-  const double half_across = kLatency + 0.5 * (kBytes / 4) / 5e9;
+  CHECK(time(group, Collective::kAllReduce) == Approx(0.08004));
+  // A reduce-scatter: one level each, (n-1)/n: in the node, then 1/2 of the 250 MB across in
+  // one network step.
+  const double half_across = kLatency + kStep + 0.5 * (kBytes / 4) / 5e9;
   CHECK(time(group, Collective::kReduceScatter) == Approx(intra + half_across));
   CHECK(time(group, Collective::kAllGather) == Approx(intra + half_across));
   // Tensor-parallel pairs (stride 2), 4 replicas: 2 per node, 2 nodes.
@@ -86,7 +92,7 @@ TEST_CASE("collectives: a group over 2 nodes x 4 devices runs in two levels", "[
   CHECK(pairs.per_node == 2);
   CHECK(pairs.nodes == 2);
   CHECK(time(pairs, Collective::kAllReduce) ==
-        Approx(2 * (kLatency + 0.5 * kBytes / 50e9) + kLatency + (kBytes / 2) / 5e9));
+        Approx(2 * (kLatency + 0.5 * kBytes / 50e9) + kLatency + 2 * kStep + (kBytes / 2) / 5e9));
   // 6 members with room for 4 a node: 3 in each of 2 nodes (the same count in every node).
   const CollectiveGroup six = collective_group(device, 1, 6);
   CHECK(six.per_node == 3);
@@ -107,13 +113,44 @@ TEST_CASE("collectives: members a whole node apart skip the steps inside the nod
   CHECK(group.nodes == 2);
   CHECK(group.intra == nullptr);
   CHECK(group.link_name() == "Round network");
-  // One ring of 2 over the network: 2·1/2 x 1 GB / 5 GB/s; a reduce-scatter half of it.
-  CHECK(time(group, Collective::kAllReduce) == Approx(kLatency + kBytes / 5e9));
-  CHECK(time(group, Collective::kReduceScatter) == Approx(kLatency + 0.5 * kBytes / 5e9));
+  // One ring of 2 over the network: 2 steps, 2·1/2 x 1 GB / 5 GB/s; a reduce-scatter 1 step and
+  // half the bytes.
+  CHECK(time(group, Collective::kAllReduce) == Approx(kLatency + 2 * kStep + kBytes / 5e9));
+  CHECK(time(group, Collective::kReduceScatter) == Approx(kLatency + kStep + 0.5 * kBytes / 5e9));
   // A stride wider than a node (tensor parallelism of 8): one member a node too.
   CHECK(collective_group(device, 8, 4).per_node == 1);
   // A prime group larger than a node: no even split, one member a node.
   CHECK(collective_group(device, 1, 7).per_node == 1);
+}
+
+TEST_CASE("collectives: across many nodes a small all-reduce runs as NCCL's tree",
+          "[collectives]") {
+  // 64 nodes, one member each (4-way tensor-parallel replicas, stride 4). NCCL's tuner times a
+  // ring (2·63 = 126 network steps) and a tree (2 log2 64 = 12 steps at 0.92 x 1/2 of the bus
+  // bandwidth) and runs the faster.
+  const Device device = two_level_device();
+  const CollectiveGroup group = collective_group(device, 4, 64);
+  REQUIRE(group.nodes == 64);
+  REQUIRE(group.per_node == 1);
+  const PerformanceParams p = collective_params();
+  // 1 MB: ring 10 + 630 + 2·63/64 x 1 MB / 5 GB/s (393.75) = 1,033.75 us; tree 10 + 60 +
+  // 1 MB / 2.3 GB/s (434.78) = 504.78 us: the tree.
+  const double small = 1e6;
+  const double tree = kLatency + 12 * kStep + small / (0.46 * 5e9);
+  CHECK(tree == Approx(504.78e-6).epsilon(1e-4));
+  CHECK(collective_s(group, p, Profile::kEager, Collective::kAllReduce, small) == Approx(tree));
+  // 1 GB: ring 0.64 ms + 393.75 ms = 394.39 ms; tree 0.07 ms + 434.78 ms: the ring.
+  const double ring = kLatency + 126 * kStep + 2 * 63.0 / 64 * kBytes / 5e9;
+  CHECK(ring == Approx(0.39439).epsilon(1e-4));
+  CHECK(collective_s(group, p, Profile::kEager, Collective::kAllReduce, kBytes) == Approx(ring));
+  // A reduce-scatter or an all-gather is a ring: 63 steps, 63/64 of the bytes.
+  CHECK(collective_s(group, p, Profile::kEager, Collective::kAllGather, small) ==
+        Approx(kLatency + 63 * kStep + 63.0 / 64 * small / 5e9));
+  // Without the network's step latency the ring would win at every size.
+  PerformanceParams flat = p;
+  flat.network_step_latency_s = 0;
+  CHECK(collective_s(group, flat, Profile::kEager, Collective::kAllReduce, small) ==
+        Approx(kLatency + 2 * 63.0 / 64 * small / 5e9));
 }
 
 TEST_CASE("collectives: no network link, no node size, no link", "[collectives]") {

@@ -251,6 +251,8 @@ TEST_CASE("every device type has performance parameters between 0 and 1", "[hard
   CHECK(gpu.allreduce_efficiency == Approx(0.77));
   CHECK(gpu.allreduce_latency_s == Approx(20e-6));
   CHECK(gpu.compiled_allreduce_latency_s == Approx(8e-6));
+  // NCCL's own per-step network latency, Simple protocol (src/graph/tuning.cc hwLatencies[NET]).
+  CHECK(gpu.network_step_latency_s == Approx(14e-6));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -802,6 +804,11 @@ TEST_CASE("parse_hardware errors name the JSON pointer", "[hardware][errors]") {
     json["performance_model"] = {{"gpu", {{"allreduce_latency_us", -1}}}};
     CHECK(error_of([&] { parse(json); }) ==
           "hw.json:/performance_model/gpu/allreduce_latency_us: a latency cannot be negative");
+    json["performance_model"] = {{"gpu", {{"network_step_latency_us", -2}}}};
+    CHECK(error_of([&] { parse(json); }) ==
+          "hw.json:/performance_model/gpu/network_step_latency_us: a latency cannot be negative");
+    json["performance_model"] = {{"gpu", {{"network_step_latency_us", 5}}}};
+    CHECK(parse(json).performance_for(DeviceType::kGpu).network_step_latency_s == Approx(5e-6));
     json["performance_model"] = {{"gpu", {{"allreduce_efficiency", 1.2}}}};
     CHECK(error_of([&] { parse(json); }) ==
           "hw.json:/performance_model/gpu/allreduce_efficiency: an efficiency is a fraction in "

@@ -440,7 +440,7 @@ TEST_CASE("predict: tensor parallelism all-reduces each block's output twice ove
   // it is not modelled; with 10 GB/s per direction per device it runs in two levels (HCCL's
   // hierarchical all-reduce), 2 members a node over 2 nodes: reduce-scatter in the node (1/2 of
   // the bytes at 50 GB/s), all-reduce of each member's half over the 2 nodes (2·1/2 of it at
-  // 5 GB/s), all-gather in the node, each step 10 us.
+  // 5 GB/s, a ring of 2 network steps of 5 us), all-gather in the node, each level 10 us.
   Device pairs = d;
   pairs.intra_node->domain_devices = 2;
   CHECK_FALSE(estimate(g, pairs, p, w).communication_modelled);
@@ -448,10 +448,11 @@ TEST_CASE("predict: tensor parallelism all-reduces each block's output twice ove
   const Estimate across = estimate(g, pairs, p, w);
   CHECK(across.communication_link == "Round link + Round network");
   CHECK(across.communication_bandwidth == Approx(10e9));
-  const double two_level = 2 * (10e-6 + 0.5 * bytes / 50e9) + 10e-6 + (bytes / 2) / 5e9;
+  const double two_level = 2 * (10e-6 + 0.5 * bytes / 50e9) + 10e-6 + 2 * 5e-6 + (bytes / 2) / 5e9;
   CHECK(across.communication_s == Approx(4 * two_level));
   // Training with checkpointing: three passes' worth (12) of reduce-scatter + all-gather
-  // pairs, each level's halves of the all-reduce's bytes with a latency each: one more latency.
+  // pairs, each level's halves of the all-reduce's bytes with a latency each and one network
+  // step each: one more latency, the same 2 steps.
   CHECK(estimate(g, pairs, p, train).communication_s == Approx(12 * (two_level + 10e-6)));
   // Within the domain the link carries it.
   w.devices = 2;
@@ -731,7 +732,8 @@ TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behi
   CHECK(estimate(g, d, p, zero3).data_parallel_s == Approx(3 * 10e-6 + 1.5 * 1.75 * grads / 0.5e9));
   // Beyond the link's domain (4 devices) the replicas span 2 nodes of 4: reduce-scatter in the
   // node (3/4 of the gradients at 450 GB/s), all-reduce of each device's quarter over its own
-  // port (2·1/2 of it at 0.5 GB/s), all-gather in the node; each step 10 us.
+  // port (2·1/2 of it at 0.5 GB/s, a ring of 2 network steps of 5 us), all-gather in the
+  // node; each level 10 us.
   fast.intra_node->domain_devices = 4;
   const Estimate unnetworked = estimate(g, fast, p, w);
   CHECK_FALSE(unnetworked.data_parallel_modelled);
@@ -741,9 +743,10 @@ TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behi
   CHECK(across.data_parallel_link == "Fast link + Network");
   CHECK(across.data_parallel_bandwidth == Approx(1e9));
   CHECK(across.data_parallel_s ==
-        Approx(2 * (10e-6 + 0.75 * grads / 450e9) + 10e-6 + (grads / 4) / 0.5e9));
+        Approx(2 * (10e-6 + 0.75 * grads / 450e9) + 10e-6 + 2 * 5e-6 + (grads / 4) / 0.5e9));
   // Tensor-parallel pairs: 8 replicas of 2 span 16 devices, 2 replicas a node (stride 2) over
-  // 4 nodes, each device reducing its half of the gradients.
+  // 4 nodes, each device reducing its half of the gradients (a ring of 2·3 network steps; a
+  // tree's 2 log2 4 = 4 steps at 0.46 of the bandwidth is slower for these bytes).
   Workload tp2 = w;
   tp2.devices = 16;
   tp2.tensor_parallel = 2;
@@ -751,15 +754,15 @@ TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behi
   const double half = grads / 2;
   CHECK(pairs.data_parallel_bytes == Approx(half));
   CHECK(pairs.data_parallel_s ==
-        Approx(2 * (10e-6 + 0.5 * half / 450e9) + 10e-6 + 1.5 * (half / 2) / 0.5e9));
+        Approx(2 * (10e-6 + 0.5 * half / 450e9) + 10e-6 + 6 * 5e-6 + 1.5 * (half / 2) / 0.5e9));
   // Tensor-parallel groups of 4 fill a node: their replicas are a node apart, one ring of 8
-  // over the network.
+  // over the network, 2·7 steps.
   Workload tp4 = w;
   tp4.devices = 32;
   tp4.tensor_parallel = 4;
   const Estimate apart = estimate(g, fast, p, tp4);
   CHECK(apart.data_parallel_link == "Network");
-  CHECK(apart.data_parallel_s == Approx(10e-6 + 1.75 * (grads / 4) / 0.5e9));
+  CHECK(apart.data_parallel_s == Approx(10e-6 + 14 * 5e-6 + 1.75 * (grads / 4) / 0.5e9));
   // Within the domain (4 replicas) the scale-up link carries it.
   w.devices = 4;
   CHECK(estimate(g, fast, p, w).data_parallel_link == "Fast link");
@@ -878,10 +881,11 @@ TEST_CASE("predict: ZeRO-2 reduce-scatters every micro-batch and gathers the wei
   CHECK(hidden.data_parallel_s == Approx(5 * fast_collective));
   CHECK(hidden.data_parallel_exposed_s == Approx(fast_collective));
   // Across nodes of 4 (network 1 GB/s per direction per device), two levels each: in the node
-  // 3/4 of the bytes at 450 GB/s, then 1/2 of each device's quarter at 0.5 GB/s.
+  // 3/4 of the bytes at 450 GB/s, then 1/2 of each device's quarter at 0.5 GB/s in one network
+  // step of 5 us.
   fast.intra_node->domain_devices = 4;
   fast.inter_node = Link{"Network", 1e9, "per_direction"};
-  const double two_level = 2 * 10e-6 + 0.75 * bytes / 450e9 + 0.5 * (bytes / 4) / 0.5e9;
+  const double two_level = 2 * 10e-6 + 5e-6 + 0.75 * bytes / 450e9 + 0.5 * (bytes / 4) / 0.5e9;
   const Estimate across = estimate(g, fast, p, w);
   CHECK(across.data_parallel_link == "Fast link + Network");
   CHECK(across.data_parallel_s == Approx(5 * two_level));

@@ -28,6 +28,7 @@ inline PerformanceParams round_params() {
   p.memory_efficiency = 0.5;
   p.eager_overhead_s = 1e-6;
   p.compiled_overhead_s = 1e-7;
+  p.network_step_latency_s = 5e-6;  // Each ring or tree step across nodes.
   return p;
 }
 

@@ -119,6 +119,9 @@ struct PerformanceParams {
   double allreduce_latency_s = 20e-6;          ///< Per all-reduce, a library call (NCCL).
   double compiled_allreduce_latency_s = 8e-6;  ///< Compiled: fused one-shot kernels in graphs.
   double allreduce_efficiency = 0.77;          ///< Bus bandwidth / link bandwidth.
+  /// Across nodes: each ring or tree step over the network adds this (NCCL's per-step network
+  /// latency); the library call's own latency is paid once per level, as above.
+  double network_step_latency_s = 14e-6;
   /// NVIDIA: fraction of the dense matrix peak a product with weights reaches when its output
   /// or input features are not a multiple of 16 bytes (cuBLAS's unaligned kernels); 0: timed
   /// like the others.
