@@ -1,7 +1,7 @@
 // What the performance model reads off a graph before it times a step: the layers that run
 // whole on every tensor-parallel device without sequence parallelism, the inputs the
 // last-level cache holds, and autocast's casts (src/predict_graph.cpp). Internal to the
-// performance model (src/predict.cpp).
+// performance model (src/predict*.cpp).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // What a device achieves on a product: NVIDIA's alignment rule, tile and wave quantisation,
 // and the achievable matrix, vector and memory rates for a precision (src/predict_rates.cpp).
-// Internal to the performance model (src/predict.cpp).
+// Internal to the performance model (src/predict*.cpp).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,244 @@
+// The layers of a step: each layer's roofline forward (and, in training, backward and
+// recompute) on one device, with its kernels, tiles, alignment, fusion and expert imbalance
+// (layer_time), summed over the model (layer_times).
+#include <algorithm>
+#include <optional>
+
+#include "predict_step.hpp"
+
+namespace capcalc::detail {
+namespace {
+
+// Whether a compiler fuses the layer into a neighbouring kernel (the operator's trait).
+bool fusable(const Layer& layer, Mode mode) {
+  switch (layer.traits.fusion) {
+    case Fusion::kAlways:
+      return true;
+    case Fusion::kInferenceOnly:
+      return mode == Mode::kInference;
+    case Fusion::kNever:
+      break;
+  }
+  return false;
+}
+
+// 2:4 sparsity applies to weights: layers with parameters and weight MACs.
+bool has_sparse_weights(const Layer& layer) {
+  return layer.counts.params > 0 && layer.counts.macs > layer.counts.score_macs;
+}
+
+struct Work {
+  double macs = 0;        // Weight MACs.
+  double score_macs = 0;  // Activation x activation MACs.
+  double other_flops = 0;
+  double bytes = 0;
+  double kernels = 1;
+};
+
+LayerEstimate roofline(const Work& w, bool matrix, double matrix_speed, bool fused,
+                       const Rates& rates, double floor_s) {
+  LayerEstimate e;
+  e.matrix_units = matrix;
+  e.flops = 2 * (w.macs + w.score_macs) + w.other_flops;
+  e.bytes = fused ? 0 : w.bytes;
+  const double mac_rate =
+      matrix ? rates.matrix_flops_per_s * matrix_speed : rates.vector_flops_per_s;
+  const double score_rate = matrix ? rates.score_flops_per_s : rates.vector_flops_per_s;
+  e.compute_s = 2 * w.macs / mac_rate + 2 * w.score_macs / score_rate +
+                w.other_flops / rates.vector_flops_per_s;
+  e.memory_s = e.bytes / rates.bytes_per_s;
+  if (fused) {
+    e.time_s = e.compute_s;
+    e.bound = Bound::kFused;
+    return e;
+  }
+  e.kernels = w.kernels;
+  e.overhead_s = w.kernels * floor_s;
+  e.time_s = std::max({e.compute_s, e.memory_s, e.overhead_s});
+  if (e.overhead_s >= std::max(e.compute_s, e.memory_s)) {
+    e.bound = Bound::kHost;
+  } else {
+    e.bound = e.compute_s >= e.memory_s ? Bound::kCompute : Bound::kMemory;
+  }
+  return e;
+}
+
+void add(LayerEstimate& total, const LayerEstimate& part) {
+  total.flops += part.flops;
+  total.bytes += part.bytes;
+  total.compute_s += part.compute_s;
+  total.memory_s += part.memory_s;
+  total.overhead_s += part.overhead_s;
+  total.kernels += part.kernels;
+  total.time_s += part.time_s;
+}
+
+// Kernels a training step adds to a layer, forward and backward.
+struct ExtraKernels {
+  double forward = 0;
+  double backward = 0;
+};
+
+// The loss reads the last layer's output. PyTorch's 16-bit batch norm runs channels-last (as its
+// memory-format tutorial recommends for convolutional networks under autocast): its statistics
+// (forward) and gradient (backward) reductions zero their grid semaphores where the grid has
+// several rows (Normalization.cuh, at::zeros). Under autocast, gradients of 16-bit inputs read
+// beside fp32 ones are cast back (backward).
+ExtraKernels training_extra_kernels(const Step& s, std::size_t index) {
+  const Layer& layer = s.graph.layers[index];
+  const TrainingKernels& t = s.runtime.training;
+  ExtraKernels extra;
+  if (index == s.loss_layer) {
+    extra.forward += t.loss_forward;
+    extra.backward += t.loss_backward;
+  }
+  if (t.batchnorm_semaphore_zeroing > 0 && s.act_bytes < 4 && layer.op == "batchnorm" &&
+      layer.output.size() >= 2) {
+    const auto elements = static_cast<double>(element_count(layer.output));
+    const auto channels = static_cast<double>(layer.output[1]);
+    if (channels_last_reduction_rows(elements / channels, channels) > 1) {
+      extra.forward += t.batchnorm_semaphore_zeroing;
+      extra.backward += t.batchnorm_semaphore_zeroing;
+    }
+  }
+  if (!s.mixed_gradient_casts.empty()) extra.backward += s.mixed_gradient_casts[index];
+  // Self-attention's Q, K and V projections read one input: autograd sums their gradients.
+  if (layer.traits.op_class == OpClass::kAttention && layer.inputs.size() == 1)
+    extra.backward += t.attention_input_gradient_sums;
+  return extra;
+}
+
+// Parameter elements a device reads for a layer (1/tp of them aside): of a moe layer's routed
+// experts only those it holds, 1/ep of them, that the tokens reach (balanced routing: at most
+// one per token-expert pair, and a device gets as many pairs as it sends).
+double weight_elements_read(const Step& s, const Layer& layer) {
+  const LayerCounts& c = layer.counts;
+  const auto read = static_cast<double>(c.weight_elements_read);
+  if (s.ep <= 1 || c.experts == 0 || layer.output.empty() || layer.output.back() == 0) return read;
+  const auto experts = static_cast<double>(c.experts);
+  const double per_expert = static_cast<double>(c.expert_params) / experts;
+  const double pairs = static_cast<double>(element_count(layer.output)) /
+                       static_cast<double>(layer.output.back()) *
+                       static_cast<double>(c.experts_per_token);
+  return read - per_expert * (std::min(experts, pairs) - std::min(experts / s.ep, pairs));
+}
+
+void slow_down(LayerEstimate& e, double factor) {
+  e.compute_s *= factor;
+  e.memory_s *= factor;
+  e.time_s *= factor;
+}
+
+// One layer's forward (and, in training, backward) on one device.
+LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speedup,
+                         double& backward_s, double& recompute_s) {
+  const Layer& layer = s.graph.layers[index];
+  const LayerCounts& c = layer.counts;
+  const double outputs = static_cast<double>(element_count(layer.output));
+  const bool tf32 = s.tf32 && std::find(s.runtime.tf32_ops.begin(), s.runtime.tf32_ops.end(),
+                                        layer.op) != s.runtime.tf32_ops.end();
+  const Rates& rates = tf32 ? s.tf32_rates : s.rates;
+  const bool matrix = rates.matrix_flops_per_s > 0 && c.macs > 0 &&
+                      static_cast<double>(c.macs) / outputs >= kMinMatrixReduction;
+  const bool sparse_layer = s.sparse && has_sparse_weights(layer);
+  // Tiles are cut from the product the matrix units see (the layer's GEMM view); layers that
+  // mix products (attention, experts) have none and take no penalty.
+  // Context parallelism gives each device 1/cp of the rows (tokens).
+  std::optional<GemmView> gemm = layer.traits.gemm;
+  if (gemm && s.cp > 1) gemm->m = std::max<std::int64_t>(1, gemm->m / s.workload.context_parallel);
+  const double utilisation = matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n),
+                                                               static_cast<double>(gemm->k)) *
+                                                  wave_utilisation(*gemm, s.device)
+                                            : 1;
+  // cuBLAS runs a product whose features are not a multiple of 16 bytes on slower kernels.
+  const double aligned =
+      matrix && s.params.misaligned_matrix_efficiency > 0 && misalignment(layer, s.align_elements)
+          ? s.params.misaligned_matrix_efficiency / s.params.matrix_efficiency
+          : 1;
+  const double speed = utilisation * aligned * (sparse_layer && matrix ? sparsity_speedup : 1);
+  const bool fused = s.fusing && fusable(layer, s.workload.mode) && s.runtime.fuses(layer);
+  const double layer_weight_bytes = sparse_layer ? s.sparse_weight_bytes : s.weight_bytes;
+
+  // Mixed-precision training casts each fp32 master weight to 16 bits once per forward
+  // (autocast caches the cast: aten/src/ATen/autocast_mode.cpp, cached_cast) and its gradient
+  // back in backward.
+  const double casts =
+      s.training && s.weight_bytes < 4
+          ? s.runtime.autocast_weight_casts * static_cast<double>(layer.traits.weight_tensors)
+          : 0;
+  const double input_casts = s.autocast_input_casts.empty() ? 0 : s.autocast_input_casts[index];
+  const double kernels = s.runtime.kernels(layer, s.act_bytes < 4);
+  const ExtraKernels extra = s.training ? training_extra_kernels(s, index) : ExtraKernels{};
+  Work forward;
+  forward.kernels = kernels + casts + input_casts + extra.forward;
+  // Each device's share: 1/tp, or all of it for a layer every device runs whole; context
+  // parallelism splits every layer's tokens (`work`), not its weights (`split`).
+  const double split = s.replicated.empty() || s.replicated[index] == 0 ? s.tp : 1;
+  const double work = split * s.cp;
+  forward.macs = static_cast<double>(c.macs - c.score_macs) / work;
+  forward.score_macs = static_cast<double>(c.score_macs) / work;
+  forward.other_flops = static_cast<double>(c.other_flops) / work;
+  // Each device reads its share of the cache: all of it where there are fewer key/value heads
+  // (one latent) than devices.
+  forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * s.act_bytes / s.cp +
+                   weight_elements_read(s, layer) * layer_weight_bytes) /
+                      split +
+                  static_cast<double>(c.kv_cache_read_elements) * s.kv_bytes *
+                      kv_cache_share(c, s.workload.tensor_parallel);
+  // An elementwise operator that the runtime launches as several kernels (NewGELUActivation's
+  // eight in eager PyTorch) passes its tensors once per kernel.
+  if (layer.traits.op_class == OpClass::kElementwise && kernels > 1) forward.bytes *= kernels;
+  // Backward reads saved activations, long gone from the cache: twice the uncached traffic.
+  const double uncached_bytes = forward.bytes;
+  const double cached =
+      std::min(s.cached_input_elements[index], static_cast<double>(c.input_elements));
+  forward.bytes -= cached * s.act_bytes / work;
+  LayerEstimate e = roofline(forward, matrix, speed, fused, rates, s.floor_s);
+  // The step waits for the busiest expert: the moe layers take the imbalance times as long.
+  const double imbalance = c.experts > 0 ? s.workload.moe_imbalance : 1;
+  slow_down(e, imbalance);
+  if (!s.training) return e;
+  if (s.workload.checkpointing) recompute_s += e.time_s;
+  // Backward: its own FLOPs, about twice the forward traffic (read the output gradient and the
+  // saved inputs, write the input and weight gradients).
+  Work backward;
+  // Each product of two activations needs both operands' gradients: twice its forward.
+  backward.score_macs =
+      std::min(static_cast<double>(c.backward_macs) / work, 2 * forward.score_macs);
+  backward.macs = static_cast<double>(c.backward_macs) / work - backward.score_macs;
+  backward.other_flops = static_cast<double>(c.backward_other_flops) / work;
+  backward.bytes = 2 * uncached_bytes;
+  // Autograd's kernels for the layer (the runtime's table; else one per forward kernel and one
+  // for weight gradients), a reduction per bias gradient, and the casts' backward.
+  backward.kernels =
+      s.runtime.backward_kernels(layer, kernels) + casts + input_casts + extra.backward +
+      s.runtime.training.bias_gradient * static_cast<double>(layer.traits.bias_tensors);
+  // A fused forward still leaves a backward that reads what it saved: not fused.
+  LayerEstimate b = roofline(backward, matrix, speed, false, rates, s.backward_floor_s);
+  slow_down(b, imbalance);
+  backward_s += b.time_s;
+  add(e, b);
+  return e;
+}
+
+}  // namespace
+
+// Every layer's time; returns one micro-batch's backward through the whole model.
+double layer_times(const Step& s, Estimate& result) {
+  double backward_s = 0;
+  result.layers.reserve(s.graph.layers.size());
+  for (std::size_t i = 0; i < s.graph.layers.size(); ++i) {
+    result.layers.push_back(s.graph.layers[i].view ? LayerEstimate{}
+                                                   : layer_time(s, i, result.sparsity_speedup,
+                                                                backward_s, result.recompute_s));
+  }
+  for (const LayerEstimate& e : result.layers) {
+    result.kernels += e.kernels;
+    result.latency_s += e.time_s;
+    result.flops += e.flops;
+    result.bytes += e.bytes;
+  }
+  return backward_s;
+}
+
+}  // namespace capcalc::detail

@@ -1,0 +1,90 @@
+// Setting up a step: the runtime, rates, parallel degrees, bytes per element, floors and the
+// per-layer facts every stage reads (make_step), and the parameters a device holds
+// (device_params).
+#include "predict_step.hpp"
+
+#include <algorithm>
+
+#include "predict_graph.hpp"
+
+namespace capcalc::detail {
+
+// `per_layer`: also what only the layers' pass reads (the cached inputs, one look per layer).
+Step make_step(const Graph& graph, const Device& device, const PerformanceParams& params,
+               const Workload& workload, bool per_layer) {
+  Step s{graph,
+         device,
+         params,
+         workload,
+         workload.runtime ? *workload.runtime
+                          : generic_runtime(workload.profile.value_or(
+                                graph.runs_fused ? Profile::kCompiled : params.default_profile)),
+         achievable_rates(device, params, workload.precision)};
+  s.replicas = static_cast<double>(data_parallel_replicas(workload));
+  s.cp = static_cast<double>(workload.context_parallel);
+  s.shards = static_cast<double>(data_parallel_shards(workload));
+  s.ep = static_cast<double>(workload.expert_parallel);
+  s.expert_shards = s.shards / s.ep;
+  s.tp = static_cast<double>(workload.tensor_parallel);
+  s.sequence_parallel = workload.tensor_parallel > 1 &&
+                        workload.sequence_parallel.value_or(workload.mode == Mode::kTraining);
+  if (workload.tensor_parallel > 1 && !s.sequence_parallel) {
+    s.replicated = replicated_layers(graph);
+    for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+      if (!s.replicated[i]) continue;
+      const Layer& layer = graph.layers[i];
+      s.replicated_activation_elements += static_cast<double>(element_count(layer.output)) +
+                                          static_cast<double>(layer.counts.saved_elements);
+    }
+  }
+  s.pp = static_cast<double>(workload.pipeline_parallel);
+  s.micro_batches = static_cast<double>(workload.micro_batches);
+  s.act_bytes = activation_bytes_per_element(workload.precision);
+  s.weight_bytes = weight_bytes_per_element(workload.weight_precision.value_or(workload.precision));
+  // 2:4 sparsity: half the weight values plus 2 bits of index per kept value.
+  s.sparse_weight_bytes = 0.5 * (s.weight_bytes + 0.25);
+  s.kv_bytes =
+      workload.kv_precision ? activation_bytes_per_element(*workload.kv_precision) : s.act_bytes;
+  // 8- and 4-bit recipes quantise GEMM inputs; the activations they all-reduce or send between
+  // devices stay in 16 bits (Transformer Engine, TensorRT-LLM).
+  s.comm_bytes = std::max(s.act_bytes, 2.0);
+  s.training = workload.mode == Mode::kTraining;
+  s.has_matrix = s.rates.matrix_flops_per_s > 0;
+  s.fusing = fuses_elementwise(s.runtime.profile);
+  s.sparse = workload.sparsity == Sparsity::k2of4;
+  // The runtime's own host cost per kernel on this device type where the table gives one,
+  // else the hardware table's floor for its profile.
+  const double host_s = s.runtime.host_overhead_s[static_cast<std::size_t>(device.type)];
+  s.floor_s = host_s > 0 ? host_s : params.overhead_s(s.runtime.profile);
+  // Eager backward kernels are launched by the autograd engine in C++, not dispatched from
+  // Python one by one: they take the graph executor's floor (at most the forward's). Inductor
+  // compiles the backward too (AOTAutograd) and launches its kernels from Python, as the
+  // forward's.
+  s.backward_floor_s = s.runtime.profile == Profile::kEager
+                           ? std::min(params.graph_overhead_s, s.floor_s)
+                           : s.floor_s;
+  // PyTorch runs fp32 convolutions on TF32 tensor cores unless told not to.
+  s.tf32 = workload.precision == Precision::kFp32 && !workload.strict_fp32 &&
+           !s.runtime.tf32_ops.empty() && device.peak(Precision::kTf32).matrix_flops_per_s > 0;
+  if (s.tf32) s.tf32_rates = achievable_rates(device, params, Precision::kTf32);
+  s.align_elements = alignment_multiple(device, workload.precision);
+  if (per_layer) {
+    s.cached_input_elements = cached_inputs(graph, device.cache_bytes, s.act_bytes, s.tp);
+    if (s.training && s.weight_bytes < 4) {
+      s.autocast_input_casts = autocast_casts(graph, s.runtime);
+      s.mixed_gradient_casts = mixed_dtype_casts(graph, s.runtime);
+    }
+  }
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    if (!graph.layers[i].view) s.loss_layer = i;
+  }
+  return s;
+}
+
+DeviceParams device_params(const Step& s, const GraphTotals& totals) {
+  const double experts = static_cast<double>(totals.expert_params) / s.tp / s.pp;
+  return {static_cast<double>(totals.params) / s.tp / s.pp - experts * (1 - 1 / s.ep),
+          experts / s.ep};
+}
+
+}  // namespace capcalc::detail

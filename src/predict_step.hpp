@@ -1,0 +1,111 @@
+// The step that the performance model times (src/predict.cpp): what every stage of a step
+// needs, fixed for the step (`Step`, built by `make_step` in src/predict_step.cpp), and the
+// stages that estimate_layers and estimate_schedule run on it, grouped by the file that holds
+// them. Internal to the performance model.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "capcalc/graph.hpp"
+#include "capcalc/hardware.hpp"
+#include "capcalc/predict.hpp"
+#include "capcalc/runtime.hpp"
+
+#include "predict_rates.hpp"
+
+namespace capcalc::detail {
+
+// What every stage of a step needs, fixed for the step.
+struct Step {
+  const Graph& graph;
+  const Device& device;
+  const PerformanceParams& params;
+  const Workload& workload;
+  Runtime runtime;
+  Rates rates;
+  Rates tf32_rates{};  // fp32 products the runtime runs on TF32 tensor cores; unset: none.
+  bool tf32 = false;
+  std::int64_t align_elements = 0;  // NVIDIA's 16-byte rule in elements (alignment_multiple).
+  double tp = 1;             // Each device of a tensor-parallel group holds 1/tp of every layer.
+  double pp = 1;             // A pipeline stage holds 1/pp of the layers (an even split).
+  double replicas = 1;       // Data-parallel replicas.
+  double cp = 1;             // Context parallelism: each device holds 1/cp of every sequence.
+  double shards = 1;         // Gradients are reduced, and ZeRO shards, over replicas x cp devices.
+  double ep = 1;             // Expert parallelism: each device holds 1/ep of the routed experts,
+  double expert_shards = 1;  // whose gradients reduce, and ZeRO shards, over shards / ep.
+  double micro_batches = 1;
+  double act_bytes = 0;
+  double weight_bytes = 0;
+  double sparse_weight_bytes = 0;
+  double kv_bytes = 0;
+  double comm_bytes = 0;
+  bool training = false;
+  bool has_matrix = false;
+  bool fusing = false;
+  bool sparse = false;
+  double floor_s = 0;
+  double backward_floor_s = 0;
+  /// Per layer: input elements written by the layer just before it that stay in the
+  /// last-level cache (read from there, not from DRAM).
+  std::vector<double> cached_input_elements{};
+  /// Per layer, training under autocast: casts of its inputs to 16 bits (inputs written in
+  /// fp32 by an operator on autocast's fp32 list).
+  std::vector<double> autocast_input_casts{};
+  /// Per layer, training under autocast: backward casts of the gradients of its 16-bit inputs
+  /// where other inputs are fp32.
+  std::vector<double> mixed_gradient_casts{};
+  /// The last layer that is not a view: the loss reads its output.
+  std::size_t loss_layer = 0;
+  /// Tensor parallelism with sequence parallelism (else the collectives are all-reduces).
+  bool sequence_parallel = false;
+  /// Per layer, tensor parallelism without sequence parallelism: 1 where every device runs the
+  /// layer whole (replicated_layers); empty when none does.
+  std::vector<char> replicated{};
+  double replicated_activation_elements = 0;  // Their outputs and saved elements.
+};
+
+/// The step of `workload` on `device`; `per_layer`: also what only the layers' pass reads.
+Step make_step(const Graph& graph, const Device& device, const PerformanceParams& params,
+               const Workload& workload, bool per_layer = true);
+
+// A device's parameters: 1/(tp x pp) of the model's, the routed experts' 1/ep of that again.
+struct DeviceParams {
+  double all = 0;
+  double experts = 0;  // Of `all`, the routed experts'.
+};
+
+/// The parameters a device holds in the step.
+DeviceParams device_params(const Step& s, const GraphTotals& totals);
+
+// The layers (src/predict_layers.cpp).
+
+/// Every layer's time into `result`; returns one micro-batch's backward through the whole model.
+double layer_times(const Step& s, Estimate& result);
+
+// Communication (src/predict_comm.cpp).
+
+/// Tensor parallelism's all-reduces (or reduce-scatters and all-gathers), added to the latency.
+void tensor_parallel_communication(const Step& s, Estimate& result);
+
+/// Context parallelism's ring sends that the attention layers do not hide, added to the latency.
+void context_parallel_communication(const Step& s, Estimate& result);
+
+/// Expert parallelism's all-to-alls, added to the latency.
+void expert_parallel_communication(const Step& s, Estimate& result);
+
+/// What the sends between pipeline stages add to one micro-batch's stage time of `stage_s`.
+double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s, Estimate& result);
+
+/// The data-parallel gradient sync (and ZeRO's gathers) and the part of it that shows.
+void data_parallel_sync(const Step& s, const DeviceParams& params, double gradient_bytes,
+                        double backward_s, Estimate& result);
+
+// Training (src/predict_training.cpp).
+
+/// A training step's memory, optimizer update, pipeline schedule and gradient sync.
+void training_schedule(const Step& s, const GraphTotals& totals, const DeviceParams& params,
+                       double backward_s, Estimate& result);
+
+}  // namespace capcalc::detail
