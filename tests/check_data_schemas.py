@@ -105,6 +105,7 @@ RULES = [
     ("data/models/*_hf.json", exempt(HF)),
     ("data/models/*.json", valid("model")),
     ("data/validation/serving.json", valid("serving-validation")),
+    ("data/validation/serving_pending.json", valid("serving-validation")),
     ("data/validation/*.json", valid("measurements#/$defs/validation_set")),
     ("data/validation/device/*.jsonl",
      exempt("raw logs of bench/device/measure.py (one JSON record per line), quoted as sources")),
