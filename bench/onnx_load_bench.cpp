@@ -38,4 +38,15 @@ void BM_LoadOnnx512MiB(benchmark::State& state) {
 }
 BENCHMARK(BM_LoadOnnx512MiB)->Unit(benchmark::kMillisecond);
 
+// torchvision's Swin-T as torch 1.13 exports it (tests/exports/torch113, weights stripped): its
+// window reshapes are computed from Shape at run time, one chain after another, which the
+// importer folds and infers in one pass rather than one round of whole-graph inference each.
+void BM_LoadOnnx_SwinT(benchmark::State& state) {
+  const std::string path = std::string(CAPCALC_BENCH_EXPORTS_DIR) + "/swin_t.fixed.onnx";
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(capcalc::load_model(path));
+  }
+}
+BENCHMARK(BM_LoadOnnx_SwinT)->Unit(benchmark::kMillisecond);
+
 }  // namespace

@@ -217,8 +217,8 @@ std::optional<Tensor> constant_value(const onnx::NodeProto& node) {
 
 class Folder {
  public:
-  Folder(onnx::GraphProto& graph, const ShapeLookup& shape_of)
-      : graph_(graph), shape_of_(shape_of) {
+  Folder(onnx::GraphProto& graph, const ShapeLookup& shape_of, const KeptNode& on_kept)
+      : graph_(graph), shape_of_(shape_of), on_kept_(on_kept) {
     for (const auto& init : graph.initializer()) {
       if (auto t = from_proto(init)) known_[init.name()] = std::move(*t);
     }
@@ -229,27 +229,36 @@ class Folder {
   int run() {
     int folded = 0;
     for (auto& node : *graph_.mutable_node()) {
-      if (node.output_size() != 1 || !node.domain().empty()) continue;
-      const std::string& op = node.op_type();
-      if (op == "Constant") {
-        if (auto t = constant_value(node)) known_[node.output(0)] = std::move(*t);
-        continue;
+      if (fold(node)) {
+        ++folded;
+      } else if (on_kept_ && node.op_type() != "Constant") {
+        on_kept_(node);
       }
-      std::optional<Tensor> value = evaluate(node);
-      if (!value || count(value->dims) > kMaxFoldedElements) continue;
-      known_[node.output(0)] = *value;
-      // Shape and Size stay: they read an activation, and a graph output stays computed.
-      if (op == "Shape" || op == "Size" || graph_outputs_.count(node.output(0)) > 0) {
-        kept_.insert(node.output(0));
-        continue;
-      }
-      rewrite(node, *value);
-      ++folded;
     }
     return folded + feed_kept_values();
   }
 
  private:
+  // Rewrites `node` into a Constant if its value can be computed; true if it did.
+  bool fold(onnx::NodeProto& node) {
+    if (node.output_size() != 1 || !node.domain().empty()) return false;
+    const std::string& op = node.op_type();
+    if (op == "Constant") {
+      if (auto t = constant_value(node)) known_[node.output(0)] = std::move(*t);
+      return false;
+    }
+    std::optional<Tensor> value = evaluate(node);
+    if (!value || count(value->dims) > kMaxFoldedElements) return false;
+    known_[node.output(0)] = *value;
+    // Shape and Size stay: they read an activation, and a graph output stays computed.
+    if (op == "Shape" || op == "Size" || graph_outputs_.count(node.output(0)) > 0) {
+      kept_.insert(node.output(0));
+      return false;
+    }
+    rewrite(node, *value);
+    return true;
+  }
+
   const Tensor* input(const onnx::NodeProto& node, int i) const {
     if (i >= node.input_size() || node.input(i).empty()) return nullptr;
     const auto it = known_.find(node.input(i));
@@ -801,6 +810,7 @@ class Folder {
 
   onnx::GraphProto& graph_;
   const ShapeLookup& shape_of_;
+  const KeptNode& on_kept_;
   Tensors known_;
   std::set<std::string> graph_outputs_;
   std::set<std::string> kept_;  // Shape, Size and graph outputs: known, left computed.
@@ -821,7 +831,12 @@ std::optional<std::vector<std::int64_t>> constant_values(const onnx::NodeProto& 
 }
 
 int fold_shape_arithmetic(onnx::GraphProto& graph, const ShapeLookup& shape_of) {
-  return Folder(graph, shape_of).run();
+  return Folder(graph, shape_of, KeptNode()).run();
+}
+
+int fold_shape_arithmetic(onnx::GraphProto& graph, const ShapeLookup& shape_of,
+                          const KeptNode& on_kept) {
+  return Folder(graph, shape_of, on_kept).run();
 }
 
 }  // namespace capcalc::onnx_import

@@ -23,6 +23,134 @@
 #include "limits.hpp"
 
 namespace capcalc::onnx_import {
+namespace {
+
+// ONNX's inference of one node at a time, between the rounds over the whole graph: the node
+// alone in a model of its own, its inputs as the graph has them (Constant nodes and small
+// initializers with their values, the rest as typed inputs), as check_declared_outputs does.
+class LocalInference {
+ public:
+  LocalInference(const onnx::ModelProto& model, const onnx::GraphProto& graph)
+      : model_(model), opset_(opset_of(model)) {
+    const auto add = [&](const onnx::ValueInfoProto& info) {
+      if (info.type().has_tensor_type() && info.type().tensor_type().has_shape()) {
+        types_[info.name()] = info.type();
+      }
+    };
+    for (const auto& info : graph.input())
+      add(info);
+    for (const auto& info : graph.value_info())
+      add(info);
+    for (const auto& info : graph.output())
+      add(info);
+    for (const auto& init : graph.initializer())
+      initializers_[init.name()] = &init;
+    for (const auto& node : graph.node()) {
+      for (const std::string& output : node.output())
+        producers_[output] = &node;
+    }
+  }
+
+  // Adds to `shapes` the shapes ONNX gives `node`'s outputs, where it has a schema for it, no
+  // subgraph, and every input is known; outputs already complete are left as they are.
+  void infer(const onnx::NodeProto& node, std::map<std::string, KnownShape>& shapes) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx") return;
+    const bool pending = std::any_of(node.output().begin(), node.output().end(), [&](auto& out) {
+      if (out.empty()) return false;
+      const auto it = shapes.find(out);
+      return it == shapes.end() || !it->second.complete();
+    });
+    if (!pending) return;
+    for (const auto& a : node.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) {
+        return;
+      }
+    }
+    if (onnx::OpSchemaRegistry::Schema(node.op_type(), opset_, "") == nullptr) return;
+    onnx::ModelProto alone;
+    alone.set_ir_version(model_.ir_version());
+    *alone.mutable_opset_import() = model_.opset_import();
+    onnx::GraphProto& g = *alone.mutable_graph();
+    g.set_name("local_inference");
+    std::set<std::string> added;
+    for (const std::string& input : node.input()) {
+      if (input.empty() || !added.insert(input).second) continue;
+      if (!add_input(g, input)) return;
+    }
+    *g.add_node() = node;
+    for (const std::string& output : node.output()) {
+      if (!output.empty()) g.add_output()->set_name(output);
+    }
+    const onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
+                                              /*enable_data_propagation=*/false);
+    try {
+      onnx::shape_inference::InferShapes(alone, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception&) {
+      return;  // The next round over the whole graph says what is wrong.
+    }
+    for (const auto& out : g.output()) {
+      if (!out.type().has_tensor_type() || !out.type().tensor_type().has_shape()) continue;
+      KnownShape shape = from_proto(out.type().tensor_type().shape());
+      auto& known = shapes[out.name()];
+      if (known.dims.empty() || !known.complete()) known = std::move(shape);
+      types_[out.name()] = out.type();
+    }
+  }
+
+ private:
+  static int opset_of(const onnx::ModelProto& model) {
+    for (const auto& import : model.opset_import()) {
+      if (import.domain().empty() || import.domain() == "ai.onnx") {
+        return static_cast<int>(import.version());
+      }
+    }
+    return 0;
+  }
+
+  // `input` into the node's model: false if nothing is known of it.
+  bool add_input(onnx::GraphProto& g, const std::string& input) {
+    if (const auto p = producers_.find(input); p != producers_.end() &&
+                                               p->second->op_type() == "Constant" &&
+                                               p->second->domain().empty()) {
+      *g.add_node() = *p->second;
+      return true;
+    }
+    if (const auto init = initializers_.find(input); init != initializers_.end()) {
+      // Small ones with their values (a Reshape's target, a Resize's scales); the data of
+      // larger ones was dropped before inference, so they go as typed inputs.
+      std::int64_t elements = 1;
+      for (std::int64_t d : init->second->dims()) {
+        if (d > 0)
+          elements = d > kMaxFoldedElements / elements ? kMaxFoldedElements + 1 : elements * d;
+      }
+      if (elements <= kMaxFoldedElements) {
+        *g.add_initializer() = *init->second;
+        return true;
+      }
+      onnx::ValueInfoProto& in = *g.add_input();
+      in.set_name(input);
+      auto& tensor = *in.mutable_type()->mutable_tensor_type();
+      tensor.set_elem_type(init->second->data_type());
+      for (std::int64_t d : init->second->dims())
+        tensor.mutable_shape()->add_dim()->set_dim_value(d);
+      return true;
+    }
+    const auto type = types_.find(input);
+    if (type == types_.end()) return false;
+    onnx::ValueInfoProto& in = *g.add_input();
+    in.set_name(input);
+    *in.mutable_type() = type->second;
+    return true;
+  }
+
+  const onnx::ModelProto& model_;
+  int opset_ = 0;
+  std::map<std::string, onnx::TypeProto> types_;
+  std::map<std::string, const onnx::TensorProto*> initializers_;
+  std::map<std::string, const onnx::NodeProto*> producers_;
+};
+
+}  // namespace
 
 // ONNX's inference errors read "[ShapeInferenceError] (op_type:Conv, node name: c1):
 // [ShapeInferenceError] what": the node they name is blamed by its pointer.
@@ -148,14 +276,19 @@ void Importer::infer_shapes() {
     }
     collect_shapes();
     // Exporters compute slice bounds and reshape targets from Shape at run time; with every
-    // input dimension set, those are constants that the next round can read.
+    // input dimension set, those are constants that the next round can read. Each node the
+    // fold leaves is inferred alone where its inputs are known, so that one pass folds the
+    // chains that hang on it (a Swin block's window reshapes, one after the other): a round
+    // per chain made the rounds, each over the whole graph, quadratic in the model's depth.
+    LocalInference local(model_, graph_proto_);
     bool added = onnx_import::fold_shape_arithmetic(
                      graph_proto_,
                      [this](const std::string& name) -> std::optional<std::vector<std::int64_t> > {
                        const auto it = shapes_.find(name);
                        if (it == shapes_.end() || !it->second.complete()) return std::nullopt;
                        return it->second.dims;
-                     }) > 0;
+                     },
+                     [&](const onnx::NodeProto& node) { local.infer(node, shapes_); }) > 0;
     added = set_if_output_shapes() || added;
     added = set_loop_output_shapes() || added;
     added = assume_output_shapes() || added;
