@@ -17,6 +17,8 @@
 namespace capcalc {
 namespace {
 
+constexpr double kMebibyte = 1048576.0;
+
 const std::vector<std::string_view> kTableKeys = {"schema_version", "version", "description",
                                                   "comment",        "$schema", "runtimes"};
 const std::vector<std::string_view> kRuntimeKeys = {
@@ -200,7 +202,7 @@ double memory_fraction(const JsonView& value) {
 ServingTier parse_serving_tier(const JsonView& tier) {
   reject_unknown_keys(tier,
                       {"min_memory_gib", "except_names", "max_num_batched_tokens", "max_num_seqs",
-                       "gpu_memory_utilization", "comment"},
+                       "gpu_memory_utilization", "reserved_memory_mib", "comment"},
                       "a memory tier");
   ServingTier t;
   t.min_memory_bytes = tier.at("min_memory_gib").as_positive_number() * 1073741824.0;
@@ -216,28 +218,42 @@ ServingTier parse_serving_tier(const JsonView& tier) {
   }
   if (auto seqs = tier.find("max_num_seqs")) t.max_num_seqs = seqs->as_positive_int();
   if (auto f = tier.find("gpu_memory_utilization")) t.memory_utilization = memory_fraction(*f);
+  if (auto r = tier.find("reserved_memory_mib")) {
+    t.reserved_memory_bytes = r->as_positive_number() * kMebibyte;
+  }
   return t;
+}
+
+// "memory_fraction_of": what the fraction is of.
+MemoryFraction parse_fraction_of(const JsonView& of) {
+  const std::string basis = of.as_string();
+  if (basis == "device") return MemoryFraction::kDevice;
+  if (basis == "free") return MemoryFraction::kFree;
+  if (basis == "static") return MemoryFraction::kStatic;
+  of.fail(fmt::format("expected \"device\", \"free\" or \"static\", got \"{}\"", basis));
 }
 
 // "serving": continuous-batching defaults, with optional tiers by device memory.
 ServingDefaults parse_serving(const JsonView& serving) {
-  reject_unknown_keys(
-      serving,
-      {"max_num_batched_tokens", "max_num_seqs", "block_size", "gpu_memory_utilization",
-       "memory_fraction_of", "chunked_prefill", "reserve_full_request", "memory_tiers", "comment"},
-      "serving defaults");
+  reject_unknown_keys(serving,
+                      {"max_num_batched_tokens", "max_num_seqs", "block_size",
+                       "gpu_memory_utilization", "reserved_memory_mib", "memory_fraction_of",
+                       "chunked_prefill", "reserve_full_request", "memory_tiers", "comment"},
+                      "serving defaults");
   ServingDefaults d;
   d.max_num_batched_tokens = serving.at("max_num_batched_tokens").as_positive_int();
   d.max_num_seqs = serving.at("max_num_seqs").as_positive_int();
   d.block_size = serving.at("block_size").as_positive_int();
-  d.memory_utilization = memory_fraction(serving.at("gpu_memory_utilization"));
-  if (auto of = serving.find("memory_fraction_of")) {
-    const std::string basis = of->as_string();
-    if (basis != "device" && basis != "free") {
-      of->fail(fmt::format("expected \"device\" or \"free\", got \"{}\"", basis));
+  // A fixed fraction, or one that a reserve sets on each device (SGLang), not both.
+  if (auto reserved = serving.find("reserved_memory_mib")) {
+    if (serving.find("gpu_memory_utilization")) {
+      reserved->fail("give gpu_memory_utilization or reserved_memory_mib, not both");
     }
-    d.fraction_of_free = basis == "free";
+    d.reserved_memory_bytes = reserved->as_positive_number() * kMebibyte;
+  } else {
+    d.memory_utilization = memory_fraction(serving.at("gpu_memory_utilization"));
   }
+  if (auto of = serving.find("memory_fraction_of")) d.fraction_of = parse_fraction_of(*of);
   if (auto chunked = serving.find("chunked_prefill")) d.chunked_prefill = chunked->as_bool();
   if (auto reserve = serving.find("reserve_full_request")) {
     d.reserve_full_request = reserve->as_bool();
@@ -421,9 +437,16 @@ ServingDefaults serving_defaults_for(const ServingDefaults& defaults, const Devi
     d.max_num_batched_tokens = defaults.max_num_batched_tokens;
     d.max_num_seqs = defaults.max_num_seqs;
     d.memory_utilization = defaults.memory_utilization;
+    d.reserved_memory_bytes = defaults.reserved_memory_bytes;
     if (tier.max_num_batched_tokens > 0) d.max_num_batched_tokens = tier.max_num_batched_tokens;
     if (tier.max_num_seqs > 0) d.max_num_seqs = tier.max_num_seqs;
     if (tier.memory_utilization > 0) d.memory_utilization = tier.memory_utilization;
+    if (tier.reserved_memory_bytes > 0) d.reserved_memory_bytes = tier.reserved_memory_bytes;
+  }
+  if (d.reserved_memory_bytes > 0) {
+    // SGLang: mem_fraction_static = round((gpu_mem - reserved_mem) / gpu_mem, 3), in MiB.
+    const double fraction = (device.memory_bytes - d.reserved_memory_bytes) / device.memory_bytes;
+    d.memory_utilization = std::round(fraction * 1000) / 1000;
   }
   return d;
 }

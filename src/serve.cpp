@@ -297,7 +297,7 @@ KvCapacity with_draft(const KvCapacity& target, const KvCapacity& draft, std::in
 KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
                        const PerformanceParams& params, const Workload& workload,
                        std::int64_t block_size, std::int64_t max_num_batched_tokens,
-                       double memory_utilization, bool fraction_of_free) {
+                       double memory_utilization, MemoryFraction fraction_of) {
   const Graph step = build(1, max_num_batched_tokens, 0);
   const Estimate e = estimate(step, device, params, workload);
   const Precision kv_precision = workload.kv_precision.value_or(workload.precision);
@@ -306,21 +306,35 @@ KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
                        activation_bytes_per_element(kv_precision);
   kv.weight_bytes = e.memory.weight_bytes;
   kv.activation_bytes = e.memory.activation_bytes;
-  kv.cache_bytes =
-      fraction_of_free
-          ? memory_utilization * (device.memory_bytes - kv.weight_bytes - kv.activation_bytes)
-          : memory_utilization * device.memory_bytes - kv.weight_bytes - kv.activation_bytes;
+  switch (fraction_of) {
+    case MemoryFraction::kDevice:
+      kv.cache_bytes =
+          memory_utilization * device.memory_bytes - kv.weight_bytes - kv.activation_bytes;
+      break;
+    case MemoryFraction::kFree:
+      kv.cache_bytes =
+          memory_utilization * (device.memory_bytes - kv.weight_bytes - kv.activation_bytes);
+      break;
+    case MemoryFraction::kStatic:  // Activations live in the rest of the device's memory.
+      kv.cache_bytes = memory_utilization * device.memory_bytes - kv.weight_bytes;
+      break;
+  }
   if (kv.bytes_per_token <= 0) {
     throw Error::naming_keys({},
                              "the model keeps no KV cache (no self-attention layers): serve it "
                              "without `prompt_tokens`, as a dynamic batch");
   }
   if (kv.cache_bytes < kv.bytes_per_token * static_cast<double>(block_size)) {
-    throw Error({}, fmt::format("no room for a KV cache on {}: {:.0f} % of {} holds the weights "
-                                "({}) and a {}-token step's activations ({}), nothing else",
-                                device.name, memory_utilization * 100,
-                                format_bytes(device.memory_bytes), format_bytes(kv.weight_bytes),
-                                max_num_batched_tokens, format_bytes(kv.activation_bytes)));
+    const std::string activations =
+        fraction_of == MemoryFraction::kStatic
+            ? std::string()
+            : fmt::format(" and a {}-token step's activations ({})", max_num_batched_tokens,
+                          format_bytes(kv.activation_bytes));
+    throw Error(
+        {}, fmt::format("no room for a KV cache on {}: {:.0f} % of {} holds the weights "
+                        "({}){}, nothing else",
+                        device.name, memory_utilization * 100, format_bytes(device.memory_bytes),
+                        format_bytes(kv.weight_bytes), activations));
   }
   kv.blocks = static_cast<std::int64_t>(
       std::floor(kv.cache_bytes / (kv.bytes_per_token * static_cast<double>(block_size))));

@@ -43,6 +43,13 @@ capcalc_usage_error(serve_trace_line "tests/cli/serve_bad_trace.jsonl:2:/output_
                     serve ${llama} --gpu h100 --trace tests/cli/serve_bad_trace.jsonl)
 capcalc_usage_error(serve_no_fit "a request of 100 prompt + 200000 output tokens does not fit in the KV cache (6,904 blocks of 16 tokens)"
                     serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --output-tokens 200000)
+# SGLang's static fraction holds the weights and the cache only: on a T4 (16 GB, below 20 GiB)
+# round((15,258.8 - 4,064) / 15,258.8, 3) = 0.734 of 16 GB is 11.7 GB, under Llama-3-8B's fp16
+# weights, and no activations are named.
+capcalc_usage_error(serve_sglang_no_room
+                    "no room for a KV cache on NVIDIA T4: 73 % of 16.0 GB holds the weights (16.1 GB), nothing else"
+                    serve data/models/llama3_8b.json --gpu t4 --precision fp16 --rate 2/s
+                    --prompt-tokens 500 --output-tokens 50 --runtime sglang)
 # Each runtime's serving defaults (data/runtimes.json) reach the scheduler. TensorRT-LLM's LLM
 # API: 8,192 tokens, 2,048 sequences, 32-token blocks in 0.9 of the memory Llama-3-8B's weights
 # and an 8,192-token step's activations leave on the H100 (the rules are derived by hand in
@@ -52,6 +59,14 @@ capcalc_cli_ok(serve_runtime_tensorrt_llm
                "NVIDIA TensorRT-LLM: budget 8192 tokens, 2048 sequences, 13,254 blocks of 32 tokens \\(55.6 GB of KV cache\\), prefill not chunked, blocks reserved to the end \\(no preemption\\)"
                serve data/models/llama3_8b.json --gpu h100 --rate 2/s --prompt-tokens 500
                --output-tokens 50 --requests 100 --runtime tensorrt-llm)
+# SGLang's tiers on the H100 (80 GB, 74.5 GiB, the 60-160 GiB tier): an 8,192-token budget,
+# 2,048 sequences, 1-token pages, and round((76,293.9 - 13,904) / 76,293.9, 3) = 0.818 of the
+# memory for the weights and the cache: 0.818 x 80e9 - 16.06e9 (Llama-3-8B's weights) = 49.4 GB,
+# 376,735 tokens of 131,072 bytes (tests/runtime_test.cpp derives the fraction).
+capcalc_cli_ok(serve_runtime_sglang
+               "SGLang: budget 8192 tokens, 2048 sequences, 376,735 blocks of 1 token \\(49.4 GB of KV cache\\)"
+               serve data/models/llama3_8b.json --gpu h100 --rate 2/s --prompt-tokens 500
+               --output-tokens 50 --requests 100 --runtime sglang)
 capcalc_cli_ok(serve_runtime_vllm_a100
                "vLLM \\(CUDA graphs, torch.compile\\): budget 2048 tokens, 256 sequences, 6,958 blocks of 16 tokens"
                serve ${llama} --gpu a100-80gb --rate 2/s --prompt-tokens 500 --output-tokens 50

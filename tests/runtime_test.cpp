@@ -229,7 +229,7 @@ TEST_CASE("runtime: serving defaults take the last memory tier that applies", "[
   CHECK(s.max_num_seqs == 100);
   CHECK(s.block_size == 8);
   CHECK(s.memory_utilization == 0.5);
-  CHECK(s.fraction_of_free);
+  CHECK(s.fraction_of == MemoryFraction::kFree);
   CHECK_FALSE(s.chunked_prefill);
   CHECK(s.tiers.empty());
   d.memory_bytes = 40 * 1073741824.0;
@@ -261,8 +261,16 @@ TEST_CASE("runtime: serving defaults take the last memory tier that applies", "[
          "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
                      "gpu_memory_utilization": 0.5, "memory_fraction_of": "total"}}]})",
                      "rt.json"),
-      "rt.json:/runtimes/0/serving/memory_fraction_of: expected \"device\" or \"free\", got "
-      "\"total\"");
+      "rt.json:/runtimes/0/serving/memory_fraction_of: expected \"device\", \"free\" or "
+      "\"static\", got \"total\"");
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(R"({"schema_version": 1, "runtimes": [
+        {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["s"],
+         "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
+                     "gpu_memory_utilization": 0.5, "reserved_memory_mib": 100}}]})",
+                     "rt.json"),
+      "rt.json:/runtimes/0/serving/reserved_memory_mib: give gpu_memory_utilization or "
+      "reserved_memory_mib, not both");
 }
 
 // The shipped rows: vLLM's budget rises to 8,192 tokens and 1,024 sequences at 70 GiB except
@@ -277,7 +285,7 @@ TEST_CASE("runtime: the shipped serving defaults of vLLM and TensorRT-LLM", "[ru
   CHECK(vllm.max_num_seqs == 1024);
   CHECK(vllm.block_size == 16);
   CHECK(vllm.memory_utilization == 0.9);
-  CHECK_FALSE(vllm.fraction_of_free);
+  CHECK(vllm.fraction_of == MemoryFraction::kDevice);
   CHECK(vllm.chunked_prefill);
   d.name = "NVIDIA A100 80GB";
   CHECK(serving_defaults_for(*table.get("vllm").serving, d).max_num_batched_tokens == 2048);
@@ -286,6 +294,40 @@ TEST_CASE("runtime: the shipped serving defaults of vLLM and TensorRT-LLM", "[ru
   CHECK(trt.max_num_seqs == 2048);
   CHECK(trt.block_size == 32);
   CHECK(trt.memory_utilization == 0.9);
-  CHECK(trt.fraction_of_free);
+  CHECK(trt.fraction_of == MemoryFraction::kFree);
   CHECK_FALSE(trt.chunked_prefill);
+}
+
+// SGLang (memory_hook.py at 031ed82): chunked_prefill_size by device memory, and
+// mem_fraction_static = round((gpu_mem - reserved) / gpu_mem, 3) in MiB, reserved = 512 +
+// 1.5 x max(chunk, 2048) + tp/8 x 1024 + 2 x max_bs (decode graphs) + 8 x the prefill graph
+// sizes up to the chunk, at least 10 GiB above 60 GiB. An H100 80GB (80e9 B, 76,293.9 MiB, 74.5
+// GiB): chunk 8,192, max_bs 256, 58 prefill sizes, reserved 512 + 12,288 + 128 + 512 + 464 =
+// 13,904 MiB, fraction (76,293.9 - 13,904) / 76,293.9 = 0.8178 -> 0.818. The 16 GB round GPU
+// (15,258.8 MiB, 14.9 GiB): chunk 2,048, max_bs 8, 42 sizes, 512 + 3,072 + 128 + 16 + 336 =
+// 4,064 MiB, 11,194.8 / 15,258.8 = 0.7337 -> 0.734. A 24 GB device (22,888.2 MiB, 22.4 GiB):
+// chunk 4,096, max_bs 48, 50 sizes, 512 + 6,144 + 128 + 96 + 400 = 7,280 MiB, 0.6819 -> 0.682.
+// 2,048 sequences (the floor of max_num_reqs), 1-token pages, the fraction static.
+TEST_CASE("runtime: the shipped serving defaults of SGLang follow its memory tiers",
+          "[runtime][serve]") {
+  const RuntimeTable table = load_runtimes(std::string(CAPCALC_TEST_DATA_DIR) + "/runtimes.json");
+  const ServingDefaults& sglang = *table.get("sglang").serving;
+  Device d = round_gpu();
+  d.memory_bytes = 80e9;
+  ServingDefaults s = serving_defaults_for(sglang, d);
+  CHECK(s.max_num_batched_tokens == 8192);
+  CHECK(s.reserved_memory_bytes == 13904 * 1048576.0);
+  CHECK(s.memory_utilization == 0.818);
+  CHECK(s.max_num_seqs == 2048);
+  CHECK(s.block_size == 1);
+  CHECK(s.fraction_of == MemoryFraction::kStatic);
+  CHECK(s.chunked_prefill);
+  CHECK_FALSE(s.reserve_full_request);
+  s = serving_defaults_for(sglang, round_gpu());
+  CHECK(s.max_num_batched_tokens == 2048);
+  CHECK(s.memory_utilization == 0.734);
+  d.memory_bytes = 24e9;
+  s = serving_defaults_for(sglang, d);
+  CHECK(s.max_num_batched_tokens == 4096);
+  CHECK(s.memory_utilization == 0.682);
 }

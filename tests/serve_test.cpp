@@ -205,18 +205,24 @@ TEST_CASE("serve: reserving a request's blocks to its end admits it only when th
 // TensorRT-LLM sizes its cache in a fraction of the memory the weights and the profiling step's
 // activations leave free; vLLM in a fraction of the device's memory, less both. The same 0.9 on
 // the 16 GB round GPU: 0.9 x (16e9 - W - A) against 0.9 x 16e9 - W - A, 0.1 x (W + A) more.
+// SGLang's static fraction holds the weights and the cache only: 0.9 x 16e9 - W, A more than
+// vLLM's.
 TEST_CASE("serve: a memory fraction of free memory sizes the cache after the weights", "[serve]") {
   const BatchGraphBuilder build = pythia();
   const KvCapacity device =
       kv_capacity(build, round_device(), round_params(), fp16(), 32, 8192, 0.9);
-  const KvCapacity free =
-      kv_capacity(build, round_device(), round_params(), fp16(), 32, 8192, 0.9, true);
+  const KvCapacity free = kv_capacity(build, round_device(), round_params(), fp16(), 32, 8192, 0.9,
+                                      MemoryFraction::kFree);
   const double taken = device.weight_bytes + device.activation_bytes;
   REQUIRE(taken > 0);
   CHECK(device.cache_bytes == Approx(0.9 * 16e9 - taken));
   CHECK(free.cache_bytes == Approx(0.9 * (16e9 - taken)));
   CHECK(free.cache_bytes - device.cache_bytes == Approx(0.1 * taken));
   CHECK(free.blocks == static_cast<std::int64_t>(free.cache_bytes / (32 * free.bytes_per_token)));
+  const KvCapacity fixed = kv_capacity(build, round_device(), round_params(), fp16(), 32, 8192, 0.9,
+                                       MemoryFraction::kStatic);
+  CHECK(fixed.cache_bytes == Approx(0.9 * 16e9 - device.weight_bytes));
+  CHECK(fixed.cache_bytes - device.cache_bytes == Approx(device.activation_bytes));
 }
 
 TEST_CASE("serve: a full KV cache preempts and every request still finishes", "[serve]") {

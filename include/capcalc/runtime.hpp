@@ -27,6 +27,16 @@ struct ServingTier {
   std::int64_t max_num_batched_tokens = 0;
   std::int64_t max_num_seqs = 0;
   double memory_utilization = 0;
+  double reserved_memory_bytes = 0;
+};
+
+/// What a runtime's memory fraction is a fraction of, and what it holds.
+enum class MemoryFraction {
+  kDevice,  ///< Of device memory: weights, activations and KV cache (vLLM).
+  kFree,    ///< Of what the weights and activations leave free (TensorRT-LLM).
+  /// Of device memory: weights and KV cache only, activations and CUDA graphs outside it
+  /// (SGLang's mem_fraction_static).
+  kStatic,
 };
 
 /// Continuous-batching defaults of an LLM serving runtime, from its own source or docs (used
@@ -36,9 +46,10 @@ struct ServingDefaults {
   std::int64_t max_num_seqs = 256;             ///< Sequences per step.
   std::int64_t block_size = 16;                ///< Tokens per KV-cache block.
   double memory_utilization = 0.9;             ///< Fraction of device memory the runtime takes.
-  /// The fraction is of what the weights and a full-budget step's activations leave free
-  /// (TensorRT-LLM's free_gpu_memory_fraction), not of the device's memory (vLLM).
-  bool fraction_of_free = false;
+  MemoryFraction fraction_of = MemoryFraction::kDevice;
+  /// Memory kept outside the fraction, in bytes (SGLang); when above 0, serving_defaults_for()
+  /// sets memory_utilization to round((memory - reserved) / memory, 3). 0: unused.
+  double reserved_memory_bytes = 0;
   bool chunked_prefill = true;
   /// A request is admitted only with blocks for its whole length, and never preempted
   /// (TensorRT-LLM's GUARANTEED_NO_EVICT capacity policy).
@@ -49,7 +60,7 @@ struct ServingDefaults {
 };
 
 /// `defaults` on `device`: the base values with those of the last tier that applies (none:
-/// the base values), the tiers cleared.
+/// the base values), the tiers cleared; a reserve becomes the memory fraction.
 ServingDefaults serving_defaults_for(const ServingDefaults& defaults, const Device& device);
 
 /// PyTorch's multi-tensor apply (aten/src/ATen/native/cuda/MultiTensorApply.cuh): a foreach

@@ -162,13 +162,15 @@ struct KvCapacity {
 };
 
 /// How many blocks of `block_size` tokens fit in `memory_utilization` of the device's memory
-/// beside the weights and one full-budget step's activations (vLLM's profiling run), or with
-/// `fraction_of_free` in that fraction of what the weights and activations leave free
-/// (TensorRT-LLM's free_gpu_memory_fraction). Throws capcalc::Error when none fit.
+/// beside the weights and one full-budget step's activations (vLLM's profiling run); with
+/// MemoryFraction::kFree in that fraction of what the weights and activations leave free
+/// (TensorRT-LLM's free_gpu_memory_fraction); with kStatic beside the weights only (SGLang's
+/// mem_fraction_static). Throws capcalc::Error when none fit.
 KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
                        const PerformanceParams& params, const Workload& workload,
                        std::int64_t block_size, std::int64_t max_num_batched_tokens,
-                       double memory_utilization, bool fraction_of_free = false);
+                       double memory_utilization,
+                       MemoryFraction fraction_of = MemoryFraction::kDevice);
 
 /// The cache beside a draft model on the same devices: the draft's weights come out of the
 /// cache bytes and every token holds the target's and the draft's KV entries, so

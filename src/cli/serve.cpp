@@ -329,7 +329,7 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
   c.draft_cost = o.draft_cost.value_or(0);
   const double utilization = o.memory_utilization.value_or(defaults.memory_utilization);
   KvCapacity kv = kv_capacity(build, device, params, workload, c.block_size,
-                              c.max_num_batched_tokens, utilization, defaults.fraction_of_free);
+                              c.max_num_batched_tokens, utilization, defaults.fraction_of);
   if (!o.draft.empty()) {
     ModelArgs draft_model;
     draft_model.path = o.draft;
@@ -341,7 +341,7 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
     draft_name = draft_graph.name;
     kv = with_draft(kv,
                     kv_capacity(draft_build, device, params, workload, c.block_size,
-                                c.max_num_batched_tokens, utilization, defaults.fraction_of_free),
+                                c.max_num_batched_tokens, utilization, defaults.fraction_of),
                     c.block_size);
   }
   c.kv_blocks = kv.blocks;
@@ -357,10 +357,10 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
         (1 - std::pow(c.acceptance_rate, c.speculative_tokens + 1)) / (1 - c.acceptance_rate));
   }
   return fmt::format(
-      "{}: budget {} tokens, {} sequences, {} blocks of {} tokens ({} of KV cache){}",
+      "{}: budget {} tokens, {} sequences, {} blocks of {} token{} ({} of KV cache){}",
       workload.runtime ? workload.runtime->name : "continuous batching", c.max_num_batched_tokens,
-      c.max_num_seqs, format_grouped(c.kv_blocks), c.block_size, format_bytes(kv.cache_bytes),
-      extras);
+      c.max_num_seqs, format_grouped(c.kv_blocks), c.block_size, c.block_size == 1 ? "" : "s",
+      format_bytes(kv.cache_bytes), extras);
 }
 
 // Dynamic batching (a non-LLM model) as the flags set it. Returns the line that describes it.
