@@ -25,6 +25,17 @@
 namespace capcalc::onnx_import {
 namespace {
 
+// Calls `f` with each value a graph gives a type: its inputs, inferred values and outputs.
+template <typename F>
+void for_each_value_info(const onnx::GraphProto& graph, F f) {
+  for (const auto& info : graph.input())
+    f(info);
+  for (const auto& info : graph.value_info())
+    f(info);
+  for (const auto& info : graph.output())
+    f(info);
+}
+
 // ONNX's inference of one node at a time, between the rounds over the whole graph: the node
 // alone in a model of its own, its inputs as the graph has them (Constant nodes and small
 // initializers with their values, the rest as typed inputs), as check_declared_outputs does.
@@ -32,17 +43,11 @@ class LocalInference {
  public:
   LocalInference(const onnx::ModelProto& model, const onnx::GraphProto& graph)
       : model_(model), opset_(opset_of(model)) {
-    const auto add = [&](const onnx::ValueInfoProto& info) {
+    for_each_value_info(graph, [&](const onnx::ValueInfoProto& info) {
       if (info.type().has_tensor_type() && info.type().tensor_type().has_shape()) {
         types_[info.name()] = info.type();
       }
-    };
-    for (const auto& info : graph.input())
-      add(info);
-    for (const auto& info : graph.value_info())
-      add(info);
-    for (const auto& info : graph.output())
-      add(info);
+    });
     for (const auto& init : graph.initializer())
       initializers_[init.name()] = &init;
     for (const auto& node : graph.node()) {
@@ -433,12 +438,7 @@ void Importer::collect_shapes() {
       shapes_[info.name()] = from_proto(info.type().tensor_type().shape());
     }
   };
-  for (const auto& info : graph_proto_.input())
-    add(info);
-  for (const auto& info : graph_proto_.value_info())
-    add(info);
-  for (const auto& info : graph_proto_.output())
-    add(info);
+  for_each_value_info(graph_proto_, add);
   const auto add_initializer = [&](const onnx::TensorProto& init) {
     KnownShape shape;
     shape.dims.assign(init.dims().begin(), init.dims().end());
@@ -453,12 +453,7 @@ void Importer::collect_shapes() {
         for (const auto& node : graph.node()) {
           for (const auto& a : node.attribute()) {
             if (a.type() != onnx::AttributeProto::GRAPH) continue;
-            for (const auto& info : a.g().input())
-              add(info);
-            for (const auto& info : a.g().value_info())
-              add(info);
-            for (const auto& info : a.g().output())
-              add(info);
+            for_each_value_info(a.g(), add);
             for (const auto& init : a.g().initializer())
               add_initializer(init);
             add_subgraphs(a.g());
