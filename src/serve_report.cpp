@@ -115,11 +115,17 @@ std::string render_serve_text(const ServeResult& r, const std::string& title) {
                        per_s(r.output_tokens_per_s, "tok/s"));
   }
   out += saturated + "\n";
+  // The condition the run misses: its span in latencies, else its count of requests.
   if (r.short_run() && r.requests > 1) {
+    const std::string why =
+        r.arrival_span_latencies < kSteadySpanLatencies
+            ? fmt::format("the arrivals span {:.2g} mean E2E latencies, under the {:g}",
+                          r.arrival_span_latencies, kSteadySpanLatencies)
+            : fmt::format("{} requests, under the {}", format_grouped(r.requests),
+                          format_grouped(kSteadyRequests));
     out += fmt::format(
-        "  short run    the arrivals span {:.2g} mean E2E latencies, under the {:g} that tell a "
-        "steady state from a growing queue: try --requests {}\n",
-        r.arrival_span_latencies, kSteadySpanLatencies, format_grouped(steady_run_requests(r)));
+        "  short run    {} that tell a steady state from a growing queue: try --requests {}\n", why,
+        format_grouped(steady_run_requests(r)));
   }
   out += "\n";
   TextTable table;

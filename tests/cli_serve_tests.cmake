@@ -124,6 +124,12 @@ capcalc_usage_error(serve_needs_model "serve needs a MODEL (or --validate FILE)"
 capcalc_usage_error(serve_draft_with_cost "--draft times the draft model itself: not with --draft-cost"
                     serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --speculative-tokens 3
                     --acceptance-rate 0.7 --draft tinyllama --draft-cost 0.1)
+# A short run names the condition it misses: too few requests (200 of 1,000), or arrivals
+# spanning too few latencies (1,000 requests at 200/s against minutes of queue).
+capcalc_cli_ok(serve_short_run_requests "short run    200 requests, under the 1,000 that tell a steady state from a growing queue: try --requests 1,000"
+               serve data/models/llama3_8b.json --gpu h100 --rate 5/s --prompt-tokens 512 --output-tokens 128 --requests 200)
+capcalc_cli_ok(serve_short_run_span "short run    the arrivals span 0.1 mean E2E latencies, under the 10 that tell"
+               serve data/models/llama3_8b.json --gpu h100 --rate 200/s --prompt-tokens 512 --output-tokens 512 --requests 1000)
 capcalc_usage_error(serve_moe_imbalance_dense
                     "data/models/llama2_7b.json: --moe-imbalance: the model has no \"moe\" layer"
                     serve ${llama} --gpu h100 --rate 1/s --prompt-tokens 100 --moe-imbalance 1.3)
