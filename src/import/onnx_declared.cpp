@@ -35,12 +35,6 @@ std::string dims_text(const onnx::TensorShapeProto& shape) {
   return fmt::format("[{}]", fmt::join(dims, ", "));
 }
 
-std::int64_t standard_opset(const onnx::ModelProto& model) {
-  for (const auto& opset : model.opset_import()) {
-    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
-  }
-  return 0;
-}
 
 // ONNX's message without its tags and the node name it repeats: "axis must be in ...".
 std::string detail_of(std::string what) {
@@ -58,6 +52,32 @@ std::string detail_of(std::string what) {
 }
 
 }  // namespace
+
+std::int64_t standard_opset(const onnx::ModelProto& model) {
+  for (const auto& opset : model.opset_import()) {
+    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
+  }
+  return 0;
+}
+
+bool inferable_alone(const onnx::NodeProto& node, std::int64_t opset) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
+  if (node.op_type() == "Constant") return false;
+  if (onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), "") == nullptr) {
+    return false;
+  }
+  return std::none_of(node.attribute().begin(), node.attribute().end(), [](const auto& a) {
+    return a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS;
+  });
+}
+
+onnx::ModelProto model_for_one_node(const onnx::ModelProto& model, const std::string& name) {
+  onnx::ModelProto alone;
+  alone.set_ir_version(model.ir_version());
+  *alone.mutable_opset_import() = model.opset_import();
+  alone.mutable_graph()->set_name(name);
+  return alone;
+}
 
 std::set<std::string> declared_shapes(const onnx::GraphProto& graph) {
   std::set<std::string> names;
@@ -97,29 +117,15 @@ std::optional<DeclaredMismatch> check_declared_outputs(const onnx::ModelProto& m
                                            /*enable_data_propagation=*/false);
   for (int index = 0; index < graph.node_size(); ++index) {
     const onnx::NodeProto& node = graph.node(index);
-    if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
-    if (node.op_type() == "Constant") continue;
     const bool writes_declared =
         std::any_of(node.output().begin(), node.output().end(),
                     [&](const std::string& out) { return declared.count(out) != 0; });
-    if (!writes_declared) continue;
-    if (onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), "") == nullptr) {
-      continue;
-    }
-    const bool has_subgraph =
-        std::any_of(node.attribute().begin(), node.attribute().end(), [](const auto& a) {
-          return a.type() == onnx::AttributeProto::GRAPH ||
-                 a.type() == onnx::AttributeProto::GRAPHS;
-        });
-    if (has_subgraph) continue;
+    if (!writes_declared || !inferable_alone(node, opset)) continue;
 
     // The node alone, its inputs as the graph has them: constants with their values, the rest
     // as inputs of their type and shape; its outputs undeclared.
-    onnx::ModelProto alone;
-    alone.set_ir_version(model.ir_version());
-    *alone.mutable_opset_import() = model.opset_import();
+    onnx::ModelProto alone = model_for_one_node(model, "declared_check");
     onnx::GraphProto& g = *alone.mutable_graph();
-    g.set_name("declared_check");
     bool known = true;
     std::set<std::string> added;
     for (const std::string& input : node.input()) {

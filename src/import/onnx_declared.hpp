@@ -7,6 +7,7 @@
 // ONNX's own rule for each such node alone, strictly, with its output left undeclared.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -14,6 +15,17 @@
 #include <onnx/onnx_pb.h>
 
 namespace capcalc::onnx_import {
+
+/// The version of the standard domain (ai.onnx) the model imports; 0 if none.
+std::int64_t standard_opset(const onnx::ModelProto& model);
+
+/// Whether ONNX can infer `node` alone: the standard domain, not a Constant, a schema at
+/// `opset`, no subgraph.
+bool inferable_alone(const onnx::NodeProto& node, std::int64_t opset);
+
+/// An empty model with `model`'s IR version and opsets, its graph named `name`: where one node
+/// is inferred alone (its inputs, the node and its outputs are added to the graph).
+onnx::ModelProto model_for_one_node(const onnx::ModelProto& model, const std::string& name);
 
 /// The values whose shapes the file itself gives: graph outputs and value_info entries with a
 /// tensor shape. Taken before inference writes its own.

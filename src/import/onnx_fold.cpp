@@ -830,10 +830,6 @@ std::optional<std::vector<std::int64_t>> constant_values(const onnx::NodeProto& 
   return std::move(t->values);
 }
 
-int fold_shape_arithmetic(onnx::GraphProto& graph, const ShapeLookup& shape_of) {
-  return Folder(graph, shape_of, KeptNode()).run();
-}
-
 int fold_shape_arithmetic(onnx::GraphProto& graph, const ShapeLookup& shape_of,
                           const KeptNode& on_kept) {
   return Folder(graph, shape_of, on_kept).run();

@@ -27,14 +27,12 @@ using ShapeLookup = std::function<std::optional<std::vector<std::int64_t>>(const
 /// Reshape, Range, Transpose, ConstantOfShape, Expand, Add, Sub, Mul, Div, Mod, Min, Max, Neg, Abs,
 /// Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor, Not and Where. Returns the
 /// number of nodes rewritten.
-int fold_shape_arithmetic(onnx::GraphProto& graph, const ShapeLookup& shape_of);
-
-/// Called, in graph order, with each node the pass leaves computed, before the pass reads the
-/// nodes after it: a shape that it learns there (`shape_of` reads it) lets the rest of the
-/// same pass fold what depends on it.
+/// `on_kept`, if given, is called in graph order with each node the pass leaves computed,
+/// before the pass reads the nodes after it: a shape that it learns there (`shape_of` reads it)
+/// lets the rest of the same pass fold what depends on it.
 using KeptNode = std::function<void(const onnx::NodeProto&)>;
 int fold_shape_arithmetic(onnx::GraphProto& graph, const ShapeLookup& shape_of,
-                          const KeptNode& on_kept);
+                          const KeptNode& on_kept = {});
 
 inline constexpr std::int64_t kMaxFoldedElements = 4096;
 

@@ -18,6 +18,7 @@
 
 #include "checked.hpp"
 #include "count_formulas.hpp"
+#include "import/onnx_declared.hpp"
 #include "import/onnx_fold.hpp"
 #include "import/onnx_importer.hpp"
 #include "limits.hpp"
@@ -42,7 +43,7 @@ void for_each_value_info(const onnx::GraphProto& graph, F f) {
 class LocalInference {
  public:
   LocalInference(const onnx::ModelProto& model, const onnx::GraphProto& graph)
-      : model_(model), opset_(opset_of(model)) {
+      : model_(model), opset_(standard_opset(model)) {
     for_each_value_info(graph, [&](const onnx::ValueInfoProto& info) {
       if (info.type().has_tensor_type() && info.type().tensor_type().has_shape()) {
         types_[info.name()] = info.type();
@@ -59,24 +60,14 @@ class LocalInference {
   // Adds to `shapes` the shapes ONNX gives `node`'s outputs, where it has a schema for it, no
   // subgraph, and every input is known; outputs already complete are left as they are.
   void infer(const onnx::NodeProto& node, std::map<std::string, KnownShape>& shapes) {
-    if (!node.domain().empty() && node.domain() != "ai.onnx") return;
     const bool pending = std::any_of(node.output().begin(), node.output().end(), [&](auto& out) {
       if (out.empty()) return false;
       const auto it = shapes.find(out);
       return it == shapes.end() || !it->second.complete();
     });
-    if (!pending) return;
-    for (const auto& a : node.attribute()) {
-      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) {
-        return;
-      }
-    }
-    if (onnx::OpSchemaRegistry::Schema(node.op_type(), opset_, "") == nullptr) return;
-    onnx::ModelProto alone;
-    alone.set_ir_version(model_.ir_version());
-    *alone.mutable_opset_import() = model_.opset_import();
+    if (!pending || !inferable_alone(node, opset_)) return;
+    onnx::ModelProto alone = model_for_one_node(model_, "local_inference");
     onnx::GraphProto& g = *alone.mutable_graph();
-    g.set_name("local_inference");
     std::set<std::string> added;
     for (const std::string& input : node.input()) {
       if (input.empty() || !added.insert(input).second) continue;
@@ -103,15 +94,6 @@ class LocalInference {
   }
 
  private:
-  static int opset_of(const onnx::ModelProto& model) {
-    for (const auto& import : model.opset_import()) {
-      if (import.domain().empty() || import.domain() == "ai.onnx") {
-        return static_cast<int>(import.version());
-      }
-    }
-    return 0;
-  }
-
   // `input` into the node's model: false if nothing is known of it.
   bool add_input(onnx::GraphProto& g, const std::string& input) {
     if (const auto p = producers_.find(input); p != producers_.end() &&
@@ -149,7 +131,7 @@ class LocalInference {
   }
 
   const onnx::ModelProto& model_;
-  int opset_ = 0;
+  std::int64_t opset_ = 0;
   std::map<std::string, onnx::TypeProto> types_;
   std::map<std::string, const onnx::TensorProto*> initializers_;
   std::map<std::string, const onnx::NodeProto*> producers_;
