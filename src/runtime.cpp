@@ -446,7 +446,8 @@ ServingDefaults serving_defaults_for(const ServingDefaults& defaults, const Devi
   if (d.reserved_memory_bytes > 0) {
     // SGLang: mem_fraction_static = round((gpu_mem - reserved_mem) / gpu_mem, 3), in MiB.
     const double fraction = (device.memory_bytes - d.reserved_memory_bytes) / device.memory_bytes;
-    d.memory_utilization = std::round(fraction * 1000) / 1000;
+    // A device smaller than the reserve keeps nothing (no room for a KV cache, said by serve).
+    d.memory_utilization = std::max(0.0, std::round(fraction * 1000) / 1000);
   }
   return d;
 }

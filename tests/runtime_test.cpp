@@ -330,4 +330,7 @@ TEST_CASE("runtime: the shipped serving defaults of SGLang follow its memory tie
   s = serving_defaults_for(sglang, d);
   CHECK(s.max_num_batched_tokens == 4096);
   CHECK(s.memory_utilization == 0.682);
+  // A 4e9-byte device is below the base reserve of 4,064 MiB (4.26e9 bytes): nothing is left.
+  d.memory_bytes = 4e9;
+  CHECK(serving_defaults_for(sglang, d).memory_utilization == 0);
 }
