@@ -61,7 +61,7 @@ _capcalc() {
       return ;;
     -p | --precision | --weight-precision | --kv-precision | -m | --mode | --profile | --optimizer | \
       --sparsity | --causal | --type | --objective | --pricing | --sort | --find | -f | --format | \
-      --sequence-parallel)
+      --sequence-parallel | --lora-targets)
       [[ -n $command ]] && COMPREPLY=($(compgen -W "$(_capcalc_choices "$prev" $command $sub)" -- "$cur"))
       return ;;
     --runtime)
@@ -77,7 +77,7 @@ _capcalc() {
       return ;;
     -b | --batch | --set | --input-shape | --devices | --tensor-parallel | --tp | --pipeline-parallel | --pp | \
       --context-parallel | --cp | --expert-parallel | --ep | --micro-batches | --virtual-stages | --zero | --dataset-size | --epochs | --tokens | \
-      --price-per-hour | --top | --prompt-tokens | --output-tokens | --seconds | -s | \
+      --lora-rank | --price-per-hour | --top | --prompt-tokens | --output-tokens | --seconds | -s | \
       --threads | -j | --label | --max-* | --rate | --arrival-cv | --requests | --seed | --replicas | \
       --block-size | --gpu-memory-utilization | --preferred-batch | --slo | --sweep | \
       --prefix-hit-rate | --speculative-tokens | --acceptance-rate | --draft-cost | --moe-imbalance | \
@@ -94,7 +94,7 @@ _capcalc() {
     estimate)
       flags="$model_flags $hw_flags $workload_flags $run_flags --sparsity --format --top
              --prompt-tokens --output-tokens --weight-precision --kv-precision --checkpointing
-             --sequence-parallel --explain" ;;
+             --lora-rank --lora-targets --sequence-parallel --explain" ;;
     layers) flags="$model_flags $hw_flags --gpu --hw --device --precision --format" ;;
     hw)
       case "$sub" in
@@ -127,8 +127,8 @@ _capcalc() {
              --prompt-tokens --output-tokens --weight-precision --kv-precision" ;;
     check)
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
-             --sparsity --optimizer --weight-precision --checkpointing --kv-precision
-             --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance --micro-batches --virtual-stages --zero $run_flags
+             --sparsity --optimizer --weight-precision --checkpointing --lora-rank --lora-targets
+             --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance --micro-batches --virtual-stages --zero $run_flags
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens
              --output-tokens --format --output" ;;
@@ -152,7 +152,8 @@ _capcalc() {
              --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision
-             --checkpointing --sequence-parallel --label --output --prompt-tokens --output-tokens
+             --checkpointing --lora-rank --lora-targets --sequence-parallel --label --output
+             --prompt-tokens --output-tokens
              --kv-precision" ;;
   esac
   if [[ $cur == -* ]]; then

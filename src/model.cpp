@@ -485,7 +485,8 @@ class Builder {
                     result.bias_tensors,
                     result.param_tensors > 0    ? result.param_tensors
                     : result.weight_tensors > 0 ? result.weight_tensors
-                                                : (layer.counts.params > 0 ? 1 : 0)};
+                                                : (layer.counts.params > 0 ? 1 : 0),
+                    result.adapters};
     layer.definition = entry.pointer();
     layer.group = group_;
     needs_grad_.push_back(needs_grad || layer.counts.params > 0);

@@ -91,6 +91,7 @@ struct OpResult {
   std::int64_t weight_tensors = 0;  ///< Weight matrices and biases of its products.
   std::int64_t bias_tensors = 0;    ///< Of weight_tensors, the biases.
   std::int64_t param_tensors = 0;   ///< All learnable tensors; 0: weight_tensors, else 1.
+  AdapterShape adapters{};          ///< LoRA adapters where the GEMM view does not give them.
 };
 
 /// One row of the operator table.

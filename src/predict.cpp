@@ -362,6 +362,7 @@ Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Devi
   result.memory.weight_bytes =
       params_on_device.all * (s.sparse ? s.sparse_weight_bytes : s.weight_bytes);
   if (s.training) {
+    result.lora_params = s.adapter_params;
     training_schedule(s, totals, params_on_device, pass.backward_s, result);
   } else {
     result.memory.activation_bytes =

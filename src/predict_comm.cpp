@@ -170,8 +170,8 @@ double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s, 
 // backward passes"). Prefetch hides the forward's gather behind the stage's forward and the
 // backward's gather and reduce-scatter behind its backward (with any recompute); the rest
 // shows, every micro-batch. A reduce-scatter or an all-gather moves half an all-reduce's bytes.
-void data_parallel_sync(const Step& s, const DeviceParams& params, double gradient_bytes,
-                        double backward_s, Estimate& result) {
+void data_parallel_sync(const Step& s, const DeviceParams& params, const DeviceParams& trained,
+                        double gradient_bytes, double backward_s, Estimate& result) {
   if (s.shards <= 1) return;
   const CollectiveGroup dp =
       collective_group(s.device, s.workload.tensor_parallel, static_cast<std::int64_t>(s.shards));
@@ -183,10 +183,9 @@ void data_parallel_sync(const Step& s, const DeviceParams& params, double gradie
           ? collective_group(s.device, s.workload.tensor_parallel * s.workload.expert_parallel,
                              static_cast<std::int64_t>(s.expert_shards))
           : CollectiveGroup{};
-  const double dense = s.ep > 1 ? params.all - params.experts : params.all;
   const int zero = s.workload.zero_stage;
   const double weight_bytes = params.all * s.weight_bytes;
-  const double grad_bytes = params.all * gradient_bytes;
+  const double grad_bytes = trained.all * gradient_bytes;
   // As an all-reduce's operand: a reduce-scatter or an all-gather counts half of its bytes.
   result.data_parallel_bytes = zero >= 3   ? s.micro_batches * (2 * weight_bytes + grad_bytes) / 2
                                : zero == 2 ? (s.micro_batches * grad_bytes + weight_bytes) / 2
@@ -197,21 +196,22 @@ void data_parallel_sync(const Step& s, const DeviceParams& params, double gradie
   }
   result.data_parallel_link = dp.link_name();
   result.data_parallel_bandwidth = dp.per_direction();
-  // A collective of `per_param` bytes of each parameter the device holds.
-  const auto time = [&](Collective kind, double per_param) {
+  // A collective of `per_param` bytes of each of parameters `p` (held or trained).
+  const auto time = [&](Collective kind, const DeviceParams& p, double per_param) {
+    const double dense = s.ep > 1 ? p.all - p.experts : p.all;
     const double t = collective_s(dp, s.params, result.profile, kind, dense * per_param);
-    return expert_sync ? t + collective_s(experts, s.params, result.profile, kind,
-                                          params.experts * per_param)
-                       : t;
+    return expert_sync
+               ? t + collective_s(experts, s.params, result.profile, kind, p.experts * per_param)
+               : t;
   };
   const double backward_stage_s = (backward_s + result.recompute_s) / s.pp;
   if (zero <= 1) {
-    result.data_parallel_s = time(Collective::kAllReduce, gradient_bytes);
+    result.data_parallel_s = time(Collective::kAllReduce, trained, gradient_bytes);
     result.data_parallel_exposed_s = std::max(0.0, result.data_parallel_s - backward_s / s.pp);
     return;
   }
-  const double scatter_s = time(Collective::kReduceScatter, gradient_bytes);
-  const double gather_s = time(Collective::kAllGather, s.weight_bytes);
+  const double scatter_s = time(Collective::kReduceScatter, trained, gradient_bytes);
+  const double gather_s = time(Collective::kAllGather, params, s.weight_bytes);
   if (zero == 2) {
     result.data_parallel_s = s.micro_batches * scatter_s + gather_s;
     result.data_parallel_exposed_s =

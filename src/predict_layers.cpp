@@ -162,8 +162,9 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   // Mixed-precision training casts each fp32 master weight to 16 bits once per forward
   // (autocast caches the cast: aten/src/ATen/autocast_mode.cpp, cached_cast) and its gradient
   // back in backward.
+  // LoRA keeps the frozen weights in their storage precision: no master copy to cast.
   const double casts =
-      s.training && s.weight_bytes < 4
+      s.training && s.weight_bytes < 4 && s.lora_rank <= 0
           ? s.runtime.autocast_weight_casts * static_cast<double>(layer.traits.weight_tensors)
           : 0;
   const double input_casts = s.autocast_input_casts.empty() ? 0 : s.autocast_input_casts[index];
@@ -176,6 +177,9 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const double split = s.replicated.empty() || s.replicated[index] == 0 ? s.tp : 1;
   const double work = split * s.cp;
   forward.macs = static_cast<double>(c.macs - c.score_macs) / work;
+  // LoRA: each adapted matrix's two adapter products, tokens x rank x (in + out) MACs.
+  const double adapter_macs = s.lora_rank * lora_adapters(s, index).macs / work;
+  forward.macs += adapter_macs;
   forward.score_macs = static_cast<double>(c.score_macs) / work;
   forward.other_flops = static_cast<double>(c.other_flops) / work;
   // Each device reads its share of the cache: all of it where there are fewer key/value heads
@@ -206,6 +210,12 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   backward.score_macs =
       std::min(static_cast<double>(c.backward_macs) / work, 2 * forward.score_macs);
   backward.macs = static_cast<double>(c.backward_macs) / work - backward.score_macs;
+  if (s.lora_rank > 0) {
+    // Frozen weights take no gradient: the weight-gradient product (as many MACs as the forward
+    // product with the weights) goes; the adapters' input and weight gradients come.
+    const double weight_gradient = static_cast<double>(c.macs - c.score_macs) / work;
+    backward.macs = std::max(0.0, backward.macs - weight_gradient) + 2 * adapter_macs;
+  }
   backward.other_flops = static_cast<double>(c.backward_other_flops) / work;
   backward.bytes = 2 * uncached_bytes;
   // Autograd's kernels for the layer (the runtime's table; else one per forward kernel and one

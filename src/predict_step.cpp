@@ -78,13 +78,41 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
   for (std::size_t i = 0; i < graph.layers.size(); ++i) {
     if (!graph.layers[i].view) s.loss_layer = i;
   }
+  if (s.training && workload.lora_rank > 0) {
+    s.lora_rank = static_cast<double>(workload.lora_rank);
+    for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+      s.adapter_params += s.lora_rank * lora_adapters(s, i).params;
+    }
+  }
   return s;
+}
+
+Adapters lora_adapters(const Step& s, std::size_t index) {
+  const Layer& layer = s.graph.layers[index];
+  if (s.lora_rank <= 0 || index == s.loss_layer || layer.view || layer.counts.params <= 0) {
+    return {};
+  }
+  if (s.workload.lora_attention_only && layer.traits.op_class != OpClass::kAttention) return {};
+  const AdapterShape& own = layer.traits.adapters;
+  if (own.params_per_rank > 0) {
+    return {static_cast<double>(own.params_per_rank), static_cast<double>(own.macs_per_rank)};
+  }
+  const std::optional<GemmView>& g = layer.traits.gemm;
+  if (!g || layer.counts.score_macs > 0) return {};
+  const double sides =
+      (static_cast<double>(g->k) + static_cast<double>(g->n)) * static_cast<double>(g->count);
+  return {sides, sides * static_cast<double>(g->m)};
 }
 
 DeviceParams device_params(const Step& s, const GraphTotals& totals) {
   const double experts = static_cast<double>(totals.expert_params) / s.tp / s.pp;
   return {static_cast<double>(totals.params) / s.tp / s.pp - experts * (1 - 1 / s.ep),
           experts / s.ep};
+}
+
+DeviceParams trainable_params(const Step& s, const DeviceParams& held) {
+  if (s.lora_rank <= 0) return held;
+  return {s.adapter_params / s.tp / s.pp, 0};
 }
 
 }  // namespace capcalc::detail

@@ -64,6 +64,10 @@ struct Step {
   /// layer whole (replicated_layers); empty when none does.
   std::vector<char> replicated{};
   double replicated_activation_elements = 0;  // Their outputs and saved elements.
+  /// Training with LoRA: the adapters' rank (0: every weight trains) and their parameters in the
+  /// whole model.
+  double lora_rank = 0;
+  double adapter_params = 0;
 };
 
 /// The step of `workload` on `device`; `per_layer`: also what only the layers' pass reads.
@@ -78,6 +82,19 @@ struct DeviceParams {
 
 /// The parameters a device holds in the step.
 DeviceParams device_params(const Step& s, const GraphTotals& totals);
+
+/// The parameters a device trains: those it holds, or with LoRA its share of the adapters.
+DeviceParams trainable_params(const Step& s, const DeviceParams& held);
+
+/// LoRA's adapters on one layer, per unit of rank (AdapterShape's counts).
+struct Adapters {
+  double params = 0;
+  double macs = 0;
+};
+
+/// LoRA's adapters on layer `index`: its traits', else its GEMM view's for a layer with
+/// weights; none on the layer the loss reads (the output layer) or without LoRA.
+Adapters lora_adapters(const Step& s, std::size_t index);
 
 // The layers (src/predict_layers.cpp).
 
@@ -99,8 +116,10 @@ void expert_parallel_communication(const Step& s, Estimate& result);
 double pipeline_sends(const Step& s, const GraphTotals& totals, double stage_s, Estimate& result);
 
 /// The data-parallel gradient sync (and ZeRO's gathers) and the part of it that shows.
-void data_parallel_sync(const Step& s, const DeviceParams& params, double gradient_bytes,
-                        double backward_s, Estimate& result);
+/// `params`: the parameters a device holds (ZeRO-3 gathers them); `trained`: those whose
+/// gradients it reduces (trainable_params).
+void data_parallel_sync(const Step& s, const DeviceParams& params, const DeviceParams& trained,
+                        double gradient_bytes, double backward_s, Estimate& result);
 
 // Training (src/predict_training.cpp).
 

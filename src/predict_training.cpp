@@ -37,16 +37,18 @@ double state_bytes(const Step& s, const DeviceParams& p, bool sharded, double pe
 // schedule keeps in flight. ZeRO: each replica keeps and updates 1/replicas of the optimizer
 // state (stage 1), of the gradients (2) and of the weights (3).
 void training_memory(const Step& s, const GraphTotals& totals, const DeviceParams& params,
-                     double gradient_bytes, MemoryEstimate& memory) {
+                     const DeviceParams& trained, double gradient_bytes, MemoryEstimate& memory) {
   const int zero = s.workload.zero_stage;
-  memory.gradient_bytes = state_bytes(s, params, zero >= 2, gradient_bytes);
-  memory.optimizer_bytes = state_bytes(s, params, zero >= 1,
+  memory.gradient_bytes = state_bytes(s, trained, zero >= 2, gradient_bytes);
+  memory.optimizer_bytes = state_bytes(s, trained, zero >= 1,
                                        optimizer_state_bytes(s.workload.optimizer) +
                                            (s.weight_bytes < 4 ? kMasterWeightBytesPerParam : 0));
   if (zero >= 3) {
     memory.weight_bytes =
         state_bytes(s, params, true, s.sparse ? s.sparse_weight_bytes : s.weight_bytes);
   }
+  // LoRA: the adapters' own weights beside the frozen ones.
+  if (s.lora_rank > 0) memory.weight_bytes += state_bytes(s, trained, zero >= 3, s.weight_bytes);
   // 1F1B: the first stage holds min(pp, micro-batches) micro-batches' activations of its 1/pp
   // of the layers; gradient accumulation alone (pp = 1) holds one at a time. Interleaved,
   // Megatron-LM's schedule warms up 2(P-1) + (V-1)P chunk passes on the first stage and keeps
@@ -72,6 +74,20 @@ double optimizer_step_kernels(const Step& s) {
   const bool zero = s.workload.zero_stage >= 1;
   const double shards = s.tp * (zero ? s.shards : 1);
   const double expert_shards = s.tp * (zero ? s.expert_shards : 1);
+  if (s.lora_rank > 0) {
+    // LoRA: the optimizer steps A and B of each adapted weight matrix, nothing else.
+    for (std::size_t i = 0; i < s.graph.layers.size(); ++i) {
+      const Layer& layer = s.graph.layers[i];
+      const double adapters = s.lora_rank * lora_adapters(s, i).params;
+      const auto matrices = static_cast<double>(
+          std::max<std::int64_t>(1, layer.traits.weight_tensors - layer.traits.bias_tensors));
+      if (adapters <= 0) continue;
+      tensors += 2 * matrices;
+      chunks += 2 * matrices * std::ceil(adapters / (2 * matrices) / shards / chunk);
+    }
+    return s.runtime.optimizer_kernels(optimizer_name(s.workload.optimizer), tensors / s.pp,
+                                       chunks / s.pp);
+  }
   for (const Layer& layer : s.graph.layers) {
     const LayerCounts& c = layer.counts;
     const auto count = static_cast<double>(layer.traits.param_tensors);
@@ -102,12 +118,13 @@ void training_schedule(const Step& s, const GraphTotals& totals, const DevicePar
   // Gradients are kept and reduced in 16 bits at least: fp8 training (Transformer Engine,
   // Megatron) computes fp8 products but writes bf16 weight gradients (fp32 main grads).
   const double gradient_bytes = std::max(s.weight_bytes, 2.0);
-  const double update_bytes = state_bytes(s, params, s.workload.zero_stage >= 1,
+  const DeviceParams trained = trainable_params(s, params);
+  const double update_bytes = state_bytes(s, trained, s.workload.zero_stage >= 1,
                                           optimizer_update_bytes(s.workload.optimizer));
   const double optimizer_kernels = optimizer_step_kernels(s);
   result.optimizer_s =
       std::max(update_bytes / s.rates.bytes_per_s, std::max(1.0, optimizer_kernels) * s.floor_s);
-  training_memory(s, totals, params, gradient_bytes, result.memory);
+  training_memory(s, totals, params, trained, gradient_bytes, result.memory);
 
   const auto virtual_stages = static_cast<double>(s.workload.virtual_stages);
   double stage_s = (result.latency_s + result.recompute_s) / s.pp;
@@ -117,7 +134,7 @@ void training_schedule(const Step& s, const GraphTotals& totals, const DevicePar
   result.pipeline_bubble_s = (s.pp - 1) * stage_s / virtual_stages;
   // The sends' share of the step: in every stage time, the bubble's included.
   result.pipeline_send_s = (s.micro_batches + (s.pp - 1) / virtual_stages) * sends;
-  data_parallel_sync(s, params, gradient_bytes, backward_s, result);
+  data_parallel_sync(s, params, trained, gradient_bytes, backward_s, result);
   result.latency_s = s.micro_batches * stage_s + result.pipeline_bubble_s +
                      result.data_parallel_exposed_s + result.optimizer_s;
   // The device's own work in a step: its stage's share of every micro-batch.

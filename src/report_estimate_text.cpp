@@ -330,6 +330,17 @@ std::string estimate_time_text(const ReportInput& in) {
   if (training) {
     out += fmt::format("  optimizer    {} ({} update)\n", format_duration(e.optimizer_s),
                        optimizer_name(in.workload.optimizer));
+    if (in.workload.lora_rank > 0) {
+      out += fmt::format(
+          "  LoRA         rank {} on {}: {} trainable parameters ({} of the model's), frozen "
+          "weights take no gradient\n",
+          in.workload.lora_rank,
+          in.workload.lora_attention_only ? "attention's projections"
+                                          : "every linear layer but the output",
+          format_count(e.lora_params),
+          percent(e.lora_params /
+                  static_cast<double>(std::max<std::int64_t>(1, in.totals.params))));
+    }
     if (in.workload.checkpointing) {
       out += fmt::format("  recompute    {} (activation checkpointing: the forward again)\n",
                          format_duration(e.recompute_s));

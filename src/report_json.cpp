@@ -116,6 +116,11 @@ Json workload_json(const ReportInput& in) {
   if (in.workload.mode == Mode::kTraining) {
     workload["optimizer"] = std::string(optimizer_name(in.workload.optimizer));
   }
+  if (in.workload.lora_rank > 0) {
+    workload["lora_rank"] = in.workload.lora_rank;
+    workload["lora_targets"] = in.workload.lora_attention_only ? "attention" : "all-linear";
+    workload["lora_params"] = e.lora_params;
+  }
   return workload;
 }
 

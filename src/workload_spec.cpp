@@ -15,6 +15,11 @@
 namespace capcalc {
 namespace {
 
+// LoRA's rank: adapters past this would outgrow any weight matrix they adapt.
+constexpr std::int64_t kMaxLoraRank = 65536;
+// LoRA's targets: every linear layer but the output one, or attention's projections.
+constexpr std::array<std::string_view, 2> kLoraTargets = {"all-linear", "attention"};
+
 // An error about the spec, blamed on `key`: naming keys for the CLI, or at the key in its file
 // with the keys quoted.
 [[noreturn]] void fail(const SpecLocations* where, std::string_view key, std::string_view text) {
@@ -193,6 +198,22 @@ void check_training_only(const WorkloadSpec& spec, const SpecLocations* where, c
   if (w.zero_stage > 0 && !training) {
     fail(where, "zero_stage", "ZeRO shards training state: add `mode` training");
   }
+  if (w.lora_rank < 0 || w.lora_rank > kMaxLoraRank) {
+    fail(where, "lora_rank",
+         fmt::format("LoRA's rank must be 1 to {} (got {})", kMaxLoraRank, w.lora_rank));
+  }
+  if (w.lora_rank > 0 && !training) {
+    fail(where, "lora_rank", "LoRA adapters are trained: add `mode` training");
+  }
+  if (std::find(kLoraTargets.begin(), kLoraTargets.end(), spec.lora_targets) ==
+      kLoraTargets.end()) {
+    fail(where, "lora_targets",
+         fmt::format("`lora_targets`: expected \"all-linear\" or \"attention\", got \"{}\"",
+                     spec.lora_targets));
+  }
+  if (spec.lora_targets != kLoraTargets[0] && w.lora_rank == 0) {
+    fail(where, "lora_targets", "`lora_targets` places LoRA's adapters: add `lora_rank`");
+  }
 }
 
 // A training run is dataset_size [x epochs] or tokens, and only in training; serving is
@@ -248,6 +269,8 @@ Workload workload_from(const WorkloadSpec& spec, const SpecLocations* where) {
   set_layout(spec, where, w);
   check_experts(spec, where, w);
   w.checkpointing = spec.checkpointing;
+  w.lora_rank = spec.lora_rank;
+  w.lora_attention_only = spec.lora_targets == kLoraTargets[1];
   w.sequence_parallel = spec.sequence_parallel;
   check_training_only(spec, where, w);
   check_run_and_serving(spec, where, w.mode);
@@ -308,6 +331,9 @@ void read_named(const KeyReader& get, WorkloadSpec& spec) {
   if (auto v = get("kv_precision")) spec.kv_precision = precision_at(*v);
   if (auto v = get("checkpointing")) spec.checkpointing = v->as_bool();
   if (auto v = get("sequence_parallel")) spec.sequence_parallel = v->as_bool();
+  if (auto v = get("lora_targets")) {
+    spec.lora_targets = name_at(*v, "lora_targets", {kLoraTargets.begin(), kLoraTargets.end()});
+  }
   if (auto v = get("allow_tf32")) spec.allow_tf32 = v->as_bool();
 }
 
@@ -332,6 +358,7 @@ void read_counts(const KeyReader& get, std::string_view devices_key, WorkloadSpe
     if (stage < 0 || stage > 3) v->fail(fmt::format("expected 0 to 3, got {}", stage));
     spec.zero_stage = static_cast<int>(stage);
   }
+  if (auto v = get("lora_rank")) spec.lora_rank = v->as_positive_int();
   if (auto v = get("dataset_size")) spec.run.dataset_size = at_most(*v, kMaxDatasetSize);
   if (auto v = get("epochs")) spec.run.epochs = at_most(*v, kMaxEpochs);
   if (auto v = get("tokens"); v && !v->is_null()) {
@@ -364,6 +391,8 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key) {
           "virtual_stages",
           "zero_stage",
           "checkpointing",
+          "lora_rank",
+          "lora_targets",
           "sequence_parallel",
           "weight_precision",
           "kv_precision",

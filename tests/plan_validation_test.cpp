@@ -22,10 +22,11 @@ using namespace capcalc;
 namespace {
 
 // A published layout: training throughput in tokens/s over several devices, with the
-// micro-batch size (dims.batch) and so the global batch.
+// micro-batch size (dims.batch) and so the global batch. The planner searches full training:
+// LoRA fine-tuning runs are not its layouts.
 bool published_layout(const Measurement& m) {
   return m.workload.mode == Mode::kTraining && m.metric == Metric::kTokensPerSecond &&
-         m.workload.devices > 1 && m.dims.count("batch") == 1;
+         m.workload.devices > 1 && m.dims.count("batch") == 1 && m.workload.lora_rank == 0;
 }
 
 Graph case_graph(const Measurement& m, std::int64_t batch) {
@@ -69,11 +70,12 @@ TEST_CASE("plan validation: published layouts, predicted and searched", "[plan][
   REQUIRE(cases.size() >= 25);
   const RuntimeTable runtimes = load_runtimes(test::data_path("runtimes.json"));
   const ValidationSummary summary = validate(cases, table, test::data_path("models"), &runtimes);
-  // Measured (docs/planning.md): median |error| 6.3 %, worst 1.42x (Nemotron 22B) over 26
-  // layouts (6.5 % over 25 before Mixtral 8x7B with EP 8; 5.7 % and 1.43x before sequence
-  // parallelism's reduce-scatter + all-gather pairs). The issue's targets are 15 % and 1.5x; the
-  // gates sit just above today's figures.
-  CHECK(summary.median_abs_error <= 0.064);
+  // Measured (docs/planning.md): median |error| 7.1 %, worst 1.42x (Nemotron 22B) over 29
+  // layouts (6.3 % over 26 before MLPerf Training v4.0's three GPT-3 175B layouts, held out; 6.5 %
+  // over 25 before Mixtral 8x7B with EP 8; 5.7 % and 1.43x before sequence parallelism's
+  // reduce-scatter + all-gather pairs). The issue's targets are 15 % and 1.5x; the gates sit
+  // just above today's figures.
+  CHECK(summary.median_abs_error <= 0.071);
   CHECK(summary.worst_factor <= 1.42);
 
   // The search holds each published layout (or a ZeRO variant) that fits its memory limit, and

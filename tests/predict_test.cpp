@@ -1517,3 +1517,83 @@ TEST_CASE("serving: a decode step's time is its weights, cache and activations o
   CHECK(p.layers[0].compute_s == Approx(2.0 * static_cast<double>(a.macs) / 50e12 +
                                         static_cast<double>(a.other_flops) / 10e12));
 }
+
+namespace {
+
+// 4,096 tokens of width 1,024 through fc1 (1024 -> 1024), a GQA attention layer (16 heads of
+// 64, 4 KV heads) and the output layer fc2 (1024 -> 1024), no biases.
+Graph lora_model() {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "lora",
+    "dims": {"batch": 4, "seq": 1024},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [
+      {"name": "fc1", "op": "linear", "out_features": 1024, "bias": false},
+      {"name": "attn", "op": "attention", "heads": 16, "kv_heads": 4, "bias": false},
+      {"name": "fc2", "op": "linear", "out_features": 1024, "bias": false}]})",
+                     "lora.json");
+}
+
+}  // namespace
+
+// LoRA (Hu et al. 2021): each adapted matrix W (in -> out) gains A (in x r) and B (r x out);
+// the frozen weights take no weight gradient and hold no gradient or optimizer state.
+TEST_CASE("predict: LoRA trains the adapters only and drops the frozen weight gradients",
+          "[predict]") {
+  const Graph g = lora_model();
+  Workload w;
+  w.mode = Mode::kTraining;
+  w.precision = Precision::kFp16;
+  Workload lora = w;
+  lora.lora_rank = 8;
+  const Estimate full = estimate(g, round_device(), round_params(), w);
+  const Estimate e = estimate(g, round_device(), round_params(), lora);
+  // Adapters per unit of rank: fc1 1024 + 1024; attention's projections q 1024 + 1024, k and v
+  // 1024 + 256 each, out 1024 + 1024 = 6,656; fc2 is the output layer and gets none.
+  const double per_rank = 2048 + 6656;
+  CHECK(e.lora_params == Approx(8 * per_rank));
+  // Memory: the frozen weights stay in fp16 beside the adapters'; gradients in fp16 and Adam's
+  // moments + fp32 master copy (12 bytes) for the adapters only.
+  const double weights = 1024.0 * 1024 * 2 + 1024.0 * (1024 + 2 * 256 + 1024);
+  CHECK(e.memory.weight_bytes == Approx((weights + 8 * per_rank) * 2));
+  CHECK(e.memory.gradient_bytes == Approx(8 * per_rank * 2));
+  CHECK(e.memory.optimizer_bytes == Approx(8 * per_rank * 12));
+  CHECK(full.memory.optimizer_bytes == Approx(weights * 12));
+  // Work, in MACs of the 4,096 tokens. fc1 reads the model input: without LoRA its backward is
+  // its weight gradient alone; with LoRA that goes, and its adapter's forward (4096 x 8 x 2048)
+  // comes back twice (input and weight gradients). fc2: input gradient only.
+  const double tokens = 4096;
+  const double fc = tokens * 1024 * 1024;
+  const double attention_weights = tokens * 1024 * (1024 + 2 * 256 + 1024);
+  const double fc1_adapter = tokens * 8 * 2048;
+  const double attention_adapter = tokens * 8 * 6656;
+  const double scores = static_cast<double>(g.layers[1].counts.score_macs);
+  const double attention_backward = static_cast<double>(g.layers[1].counts.backward_macs);
+  // fc1: forward fc + adapter; backward 2 x adapter.
+  CHECK(e.layers[0].flops == Approx(2 * (fc + fc1_adapter + 2 * fc1_adapter)));
+  CHECK(full.layers[0].flops == Approx(2 * (fc + fc)));
+  // fc2 (no adapter): forward and the input gradient.
+  CHECK(e.layers[2].flops == Approx(2 * (fc + fc)));
+  CHECK(full.layers[2].flops == Approx(2 * (fc + 2 * fc)));
+  // Attention: its weight gradients (as many MACs as its projections) go, its adapters come.
+  const double attention_other =
+      static_cast<double>(g.layers[1].counts.other_flops + g.layers[1].counts.backward_other_flops);
+  CHECK(e.layers[1].flops ==
+        Approx(2 * (attention_weights + scores + attention_adapter) +
+               2 * (attention_backward - attention_weights + 2 * attention_adapter) +
+               attention_other));
+}
+
+TEST_CASE("predict: LoRA on attention only adapts the attention layers", "[predict]") {
+  Workload w;
+  w.mode = Mode::kTraining;
+  w.precision = Precision::kFp16;
+  w.lora_rank = 16;
+  w.lora_attention_only = true;
+  w.devices = 2;
+  Device d = round_device();
+  d.intra_node = Link{"Link", 2e9, "bidirectional"};
+  const Estimate e = estimate(lora_model(), d, round_params(), w);
+  CHECK(e.lora_params == Approx(16 * 6656));
+  // Two replicas all-reduce the adapters' fp16 gradients only.
+  CHECK(e.data_parallel_bytes == Approx(16 * 6656 * 2));
+}

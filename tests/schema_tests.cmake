@@ -76,6 +76,10 @@ capcalc_output_schema_test(estimate_training_context_parallel data/schema/estima
 capcalc_output_schema_test(estimate_training_expert_parallel data/schema/estimate-output.schema.json 0
   estimate ${models}/mixtral_8x7b_hf.json --gpu h100 --mode training --precision bf16 --batch 1
   --devices 64 --tp 2 --ep 8 --zero 1 --moe-imbalance 1.2 --format json)
+capcalc_output_schema_test(estimate_training_lora data/schema/estimate-output.schema.json 0
+  estimate ${models}/llama2_70b.json --gpu h100 --mode training --precision fp8 --batch 1
+  --set seq=8192 --devices 8 --tp 4 --micro-batches 4 --lora-rank 16 --lora-targets attention
+  --format json)
 capcalc_output_schema_test(estimate_training_zero3 data/schema/estimate-output.schema.json 0
   estimate ${models}/resnet50.json --gpu a100 --mode training --batch 64 --devices 8 --zero 3
   --optimizer sgd --dataset-size 1281167 --epochs 2 --sparsity 2:4 --precision fp16 --format json)

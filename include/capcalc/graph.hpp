@@ -114,6 +114,14 @@ struct GemmView {
   std::int64_t count = 1;
 };
 
+/// LoRA adapters on a layer's weight matrices, per unit of rank: each matrix W (in -> out)
+/// gets A (in x rank) and B (rank x out), so rank x (in + out) parameters and, over its
+/// tokens, tokens x rank x (in + out) forward MACs. Summed over the layer's matrices.
+struct AdapterShape {
+  std::int64_t params_per_rank = 0;
+  std::int64_t macs_per_rank = 0;
+};
+
 /// What a layer's operator says about how it runs.
 struct LayerTraits {
   OpClass op_class = OpClass::kUnknown;
@@ -129,6 +137,9 @@ struct LayerTraits {
   /// All its learnable tensors (weights, biases, norm scales, embeddings): what an
   /// optimizer's multi-tensor kernels iterate over. 0 with parameters: one tensor.
   std::int64_t param_tensors = 0;
+  /// LoRA adapters for layers whose matrices the GEMM view does not give (attention's four
+  /// projections); layers with a GEMM view and weights take theirs from it.
+  AdapterShape adapters{};
 };
 
 /// One node of the graph.

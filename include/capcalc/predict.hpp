@@ -132,6 +132,17 @@ struct Workload {
                                ///< weights.
   bool checkpointing = false;  ///< Training: recompute activations per top-level
                                ///< entry (block) instead of keeping them all.
+  /// Training: LoRA fine-tuning (Hu et al. 2021) with adapters of this rank; 0: every weight
+  /// trains. The model's weights stay frozen, stored at the weight precision: backward computes
+  /// no weight gradient for them, and gradients, optimizer state, the data-parallel sync and
+  /// the update cover only the adapters. Each linear layer and each of attention's projections
+  /// (a product of W: in -> out) gets A (in x rank) and B (rank x out), rank x (in + out)
+  /// parameters and tokens x rank x (in + out) MACs; not the layer the loss reads (the output
+  /// layer, as PEFT's "all-linear"), embeddings, routed experts or latent attention.
+  std::int64_t lora_rank = 0;
+  /// LoRA on attention layers' projections only (NeMo's target "attention": QKV and output),
+  /// not on the other linear layers.
+  bool lora_attention_only = false;
   /// With tensor parallelism: Megatron's sequence parallelism (Korthikanti et al. 2022) splits
   /// the layers between the tensor-parallel regions (norms, residual adds and other
   /// elementwise layers on the model's width) along the sequence, their work and activations
@@ -179,6 +190,7 @@ struct Estimate {
   double kernels = 0;                 ///< Kernels launched per step per device.
   double floor_s = 0;                 ///< Host cost per kernel that applied (runtime or profile).
   double optimizer_s = 0;             ///< Training: the optimizer update.
+  double lora_params = 0;             ///< Training with LoRA: the adapters' parameters (all).
   double recompute_s = 0;             ///< Training with checkpointing: the forward again.
   double communication_s = 0;         ///< Tensor-parallel all-reduces (in latency_s).
   double pipeline_bubble_s = 0;       ///< Training with pipeline stages: fill and drain.

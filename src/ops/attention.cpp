@@ -193,6 +193,14 @@ OpResult infer_attention(OpContext& ctx) {
   result.output = std::move(out);
   result.rotary = a.rotary;
   result.weight_tensors = 4 + (a.qkv_bias ? 3 : 0) + (a.out_bias ? 1 : 0);
+  // LoRA on the four projections: d_model -> q, d_kv -> k and v, q -> d_out.
+  const std::int64_t q_sides = checked_add(a.d_model, q_width);
+  const std::int64_t kv_sides = checked_mul(2, checked_add(a.d_kv, kv_width));
+  const std::int64_t out_sides = checked_add(q_width, a.d_out);
+  result.adapters.params_per_rank = checked_add(checked_add(q_sides, kv_sides), out_sides);
+  result.adapters.macs_per_rank = checked_add(
+      checked_add(checked_mul(a.batch, a.s, q_sides), checked_mul(a.batch, a.s_kv, kv_sides)),
+      checked_mul(a.batch, a.s, out_sides));
   result.bias_tensors = (a.qkv_bias ? 3 : 0) + (a.out_bias ? 1 : 0);
   return result;
 }
