@@ -309,6 +309,14 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
     throw Error({}, *problem);
   }
   const Step s = make_step(graph, device, params, workload);
+  if (s.lora_rank > 0 && s.adapter_params <= 0) {
+    throw Error({}, workload.lora_attention_only
+                        ? "--lora-targets attention: the model has no attention layer to adapt "
+                          "(an export that computes attention as MatMuls has none): use "
+                          "--lora-targets all-linear"
+                        : "--lora-rank: the model has no linear layer with weights to adapt "
+                          "besides its output layer");
+  }
   LayerPass pass;
   Estimate& result = pass.partial;
   result.profile = s.runtime.profile;

@@ -336,6 +336,7 @@ std::string estimate_time_text(const ReportInput& in) {
           "weights take no gradient\n",
           in.workload.lora_rank,
           in.workload.lora_attention_only ? "attention's projections"
+          : in.totals.expert_params > 0   ? "every linear layer but the output and the experts"
                                           : "every linear layer but the output",
           format_count(e.lora_params),
           percent(e.lora_params /

@@ -457,6 +457,9 @@ capcalc_cli_ok(training_lora_json "\"lora_rank\": 16,\n *\"lora_targets\": \"att
                estimate llama2_70b --gpu H100 --mode training -p fp8 --set seq=8192 --batch 1 --tp 4 --devices 8 --micro-batches 4 --lora-rank 16 --lora-targets attention --format json)
 capcalc_cli_error(lora_inference "^capcalc: error: LoRA adapters are trained: add --mode training\n$"
                   estimate llama2_7b --gpu H100 --lora-rank 16)
+# An ONNX export computes attention as MatMuls: no attention layer for the "attention" target.
+capcalc_cli_error(lora_attention_none "^capcalc: error: --lora-targets attention: the model has no attention layer to adapt \\(an export that computes attention as MatMuls has none\\): use --lora-targets all-linear\n$"
+                  estimate tests/exports/bert_base.onnx --gpu H100 --mode training --batch 1 --set sequence=128 --lora-rank 8 --lora-targets attention)
 capcalc_cli_error(lora_targets_without_rank "^capcalc: error: --lora-targets places LoRA's adapters: add --lora-rank\n$"
                   estimate llama2_7b --gpu H100 --mode training --lora-targets attention)
 capcalc_cli_ok(compare_tensor_parallel "llama2_70b \\(69.0 G params\\), inference, fp16, batch 1, seq [0-9,]+, 4 of each \\(tensor-parallel 2\\): 2 devices.*h100-sxm .* 69.4 GB +80 +yes"
