@@ -143,6 +143,7 @@ struct ShapeCase {
   std::vector<std::int64_t> stage_counts;    // P that split the blocks evenly.
   std::vector<std::int64_t> context_counts;  // C that split the sequence (1 first).
   std::vector<std::int64_t> expert_counts;   // E, powers of two dividing the experts (1 first).
+  double model_flops = 0;                    // One micro-batch's (training_model_flops).
 };
 
 struct Search {
@@ -185,10 +186,11 @@ struct Search {
     ++result.layouts_fit;
     const auto global_batch = static_cast<double>(request.global_batch);
     const auto devices = static_cast<double>(layout.devices);
-    // Model FLOPs: the graph's forward and backward per micro-batch, every micro-batch of every
-    // replica; checkpointing's recompute is not model work (Chowdhery et al. 2022, MFU).
-    const double model_flops = static_cast<double>(pass.totals.flops + pass.totals.backward_flops) *
-                               global_batch / static_cast<double>(layout.micro_batch_size);
+    // Model FLOPs: the graph's forward and backward per micro-batch (LoRA's, without the frozen
+    // weight gradients), every micro-batch of every replica; checkpointing's recompute is not
+    // model work (Chowdhery et al. 2022, MFU).
+    const double model_flops =
+        sc.model_flops * global_batch / static_cast<double>(layout.micro_batch_size);
     const PeakRate& peak = device.peak(layout.precision);
     const double peak_flops =
         peak.matrix_flops_per_s > 0 ? peak.matrix_flops_per_s : peak.vector_flops_per_s;
@@ -494,6 +496,8 @@ Workload plan_workload(const PlanRequest& request, const Layout& layout) {
   w.context_parallel = layout.context_parallel;
   w.expert_parallel = layout.expert_parallel;
   w.moe_imbalance = request.moe_imbalance;
+  w.lora_rank = request.lora_rank;
+  w.lora_attention_only = request.lora_attention_only;
   w.virtual_stages = layout.virtual_stages;
   w.micro_batches = layout.micro_batches;
   w.zero_stage = layout.zero_stage;
@@ -533,6 +537,10 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
     sc.shape = plan_shape(sc.graph);
     const auto seq = sc.graph.dims.find("seq");
     sc.tokens_per_sample = seq == sc.graph.dims.end() ? 1 : static_cast<double>(seq->second);
+    Workload lora;
+    lora.lora_rank = request.lora_rank;
+    lora.lora_attention_only = request.lora_attention_only;
+    sc.model_flops = training_model_flops(sc.graph, lora);
     sc.replica_counts = divisors(request.global_batch / size);
     sc.stage_counts = chunk_counts(sc.shape.blocks, 1);
     // Context parallelism splits a sequence into 2C chunks (Megatron-Core balances causal

@@ -384,6 +384,28 @@ Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Devi
   return result;
 }
 
+double training_model_flops(const Graph& graph, const Workload& workload) {
+  const GraphTotals totals = graph_totals(graph);
+  double flops = static_cast<double>(totals.flops) + static_cast<double>(totals.backward_flops);
+  if (workload.lora_rank <= 0) return flops;
+  std::size_t loss_layer = 0;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    if (!graph.layers[i].view) loss_layer = i;
+  }
+  const auto rank = static_cast<double>(workload.lora_rank);
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    const LayerCounts& c = graph.layers[i].counts;
+    // As layer_time: the frozen weight-gradient product goes from the backward products that
+    // are not scores (never below zero), the adapters' forward and two backward products come.
+    const auto backward = static_cast<double>(c.backward_macs);
+    const double products = backward - std::min(backward, 2 * static_cast<double>(c.score_macs));
+    const double weight_gradient = std::min(products, static_cast<double>(c.macs - c.score_macs));
+    const double adapters = rank * detail::lora_adapters(graph, workload, loss_layer, i).macs;
+    flops += 2 * (3 * adapters - weight_gradient);
+  }
+  return flops;
+}
+
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
                   const Workload& workload) {
   return estimate_schedule(estimate_layers(graph, device, params, workload), graph, device, params,

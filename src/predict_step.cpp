@@ -88,11 +88,15 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
 }
 
 Adapters lora_adapters(const Step& s, std::size_t index) {
-  const Layer& layer = s.graph.layers[index];
-  if (s.lora_rank <= 0 || index == s.loss_layer || layer.view || layer.counts.params <= 0) {
-    return {};
-  }
-  if (s.workload.lora_attention_only && layer.traits.op_class != OpClass::kAttention) return {};
+  if (s.lora_rank <= 0) return {};
+  return lora_adapters(s.graph, s.workload, s.loss_layer, index);
+}
+
+Adapters lora_adapters(const Graph& graph, const Workload& workload, std::size_t loss_layer,
+                       std::size_t index) {
+  const Layer& layer = graph.layers[index];
+  if (index == loss_layer || layer.view || layer.counts.params <= 0) return {};
+  if (workload.lora_attention_only && layer.traits.op_class != OpClass::kAttention) return {};
   const AdapterShape& own = layer.traits.adapters;
   if (own.params_per_rank > 0) {
     return {static_cast<double>(own.params_per_rank), static_cast<double>(own.macs_per_rank)};

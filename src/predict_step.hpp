@@ -96,6 +96,10 @@ struct Adapters {
 /// weights; none on the layer the loss reads (the output layer) or without LoRA.
 Adapters lora_adapters(const Step& s, std::size_t index);
 
+/// The same for any graph and workload, `loss_layer` the last layer that is not a view.
+Adapters lora_adapters(const Graph& graph, const Workload& workload, std::size_t loss_layer,
+                       std::size_t index);
+
 // The layers (src/predict_layers.cpp).
 
 /// Every layer's time into `result`; returns one micro-batch's backward through the whole model.

@@ -287,7 +287,8 @@ std::string render_plan_json(const PlanReportInput& in) {
   j["run"] = {{"samples", q.samples},
               {"tokens", q.samples * in.tokens_per_sample},
               {"global_batch_samples", q.global_batch},
-              {"moe_imbalance", q.moe_imbalance}};
+              {"moe_imbalance", q.moe_imbalance},
+              {"lora_rank", q.lora_rank}};
   j["objective"] = std::string(plan_objective_name(q.objective));
   j["deadline_s"] = optional_json(q.deadline_s);
   j["budget_usd"] = optional_json(q.budget_usd);

@@ -261,6 +261,33 @@ TEST_CASE("plan: a MoE load imbalance slows every layout's moe layers by its fac
   CHECK(slower > 0);
 }
 
+TEST_CASE("plan: LoRA reaches every layout; its MFU counts the work LoRA runs", "[plan]") {
+  const HardwareTable table = table_of(node_device(2, false));
+  const Device& d = table.devices.front();
+  PlanRequest request = fp16_request(table, 2, 2);
+  request.micro_batch_sizes = {1};
+  const PlanGraphBuilder build = [](std::int64_t batch) {
+    return tiny_transformer(batch, 2, 2, 2);
+  };
+  const Graph graph = build(1);
+  request.lora_rank = 4;
+  const PlanResult result = plan(build, table, request);
+  REQUIRE_FALSE(result.rows.empty());
+  const double peak = d.peak(Precision::kFp16).matrix_flops_per_s;
+  for (const PlanRow& row : result.rows) {
+    INFO(layout_text(row.layout));
+    const Workload w = plan_workload(request, row.layout);
+    CHECK(w.lora_rank == 4);
+    const Estimate e = estimate(graph, d, test::round_params(), w);
+    CHECK(row.step_s == e.latency_s);
+    CHECK(e.lora_params > 0);
+    // Global batch 2 of micro-batch 1: two micro-batches' LoRA work over the step.
+    const double model = 2 * training_model_flops(graph, w);
+    CHECK(row.mfu == Approx(model / (row.step_s * static_cast<double>(row.layout.devices) * peak)));
+    CHECK(model < 2 * training_model_flops(graph, Workload{}));
+  }
+}
+
 TEST_CASE("plan: the run's figures follow from the step", "[plan]") {
   const HardwareTable table = table_of(node_device(2, false));
   PlanRequest request = fp16_request(table, 4, 2);

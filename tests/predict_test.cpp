@@ -1577,6 +1577,9 @@ TEST_CASE("predict: LoRA trains the adapters only and drops the frozen weight gr
   // Attention: its weight gradients (as many MACs as its projections) go, its adapters come.
   const double attention_other =
       static_cast<double>(g.layers[1].counts.other_flops + g.layers[1].counts.backward_other_flops);
+  // MFU's model FLOPs are what runs, on one device without recompute.
+  CHECK(training_model_flops(g, lora) == Approx(e.flops));
+  CHECK(training_model_flops(g, w) == Approx(full.flops));
   CHECK(e.layers[1].flops ==
         Approx(2 * (attention_weights + scores + attention_adapter) +
                2 * (attention_backward - attention_weights + 2 * attention_adapter) +

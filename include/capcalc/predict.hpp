@@ -254,6 +254,11 @@ struct Estimate {
 };
 
 /// Data-parallel replicas: devices / (tensor_parallel × pipeline_parallel × context_parallel).
+/// FLOPs of one training micro-batch of `graph` as `workload` trains it, recompute aside: the
+/// forward and backward passes; with LoRA without the frozen weights' gradient products and
+/// with the adapters' products (the model FLOPs of MFU).
+double training_model_flops(const Graph& graph, const Workload& workload);
+
 /// Throws capcalc::Error unless all are at least 1, the groups divide devices, zero_stage is 0 to 3
 /// (above 0 only in training) and pipelines and micro-batches are asked for in training only,
 /// expert_parallel divides the replicas x context_parallel and moe_imbalance is 1 to 1000.

@@ -33,6 +33,8 @@ struct PlanArgs {
   std::string memory_reserve = "10%";
   std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8};
   std::optional<double> moe_imbalance;
+  std::int64_t lora_rank = 0;
+  std::string lora_targets = "all-linear";
   std::string format;  // --format; add_format_option sets the default (formats.hpp).
 };
 
@@ -314,6 +316,15 @@ void add_plan_args(CLI::App& sub, PlanArgs& args) {
                            "this many times as long in every layout (default 1: balanced, an "
                            "assumption)"),
             1, 1000);
+  whole_number(sub.add_option("--lora-rank", args.lora_rank,
+                              "LoRA fine-tuning with adapters of this rank: the model's weights "
+                              "frozen, gradients and optimizer state for the adapters only"),
+               1, 65536);
+  one_of(sub.add_option("--lora-targets", args.lora_targets,
+                        "With --lora-rank: all-linear (every linear layer and attention "
+                        "projection but the output layer) or attention (its projections only)"),
+         {"all-linear", "attention"})
+      ->capture_default_str();
 }
 
 // The request both commands start from, and the builder of each micro-batch's graph.
@@ -353,6 +364,18 @@ std::unique_ptr<Prepared> prepare(const PlanArgs& args) {
         "MoE load imbalance {:g}: every layout's moe layers take {:g} times as long as balanced "
         "routing's",
         *args.moe_imbalance, *args.moe_imbalance));
+  }
+  if (args.lora_targets != "all-linear" && args.lora_rank == 0) {
+    throw Error({}, "--lora-targets places LoRA's adapters: add --lora-rank");
+  }
+  if (args.lora_rank > 0) {
+    p->request.lora_rank = args.lora_rank;
+    p->request.lora_attention_only = args.lora_targets == "attention";
+    p->notes.push_back(fmt::format(
+        "LoRA rank {} on {}: the model's weights frozen, every layout trains the adapters only",
+        args.lora_rank,
+        p->request.lora_attention_only ? "attention's projections"
+                                       : "every linear layer but the output"));
   }
   return p;
 }
