@@ -324,6 +324,13 @@ capcalc_cli_hostile(hardware_sparsity_huge "hardware_sparsity_huge.json:/devices
 capcalc_cli_hostile(measurement_tokens_huge "meas_tokens_huge.json:/cases/0/tokens: 1e\\+300 is more than 1e\\+18 \\(the limit\\)"
                     validate ${validate_args} ${hj}/meas_tokens_huge.json)
 
+# Outputs (-o) that are not regular files: written in place, never renamed over (as root, the
+# rename replaced /dev/full with a regular file and exited 0); a directory is named as one.
+capcalc_cli_hostile(output_dev_full "^capcalc: error: /dev/full: cannot write file\n$"
+                    roofline ${rn50} --gpu a100 -o /dev/full)
+capcalc_cli_hostile(output_directory "^capcalc: error: [^\n]*/hostile: is a directory, not a file to write\n$"
+                    report ${rn50} --gpu a100 -o ${made})
+
 # ---------------------------------------------------------------------------------------------
 # Issue 21 §4: the generated corpus (tests/hostile/corpus.py writes tests/hostile/corpus/ and
 # holds each case's command line and expected location), one test per input kind: exit code 2,
