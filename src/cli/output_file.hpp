@@ -1,8 +1,6 @@
 // Writing a rendered document to the file a user named, or to stdout.
 #pragma once
 
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +8,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include "capcalc/error.hpp"
 
@@ -42,7 +41,7 @@ inline void write_output(const std::string& path, const std::string& text) {
   }
   std::string target = path;
   const std::unique_ptr<char, decltype(&std::free)> resolved(::realpath(path.c_str(), nullptr),
-                                                            &std::free);
+                                                             &std::free);
   if (resolved) target = resolved.get();
   const std::string temporary = target + ".tmp";
   bool ok = false;
