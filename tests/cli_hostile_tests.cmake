@@ -324,6 +324,15 @@ capcalc_cli_hostile(hardware_sparsity_huge "hardware_sparsity_huge.json:/devices
 capcalc_cli_hostile(measurement_tokens_huge "meas_tokens_huge.json:/cases/0/tokens: 1e\\+300 is more than 1e\\+18 \\(the limit\\)"
                     validate ${validate_args} ${hj}/meas_tokens_huge.json)
 
+# A runtime file given without --runtime is read all the same (it was never opened: /dev/zero,
+# a FIFO or a broken file passed with exit code 0).
+capcalc_cli_hostile(runtime_file_alone_estimate "^capcalc: error: /dev/zero: not a regular file \\(a character device\\)\n$"
+                    estimate ${rn50} --gpu a100 --runtime-file /dev/zero)
+capcalc_cli_hostile(runtime_file_alone_compare "^capcalc: error: [^\n]*/fifo.json: not a regular file \\(a FIFO\\)\n$"
+                    compare ${rn50} --hw a100,t4 --runtime-file ${made}/fifo.json)
+capcalc_cli_hostile(runtime_file_alone_check "^capcalc: error: /dev/zero: not a regular file"
+                    check ${rn50} --gpu a100 --max-latency 1s --runtime-file /dev/zero)
+
 # Outputs (-o) that are not regular files: written in place, never renamed over (as root, the
 # rename replaced /dev/full with a regular file and exited 0); a directory is named as one.
 capcalc_cli_hostile(output_dev_full "^capcalc: error: /dev/full: cannot write file\n$"

@@ -271,8 +271,9 @@ RuntimeTable load_runtime_table(const std::vector<std::string>& files) {
 
 std::optional<Runtime> runtime_from(const std::string& name, const std::vector<std::string>& files,
                                     const Device& device) {
-  if (name.empty()) return std::nullopt;
+  // Runtime files given without --runtime are still read: a bad one is an error, not ignored.
   const RuntimeTable table = load_runtime_table(files);
+  if (name.empty()) return std::nullopt;
   const Runtime& runtime = table.get(name);
   if (!runtime.runs_on(device.type)) {
     std::vector<std::string_view> types;
