@@ -32,12 +32,12 @@ REL = "tests/hostile/corpus"
 UP = "../../../../"
 
 KINDS = ["model", "onnx", "onnxtxt", "textproto", "hf", "hardware", "runtime", "budget",
-         "measurements", "trace", "zoo", "flags"]
+         "measurements", "trace", "mix", "serving", "zoo", "flags"]
 CLASSES = ["depth", "expansion", "size", "not-a-file", "overflow", "duplicate", "type",
            "invalid-graph", "physics", "syntax", "reference"]
 EXT = {"model": "json", "onnx": "onnx", "onnxtxt": "onnxtxt", "textproto": "textproto",
        "hf": "json", "hardware": "json", "runtime": "json", "budget": "json",
-       "measurements": "json", "trace": "jsonl"}
+       "measurements": "json", "trace": "jsonl", "mix": "json", "serving": "json"}
 
 TIMEOUT_S = 10
 MEMORY_LIMIT_BYTES = 4 << 30
@@ -968,6 +968,91 @@ def trace_cases():
     case(S, "not-a-file", "directory", lambda d, p: os.mkdir(p), args, r"not a regular file \(a directory\)", FILE)
 
 
+# --- serve --mix and serve --validate files -----------------------------------------------------
+
+def mix_file(workload, top=""):
+    return ('{"schema_version": 1, ' + top + '"devices": ["h100", "l4"], "workloads": [\n  {' +
+            workload + '}]}\n')
+
+
+MIX_WORKLOAD = ('"name": "chat", "model": "llama3_8b", "rate": "2/s", "prompt_tokens": 200, '
+                '"output_tokens": 50, "slo": "ttft_p99=2s", "requests": 100')
+
+
+def make_mix_beside(what):
+    """A mix file whose workload's model, x.json, is beside it and is `what` ("fifo", "dir")."""
+    def make(directory, path):
+        beside = os.path.join(os.path.dirname(path), "x.json")
+        if os.path.lexists(beside):
+            os.remove(beside) if not os.path.isdir(beside) else os.rmdir(beside)
+        os.mkfifo(beside) if what == "fifo" else os.mkdir(beside)
+        with open(path, "w") as f:
+            f.write(mix_file(MIX_WORKLOAD.replace('"llama3_8b"', '"x.json"')))
+    return make
+
+
+def mix_cases():
+    X = "mix"
+    args = ["serve", "--mix", "{f}"]
+    # A model that does not open is the workload's "model" key's error (it named x.json alone,
+    # looked up from the working folder: the FIFO beside the mix was not even tried).
+    for what in ["fifo", "dir"]:
+        case(X, "not-a-file", f"model_{what}_beside", make_mix_beside(what), args,
+             r"/workloads/0/model: [^\n]*x.json: not a regular file", ("ptrre", "/workloads/0/model"))
+    case(X, "reference", "model_missing", mix_file(MIX_WORKLOAD.replace('"llama3_8b"', '"nowhere.json"')),
+         args, r"/workloads/0/model: nowhere.json: cannot open file", ("ptrre", "/workloads/0/model"))
+    # An unknown device is an error at its place, not a candidate that "misses the SLO" (exit 1).
+    case(X, "reference", "device_unknown", mix_file(MIX_WORKLOAD + ', "devices": ["t4", "z100"]'),
+         args, r"unknown device \"z100\"; did you mean", ("ptrre", "/workloads/0/devices/1"))
+    case(X, "reference", "top_device_empty", mix_file(MIX_WORKLOAD).replace('["h100", "l4"]', '["h100", ""]'),
+         args, r"unknown device \"\"", ("ptrre", "/devices/1"))
+    # A rate the simulator's clock cannot carry is the key's error (it said "--rate must be ...",
+    # a flag the file does not have, for each candidate, and exit 1).
+    for name, rate in [("rate_huge", "1e300/s"), ("rate_tiny", "1e-300/s")]:
+        case(X, "physics", name, mix_file(MIX_WORKLOAD.replace('"2/s"', f'"{rate}"')), args,
+             r"/workloads/0/rate: a rate must be between 1e-6/s and 1e9/s", ("ptrre", "/workloads/0/rate"))
+
+
+def serving_file(entry, top=""):
+    return '{"schema_version": 1, ' + top + '"cases": [\n  {' + entry + '}]}\n'
+
+
+def serving_case(**over):
+    fields = {"id": '"a"', "runtime": '"vllm"', "model": '"llama3_8b.json"', "device": '"h100"',
+              "devices": "1", "tensor_parallel": "1", "precision": '"bf16"', "prompt_tokens": "128",
+              "output_tokens": "128", "requests": "100", "slo": "null",
+              "metric": '"output_tokens_per_s"', "value": "1000", "unit": '"tokens/s"',
+              "per": '"total"', "software": '"v"', "source": '"https://example.invalid/b"',
+              "quote": '"q"'}
+    fields.update(over)
+    return ", ".join(f'"{k}": {v}' for k, v in fields.items())
+
+
+def serving_cases():
+    V = "serving"
+    args = ["serve", "--validate", "{f}"]
+    # Keys the reader did not check: each was accepted, and a case ran with it.
+    for name, over, key, pattern in [
+            ("per_half", {"per": '"half"'}, "per", r"expected \"total\""),
+            ("per_number", {"per": "2"}, "per", r"expected a string"),
+            ("unit_number", {"unit": "7"}, "unit", r"expected a string"),
+            ("software_object", {"software": '{"v": 1}'}, "software", r"expected a string"),
+            ("notes_array", {"notes": '["n"]'}, "notes", r"expected a string"),
+            ("precision_empty", {"precision": '""'}, "precision", r"unknown precision"),
+            ("precision_unknown", {"precision": '"fp7"'}, "precision", r"unknown precision"),
+            ("kv_precision_unknown", {"kv_precision": '"int3"'}, "kv_precision", r"unknown precision"),
+            ("runtime_empty", {"runtime": '""'}, "runtime", r"needs the runtime"),
+            ("id_empty", {"id": '""'}, "id", r"needs an id"),
+            ("quote_empty", {"quote": '""'}, "quote", r"must not be empty")]:
+        case(V, "type", name, serving_file(serving_case(**over)), args, pattern,
+             ("ptrre", "/cases/0/" + key))
+    for name, value in [("value_tiny", "1e-320"), ("value_huge", "1e308")]:
+        case(V, "physics", name, serving_file(serving_case(value=value)), args,
+             r"outside the range of a measurement", ("ptrre", "/cases/0/value"))
+    case(V, "type", "description_number", serving_file(serving_case(), top='"description": 7, '),
+         args, r"expected a string", ("ptrre", "/description"))
+
+
 # --- Zoo names and flags ---------------------------------------------------------------------
 
 def zoo_and_flag_cases():
@@ -1044,6 +1129,8 @@ runtime_cases()
 budget_cases()
 measurement_cases()
 trace_cases()
+mix_cases()
+serving_cases()
 zoo_and_flag_cases()
 
 
