@@ -619,6 +619,20 @@ def onnx_text_cases():
                                           "<int64 n = {3}, float[15,8] w = {0}>"), r"K = 16")]:
         args = ["layers", "{f}"] + (["--strict"] if name == "strict_unknown" else [])
         case(T, "invalid-graph", name, text, args, pattern, ("ptrre", r"/graph/node/\d+"))
+    # Accepted before: a graph output nothing writes (its declared shape taken on trust), and an
+    # If branch with more outputs than the If (the extra one dropped), known condition or not.
+    for name, command in [("output_unwritten", "layers"), ("output_unwritten_estimate", "estimate")]:
+        case(T, "invalid-graph", name,
+             onnxtxt("g (float[4,16] x) => (float[4,16] y, float[4,16] ghost)", "   y = Relu (x)"),
+             [command, "{f}"] + (["--gpu", "a100"] if command == "estimate" else []),
+             r"output \"ghost\" is written by no node", ("ptrre", "/graph/output/1"))
+    two = ("then_branch: graph = t () => (float[4,16] a, float[4,16] a2) {\n      a = Relu (x)\n"
+           "      a2 = Sigmoid (x)\n   }, else_branch: graph = e () => (float[4,16] b) {\n"
+           "      b = Relu (x)\n   }")
+    for name, cond, inits in [("if_branch_outputs", "c", ""), ("if_known_branch_outputs", "k", "<bool k = {1}>")]:
+        case(T, "invalid-graph", name,
+             onnxtxt("g (bool c, float[4,16] x) => (float[4,16] y)", f"   y = If ({cond}) <{two}>", inits),
+             ["layers", "{f}"], r"its then branch has 2 outputs for 1", ("ptrre", "/graph/node/0"))
     for name, text in [
             ("unterminated", '<ir_version: 8, opset_import: ["" : 17]>\ng (float[4] x) => (float[4] y) {\n   y = Relu (x)\n'),
             ("bad_token", onnxtxt("g (float[4] x) => (float[4] y)", "   y = Relu (x) @")),
@@ -672,8 +686,9 @@ def onnx_text_cases():
             ("input_elem_string", tp_input("x", [4, 16], elem=8) + '  node { input: "x" output: "y" op_type: "Relu" name: "r" }\n' + tp_output("y"), r"strings"),
             ("input_dim_negative", tp_input("x", [4, -16]) + '  node { input: "x" output: "y" op_type: "Relu" name: "r" }\n' + tp_output("y"), r""),
             ("input_50_dims", tp_input("x", [1] * 50) + '  node { input: "x" output: "y" op_type: "Relu" name: "r" }\n' + tp_output("y"), r"50 dims, more than 32"),
-            ("attr_ints_for_int", x + '  node { input: "x" output: "y" op_type: "Softmax" name: "s" attribute { name: "axis" ints: 1 ints: 2 type: INTS } }\n' + tp_output("y"), r"axis")]:
-        where = ("ptrre", r"/graph/(node|input|initializer)/\d+")
+            ("attr_ints_for_int", x + '  node { input: "x" output: "y" op_type: "Softmax" name: "s" attribute { name: "axis" ints: 1 ints: 2 type: INTS } }\n' + tp_output("y"), r"axis"),
+            ("output_unwritten", x + '  node { input: "x" output: "y" op_type: "Relu" name: "r" }\n' + tp_output("zz"), r"output \"zz\" is written by no node")]:
+        where = ("ptrre", r"/graph/(node|input|initializer|output)/\d+")
         case(P, "invalid-graph", name, textproto(graph), ["layers", "{f}"], pattern, where)
     for name, text in [
             ("unknown_field", "ir_version: 8\ngraf { }\n"), ("string_for_int", 'ir_version: "eight"\n'),
