@@ -734,6 +734,13 @@ def hf_cases():
             ("sliding_window_negative", hf(model_type='"mistral"', sliding_window="-1"), "/sliding_window", ""),
             ("rope_scaling_string", hf(rope_scaling='"linear"'), "/rope_scaling", ""),
             ("tie_string", hf(tie_word_embeddings='"yes"'), "/tie_word_embeddings", ""),
+            # Keys the importer does not read, checked for their type all the same.
+            ("rms_norm_eps_string", hf(rms_norm_eps='"1e-5"'), "/rms_norm_eps", r"expected a number"),
+            ("rope_theta_object", hf(rope_theta='{"base": 10000}'), "/rope_theta", r"expected a number"),
+            ("torch_dtype_number", hf(torch_dtype="16"), "/torch_dtype", r"expected a string"),
+            ("use_cache_string", hf(use_cache='"true"'), "/use_cache", r"expected true or false"),
+            ("text_config_number", hf(text_config="7"), "/text_config", r"expected an object or null"),
+            ("model_type_empty", hf(model_type='""', architectures='["LlamaForCausalLM"]'), "/model_type", r"an empty model_type"),
             ("hidden_missing", hf(hidden_size=None), "/hidden_size", r"missing required key")]:
         case(H, "type" if "overflow" not in name and "huge" not in name and "2e63" not in name else
              ("overflow" if "overflow" in name else "expansion"),
