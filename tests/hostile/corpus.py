@@ -1130,6 +1130,10 @@ def zoo_and_flag_cases():
                                         "reserved", "--discount", "-10%"]),
             ("roofline_label_negative", ["roofline", "resnet50", "--gpu", "a100", "--label", "-1"]),
             ("validate_min_within_negative", ["validate", "--min-within-2x", "-3"]),
+            # --models that is not a folder: it blamed the first case's model ("X/resnet50.json").
+            ("validate_models_dev_zero", ["validate", "--models", "/dev/zero"]),
+            ("validate_models_file", ["validate", "--models", "README.md"]),
+            ("calibrate_models_missing", ["calibrate", "data/validation/measured_h200.json", "--models", "no_such_folder"]),
             ("hw_list_type", ["hw", "list", "--type", "gpuu"]),
             ("hw_show_unknown", ["hw", "show", "z100"]),
             ("compare_prompt_nan", ["compare", "llama2_7b", "--hw", "h100", "--prompt-tokens", "nan"]),
