@@ -884,6 +884,7 @@ def budget_cases():
             ("epochs_negative", BUDGET + ', "mode": "training", "dataset_size": 1000, "epochs": -1', "/budgets/0/epochs"),
             ("dataset_nan_string", BUDGET + ', "mode": "training", "dataset_size": "nan"', "/budgets/0/dataset_size"),
             ("tokens_huge", BUDGET + ', "mode": "training", "tokens": 1e300', "/budgets/0/tokens"),
+            ("device_count_huge", BUDGET + ', "device_count": 1099511627776', "/budgets/0/device_count"),
             ("runtime_unknown", BUDGET + ', "runtime": "pytorch-eagre"', "/budgets/0/runtime")]:
         case(B, "type", name, budget(entry), args, re.escape(ptr) + r"(: |/)", PTR)
     for name, text, ptr in [
@@ -1130,6 +1131,11 @@ def zoo_and_flag_cases():
                                         "reserved", "--discount", "-10%"]),
             ("roofline_label_negative", ["roofline", "resnet50", "--gpu", "a100", "--label", "-1"]),
             ("validate_min_within_negative", ["validate", "--min-within-2x", "-3"]),
+            # Device counts of no machine (9.2e18 devices printed a run's cost and energy).
+            ("devices_huge", ["estimate", "llama2_7b", "--gpu", "h100", "--mode", "training", "--tokens", "1e9",
+                              "--devices", "9223372036854775807"]),
+            ("layout_devices_huge", ["compare", "llama2_7b", "--hw", "h100", "--mode", "training", "--tp", "1000000",
+                                     "--pp", "1000000"]),
             # --models that is not a folder: it blamed the first case's model ("X/resnet50.json").
             ("validate_models_dev_zero", ["validate", "--models", "/dev/zero"]),
             ("validate_models_file", ["validate", "--models", "README.md"]),
