@@ -937,7 +937,10 @@ def measurement_cases():
             ("unknown_key", dict(vaule="1"), "/cases/0"),
             ("mfu_over_1", dict(metric='"mfu"', value="1.5", mode='"training"'), "/cases/0/value"),
             ("tokens_negative", dict(tokens="-5"), "/cases/0/tokens"),
-            ("devices_zero", dict(devices="0"), "/cases/0/devices")]:
+            ("devices_zero", dict(devices="0"), "/cases/0/devices"),
+            # A unit that is no unit of the metric was free text (images/s read as anything).
+            ("unit_wrong", dict(unit='"furlongs"'), "/cases/0/unit"),
+            ("unit_of_other_metric", dict(unit='"tokens/s"'), "/cases/0/unit")]:
         case(E, "type" if name not in ("value_negative", "value_zero", "mfu_over_1") else "physics", name,
              measurements(measurement(**over)), args, re.escape(ptr) + r"(: |/)", PTR)
     for name, text, ptr in [
