@@ -532,7 +532,8 @@ const std::vector<OnnxRule> kRules = {
     // bias are parameters, its mean and variance buffers.
     norm("BatchNormalization", "batchnorm", kBatchNormFlops, Fusion::kInferenceOnly)
         .params(slots({1, 2})),
-    norm("LayerNormalization", "layernorm", formulas::kLayerNormFlops),
+    norm("LayerNormalization", "layernorm", formulas::kLayerNormFlops)
+        .operand_check(check_axis_operand),
     norm("SimplifiedLayerNormalization", "rmsnorm", formulas::kRmsNormFlops).passthrough(),
     norm("InstanceNormalization", "groupnorm", formulas::kGroupNormFlops, Fusion::kNever),
     norm("GroupNormalization", "groupnorm", formulas::kGroupNormFlops, Fusion::kNever)

@@ -626,6 +626,19 @@ def onnx_text_cases():
              onnxtxt("g (float[4,16] x) => (float[4,16] y, float[4,16] ghost)", "   y = Relu (x)"),
              [command, "{f}"] + (["--gpu", "a100"] if command == "estimate" else []),
              r"output \"ghost\" is written by no node", ("ptrre", "/graph/output/1"))
+    # Operands ONNX's inference does not check: a bias of the wrong size, a C that does not
+    # broadcast, a LayerNormalization axis past the rank (each was counted as if right).
+    for name, text, pattern in [
+            ("conv_bias_size", onnxtxt("g (float[1,3,8,8] x) => (float[1,4,6,6] y)", "   y = Conv (x, w, b)",
+                                       "<float[4,3,3,3] w = {0}, float[7] b = {0}>"), r"the bias \[7\] is not one value per output channel \(4\)"),
+            ("conv_transpose_bias_size", onnxtxt("g (float[1,4,4,4] x) => (float[1,4,9,9] y)",
+                                                 "   y = ConvTranspose <group = 2, strides = [2, 2]> (x, w, b)",
+                                                 "<float[4,2,3,3] w = {0}, float[3] b = {0}>"), r"the bias \[3\]"),
+            ("gemm_bias_broadcast", onnxtxt("g (float[4,16] x, float[5] c) => (float[4,8] y)", "   y = Gemm (x, w, c)",
+                                            "<float[16,8] w = {0}>"), r"C \[5\] does not broadcast to the output \[4, 8\]"),
+            ("layernorm_axis", onnxtxt("g (float[4,16] x) => (float[4,16] y)", "   y = LayerNormalization <axis = 9> (x, s)",
+                                       "<float[16] s = {0}>"), r"axis 9 is out of range")]:
+        case(T, "invalid-graph", name, text, ["layers", "{f}"], pattern, ("ptrre", "/graph/node/0"))
     two = ("then_branch: graph = t () => (float[4,16] a, float[4,16] a2) {\n      a = Relu (x)\n"
            "      a2 = Sigmoid (x)\n   }, else_branch: graph = e () => (float[4,16] b) {\n"
            "      b = Relu (x)\n   }")
