@@ -339,6 +339,8 @@ capcalc_cli_hostile(output_dev_full "^capcalc: error: /dev/full: cannot write fi
                     roofline ${rn50} --gpu a100 -o /dev/full)
 capcalc_cli_hostile(output_directory "^capcalc: error: [^\n]*/hostile: is a directory, not a file to write\n$"
                     report ${rn50} --gpu a100 -o ${made})
+capcalc_cli_hostile(output_fifo_no_reader "^capcalc: error: [^\n]*/out.fifo: a FIFO that no process reads\n$"
+                    roofline ${rn50} --gpu a100 -o ${made}/out.fifo)
 
 # ---------------------------------------------------------------------------------------------
 # Issue 21 §4: the generated corpus (tests/hostile/corpus.py writes tests/hostile/corpus/ and

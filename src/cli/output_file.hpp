@@ -1,11 +1,14 @@
 // Writing a rendered document to the file a user named, or to stdout.
 #pragma once
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -15,14 +18,22 @@
 namespace capcalc::cli {
 
 /// Writes `text` to something that is not a regular file (/dev/stdout, a pipe) in place: a
-/// rename would replace the device or pipe itself. Fails as write_output does (/dev/full).
+/// rename would replace the device or pipe itself. A FIFO that no process reads is an error, not
+/// a wait; a failed write is one as in write_output (/dev/full).
 inline void write_in_place(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::app);
-  if (out) {
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    throw Error({path}, errno == ENXIO ? "a FIFO that no process reads" : "cannot write file");
   }
-  if (!out) throw Error({path}, "cannot write file");
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // Then write as a pipe does: wait.
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0 || done < text.size()) throw Error({path}, "cannot write file");
 }
 
 /// Writes `text` to `path` (stdout when empty). A regular file is written beside it as PATH.tmp
