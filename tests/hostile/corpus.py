@@ -637,7 +637,10 @@ def onnx_text_cases():
             ("gemm_bias_broadcast", onnxtxt("g (float[4,16] x, float[5] c) => (float[4,8] y)", "   y = Gemm (x, w, c)",
                                             "<float[16,8] w = {0}>"), r"C \[5\] does not broadcast to the output \[4, 8\]"),
             ("layernorm_axis", onnxtxt("g (float[4,16] x) => (float[4,16] y)", "   y = LayerNormalization <axis = 9> (x, s)",
-                                       "<float[16] s = {0}>"), r"axis 9 is out of range")]:
+                                       "<float[16] s = {0}>"), r"axis 9 is out of range"),
+            ("einsum_index_sizes", onnxtxt("g (float[4,16] x, float[15,3] w) => (float[4,3] y)",
+                                           '   y = Einsum <equation = "ij,jk->ik"> (x, w)'),
+             r"einsum index \"j\" is 16 in one operand but 15")]:
         case(T, "invalid-graph", name, text, ["layers", "{f}"], pattern, ("ptrre", "/graph/node/0"))
     two = ("then_branch: graph = t () => (float[4,16] a, float[4,16] a2) {\n      a = Relu (x)\n"
            "      a2 = Sigmoid (x)\n   }, else_branch: graph = e () => (float[4,16] b) {\n"
