@@ -293,6 +293,15 @@ void Importer::check_node(const onnx::NodeProto& node, int index,
       }
     }
   }
+  // Cast to UNDEFINED (0) passes ONNX's inference, which refuses other unknown types.
+  if ((node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == "Cast") {
+    for (const onnx::AttributeProto& attr : node.attribute()) {
+      if (attr.name() == "to" && attr.i() == onnx::TensorProto::UNDEFINED) {
+        fail(pointer,
+             fmt::format("node \"{}\" (Cast): to = 0 is no element type (UNDEFINED)", label));
+      }
+    }
+  }
   std::set<std::string> names;
   for (int a = 0; a < node.attribute_size(); ++a) {
     const onnx::AttributeProto& attr = node.attribute(a);

@@ -640,7 +640,9 @@ def onnx_text_cases():
                                        "<float[16] s = {0}>"), r"axis 9 is out of range"),
             ("einsum_index_sizes", onnxtxt("g (float[4,16] x, float[15,3] w) => (float[4,3] y)",
                                            '   y = Einsum <equation = "ij,jk->ik"> (x, w)'),
-             r"einsum index \"j\" is 16 in one operand but 15")]:
+             r"einsum index \"j\" is 16 in one operand but 15"),
+            ("cast_to_undefined", onnxtxt("g (float[4,16] x) => (float[4,16] y)", "   y = Cast <to = 0> (x)"),
+             r"to = 0 is no element type")]:
         case(T, "invalid-graph", name, text, ["layers", "{f}"], pattern, ("ptrre", "/graph/node/0"))
     two = ("then_branch: graph = t () => (float[4,16] a, float[4,16] a2) {\n      a = Relu (x)\n"
            "      a2 = Sigmoid (x)\n   }, else_branch: graph = e () => (float[4,16] b) {\n"
