@@ -407,7 +407,17 @@ def model_cases():
             ("layer_string", model('["fc"]'), "/layers/0"),
             ("root_array", "[1, 2, 3]\n", "/"),
             ("root_string", '"capcalc-model/1"\n', "/"),
-            ("source_number", model(layers(LINEAR), extra='"source": 12, '), "/source")]:
+            ("source_number", model(layers(LINEAR), extra='"source": 12, '), "/source"),
+            # A default no call uses was never read: an object or a boolean passed.
+            ("block_default_object", model(layers('{"name": "b", "block": "k", "args": {"n": 4}}'),
+                                           extra='"blocks": {"k": {"args": {"n": {"min": 1}}, "layers": [' + linear('"n"') + "]}}, "),
+             "/blocks/k/args/n"),
+            ("block_default_bool", model(layers('{"name": "b", "block": "k"}'),
+                                         extra='"blocks": {"k": {"args": {"n": 4, "flag": true}, "layers": [' + linear('"n"') + "]}}, "),
+             "/blocks/k/args/flag"),
+            ("block_default_float", model(layers('{"name": "b", "block": "k"}'),
+                                          extra='"blocks": {"k": {"args": {"n": 4.5}, "layers": [' + linear('"n"') + "]}}, "),
+             "/blocks/k/args/n")]:
         case(M, "type", name, text, ["layers", "{f}"], re.escape(ptr) + r"\b", PTR)
     # Syntax, with line and column.
     for name, text in [
