@@ -499,10 +499,14 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
     result.value_text = format_value(limit.kind, value, item);
     const double headroom = is_min(limit.kind) ? value - bound : bound - value;
     result.passed = headroom >= 0;
-    const double fraction = bound > 0 ? std::fabs(headroom) / bound : 0;
+    // A share of a bound of 0 (or 1e-320) is no figure: the amount alone, not "0.0 %" or "inf %".
+    const double fraction = bound > 0 ? std::fabs(headroom) / bound : HUGE_VAL;
+    const bool has_share = fraction < 1e6;
     const std::string amount = format_value(limit.kind, std::fabs(headroom), item);
-    result.margin_text = fmt::format("{}, {:.1f} %", amount, 100 * fraction);
-    const std::string over = fmt::format("{} ({:.1f} %)", amount, 100 * fraction);
+    result.margin_text =
+        has_share ? fmt::format("{}, {:.1f} %", amount, 100 * fraction) : std::string(amount);
+    const std::string over =
+        has_share ? fmt::format("{} ({:.1f} %)", amount, 100 * fraction) : std::string(amount);
     if (limit.kind == LimitKind::kMustFit) {
       const std::string memory = format_bytes(row.device_memory_bytes);
       result.message =

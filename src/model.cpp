@@ -38,6 +38,19 @@ const std::vector<std::string_view> kCallKeys = {"name",   "block",  "args",    
                                                  "inputs", "repeat", "first_index", "comment"};
 const std::vector<std::string_view> kBlockKeys = {"args", "inputs", "layers", "output", "comment"};
 
+// A block's "args": each default an integer, an expression or null (required), used or not (an
+// object passed silently while no call left the argument out).
+void check_arg_defaults(const JsonView& declared) {
+  declared.expect_object();
+  for (const auto& item : declared.json().items()) {
+    const JsonView value = declared.at(item.key());
+    if (value.is_null() || value.json().is_number_integer()) continue;
+    if (value.is_string() && !value.as_string().empty()) continue;
+    value.fail(fmt::format("a default is an integer, an expression or null, got {}",
+                           json_type_name(value.json())));
+  }
+}
+
 // The model's dims: the names every expression can see.
 class DimScope : public NameScope {
  public:
@@ -517,7 +530,7 @@ class Builder {
 
     // Arguments, evaluated in the caller's scope.
     const std::optional<JsonView> declared = def->find("args");
-    if (declared) declared->expect_object();
+    if (declared) check_arg_defaults(*declared);
     std::map<std::string, std::int64_t> passed;
     if (auto args = entry.find("args")) {
       args->expect_object();

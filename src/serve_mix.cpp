@@ -83,10 +83,18 @@ MixWorkload parse_workload(const JsonView& w, const std::string& folder) {
   m.model = w.at("model").as_string();
   std::error_code ignored;
   if (!m.model.empty() && m.model.front() != '/' &&
-      std::filesystem::is_regular_file(folder + m.model, ignored)) {
-    m.model = folder + m.model;  // Beside the mix file, else a zoo name or a path from here.
+      std::filesystem::exists(std::filesystem::symlink_status(folder + m.model, ignored))) {
+    // Beside the mix file (whatever it is: reading refuses a FIFO), else a zoo name or a path
+    // from here.
+    m.model = folder + m.model;
   }
-  m.rate = checked_string(w, "rate", [&](const std::string& t) { m.rate_per_s = parse_rate(t); });
+  m.rate = checked_string(w, "rate", [&](const std::string& t) {
+    m.rate_per_s = parse_rate(t);
+    if (!(m.rate_per_s >= 1e-6 && m.rate_per_s <= 1e9)) {  // As serve --rate: the clock's range.
+      throw Error(
+          {}, fmt::format("a rate must be between 1e-6/s and 1e9/s (got {:g}/s)", m.rate_per_s));
+    }
+  });
   m.slo = checked_string(w, "slo", [](const std::string& t) { parse_slo(t); });
   if (auto prompt = w.find("prompt_tokens"))
     m.prompt_tokens = length_text(*prompt, "prompt_tokens");

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "capcalc/hardware.hpp"
+
 #include "input_file.hpp"
 #include "json_view.hpp"
 #include "report_json.hpp"
@@ -28,13 +30,22 @@ const std::vector<std::string_view> kCaseKeys = {
     "unit",         "per",           "software",        "source",
     "quote",        "notes"};
 
+// A precision's name as the file gives it; an unknown or empty one names its key.
+std::string precision_key(const JsonView& value) {
+  const std::string name = value.as_string();
+  if (!parse_precision(name)) value.fail(unknown_precision_message(name));
+  return name;
+}
+
 ServingCase parse_serving_case(const JsonView& c) {
   c.expect_object();
   reject_unknown_keys(c, kCaseKeys, "a serving case");
   ServingCase s;
   s.id = c.at("id").as_string();
+  if (s.id.empty()) c.at("id").fail("a case needs an id");
   if (auto h = c.find("held_out")) s.held_out = h->as_bool();
   s.runtime = c.at("runtime").as_string();
+  if (s.runtime.empty()) c.at("runtime").fail("a case needs the runtime it was measured with");
   s.model = c.at("model").as_string();
   s.device = c.at("device").as_string();
   s.devices = c.at("devices").as_positive_int();
@@ -43,8 +54,8 @@ ServingCase parse_serving_case(const JsonView& c) {
     c.at("tensor_parallel")
         .fail(fmt::format("{} does not divide devices {}", s.tensor_parallel, s.devices));
   }
-  s.precision = c.at("precision").as_string();
-  if (auto kv = c.find("kv_precision")) s.kv_precision = kv->as_string();
+  s.precision = precision_key(c.at("precision"));
+  if (auto kv = c.find("kv_precision")) s.kv_precision = precision_key(*kv);
   s.prompt_tokens = c.at("prompt_tokens").as_positive_int();
   s.output_tokens = c.at("output_tokens").as_positive_int();
   s.requests = c.at("requests").as_positive_int();
@@ -67,9 +78,19 @@ ServingCase parse_serving_case(const JsonView& c) {
                     "total_tokens_per_s or requests_per_s",
                     s.metric));
   }
-  s.value = c.at("value").as_positive_number();
-  for (std::string_view key : {"source", "quote"})
-    c.at(key).as_string();
+  const JsonView value = c.at("value");
+  s.value = value.as_positive_number();
+  // As a measurement's: past these a typo's exponent gives an infinite or zero ratio.
+  if (s.value < 1e-9 || s.value > 1e15)
+    value.fail(fmt::format("{} is outside the range of a measurement (1e-09 to 1e+15)", s.value));
+  if (const JsonView per = c.at("per"); per.as_string() != "total") {
+    per.fail(fmt::format("expected \"total\" (the figure over all devices), got \"{}\"",
+                         per.as_string()));
+  }
+  for (std::string_view key : {"unit", "software", "source", "quote"}) {
+    if (c.at(key).as_string().empty()) c.at(key).fail(fmt::format("{} must not be empty", key));
+  }
+  if (auto notes = c.find("notes")) notes->as_string();
   s.where = {c.file(), c.pointer(), 0, 0};
   return s;
 }
@@ -89,6 +110,9 @@ std::vector<ServingCase> parse_serving_cases(const std::string& text, const std:
   root.expect_object();
   const std::vector<std::string_view> kTop = {"schema_version", "description", "comment", "cases"};
   reject_unknown_keys(root, kTop, "a serving validation file");
+  for (std::string_view key : {"description", "comment"}) {
+    if (auto free_text = root.find(key)) free_text->as_string();
+  }
   const JsonView version = root.at("schema_version");
   if (version.as_positive_int() != 1) version.fail("unsupported schema_version; expected 1");
   const JsonView cases = root.at("cases");

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "capcalc/compare.hpp"
 #include "capcalc/error.hpp"
@@ -32,6 +33,30 @@ constexpr auto kMetrics = name_table<Metric>({
     {Metric::kRequestLatency, "request_latency_s"},
     {Metric::kOutputTokensPerSecond, "output_tokens_per_s"},
 });
+
+// The units a metric's figure may be published in (the schema's, for people; a unit that
+// disagrees with the metric is a misread figure).
+std::vector<std::string_view> units_of(Metric metric) {
+  switch (metric) {
+    case Metric::kThroughput:
+      return {"images/s", "sequences/s", "samples/s"};
+    case Metric::kTokensPerSecond:
+    case Metric::kOutputTokensPerSecond:
+      return {"tokens/s"};
+    case Metric::kMfu:
+      return {"fraction"};
+    case Metric::kTflopsPerDevice:
+      return {"TFLOP/s"};
+    case Metric::kGpuHours:
+      return {"GPU-hours"};
+    case Metric::kLatency:
+    case Metric::kTtft:
+    case Metric::kInterTokenLatency:
+    case Metric::kRequestLatency:
+      break;
+  }
+  return {"s"};
+}
 
 bool is_serving(Metric metric) {
   return metric == Metric::kTtft || metric == Metric::kInterTokenLatency ||
@@ -141,6 +166,13 @@ Measurement parse_case(const JsonView& entry, Provenance provenance) {
   // Free text, read by people only: typed all the same.
   for (const char* key : {"quote", "software", "unit"}) {
     if (auto text = entry.find(key); text && !text->is_null()) (void)text->as_string();
+  }
+  if (auto unit = entry.find("unit"); unit && !unit->is_null()) {
+    const std::vector<std::string_view> units = units_of(m.metric);
+    if (std::find(units.begin(), units.end(), unit->as_string()) == units.end()) {
+      unit->fail(fmt::format("\"{}\" is not a unit of {}; expected {}", unit->as_string(),
+                             kMetrics.name(m.metric), fmt::join(units, " or ")));
+    }
   }
   return m;
 }

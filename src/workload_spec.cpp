@@ -84,6 +84,14 @@ void read_names(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
   w.optimizer = *optimizer;
 }
 
+void check_device_count(const SpecLocations* where, std::string_view key, std::int64_t devices) {
+  static_assert(kMaxDevices == 10'000'000, "the message below");
+  if (devices > kMaxDevices) {
+    fail(where, key,
+         fmt::format("`{}` gives {} devices, more than 10,000,000 (the limit)", key, devices));
+  }
+}
+
 // A replica is tensor_parallel x pipeline_parallel devices: `devices` counts them all (1, the
 // default: one replica), `data_parallel` the replicas.
 void set_layout(const WorkloadSpec& spec, const SpecLocations* where, Workload& w) {
@@ -124,9 +132,11 @@ void set_layout(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
                        "64-bit integer",
                        replicas, replica));
     }
+    check_device_count(where, "data_parallel", w.devices);
     return;
   }
   w.devices = devices == 1 ? replica : devices;
+  check_device_count(where, devices == 1 ? "tensor_parallel" : "devices", w.devices);
   if (w.devices % replica != 0 && w.context_parallel > 1) {
     fail(where, "context_parallel",
          fmt::format("`devices` {} is not a multiple of `tensor_parallel` {} x "

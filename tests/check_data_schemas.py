@@ -169,6 +169,8 @@ RULES = [
     ("tests/hostile/corpus/measurements/*.json", hostile("measurements")),
     ("tests/hostile/corpus/runtime/*.json", hostile("runtimes")),
     ("tests/hostile/corpus/hf/*.json", exempt(HF)),
+    ("tests/hostile/corpus/mix/*.json", hostile("serve-mix")),
+    ("tests/hostile/corpus/serving/*.json", hostile("serving-validation")),
     ("tests/hostile/corpus/trace/*.jsonl",
      exempt("serve --trace files with one deliberate error each (tests/hostile/corpus.py); a trace "
             "is JSON lines, whose format docs/serving.md states and no capcalc schema covers")),

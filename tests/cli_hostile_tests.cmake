@@ -324,6 +324,24 @@ capcalc_cli_hostile(hardware_sparsity_huge "hardware_sparsity_huge.json:/devices
 capcalc_cli_hostile(measurement_tokens_huge "meas_tokens_huge.json:/cases/0/tokens: 1e\\+300 is more than 1e\\+18 \\(the limit\\)"
                     validate ${validate_args} ${hj}/meas_tokens_huge.json)
 
+# A runtime file given without --runtime is read all the same (it was never opened: /dev/zero,
+# a FIFO or a broken file passed with exit code 0).
+capcalc_cli_hostile(runtime_file_alone_estimate "^capcalc: error: /dev/zero: not a regular file \\(a character device\\)\n$"
+                    estimate ${rn50} --gpu a100 --runtime-file /dev/zero)
+capcalc_cli_hostile(runtime_file_alone_compare "^capcalc: error: [^\n]*/fifo.json: not a regular file \\(a FIFO\\)\n$"
+                    compare ${rn50} --hw a100,t4 --runtime-file ${made}/fifo.json)
+capcalc_cli_hostile(runtime_file_alone_check "^capcalc: error: /dev/zero: not a regular file"
+                    check ${rn50} --gpu a100 --max-latency 1s --runtime-file /dev/zero)
+
+# Outputs (-o) that are not regular files: written in place, never renamed over (as root, the
+# rename replaced /dev/full with a regular file and exited 0); a directory is named as one.
+capcalc_cli_hostile(output_dev_full "^capcalc: error: /dev/full: cannot write file\n$"
+                    roofline ${rn50} --gpu a100 -o /dev/full)
+capcalc_cli_hostile(output_directory "^capcalc: error: [^\n]*/hostile: is a directory, not a file to write\n$"
+                    report ${rn50} --gpu a100 -o ${made})
+capcalc_cli_hostile(output_fifo_no_reader "^capcalc: error: [^\n]*/out.fifo: a FIFO that no process reads\n$"
+                    roofline ${rn50} --gpu a100 -o ${made}/out.fifo)
+
 # ---------------------------------------------------------------------------------------------
 # Issue 21 §4: the generated corpus (tests/hostile/corpus.py writes tests/hostile/corpus/ and
 # holds each case's command line and expected location), one test per input kind: exit code 2,
@@ -336,7 +354,8 @@ if(Python3_EXECUTABLE)
   if(CAPCALC_SANITIZE OR CAPCALC_FUZZ)
     set(corpus_flags --no-memory-limit)
   endif()
-  foreach(kind model onnx onnxtxt textproto hf hardware runtime budget measurements trace zoo flags)
+  foreach(kind model onnx onnxtxt textproto hf hardware runtime budget measurements trace mix serving zoo
+               flags)
     if(NOT CAPCALC_WITH_ONNX AND kind MATCHES "onnx|textproto")
       continue()
     endif()

@@ -22,6 +22,9 @@ inline constexpr double kMaxDatasetSize = 1e15;     ///< Samples per epoch.
 inline constexpr double kMaxEpochs = 1e6;           ///< Epochs.
 inline constexpr double kMaxTrainingTokens = 1e18;  ///< Tokens.
 inline constexpr double kMaxPricePerHourUsd = 1e6;  ///< USD per device-hour.
+/// Devices of one workload (all replicas' and stages'), a hundred times 2025's largest
+/// clusters: past it the run's device-hours, cost and energy are figures of no machine.
+inline constexpr std::int64_t kMaxDevices = 10'000'000;
 
 /// A training run described by the user: dataset size × epochs, or tokens.
 struct RunSize {

@@ -27,8 +27,7 @@ void run_calibrate(const CalibrateOptions& options) {
       load_measurements(options.records, Provenance::kOptional);
   if (records.empty()) throw Error({options.records}, "no records to fit");
   const RuntimeTable runtimes = load_runtime_table({});
-  const CalibrationResult result = calibrate(
-      records, table, options.models.empty() ? data_dir() + "/models" : options.models, &runtimes);
+  const CalibrationResult result = calibrate(records, table, models_dir(options.models), &runtimes);
   std::vector<const Device*> fitted;
   for (const CalibrationFit& fit : result.fits)
     fitted.push_back(result.calibrated.find(fit.device_id));

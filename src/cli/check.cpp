@@ -58,9 +58,8 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
   const WorkloadSpec spec = with_serving(options.workload, options.serving);
   CompareRequest request;
   request.workload = workload_from(spec);
-  if (!spec.runtime.empty()) {
-    request.workload.runtime = load_runtime_table(options.workload.runtime_files).get(spec.runtime);
-  }
+  const RuntimeTable runtimes = load_runtime_table(options.workload.runtime_files);
+  if (!spec.runtime.empty()) request.workload.runtime = runtimes.get(spec.runtime);
   request.run = spec.run;
   request.price_per_hour_usd = spec.price_per_hour_usd;
   request.model_file = options.model.path;

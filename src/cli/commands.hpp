@@ -120,6 +120,10 @@ bool color_enabled(std::FILE* stream);
 /// else the source tree's data/.
 std::string data_dir();
 
+/// The folder of model files that --models names (data_dir()/models when empty); a path that is
+/// not a directory is an error: "--models X: not a directory".
+std::string models_dir(const std::string& given);
+
 /// The zoo's index: data_dir()/zoo.json.
 std::string zoo_index_path();
 /// The file a model argument names: itself when it is a file or a path (has a '/'), else the

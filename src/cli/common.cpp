@@ -201,6 +201,19 @@ std::string data_dir() {
   return CAPCALC_SOURCE_DATA_DIR;
 }
 
+std::string models_dir(const std::string& given) {
+  if (given.empty()) return data_dir() + "/models";
+  struct stat info {};
+  if (::stat(given.c_str(), &info) != 0) {
+    throw Error({}, fmt::format("--models {}: no such directory", given));
+  }
+  if (!S_ISDIR(info.st_mode)) {
+    throw Error({},
+                fmt::format("--models {}: not a directory (the folder of the model files)", given));
+  }
+  return given;
+}
+
 std::string zoo_index_path() {
   return data_dir() + "/zoo.json";
 }
@@ -271,8 +284,9 @@ RuntimeTable load_runtime_table(const std::vector<std::string>& files) {
 
 std::optional<Runtime> runtime_from(const std::string& name, const std::vector<std::string>& files,
                                     const Device& device) {
-  if (name.empty()) return std::nullopt;
+  // Runtime files given without --runtime are still read: a bad one is an error, not ignored.
   const RuntimeTable table = load_runtime_table(files);
+  if (name.empty()) return std::nullopt;
   const Runtime& runtime = table.get(name);
   if (!runtime.runs_on(device.type)) {
     std::vector<std::string_view> types;

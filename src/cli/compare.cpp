@@ -73,9 +73,8 @@ void run_compare(const CompareOptions& options) {
     precisions.push_back(precision_from(name));
   if (precisions.empty()) precisions.push_back(Precision::kFp32);
 
-  if (!spec.runtime.empty()) {
-    request.workload.runtime = load_runtime_table(options.workload.runtime_files).get(spec.runtime);
-  }
+  const RuntimeTable runtimes = load_runtime_table(options.workload.runtime_files);
+  if (!spec.runtime.empty()) request.workload.runtime = runtimes.get(spec.runtime);
   request.run = spec.run;
   request.price_per_hour_usd = spec.price_per_hour_usd;
   request.model_file = options.model.path;

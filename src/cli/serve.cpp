@@ -587,12 +587,23 @@ FleetPool choose_pool(const ServeOptions& o, const HardwareTable& table, const M
   try {
     load_model_from(model);  // A model that cannot be read is the mix's error, not a candidate's.
   } catch (const Error& e) {
-    if (!e.where().file.empty()) throw;
-    throw Error(w.where, e.message());
+    if (e.where().file.empty()) throw Error(w.where, e.message());
+    // A file that does not open (not a file, too big) is the mix's key's error.
+    if (e.where().file != w.model || !e.where().pointer.empty() || e.where().line != 0) throw;
+    throw Error({w.where.file, w.where.pointer + "/model", 0, 0},
+                fmt::format("{}: {}", w.model, e.message()));
   }
   FleetPool pool;
   pool.workload = &w;
   const std::vector<std::string>& devices = w.devices.empty() ? mix.devices : w.devices;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    try {
+      table.get(devices[i]);  // A name the table lacks is the mix's error, not a candidate's.
+    } catch (const Error& e) {
+      const std::string list = w.devices.empty() ? "/devices/" : w.where.pointer + "/devices/";
+      throw Error({w.where.file, list + std::to_string(i), 0, 0}, e.message());
+    }
+  }
   const std::vector<std::int64_t> sizes =
       w.tensor_parallel.empty() ? std::vector<std::int64_t>{1} : w.tensor_parallel;
   // Cheaper, or as cheap on fewer devices (the first listed among equals).

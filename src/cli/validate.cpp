@@ -44,8 +44,7 @@ int run_validate(const ValidateOptions& options) {
                  std::make_move_iterator(more.end()));
   }
   const RuntimeTable runtimes = load_runtime_table({});
-  const ValidationSummary summary = validate(
-      cases, table, options.models.empty() ? data_dir() + "/models" : options.models, &runtimes);
+  const ValidationSummary summary = validate(cases, table, models_dir(options.models), &runtimes);
   if (options.max_held_out_median_error && summary.held_out == 0)
     throw Error({}, "--max-held-out-median-error: none of these cases is held out");
   if (!options.write_ranges.empty()) {

@@ -84,16 +84,65 @@ void check_layer_types(const Config& config, const Spec& spec) {
   }
 }
 
+// Keys of transformers' PretrainedConfig that the importer need not read, by the type they hold
+// (null allowed for each): a typo's type passed silently ("rms_norm_eps": "1e-5").
+enum class KeyType { kNumber, kString, kBool, kObject };
+struct CommonKey {
+  std::string_view key;
+  KeyType type;
+};
+constexpr CommonKey kCommonKeys[] = {
+    {"rms_norm_eps", KeyType::kNumber},
+    {"layer_norm_eps", KeyType::kNumber},
+    {"layer_norm_epsilon", KeyType::kNumber},
+    {"rope_theta", KeyType::kNumber},
+    {"initializer_range", KeyType::kNumber},
+    {"attention_dropout", KeyType::kNumber},
+    {"partial_rotary_factor", KeyType::kNumber},
+    {"router_aux_loss_coef", KeyType::kNumber},
+    {"routed_scaling_factor", KeyType::kNumber},
+    {"final_logit_softcapping", KeyType::kNumber},
+    {"attn_logit_softcapping", KeyType::kNumber},
+    {"torch_dtype", KeyType::kString},
+    {"dtype", KeyType::kString},
+    {"transformers_version", KeyType::kString},
+    {"use_cache", KeyType::kBool},
+    {"attention_bias", KeyType::kBool},
+    {"mlp_bias", KeyType::kBool},
+    {"text_config", KeyType::kObject},
+    {"vision_config", KeyType::kObject},
+    {"rope_scaling", KeyType::kObject},
+};
+
 // Keys every config may carry that the importer need not read still have their type:
-// "architectures" lists class names, "rope_scaling" is an object (or null).
+// "architectures" lists class names, a model_type is not empty, and kCommonKeys.
 void check_common_keys(const Config& config) {
   if (const std::optional<JsonView> classes = config.find("architectures")) {
-    for (std::size_t i = 0; i < classes->array_size(); ++i)
-      classes->at(i).as_string();
+    for (std::size_t i = 0; i < classes->array_size(); ++i) {
+      if (classes->at(i).as_string().empty()) classes->at(i).fail("an empty class name");
+    }
   }
-  if (const std::optional<JsonView> rope = config.find("rope_scaling");
-      rope && !rope->is_null() && !rope->is_object()) {
-    rope->fail("expected an object or null");
+  if (const std::optional<JsonView> type = config.find("model_type");
+      type && type->as_string().empty()) {
+    type->fail("an empty model_type");
+  }
+  for (const CommonKey& common : kCommonKeys) {
+    const std::optional<JsonView> value = config.find(common.key);
+    if (!value || value->is_null()) continue;
+    switch (common.type) {
+      case KeyType::kNumber:
+        value->as_number();
+        break;
+      case KeyType::kString:
+        value->as_string();
+        break;
+      case KeyType::kBool:
+        value->as_bool();
+        break;
+      case KeyType::kObject:
+        if (!value->is_object()) value->fail("expected an object or null");
+        break;
+    }
   }
 }
 

@@ -401,7 +401,7 @@ void Importer::import_branch(const onnx::NodeProto& node, int index, const onnx:
   read_nodes(branch);
   leave_subgraph(saved_scope);
   name_prefix_ = saved_prefix;
-  if (branch.output_size() < node.output_size()) {
+  if (branch.output_size() != node.output_size()) {  // ONNX: one branch output per If output.
     fail(node_pointer(index), fmt::format("node \"{}\" (If): its {} branch has {} outputs for {}",
                                           name, label, branch.output_size(), node.output_size()));
   }

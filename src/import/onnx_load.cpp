@@ -180,7 +180,8 @@ void Importer::check_raw_data_size(const onnx::TensorProto& init,
 }
 
 // Names the graph declares once: its inputs (a known element type, a bounded rank), its
-// initializers (a data type) and every value a node writes (one writer each).
+// initializers (a data type) and every value a node writes (one writer each); every output is
+// one of them.
 void Importer::check_declarations() const {
   std::map<std::string, std::string> defined;  // Name -> what defined it, for messages.
   for (int i = 0; i < graph_proto_.initializer_size(); ++i) {
@@ -237,6 +238,16 @@ void Importer::check_declarations() const {
       }
     }
   }
+  // An output nothing writes was counted as nothing (its declared shape taken on trust).
+  for (int i = 0; i < graph_proto_.output_size(); ++i) {
+    const std::string& name = graph_proto_.output(i).name();
+    const std::string pointer = fmt::format("/graph/output/{}", i);
+    if (name.empty()) fail(pointer, "an output needs a name");
+    if (defined.count(name) == 0) {
+      fail(pointer,
+           fmt::format("output \"{}\" is written by no node and is no input or initializer", name));
+    }
+  }
 }
 
 // What ONNX's inference functions assume of a node, checked before they run (each of these
@@ -279,6 +290,15 @@ void Importer::check_node(const onnx::NodeProto& node, int index,
           fail(pointer,
                fmt::format("node \"{}\" ({}) is malformed: {}", label, node.op_type(), reason));
         }
+      }
+    }
+  }
+  // Cast to UNDEFINED (0) passes ONNX's inference, which refuses other unknown types.
+  if ((node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == "Cast") {
+    for (const onnx::AttributeProto& attr : node.attribute()) {
+      if (attr.name() == "to" && attr.i() == onnx::TensorProto::UNDEFINED) {
+        fail(pointer,
+             fmt::format("node \"{}\" (Cast): to = 0 is no element type (UNDEFINED)", label));
       }
     }
   }

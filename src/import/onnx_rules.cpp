@@ -195,8 +195,14 @@ std::optional<std::string> einsum_sizes(const std::string& lhs, const std::vecto
     ellipsis_rank = std::max(ellipsis_rank, extra);
     const std::vector<std::string> labels = einsum_labels(term, extra);
     for (std::size_t a = 0; a < labels.size(); ++a) {
-      std::int64_t& size = sizes[labels[a]];
-      size = std::max(size, shapes[t][a]);
+      const std::int64_t dim = shapes[t][a];
+      const auto [it, fresh] = sizes.emplace(labels[a], dim);
+      // An index is one size in every operand; 1 broadcasts.
+      if (!fresh && it->second != dim && it->second != 1 && dim != 1) {
+        return fmt::format("einsum index \"{}\" is {} in one operand but {} in term \"{}\"",
+                           labels[a], it->second, dim, term);
+      }
+      it->second = std::max(it->second, dim);
     }
   }
   return std::nullopt;
@@ -532,7 +538,8 @@ const std::vector<OnnxRule> kRules = {
     // bias are parameters, its mean and variance buffers.
     norm("BatchNormalization", "batchnorm", kBatchNormFlops, Fusion::kInferenceOnly)
         .params(slots({1, 2})),
-    norm("LayerNormalization", "layernorm", formulas::kLayerNormFlops),
+    norm("LayerNormalization", "layernorm", formulas::kLayerNormFlops)
+        .operand_check(check_axis_operand),
     norm("SimplifiedLayerNormalization", "rmsnorm", formulas::kRmsNormFlops).passthrough(),
     norm("InstanceNormalization", "groupnorm", formulas::kGroupNormFlops, Fusion::kNever),
     norm("GroupNormalization", "groupnorm", formulas::kGroupNormFlops, Fusion::kNever)

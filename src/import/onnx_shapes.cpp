@@ -519,6 +519,15 @@ void check_conv_channels(const OperandShapes& in, const Shape& x, const Shape& w
   }
 }
 
+// A convolution's bias B is one value per output channel.
+void check_conv_bias(const OperandShapes& in, std::int64_t out_channels) {
+  const std::optional<Shape>& c = in.input(2);
+  if (c && (c->size() != 1 || (*c)[0] != out_channels)) {
+    in.fail(fmt::format("the bias {} is not one value per output channel ({})", format_shape(*c),
+                        out_channels));
+  }
+}
+
 }  // namespace
 
 void check_conv_operands(const OperandShapes& in) {
@@ -537,6 +546,7 @@ void check_conv_operands(const OperandShapes& in) {
   if ((*b)[0] % group != 0) {
     in.fail(fmt::format("{} output channels do not split into {} groups", (*b)[0], group));
   }
+  check_conv_bias(in, (*b)[0]);
 }
 
 // ConvTranspose: the weight is [C, M / group, k...], so its first axis takes the input's channels.
@@ -553,6 +563,8 @@ void check_conv_transpose_operands(const OperandShapes& in) {
   if ((*a)[1] % group != 0) {
     in.fail(fmt::format("{} input channels do not split into {} groups", (*a)[1], group));
   }
+  std::int64_t out_channels = 0;
+  if (!__builtin_mul_overflow((*b)[1], group, &out_channels)) check_conv_bias(in, out_channels);
 }
 
 void check_gemm_operands(const OperandShapes& in) {
@@ -565,6 +577,20 @@ void check_gemm_operands(const OperandShapes& in) {
   if (k_a != k_b) {
     in.fail(fmt::format("A gives K = {} but B takes K = {} (A {}, B {}{})", k_a, k_b,
                         format_shape(*a), format_shape(*b), trans_b ? ", transB" : ""));
+  }
+  // C broadcasts one way to [M, N]: each of its trailing dims is 1 or the output's.
+  const std::optional<Shape>& c = in.input(2);
+  if (!c) return;
+  const Shape out = {attribute_int(in.node, "transA", 0) != 0 ? (*a)[1] : (*a)[0],
+                     trans_b ? (*b)[0] : (*b)[1]};
+  bool fits = c->size() <= 2;
+  for (std::size_t i = 0; fits && i < c->size(); ++i) {
+    const std::int64_t dim = (*c)[c->size() - 1 - i];
+    fits = dim == 1 || dim == out[1 - i];
+  }
+  if (!fits) {
+    in.fail(fmt::format("C {} does not broadcast to the output {}", format_shape(*c),
+                        format_shape(out)));
   }
 }
 

@@ -32,12 +32,12 @@ REL = "tests/hostile/corpus"
 UP = "../../../../"
 
 KINDS = ["model", "onnx", "onnxtxt", "textproto", "hf", "hardware", "runtime", "budget",
-         "measurements", "trace", "zoo", "flags"]
+         "measurements", "trace", "mix", "serving", "zoo", "flags"]
 CLASSES = ["depth", "expansion", "size", "not-a-file", "overflow", "duplicate", "type",
            "invalid-graph", "physics", "syntax", "reference"]
 EXT = {"model": "json", "onnx": "onnx", "onnxtxt": "onnxtxt", "textproto": "textproto",
        "hf": "json", "hardware": "json", "runtime": "json", "budget": "json",
-       "measurements": "json", "trace": "jsonl"}
+       "measurements": "json", "trace": "jsonl", "mix": "json", "serving": "json"}
 
 TIMEOUT_S = 10
 MEMORY_LIMIT_BYTES = 4 << 30
@@ -407,7 +407,17 @@ def model_cases():
             ("layer_string", model('["fc"]'), "/layers/0"),
             ("root_array", "[1, 2, 3]\n", "/"),
             ("root_string", '"capcalc-model/1"\n', "/"),
-            ("source_number", model(layers(LINEAR), extra='"source": 12, '), "/source")]:
+            ("source_number", model(layers(LINEAR), extra='"source": 12, '), "/source"),
+            # A default no call uses was never read: an object or a boolean passed.
+            ("block_default_object", model(layers('{"name": "b", "block": "k", "args": {"n": 4}}'),
+                                           extra='"blocks": {"k": {"args": {"n": {"min": 1}}, "layers": [' + linear('"n"') + "]}}, "),
+             "/blocks/k/args/n"),
+            ("block_default_bool", model(layers('{"name": "b", "block": "k"}'),
+                                         extra='"blocks": {"k": {"args": {"n": 4, "flag": true}, "layers": [' + linear('"n"') + "]}}, "),
+             "/blocks/k/args/flag"),
+            ("block_default_float", model(layers('{"name": "b", "block": "k"}'),
+                                          extra='"blocks": {"k": {"args": {"n": 4.5}, "layers": [' + linear('"n"') + "]}}, "),
+             "/blocks/k/args/n")]:
         case(M, "type", name, text, ["layers", "{f}"], re.escape(ptr) + r"\b", PTR)
     # Syntax, with line and column.
     for name, text in [
@@ -619,6 +629,38 @@ def onnx_text_cases():
                                           "<int64 n = {3}, float[15,8] w = {0}>"), r"K = 16")]:
         args = ["layers", "{f}"] + (["--strict"] if name == "strict_unknown" else [])
         case(T, "invalid-graph", name, text, args, pattern, ("ptrre", r"/graph/node/\d+"))
+    # Accepted before: a graph output nothing writes (its declared shape taken on trust), and an
+    # If branch with more outputs than the If (the extra one dropped), known condition or not.
+    for name, command in [("output_unwritten", "layers"), ("output_unwritten_estimate", "estimate")]:
+        case(T, "invalid-graph", name,
+             onnxtxt("g (float[4,16] x) => (float[4,16] y, float[4,16] ghost)", "   y = Relu (x)"),
+             [command, "{f}"] + (["--gpu", "a100"] if command == "estimate" else []),
+             r"output \"ghost\" is written by no node", ("ptrre", "/graph/output/1"))
+    # Operands ONNX's inference does not check: a bias of the wrong size, a C that does not
+    # broadcast, a LayerNormalization axis past the rank (each was counted as if right).
+    for name, text, pattern in [
+            ("conv_bias_size", onnxtxt("g (float[1,3,8,8] x) => (float[1,4,6,6] y)", "   y = Conv (x, w, b)",
+                                       "<float[4,3,3,3] w = {0}, float[7] b = {0}>"), r"the bias \[7\] is not one value per output channel \(4\)"),
+            ("conv_transpose_bias_size", onnxtxt("g (float[1,4,4,4] x) => (float[1,4,9,9] y)",
+                                                 "   y = ConvTranspose <group = 2, strides = [2, 2]> (x, w, b)",
+                                                 "<float[4,2,3,3] w = {0}, float[3] b = {0}>"), r"the bias \[3\]"),
+            ("gemm_bias_broadcast", onnxtxt("g (float[4,16] x, float[5] c) => (float[4,8] y)", "   y = Gemm (x, w, c)",
+                                            "<float[16,8] w = {0}>"), r"C \[5\] does not broadcast to the output \[4, 8\]"),
+            ("layernorm_axis", onnxtxt("g (float[4,16] x) => (float[4,16] y)", "   y = LayerNormalization <axis = 9> (x, s)",
+                                       "<float[16] s = {0}>"), r"axis 9 is out of range"),
+            ("einsum_index_sizes", onnxtxt("g (float[4,16] x, float[15,3] w) => (float[4,3] y)",
+                                           '   y = Einsum <equation = "ij,jk->ik"> (x, w)'),
+             r"einsum index \"j\" is 16 in one operand but 15"),
+            ("cast_to_undefined", onnxtxt("g (float[4,16] x) => (float[4,16] y)", "   y = Cast <to = 0> (x)"),
+             r"to = 0 is no element type")]:
+        case(T, "invalid-graph", name, text, ["layers", "{f}"], pattern, ("ptrre", "/graph/node/0"))
+    two = ("then_branch: graph = t () => (float[4,16] a, float[4,16] a2) {\n      a = Relu (x)\n"
+           "      a2 = Sigmoid (x)\n   }, else_branch: graph = e () => (float[4,16] b) {\n"
+           "      b = Relu (x)\n   }")
+    for name, cond, inits in [("if_branch_outputs", "c", ""), ("if_known_branch_outputs", "k", "<bool k = {1}>")]:
+        case(T, "invalid-graph", name,
+             onnxtxt("g (bool c, float[4,16] x) => (float[4,16] y)", f"   y = If ({cond}) <{two}>", inits),
+             ["layers", "{f}"], r"its then branch has 2 outputs for 1", ("ptrre", "/graph/node/0"))
     for name, text in [
             ("unterminated", '<ir_version: 8, opset_import: ["" : 17]>\ng (float[4] x) => (float[4] y) {\n   y = Relu (x)\n'),
             ("bad_token", onnxtxt("g (float[4] x) => (float[4] y)", "   y = Relu (x) @")),
@@ -672,8 +714,9 @@ def onnx_text_cases():
             ("input_elem_string", tp_input("x", [4, 16], elem=8) + '  node { input: "x" output: "y" op_type: "Relu" name: "r" }\n' + tp_output("y"), r"strings"),
             ("input_dim_negative", tp_input("x", [4, -16]) + '  node { input: "x" output: "y" op_type: "Relu" name: "r" }\n' + tp_output("y"), r""),
             ("input_50_dims", tp_input("x", [1] * 50) + '  node { input: "x" output: "y" op_type: "Relu" name: "r" }\n' + tp_output("y"), r"50 dims, more than 32"),
-            ("attr_ints_for_int", x + '  node { input: "x" output: "y" op_type: "Softmax" name: "s" attribute { name: "axis" ints: 1 ints: 2 type: INTS } }\n' + tp_output("y"), r"axis")]:
-        where = ("ptrre", r"/graph/(node|input|initializer)/\d+")
+            ("attr_ints_for_int", x + '  node { input: "x" output: "y" op_type: "Softmax" name: "s" attribute { name: "axis" ints: 1 ints: 2 type: INTS } }\n' + tp_output("y"), r"axis"),
+            ("output_unwritten", x + '  node { input: "x" output: "y" op_type: "Relu" name: "r" }\n' + tp_output("zz"), r"output \"zz\" is written by no node")]:
+        where = ("ptrre", r"/graph/(node|input|initializer|output)/\d+")
         case(P, "invalid-graph", name, textproto(graph), ["layers", "{f}"], pattern, where)
     for name, text in [
             ("unknown_field", "ir_version: 8\ngraf { }\n"), ("string_for_int", 'ir_version: "eight"\n'),
@@ -719,6 +762,13 @@ def hf_cases():
             ("sliding_window_negative", hf(model_type='"mistral"', sliding_window="-1"), "/sliding_window", ""),
             ("rope_scaling_string", hf(rope_scaling='"linear"'), "/rope_scaling", ""),
             ("tie_string", hf(tie_word_embeddings='"yes"'), "/tie_word_embeddings", ""),
+            # Keys the importer does not read, checked for their type all the same.
+            ("rms_norm_eps_string", hf(rms_norm_eps='"1e-5"'), "/rms_norm_eps", r"expected a number"),
+            ("rope_theta_object", hf(rope_theta='{"base": 10000}'), "/rope_theta", r"expected a number"),
+            ("torch_dtype_number", hf(torch_dtype="16"), "/torch_dtype", r"expected a string"),
+            ("use_cache_string", hf(use_cache='"true"'), "/use_cache", r"expected true or false"),
+            ("text_config_number", hf(text_config="7"), "/text_config", r"expected an object or null"),
+            ("model_type_empty", hf(model_type='""', architectures='["LlamaForCausalLM"]'), "/model_type", r"an empty model_type"),
             ("hidden_missing", hf(hidden_size=None), "/hidden_size", r"missing required key")]:
         case(H, "type" if "overflow" not in name and "huge" not in name and "2e63" not in name else
              ("overflow" if "overflow" in name else "expansion"),
@@ -862,6 +912,7 @@ def budget_cases():
             ("epochs_negative", BUDGET + ', "mode": "training", "dataset_size": 1000, "epochs": -1', "/budgets/0/epochs"),
             ("dataset_nan_string", BUDGET + ', "mode": "training", "dataset_size": "nan"', "/budgets/0/dataset_size"),
             ("tokens_huge", BUDGET + ', "mode": "training", "tokens": 1e300', "/budgets/0/tokens"),
+            ("device_count_huge", BUDGET + ', "device_count": 1099511627776', "/budgets/0/device_count"),
             ("runtime_unknown", BUDGET + ', "runtime": "pytorch-eagre"', "/budgets/0/runtime")]:
         case(B, "type", name, budget(entry), args, re.escape(ptr) + r"(: |/)", PTR)
     for name, text, ptr in [
@@ -914,7 +965,10 @@ def measurement_cases():
             ("unknown_key", dict(vaule="1"), "/cases/0"),
             ("mfu_over_1", dict(metric='"mfu"', value="1.5", mode='"training"'), "/cases/0/value"),
             ("tokens_negative", dict(tokens="-5"), "/cases/0/tokens"),
-            ("devices_zero", dict(devices="0"), "/cases/0/devices")]:
+            ("devices_zero", dict(devices="0"), "/cases/0/devices"),
+            # A unit that is no unit of the metric was free text (images/s read as anything).
+            ("unit_wrong", dict(unit='"furlongs"'), "/cases/0/unit"),
+            ("unit_of_other_metric", dict(unit='"tokens/s"'), "/cases/0/unit")]:
         case(E, "type" if name not in ("value_negative", "value_zero", "mfu_over_1") else "physics", name,
              measurements(measurement(**over)), args, re.escape(ptr) + r"(: |/)", PTR)
     for name, text, ptr in [
@@ -966,6 +1020,91 @@ def trace_cases():
          args, r":1000001:1: more than 1,000,000 requests \(the limit\)", ("literal", "{f}"))
     case(S, "reference", "with_rate", ok, args + ["--rate", "5/s"], r"--trace", FLAG)
     case(S, "not-a-file", "directory", lambda d, p: os.mkdir(p), args, r"not a regular file \(a directory\)", FILE)
+
+
+# --- serve --mix and serve --validate files -----------------------------------------------------
+
+def mix_file(workload, top=""):
+    return ('{"schema_version": 1, ' + top + '"devices": ["h100", "l4"], "workloads": [\n  {' +
+            workload + '}]}\n')
+
+
+MIX_WORKLOAD = ('"name": "chat", "model": "llama3_8b", "rate": "2/s", "prompt_tokens": 200, '
+                '"output_tokens": 50, "slo": "ttft_p99=2s", "requests": 100')
+
+
+def make_mix_beside(what):
+    """A mix file whose workload's model, x.json, is beside it and is `what` ("fifo", "dir")."""
+    def make(directory, path):
+        beside = os.path.join(os.path.dirname(path), "x.json")
+        if os.path.lexists(beside):
+            os.remove(beside) if not os.path.isdir(beside) else os.rmdir(beside)
+        os.mkfifo(beside) if what == "fifo" else os.mkdir(beside)
+        with open(path, "w") as f:
+            f.write(mix_file(MIX_WORKLOAD.replace('"llama3_8b"', '"x.json"')))
+    return make
+
+
+def mix_cases():
+    X = "mix"
+    args = ["serve", "--mix", "{f}"]
+    # A model that does not open is the workload's "model" key's error (it named x.json alone,
+    # looked up from the working folder: the FIFO beside the mix was not even tried).
+    for what in ["fifo", "dir"]:
+        case(X, "not-a-file", f"model_{what}_beside", make_mix_beside(what), args,
+             r"/workloads/0/model: [^\n]*x.json: not a regular file", ("ptrre", "/workloads/0/model"))
+    case(X, "reference", "model_missing", mix_file(MIX_WORKLOAD.replace('"llama3_8b"', '"nowhere.json"')),
+         args, r"/workloads/0/model: nowhere.json: cannot open file", ("ptrre", "/workloads/0/model"))
+    # An unknown device is an error at its place, not a candidate that "misses the SLO" (exit 1).
+    case(X, "reference", "device_unknown", mix_file(MIX_WORKLOAD + ', "devices": ["t4", "z100"]'),
+         args, r"unknown device \"z100\"; did you mean", ("ptrre", "/workloads/0/devices/1"))
+    case(X, "reference", "top_device_empty", mix_file(MIX_WORKLOAD).replace('["h100", "l4"]', '["h100", ""]'),
+         args, r"unknown device \"\"", ("ptrre", "/devices/1"))
+    # A rate the simulator's clock cannot carry is the key's error (it said "--rate must be ...",
+    # a flag the file does not have, for each candidate, and exit 1).
+    for name, rate in [("rate_huge", "1e300/s"), ("rate_tiny", "1e-300/s")]:
+        case(X, "physics", name, mix_file(MIX_WORKLOAD.replace('"2/s"', f'"{rate}"')), args,
+             r"/workloads/0/rate: a rate must be between 1e-6/s and 1e9/s", ("ptrre", "/workloads/0/rate"))
+
+
+def serving_file(entry, top=""):
+    return '{"schema_version": 1, ' + top + '"cases": [\n  {' + entry + '}]}\n'
+
+
+def serving_case(**over):
+    fields = {"id": '"a"', "runtime": '"vllm"', "model": '"llama3_8b.json"', "device": '"h100"',
+              "devices": "1", "tensor_parallel": "1", "precision": '"bf16"', "prompt_tokens": "128",
+              "output_tokens": "128", "requests": "100", "slo": "null",
+              "metric": '"output_tokens_per_s"', "value": "1000", "unit": '"tokens/s"',
+              "per": '"total"', "software": '"v"', "source": '"https://example.invalid/b"',
+              "quote": '"q"'}
+    fields.update(over)
+    return ", ".join(f'"{k}": {v}' for k, v in fields.items())
+
+
+def serving_cases():
+    V = "serving"
+    args = ["serve", "--validate", "{f}"]
+    # Keys the reader did not check: each was accepted, and a case ran with it.
+    for name, over, key, pattern in [
+            ("per_half", {"per": '"half"'}, "per", r"expected \"total\""),
+            ("per_number", {"per": "2"}, "per", r"expected a string"),
+            ("unit_number", {"unit": "7"}, "unit", r"expected a string"),
+            ("software_object", {"software": '{"v": 1}'}, "software", r"expected a string"),
+            ("notes_array", {"notes": '["n"]'}, "notes", r"expected a string"),
+            ("precision_empty", {"precision": '""'}, "precision", r"unknown precision"),
+            ("precision_unknown", {"precision": '"fp7"'}, "precision", r"unknown precision"),
+            ("kv_precision_unknown", {"kv_precision": '"int3"'}, "kv_precision", r"unknown precision"),
+            ("runtime_empty", {"runtime": '""'}, "runtime", r"needs the runtime"),
+            ("id_empty", {"id": '""'}, "id", r"needs an id"),
+            ("quote_empty", {"quote": '""'}, "quote", r"must not be empty")]:
+        case(V, "type", name, serving_file(serving_case(**over)), args, pattern,
+             ("ptrre", "/cases/0/" + key))
+    for name, value in [("value_tiny", "1e-320"), ("value_huge", "1e308")]:
+        case(V, "physics", name, serving_file(serving_case(value=value)), args,
+             r"outside the range of a measurement", ("ptrre", "/cases/0/value"))
+    case(V, "type", "description_number", serving_file(serving_case(), top='"description": 7, '),
+         args, r"expected a string", ("ptrre", "/description"))
 
 
 # --- Zoo names and flags ---------------------------------------------------------------------
@@ -1023,6 +1162,15 @@ def zoo_and_flag_cases():
                                         "reserved", "--discount", "-10%"]),
             ("roofline_label_negative", ["roofline", "resnet50", "--gpu", "a100", "--label", "-1"]),
             ("validate_min_within_negative", ["validate", "--min-within-2x", "-3"]),
+            # Device counts of no machine (9.2e18 devices printed a run's cost and energy).
+            ("devices_huge", ["estimate", "llama2_7b", "--gpu", "h100", "--mode", "training", "--tokens", "1e9",
+                              "--devices", "9223372036854775807"]),
+            ("layout_devices_huge", ["compare", "llama2_7b", "--hw", "h100", "--mode", "training", "--tp", "1000000",
+                                     "--pp", "1000000"]),
+            # --models that is not a folder: it blamed the first case's model ("X/resnet50.json").
+            ("validate_models_dev_zero", ["validate", "--models", "/dev/zero"]),
+            ("validate_models_file", ["validate", "--models", "README.md"]),
+            ("calibrate_models_missing", ["calibrate", "data/validation/measured_h200.json", "--models", "no_such_folder"]),
             ("hw_list_type", ["hw", "list", "--type", "gpuu"]),
             ("hw_show_unknown", ["hw", "show", "z100"]),
             ("compare_prompt_nan", ["compare", "llama2_7b", "--hw", "h100", "--prompt-tokens", "nan"]),
@@ -1044,6 +1192,8 @@ runtime_cases()
 budget_cases()
 measurement_cases()
 trace_cases()
+mix_cases()
+serving_cases()
 zoo_and_flag_cases()
 
 

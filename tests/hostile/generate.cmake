@@ -5,7 +5,7 @@
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
 
-foreach(name fifo.json fifo.onnx fifo.pbtxt)
+foreach(name fifo.json fifo.onnx fifo.pbtxt out.fifo)
   execute_process(COMMAND mkfifo "${DIR}/${name}" COMMAND_ERROR_IS_FATAL ANY)
 endforeach()
 
