@@ -24,6 +24,14 @@ capcalc_usage_error(serve_rate_unit "--rate: 20 has no unit: write 20/s or 20/mi
                     serve ${llama} --gpu h100 --rate 20 --prompt-tokens 100)
 capcalc_usage_error(serve_slo_unit "--slo ttft_p99: 500 has no unit: write 500ms or 500s"
                     serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 100 --slo ttft_p99=500)
+# SLO names take any case, as other named values do, and a typo gets a "did you mean".
+capcalc_cli_ok(serve_slo_case "SLO +met"
+               serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 100 --output-tokens 20
+               --requests 50 --slo TTFT_P99=500ms)
+capcalc_usage_error(serve_slo_metric_typo "--slo: unknown metric \"ttf\"; did you mean \"ttft\"?"
+                    serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 100 --slo ttf_p99=500ms)
+capcalc_usage_error(serve_slo_zero "--slo ttft_p99: a limit of 0ms never holds: give one above zero"
+                    serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 100 --slo ttft_p99=0ms)
 capcalc_usage_error(serve_find_needs_slo "--find max-rate needs --slo"
                     serve ${llama} --gpu h100 --prompt-tokens 100 --find max-rate)
 capcalc_usage_error(serve_needs_rate
