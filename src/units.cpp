@@ -253,16 +253,20 @@ RateParts split_rate(std::string_view text, std::string_view expected, bool item
 
 }  // namespace
 
-double parse_duration(std::string_view text) {
+double parse_duration(std::string_view text, DurationScale scale) {
   static constexpr std::array kUnits = {
       UnitFactor{"ns", 1e-9},      UnitFactor{"us", 1e-6}, UnitFactor{"\u00b5s", 1e-6},
       UnitFactor{"\u03bcs", 1e-6},  // Micro sign and Greek mu.
       UnitFactor{"ms", 1e-3},      UnitFactor{"s", 1},     UnitFactor{"min", 60},
       UnitFactor{"h", 3600},       UnitFactor{"d", 86400},
   };
+  const std::pair<std::string_view, std::string_view> fixes =
+      scale == DurationScale::kRun        ? std::pair{"{}h", "{}d"}
+      : scale == DurationScale::kInterval ? std::pair{"{}min", "{}h"}
+                                          : std::pair{"{}ms", "{}s"};
   return parse_with_required_unit("duration", text, kUnits,
                                   "a number and a unit ns, us, ms, s, min, h or d (e.g. 20ms, 3d)",
-                                  "{}ms", "{}s");
+                                  fixes.first, fixes.second);
 }
 
 double parse_bytes(std::string_view text) {

@@ -30,8 +30,11 @@ capcalc_usage_error(plan_global_batch_no_unit
                     plan ${llama8} --gpu h100 --tokens 1e12 --global-batch 512)
 capcalc_usage_error(plan_reserve_no_unit "--memory-reserve: 10 has no unit: write 10%"
                     plan ${llama8} --gpu h100 --tokens 1e12 --memory-reserve 10)
-capcalc_usage_error(plan_deadline_no_unit "--deadline: 30 has no unit: write 30ms or 30s"
+capcalc_usage_error(plan_deadline_no_unit "--deadline: 30 has no unit: write 30h or 30d"
                     plan ${llama8} --gpu h100 --tokens 1e12 --deadline 30)
+capcalc_usage_error(plan_restart_no_unit "--restart: 15 has no unit: write 15min or 15h"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --pricing spot --discount 40%
+                    --interruptions 1 --restart 15 --checkpoint-every 1h)
 capcalc_usage_error(plan_no_devices "give exactly one of --gpu LIST, --type TYPE or --all"
                     plan ${llama8} --tokens 1e12)
 capcalc_usage_error(plan_no_run "plan needs the run's size: add --tokens or --dataset-size"

@@ -137,6 +137,18 @@ capcalc_usage_error(limit_throughput_unknown_item
 capcalc_usage_error(limit_budget_bare_rate
                     "tests/cli/budget_bare_rate.json:/budgets/0/limits/min_throughput: \"100/s\": a sample of llama2_7b is a sequence of 4,096 tokens; write 100 tokens/s or 100 sequences/s"
                     check --budget tests/cli/budget_bare_rate.json)
+capcalc_usage_error(limit_train_time_no_unit "--max-train-time: 3 has no unit: write 3h or 3d"
+                    check ${resnet} --hw A100 --mode training --dataset-size 1M --max-train-time 3)
+# A limit of zero is no gate: a maximum of 0 never holds, a minimum of 0 always does.
+capcalc_usage_error(limit_zero_latency "--max-latency: a limit of 0ms never holds: give one above zero"
+                    check ${resnet} --hw A100 --max-latency 0ms)
+capcalc_usage_error(limit_zero_memory "--max-memory: a limit of 0GB never holds: give one above zero"
+                    check ${resnet} --hw A100 --max-memory 0GB)
+capcalc_usage_error(limit_zero_params "--max-params: a limit of 0 never holds: give one above zero"
+                    check ${resnet} --hw A100 --max-params 0)
+capcalc_usage_error(limit_zero_throughput
+                    "--min-throughput: a minimum of 0/s always holds: give one above zero"
+                    check ${resnet} --hw A100 --min-throughput 0/s)
 capcalc_cli_ok(limit_count_bare "parameters 25.6 M within max 100000000"
                check ${resnet} --hw A100 --max-params 100000000)
 capcalc_usage_error(limit_budget_no_unit

@@ -60,6 +60,12 @@ TEST_CASE("parse_duration takes ns to days", "[units][parse]") {
   // Seconds or milliseconds? A bare number is an error that shows both.
   REQUIRE_THROWS_WITH(parse_duration("20"), "20 has no unit: write 20ms or 20s");
   REQUIRE_THROWS_WITH(parse_duration(" 2.5 "), "2.5 has no unit: write 2.5ms or 2.5s");
+  // The fix suits what is timed: a spot restart in minutes, a training run in days.
+  REQUIRE_THROWS_WITH(parse_duration("15", DurationScale::kInterval),
+                      "15 has no unit: write 15min or 15h");
+  REQUIRE_THROWS_WITH(parse_duration("30", DurationScale::kRun),
+                      "30 has no unit: write 30h or 30d");
+  CHECK(parse_duration("30d", DurationScale::kRun) == Approx(30 * 86400.0));
   REQUIRE_THROWS_WITH(parse_duration("20 parsecs"),
                       "invalid duration \"20 parsecs\": expected a number and a unit ns, us, ms, "
                       "s, min, h or d (e.g. 20ms, 3d)");

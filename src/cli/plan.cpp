@@ -233,9 +233,11 @@ Pricing pricing_from(const PricingOptions& o) {
                   "15min) and --checkpoint-every (e.g. 1h)");
     }
     p.interruptions_per_device_day = *o.interruptions;
-    p.restart_s = with_flag("--restart", [&] { return parse_duration(o.restart); });
-    p.checkpoint_interval_s =
-        with_flag("--checkpoint-every", [&] { return parse_duration(o.checkpoint_every); });
+    p.restart_s =
+        with_flag("--restart", [&] { return parse_duration(o.restart, DurationScale::kInterval); });
+    p.checkpoint_interval_s = with_flag("--checkpoint-every", [&] {
+      return parse_duration(o.checkpoint_every, DurationScale::kInterval);
+    });
   }
   if (owned) {
     if (o.capex.empty()) {
@@ -390,7 +392,8 @@ void run_plan(const PlanOptions& options) {
   request.samples = *samples;
   request.max_devices = options.max_devices;
   if (!options.deadline.empty()) {
-    request.deadline_s = with_flag("--deadline", [&] { return parse_duration(options.deadline); });
+    request.deadline_s = with_flag(
+        "--deadline", [&] { return parse_duration(options.deadline, DurationScale::kRun); });
   }
   if (!options.budget.empty()) {
     request.budget_usd = with_flag("--budget", [&] { return parse_money(options.budget); });
