@@ -56,6 +56,12 @@ capcalc_usage_error(usage_unknown_runtimes_command
                     runtimes shw vllm)
 capcalc_usage_error(usage_missing_hw_command "hw needs a command: list or show (see capcalc hw --help)"
                     hw)
+# A mistyped command is named before the options that follow it, which are unknown only
+# because the command is (this said "unknown option --gpu").
+capcalc_usage_error(usage_unknown_command_case "unknown command \"Estimate\"; did you mean \"estimate\"?"
+                    Estimate ${resnet} --gpu A100 --batch 8)
+capcalc_usage_error(usage_unknown_hw_command_case "unknown hw command \"List\"; did you mean \"list\"?"
+                    hw List --type gpu)
 # RequiredError: a missing argument or required option.
 capcalc_usage_error(usage_missing_model "estimate: missing MODEL (see capcalc estimate --help)"
                     estimate --gpu A100)

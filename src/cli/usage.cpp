@@ -142,6 +142,15 @@ std::string stray_rate_hint(const std::string& word) {
 // An unknown option, else a stray argument; the innermost subcommand's first, whose options
 // the "did you mean" draws on.
 std::optional<std::string> leftover_message(const std::vector<const CLI::App*>& chain) {
+  // A mistyped command first: the options after it ("Estimate m.json --gpu A100") are the
+  // command's, unknown only because the command is.
+  const std::size_t inner = chain.size() - 1;
+  if (!chain[inner]->get_subcommands({}).empty()) {
+    const std::vector<std::string> words = chain[inner]->remaining();
+    if (!words.empty() && !is_option_word(words.front())) {
+      return unknown_command(chain, inner, words.front());
+    }
+  }
   for (std::size_t depth = chain.size(); depth-- > 0;) {
     for (const std::string& word : chain[depth]->remaining()) {
       if (is_option_word(word)) return unknown_option(*chain[depth], word);
