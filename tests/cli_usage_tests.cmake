@@ -265,3 +265,12 @@ capcalc_usage_error(usage_moe_imbalance_dense "--moe-imbalance: the model has no
                     estimate ${llama} --gpu H100 --moe-imbalance 1.3)
 capcalc_usage_error(usage_moe_imbalance_range "--moe-imbalance must be a number from 1 to 1000 (got 0.5)"
                     estimate mixtral_8x7b_hf --gpu H100 --moe-imbalance 0.5)
+
+# int4 on a device without int4 math: check and compare say how to ask for int4 weights, as
+# estimate does (cli.int4_without_int4_math); their note read "no int4 (has ...)" and stopped.
+capcalc_usage_error(int4_without_int4_math_check
+                    "NVIDIA H100 SXM5 80GB has no int4 (has fp64, fp32, tf32, fp16, bf16, fp8, int8); for int4 weights with bf16 math: --weight-precision int4 --precision bf16"
+                    check data/models/resnet50.json --hw H100 --precision int4 --must-fit)
+capcalc_cli_ok(int4_without_int4_math_compare
+               "\n  h100-sxm: no int4 \\(has fp64, fp32, tf32, fp16, bf16, fp8, int8\\); for int4 weights with bf16 math: --weight-precision int4 --precision bf16\n"
+               compare data/models/resnet50.json --hw H100,T4 --precision int4)
