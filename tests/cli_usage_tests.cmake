@@ -165,6 +165,18 @@ capcalc_usage_error(limit_budget_no_unit
 capcalc_usage_error(ignored_input_shape
                     "data/models/resnet50.json: input shapes (--input-shape x=...) are for ONNX models; set this model's dimensions with --set NAME=VALUE"
                     estimate ${resnet} --gpu A100 --input-shape x=1x3x224x224)
+capcalc_usage_error(ignored_strict
+                    "data/models/resnet50.json: --strict is for ONNX models: a capcalc JSON model or Hugging Face config with an unknown operator is always an error"
+                    estimate ${resnet} --gpu A100 --strict)
+capcalc_usage_error(ignored_strict_layers
+                    "data/models/llama2_7b.json: --strict is for ONNX models: a capcalc JSON model or Hugging Face config with an unknown operator is always an error"
+                    layers ${llama} --strict)
+capcalc_usage_error(ignored_sequence_parallel
+                    "--sequence-parallel splits the norms of a tensor-parallel group: add --tensor-parallel 2 or more"
+                    estimate ${llama} --gpu A100 --sequence-parallel on)
+capcalc_usage_error(ignored_sequence_parallel_report
+                    "--sequence-parallel splits the norms of a tensor-parallel group: add --tensor-parallel 2 or more"
+                    report ${llama} --gpu A100 --mode training --sequence-parallel ON)
 capcalc_usage_error(ignored_optimizer "--optimizer is for training: add --mode training"
                     estimate ${resnet} --gpu A100 --optimizer sgd)
 capcalc_usage_error(ignored_optimizer_compare "--optimizer is for training: add --mode training"
