@@ -93,7 +93,8 @@ capcalc_cli_ok(training_run_json "\"training\": {\n *\"samples\": 115305030\\.0,
 capcalc_cli_ok(training_run_grouped "device-time +5,998,688 device-hours\n +cost +\\$14,996,721 at \\$2.50/h.*energy +4,199,082 kWh at 700 W"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tokens 15e12 --devices 1024 --tp 8 --pp 4 --micro-batches 16)
 capcalc_cli_ok(compare_csv_exact "resnet50,h100-sxm,NVIDIA H100 SXM5 80GB,gpu,1,fp32,training,true,,0\\.0[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,[0-9.]+,[0-9.]+,559151648,80000000000,true,1,host,2.5,per_run,"
-               compare data/models/resnet50.json --hw H100 --format csv --mode training --dataset-size 1281167 --epochs 90)
+               compare data/models/resnet50.json --hw H100 --format csv --mode training --batch 1
+               --dataset-size 1281167 --epochs 90)
 # At batch 1 every layer sits at the floor: the heaviest by FLOPs come first, not the first ten.
 capcalc_cli_ok(heaviest_layers_tie "Heaviest layers[^\n]*\n[^\n]*\n[^\n]*\n  conv1 +conv2d +\\[1, 64, 112, 112\\] +0.236 +60.0 µs[^\n]*\n  layer1.0.conv2 +conv2d +\\[1, 64, 56, 56\\] +0.231"
                estimate data/models/resnet50.json --gpu A100)
