@@ -32,6 +32,20 @@ capcalc_usage_error(serve_slo_metric_typo "--slo: unknown metric \"ttf\"; did yo
                     serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 100 --slo ttf_p99=500ms)
 capcalc_usage_error(serve_slo_zero "--slo ttft_p99: a limit of 0ms never holds: give one above zero"
                     serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 100 --slo ttft_p99=0ms)
+# Flags the run would ignore are errors: what --validate and --mix take from their file, what
+# a trace fixes, and a queue delay with no batch to wait for.
+capcalc_usage_error(serve_validate_no_run_flags "--validate runs the file's cases: no --rate"
+                    serve --validate data/validation/serving.json --rate 2/s)
+capcalc_usage_error(serve_mix_no_run_flags "--mix runs the file's workloads: no --tensor-parallel"
+                    serve --mix tests/cli/serve_mix.json --tp 2)
+capcalc_usage_error(serve_trace_requests "--trace gives the arrivals and lengths: not with --requests"
+                    serve ${llama} --gpu h100 --trace tests/cli/serve_trace.jsonl --requests 5)
+capcalc_usage_error(serve_trace_arrival_cv
+                    "--trace gives the arrivals and lengths: not with --arrival-cv"
+                    serve ${llama} --gpu h100 --trace tests/cli/serve_trace.jsonl --arrival-cv 2)
+capcalc_usage_error(serve_queue_delay_without_batch
+                    "--max-queue-delay holds requests to batch them: add --max-batch 2 or more"
+                    serve data/models/resnet50.json --gpu t4 --rate 100/s --max-queue-delay 2ms)
 capcalc_usage_error(serve_find_needs_slo "--find max-rate needs --slo"
                     serve ${llama} --gpu h100 --prompt-tokens 100 --find max-rate)
 capcalc_usage_error(serve_needs_rate

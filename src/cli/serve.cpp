@@ -2,7 +2,9 @@
 #include "capcalc/serve.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 
@@ -175,6 +177,9 @@ std::string describe(const LengthDistribution& d) {
 void check_flag_use(const ServeOptions& o, bool llm) {
   if (o.model.batch) throw Error({}, "--batch: serve forms its own batches (see --max-batch)");
   const bool batcher = o.max_batch || !o.preferred_batch.empty() || !o.max_queue_delay.empty();
+  if (!llm && !o.max_queue_delay.empty() && o.max_batch.value_or(1) < 2) {
+    throw Error({}, "--max-queue-delay holds requests to batch them: add --max-batch 2 or more");
+  }
   if (llm && batcher) {
     throw Error({},
                 "--max-batch, --preferred-batch and --max-queue-delay set Triton's dynamic "
@@ -805,6 +810,39 @@ void add_validate_options(CLI::App* sub, ServeOptions* o) {
 
 }  // namespace
 
+namespace {
+
+// --mix and --validate take each run from their file: a flag that shapes a run of MODEL on
+// --gpu would be ignored, so it is an error ("--validate runs the file's cases: no --rate").
+// MODEL and --gpu have their own message (run_serve_mix, run_serve_validation).
+void reject_run_flags(const CLI::App& sub, std::string_view mode,
+                      std::initializer_list<std::string_view> also) {
+  static constexpr std::array<std::string_view, 9> kFileFlags = {
+      "--help",   "--mix",    "--validate", "--hardware", "--hardware-file",
+      "--format", "--output", "model",      "--gpu"};
+  for (const CLI::Option* option : sub.get_options()) {
+    const std::string name = option->get_name();
+    if (option->count() == 0 ||
+        std::find(kFileFlags.begin(), kFileFlags.end(), name) != kFileFlags.end() ||
+        std::find(also.begin(), also.end(), name) != also.end()) {
+      continue;
+    }
+    throw Error({}, fmt::format("{}: no {}", mode, name));
+  }
+}
+
+// A trace fixes how many requests arrive and when.
+void reject_trace_flags(const CLI::App& sub, const ServeOptions& o) {
+  if (o.trace.empty()) return;
+  for (const char* flag : {"--requests", "--arrival-cv"}) {
+    if (sub.count(flag) > 0) {
+      throw Error({}, fmt::format("--trace gives the arrivals and lengths: not with {}", flag));
+    }
+  }
+}
+
+}  // namespace
+
 void add_serve_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* sub = app.add_subcommand(
@@ -845,9 +883,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   sub->add_option("--mix", o->mix,
                   "Choose a fleet: for each workload of a mix file (docs/serving.md) the "
                   "cheapest device, tensor-parallel size and replicas meeting its SLO");
-  sub->callback([o, &exit_code] {
+  sub->callback([o, sub, &exit_code] {
     if (!o->mix.empty()) {
       if (!o->validate.empty()) throw Error({}, "--mix and --validate: one at a time");
+      reject_run_flags(*sub, "--mix runs the file's workloads", {"--price-per-hour"});
       exit_code = run_serve_mix(*o);
     } else if (o->validate.empty()) {
       if (o->gates.any()) {
@@ -855,8 +894,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "--max-median-error, --max-worst-factor and --min-within-2x gate "
                     "--validate");
       }
+      reject_trace_flags(*sub, *o);
       run_serve(*o);
     } else {
+      reject_run_flags(*sub, "--validate runs the file's cases",
+                       {"--max-median-error", "--max-worst-factor", "--min-within-2x"});
       exit_code = run_serve_validation(*o);
     }
   });
