@@ -386,6 +386,19 @@ std::string format_amount(double value) {
   return three_digits(value);
 }
 
+std::string format_figure(double value) {
+  const double magnitude = std::fabs(value);
+  if (!std::isfinite(value)) return fmt::format("{}", value);
+  if (magnitude >= 999.5) return format_grouped(clamp_to_int64(std::round(value)));
+  if (magnitude == 0 || magnitude >= 1e-3) return fmt::format("{:.4g}", value);
+  // Fixed point where {:.4g} would switch to an exponent: 0.0001234.
+  const int decimals = std::min(15, 3 - static_cast<int>(std::floor(std::log10(magnitude))));
+  std::string text = fmt::format("{:.{}f}", value, decimals);
+  while (text.back() == '0')
+    text.pop_back();
+  return text;
+}
+
 std::string format_usd(double usd) {
   return "$" + format_amount(usd);
 }

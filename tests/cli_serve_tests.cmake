@@ -13,7 +13,7 @@ capcalc_cli_ok(serve_dynamic "dynamic batching up to 32.*latency"
 capcalc_cli_ok(serve_find_rate "max rate +[0-9.]+ requests/s meets the SLO"
                serve ${llama} --gpu h100 --prompt-tokens 500 --output-tokens 50 --requests 300
                --find max-rate --slo ttft_p99=200ms)
-capcalc_cli_ok(serve_find_replicas "replicas +[0-9]+ meet the SLO at 40/s"
+capcalc_cli_ok(serve_find_replicas "replicas +[0-9]+ meets? the SLO at 40/s"
                serve ${llama} --gpu h100 --rate 40/s --prompt-tokens 500 --output-tokens 50
                --requests 300 --find replicas --slo ttft_p99=200ms)
 capcalc_cli_ok(serve_sweep_csv "^offered_rate_per_s,replicas.*\n[0-9.]+,1,200,"
@@ -78,7 +78,7 @@ capcalc_usage_error(serve_sglang_no_room
 # tests/runtime_test.cpp and tests/serve_test.cpp); vLLM's 70 GiB tier does not apply to an
 # A100 80GB (2,048 and 256).
 capcalc_cli_ok(serve_runtime_tensorrt_llm
-               "NVIDIA TensorRT-LLM: budget 8192 tokens, 2048 sequences, 13,254 blocks of 32 tokens \\(55.6 GB of KV cache\\), prefill not chunked, blocks reserved to the end \\(no preemption\\)"
+               "NVIDIA TensorRT-LLM: budget 8,192 tokens, 2,048 sequences, 13,254 blocks of 32 tokens \\(55.6 GB of KV cache\\), prefill not chunked, blocks reserved to the end \\(no preemption\\)"
                serve data/models/llama3_8b.json --gpu h100 --rate 2/s --prompt-tokens 500
                --output-tokens 50 --requests 100 --runtime tensorrt-llm)
 # SGLang's tiers on the H100 (80 GB, 74.5 GiB, the 60-160 GiB tier): an 8,192-token budget,
@@ -86,11 +86,11 @@ capcalc_cli_ok(serve_runtime_tensorrt_llm
 # memory for the weights and the cache: 0.818 x 80e9 - 16.06e9 (Llama-3-8B's weights) = 49.4 GB,
 # 376,735 tokens of 131,072 bytes (tests/runtime_test.cpp derives the fraction).
 capcalc_cli_ok(serve_runtime_sglang
-               "SGLang: budget 8192 tokens, 2048 sequences, 376,735 blocks of 1 token \\(49.4 GB of KV cache\\)"
+               "SGLang: budget 8,192 tokens, 2,048 sequences, 376,735 blocks of 1 token \\(49.4 GB of KV cache\\)"
                serve data/models/llama3_8b.json --gpu h100 --rate 2/s --prompt-tokens 500
                --output-tokens 50 --requests 100 --runtime sglang)
 capcalc_cli_ok(serve_runtime_vllm_a100
-               "vLLM \\(CUDA graphs, torch.compile\\): budget 2048 tokens, 256 sequences, 6,958 blocks of 16 tokens"
+               "vLLM \\(CUDA graphs, torch.compile\\): budget 2,048 tokens, 256 sequences, 6,958 blocks of 16 tokens"
                serve ${llama} --gpu a100-80gb --rate 2/s --prompt-tokens 500 --output-tokens 50
                --requests 100)
 capcalc_cli_ok(serve_speculative "3 draft tokens accepted at 0.7 \\(2.53 tokens per step\\)"

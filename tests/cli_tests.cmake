@@ -114,7 +114,7 @@ capcalc_cli_ok(sparsity_unsupported "2:4 requested, but this device has no 2:4 s
                estimate data/models/resnet50.json --gpu V100 --precision fp16 --sparsity 2:4)
 capcalc_cli_ok(sparsity_unstructured "unstructured: no speedup on dense hardware"
                estimate data/models/resnet50.json --gpu A100 --precision fp16 --sparsity unstructured)
-capcalc_cli_ok(hw_list "t4 +gpu +16 +320.*h100-sxm +gpu +80 +3350 +67 +989.4.*[0-9]+ devices"
+capcalc_cli_ok(hw_list "t4 +gpu +16 +320.*h100-sxm +gpu +80 +3,350 +67 +989.4.*[0-9]+ devices"
                hw list --type gpu)
 # A column shows only the precision it names: the T4 and V100 have fp16 and no bf16.
 capcalc_cli_ok(hw_list_bf16_column "id +type +GB +GB/s +fp32 +fp16 +bf16 +fp8 +int8 +W\n.*t4 +gpu +16 +320 +8.1 +65 +- +- +130 +70\nv100-sxm2-16gb +gpu +16 +900 +15.7 +125 +- +- +- +300"

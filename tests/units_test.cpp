@@ -46,6 +46,21 @@ TEST_CASE("format_rate and format_grouped", "[units]") {
   CHECK(format_count(std::numeric_limits<double>::infinity()) == "inf");
 }
 
+TEST_CASE("format_figure: 4 significant digits, grouped from 1,000, never an exponent", "[units]") {
+  CHECK(format_figure(0) == "0");
+  CHECK(format_figure(19.5) == "19.5");
+  CHECK(format_figure(989.44) == "989.4");
+  CHECK(format_figure(999.4) == "999.4");
+  CHECK(format_figure(999.5) == "1,000");
+  CHECK(format_figure(3350) == "3,350");
+  CHECK(format_figure(26215.4) == "26,215");  // {:.4g} printed 2.622e+04.
+  CHECK(format_figure(2e4) == "20,000");      // and 2e+04 for a --rate of 20000/s.
+  CHECK(format_figure(-1234.6) == "-1,235");
+  CHECK(format_figure(0.0123) == "0.0123");
+  CHECK(format_figure(0.000123456) == "0.0001235");
+  CHECK(format_figure(1e-6) == "0.000001");
+}
+
 TEST_CASE("parse_duration takes ns to days", "[units][parse]") {
   CHECK(parse_duration("20ms") == Approx(0.020));
   CHECK(parse_duration("20 ms") == Approx(0.020));

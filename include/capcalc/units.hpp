@@ -26,6 +26,11 @@ std::string format_grouped(std::int64_t value);
 /// 1000, whole numbers grouped above: "0.553", "12.3", "515,899".
 std::string format_amount(double value);
 
+/// A figure in a table's column of its own unit: 4 significant digits below 1000, whole
+/// numbers grouped from 1000 on, never an exponent: "0.0123", "19.5", "989.4", "3,350",
+/// "26,215".
+std::string format_figure(double value);
+
 /// US dollars, 3 significant digits below $1000, whole dollars grouped above: "$0.553",
 /// "$12.3", "$1,235".
 std::string format_usd(double usd);

@@ -162,13 +162,13 @@ std::vector<std::int64_t> batch_sizes(const std::string& text) {
 std::string describe(const LengthDistribution& d) {
   switch (d.kind) {
     case LengthDistribution::Kind::kFixed:
-      return fmt::format("{:g}", d.a);
+      return format_figure(d.a);
     case LengthDistribution::Kind::kUniform:
-      return fmt::format("uniform {:g}..{:g}", d.a, d.b);
+      return fmt::format("uniform {}..{}", format_figure(d.a), format_figure(d.b));
     case LengthDistribution::Kind::kNormal:
-      return fmt::format("normal {:g}±{:g}", d.a, d.b);
+      return fmt::format("normal {}±{}", format_figure(d.a), format_figure(d.b));
     case LengthDistribution::Kind::kLogNormal:
-      return fmt::format("log-normal median {:g} σ {:g}", d.a, d.b);
+      return fmt::format("log-normal median {} σ {:g}", format_figure(d.a), d.b);
   }
   return "";
 }
@@ -363,8 +363,9 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
   }
   return fmt::format(
       "{}: budget {} tokens, {} sequences, {} blocks of {} token{} ({} of KV cache){}",
-      workload.runtime ? workload.runtime->name : "continuous batching", c.max_num_batched_tokens,
-      c.max_num_seqs, format_grouped(c.kv_blocks), c.block_size, c.block_size == 1 ? "" : "s",
+      workload.runtime ? workload.runtime->name : "continuous batching",
+      format_grouped(c.max_num_batched_tokens), format_grouped(c.max_num_seqs),
+      format_grouped(c.kv_blocks), format_grouped(c.block_size), c.block_size == 1 ? "" : "s",
       format_bytes(kv.cache_bytes), extras);
 }
 
@@ -487,12 +488,14 @@ void run_serve(const ServeOptions& o) {
   const auto title = [&](const ServeResult& r) {
     std::string load;
     if (!o.trace.empty()) {
-      load = fmt::format("trace {} ({} requests)", o.trace, setup.load.trace.size());
+      load = fmt::format("trace {} ({} request{})", o.trace,
+                         format_grouped(static_cast<std::int64_t>(setup.load.trace.size())),
+                         setup.load.trace.size() == 1 ? "" : "s");
     } else {
       load = fmt::format(
-          "{:.4g}/s {}, {} requests, seed {}", setup.load.rate_per_s,
+          "{}/s {}, {} request{}, seed {}", format_figure(setup.load.rate_per_s),
           o.arrival_cv == 1 ? std::string("Poisson") : fmt::format("gamma CV {:g}", o.arrival_cv),
-          r.requests, o.seed);
+          format_grouped(r.requests), r.requests == 1 ? "" : "s", o.seed);
       if (llm) {
         load += fmt::format("; {} prompt + {} output tokens", describe(setup.load.prompt),
                             describe(setup.load.output));
@@ -527,8 +530,8 @@ void run_serve(const ServeOptions& o) {
     setup.load.rate_per_s = result.offered_rate_per_s;
     found = search.rate_per_s > 0
                 ? fmt::format(
-                      "  max rate     {:.4g} requests/s meets the SLO, queue steady ({} runs{})\n",
-                      search.rate_per_s, search.runs, lengthened(o, search.requests))
+                      "  max rate     {} requests/s meets the SLO, queue steady ({} runs{})\n",
+                      format_figure(search.rate_per_s), search.runs, lengthened(o, search.requests))
                 : fmt::format(
                       "  max rate     none: the SLO is missed even at 1/1000 of the "
                       "saturation rate ({} runs)\n",
@@ -544,12 +547,13 @@ void run_serve(const ServeOptions& o) {
     const ReplicaSearch search = find_replicas(setup, cost);
     if (search.replicas == 0) {
       throw Error({},
-                  "--find replicas: the SLO is missed even with 4096 replicas: a request "
+                  "--find replicas: the SLO is missed even with 4,096 replicas: a request "
                   "alone misses it");
     }
     result = search.at_replicas;
-    found = fmt::format("  replicas     {} meet the SLO at {:.4g}/s, queue steady ({} runs{})\n",
-                        search.replicas, setup.load.rate_per_s, search.runs,
+    found = fmt::format("  replicas     {} meet{} the SLO at {}/s, queue steady ({} runs{})\n",
+                        format_grouped(search.replicas), search.replicas == 1 ? "s" : "",
+                        format_figure(setup.load.rate_per_s), search.runs,
                         lengthened(o, search.requests));
   } else {
     result = serve(setup, cost);
