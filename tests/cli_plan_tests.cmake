@@ -15,6 +15,14 @@ capcalc_cli_ok(plan_explain "Row 2: .*compute \\(forward \\+ backward\\).*pipeli
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --explain 2)
 capcalc_cli_ok(plan_csv "^rank,device,precision,devices,tensor_parallel"
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format csv --top 3)
+# Integers exactly, fractions to round-trip: {:.6g} wrote memory_bytes 4.98772e+10, time_s
+# 1.8464e+06 and six digits of every figure.
+capcalc_cli_ok(plan_csv_exact
+               "\n1,h100-sxm,bf16,64,[0-9,]+,(true|false),[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,0\\.[0-9]+,[0-9.]+,[0-9]+\\.[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9]+,[0-9]+\n"
+               plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format csv --top 1)
+capcalc_cli_ok(scale_csv_exact
+               "\n8,1,1,1,8,[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,1,1,0\\.[0-9]+,[0-9.]+,0,0\n"
+               scale ${llama8} --gpu h100 --devices 8,16 --format csv)
 capcalc_cli_ok(plan_markdown "\\| # \\| device \\| count \\|"
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format markdown)
 capcalc_cli_ok(plan_deadline_infeasible

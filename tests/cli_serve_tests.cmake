@@ -16,6 +16,10 @@ capcalc_cli_ok(serve_find_rate "max rate +[0-9.]+ requests/s meets the SLO"
 capcalc_cli_ok(serve_find_replicas "replicas +[0-9]+ meets? the SLO at 40/s"
                serve ${llama} --gpu h100 --rate 40/s --prompt-tokens 500 --output-tokens 50
                --requests 300 --find replicas --slo ttft_p99=200ms)
+# Floats to round-trip, never an exponent ({:.6g} wrote 0.000358407 and 6.69317e+10 alike).
+capcalc_cli_ok(serve_csv_exact "\n[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,1,200,([0-9.]+,)+0,(true|false),[0-9.]+,[0-9.]+,false,0,0\n"
+               serve ${llama} --gpu h100 --sweep rate=1..2/s --prompt-tokens 200
+               --output-tokens 20 --requests 200 --format csv)
 capcalc_cli_ok(serve_sweep_csv "^offered_rate_per_s,replicas.*\n[0-9.]+,1,200,"
                serve ${llama} --gpu h100 --sweep rate=1..16/s --prompt-tokens 200
                --output-tokens 20 --requests 200 --format csv)
