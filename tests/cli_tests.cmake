@@ -203,6 +203,10 @@ add_test(NAME cli.calibrate_floor_only
                  "-DSTDOUT_REGEX=a100-sxm4-80gb +1 +[0-9.]+x +0.550 +0.900 +0.700"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# A record names its model as the commands do: "resnet50" is the zoo's resnet50.json (it said
+# "data/models/resnet50: cannot open file").
+capcalc_cli_ok(calibrate_zoo_name "a100-sxm4-80gb +1 +[0-9.]+x"
+               calibrate tests/cli/records_zoo_name.json)
 # Records that name a runtime are predicted with it, as validate predicts them.
 add_test(NAME cli.calibrate_runtime_records
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
