@@ -171,6 +171,15 @@ capcalc_usage_error(ignored_strict
 capcalc_usage_error(ignored_strict_layers
                     "data/models/llama2_7b.json: --strict is for ONNX models: a capcalc JSON model or Hugging Face config with an unknown operator is always an error"
                     layers ${llama} --strict)
+# --causal half halves causal attention's pairs: a model without causal attention (an image
+# model, an encoder) would ignore it.
+capcalc_usage_error(ignored_causal_half
+                    "data/models/resnet50.json: --causal half counts causal attention's pairs: the model has no causal attention layer"
+                    estimate ${resnet} --gpu A100 --causal half)
+capcalc_usage_error(ignored_causal_half_compare
+                    "data/models/bert_base.json: --causal half counts causal attention's pairs: the model has no causal attention layer"
+                    compare data/models/bert_base.json --hw A100 --causal Half)
+capcalc_cli_ok(causal_half_decoder "\"macs\": [0-9]+," layers ${llama} --causal half --format json)
 capcalc_usage_error(ignored_sequence_parallel
                     "--sequence-parallel splits the norms of a tensor-parallel group: add --tensor-parallel 2 or more"
                     estimate ${llama} --gpu A100 --sequence-parallel on)

@@ -122,6 +122,15 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
                 "with an unknown operator is always an error");
   }
   Graph graph = load_model(path, options);
+  // Causal attention keeps a KV cache per token (counts.kv_cache_per_token): without such a
+  // layer, --causal half would change nothing.
+  if (options.counting.causal == CausalCounting::kHalf &&
+      std::none_of(graph.layers.begin(), graph.layers.end(),
+                   [](const Layer& l) { return l.counts.kv_cache_per_token > 0; })) {
+    throw Error({path},
+                "--causal half counts causal attention's pairs: the model has no causal "
+                "attention layer");
+  }
   for (const std::string& warning : graph.warnings)
     fmt::print(stderr, "warning: {}\n", warning);
   if (!graph.unknown_ops.empty()) {
