@@ -60,6 +60,13 @@ capcalc_usage_error(usage_missing_hw_command "hw needs a command: list or show (
 # because the command is (this said "unknown option --gpu").
 capcalc_usage_error(usage_unknown_command_case "unknown command \"Estimate\"; did you mean \"estimate\"?"
                     Estimate ${resnet} --gpu A100 --batch 8)
+# No close name: say what there is ("help" is a new user's first guess).
+capcalc_usage_error(usage_unknown_command_far
+                    "unknown command \"help\"; capcalc has estimate, layers, hw, runtimes, calibrate, probe, validate, compare, check, roofline, report, serve, plan, scale or models (see capcalc --help)"
+                    help)
+capcalc_usage_error(usage_unknown_models_command_far
+                    "unknown models command \"show\"; models has list (see capcalc models --help)"
+                    models show resnet50)
 capcalc_usage_error(usage_unknown_hw_command_case "unknown hw command \"List\"; did you mean \"list\"?"
                     hw List --type gpu)
 # RequiredError: a missing argument or required option.

@@ -122,8 +122,14 @@ std::string unknown_command(const std::vector<const CLI::App*>& chain, std::size
     names.push_back(sub->get_name());
   }
   const std::string kind = depth == 0 ? "command" : command_of(chain, depth) + " command";
-  return with_suggestion(fmt::format("unknown {} \"{}\"", kind, word), word,
-                         std::vector<std::string_view>(names.begin(), names.end()));
+  const std::string unknown = fmt::format("unknown {} \"{}\"", kind, word);
+  const std::string message =
+      with_suggestion(unknown, word, std::vector<std::string_view>(names.begin(), names.end()));
+  if (message != unknown) return message;
+  // No close name ("help", "show"): say what there is.
+  const std::string command = command_of(chain, depth);
+  return fmt::format("{}; {} has {} (see {}{} --help)", unknown, command, or_list(names),
+                     depth == 0 ? "" : "capcalc ", command);
 }
 
 // For a stray "tokens/s": the shell split `--min-throughput 3k tokens/s` in two.
