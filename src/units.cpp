@@ -102,6 +102,26 @@ std::pair<double, std::string_view> split_number(std::string_view what, std::str
   return {value, trim(trimmed.substr(i))};
 }
 
+bool iequals(std::string_view a, std::string_view b);
+
+// A unit in the wrong case ("16gb", "20MS"): units are case-sensitive (Gb would be gigabits),
+// so the error names the one meant.
+template <std::size_t N>
+void suggest_unit_case(std::string_view what, std::string_view text, std::string_view unit,
+                       const std::array<UnitFactor, N>& units) {
+  if (unit.empty()) return;
+  for (const UnitFactor& u : units) {
+    if (!u.unit.empty() && iequals(u.unit, unit)) {
+      const std::string_view trimmed = trim(text);
+      const std::string fixed =
+          std::string(trimmed.substr(0, trimmed.size() - unit.size())) + std::string(u.unit);
+      throw Error({}, fmt::format("invalid {} \"{}\": units are case-sensitive; did you mean "
+                                  "\"{}\"?",
+                                  what, text, fixed));
+    }
+  }
+}
+
 template <std::size_t N>
 double parse_with_units(std::string_view what, std::string_view text,
                         const std::array<UnitFactor, N>& units, std::string_view expected) {
@@ -109,6 +129,7 @@ double parse_with_units(std::string_view what, std::string_view text,
   for (const UnitFactor& u : units) {
     if (u.unit == unit) return value * u.factor;
   }
+  suggest_unit_case(what, text, unit, units);
   bad_quantity(what, text, expected);
 }
 
@@ -247,7 +268,10 @@ RateParts split_rate(std::string_view text, std::string_view expected, bool item
   for (const UnitFactor& u : kPer) {
     if (u.unit == unit) parts.per = &u;
   }
-  if (parts.per == nullptr) bad_quantity("rate", text, expected);
+  if (parts.per == nullptr) {
+    suggest_unit_case("rate", text, unit, kPer);
+    bad_quantity("rate", text, expected);
+  }
   return parts;
 }
 

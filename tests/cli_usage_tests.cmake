@@ -144,6 +144,19 @@ capcalc_usage_error(limit_throughput_serving_sequences
 capcalc_usage_error(limit_throughput_unquoted
                     "check: unexpected argument \"tokens/s\": a rate that names what it counts is one argument, quoted (\"3k tokens/s\") or without the space (3ktokens/s)"
                     check ${llama} --hw A100 --min-throughput 3k tokens/s)
+capcalc_usage_error(limit_latency_unquoted
+                    "check: unexpected argument \"ms\": a number and its unit are one argument, without the space or quoted (e.g. 20ms or \"20 ms\")"
+                    check ${resnet} --hw A100 --max-latency 20 ms)
+# Units are case-sensitive (Gb would be gigabits, m milli): the one meant is named.
+capcalc_usage_error(limit_memory_unit_case
+                    "--max-memory: invalid size \"16gb\": units are case-sensitive; did you mean \"16GB\"?"
+                    check ${resnet} --hw A100 --max-memory 16gb)
+capcalc_usage_error(limit_latency_unit_case
+                    "--max-latency: invalid duration \"20MS\": units are case-sensitive; did you mean \"20ms\"?"
+                    check ${resnet} --hw A100 --max-latency 20MS)
+capcalc_usage_error(limit_rate_unit_case
+                    "--min-throughput: invalid rate \"100/S\": units are case-sensitive; did you mean \"100/s\"?"
+                    check ${resnet} --hw A100 --min-throughput 100/S)
 capcalc_usage_error(limit_throughput_unknown_item
                     "--min-throughput: invalid rate \"100 tokns/s\": unknown item \"tokns\"; did you mean \"tokens\"?"
                     check ${llama} --hw A100 --min-throughput "100 tokns/s")

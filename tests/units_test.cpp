@@ -84,6 +84,12 @@ TEST_CASE("parse_duration takes ns to days", "[units][parse]") {
   REQUIRE_THROWS_WITH(parse_duration("20 parsecs"),
                       "invalid duration \"20 parsecs\": expected a number and a unit ns, us, ms, "
                       "s, min, h or d (e.g. 20ms, 3d)");
+  REQUIRE_THROWS_WITH(
+      parse_duration("20MS"),
+      "invalid duration \"20MS\": units are case-sensitive; did you mean \"20ms\"?");
+  REQUIRE_THROWS_WITH(
+      parse_bytes("1.5 gib"),
+      "invalid size \"1.5 gib\": units are case-sensitive; did you mean \"1.5 GiB\"?");
   REQUIRE_THROWS_AS(parse_duration("ms"), capcalc::Error);
   REQUIRE_THROWS_AS(parse_duration("-5ms"), capcalc::Error);
   REQUIRE_THROWS_AS(parse_duration(""), capcalc::Error);

@@ -132,17 +132,36 @@ std::string unknown_command(const std::vector<const CLI::App*>& chain, std::size
                      depth == 0 ? "" : "capcalc ", command);
 }
 
-// For a stray "tokens/s": the shell split `--min-throughput 3k tokens/s` in two.
-std::string stray_rate_hint(const std::string& word) {
+// True when `parse` takes "1" + `word`.
+template <typename Parse>
+bool parses_after_number(const std::string& word, Parse parse) {
   try {
-    if (parse_counted_rate("1 " + word).item == RateItem::kNone) return "";
+    parse("1" + word);
+    return true;
   } catch (const Error&) {
-    return "";
+    return false;
   }
-  return fmt::format(
-      ": a rate that names what it counts is one argument, quoted (\"3k {}\") or "
-      "without the space (3k{})",
-      word, word);
+}
+
+// For a stray "tokens/s" or "ms": the shell split `--min-throughput 3k tokens/s` or
+// `--max-latency 20 ms` in two.
+std::string stray_rate_hint(const std::string& word) {
+  if (parses_after_number(" " + word, [](const std::string& t) {
+        if (parse_counted_rate(t).item == RateItem::kNone) throw Error({}, "");
+      })) {
+    return fmt::format(
+        ": a rate that names what it counts is one argument, quoted (\"3k {}\") or "
+        "without the space (3k{})",
+        word, word);
+  }
+  if (parses_after_number(word, [](const std::string& t) { parse_duration(t); }) ||
+      parses_after_number(word, [](const std::string& t) { parse_bytes(t); })) {
+    return fmt::format(
+        ": a number and its unit are one argument, without the space or quoted (e.g. 20{} or "
+        "\"20 {}\")",
+        word, word);
+  }
+  return "";
 }
 
 // An unknown option, else a stray argument; the innermost subcommand's first, whose options
