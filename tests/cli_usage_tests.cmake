@@ -200,6 +200,9 @@ capcalc_usage_error(ignored_causal_half_compare
                     "data/models/bert_base.json: --causal half counts causal attention's pairs: the model has no causal attention layer"
                     compare data/models/bert_base.json --hw A100 --causal Half)
 capcalc_cli_ok(causal_half_decoder "\"macs\": [0-9]+," layers ${llama} --causal half --format json)
+capcalc_usage_error(ignored_hardware_file_layers
+                    "--hardware-file is read for --gpu's per-layer times: add --gpu DEVICE"
+                    layers ${resnet} --hardware-file tests/cli/records.json)
 capcalc_usage_error(ignored_sequence_parallel
                     "--sequence-parallel splits the norms of a tensor-parallel group: add --tensor-parallel 2 or more"
                     estimate ${llama} --gpu A100 --sequence-parallel on)
