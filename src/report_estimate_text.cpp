@@ -222,6 +222,11 @@ std::string estimate_workload_text(const ReportInput& in) {
                      "  sparsity     2:4 on conv/linear weights: {:.1f}x on their matrix "
                      "MACs\n",
                      e.sparsity_speedup)
+           : in.device != nullptr && in.device->sparsity_2_4_speedup > 1
+               ? fmt::format(
+                     "  sparsity     2:4 requested, but it runs on matrix units and this device "
+                     "has none at {}: no speedup\n",
+                     precision_name(in.workload.precision))
                : std::string(
                      "  sparsity     2:4 requested, but this device has no 2:4 support: "
                      "no speedup\n");

@@ -112,6 +112,11 @@ capcalc_cli_ok(compiled_profile "compiled profile.*latency +393 µs per batch of
                estimate data/models/resnet50.json --gpu A100 --precision fp16 --profile compiled)
 capcalc_cli_ok(sparsity_unsupported "2:4 requested, but this device has no 2:4 support: no speedup"
                estimate data/models/resnet50.json --gpu V100 --precision fp16 --sparsity 2:4)
+# A100 has 2:4 on its tensor cores but none at fp32 (no fp32 matrix peak): it said the device
+# has no 2:4 support.
+capcalc_cli_ok(sparsity_no_matrix_precision
+               "2:4 requested, but it runs on matrix units and this device has none at fp32: no speedup"
+               estimate data/models/resnet50.json --gpu A100 --sparsity 2:4)
 capcalc_cli_ok(sparsity_unstructured "unstructured: no speedup on dense hardware"
                estimate data/models/resnet50.json --gpu A100 --precision fp16 --sparsity unstructured)
 capcalc_cli_ok(hw_list "t4 +gpu +16 +320.*h100-sxm +gpu +80 +3,350 +67 +989.4.*[0-9]+ devices"
