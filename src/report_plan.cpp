@@ -125,20 +125,23 @@ std::vector<std::string> plan_cells(std::size_t index, const PlanRow& row) {
 std::string header_text(const PlanReportInput& in) {
   const PlanRequest& q = *in.request;
   const PlanResult& r = *in.result;
+  // ", 12.9 G active per token" beside a mixture of experts' total.
+  const std::string active = active_params_text(static_cast<std::int64_t>(in.params),
+                                                static_cast<std::int64_t>(in.active_params));
   std::string text =
-      in.has_tokens
-          ? fmt::format(
-                "Plan: {} ({} parameters), {} tokens ({} samples), global batch {} "
-                "samples ({} tokens), {} optimizer\n",
-                in.model, format_count(in.params), format_count(q.samples * in.tokens_per_sample),
-                format_count(q.samples), format_grouped(q.global_batch),
-                format_count(static_cast<double>(q.global_batch) * in.tokens_per_sample),
-                optimizer_name(q.optimizer))
-          : fmt::format(
-                "Plan: {} ({} parameters), {} samples, global batch {} samples, {} "
-                "optimizer\n",
-                in.model, format_count(in.params), format_count(q.samples),
-                format_grouped(q.global_batch), optimizer_name(q.optimizer));
+      in.has_tokens ? fmt::format(
+                          "Plan: {} ({} parameters{}), {} tokens ({} samples), global batch {} "
+                          "samples ({} tokens), {} optimizer\n",
+                          in.model, format_count(in.params), active,
+                          format_count(q.samples * in.tokens_per_sample), format_count(q.samples),
+                          format_grouped(q.global_batch),
+                          format_count(static_cast<double>(q.global_batch) * in.tokens_per_sample),
+                          optimizer_name(q.optimizer))
+                    : fmt::format(
+                          "Plan: {} ({} parameters{}), {} samples, global batch {} samples, {} "
+                          "optimizer\n",
+                          in.model, format_count(in.params), active, format_count(q.samples),
+                          format_grouped(q.global_batch), optimizer_name(q.optimizer));
   std::string ask;
   if (q.deadline_s) ask += fmt::format(", within {:g} days", *q.deadline_s / 86400);
   if (q.budget_usd) ask += fmt::format(", within {}", format_usd(*q.budget_usd));

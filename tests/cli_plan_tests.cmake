@@ -17,6 +17,10 @@ capcalc_cli_ok(plan_csv "^rank,device,precision,devices,tensor_parallel"
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format csv --top 3)
 # Integers exactly, fractions to round-trip: {:.6g} wrote memory_bytes 4.98772e+10, time_s
 # 1.8464e+06 and six digits of every figure.
+# A mixture of experts' header shows the parameters each token uses beside the total.
+capcalc_cli_ok(plan_moe_active
+               "^Plan: mixtral_8x7b_hf \\(46.7 G parameters, 12.9 G active per token\\), 1.00 T tokens"
+               plan data/models/mixtral_8x7b_hf.json --gpu h100 --tokens 1e12 --max-devices 16 --top 1)
 capcalc_cli_ok(plan_csv_exact
                "\n1,h100-sxm,bf16,64,[0-9,]+,(true|false),[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,0\\.[0-9]+,[0-9.]+,[0-9]+\\.[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9]+,[0-9]+\n"
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format csv --top 1)

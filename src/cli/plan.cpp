@@ -407,7 +407,9 @@ void run_plan(const PlanOptions& options) {
   input.request = &request;
   input.result = &result;
   input.model = p->graph.name;
-  input.params = static_cast<double>(graph_totals(p->graph).params);
+  const GraphTotals totals = graph_totals(p->graph);
+  input.params = static_cast<double>(totals.params);
+  input.active_params = static_cast<double>(totals.active_params);
   const auto seq = p->graph.dims.find("seq");
   input.tokens_per_sample = seq == p->graph.dims.end() ? 1 : static_cast<double>(seq->second);
   input.has_tokens = seq != p->graph.dims.end();
