@@ -2,6 +2,7 @@
 // the bounds and the heaviest layers, with the training run and LLM serving sections.
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -44,7 +45,12 @@ std::string communication_text(std::string_view label, const Estimate& e) {
 std::string render_training_text(const ReportInput& in) {
   const TrainingTotals& t = *in.training;
   const TrainingRun& run = *in.run;
-  std::string out = fmt::format("\nTraining run ({} samples)\n", format_count(run.samples));
+  // Whole counts below 1,000 as they are ("1 sample", "640 samples"), larger ones with a suffix.
+  const bool small = run.samples < 999.5 && run.samples == std::floor(run.samples);
+  std::string out =
+      fmt::format("\nTraining run ({} sample{})\n",
+                  small ? fmt::format("{:.0f}", run.samples) : format_count(run.samples),
+                  run.samples == 1 ? "" : "s");
   const std::int64_t replicas = data_parallel_replicas(in.workload);
   const std::int64_t micro = in.workload.micro_batches;
   const bool groups = in.workload.tensor_parallel * in.workload.pipeline_parallel > 1;

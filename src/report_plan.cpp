@@ -143,13 +143,16 @@ std::string header_text(const PlanReportInput& in) {
                           in.model, format_count(in.params), active, format_count(q.samples),
                           format_grouped(q.global_batch), optimizer_name(q.optimizer));
   std::string ask;
-  if (q.deadline_s) ask += fmt::format(", within {:g} days", *q.deadline_s / 86400);
+  if (q.deadline_s) {
+    const double days = *q.deadline_s / 86400;
+    ask += fmt::format(", within {:g} day{}", days, days == 1 ? "" : "s");
+  }
   if (q.budget_usd) ask += fmt::format(", within {}", format_usd(*q.budget_usd));
   text += fmt::format(
-      "Searched {} layouts on {} device type{} (≤ {} devices each); {} fit with {:.0f} % of "
+      "Searched {} on {} device type{} (≤ {} each); {} fit with {:.0f} % of "
       "memory kept free; ranked by {}{}.\n",
-      format_grouped(r.layouts_searched), q.devices.size(), q.devices.size() == 1 ? "" : "s",
-      format_grouped(q.max_devices), format_grouped(r.layouts_fit), q.memory_reserve * 100,
+      counted(r.layouts_searched, "layout"), q.devices.size(), q.devices.size() == 1 ? "" : "s",
+      counted(q.max_devices, "device"), format_grouped(r.layouts_fit), q.memory_reserve * 100,
       plan_objective_name(q.objective), ask);
   if (q.pricing.kind != PricingKind::kOnDemand || q.pricing.usd_per_device_hour ||
       q.pricing.discount > 0) {

@@ -106,9 +106,9 @@ std::string render_serve_text(const ServeResult& r, const std::string& title) {
       r.saturated ? "  (saturated: below the offered rate; the queue keeps growing, so latencies "
                     "depend on --requests)"
                   : "";
-  out += fmt::format("  served       {} requests in {} over {} replica{}\n",
-                     format_grouped(r.requests), ms(r.duration_s), r.replicas,
-                     r.replicas == 1 ? "" : "s");
+  out += fmt::format("  served       {} request{} in {} over {} replica{}\n",
+                     format_grouped(r.requests), r.requests == 1 ? "" : "s", ms(r.duration_s),
+                     r.replicas, r.replicas == 1 ? "" : "s");
   out += fmt::format("  throughput   {}", per_s(r.requests_per_s, "req/s"));
   if (r.llm) {
     out += fmt::format(", {} in, {} out", per_s(r.input_tokens_per_s, "tok/s"),
