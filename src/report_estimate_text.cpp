@@ -2,6 +2,7 @@
 // the bounds and the heaviest layers, with the training run and LLM serving sections.
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -40,6 +41,16 @@ std::string price_text(const ReportInput& in, const TrainingRun& run) {
 // "  all-reduce   1.2 ms: 64 all-reduces of 512 MB in all over NVLink 4\n".
 std::string communication_text(std::string_view label, const Estimate& e) {
   return fmt::format("  {:<12} {}\n", label, allreduce_summary(e));
+}
+
+// GFLOPs to the MFLOP, the whole part grouped: "0.236", "2,147.484".
+std::string gflops_text(double flops) {
+  std::string text = fmt::format("{:.3f}", flops / 1e9);
+  for (std::size_t i = text.find('.');
+       i > 3 && std::isdigit(static_cast<unsigned char>(text[i - 4])) != 0; i -= 3) {
+    text.insert(i - 3, ",");
+  }
+  return text;
 }
 
 std::string render_training_text(const ReportInput& in) {
@@ -464,7 +475,7 @@ std::string heaviest_layers_text(const ReportInput& in, std::size_t top_layers) 
       const std::size_t i = order[k];
       const LayerEstimate& le = e.layers[i];
       table.add_row({g.layers[i].name, g.layers[i].op, shape_to_string(g.layers[i].output),
-                     fmt::format("{:.3f}", le.flops / 1e9), format_duration(le.time_s),
+                     gflops_text(le.flops), format_duration(le.time_s),
                      percent(le.time_s * e.layer_repeats / e.latency_s),
                      std::string(bound_name(le.bound))});
     }

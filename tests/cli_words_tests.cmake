@@ -42,3 +42,6 @@ capcalc_cli_ok(words_serve_one_request "\n  served       1 request in [0-9.]+ ms
 capcalc_cli_ok(words_training_one_sample "\nTraining run \\(1 sample\\)\n"
                estimate data/models/resnet50.json --gpu a100 --mode training --batch 1
                --dataset-size 1)
+# The heaviest layers' GFLOPs grouped above 1,000 (it printed 2147.484).
+capcalc_cli_ok(words_gflops_grouped "\n  lm_head +linear +\\[1, 4096, 32000\\] +2,147\\.484 "
+               estimate data/models/llama2_70b.json --gpu H100)
