@@ -120,6 +120,21 @@ std::optional<JsonView> lookup(const JsonView& budget, const std::optional<JsonV
   return std::nullopt;
 }
 
+// "12.5 %"; from 1,000 % on, whole and grouped: "1,703,802,033 %".
+std::string percent_text(double fraction) {
+  const double percent = 100 * fraction;
+  if (percent < 999.95) return fmt::format("{:.1f} %", percent);
+  return format_grouped(clamp_to_int64(std::round(percent))) + " %";
+}
+
+// A limit of zero is no gate: a maximum of 0 never holds, a minimum of 0 always does.
+void check_above_zero(const Limit& limit) {
+  if (limit.value > 0) return;
+  throw Error({}, is_min(limit.kind)
+                      ? fmt::format("a minimum of {} always holds: give one above zero", limit.text)
+                      : fmt::format("a limit of {} never holds: give one above zero", limit.text));
+}
+
 Limit parse_limit_value(LimitKind kind, const JsonView& value) {
   if (kind == LimitKind::kMustFit) {
     Limit limit;
@@ -140,8 +155,13 @@ Limit parse_limit_value(LimitKind kind, const JsonView& value) {
     Limit limit;
     limit.kind = kind;
     limit.value = value.as_number();
-    if (limit.value < 0) value.fail(fmt::format("{} must not be negative", limit_name(kind)));
     limit.text = fmt::format("{}", limit.value);
+    if (limit.value < 0) value.fail(fmt::format("{} must not be negative", limit_name(kind)));
+    try {
+      check_above_zero(limit);
+    } catch (const Error& e) {
+      value.fail(e.message());
+    }
     return limit;
   }
   if (!value.is_string()) {
@@ -352,9 +372,11 @@ Limit parse_limit(LimitKind kind, std::string_view text) {
   limit.text = std::string(text);
   switch (kind) {
     case LimitKind::kMaxLatency:
-    case LimitKind::kMaxTrainTime:
     case LimitKind::kMaxTtft:
       limit.value = parse_duration(text);
+      break;
+    case LimitKind::kMaxTrainTime:
+      limit.value = parse_duration(text, DurationScale::kRun);
       break;
     case LimitKind::kMinThroughput: {
       CountedRate rate = parse_counted_rate(text);
@@ -375,8 +397,9 @@ Limit parse_limit(LimitKind kind, std::string_view text) {
       break;
     case LimitKind::kMustFit:
       limit.text = "true";
-      break;
+      return limit;
   }
+  check_above_zero(limit);
   return limit;
 }
 
@@ -504,9 +527,9 @@ std::vector<CheckResult> check_limits(const Graph& graph, const Device& device,
     const bool has_share = fraction < 1e6;
     const std::string amount = format_value(limit.kind, std::fabs(headroom), item);
     result.margin_text =
-        has_share ? fmt::format("{}, {:.1f} %", amount, 100 * fraction) : std::string(amount);
+        has_share ? fmt::format("{}, {}", amount, percent_text(fraction)) : std::string(amount);
     const std::string over =
-        has_share ? fmt::format("{} ({:.1f} %)", amount, 100 * fraction) : std::string(amount);
+        has_share ? fmt::format("{} ({})", amount, percent_text(fraction)) : std::string(amount);
     if (limit.kind == LimitKind::kMustFit) {
       const std::string memory = format_bytes(row.device_memory_bytes);
       result.message =

@@ -12,6 +12,7 @@
 #include "capcalc/names.hpp"
 
 #include "checked.hpp"
+#include "predict_rates.hpp"
 
 namespace capcalc {
 namespace {
@@ -36,7 +37,8 @@ std::string missing_precision_note(const Device& device, Precision precision) {
   std::vector<std::string_view> has;
   for (Precision p : device.precisions())
     has.push_back(precision_name(p));
-  return fmt::format("no {} (has {})", precision_name(precision), fmt::join(has, ", "));
+  return fmt::format("no {} (has {}){}", precision_name(precision), fmt::join(has, ", "),
+                     weight_only_hint(device, precision));
 }
 
 // The value a row is sorted by, smaller first; nullopt sorts last.

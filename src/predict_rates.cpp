@@ -81,6 +81,20 @@ double score_matrix_peak(const Device& device, Precision precision) {
                   device.peak(Precision::kFp16).matrix_flops_per_s);
 }
 
+std::string weight_only_hint(const Device& device, Precision precision) {
+  // Weight-only quantisation stores narrow weights and computes in 16 bits: what people who
+  // ask for int4 or int8 on such a device usually mean.
+  if (device.supports(precision)) return "";
+  if (precision != Precision::kInt4 && precision != Precision::kInt8) return "";
+  for (Precision math : {Precision::kBf16, Precision::kFp16}) {
+    if (device.supports(math)) {
+      return fmt::format("; for {0} weights with {1} math: --weight-precision {0} --precision {1}",
+                         precision_name(precision), precision_name(math));
+    }
+  }
+  return "";
+}
+
 Rates achievable_rates(const Device& device, const PerformanceParams& params, Precision precision) {
   if (!device.supports(precision)) {
     std::vector<std::string_view> names;
@@ -89,18 +103,7 @@ Rates achievable_rates(const Device& device, const PerformanceParams& params, Pr
     std::string message =
         fmt::format("{} has no {} peak in the hardware table (it has: {})", device.name,
                     precision_name(precision), fmt::join(names, ", "));
-    // Weight-only quantisation stores narrow weights and computes in 16 bits: what people who
-    // ask for int4 or int8 on such a device usually mean.
-    const bool narrow = precision == Precision::kInt4 || precision == Precision::kInt8;
-    for (Precision math : {Precision::kBf16, Precision::kFp16}) {
-      if (narrow && device.supports(math)) {
-        message +=
-            fmt::format("; for {0} weights with {1} math: --weight-precision {0} --precision {1}",
-                        precision_name(precision), precision_name(math));
-        break;
-      }
-    }
-    throw Error({}, message);
+    throw Error({}, message + weight_only_hint(device, precision));
   }
   const PeakRate& peak = device.peak(precision);
   const PeakRate& fp32 = device.peak(Precision::kFp32);

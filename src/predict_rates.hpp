@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
@@ -41,5 +42,10 @@ double score_matrix_peak(const Device& device, Precision precision);
 
 /// The rates the device achieves at `precision` (throws capcalc::Error when it lacks it).
 Rates achievable_rates(const Device& device, const PerformanceParams& params, Precision precision);
+
+/// For int4 or int8 on a device without that math: how to ask for weight-only quantisation
+/// instead ("; for int4 weights with bf16 math: --weight-precision int4 --precision bf16"); ""
+/// otherwise.
+std::string weight_only_hint(const Device& device, Precision precision);
 
 }  // namespace capcalc

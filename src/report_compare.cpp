@@ -93,7 +93,7 @@ std::vector<std::string> cells(const CompareRow& row, const Columns& c) {
   if (c.device) out.push_back(row.device->id);
   if (c.batch) out.push_back(std::to_string(row.batch));
   if (c.precision) out.emplace_back(precision_name(row.precision));
-  const std::string of = fmt::format("{:.4g}", row.device_memory_bytes / 1e9);
+  const std::string of = format_figure(row.device_memory_bytes / 1e9);
   if (!row.supported) {
     if (c.serving) out.emplace_back("-");
     out.insert(out.end(), {"-", "-"});
@@ -224,8 +224,8 @@ std::string render_compare_text(const CompareTable& table) {
   for (const CompareRow& row : table.rows) {
     if (!c.device && row.device != group) {
       group = row.device;
-      text.add_section(fmt::format("{} ({} GB)", row.device->id,
-                                   fmt::format("{:.4g}", row.device_memory_bytes / 1e9)));
+      text.add_section(
+          fmt::format("{} ({} GB)", row.device->id, format_figure(row.device_memory_bytes / 1e9)));
     }
     text.add_row(cells(row, c));
     const std::string note = fmt::format("{}: {}", row.device->id, row.note);

@@ -2,6 +2,8 @@
 // the bounds and the heaviest layers, with the training run and LLM serving sections.
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -41,10 +43,25 @@ std::string communication_text(std::string_view label, const Estimate& e) {
   return fmt::format("  {:<12} {}\n", label, allreduce_summary(e));
 }
 
+// GFLOPs to the MFLOP, the whole part grouped: "0.236", "2,147.484".
+std::string gflops_text(double flops) {
+  std::string text = fmt::format("{:.3f}", flops / 1e9);
+  for (std::size_t i = text.find('.');
+       i > 3 && std::isdigit(static_cast<unsigned char>(text[i - 4])) != 0; i -= 3) {
+    text.insert(i - 3, ",");
+  }
+  return text;
+}
+
 std::string render_training_text(const ReportInput& in) {
   const TrainingTotals& t = *in.training;
   const TrainingRun& run = *in.run;
-  std::string out = fmt::format("\nTraining run ({} samples)\n", format_count(run.samples));
+  // Whole counts below 1,000 as they are ("1 sample", "640 samples"), larger ones with a suffix.
+  const bool small = run.samples < 999.5 && run.samples == std::floor(run.samples);
+  std::string out =
+      fmt::format("\nTraining run ({} sample{})\n",
+                  small ? fmt::format("{:.0f}", run.samples) : format_count(run.samples),
+                  run.samples == 1 ? "" : "s");
   const std::int64_t replicas = data_parallel_replicas(in.workload);
   const std::int64_t micro = in.workload.micro_batches;
   const bool groups = in.workload.tensor_parallel * in.workload.pipeline_parallel > 1;
@@ -222,6 +239,11 @@ std::string estimate_workload_text(const ReportInput& in) {
                      "  sparsity     2:4 on conv/linear weights: {:.1f}x on their matrix "
                      "MACs\n",
                      e.sparsity_speedup)
+           : in.device != nullptr && in.device->sparsity_2_4_speedup > 1
+               ? fmt::format(
+                     "  sparsity     2:4 requested, but it runs on matrix units and this device "
+                     "has none at {}: no speedup\n",
+                     precision_name(in.workload.precision))
                : std::string(
                      "  sparsity     2:4 requested, but this device has no 2:4 support: "
                      "no speedup\n");
@@ -465,7 +487,7 @@ std::string heaviest_layers_text(const ReportInput& in, std::size_t top_layers) 
       const std::size_t i = order[k];
       const LayerEstimate& le = e.layers[i];
       table.add_row({g.layers[i].name, g.layers[i].op, shape_to_string(g.layers[i].output),
-                     fmt::format("{:.3f}", le.flops / 1e9), format_duration(le.time_s),
+                     gflops_text(le.flops), format_duration(le.time_s),
                      percent(le.time_s * e.layer_repeats / e.latency_s),
                      std::string(bound_name(le.bound))});
     }

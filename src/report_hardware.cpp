@@ -23,11 +23,11 @@ constexpr double kGiga = 1e9;
 // The larger of the matrix and vector dense peaks, in TFLOP/s; "-" if the device lacks it.
 std::string best_peak(const Device& d, Precision p) {
   const double best = std::max(d.peak(p).matrix_flops_per_s, d.peak(p).vector_flops_per_s);
-  return best > 0 ? fmt::format("{:.4g}", best / kTera) : "-";
+  return best > 0 ? format_figure(best / kTera) : "-";
 }
 
-std::string optional_number(double value, double scale, const char* format) {
-  return value > 0 ? fmt::format(fmt::runtime(format), value / scale) : "-";
+std::string optional_number(double value, double scale) {
+  return value > 0 ? format_figure(value / scale) : "-";
 }
 
 Json link_json(const Link& link) {
@@ -145,11 +145,11 @@ std::string render_hardware_text(const std::vector<const Device*>& devices) {
   table.add_column("W", Align::kRight);
   for (const Device* d : devices) {
     table.add_row({d->id, std::string(device_type_name(d->type)),
-                   fmt::format("{:.4g}", d->memory_bytes / kGiga),
-                   fmt::format("{:.4g}", d->memory_bandwidth_bytes_per_s / kGiga),
+                   format_figure(d->memory_bytes / kGiga),
+                   format_figure(d->memory_bandwidth_bytes_per_s / kGiga),
                    best_peak(*d, Precision::kFp32), best_peak(*d, Precision::kFp16),
                    best_peak(*d, Precision::kBf16), best_peak(*d, Precision::kFp8),
-                   best_peak(*d, Precision::kInt8), optional_number(d->tdp_w, 1, "{:.0f}")});
+                   best_peak(*d, Precision::kInt8), optional_number(d->tdp_w, 1)});
   }
   std::string out = table.render();
   out += fmt::format(
@@ -213,8 +213,8 @@ std::string render_device_text(const Device& d, const PerformanceParams& params)
   table.add_column("matrix", Align::kRight);
   for (Precision p : d.precisions()) {
     table.add_row({std::string(precision_name(p)),
-                   optional_number(d.peak(p).vector_flops_per_s, kTera, "{:.4g}"),
-                   optional_number(d.peak(p).matrix_flops_per_s, kTera, "{:.4g}")});
+                   optional_number(d.peak(p).vector_flops_per_s, kTera),
+                   optional_number(d.peak(p).matrix_flops_per_s, kTera)});
   }
   out += table.render("    ");
   for (Precision p : d.precisions()) {

@@ -125,28 +125,34 @@ std::vector<std::string> plan_cells(std::size_t index, const PlanRow& row) {
 std::string header_text(const PlanReportInput& in) {
   const PlanRequest& q = *in.request;
   const PlanResult& r = *in.result;
+  // ", 12.9 G active per token" beside a mixture of experts' total.
+  const std::string active = active_params_text(static_cast<std::int64_t>(in.params),
+                                                static_cast<std::int64_t>(in.active_params));
   std::string text =
-      in.has_tokens
-          ? fmt::format(
-                "Plan: {} ({} parameters), {} tokens ({} samples), global batch {} "
-                "samples ({} tokens), {} optimizer\n",
-                in.model, format_count(in.params), format_count(q.samples * in.tokens_per_sample),
-                format_count(q.samples), format_grouped(q.global_batch),
-                format_count(static_cast<double>(q.global_batch) * in.tokens_per_sample),
-                optimizer_name(q.optimizer))
-          : fmt::format(
-                "Plan: {} ({} parameters), {} samples, global batch {} samples, {} "
-                "optimizer\n",
-                in.model, format_count(in.params), format_count(q.samples),
-                format_grouped(q.global_batch), optimizer_name(q.optimizer));
+      in.has_tokens ? fmt::format(
+                          "Plan: {} ({} parameters{}), {} tokens ({} samples), global batch {} "
+                          "samples ({} tokens), {} optimizer\n",
+                          in.model, format_count(in.params), active,
+                          format_count(q.samples * in.tokens_per_sample), format_count(q.samples),
+                          format_grouped(q.global_batch),
+                          format_count(static_cast<double>(q.global_batch) * in.tokens_per_sample),
+                          optimizer_name(q.optimizer))
+                    : fmt::format(
+                          "Plan: {} ({} parameters{}), {} samples, global batch {} samples, {} "
+                          "optimizer\n",
+                          in.model, format_count(in.params), active, format_count(q.samples),
+                          format_grouped(q.global_batch), optimizer_name(q.optimizer));
   std::string ask;
-  if (q.deadline_s) ask += fmt::format(", within {:g} days", *q.deadline_s / 86400);
+  if (q.deadline_s) {
+    const double days = *q.deadline_s / 86400;
+    ask += fmt::format(", within {:g} day{}", days, days == 1 ? "" : "s");
+  }
   if (q.budget_usd) ask += fmt::format(", within {}", format_usd(*q.budget_usd));
   text += fmt::format(
-      "Searched {} layouts on {} device type{} (≤ {} devices each); {} fit with {:.0f} % of "
+      "Searched {} on {} device type{} (≤ {} each); {} fit with {:.0f} % of "
       "memory kept free; ranked by {}{}.\n",
-      format_grouped(r.layouts_searched), q.devices.size(), q.devices.size() == 1 ? "" : "s",
-      format_grouped(q.max_devices), format_grouped(r.layouts_fit), q.memory_reserve * 100,
+      counted(r.layouts_searched, "layout"), q.devices.size(), q.devices.size() == 1 ? "" : "s",
+      counted(q.max_devices, "device"), format_grouped(r.layouts_fit), q.memory_reserve * 100,
       plan_objective_name(q.objective), ask);
   if (q.pricing.kind != PricingKind::kOnDemand || q.pricing.usd_per_device_hour ||
       q.pricing.discount > 0) {
@@ -334,16 +340,31 @@ std::string render_plan_csv(const PlanReportInput& in) {
   for (std::size_t i = 0; i < std::min(in.top, r.rows.size()); ++i) {
     const PlanRow& row = r.rows[i];
     const Layout& l = row.layout;
-    out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.4f},{:.6g},{:.6g},{:.6g},{},{},"
-        "{:.6g},{:.6g}\n",
-        i + 1, l.device->id, precision_name(l.precision), l.devices, l.tensor_parallel,
-        l.pipeline_parallel, l.context_parallel, l.expert_parallel, l.data_parallel,
-        l.virtual_stages, l.zero_stage, l.micro_batch_size, l.micro_batches,
-        l.checkpointing ? "true" : "false", row.step_s, row.mfu, row.tokens_per_s, row.time_s,
-        row.device_hours, row.cost_usd ? fmt::format("{:.6g}", *row.cost_usd) : "",
-        row.energy_kwh ? fmt::format("{:.6g}", *row.energy_kwh) : "", row.memory_bytes,
-        row.headroom_bytes);
+    // Integers exactly, fractions in their shortest round-trip form (csv_number).
+    const std::vector<std::string> cells = {std::to_string(i + 1),
+                                            l.device->id,
+                                            std::string(precision_name(l.precision)),
+                                            std::to_string(l.devices),
+                                            std::to_string(l.tensor_parallel),
+                                            std::to_string(l.pipeline_parallel),
+                                            std::to_string(l.context_parallel),
+                                            std::to_string(l.expert_parallel),
+                                            std::to_string(l.data_parallel),
+                                            std::to_string(l.virtual_stages),
+                                            std::to_string(l.zero_stage),
+                                            std::to_string(l.micro_batch_size),
+                                            std::to_string(l.micro_batches),
+                                            l.checkpointing ? "true" : "false",
+                                            csv_number(row.step_s),
+                                            csv_number(row.mfu),
+                                            csv_number(row.tokens_per_s),
+                                            csv_number(row.time_s),
+                                            csv_number(row.device_hours),
+                                            row.cost_usd ? csv_number(*row.cost_usd) : "",
+                                            row.energy_kwh ? csv_number(*row.energy_kwh) : "",
+                                            csv_number(row.memory_bytes),
+                                            csv_number(row.headroom_bytes)};
+    out += fmt::format("{}\n", fmt::join(cells, ","));
   }
   return out;
 }
@@ -459,11 +480,15 @@ std::string render_scale_csv(const ScaleResult& scale) {
       continue;
     }
     const PlanRow& row = *p.best;
-    out += fmt::format("{},{},{},{},{},{:.6g},{:.4f},{:.4f},{:.4f},{:.6g},{:.6g},{:.6g}\n",
-                       p.devices, row.layout.tensor_parallel, row.layout.pipeline_parallel,
-                       row.layout.context_parallel, row.layout.data_parallel, row.step_s, p.speedup,
-                       p.efficiency, row.mfu, row.breakdown.compute_s,
-                       row.breakdown.communication_s(), row.breakdown.bubble_s);
+    out += fmt::format(
+        "{},{},{},{},{},{}\n", p.devices, row.layout.tensor_parallel, row.layout.pipeline_parallel,
+        row.layout.context_parallel, row.layout.data_parallel,
+        fmt::join(std::vector<std::string>{csv_number(row.step_s), csv_number(p.speedup),
+                                           csv_number(p.efficiency), csv_number(row.mfu),
+                                           csv_number(row.breakdown.compute_s),
+                                           csv_number(row.breakdown.communication_s()),
+                                           csv_number(row.breakdown.bubble_s)},
+                  ","));
   }
   return out;
 }

@@ -17,7 +17,7 @@ std::string dims_text(const std::map<std::string, std::int64_t>& dims) {
   std::string text;
   for (const auto& [name, value] : dims) {
     if (name == "batch") continue;
-    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", name, value);
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", name, format_grouped(value));
   }
   return text;
 }
@@ -45,13 +45,17 @@ std::string render_zoo_text(const std::vector<ZooRow>& rows) {
     std::string batch;
     if (m.training_batch) {
       const auto& dims = m.training_batch->dims;
-      batch = fmt::format("{}", dims.at("batch"));
+      batch = format_grouped(dims.at("batch"));
       if (auto seq = dims.find("seq"); seq != dims.end())
-        batch += fmt::format(" x {}", seq->second);
+        batch += fmt::format(" x {}", format_grouped(seq->second));
     }
-    table.add_row({m.name, m.family, format_count(static_cast<double>(row.params)),
-                   format_count(static_cast<double>(row.macs_per_sample)), dims_text(row.dims),
-                   batch, m.source});
+    // A mixture of experts' total with what each token uses: "46.7 G (12.9 G active)".
+    std::string params = format_count(static_cast<double>(row.params));
+    if (row.active_params > 0 && row.active_params < row.params) {
+      params += fmt::format(" ({} active)", format_count(static_cast<double>(row.active_params)));
+    }
+    table.add_row({m.name, m.family, params, format_count(static_cast<double>(row.macs_per_sample)),
+                   dims_text(row.dims), batch, m.source});
   }
   return table.render() +
          fmt::format(

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "input_file.hpp"
 #include "json_view.hpp"
 #include "serve_random.hpp"
+#include "spellcheck.hpp"
 
 namespace capcalc {
 namespace {
@@ -345,9 +347,27 @@ KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
 
 // --- Objectives and searches ------------------------------------------------------------------
 
+namespace {
+
+// `name` in lower case when it is one of `known` in any case ("TTFT" -> "ttft"), else an error
+// with a "did you mean".
+std::string slo_name(const std::string& name, const std::vector<std::string_view>& known,
+                     std::string_view what, std::string_view expected) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (std::find(known.begin(), known.end(), lower) != known.end()) return lower;
+  const std::string unknown = fmt::format("`slo`: unknown {} \"{}\"", what, Error::verbatim(name));
+  const std::string message = with_suggestion(unknown, lower, known);
+  throw Error::naming_keys(
+      {}, message == unknown ? fmt::format("{}; expected {}", unknown, expected) : message);
+}
+
+}  // namespace
+
 std::vector<SloLimit> parse_slo(const std::string& text) {
-  static const std::vector<std::string> kMetrics = {"ttft", "tpot", "itl", "e2e", "queue"};
-  static const std::vector<std::string> kStatistics = {"mean", "p50", "p90", "p99"};
+  static const std::vector<std::string_view> kMetrics = {"ttft", "tpot", "itl", "e2e", "queue"};
+  static const std::vector<std::string_view> kStatistics = {"mean", "p50", "p90", "p99"};
   std::vector<SloLimit> slo;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -362,24 +382,23 @@ std::vector<SloLimit> parse_slo(const std::string& text) {
                           Error::verbatim(item)));
     }
     SloLimit limit;
-    limit.metric = item.substr(0, underscore);
-    limit.statistic = item.substr(underscore + 1, eq - underscore - 1);
-    if (std::find(kMetrics.begin(), kMetrics.end(), limit.metric) == kMetrics.end()) {
-      throw Error::naming_keys(
-          {}, fmt::format("`slo`: unknown metric \"{}\"; expected ttft, tpot, itl, e2e or queue",
-                          Error::verbatim(limit.metric)));
-    }
-    if (std::find(kStatistics.begin(), kStatistics.end(), limit.statistic) == kStatistics.end()) {
-      throw Error::naming_keys(
-          {}, fmt::format("`slo`: unknown statistic \"{}\"; expected mean, p50, p90 or p99",
-                          Error::verbatim(limit.statistic)));
-    }
+    limit.metric =
+        slo_name(item.substr(0, underscore), kMetrics, "metric", "ttft, tpot, itl, e2e or queue");
+    limit.statistic = slo_name(item.substr(underscore + 1, eq - underscore - 1), kStatistics,
+                               "statistic", "mean, p50, p90 or p99");
+    const std::string time = item.substr(eq + 1);
     try {
-      limit.limit_s = parse_duration(item.substr(eq + 1));
+      limit.limit_s = parse_duration(time);
     } catch (const Error& e) {
       throw Error::naming_keys(
           {}, fmt::format("`slo` {}: {}", Error::verbatim(limit.metric + "_" + limit.statistic),
                           Error::verbatim(e.message())));
+    }
+    if (!(limit.limit_s > 0)) {
+      throw Error::naming_keys(
+          {}, fmt::format("`slo` {}: a limit of {} never holds: give one above zero",
+                          Error::verbatim(limit.metric + "_" + limit.statistic),
+                          Error::verbatim(time)));
     }
     slo.push_back(limit);
   }

@@ -106,9 +106,9 @@ std::string render_serve_text(const ServeResult& r, const std::string& title) {
       r.saturated ? "  (saturated: below the offered rate; the queue keeps growing, so latencies "
                     "depend on --requests)"
                   : "";
-  out += fmt::format("  served       {} requests in {} over {} replica{}\n",
-                     format_grouped(r.requests), ms(r.duration_s), r.replicas,
-                     r.replicas == 1 ? "" : "s");
+  out += fmt::format("  served       {} request{} in {} over {} replica{}\n",
+                     format_grouped(r.requests), r.requests == 1 ? "" : "s", ms(r.duration_s),
+                     r.replicas, r.replicas == 1 ? "" : "s");
   out += fmt::format("  throughput   {}", per_s(r.requests_per_s, "req/s"));
   if (r.llm) {
     out += fmt::format(", {} in, {} out", per_s(r.input_tokens_per_s, "tok/s"),
@@ -264,17 +264,39 @@ std::string render_serve_csv(const std::vector<ServeResult>& results) {
       "queue_mean_s,queue_p99_s,mean_batch,mean_kv_occupancy,preemptions,slo_met,goodput_per_s,"
       "usd_per_million_output_tokens,saturated,prefill_replicas,decode_replicas\n";
   for (const ServeResult& r : results) {
-    out += fmt::format(
-        "{:.6g},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},"
-        "{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},"
-        "{:.6g},{:.6g},{},{},{}\n",
-        std::isfinite(r.offered_rate_per_s) ? r.offered_rate_per_s : 0.0, r.replicas, r.requests,
-        r.requests_per_s, r.input_tokens_per_s, r.output_tokens_per_s, r.ttft.mean, r.ttft.p50,
-        r.ttft.p90, r.ttft.p99, r.tpot.mean, r.tpot.p50, r.tpot.p90, r.tpot.p99, r.itl.p50,
-        r.itl.p99, r.e2e.mean, r.e2e.p50, r.e2e.p90, r.e2e.p99, r.queue.mean, r.queue.p99,
-        r.mean_batch, r.mean_kv_occupancy, r.preemptions, r.slo_met ? "true" : "false",
-        r.goodput_per_s, r.usd_per_million_output_tokens, r.saturated ? "true" : "false",
-        r.prefill_replicas, r.decode_replicas);
+    // Integers exactly, fractions in their shortest round-trip form (csv_number).
+    std::vector<std::string> cells = {
+        csv_number(std::isfinite(r.offered_rate_per_s) ? r.offered_rate_per_s : 0.0),
+        std::to_string(r.replicas), std::to_string(r.requests)};
+    for (double v : {r.requests_per_s,
+                     r.input_tokens_per_s,
+                     r.output_tokens_per_s,
+                     r.ttft.mean,
+                     r.ttft.p50,
+                     r.ttft.p90,
+                     r.ttft.p99,
+                     r.tpot.mean,
+                     r.tpot.p50,
+                     r.tpot.p90,
+                     r.tpot.p99,
+                     r.itl.p50,
+                     r.itl.p99,
+                     r.e2e.mean,
+                     r.e2e.p50,
+                     r.e2e.p90,
+                     r.e2e.p99,
+                     r.queue.mean,
+                     r.queue.p99,
+                     r.mean_batch,
+                     r.mean_kv_occupancy}) {
+      cells.push_back(csv_number(v));
+    }
+    cells.insert(
+        cells.end(),
+        {std::to_string(r.preemptions), r.slo_met ? "true" : "false", csv_number(r.goodput_per_s),
+         csv_number(r.usd_per_million_output_tokens), r.saturated ? "true" : "false",
+         std::to_string(r.prefill_replicas), std::to_string(r.decode_replicas)});
+    out += fmt::format("{}\n", fmt::join(cells, ","));
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capcalc/hardware.hpp"
+#include "capcalc/units.hpp"
 
 #include "input_file.hpp"
 #include "json_view.hpp"
@@ -166,9 +167,8 @@ std::string render_serving_validation_text(const ServingSummary& s) {
   table.add_column("predicted", TextTable::Align::kRight);
   table.add_column("error", TextTable::Align::kRight);
   for (const ServingCheck& c : s.checks) {
-    table.add_row({c.measured->id, c.measured->metric, fmt::format("{:.4g}", c.measured->value),
-                   fmt::format("{:.4g}", c.predicted),
-                   fmt::format("{:+.1f} %", 100 * (c.ratio() - 1))});
+    table.add_row({c.measured->id, c.measured->metric, format_figure(c.measured->value),
+                   format_figure(c.predicted), fmt::format("{:+.1f} %", 100 * (c.ratio() - 1))});
   }
   std::string out = table.render();
   out += fmt::format("\n{} cases: median |error| {:.1f} %, worst {:.2f}x, {} within 2x\n",

@@ -102,6 +102,26 @@ std::pair<double, std::string_view> split_number(std::string_view what, std::str
   return {value, trim(trimmed.substr(i))};
 }
 
+bool iequals(std::string_view a, std::string_view b);
+
+// A unit in the wrong case ("16gb", "20MS"): units are case-sensitive (Gb would be gigabits),
+// so the error names the one meant.
+template <std::size_t N>
+void suggest_unit_case(std::string_view what, std::string_view text, std::string_view unit,
+                       const std::array<UnitFactor, N>& units) {
+  if (unit.empty()) return;
+  for (const UnitFactor& u : units) {
+    if (!u.unit.empty() && iequals(u.unit, unit)) {
+      const std::string_view trimmed = trim(text);
+      const std::string fixed =
+          std::string(trimmed.substr(0, trimmed.size() - unit.size())) + std::string(u.unit);
+      throw Error({}, fmt::format("invalid {} \"{}\": units are case-sensitive; did you mean "
+                                  "\"{}\"?",
+                                  what, text, fixed));
+    }
+  }
+}
+
 template <std::size_t N>
 double parse_with_units(std::string_view what, std::string_view text,
                         const std::array<UnitFactor, N>& units, std::string_view expected) {
@@ -109,6 +129,7 @@ double parse_with_units(std::string_view what, std::string_view text,
   for (const UnitFactor& u : units) {
     if (u.unit == unit) return value * u.factor;
   }
+  suggest_unit_case(what, text, unit, units);
   bad_quantity(what, text, expected);
 }
 
@@ -247,22 +268,29 @@ RateParts split_rate(std::string_view text, std::string_view expected, bool item
   for (const UnitFactor& u : kPer) {
     if (u.unit == unit) parts.per = &u;
   }
-  if (parts.per == nullptr) bad_quantity("rate", text, expected);
+  if (parts.per == nullptr) {
+    suggest_unit_case("rate", text, unit, kPer);
+    bad_quantity("rate", text, expected);
+  }
   return parts;
 }
 
 }  // namespace
 
-double parse_duration(std::string_view text) {
+double parse_duration(std::string_view text, DurationScale scale) {
   static constexpr std::array kUnits = {
       UnitFactor{"ns", 1e-9},      UnitFactor{"us", 1e-6}, UnitFactor{"\u00b5s", 1e-6},
       UnitFactor{"\u03bcs", 1e-6},  // Micro sign and Greek mu.
       UnitFactor{"ms", 1e-3},      UnitFactor{"s", 1},     UnitFactor{"min", 60},
       UnitFactor{"h", 3600},       UnitFactor{"d", 86400},
   };
+  const std::pair<std::string_view, std::string_view> fixes =
+      scale == DurationScale::kRun        ? std::pair{"{}h", "{}d"}
+      : scale == DurationScale::kInterval ? std::pair{"{}min", "{}h"}
+                                          : std::pair{"{}ms", "{}s"};
   return parse_with_required_unit("duration", text, kUnits,
                                   "a number and a unit ns, us, ms, s, min, h or d (e.g. 20ms, 3d)",
-                                  "{}ms", "{}s");
+                                  fixes.first, fixes.second);
 }
 
 double parse_bytes(std::string_view text) {
@@ -380,6 +408,19 @@ std::string format_amount(double value) {
     return fmt::format("{:.{}f}", value, decimals);
   }
   return three_digits(value);
+}
+
+std::string format_figure(double value) {
+  const double magnitude = std::fabs(value);
+  if (!std::isfinite(value)) return fmt::format("{}", value);
+  if (magnitude >= 999.5) return format_grouped(clamp_to_int64(std::round(value)));
+  if (magnitude == 0 || magnitude >= 1e-3) return fmt::format("{:.4g}", value);
+  // Fixed point where {:.4g} would switch to an exponent: 0.0001234.
+  const int decimals = std::min(15, 3 - static_cast<int>(std::floor(std::log10(magnitude))));
+  std::string text = fmt::format("{:.{}f}", value, decimals);
+  while (text.back() == '0')
+    text.pop_back();
+  return text;
 }
 
 std::string format_usd(double usd) {

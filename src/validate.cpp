@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -243,9 +244,13 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
   const Device& device = measured_device(m, table);
   ModelOptions options;
   options.dims = m.dims;
-  // A bare file name is looked up in the models directory; a path is used as it is.
-  const std::string path =
-      m.model.find('/') == std::string::npos ? models_dir + "/" + m.model : m.model;
+  // A bare file name is looked up in the models directory, a zoo name ("resnet50", as every
+  // command takes it) as its file there; a path is used as it is.
+  std::string path = m.model.find('/') == std::string::npos ? models_dir + "/" + m.model : m.model;
+  if (m.model.find('/') == std::string::npos && m.model.find('.') == std::string::npos &&
+      !std::ifstream(path) && std::ifstream(path + ".json")) {
+    path += ".json";
+  }
   Workload workload = m.workload;
   if (!m.runtime.empty()) {
     if (runtimes == nullptr) {

@@ -282,6 +282,11 @@ Workload workload_from(const WorkloadSpec& spec, const SpecLocations* where) {
   w.lora_rank = spec.lora_rank;
   w.lora_attention_only = spec.lora_targets == kLoraTargets[1];
   w.sequence_parallel = spec.sequence_parallel;
+  if (spec.sequence_parallel.value_or(false) && w.tensor_parallel < 2) {
+    fail(where, "sequence_parallel",
+         "`sequence_parallel` splits the norms of a tensor-parallel group: add `tensor_parallel` "
+         "2 or more");
+  }
   check_training_only(spec, where, w);
   check_run_and_serving(spec, where, w.mode);
   return w;

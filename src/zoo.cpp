@@ -103,6 +103,7 @@ std::vector<ZooRow> zoo_rows(const Zoo& zoo) {
     ZooRow row;
     row.model = &model;
     row.params = totals.params;
+    row.active_params = totals.active_params;
     row.macs_per_sample = totals.macs / graph.batch;
     row.dims = graph.dims;
     rows.push_back(std::move(row));

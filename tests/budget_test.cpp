@@ -49,6 +49,34 @@ TEST_CASE("parse_limit uses the unit parser of the kind", "[budget]") {
                       "16 has no unit: write 16GB or 16GiB");
   REQUIRE_THROWS_WITH(parse_limit(LimitKind::kMaxTtft, "500"),
                       "500 has no unit: write 500ms or 500s");
+  REQUIRE_THROWS_WITH(parse_limit(LimitKind::kMaxTrainTime, "3"), "3 has no unit: write 3h or 3d");
+}
+
+TEST_CASE("a limit of zero is refused: it never holds, or as a minimum always does", "[budget]") {
+  REQUIRE_THROWS_WITH(parse_limit(LimitKind::kMaxLatency, "0ms"),
+                      "a limit of 0ms never holds: give one above zero");
+  REQUIRE_THROWS_WITH(parse_limit(LimitKind::kMaxMemory, "0 GiB"),
+                      "a limit of 0 GiB never holds: give one above zero");
+  REQUIRE_THROWS_WITH(parse_limit(LimitKind::kMaxCost, "$0"),
+                      "a limit of $0 never holds: give one above zero");
+  REQUIRE_THROWS_WITH(parse_limit(LimitKind::kMaxParams, "0"),
+                      "a limit of 0 never holds: give one above zero");
+  REQUIRE_THROWS_WITH(parse_limit(LimitKind::kMinThroughput, "0 tokens/s"),
+                      "a minimum of 0 tokens/s always holds: give one above zero");
+  // A bare number in a budget file is read as a count; zero is refused there too.
+  REQUIRE_THROWS_WITH(parse_budget(R"({"budgets": [{"model": "m.json", "devices": ["a100"],
+                                       "limits": {"max_macs": 0}}]})",
+                                   "b.json"),
+                      "b.json:/budgets/0/limits/max_macs: a limit of 0 never holds: give one "
+                      "above zero");
+}
+
+TEST_CASE("a margin of 1,000 % or more is whole and grouped", "[budget]") {
+  // resnet50: 25,557,032 parameters (torchvision model card); over a limit of 1,000 by
+  // 25,556,032, which is 2,555,603.2 % of it.
+  const auto results = check({parse_limit(LimitKind::kMaxParams, "1k")});
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].message == "parameters 25.6 M exceeds max 1k by 25.6 M (2,555,603 %)");
 }
 
 TEST_CASE("limits pass or fail with the value and the margin", "[budget]") {

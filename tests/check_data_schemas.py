@@ -128,6 +128,7 @@ RULES = [
     ("tests/cli/bad_hardware.json", invalid("hardware")),
     ("tests/cli/records.json", valid("measurements")),
     ("tests/cli/records_batch1.json", valid("measurements")),
+    ("tests/cli/records_zoo_name.json", valid("measurements")),
     ("tests/cli/records_runtime.json", valid("measurements")),
     ("tests/cli/records_bad_device.json", exempt(SEMANTIC + "an unknown device id")),
     ("tests/cli/bad_measurements.json", invalid("measurements")),

@@ -46,5 +46,27 @@ add_test(NAME cli.advice.no_batch_warns
                  "-DSTDERR_REGEX=^warning: training without --batch: batch 1, the model file's; give --batch N\n$"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# compare and check train at the same batch, and say so on stderr (their header or line
+# shows the batch; it was 1, the file's, without a word).
+add_test(NAME cli.advice.typical_batch_compare
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=compare;resnet50;--hw;a100,t4;--mode;training" -DEXPECT_CODE=0
+                 "-DSTDOUT_REGEX=^resnet50 \\(25.6 M params\\), training, fp32, batch 256: 2 devices"
+                 "-DSTDERR_REGEX=^warning: training without --batch: batch 256, resnet50's typical training batch; give --batch N\n$"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+add_test(NAME cli.advice.no_batch_warns_check
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=check;data/models/mobilenet_v2.json;--hw;a100;--mode;training;--must-fit"
+                 -DEXPECT_CODE=0 "-DSTDOUT_REGEX=\\(training, fp32, batch 1\\)"
+                 "-DSTDERR_REGEX=^warning: training without --batch: batch 1, the model file's; give --batch N\n$"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+add_test(NAME cli.advice.batch_given_is_silent_compare
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=compare;resnet50;--hw;a100;--mode;training;--batch;32" -DEXPECT_CODE=0
+                 "-DSTDOUT_REGEX=training, fp32, batch 32: 1 device" "-DSTDERR_REGEX=^$"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_cli_ok(advice.batch_given_is_silent "workload     training, fp32, batch 32, "
                estimate resnet50 --gpu a100 --mode training --batch 32)

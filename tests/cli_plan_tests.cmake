@@ -15,6 +15,18 @@ capcalc_cli_ok(plan_explain "Row 2: .*compute \\(forward \\+ backward\\).*pipeli
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --explain 2)
 capcalc_cli_ok(plan_csv "^rank,device,precision,devices,tensor_parallel"
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format csv --top 3)
+# Integers exactly, fractions to round-trip: {:.6g} wrote memory_bytes 4.98772e+10, time_s
+# 1.8464e+06 and six digits of every figure.
+# A mixture of experts' header shows the parameters each token uses beside the total.
+capcalc_cli_ok(plan_moe_active
+               "^Plan: mixtral_8x7b_hf \\(46.7 G parameters, 12.9 G active per token\\), 1.00 T tokens"
+               plan data/models/mixtral_8x7b_hf.json --gpu h100 --tokens 1e12 --max-devices 16 --top 1)
+capcalc_cli_ok(plan_csv_exact
+               "\n1,h100-sxm,bf16,64,[0-9,]+,(true|false),[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,0\\.[0-9]+,[0-9.]+,[0-9]+\\.[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9]+,[0-9]+\n"
+               plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format csv --top 1)
+capcalc_cli_ok(scale_csv_exact
+               "\n8,1,1,1,8,[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,1,1,0\\.[0-9]+,[0-9.]+,0,0\n"
+               scale ${llama8} --gpu h100 --devices 8,16 --format csv)
 capcalc_cli_ok(plan_markdown "\\| # \\| device \\| count \\|"
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format markdown)
 capcalc_cli_ok(plan_deadline_infeasible
@@ -30,8 +42,11 @@ capcalc_usage_error(plan_global_batch_no_unit
                     plan ${llama8} --gpu h100 --tokens 1e12 --global-batch 512)
 capcalc_usage_error(plan_reserve_no_unit "--memory-reserve: 10 has no unit: write 10%"
                     plan ${llama8} --gpu h100 --tokens 1e12 --memory-reserve 10)
-capcalc_usage_error(plan_deadline_no_unit "--deadline: 30 has no unit: write 30ms or 30s"
+capcalc_usage_error(plan_deadline_no_unit "--deadline: 30 has no unit: write 30h or 30d"
                     plan ${llama8} --gpu h100 --tokens 1e12 --deadline 30)
+capcalc_usage_error(plan_restart_no_unit "--restart: 15 has no unit: write 15min or 15h"
+                    plan ${llama8} --gpu h100 --tokens 1e12 --pricing spot --discount 40%
+                    --interruptions 1 --restart 15 --checkpoint-every 1h)
 capcalc_usage_error(plan_no_devices "give exactly one of --gpu LIST, --type TYPE or --all"
                     plan ${llama8} --tokens 1e12)
 capcalc_usage_error(plan_no_run "plan needs the run's size: add --tokens or --dataset-size"

@@ -13,9 +13,13 @@ capcalc_cli_ok(serve_dynamic "dynamic batching up to 32.*latency"
 capcalc_cli_ok(serve_find_rate "max rate +[0-9.]+ requests/s meets the SLO"
                serve ${llama} --gpu h100 --prompt-tokens 500 --output-tokens 50 --requests 300
                --find max-rate --slo ttft_p99=200ms)
-capcalc_cli_ok(serve_find_replicas "replicas +[0-9]+ meet the SLO at 40/s"
+capcalc_cli_ok(serve_find_replicas "replicas +[0-9]+ meets? the SLO at 40/s"
                serve ${llama} --gpu h100 --rate 40/s --prompt-tokens 500 --output-tokens 50
                --requests 300 --find replicas --slo ttft_p99=200ms)
+# Floats to round-trip, never an exponent ({:.6g} wrote 0.000358407 and 6.69317e+10 alike).
+capcalc_cli_ok(serve_csv_exact "\n[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,1,200,([0-9.]+,)+0,(true|false),[0-9.]+,[0-9.]+,false,0,0\n"
+               serve ${llama} --gpu h100 --sweep rate=1..2/s --prompt-tokens 200
+               --output-tokens 20 --requests 200 --format csv)
 capcalc_cli_ok(serve_sweep_csv "^offered_rate_per_s,replicas.*\n[0-9.]+,1,200,"
                serve ${llama} --gpu h100 --sweep rate=1..16/s --prompt-tokens 200
                --output-tokens 20 --requests 200 --format csv)
@@ -24,6 +28,28 @@ capcalc_usage_error(serve_rate_unit "--rate: 20 has no unit: write 20/s or 20/mi
                     serve ${llama} --gpu h100 --rate 20 --prompt-tokens 100)
 capcalc_usage_error(serve_slo_unit "--slo ttft_p99: 500 has no unit: write 500ms or 500s"
                     serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 100 --slo ttft_p99=500)
+# SLO names take any case, as other named values do, and a typo gets a "did you mean".
+capcalc_cli_ok(serve_slo_case "SLO +met"
+               serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 100 --output-tokens 20
+               --requests 50 --slo TTFT_P99=500ms)
+capcalc_usage_error(serve_slo_metric_typo "--slo: unknown metric \"ttf\"; did you mean \"ttft\"?"
+                    serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 100 --slo ttf_p99=500ms)
+capcalc_usage_error(serve_slo_zero "--slo ttft_p99: a limit of 0ms never holds: give one above zero"
+                    serve ${llama} --gpu h100 --rate 2/s --prompt-tokens 100 --slo ttft_p99=0ms)
+# Flags the run would ignore are errors: what --validate and --mix take from their file, what
+# a trace fixes, and a queue delay with no batch to wait for.
+capcalc_usage_error(serve_validate_no_run_flags "--validate runs the file's cases: no --rate"
+                    serve --validate data/validation/serving.json --rate 2/s)
+capcalc_usage_error(serve_mix_no_run_flags "--mix runs the file's workloads: no --tensor-parallel"
+                    serve --mix tests/cli/serve_mix.json --tp 2)
+capcalc_usage_error(serve_trace_requests "--trace gives the arrivals and lengths: not with --requests"
+                    serve ${llama} --gpu h100 --trace tests/cli/serve_trace.jsonl --requests 5)
+capcalc_usage_error(serve_trace_arrival_cv
+                    "--trace gives the arrivals and lengths: not with --arrival-cv"
+                    serve ${llama} --gpu h100 --trace tests/cli/serve_trace.jsonl --arrival-cv 2)
+capcalc_usage_error(serve_queue_delay_without_batch
+                    "--max-queue-delay holds requests to batch them: add --max-batch 2 or more"
+                    serve data/models/resnet50.json --gpu t4 --rate 100/s --max-queue-delay 2ms)
 capcalc_usage_error(serve_find_needs_slo "--find max-rate needs --slo"
                     serve ${llama} --gpu h100 --prompt-tokens 100 --find max-rate)
 capcalc_usage_error(serve_needs_rate
@@ -56,7 +82,7 @@ capcalc_usage_error(serve_sglang_no_room
 # tests/runtime_test.cpp and tests/serve_test.cpp); vLLM's 70 GiB tier does not apply to an
 # A100 80GB (2,048 and 256).
 capcalc_cli_ok(serve_runtime_tensorrt_llm
-               "NVIDIA TensorRT-LLM: budget 8192 tokens, 2048 sequences, 13,254 blocks of 32 tokens \\(55.6 GB of KV cache\\), prefill not chunked, blocks reserved to the end \\(no preemption\\)"
+               "NVIDIA TensorRT-LLM: budget 8,192 tokens, 2,048 sequences, 13,254 blocks of 32 tokens \\(55.6 GB of KV cache\\), prefill not chunked, blocks reserved to the end \\(no preemption\\)"
                serve data/models/llama3_8b.json --gpu h100 --rate 2/s --prompt-tokens 500
                --output-tokens 50 --requests 100 --runtime tensorrt-llm)
 # SGLang's tiers on the H100 (80 GB, 74.5 GiB, the 60-160 GiB tier): an 8,192-token budget,
@@ -64,11 +90,11 @@ capcalc_cli_ok(serve_runtime_tensorrt_llm
 # memory for the weights and the cache: 0.818 x 80e9 - 16.06e9 (Llama-3-8B's weights) = 49.4 GB,
 # 376,735 tokens of 131,072 bytes (tests/runtime_test.cpp derives the fraction).
 capcalc_cli_ok(serve_runtime_sglang
-               "SGLang: budget 8192 tokens, 2048 sequences, 376,735 blocks of 1 token \\(49.4 GB of KV cache\\)"
+               "SGLang: budget 8,192 tokens, 2,048 sequences, 376,735 blocks of 1 token \\(49.4 GB of KV cache\\)"
                serve data/models/llama3_8b.json --gpu h100 --rate 2/s --prompt-tokens 500
                --output-tokens 50 --requests 100 --runtime sglang)
 capcalc_cli_ok(serve_runtime_vllm_a100
-               "vLLM \\(CUDA graphs, torch.compile\\): budget 2048 tokens, 256 sequences, 6,958 blocks of 16 tokens"
+               "vLLM \\(CUDA graphs, torch.compile\\): budget 2,048 tokens, 256 sequences, 6,958 blocks of 16 tokens"
                serve ${llama} --gpu a100-80gb --rate 2/s --prompt-tokens 500 --output-tokens 50
                --requests 100)
 capcalc_cli_ok(serve_speculative "3 draft tokens accepted at 0.7 \\(2.53 tokens per step\\)"

@@ -93,7 +93,8 @@ capcalc_cli_ok(training_run_json "\"training\": {\n *\"samples\": 115305030\\.0,
 capcalc_cli_ok(training_run_grouped "device-time +5,998,688 device-hours\n +cost +\\$14,996,721 at \\$2.50/h.*energy +4,199,082 kWh at 700 W"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tokens 15e12 --devices 1024 --tp 8 --pp 4 --micro-batches 16)
 capcalc_cli_ok(compare_csv_exact "resnet50,h100-sxm,NVIDIA H100 SXM5 80GB,gpu,1,fp32,training,true,,0\\.0[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,[0-9.]+,[0-9.]+,559151648,80000000000,true,1,host,2.5,per_run,"
-               compare data/models/resnet50.json --hw H100 --format csv --mode training --dataset-size 1281167 --epochs 90)
+               compare data/models/resnet50.json --hw H100 --format csv --mode training --batch 1
+               --dataset-size 1281167 --epochs 90)
 # At batch 1 every layer sits at the floor: the heaviest by FLOPs come first, not the first ten.
 capcalc_cli_ok(heaviest_layers_tie "Heaviest layers[^\n]*\n[^\n]*\n[^\n]*\n  conv1 +conv2d +\\[1, 64, 112, 112\\] +0.236 +60.0 µs[^\n]*\n  layer1.0.conv2 +conv2d +\\[1, 64, 56, 56\\] +0.231"
                estimate data/models/resnet50.json --gpu A100)
@@ -111,9 +112,14 @@ capcalc_cli_ok(compiled_profile "compiled profile.*latency +393 µs per batch of
                estimate data/models/resnet50.json --gpu A100 --precision fp16 --profile compiled)
 capcalc_cli_ok(sparsity_unsupported "2:4 requested, but this device has no 2:4 support: no speedup"
                estimate data/models/resnet50.json --gpu V100 --precision fp16 --sparsity 2:4)
+# A100 has 2:4 on its tensor cores but none at fp32 (no fp32 matrix peak): it said the device
+# has no 2:4 support.
+capcalc_cli_ok(sparsity_no_matrix_precision
+               "2:4 requested, but it runs on matrix units and this device has none at fp32: no speedup"
+               estimate data/models/resnet50.json --gpu A100 --sparsity 2:4)
 capcalc_cli_ok(sparsity_unstructured "unstructured: no speedup on dense hardware"
                estimate data/models/resnet50.json --gpu A100 --precision fp16 --sparsity unstructured)
-capcalc_cli_ok(hw_list "t4 +gpu +16 +320.*h100-sxm +gpu +80 +3350 +67 +989.4.*[0-9]+ devices"
+capcalc_cli_ok(hw_list "t4 +gpu +16 +320.*h100-sxm +gpu +80 +3,350 +67 +989.4.*[0-9]+ devices"
                hw list --type gpu)
 # A column shows only the precision it names: the T4 and V100 have fp16 and no bf16.
 capcalc_cli_ok(hw_list_bf16_column "id +type +GB +GB/s +fp32 +fp16 +bf16 +fp8 +int8 +W\n.*t4 +gpu +16 +320 +8.1 +65 +- +- +130 +70\nv100-sxm2-16gb +gpu +16 +900 +15.7 +125 +- +- +- +300"
@@ -202,6 +208,10 @@ add_test(NAME cli.calibrate_floor_only
                  "-DSTDOUT_REGEX=a100-sxm4-80gb +1 +[0-9.]+x +0.550 +0.900 +0.700"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# A record names its model as the commands do: "resnet50" is the zoo's resnet50.json (it said
+# "data/models/resnet50: cannot open file").
+capcalc_cli_ok(calibrate_zoo_name "a100-sxm4-80gb +1 +[0-9.]+x"
+               calibrate tests/cli/records_zoo_name.json)
 # Records that name a runtime are predicted with it, as validate predicts them.
 add_test(NAME cli.calibrate_runtime_records
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>

@@ -56,6 +56,19 @@ capcalc_usage_error(usage_unknown_runtimes_command
                     runtimes shw vllm)
 capcalc_usage_error(usage_missing_hw_command "hw needs a command: list or show (see capcalc hw --help)"
                     hw)
+# A mistyped command is named before the options that follow it, which are unknown only
+# because the command is (this said "unknown option --gpu").
+capcalc_usage_error(usage_unknown_command_case "unknown command \"Estimate\"; did you mean \"estimate\"?"
+                    Estimate ${resnet} --gpu A100 --batch 8)
+# No close name: say what there is ("help" is a new user's first guess).
+capcalc_usage_error(usage_unknown_command_far
+                    "unknown command \"help\"; capcalc has estimate, layers, hw, runtimes, calibrate, probe, validate, compare, check, roofline, report, serve, plan, scale or models (see capcalc --help)"
+                    help)
+capcalc_usage_error(usage_unknown_models_command_far
+                    "unknown models command \"show\"; models has list (see capcalc models --help)"
+                    models show resnet50)
+capcalc_usage_error(usage_unknown_hw_command_case "unknown hw command \"List\"; did you mean \"list\"?"
+                    hw List --type gpu)
 # RequiredError: a missing argument or required option.
 capcalc_usage_error(usage_missing_model "estimate: missing MODEL (see capcalc estimate --help)"
                     estimate --gpu A100)
@@ -131,12 +144,37 @@ capcalc_usage_error(limit_throughput_serving_sequences
 capcalc_usage_error(limit_throughput_unquoted
                     "check: unexpected argument \"tokens/s\": a rate that names what it counts is one argument, quoted (\"3k tokens/s\") or without the space (3ktokens/s)"
                     check ${llama} --hw A100 --min-throughput 3k tokens/s)
+capcalc_usage_error(limit_latency_unquoted
+                    "check: unexpected argument \"ms\": a number and its unit are one argument, without the space or quoted (e.g. 20ms or \"20 ms\")"
+                    check ${resnet} --hw A100 --max-latency 20 ms)
+# Units are case-sensitive (Gb would be gigabits, m milli): the one meant is named.
+capcalc_usage_error(limit_memory_unit_case
+                    "--max-memory: invalid size \"16gb\": units are case-sensitive; did you mean \"16GB\"?"
+                    check ${resnet} --hw A100 --max-memory 16gb)
+capcalc_usage_error(limit_latency_unit_case
+                    "--max-latency: invalid duration \"20MS\": units are case-sensitive; did you mean \"20ms\"?"
+                    check ${resnet} --hw A100 --max-latency 20MS)
+capcalc_usage_error(limit_rate_unit_case
+                    "--min-throughput: invalid rate \"100/S\": units are case-sensitive; did you mean \"100/s\"?"
+                    check ${resnet} --hw A100 --min-throughput 100/S)
 capcalc_usage_error(limit_throughput_unknown_item
                     "--min-throughput: invalid rate \"100 tokns/s\": unknown item \"tokns\"; did you mean \"tokens\"?"
                     check ${llama} --hw A100 --min-throughput "100 tokns/s")
 capcalc_usage_error(limit_budget_bare_rate
                     "tests/cli/budget_bare_rate.json:/budgets/0/limits/min_throughput: \"100/s\": a sample of llama2_7b is a sequence of 4,096 tokens; write 100 tokens/s or 100 sequences/s"
                     check --budget tests/cli/budget_bare_rate.json)
+capcalc_usage_error(limit_train_time_no_unit "--max-train-time: 3 has no unit: write 3h or 3d"
+                    check ${resnet} --hw A100 --mode training --dataset-size 1M --max-train-time 3)
+# A limit of zero is no gate: a maximum of 0 never holds, a minimum of 0 always does.
+capcalc_usage_error(limit_zero_latency "--max-latency: a limit of 0ms never holds: give one above zero"
+                    check ${resnet} --hw A100 --max-latency 0ms)
+capcalc_usage_error(limit_zero_memory "--max-memory: a limit of 0GB never holds: give one above zero"
+                    check ${resnet} --hw A100 --max-memory 0GB)
+capcalc_usage_error(limit_zero_params "--max-params: a limit of 0 never holds: give one above zero"
+                    check ${resnet} --hw A100 --max-params 0)
+capcalc_usage_error(limit_zero_throughput
+                    "--min-throughput: a minimum of 0/s always holds: give one above zero"
+                    check ${resnet} --hw A100 --min-throughput 0/s)
 capcalc_cli_ok(limit_count_bare "parameters 25.6 M within max 100000000"
                check ${resnet} --hw A100 --max-params 100000000)
 capcalc_usage_error(limit_budget_no_unit
@@ -147,6 +185,30 @@ capcalc_usage_error(limit_budget_no_unit
 capcalc_usage_error(ignored_input_shape
                     "data/models/resnet50.json: input shapes (--input-shape x=...) are for ONNX models; set this model's dimensions with --set NAME=VALUE"
                     estimate ${resnet} --gpu A100 --input-shape x=1x3x224x224)
+capcalc_usage_error(ignored_strict
+                    "data/models/resnet50.json: --strict is for ONNX models: a capcalc JSON model or Hugging Face config with an unknown operator is always an error"
+                    estimate ${resnet} --gpu A100 --strict)
+capcalc_usage_error(ignored_strict_layers
+                    "data/models/llama2_7b.json: --strict is for ONNX models: a capcalc JSON model or Hugging Face config with an unknown operator is always an error"
+                    layers ${llama} --strict)
+# --causal half halves causal attention's pairs: a model without causal attention (an image
+# model, an encoder) would ignore it.
+capcalc_usage_error(ignored_causal_half
+                    "data/models/resnet50.json: --causal half counts causal attention's pairs: the model has no causal attention layer"
+                    estimate ${resnet} --gpu A100 --causal half)
+capcalc_usage_error(ignored_causal_half_compare
+                    "data/models/bert_base.json: --causal half counts causal attention's pairs: the model has no causal attention layer"
+                    compare data/models/bert_base.json --hw A100 --causal Half)
+capcalc_cli_ok(causal_half_decoder "\"macs\": [0-9]+," layers ${llama} --causal half --format json)
+capcalc_usage_error(ignored_hardware_file_layers
+                    "--hardware-file is read for --gpu's per-layer times: add --gpu DEVICE"
+                    layers ${resnet} --hardware-file tests/cli/records.json)
+capcalc_usage_error(ignored_sequence_parallel
+                    "--sequence-parallel splits the norms of a tensor-parallel group: add --tensor-parallel 2 or more"
+                    estimate ${llama} --gpu A100 --sequence-parallel on)
+capcalc_usage_error(ignored_sequence_parallel_report
+                    "--sequence-parallel splits the norms of a tensor-parallel group: add --tensor-parallel 2 or more"
+                    report ${llama} --gpu A100 --mode training --sequence-parallel ON)
 capcalc_usage_error(ignored_optimizer "--optimizer is for training: add --mode training"
                     estimate ${resnet} --gpu A100 --optimizer sgd)
 capcalc_usage_error(ignored_optimizer_compare "--optimizer is for training: add --mode training"
@@ -247,3 +309,12 @@ capcalc_usage_error(usage_moe_imbalance_dense "--moe-imbalance: the model has no
                     estimate ${llama} --gpu H100 --moe-imbalance 1.3)
 capcalc_usage_error(usage_moe_imbalance_range "--moe-imbalance must be a number from 1 to 1000 (got 0.5)"
                     estimate mixtral_8x7b_hf --gpu H100 --moe-imbalance 0.5)
+
+# int4 on a device without int4 math: check and compare say how to ask for int4 weights, as
+# estimate does (cli.int4_without_int4_math); their note read "no int4 (has ...)" and stopped.
+capcalc_usage_error(int4_without_int4_math_check
+                    "NVIDIA H100 SXM5 80GB has no int4 (has fp64, fp32, tf32, fp16, bf16, fp8, int8); for int4 weights with bf16 math: --weight-precision int4 --precision bf16"
+                    check data/models/resnet50.json --hw H100 --precision int4 --must-fit)
+capcalc_cli_ok(int4_without_int4_math_compare
+               "\n  h100-sxm: no int4 \\(has fp64, fp32, tf32, fp16, bf16, fp8, int8\\); for int4 weights with bf16 math: --weight-precision int4 --precision bf16\n"
+               compare data/models/resnet50.json --hw H100,T4 --precision int4)

@@ -31,3 +31,17 @@ capcalc_cli_error(report_kv_precision_alone "--kv-precision sets the KV cache's 
                   report gpt2 --gpu h100 --kv-precision fp8)
 capcalc_cli_error(roofline_serving_cnn "--prompt-tokens needs a model with a \"seq\" dimension"
                   roofline resnet50 --gpu h100 --prompt-tokens 512)
+
+# Singular where the count is 1 (issue 20 §4): plan's search line and deadline, serve's
+# served line, a training run of one sample.
+capcalc_cli_ok(words_plan_one_device
+               "\nSearched 8 layouts on 1 device type \\(≤ 1 device each\\); 0 fit .*, within 1 day\\.\n"
+               plan data/models/llama3_8b.json --gpu h100 --tokens 1e12 --max-devices 1 --deadline 1d)
+capcalc_cli_ok(words_serve_one_request "\n  served       1 request in [0-9.]+ ms over 1 replica\n"
+               serve data/models/resnet50.json --gpu t4 --rate 1/s --requests 1)
+capcalc_cli_ok(words_training_one_sample "\nTraining run \\(1 sample\\)\n"
+               estimate data/models/resnet50.json --gpu a100 --mode training --batch 1
+               --dataset-size 1)
+# The heaviest layers' GFLOPs grouped above 1,000 (it printed 2147.484).
+capcalc_cli_ok(words_gflops_grouped "\n  lm_head +linear +\\[1, 4096, 32000\\] +2,147\\.484 "
+               estimate data/models/llama2_70b.json --gpu H100)

@@ -30,6 +30,11 @@ capcalc_zoo_test(path_not_looked_up 2 "^capcalc: error: ./resnet50: cannot open 
 capcalc_zoo_test(list_table 0
                  "\nresnet50 +ResNet +25.6 M +4.09 G +size 224 +256 +https://pytorch.org/vision/"
                  models list)
+# A mixture of experts shows what each token uses beside its total, and counts read grouped
+# ("seq 2,048", "8 x 1,024" where they said "seq 2048").
+capcalc_zoo_test(list_moe_active_grouped 0
+                 "\ngpt2 +GPT-2 +124 M +146 G +seq 1,024 +8 x 1,024 +https://.*\nmixtral_8x7b_hf +Mistral +46.7 G \\(12.9 G active\\) +27.2 T +seq 2,048 +https://"
+                 models list)
 capcalc_zoo_test(list_csv 0
                  "^name,family,params,macs,dims,training_batch,source\n.*\ngpt2,GPT-2,124439808,[0-9]+,batch=1 seq=1024,batch=8 seq=1024,https://huggingface.co/openai-community/gpt2\n"
                  models list --format csv)

@@ -506,8 +506,29 @@ TEST_CASE("serve: input errors are one line naming the key, flag or file and lin
   // The library names the key ("slo"); the CLI's error line names the flag (cli.serve_slo_unit).
   REQUIRE_THROWS_WITH(parse_slo("ttft_p99=500"),
                       "slo ttft_p99: 500 has no unit: write 500ms or 500s");
+  REQUIRE_THROWS_WITH(parse_slo("latency_p99=1s"),
+                      "slo: unknown metric \"latency\"; expected ttft, tpot, itl, e2e or queue");
   REQUIRE_THROWS_WITH(parse_slo("ttfb_p99=1s"),
-                      "slo: unknown metric \"ttfb\"; expected ttft, tpot, itl, e2e or queue");
+                      "slo: unknown metric \"ttfb\"; did you mean \"ttft\"?");
+  REQUIRE_THROWS_WITH(parse_slo("ttft_p999=1s"),
+                      "slo: unknown statistic \"p999\"; did you mean \"p99\"?");
+  // A limit of zero is no objective: every request misses it.
+  REQUIRE_THROWS_WITH(parse_slo("tpot_p50=0ms"),
+                      "slo tpot_p50: a limit of 0ms never holds: give one above zero");
+}
+
+TEST_CASE("serve: SLO metrics and statistics take any case", "[serve][errors]") {
+  const std::vector<SloLimit> slo = parse_slo("TTFT_P99=500ms,Tpot_Mean=50ms");
+  REQUIRE(slo.size() == 2);
+  CHECK(slo[0].metric == "ttft");
+  CHECK(slo[0].statistic == "p99");
+  CHECK(slo[0].limit_s == Approx(0.5));
+  CHECK(slo[1].metric == "tpot");
+  CHECK(slo[1].statistic == "mean");
+}
+
+TEST_CASE("serve: input errors in lengths and traces are one line naming the flag or file",
+          "[serve][errors]") {
   REQUIRE_THROWS_WITH(parse_length_distribution("zipf:1,2", "--prompt-tokens"),
                       "--prompt-tokens: expected N, uniform:LOW..HIGH, normal:MEAN,SD or "
                       "lognormal:MEDIAN,SIGMA, got \"zipf:1,2\"");

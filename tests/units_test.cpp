@@ -46,6 +46,21 @@ TEST_CASE("format_rate and format_grouped", "[units]") {
   CHECK(format_count(std::numeric_limits<double>::infinity()) == "inf");
 }
 
+TEST_CASE("format_figure: 4 significant digits, grouped from 1,000, never an exponent", "[units]") {
+  CHECK(format_figure(0) == "0");
+  CHECK(format_figure(19.5) == "19.5");
+  CHECK(format_figure(989.44) == "989.4");
+  CHECK(format_figure(999.4) == "999.4");
+  CHECK(format_figure(999.5) == "1,000");
+  CHECK(format_figure(3350) == "3,350");
+  CHECK(format_figure(26215.4) == "26,215");  // {:.4g} printed 2.622e+04.
+  CHECK(format_figure(2e4) == "20,000");      // and 2e+04 for a --rate of 20000/s.
+  CHECK(format_figure(-1234.6) == "-1,235");
+  CHECK(format_figure(0.0123) == "0.0123");
+  CHECK(format_figure(0.000123456) == "0.0001235");
+  CHECK(format_figure(1e-6) == "0.000001");
+}
+
 TEST_CASE("parse_duration takes ns to days", "[units][parse]") {
   CHECK(parse_duration("20ms") == Approx(0.020));
   CHECK(parse_duration("20 ms") == Approx(0.020));
@@ -60,9 +75,21 @@ TEST_CASE("parse_duration takes ns to days", "[units][parse]") {
   // Seconds or milliseconds? A bare number is an error that shows both.
   REQUIRE_THROWS_WITH(parse_duration("20"), "20 has no unit: write 20ms or 20s");
   REQUIRE_THROWS_WITH(parse_duration(" 2.5 "), "2.5 has no unit: write 2.5ms or 2.5s");
+  // The fix suits what is timed: a spot restart in minutes, a training run in days.
+  REQUIRE_THROWS_WITH(parse_duration("15", DurationScale::kInterval),
+                      "15 has no unit: write 15min or 15h");
+  REQUIRE_THROWS_WITH(parse_duration("30", DurationScale::kRun),
+                      "30 has no unit: write 30h or 30d");
+  CHECK(parse_duration("30d", DurationScale::kRun) == Approx(30 * 86400.0));
   REQUIRE_THROWS_WITH(parse_duration("20 parsecs"),
                       "invalid duration \"20 parsecs\": expected a number and a unit ns, us, ms, "
                       "s, min, h or d (e.g. 20ms, 3d)");
+  REQUIRE_THROWS_WITH(
+      parse_duration("20MS"),
+      "invalid duration \"20MS\": units are case-sensitive; did you mean \"20ms\"?");
+  REQUIRE_THROWS_WITH(
+      parse_bytes("1.5 gib"),
+      "invalid size \"1.5 gib\": units are case-sensitive; did you mean \"1.5 GiB\"?");
   REQUIRE_THROWS_AS(parse_duration("ms"), capcalc::Error);
   REQUIRE_THROWS_AS(parse_duration("-5ms"), capcalc::Error);
   REQUIRE_THROWS_AS(parse_duration(""), capcalc::Error);

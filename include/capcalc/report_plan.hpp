@@ -17,6 +17,7 @@ struct PlanReportInput {
   const PlanResult* result = nullptr;
   std::string model;             ///< The model's name.
   double params = 0;             ///< Its parameters.
+  double active_params = 0;      ///< Of them, used per token (a mixture of experts); 0: all.
   double tokens_per_sample = 1;  ///< The "seq" dimension (1 without one).
   bool has_tokens = true;        ///< The model has a "seq" dimension: speak of tokens.
   std::size_t top = 10;          ///< Rows to print (text, markdown, CSV).

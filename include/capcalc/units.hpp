@@ -26,6 +26,11 @@ std::string format_grouped(std::int64_t value);
 /// 1000, whole numbers grouped above: "0.553", "12.3", "515,899".
 std::string format_amount(double value);
 
+/// A figure in a table's column of its own unit: 4 significant digits below 1000, whole
+/// numbers grouped from 1000 on, never an exponent: "0.0123", "19.5", "989.4", "3,350",
+/// "26,215".
+std::string format_figure(double value);
+
 /// US dollars, 3 significant digits below $1000, whole dollars grouped above: "$0.553",
 /// "$12.3", "$1,235".
 std::string format_usd(double usd);
@@ -37,8 +42,12 @@ std::string format_usd(double usd);
 // "16" where a size is due is an error that shows the fix ("16 has no unit: write 16GB or
 // 16GiB"), never a guess at bytes.
 
+/// The units a bare number's "no unit" message suggests: a latency's ms or s ("20 has no unit:
+/// write 20ms or 20s"), an interval's min or h, a run's h or d.
+enum class DurationScale { kLatency, kInterval, kRun };
+
 /// Seconds from "20ms", "1.5 s", "842us" (or "µs"), "5ns", "10min", "3h", "3d".
-double parse_duration(std::string_view text);
+double parse_duration(std::string_view text, DurationScale scale = DurationScale::kLatency);
 
 /// Bytes from "16GiB" or "512 B". Decimal kB/MB/GB/TB (powers of 1000; "KB" is taken as kB)
 /// and binary KiB/MiB/GiB/TiB (powers of 1024) are distinct.

@@ -48,6 +48,7 @@ Zoo load_zoo(const std::string& path);
 struct ZooRow {
   const ZooModel* model = nullptr;
   std::int64_t params = 0;
+  std::int64_t active_params = 0;    ///< Of params, used per token (= params but for MoE).
   std::int64_t macs_per_sample = 0;  ///< Forward MACs per sample (1 MAC = 2 FLOPs).
   std::map<std::string, std::int64_t> dims;
 };

@@ -68,8 +68,11 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
     request.serving = options.serving.request();
     request.serving_graph = serving_graphs(options.model);
   }
-  const Graph graph =
-      load_model_from(serving ? prefill_args(options.model, options.serving) : options.model);
+  std::string batch_note;
+  const Graph graph = load_model_from(
+      serving ? prefill_args(options.model, options.serving)
+              : training_batch_or_given(options.model, request.workload, batch_note));
+  warn_training_batch(batch_note, graph);
   const Precision precision = request.workload.precision;
   CheckReport report;
   for (const std::string& name : options.devices) {

@@ -55,6 +55,21 @@ void add_model_options(CLI::App& sub, ModelArgs& args) {
                "ONNX: an operator capcalc does not know is an error, not a zero-count layer");
 }
 
+namespace {
+
+// The extensions load_model reads as ONNX, binary or text.
+bool is_onnx_path(const std::string& path) {
+  for (std::string_view suffix : {".onnx", ".onnxtxt", ".onnxtext", ".textproto", ".pbtxt"}) {
+    if (path.size() >= suffix.size() &&
+        path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
   ModelOptions options;
   for (const std::string& set : args.sets) {
@@ -100,7 +115,22 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
     options.input_shapes[name] = shape;
   }
   options.strict = args.strict;
-  Graph graph = load_model(resolve_model_path(args.path), options);
+  const std::string path = resolve_model_path(args.path);
+  if (args.strict && !is_onnx_path(path)) {
+    throw Error({path},
+                "--strict is for ONNX models: a capcalc JSON model or Hugging Face config "
+                "with an unknown operator is always an error");
+  }
+  Graph graph = load_model(path, options);
+  // Causal attention keeps a KV cache per token (counts.kv_cache_per_token): without such a
+  // layer, --causal half would change nothing.
+  if (options.counting.causal == CausalCounting::kHalf &&
+      std::none_of(graph.layers.begin(), graph.layers.end(),
+                   [](const Layer& l) { return l.counts.kv_cache_per_token > 0; })) {
+    throw Error({path},
+                "--causal half counts causal attention's pairs: the model has no causal "
+                "attention layer");
+  }
   for (const std::string& warning : graph.warnings)
     fmt::print(stderr, "warning: {}\n", warning);
   if (!graph.unknown_ops.empty()) {

@@ -59,7 +59,9 @@ void run_compare(const CompareOptions& options) {
   const std::vector<const Device*> devices = pick_devices(options, table);
   std::vector<Graph> graphs;
   if (options.batches.empty()) {
-    graphs.push_back(load_model_from(model));
+    std::string batch_note;
+    graphs.push_back(load_model_from(training_batch_or_given(model, request.workload, batch_note)));
+    warn_training_batch(batch_note, graphs.back());
   } else {
     for (std::int64_t batch : options.batches) {
       ModelArgs args = model;

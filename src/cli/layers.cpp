@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "capcalc/error.hpp"
 #include "capcalc/predict.hpp"
 #include "capcalc/report.hpp"
 
@@ -22,6 +23,12 @@ struct LayersOptions {
 };
 
 void run_layers(const LayersOptions& options) {
+  // Without a device no table is read: a table given would be ignored.
+  if (options.device.empty() &&
+      (!options.hardware.table.empty() || !options.hardware.files.empty())) {
+    throw Error({}, fmt::format("{} is read for --gpu's per-layer times: add --gpu DEVICE",
+                                options.hardware.table.empty() ? "--hardware-file" : "--hardware"));
+  }
   const Graph graph = load_model_from(options.model);
   const GraphTotals totals = graph_totals(graph);
   Workload workload;

@@ -235,9 +235,11 @@ Pricing pricing_from(const PricingOptions& o) {
                   "15min) and --checkpoint-every (e.g. 1h)");
     }
     p.interruptions_per_device_day = *o.interruptions;
-    p.restart_s = with_flag("--restart", [&] { return parse_duration(o.restart); });
-    p.checkpoint_interval_s =
-        with_flag("--checkpoint-every", [&] { return parse_duration(o.checkpoint_every); });
+    p.restart_s =
+        with_flag("--restart", [&] { return parse_duration(o.restart, DurationScale::kInterval); });
+    p.checkpoint_interval_s = with_flag("--checkpoint-every", [&] {
+      return parse_duration(o.checkpoint_every, DurationScale::kInterval);
+    });
   }
   if (owned) {
     if (o.capex.empty()) {
@@ -413,7 +415,8 @@ void run_plan(const PlanOptions& options) {
   request.samples = *samples;
   request.max_devices = options.max_devices;
   if (!options.deadline.empty()) {
-    request.deadline_s = with_flag("--deadline", [&] { return parse_duration(options.deadline); });
+    request.deadline_s = with_flag(
+        "--deadline", [&] { return parse_duration(options.deadline, DurationScale::kRun); });
   }
   if (!options.budget.empty()) {
     request.budget_usd = with_flag("--budget", [&] { return parse_money(options.budget); });
@@ -427,7 +430,9 @@ void run_plan(const PlanOptions& options) {
   input.request = &request;
   input.result = &result;
   input.model = p->graph.name;
-  input.params = static_cast<double>(graph_totals(p->graph).params);
+  const GraphTotals totals = graph_totals(p->graph);
+  input.params = static_cast<double>(totals.params);
+  input.active_params = static_cast<double>(totals.active_params);
   const auto seq = p->graph.dims.find("seq");
   input.tokens_per_sample = seq == p->graph.dims.end() ? 1 : static_cast<double>(seq->second);
   input.has_tokens = seq != p->graph.dims.end();

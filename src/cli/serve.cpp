@@ -2,7 +2,9 @@
 #include "capcalc/serve.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 
@@ -160,13 +162,13 @@ std::vector<std::int64_t> batch_sizes(const std::string& text) {
 std::string describe(const LengthDistribution& d) {
   switch (d.kind) {
     case LengthDistribution::Kind::kFixed:
-      return fmt::format("{:g}", d.a);
+      return format_figure(d.a);
     case LengthDistribution::Kind::kUniform:
-      return fmt::format("uniform {:g}..{:g}", d.a, d.b);
+      return fmt::format("uniform {}..{}", format_figure(d.a), format_figure(d.b));
     case LengthDistribution::Kind::kNormal:
-      return fmt::format("normal {:g}±{:g}", d.a, d.b);
+      return fmt::format("normal {}±{}", format_figure(d.a), format_figure(d.b));
     case LengthDistribution::Kind::kLogNormal:
-      return fmt::format("log-normal median {:g} σ {:g}", d.a, d.b);
+      return fmt::format("log-normal median {} σ {:g}", format_figure(d.a), d.b);
   }
   return "";
 }
@@ -175,6 +177,9 @@ std::string describe(const LengthDistribution& d) {
 void check_flag_use(const ServeOptions& o, bool llm) {
   if (o.model.batch) throw Error({}, "--batch: serve forms its own batches (see --max-batch)");
   const bool batcher = o.max_batch || !o.preferred_batch.empty() || !o.max_queue_delay.empty();
+  if (!llm && !o.max_queue_delay.empty() && o.max_batch.value_or(1) < 2) {
+    throw Error({}, "--max-queue-delay holds requests to batch them: add --max-batch 2 or more");
+  }
   if (llm && batcher) {
     throw Error({},
                 "--max-batch, --preferred-batch and --max-queue-delay set Triton's dynamic "
@@ -358,8 +363,9 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
   }
   return fmt::format(
       "{}: budget {} tokens, {} sequences, {} blocks of {} token{} ({} of KV cache){}",
-      workload.runtime ? workload.runtime->name : "continuous batching", c.max_num_batched_tokens,
-      c.max_num_seqs, format_grouped(c.kv_blocks), c.block_size, c.block_size == 1 ? "" : "s",
+      workload.runtime ? workload.runtime->name : "continuous batching",
+      format_grouped(c.max_num_batched_tokens), format_grouped(c.max_num_seqs),
+      format_grouped(c.kv_blocks), format_grouped(c.block_size), c.block_size == 1 ? "" : "s",
       format_bytes(kv.cache_bytes), extras);
 }
 
@@ -482,12 +488,14 @@ void run_serve(const ServeOptions& o) {
   const auto title = [&](const ServeResult& r) {
     std::string load;
     if (!o.trace.empty()) {
-      load = fmt::format("trace {} ({} requests)", o.trace, setup.load.trace.size());
+      load = fmt::format("trace {} ({} request{})", o.trace,
+                         format_grouped(static_cast<std::int64_t>(setup.load.trace.size())),
+                         setup.load.trace.size() == 1 ? "" : "s");
     } else {
       load = fmt::format(
-          "{:.4g}/s {}, {} requests, seed {}", setup.load.rate_per_s,
+          "{}/s {}, {} request{}, seed {}", format_figure(setup.load.rate_per_s),
           o.arrival_cv == 1 ? std::string("Poisson") : fmt::format("gamma CV {:g}", o.arrival_cv),
-          r.requests, o.seed);
+          format_grouped(r.requests), r.requests == 1 ? "" : "s", o.seed);
       if (llm) {
         load += fmt::format("; {} prompt + {} output tokens", describe(setup.load.prompt),
                             describe(setup.load.output));
@@ -522,8 +530,8 @@ void run_serve(const ServeOptions& o) {
     setup.load.rate_per_s = result.offered_rate_per_s;
     found = search.rate_per_s > 0
                 ? fmt::format(
-                      "  max rate     {:.4g} requests/s meets the SLO, queue steady ({} runs{})\n",
-                      search.rate_per_s, search.runs, lengthened(o, search.requests))
+                      "  max rate     {} requests/s meets the SLO, queue steady ({} runs{})\n",
+                      format_figure(search.rate_per_s), search.runs, lengthened(o, search.requests))
                 : fmt::format(
                       "  max rate     none: the SLO is missed even at 1/1000 of the "
                       "saturation rate ({} runs)\n",
@@ -539,12 +547,13 @@ void run_serve(const ServeOptions& o) {
     const ReplicaSearch search = find_replicas(setup, cost);
     if (search.replicas == 0) {
       throw Error({},
-                  "--find replicas: the SLO is missed even with 4096 replicas: a request "
+                  "--find replicas: the SLO is missed even with 4,096 replicas: a request "
                   "alone misses it");
     }
     result = search.at_replicas;
-    found = fmt::format("  replicas     {} meet the SLO at {:.4g}/s, queue steady ({} runs{})\n",
-                        search.replicas, setup.load.rate_per_s, search.runs,
+    found = fmt::format("  replicas     {} meet{} the SLO at {}/s, queue steady ({} runs{})\n",
+                        format_grouped(search.replicas), search.replicas == 1 ? "s" : "",
+                        format_figure(setup.load.rate_per_s), search.runs,
                         lengthened(o, search.requests));
   } else {
     result = serve(setup, cost);
@@ -816,6 +825,39 @@ void add_validate_options(CLI::App* sub, ServeOptions* o) {
 
 }  // namespace
 
+namespace {
+
+// --mix and --validate take each run from their file: a flag that shapes a run of MODEL on
+// --gpu would be ignored, so it is an error ("--validate runs the file's cases: no --rate").
+// MODEL and --gpu have their own message (run_serve_mix, run_serve_validation).
+void reject_run_flags(const CLI::App& sub, std::string_view mode,
+                      std::initializer_list<std::string_view> also) {
+  static constexpr std::array<std::string_view, 9> kFileFlags = {
+      "--help",   "--mix",    "--validate", "--hardware", "--hardware-file",
+      "--format", "--output", "model",      "--gpu"};
+  for (const CLI::Option* option : sub.get_options()) {
+    const std::string name = option->get_name();
+    if (option->count() == 0 ||
+        std::find(kFileFlags.begin(), kFileFlags.end(), name) != kFileFlags.end() ||
+        std::find(also.begin(), also.end(), name) != also.end()) {
+      continue;
+    }
+    throw Error({}, fmt::format("{}: no {}", mode, name));
+  }
+}
+
+// A trace fixes how many requests arrive and when.
+void reject_trace_flags(const CLI::App& sub, const ServeOptions& o) {
+  if (o.trace.empty()) return;
+  for (const char* flag : {"--requests", "--arrival-cv"}) {
+    if (sub.count(flag) > 0) {
+      throw Error({}, fmt::format("--trace gives the arrivals and lengths: not with {}", flag));
+    }
+  }
+}
+
+}  // namespace
+
 void add_serve_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* sub = app.add_subcommand(
@@ -856,9 +898,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   sub->add_option("--mix", o->mix,
                   "Choose a fleet: for each workload of a mix file (docs/serving.md) the "
                   "cheapest device, tensor-parallel size and replicas meeting its SLO");
-  sub->callback([o, &exit_code] {
+  sub->callback([o, sub, &exit_code] {
     if (!o->mix.empty()) {
       if (!o->validate.empty()) throw Error({}, "--mix and --validate: one at a time");
+      reject_run_flags(*sub, "--mix runs the file's workloads", {"--price-per-hour"});
       exit_code = run_serve_mix(*o);
     } else if (o->validate.empty()) {
       if (o->gates.any()) {
@@ -866,8 +909,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "--max-median-error, --max-worst-factor and --min-within-2x gate "
                     "--validate");
       }
+      reject_trace_flags(*sub, *o);
       run_serve(*o);
     } else {
+      reject_run_flags(*sub, "--validate runs the file's cases",
+                       {"--max-median-error", "--max-worst-factor", "--min-within-2x"});
       exit_code = run_serve_validation(*o);
     }
   });

@@ -122,26 +122,60 @@ std::string unknown_command(const std::vector<const CLI::App*>& chain, std::size
     names.push_back(sub->get_name());
   }
   const std::string kind = depth == 0 ? "command" : command_of(chain, depth) + " command";
-  return with_suggestion(fmt::format("unknown {} \"{}\"", kind, word), word,
-                         std::vector<std::string_view>(names.begin(), names.end()));
+  const std::string unknown = fmt::format("unknown {} \"{}\"", kind, word);
+  const std::string message =
+      with_suggestion(unknown, word, std::vector<std::string_view>(names.begin(), names.end()));
+  if (message != unknown) return message;
+  // No close name ("help", "show"): say what there is.
+  const std::string command = command_of(chain, depth);
+  return fmt::format("{}; {} has {} (see {}{} --help)", unknown, command, or_list(names),
+                     depth == 0 ? "" : "capcalc ", command);
 }
 
-// For a stray "tokens/s": the shell split `--min-throughput 3k tokens/s` in two.
-std::string stray_rate_hint(const std::string& word) {
+// True when `parse` takes "1" + `word`.
+template <typename Parse>
+bool parses_after_number(const std::string& word, Parse parse) {
   try {
-    if (parse_counted_rate("1 " + word).item == RateItem::kNone) return "";
+    parse("1" + word);
+    return true;
   } catch (const Error&) {
-    return "";
+    return false;
   }
-  return fmt::format(
-      ": a rate that names what it counts is one argument, quoted (\"3k {}\") or "
-      "without the space (3k{})",
-      word, word);
+}
+
+// For a stray "tokens/s" or "ms": the shell split `--min-throughput 3k tokens/s` or
+// `--max-latency 20 ms` in two.
+std::string stray_rate_hint(const std::string& word) {
+  if (parses_after_number(" " + word, [](const std::string& t) {
+        if (parse_counted_rate(t).item == RateItem::kNone) throw Error({}, "");
+      })) {
+    return fmt::format(
+        ": a rate that names what it counts is one argument, quoted (\"3k {}\") or "
+        "without the space (3k{})",
+        word, word);
+  }
+  if (parses_after_number(word, [](const std::string& t) { parse_duration(t); }) ||
+      parses_after_number(word, [](const std::string& t) { parse_bytes(t); })) {
+    return fmt::format(
+        ": a number and its unit are one argument, without the space or quoted (e.g. 20{} or "
+        "\"20 {}\")",
+        word, word);
+  }
+  return "";
 }
 
 // An unknown option, else a stray argument; the innermost subcommand's first, whose options
 // the "did you mean" draws on.
 std::optional<std::string> leftover_message(const std::vector<const CLI::App*>& chain) {
+  // A mistyped command first: the options after it ("Estimate m.json --gpu A100") are the
+  // command's, unknown only because the command is.
+  const std::size_t inner = chain.size() - 1;
+  if (!chain[inner]->get_subcommands({}).empty()) {
+    const std::vector<std::string> words = chain[inner]->remaining();
+    if (!words.empty() && !is_option_word(words.front())) {
+      return unknown_command(chain, inner, words.front());
+    }
+  }
   for (std::size_t depth = chain.size(); depth-- > 0;) {
     for (const std::string& word : chain[depth]->remaining()) {
       if (is_option_word(word)) return unknown_option(*chain[depth], word);

@@ -40,6 +40,23 @@ ModelArgs training_batch_args(const ModelArgs& model, SingleEstimate& e) {
   return args;
 }
 
+ModelArgs training_batch_or_given(const ModelArgs& model, const Workload& workload,
+                                  std::string& warning_note) {
+  if (workload.mode != Mode::kTraining || model.batch) return model;
+  SingleEstimate notes;
+  ModelArgs args = training_batch_args(model, notes);
+  warning_note = notes.batch_note == "no --batch: the model file's"
+                     ? "the model file's"
+                     : notes.batch_note.substr(std::string("no --batch: ").size());
+  return args;
+}
+
+void warn_training_batch(const std::string& warning_note, const Graph& graph) {
+  if (warning_note.empty()) return;
+  fmt::print(stderr, "warning: training without --batch: batch {}, {}; give --batch N\n",
+             graph.batch, warning_note);
+}
+
 std::unique_ptr<SingleEstimate> run_single_estimate(const SingleEstimateArgs& args,
                                                     const ModelArgs* model,
                                                     const ServingArgs* serving) {

@@ -214,6 +214,13 @@ struct SingleEstimate {
 // workload line says so and cites them; --set still wins), else the model file's batch.
 ModelArgs training_batch_args(const ModelArgs& model, SingleEstimate& e);
 
+// The same for the commands whose output has no workload line of its own (`compare`, `check`):
+// the model with the typical batch where the zoo has one, and a warning on stderr naming the
+// batch taken, once `graph` is loaded from it. `model` as given with --batch or outside training.
+ModelArgs training_batch_or_given(const ModelArgs& model, const Workload& workload,
+                                  std::string& warning_note);
+void warn_training_batch(const std::string& warning_note, const Graph& graph);
+
 // `model` replaces args.model where given (estimate sets the prompt length for serving);
 // `serving` is the LLM serving request's flags, checked with the workload's.
 std::unique_ptr<SingleEstimate> run_single_estimate(const SingleEstimateArgs& args,
