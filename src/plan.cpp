@@ -505,6 +505,40 @@ Workload plan_workload(const PlanRequest& request, const Layout& layout) {
   return w;
 }
 
+namespace {
+
+// What the search needs of the graph at micro-batch `size`.
+ShapeCase shape_case(const PlanGraphBuilder& build, const PlanRequest& request, std::int64_t size) {
+  ShapeCase sc;
+  sc.micro_batch_size = size;
+  sc.graph = build(size);
+  sc.shape = plan_shape(sc.graph);
+  const auto seq = sc.graph.dims.find("seq");
+  sc.tokens_per_sample = seq == sc.graph.dims.end() ? 1 : static_cast<double>(seq->second);
+  Workload lora;
+  lora.lora_rank = request.lora_rank;
+  lora.lora_attention_only = request.lora_attention_only;
+  sc.model_flops = training_model_flops(sc.graph, lora);
+  sc.replica_counts = divisors(request.global_batch / size);
+  sc.stage_counts = chunk_counts(sc.shape.blocks, 1);
+  // Context parallelism splits a sequence into 2C chunks (Megatron-Core balances causal
+  // attention's work that way: the sequence must divide by 2C); a model without attention
+  // has none.
+  sc.context_counts = {1};
+  const auto tokens = static_cast<std::int64_t>(sc.tokens_per_sample);
+  for (std::int64_t c = 2; sc.shape.heads > 0 && c <= kMaxContextParallel; c *= 2) {
+    if (tokens % (2 * c) == 0) sc.context_counts.push_back(c);
+  }
+  // Expert parallelism: powers of two dividing every moe layer's experts.
+  sc.expert_counts = {1};
+  for (std::int64_t e = 2; sc.shape.experts > 0 && sc.shape.experts % e == 0; e *= 2) {
+    sc.expert_counts.push_back(e);
+  }
+  return sc;
+}
+
+}  // namespace
+
 PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
                 const PlanRequest& request) {
   if (request.devices.empty()) throw Error({}, "no device types to plan on");
@@ -531,32 +565,7 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
   std::set<std::int64_t> sizes(request.micro_batch_sizes.begin(), request.micro_batch_sizes.end());
   for (std::int64_t size : sizes) {
     if (size < 1 || request.global_batch % size != 0) continue;
-    ShapeCase sc;
-    sc.micro_batch_size = size;
-    sc.graph = build(size);
-    sc.shape = plan_shape(sc.graph);
-    const auto seq = sc.graph.dims.find("seq");
-    sc.tokens_per_sample = seq == sc.graph.dims.end() ? 1 : static_cast<double>(seq->second);
-    Workload lora;
-    lora.lora_rank = request.lora_rank;
-    lora.lora_attention_only = request.lora_attention_only;
-    sc.model_flops = training_model_flops(sc.graph, lora);
-    sc.replica_counts = divisors(request.global_batch / size);
-    sc.stage_counts = chunk_counts(sc.shape.blocks, 1);
-    // Context parallelism splits a sequence into 2C chunks (Megatron-Core balances causal
-    // attention's work that way: the sequence must divide by 2C); a model without attention
-    // has none.
-    sc.context_counts = {1};
-    const auto tokens = static_cast<std::int64_t>(sc.tokens_per_sample);
-    for (std::int64_t c = 2; sc.shape.heads > 0 && c <= kMaxContextParallel; c *= 2) {
-      if (tokens % (2 * c) == 0) sc.context_counts.push_back(c);
-    }
-    // Expert parallelism: powers of two dividing every moe layer's experts.
-    sc.expert_counts = {1};
-    for (std::int64_t e = 2; sc.shape.experts > 0 && sc.shape.experts % e == 0; e *= 2) {
-      sc.expert_counts.push_back(e);
-    }
-    cases.push_back(std::move(sc));
+    cases.push_back(shape_case(build, request, size));
   }
   if (cases.empty()) {
     throw Error({}, fmt::format("no micro-batch size divides the global batch of {} samples",
