@@ -474,7 +474,7 @@ TEST_CASE("model: an optional input left out leaves its layers' weights and none
 // std::bad_alloc. A lower bound on the layers ahead is checked before any is built.
 TEST_CASE("model: a model that expands past the layer limit is an error naming the repeat",
           "[model][errors][limits]") {
-  const std::string limit = "the model expands to more than 1,000,000 layers (the limit)";
+  const std::string limit = "the model expands to more than 250,000 layers (the limit)";
   const std::string relu = R"({"op": "relu"})";
   REQUIRE_THROWS_WITH(parse(model("[1, 4]", relu + R"(, {"op": "relu", "repeat": 1000000000000})")),
                       "m.json:/layers/1/repeat: " + limit);
@@ -516,7 +516,7 @@ TEST_CASE("model: blocks that double the layers at each level fail before they a
     }
     blocks += "}, ";
     REQUIRE_THROWS_WITH(parse(model("[1, 4]", R"({"op": "relu"}, {"block": "b31"})", blocks)),
-                        "m.json:/layers/1: the model expands to more than 1,000,000 layers (the "
+                        "m.json:/layers/1: the model expands to more than 250,000 layers (the "
                         "limit)");
   }
 }

@@ -332,7 +332,7 @@ def model_cases():
                extra='"blocks": {"k": {"args": {"a": "b + 1", "b": "a + 1"}, "layers": [' + linear('"a"') + "]}}, "),
          ["layers", "{f}"], r"", PTR)
 
-    # Expansion past 1,000,000 layers.
+    # Expansion past 250,000 layers.
     for name, lay, extra in [
             ("repeat_1e7", layers(linear("8", more=', "repeat": 10000000')), ""),
             ("repeat_expr_pow", layers(linear("8", more=', "repeat": "1000000 * 1000000"')), ""),
@@ -344,7 +344,7 @@ def model_cases():
              ', "k25": {"layers": [' + LINEAR + "]}}, ")]:
         dims = '{"batch": 1, "n": 123456789012}' if name == "repeat_dim" else '{"batch": 1}'
         case(M, "expansion", name, model(lay, extra=extra, dims=dims), ["layers", "{f}"],
-             r"expands to more than 1,000,000 layers \(the limit\)", PTR)
+             r"expands to more than 250,000 layers \(the limit\)", PTR)
     # Overflow: counts past 64 bits are errors naming the layer or key.
     for name, lay, dims in [
             ("linear_overflow", layers(linear("4611686018427387904")), None),
@@ -696,7 +696,7 @@ def onnx_text_cases():
     case(T, "expansion", "loop_nested_big", onnxtxt("g (float[4] x) => (float[4] y)",
                                                     "   y = Loop (n, \"\", x) <body: graph = b1 (int64 i, bool c, float[4] h) => (bool co, float[4] hn) {\n      co = Identity (c)\n      hn = Loop (n, \"\", h) <body: graph = b2 (int64 j, bool d, float[4] k) => (bool do, float[4] kn) {\n         do = Identity (d)\n         kn = Loop (n, \"\", k) <body: graph = b3 (int64 m, bool e, float[4] l) => (bool eo, float[4] ln) {\n            eo = Identity (e)\n            ln = Relu (l)\n         }>\n      }>\n   }>",
                                                     "<int64 n = {4000}>"),
-         ["layers", "{f}"], r"more than 2,000,000 nodes", ("ptrre", "/graph/node/0"))
+         ["layers", "{f}"], r"more than 500,000 nodes", ("ptrre", "/graph/node/0"))
     case(T, "not-a-file", "fifo", make_fifo, ["layers", "{f}"], r"not a regular file \(a FIFO\)", FILE)
     case(T, "size", "big", lambda d, p: write_big(p, 257 << 20, b" "), ["layers", "{f}"], r"larger than 256 MiB", FILE)
     case(T, "syntax", "nul", b'<ir_version: 8, opset_import: ["" : 17]>\ng (float[4] x) => (float[4] y) {\n   y = Relu (x\x00)\n}\n',
@@ -939,7 +939,7 @@ def budget_cases():
     case(B, "syntax", "model_bad_file", budget(BUDGET.replace(UP + 'data/models/resnet50.json', "../model/trailing_comma.json")),
          args, r"", ("literal", "tests/hostile/corpus/budget/../model/trailing_comma.json:1:28: "))
     case(B, "expansion", "model_repeat_huge", budget(BUDGET.replace(UP + "data/models/resnet50.json", "../model/repeat_1e7.json")),
-         args, r"1,000,000 layers", ("literal", "tests/hostile/corpus/budget/../model/repeat_1e7.json:/layers/0/repeat: "))
+         args, r"250,000 layers", ("literal", "tests/hostile/corpus/budget/../model/repeat_1e7.json:/layers/0/repeat: "))
 
 
 # --- Measurement file ------------------------------------------------------------------------
