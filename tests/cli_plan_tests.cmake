@@ -139,3 +139,8 @@ capcalc_cli_ok(plan_lora_json "\"moe_imbalance\": 1.0,\n *\"lora_rank\": 16"
                plan llama2_70b --gpu H100 --tokens 1e9 --lora-rank 16 --max-devices 8 --top 1 --format json)
 capcalc_cli_error(plan_lora_targets_without_rank "^capcalc: error: --lora-targets places LoRA's adapters: add --lora-rank\n$"
                   plan llama2_70b --gpu H100 --tokens 1e9 --lora-targets attention)
+# A deadline or a budget of zero is no ask (as check's limits of zero).
+capcalc_cli_error(plan_deadline_zero "^capcalc: error: --deadline: a limit of 0d never holds: give one above zero\n$"
+                  plan llama3_8b --gpu H100 --tokens 1e9 --deadline 0d)
+capcalc_cli_error(plan_budget_zero "^capcalc: error: --budget: a limit of \\$0 never holds: give one above zero\n$"
+                  plan llama3_8b --gpu H100 --tokens 1e9 --budget $0)

@@ -94,6 +94,12 @@ double with_flag(const char* flag, Parse parse) {
   }
 }
 
+// A deadline or budget of zero is no ask: no run meets it (as check's limits of 0).
+void above_zero(const char* flag, const std::string& text, double value) {
+  if (value > 0) return;
+  throw Error({}, fmt::format("{}: a limit of {} never holds: give one above zero", flag, text));
+}
+
 // "4M-tokens", "4Mi tokens", "512-samples": a count with a binary (Ki, Mi, Gi) or SI suffix
 // and a unit, which is required.
 struct GlobalBatch {
@@ -417,9 +423,11 @@ void run_plan(const PlanOptions& options) {
   if (!options.deadline.empty()) {
     request.deadline_s = with_flag(
         "--deadline", [&] { return parse_duration(options.deadline, DurationScale::kRun); });
+    above_zero("--deadline", options.deadline, *request.deadline_s);
   }
   if (!options.budget.empty()) {
     request.budget_usd = with_flag("--budget", [&] { return parse_money(options.budget); });
+    above_zero("--budget", options.budget, *request.budget_usd);
   }
   request.pricing = pricing_from(options.pricing);
   request.objective = parse_plan_objective(options.objective).value_or(PlanObjective::kTime);
