@@ -144,3 +144,5 @@ capcalc_cli_error(plan_deadline_zero "^capcalc: error: --deadline: a limit of 0d
                   plan llama3_8b --gpu H100 --tokens 1e9 --deadline 0d)
 capcalc_cli_error(plan_budget_zero "^capcalc: error: --budget: a limit of \\$0 never holds: give one above zero\n$"
                   plan llama3_8b --gpu H100 --tokens 1e9 --budget $0)
+capcalc_cli_error(scale_several_devices "^capcalc: error: --gpu h100,a100: scale follows one device type \\(plan compares several: capcalc plan ... --gpu h100,a100\\)\n$"
+                  scale llama3_8b --gpu h100,a100 --devices 8..64)

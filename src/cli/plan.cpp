@@ -504,6 +504,11 @@ std::vector<std::int64_t> parse_counts(const std::string& text) {
 void run_scale(const ScaleOptions& options) {
   const std::vector<std::int64_t> counts = parse_counts(options.counts);
   auto p = prepare(options.common);
+  if (options.device.find(',') != std::string::npos) {
+    throw Error({}, fmt::format("--gpu {}: scale follows one device type (plan compares several: "
+                                "capcalc plan ... --gpu {})",
+                                options.device, options.device));
+  }
   const Device& device = p->table.get(options.device);
   p->request.devices = {&device};
   p->request.samples = static_cast<double>(p->request.global_batch);  // Step times only.
