@@ -147,7 +147,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
          precision_names());
   sub->add_flag("--checkpointing", workload.checkpointing,
                 "Training: keep only each top-level block's output, recompute the rest");
-  add_lora_options(*sub, workload);
+  add_lora_options(*sub, workload.lora_rank, workload.lora_targets);
   add_kv_precision_option(*sub, workload.kv_precision);
   add_parallel_options(*sub, workload);
   add_pipeline_options(*sub, workload);

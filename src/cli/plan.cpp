@@ -324,15 +324,7 @@ void add_plan_args(CLI::App& sub, PlanArgs& args) {
                            "this many times as long in every layout (default 1: balanced, an "
                            "assumption)"),
             1, 1000);
-  whole_number(sub.add_option("--lora-rank", args.lora_rank,
-                              "LoRA fine-tuning with adapters of this rank: the model's weights "
-                              "frozen, gradients and optimizer state for the adapters only"),
-               1, 65536);
-  one_of(sub.add_option("--lora-targets", args.lora_targets,
-                        "With --lora-rank: all-linear (every linear layer and attention "
-                        "projection but the output layer) or attention (its projections only)"),
-         {"all-linear", "attention"})
-      ->capture_default_str();
+  add_lora_options(sub, args.lora_rank, args.lora_targets);
 }
 
 // The request both commands start from, and the builder of each micro-batch's graph.

@@ -110,15 +110,15 @@ WorkloadSpec with_serving(const WorkloadSpec& spec, const ServingArgs& serving);
 // Refuses --kv-precision without --prompt-tokens, as workload_from() does.
 void check_kv_precision(const std::string& kv_precision, const ServingArgs& serving);
 
-// --lora-rank R and --lora-targets (training: LoRA fine-tuning).
-inline void add_lora_options(CLI::App& sub, WorkloadSpec& spec) {
-  whole_number(sub.add_option("--lora-rank", spec.lora_rank,
+// --lora-rank R and --lora-targets (training: LoRA fine-tuning), for a workload and for plan.
+inline void add_lora_options(CLI::App& sub, std::int64_t& rank, std::string& targets) {
+  whole_number(sub.add_option("--lora-rank", rank,
                               "Training: LoRA fine-tuning with adapters of this rank on every "
                               "linear layer and attention projection but the output layer; the "
                               "model's weights stay frozen (no weight gradients or optimizer "
                               "state for them)"),
                1, 65536);
-  one_of(sub.add_option("--lora-targets", spec.lora_targets,
+  one_of(sub.add_option("--lora-targets", targets,
                         "With --lora-rank: all-linear (every linear layer and attention "
                         "projection but the output layer, PEFT's) or attention (attention's "
                         "projections only, NeMo's \"attention\")"),
@@ -160,7 +160,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
          precision_names());
   sub.add_flag("--checkpointing", spec.checkpointing,
                "Training: keep only each top-level block's output, recompute the rest");
-  add_lora_options(sub, spec);
+  add_lora_options(sub, spec.lora_rank, spec.lora_targets);
   one_of(sub.add_option_function<std::string>(
              "--sequence-parallel",
              [&spec](const std::string& v) { spec.sequence_parallel = v == "on"; },
