@@ -184,11 +184,14 @@ void data_parallel_sync(const Step& s, const DeviceParams& params, const DeviceP
                              static_cast<std::int64_t>(s.expert_shards))
           : CollectiveGroup{};
   const int zero = s.workload.zero_stage;
+  // ZeRO-3 gathers every weight it holds a shard of; ZeRO-2 gathers those the update changed
+  // (with LoRA, the adapters only).
   const double weight_bytes = params.all * s.weight_bytes;
+  const double updated_bytes = trained.all * s.weight_bytes;
   const double grad_bytes = trained.all * gradient_bytes;
   // As an all-reduce's operand: a reduce-scatter or an all-gather counts half of its bytes.
   result.data_parallel_bytes = zero >= 3   ? s.micro_batches * (2 * weight_bytes + grad_bytes) / 2
-                               : zero == 2 ? (s.micro_batches * grad_bytes + weight_bytes) / 2
+                               : zero == 2 ? (s.micro_batches * grad_bytes + updated_bytes) / 2
                                            : grad_bytes;
   if (!dp.modelled || (expert_sync && !experts.modelled)) {
     result.data_parallel_modelled = false;
@@ -211,13 +214,14 @@ void data_parallel_sync(const Step& s, const DeviceParams& params, const DeviceP
     return;
   }
   const double scatter_s = time(Collective::kReduceScatter, trained, gradient_bytes);
-  const double gather_s = time(Collective::kAllGather, params, s.weight_bytes);
   if (zero == 2) {
+    const double gather_s = time(Collective::kAllGather, trained, s.weight_bytes);
     result.data_parallel_s = s.micro_batches * scatter_s + gather_s;
     result.data_parallel_exposed_s =
         s.micro_batches * std::max(0.0, scatter_s - backward_stage_s) + gather_s;
     return;
   }
+  const double gather_s = time(Collective::kAllGather, params, s.weight_bytes);
   const double forward_stage_s = (result.latency_s - backward_s) / s.pp;
   result.data_parallel_s = s.micro_batches * (2 * gather_s + scatter_s);
   result.data_parallel_exposed_s =

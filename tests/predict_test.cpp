@@ -1599,4 +1599,13 @@ TEST_CASE("predict: LoRA on attention only adapts the attention layers", "[predi
   CHECK(e.lora_params == Approx(16 * 6656));
   // Two replicas all-reduce the adapters' fp16 gradients only.
   CHECK(e.data_parallel_bytes == Approx(16 * 6656 * 2));
+  // ZeRO-2 reduce-scatters them and gathers what the update changed, the adapters (half an
+  // all-reduce's operand each); ZeRO-3 gathers the model's weights twice a micro-batch.
+  w.zero_stage = 2;
+  CHECK(estimate(lora_model(), d, round_params(), w).data_parallel_bytes ==
+        Approx((16 * 6656 * 2 + 16 * 6656 * 2) / 2.0));
+  w.zero_stage = 3;
+  const double weights = 1024.0 * 1024 * 2 + 1024.0 * (1024 + 2 * 256 + 1024);
+  CHECK(estimate(lora_model(), d, round_params(), w).data_parallel_bytes ==
+        Approx((2 * weights * 2 + 16 * 6656 * 2) / 2.0));
 }
