@@ -57,22 +57,22 @@ struct WorkloadSpec {
   /// `data_parallel` (budget files): replicas, each tensor_parallel × pipeline_parallel
   /// devices; not with `devices` above 1.
   std::optional<std::int64_t> data_parallel;
-  std::int64_t tensor_parallel = 1;       ///< `tensor_parallel`: devices per pipeline stage.
-  std::int64_t pipeline_parallel = 1;     ///< `pipeline_parallel` (training): stages per replica.
-  std::int64_t context_parallel = 1;      ///< `context_parallel` (training): sequence splits.
-  std::int64_t expert_parallel = 1;       ///< `expert_parallel`: devices splitting the experts.
-  double moe_imbalance = 1;               ///< `moe_imbalance`: busiest expert's load / mean.
-  std::int64_t micro_batches = 1;         ///< `micro_batches` (training): per optimizer step.
-  std::int64_t virtual_stages = 1;        ///< `virtual_stages` (training): chunks per stage.
-  int zero_stage = 0;                     ///< `zero_stage` (training): 0 to 3.
-  bool checkpointing = false;             ///< `checkpointing` (training).
-  std::int64_t lora_rank = 0;             ///< `lora_rank` (training): LoRA's rank; 0: none.
+  std::int64_t tensor_parallel = 1;         ///< `tensor_parallel`: devices per pipeline stage.
+  std::int64_t pipeline_parallel = 1;       ///< `pipeline_parallel` (training): stages per replica.
+  std::int64_t context_parallel = 1;        ///< `context_parallel` (training): sequence splits.
+  std::int64_t expert_parallel = 1;         ///< `expert_parallel`: devices splitting the experts.
+  double moe_imbalance = 1;                 ///< `moe_imbalance`: busiest expert's load / mean.
+  std::int64_t micro_batches = 1;           ///< `micro_batches` (training): per optimizer step.
+  std::int64_t virtual_stages = 1;          ///< `virtual_stages` (training): chunks per stage.
+  int zero_stage = 0;                       ///< `zero_stage` (training): 0 to 3.
+  bool checkpointing = false;               ///< `checkpointing` (training).
+  std::int64_t lora_rank = 0;               ///< `lora_rank` (training): LoRA's rank; 0: none.
   std::string lora_targets = "all-linear";  ///< `lora_targets`: "all-linear" or "attention".
-  std::optional<bool> sequence_parallel;  ///< `sequence_parallel`: with tensor_parallel.
-  std::string weight_precision;           ///< `weight_precision`; "": `precision`.
-  std::string kv_precision;               ///< `kv_precision` (LLM serving); "": activations'.
-  bool allow_tf32 = true;                 ///< `allow_tf32` (measurements): false is strict fp32.
-  RunSize run;                            ///< `dataset_size`, `epochs`, `tokens` (training).
+  std::optional<bool> sequence_parallel;    ///< `sequence_parallel`: with tensor_parallel.
+  std::string weight_precision;             ///< `weight_precision`; "": `precision`.
+  std::string kv_precision;                 ///< `kv_precision` (LLM serving); "": activations'.
+  bool allow_tf32 = true;                   ///< `allow_tf32` (measurements): false is strict fp32.
+  RunSize run;                              ///< `dataset_size`, `epochs`, `tokens` (training).
   std::optional<double> price_per_hour_usd;   ///< `price_per_hour_usd`: USD per device-hour.
   std::optional<std::int64_t> prompt_tokens;  ///< `prompt_tokens`: LLM serving (inference).
   std::optional<std::int64_t> output_tokens;  ///< `output_tokens`: LLM serving.

@@ -35,7 +35,6 @@ std::string dims_text(const onnx::TensorShapeProto& shape) {
   return fmt::format("[{}]", fmt::join(dims, ", "));
 }
 
-
 // ONNX's message without its tags and the node name it repeats: "axis must be in ...".
 std::string detail_of(std::string what) {
   std::replace(what.begin(), what.end(), '\n', ' ');
