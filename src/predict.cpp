@@ -388,10 +388,7 @@ double training_model_flops(const Graph& graph, const Workload& workload) {
   const GraphTotals totals = graph_totals(graph);
   double flops = static_cast<double>(totals.flops) + static_cast<double>(totals.backward_flops);
   if (workload.lora_rank <= 0) return flops;
-  std::size_t loss_layer = 0;
-  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
-    if (!graph.layers[i].view) loss_layer = i;
-  }
+  const std::size_t loss_layer = detail::loss_layer_of(graph);
   const auto rank = static_cast<double>(workload.lora_rank);
   for (std::size_t i = 0; i < graph.layers.size(); ++i) {
     const LayerCounts& c = graph.layers[i].counts;

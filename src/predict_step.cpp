@@ -75,9 +75,7 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
       s.mixed_gradient_casts = mixed_dtype_casts(graph, s.runtime);
     }
   }
-  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
-    if (!graph.layers[i].view) s.loss_layer = i;
-  }
+  s.loss_layer = loss_layer_of(graph);
   if (s.training && workload.lora_rank > 0) {
     s.lora_rank = static_cast<double>(workload.lora_rank);
     for (std::size_t i = 0; i < graph.layers.size(); ++i) {
@@ -85,6 +83,14 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
     }
   }
   return s;
+}
+
+std::size_t loss_layer_of(const Graph& graph) {
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    if (!graph.layers[i].view) last = i;
+  }
+  return last;
 }
 
 Adapters lora_adapters(const Step& s, std::size_t index) {

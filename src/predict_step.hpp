@@ -96,6 +96,9 @@ struct Adapters {
 /// weights; none on the layer the loss reads (the output layer) or without LoRA.
 Adapters lora_adapters(const Step& s, std::size_t index);
 
+/// The last layer that is not a view: the loss reads its output.
+std::size_t loss_layer_of(const Graph& graph);
+
 /// The same for any graph and workload, `loss_layer` the last layer that is not a view.
 Adapters lora_adapters(const Graph& graph, const Workload& workload, std::size_t loss_layer,
                        std::size_t index);
