@@ -15,8 +15,6 @@
 namespace capcalc {
 namespace {
 
-// LoRA's rank: adapters past this would outgrow any weight matrix they adapt.
-constexpr std::int64_t kMaxLoraRank = 65536;
 // LoRA's targets: every linear layer but the output one, or attention's projections.
 constexpr std::array<std::string_view, 2> kLoraTargets = {"all-linear", "attention"};
 

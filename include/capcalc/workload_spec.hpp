@@ -40,6 +40,10 @@ struct RunSize {
 std::optional<double> run_samples(const RunSize& size, const Graph& graph,
                                   const std::string& model_file);
 
+/// LoRA's largest rank (`lora_rank`, --lora-rank): adapters past it would outgrow any weight
+/// matrix they adapt.
+inline constexpr std::int64_t kMaxLoraRank = 65536;
+
 /// Every workload setting as written; names are checked by workload_from(). Defaults are
 /// Workload's.
 struct WorkloadSpec {

@@ -117,7 +117,7 @@ inline void add_lora_options(CLI::App& sub, std::int64_t& rank, std::string& tar
                               "linear layer and attention projection but the output layer; the "
                               "model's weights stay frozen (no weight gradients or optimizer "
                               "state for them)"),
-               1, 65536);
+               1, kMaxLoraRank);
   one_of(sub.add_option("--lora-targets", targets,
                         "With --lora-rank: all-linear (every linear layer and attention "
                         "projection but the output layer, PEFT's) or attention (attention's "
