@@ -54,4 +54,9 @@ inline constexpr std::int64_t kMaxLoopIterations = 4096;
 /// time grows with them.
 inline constexpr std::int64_t kMaxTraceRequests = 1'000'000;
 
+/// Tokens of one request's prompt or output (serve's --prompt-tokens and --output-tokens, a
+/// mix's or a trace's lengths, a distribution's parameters and its draws): ten times the longest
+/// context models are trained for, so that no real workload meets it.
+inline constexpr std::int64_t kMaxRequestTokens = 100'000'000;
+
 }  // namespace capcalc

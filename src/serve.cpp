@@ -15,6 +15,7 @@
 
 #include "input_file.hpp"
 #include "json_view.hpp"
+#include "limits.hpp"
 #include "serve_random.hpp"
 #include "spellcheck.hpp"
 
@@ -38,7 +39,8 @@ std::int64_t draw_length(const LengthDistribution& d, Random& random) {
       value = d.a * std::exp(d.b * random.normal());
       break;
   }
-  return std::max<std::int64_t>(1, std::llround(std::min(value, 1e12)));
+  return std::max<std::int64_t>(
+      1, std::llround(std::min(value, static_cast<double>(kMaxRequestTokens))));
 }
 
 // A number from a distribution's text, positive and finite.
@@ -77,8 +79,17 @@ LengthDistribution parse_length_distribution(const std::string& text, const std:
                                  "lognormal:MEDIAN,SIGMA, got \"{}\"",
                                  what, text));
   };
+  // A request's length past the limit (fixed, a uniform's bounds, a normal's mean or a
+  // log-normal's median) is an error, not a clamp the simulation would hide.
+  const auto within_limit = [&](double tokens) {
+    if (tokens > static_cast<double>(kMaxRequestTokens)) {
+      throw Error({}, fmt::format("{}: at most {} tokens a request, got \"{}\"", what,
+                                  format_grouped(kMaxRequestTokens), text));
+    }
+    return tokens;
+  };
   if (colon == std::string::npos) {
-    d.a = positive_number(text, what);
+    d.a = within_limit(positive_number(text, what));
     if (d.a != std::floor(d.a)) throw usage();
     return d;
   }
@@ -92,17 +103,17 @@ LengthDistribution parse_length_distribution(const std::string& text, const std:
   if (kind == "uniform") {
     d.kind = LengthDistribution::Kind::kUniform;
     d.a = positive_number(first, what);
-    d.b = positive_number(second, what);
+    d.b = within_limit(positive_number(second, what));
     if (d.b < d.a) {
       throw Error({}, fmt::format("{}: uniform:{}: the highest is below the lowest", what, args));
     }
   } else if (kind == "normal") {
     d.kind = LengthDistribution::Kind::kNormal;
-    d.a = positive_number(first, what);
+    d.a = within_limit(positive_number(first, what));
     d.b = positive_number(second, what, true);
   } else if (kind == "lognormal") {
     d.kind = LengthDistribution::Kind::kLogNormal;
-    d.a = positive_number(first, what);
+    d.a = within_limit(positive_number(first, what));
     d.b = positive_number(second, what, true);
   } else {
     throw usage();
@@ -154,8 +165,11 @@ std::vector<TraceRequest> parse_trace(const std::string& text, const std::string
     previous = r.arrival_s;
     r.prompt_tokens = view.at("prompt_tokens").as_positive_int();
     r.output_tokens = view.at("output_tokens").as_positive_int();
-    if (r.prompt_tokens > 100'000'000) view.at("prompt_tokens").fail("at most 100,000,000");
-    if (r.output_tokens > 100'000'000) view.at("output_tokens").fail("at most 100,000,000");
+    for (auto [key, tokens] : {std::pair{"prompt_tokens", r.prompt_tokens},
+                               std::pair{"output_tokens", r.output_tokens}}) {
+      if (tokens > kMaxRequestTokens)
+        view.at(key).fail(fmt::format("at most {} tokens", format_grouped(kMaxRequestTokens)));
+    }
     trace.push_back(r);
   }
   if (trace.empty()) throw Error({file}, "the trace has no requests");

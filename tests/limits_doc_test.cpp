@@ -116,5 +116,6 @@ TEST_CASE("docs/cli.md's input limits table holds every constant of limits.hpp",
   holds("Expanded model", grouped(capcalc::kMaxExpandedNodes) + " ONNX nodes");
   holds("Expanded model", grouped(capcalc::kMaxLoopIterations) + " iterations");
   holds("Serving traces", grouped(capcalc::kMaxTraceRequests) + " requests");
+  holds("Serving traces", grouped(capcalc::kMaxRequestTokens) + " tokens of prompt or of output");
   holds("Dims and counts", fmt::format("at most {} dims", capcalc::kMaxTensorRank));
 }

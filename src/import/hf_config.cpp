@@ -86,7 +86,7 @@ void check_layer_types(const Config& config, const Spec& spec) {
 
 // Keys of transformers' PretrainedConfig that the importer need not read, by the type they hold
 // (null allowed for each): a typo's type passed silently ("rms_norm_eps": "1e-5").
-enum class KeyType { kNumber, kString, kBool, kObject };
+enum class KeyType { kNumber, kCount, kString, kBool, kObject };
 struct CommonKey {
   std::string_view key;
   KeyType type;
@@ -112,6 +112,20 @@ constexpr CommonKey kCommonKeys[] = {
     {"text_config", KeyType::kObject},
     {"vision_config", KeyType::kObject},
     {"rope_scaling", KeyType::kObject},
+    // DeepSeek-V2/V3's router and training keys (DeepseekV3Config): group-limited routing,
+    // the score function, expert parallelism, the multi-token-prediction layers.
+    {"n_group", KeyType::kCount},
+    {"topk_group", KeyType::kCount},
+    {"ep_size", KeyType::kCount},
+    {"num_nextn_predict_layers", KeyType::kCount},
+    {"scoring_func", KeyType::kString},
+    {"norm_topk_prob", KeyType::kBool},
+    {"seq_aux", KeyType::kBool},
+    {"aux_loss_alpha", KeyType::kNumber},
+    // Other MoE and decoder configs' (Mixtral, Qwen2-MoE, Llama).
+    {"output_router_logits", KeyType::kBool},
+    {"router_jitter_noise", KeyType::kNumber},
+    {"pretraining_tp", KeyType::kCount},
 };
 
 // Keys every config may carry that the importer need not read still have their type:
@@ -132,6 +146,9 @@ void check_common_keys(const Config& config) {
     switch (common.type) {
       case KeyType::kNumber:
         value->as_number();
+        break;
+      case KeyType::kCount:
+        if (value->as_integer() < 0) value->fail("expected a count, 0 or more");
         break;
       case KeyType::kString:
         value->as_string();

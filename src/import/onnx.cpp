@@ -230,6 +230,14 @@ Importer::NodeOperands Importer::read_operands(const onnx::NodeProto& node, int 
     in.constant_elements = checked_add(in.constant_elements, element_count(in.shapes.back()));
     if (rule == nullptr || !rule->is_param_slot(slot)) continue;
     bool slot_has_weights = false;
+    const auto initializer = initializers_.find(input);
+    if (initializer != initializers_.end() &&
+        initializer->second->data_type() == onnx::TensorProto::STRING) {
+      // Not numbers: ONNX's type constraints reject the node (it was counted, with no weights).
+      fail(node_pointer(index), fmt::format("node \"{}\" ({}): input \"{}\" holds strings, not "
+                                            "the numbers its weights must be",
+                                            node_name(node, index), node.op_type(), input));
+    }
     for (const std::string& root : value.roots) {
       if (initializers_.at(root)->data_type() == onnx::TensorProto::INT32 &&
           !(operands.quantised && slot == operands.bias)) {

@@ -38,6 +38,7 @@ bool Importer::add_control_flow(const onnx::NodeProto& node, int index) {
     return true;
   }
   if (node.op_type() == "Scan") {
+    if (opset_ >= 9) scan_layout(node, index);  // An invalid Scan is an error, not unknown.
     const std::optional<std::int64_t> trips = scan_trips(node);
     if (!trips || *trips > kMaxLoopIterations) return false;
     add_scan(node, index, *trips);
@@ -171,17 +172,10 @@ void Importer::add_loop(const onnx::NodeProto& node, int index, std::int64_t tri
 // the iterations' values. Layers are named "<Scan node>/<iteration>/<body node>".
 void Importer::add_scan(const onnx::NodeProto& node, int index, std::int64_t trips) {
   const std::string name = node_name(node, index);
-  int slot = -1;
-  const onnx::GraphProto* body = graph_attribute(node, "body", &slot);
-  const std::int64_t scan_inputs = attribute_int(node, "num_scan_inputs", 0);
-  const int carried = node.input_size() - static_cast<int>(scan_inputs);
-  if (body == nullptr || scan_inputs < 1 || carried < 0 ||
-      body->input_size() != node.input_size() || body->output_size() < carried) {
-    fail(node_pointer(index),
-         fmt::format("node \"{}\" (Scan) needs num_scan_inputs M >= 1 and a body with N + M "
-                     "inputs and N + K outputs for its N state values",
-                     name));
-  }
+  const ScanLayout scan = scan_layout(node, index);
+  const onnx::GraphProto* body = scan.body;
+  const std::int64_t scan_inputs = scan.scan_inputs;
+  const int carried = scan.carried;
   const std::vector<std::int64_t> axes = attribute_ints(node, "scan_input_axes");
   std::vector<std::pair<Value, std::int64_t> > sources;  // Scan input and its axis.
   for (int j = 0; j < scan_inputs; ++j) {
@@ -203,7 +197,7 @@ void Importer::add_scan(const onnx::NodeProto& node, int index, std::int64_t tri
     shapes_[body->input(carried + j).name()] = KnownShape{slice, {}};
     shapes_[body->input(carried + j).name()].params.assign(slice.size(), "");
   }
-  const Body layout{body, slot, carried, 0, 0};
+  const Body layout{body, scan.slot, carried, 0, 0};
   const std::vector<std::vector<std::int32_t> > scanned =
       unroll(node, index, layout, trips, [&](std::int64_t it) {
         for (int j = 0; j < scan_inputs; ++j) {
@@ -231,6 +225,23 @@ void Importer::add_scan(const onnx::NodeProto& node, int index, std::int64_t tri
         }
       });
   stack_scan_outputs(node, index, carried, scanned);
+}
+
+Importer::ScanLayout Importer::scan_layout(const onnx::NodeProto& node, int index) {
+  ScanLayout layout;
+  layout.body = graph_attribute(node, "body", &layout.slot);
+  layout.scan_inputs = attribute_int(node, "num_scan_inputs", 0);
+  const bool fits = layout.scan_inputs >= 1 && layout.scan_inputs <= node.input_size();
+  if (fits) layout.carried = node.input_size() - static_cast<int>(layout.scan_inputs);
+  if (layout.body == nullptr || !fits || layout.body->input_size() != node.input_size() ||
+      layout.body->output_size() < layout.carried) {
+    fail(node_pointer(index),
+         fmt::format("node \"{}\" (Scan) needs num_scan_inputs M >= 1 and a body with N + M "
+                     "inputs and N + K outputs for its N state values (inputs {}, "
+                     "num_scan_inputs {})",
+                     node_name(node, index), node.input_size(), layout.scan_inputs));
+  }
+  return layout;
 }
 
 // A Scan's trip count: the length of its first scan input along its scan axis, if known.

@@ -180,6 +180,10 @@ class Importer {
   // initializers (a data type) and every value a node writes (one writer each).
   void check_declarations() const;
 
+  // Warns of nodes whose outputs reach no graph output (dead code: counted as the graph holds
+  // them, though a runtime may drop them), naming how many and the first.
+  void warn_dead_nodes();
+
   // What ONNX's inference functions assume of a node, checked before they run (each of these
   // was a crash, found by fuzzing): control flow has its graphs, the node keeps its operator's
   // contract, and strides, dilations, kernel sizes, groups and block sizes, which they divide
@@ -339,6 +343,16 @@ class Importer {
   // view of one slice, the N state values are threaded through, and each scan output stacks
   // the iterations' values. Layers are named "<Scan node>/<iteration>/<body node>".
   void add_scan(const onnx::NodeProto& node, int index, std::int64_t trips);
+  /// Fails unless a Scan (opset 9 on) has num_scan_inputs M >= 1 of its inputs and a body with
+  /// as many inputs and at least its N = inputs - M state outputs: an invalid node, whatever its
+  /// trip count. Returns the body, its attribute slot, M and N.
+  struct ScanLayout {
+    const onnx::GraphProto* body = nullptr;
+    int slot = -1;
+    std::int64_t scan_inputs = 0;
+    int carried = 0;
+  };
+  ScanLayout scan_layout(const onnx::NodeProto& node, int index);
 
   // A Scan's trip count: the length of its first scan input along its scan axis, if known.
   // Opset 8's Scan (a batch axis and sequence_lens) stays an unknown operator.

@@ -626,7 +626,15 @@ def onnx_text_cases():
                                   "   y = If (c) <then_branch: graph = t () => (float[4,16] a) {\n      a = Relu (x)\n   }, else_branch: graph = e () => (float[4,3,16] b) {\n      b = Unsqueeze (x, ax)\n   }>",
                                   "<int64[1] ax = {1}>"), r"different shapes"),
             ("loop_body_invalid", onnxtxt(sig, "   y = Loop (n, \"\", x) <body: graph = b (int64 i, bool c, float[4,16] h) => (bool co, float[4,16] hn) {\n      co = Identity (c)\n      hn = Gemm (h, w)\n   }>",
-                                          "<int64 n = {3}, float[15,8] w = {0}>"), r"K = 16")]:
+                                          "<int64 n = {3}, float[15,8] w = {0}>"), r"K = 16"),
+            # A weight of strings (it was counted, with no parameters).
+            ("matmul_string_weight", onnxtxt(sig, "   y = MatMul (x, w)", "<string[16,8] w = {\"a\"}>"),
+             r"input \"w\" holds strings"),
+            # More scan inputs than inputs (it was an unknown operator, counted as zero).
+            ("scan_inputs_huge", onnxtxt(sig, "   y = Scan <num_scan_inputs = 1000000, body: graph = b (float[16] r) => (float[16] o) {\n      o = Relu (r)\n   }> (x)"),
+             r"\(Scan\) needs num_scan_inputs M >= 1 [^\n]*\(inputs 1, num_scan_inputs 1000000\)"),
+            ("scan_inputs_zero", onnxtxt(sig, "   y = Scan <num_scan_inputs = 0, body: graph = b (float[16] r) => (float[16] o) {\n      o = Relu (r)\n   }> (x)"),
+             r"\(Scan\) needs num_scan_inputs M >= 1")]:
         args = ["layers", "{f}"] + (["--strict"] if name == "strict_unknown" else [])
         case(T, "invalid-graph", name, text, args, pattern, ("ptrre", r"/graph/node/\d+"))
     # Accepted before: a graph output nothing writes (its declared shape taken on trust), and an
@@ -769,6 +777,11 @@ def hf_cases():
             ("use_cache_string", hf(use_cache='"true"'), "/use_cache", r"expected true or false"),
             ("text_config_number", hf(text_config="7"), "/text_config", r"expected an object or null"),
             ("model_type_empty", hf(model_type='""', architectures='["LlamaForCausalLM"]'), "/model_type", r"an empty model_type"),
+            # DeepSeek's router keys, not read either (a string count passed).
+            ("n_group_string", hf(n_group='"8"'), "/n_group", r"expected an integer"),
+            ("topk_group_negative", hf(topk_group="-4"), "/topk_group", r"expected a count, 0 or more"),
+            ("scoring_func_number", hf(scoring_func="1"), "/scoring_func", r"expected a string"),
+            ("norm_topk_prob_string", hf(norm_topk_prob='"true"'), "/norm_topk_prob", r"expected true or false"),
             ("hidden_missing", hf(hidden_size=None), "/hidden_size", r"missing required key")]:
         case(H, "type" if "overflow" not in name and "huge" not in name and "2e63" not in name else
              ("overflow" if "overflow" in name else "expansion"),
@@ -1062,6 +1075,11 @@ def mix_cases():
          args, r"unknown device \"\"", ("ptrre", "/devices/1"))
     # A rate the simulator's clock cannot carry is the key's error (it said "--rate must be ...",
     # a flag the file does not have, for each candidate, and exit 1).
+    # A prompt past the request limit is the key's error (2^40 tokens made every device "not
+    # fit" and the run exit 1, no candidate).
+    case(X, "overflow", "prompt_huge", mix_file(MIX_WORKLOAD.replace('"prompt_tokens": 200', '"prompt_tokens": 1099511627776')),
+         args, r"/workloads/0/prompt_tokens: prompt_tokens: at most 100,000,000 tokens a request",
+         ("ptrre", "/workloads/0/prompt_tokens"))
     for name, rate in [("rate_huge", "1e300/s"), ("rate_tiny", "1e-300/s")]:
         case(X, "physics", name, mix_file(MIX_WORKLOAD.replace('"2/s"', f'"{rate}"')), args,
              r"/workloads/0/rate: a rate must be between 1e-6/s and 1e9/s", ("ptrre", "/workloads/0/rate"))
@@ -1177,9 +1195,19 @@ def zoo_and_flag_cases():
             ("estimate_prompt_overflow", ["estimate", "llama2_7b", "--gpu", "h100", "--prompt-tokens", "4294967296", "--output-tokens", "4294967296", "--batch", "4294967296"])]:
         cls = "overflow" if "overflow" in name or "huge" in name else "type"
         case(F, cls, name, None, argv, r"", FLAG)
-    # A prompt past the KV cache says so; the flag is the one given (a serving request).
-    case(F, "physics", "serve_prompt_huge", None,
-         ["serve", "llama2_7b", "--gpu", "h100", "--rate", "1/s", "--prompt-tokens", "1e300"],
+    # A prompt past the request limit is the flag's error (the draws were clamped at 1e12 and
+    # then reported as not fitting the KV cache); one that fits the limit but not the cache
+    # says so.
+    for name, flag, extra in [("serve_prompt_huge", "--prompt-tokens", ["--prompt-tokens", "1e300"]),
+                              ("serve_output_huge", "--output-tokens",
+                               ["--prompt-tokens", "100", "--output-tokens", "200000000"]),
+                              ("serve_prompt_uniform_huge", "--prompt-tokens", ["--prompt-tokens", "uniform:1..1e12"]),
+                              ("serve_prompt_lognormal_huge", "--prompt-tokens",
+                               ["--prompt-tokens", "lognormal:1e9,0.5"])]:
+        case(F, "overflow", name, None, ["serve", "llama2_7b", "--gpu", "h100", "--rate", "1/s"] + extra,
+             flag + r": at most 100,000,000 tokens a request", FLAG)
+    case(F, "physics", "serve_prompt_past_cache", None,
+         ["serve", "llama2_7b", "--gpu", "h100", "--rate", "1/s", "--prompt-tokens", "90000000"],
          r"does not fit in the KV cache", ("anyloc", None))
 
 
