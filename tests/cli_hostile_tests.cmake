@@ -341,6 +341,14 @@ capcalc_cli_hostile(output_directory "^capcalc: error: [^\n]*/hostile: is a dire
                     report ${rn50} --gpu a100 -o ${made})
 capcalc_cli_hostile(output_fifo_no_reader "^capcalc: error: [^\n]*/out.fifo: a FIFO that no process reads\n$"
                     roofline ${rn50} --gpu a100 -o ${made}/out.fifo)
+# An output that cannot be written fails before the work whose result it would hold (calibrate's
+# fit took 27 s on the H200 set, then reported the folder): checked before the inputs are read.
+capcalc_cli_hostile(output_folder_missing_calibrate "^capcalc: error: [^\n]*/no_such_folder/x.json: cannot write file\n$"
+                    calibrate /dev/null -o ${made}/no_such_folder/x.json)
+capcalc_cli_hostile(output_folder_missing_ranges "^capcalc: error: [^\n]*/no_such_folder/r.json: cannot write file\n$"
+                    validate --measurements /dev/null --write-ranges ${made}/no_such_folder/r.json)
+capcalc_cli_hostile(output_folder_missing_serve "^capcalc: error: [^\n]*/no_such_folder/s.txt: cannot write file\n$"
+                    serve --validate /dev/null -o ${made}/no_such_folder/s.txt)
 
 # ---------------------------------------------------------------------------------------------
 # Issue 21 §4: the generated corpus (tests/hostile/corpus.py writes tests/hostile/corpus/ and

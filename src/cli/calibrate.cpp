@@ -21,6 +21,7 @@ struct CalibrateOptions {
 };
 
 void run_calibrate(const CalibrateOptions& options) {
+  check_writable(options.output);  // Before the fit, which takes seconds.
   const HardwareTable table = load_table(options.hardware);
   // A user's own records need no "source" or "quote" (the validation set's do).
   const std::vector<Measurement> records =

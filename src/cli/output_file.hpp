@@ -36,6 +36,26 @@ inline void write_in_place(const std::string& path, const std::string& text) {
   if (::close(fd) != 0 || done < text.size()) throw Error({path}, "cannot write file");
 }
 
+/// Fails as write_output would, before a long computation whose result goes to `path`: a
+/// folder, a regular file that cannot be written, or a new file in a folder that cannot take
+/// one. Devices and pipes are left to write_output (opening a FIFO here would end its reader's
+/// input).
+inline void check_writable(const std::string& path) {
+  if (path.empty()) return;
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode)) throw Error({path}, "is a directory, not a file to write");
+    if (S_ISREG(info.st_mode) && ::access(path.c_str(), W_OK) != 0)
+      throw Error({path}, "cannot write file");
+    if (!S_ISREG(info.st_mode)) return;
+  }
+  // The file is written beside itself and renamed: its folder must take a new file.
+  const std::string::size_type slash = path.find_last_of('/');
+  const std::string folder =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) throw Error({path}, "cannot write file");
+}
+
 /// Writes `text` to `path` (stdout when empty). A regular file is written beside it as PATH.tmp
 /// and renamed into place, so a failure never leaves half a file (a symbolic link is followed
 /// to its file); a device or pipe is written in place; on failure, capcalc::Error

@@ -494,6 +494,7 @@ std::vector<std::int64_t> parse_counts(const std::string& text) {
 }
 
 void run_scale(const ScaleOptions& options) {
+  check_writable(options.output);
   const std::vector<std::int64_t> counts = parse_counts(options.counts);
   auto p = prepare(options.common);
   if (options.device.find(',') != std::string::npos) {

@@ -472,6 +472,7 @@ std::string lengthened(const ServeOptions& o, std::int64_t requests) {
 }
 
 void run_serve(const ServeOptions& o) {
+  check_writable(o.output);  // Before the simulation, which can take seconds.
   if (o.model.path.empty()) throw Error({}, "serve needs a MODEL (or --validate FILE)");
   if (o.device.empty()) throw Error({}, "serve needs --gpu DEVICE (or --validate FILE)");
   const HardwareTable table = load_table(o.hardware);
@@ -656,6 +657,7 @@ FleetPool choose_pool(const ServeOptions& o, const HardwareTable& table, const M
 
 // serve --mix: the fleet; exit 1 when a workload has no candidate meeting its SLO.
 int run_serve_mix(const ServeOptions& o) {
+  check_writable(o.output);
   if (!o.model.path.empty() || !o.device.empty()) {
     throw Error({}, "--mix runs the file's workloads: no MODEL or --gpu");
   }
@@ -680,6 +682,7 @@ int run_serve_mix(const ServeOptions& o) {
 // Every case of a serving validation file, run as `serve` would run it: offline (every request
 // at once) or, with an SLO, at the highest rate that meets it. Exit 1 when a gate is exceeded.
 int run_serve_validation(const ServeOptions& o) {
+  check_writable(o.output);
   if (!o.model.path.empty() || !o.device.empty()) {
     throw Error({}, "--validate runs the file's cases: no MODEL or --gpu");
   }

@@ -31,6 +31,7 @@ struct ValidateOptions {
 };
 
 int run_validate(const ValidateOptions& options) {
+  check_writable(options.write_ranges);  // Before the cases are predicted.
   const HardwareTable table = load_table(options.hardware);
   const std::vector<std::string> files =
       options.measurements.empty()
