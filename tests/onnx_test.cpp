@@ -1527,3 +1527,42 @@ TEST_CASE("onnx: a declared shape of an operator without a schema at the opset i
                                         "file declares [4, 8] for \"y\", but the operator gives "
                                         "[4, 16]"));
 }
+
+TEST_CASE("onnx: nodes that reach no graph output are named in a warning and still counted",
+          "[onnx]") {
+  OnnxModel m("dead");
+  m.input("x", {std::int64_t{4}, std::int64_t{16}});
+  m.weight("w", {16, 8});
+  m.node("Relu", {"x"}, {"y"});
+  m.node("MatMul", {"x", "w"}, {"z"});  // Nothing reads z.
+  m.node("Relu", {"z"}, {"zz"});        // Nor zz.
+  m.output("y");
+  const Graph graph = m.load("dead_nodes", {});
+  REQUIRE(graph.layers.size() == 3);
+  REQUIRE(graph.warnings.size() == 1);
+  CHECK(graph.warnings[0].find("2 nodes reach no graph output") != std::string::npos);
+  CHECK(graph.warnings[0].find("at /graph/node/1") != std::string::npos);
+
+  // A node read only inside an If's branches is live.
+  OnnxModel live("live");
+  live.input("x", {std::int64_t{4}, std::int64_t{16}});
+  live.input("c", {}, onnx::TensorProto::BOOL);
+  live.node("Relu", {"x"}, {"r"});  // Read by the branches only.
+  auto& branch_if = live.node("If", {"c"}, {"y"});
+  for (const char* name : {"then_branch", "else_branch"}) {
+    onnx::AttributeProto& a = *branch_if.add_attribute();
+    a.set_name(name);
+    a.set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto& g = *a.mutable_g();
+    g.set_name(name);
+    onnx::NodeProto& inner = *g.add_node();
+    inner.set_op_type("Sigmoid");
+    inner.add_input("r");
+    inner.add_output(std::string(name) + "_out");
+    onnx::ValueInfoProto& out = *g.add_output();
+    out.set_name(std::string(name) + "_out");
+    out.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  live.output("y");
+  CHECK(live.load("live_nodes", {}).warnings.empty());
+}

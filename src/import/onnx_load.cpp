@@ -114,6 +114,7 @@ void Importer::validate() {
                     model_.ir_version(), static_cast<int>(onnx::Version::IR_VERSION)));
   }
   check_declarations();
+  warn_dead_nodes();
   graph_.name = graph_proto_.name().empty() ? "onnx_model" : graph_proto_.name();
   graph_.runs_fused = true;
   graph_.description = model_.doc_string();
@@ -248,6 +249,64 @@ void Importer::check_declarations() const {
            fmt::format("output \"{}\" is written by no node and is no input or initializer", name));
     }
   }
+}
+
+void Importer::warn_dead_nodes() {
+  std::map<std::string, int> writer;  // Value -> the node that writes it.
+  for (int i = 0; i < graph_proto_.node_size(); ++i) {
+    for (const std::string& output : graph_proto_.node(i).output())
+      if (!output.empty()) writer.emplace(output, i);
+  }
+  std::vector<bool> live(static_cast<std::size_t>(graph_proto_.node_size()), false);
+  std::vector<std::string> pending;
+  for (const auto& output : graph_proto_.output())
+    pending.push_back(output.name());
+  // Subgraphs (If, Loop, Scan bodies) read outer values by name: each node's subgraphs count
+  // as its inputs.
+  const auto reads = [](const onnx::NodeProto& node, std::vector<std::string>& into) {
+    into.insert(into.end(), node.input().begin(), node.input().end());
+    std::vector<const onnx::GraphProto*> graphs;
+    for (const auto& attribute : node.attribute()) {
+      if (attribute.has_g()) graphs.push_back(&attribute.g());
+      for (const auto& g : attribute.graphs())
+        graphs.push_back(&g);
+    }
+    while (!graphs.empty()) {
+      const onnx::GraphProto* g = graphs.back();
+      graphs.pop_back();
+      for (const auto& inner : g->node()) {
+        into.insert(into.end(), inner.input().begin(), inner.input().end());
+        for (const auto& attribute : inner.attribute()) {
+          if (attribute.has_g()) graphs.push_back(&attribute.g());
+          for (const auto& nested : attribute.graphs())
+            graphs.push_back(&nested);
+        }
+      }
+      for (const auto& output : g->output())
+        into.push_back(output.name());
+    }
+  };
+  while (!pending.empty()) {
+    const auto it = writer.find(pending.back());
+    pending.pop_back();
+    if (it == writer.end() || live[static_cast<std::size_t>(it->second)]) continue;
+    live[static_cast<std::size_t>(it->second)] = true;
+    reads(graph_proto_.node(it->second), pending);
+  }
+  int dead = 0;
+  int first = -1;
+  for (int i = 0; i < graph_proto_.node_size(); ++i) {
+    if (live[static_cast<std::size_t>(i)]) continue;
+    ++dead;
+    if (first < 0) first = i;
+  }
+  if (dead == 0) return;
+  graph_.warnings.push_back(fmt::format(
+      "{}: {} node{} reach{} no graph output (the first: \"{}\" at {}); counted as the graph "
+      "holds {}, though a runtime may drop {}",
+      file_, dead, dead == 1 ? "" : "s", dead == 1 ? "es" : "",
+      node_name(graph_proto_.node(first), first), node_pointer(first), dead == 1 ? "it" : "them",
+      dead == 1 ? "it" : "them"));
 }
 
 // What ONNX's inference functions assume of a node, checked before they run (each of these
