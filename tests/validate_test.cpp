@@ -12,6 +12,7 @@
 #include "capcalc/error.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/runtime.hpp"
 
 #include "catch.hpp"
 #include "test_data.hpp"
@@ -261,5 +262,18 @@ TEST_CASE("validate: a case takes the workload's keys, less a run's size and pri
     CHECK_THROWS_WITH(
         load_measurements(write_cases(nlohmann::json::array({c}), key)),
         Catch::Contains(std::string(":/cases/0/") + key) && Catch::Contains("unknown key"));
+  }
+}
+
+TEST_CASE("validate: every shipped case names the runtime it ran, one of the runtime table's",
+          "[validate][data]") {
+  // Issue 19 §6: "Each case names its runtime" (41 published cases named none before).
+  const RuntimeTable runtimes = load_runtimes(test::data_path("runtimes.json"));
+  for (const char* file : {"validation/measurements.json", "validation/measured_h200.json"}) {
+    for (const Measurement& m : load_measurements(test::data_path(file))) {
+      INFO(file << ": " << m.id);
+      CHECK_FALSE(m.runtime.empty());
+      CHECK(runtimes.find(m.runtime) != nullptr);
+    }
   }
 }
