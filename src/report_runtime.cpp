@@ -34,6 +34,7 @@ std::vector<std::pair<std::string, double>> kernel_entries(const Runtime& r) {
   if (r.autocast_weight_casts > 0) {
     entries.emplace_back("autocast_weight_casts", r.autocast_weight_casts);
   }
+  if (r.local_expert_kernels > 0) entries.emplace_back("local_expert", r.local_expert_kernels);
   entries.insert(entries.end(), r.kernels_per_op.begin(), r.kernels_per_op.end());
   return entries;
 }
@@ -42,7 +43,9 @@ std::string kernels_text(const Runtime& r) {
   std::vector<std::string> parts;
   for (const auto& [key, count] : kernel_entries(r)) {
     const bool extra = key == "rotary" || key == "cache_update" || key == "autocast_weight_casts";
-    parts.push_back(fmt::format("{} {}{:g}", key, extra ? "+" : "", count));
+    // Per expert the device holds: "local_expert 2 each".
+    const bool each = key == "local_expert";
+    parts.push_back(fmt::format("{} {}{:g}{}", key, extra ? "+" : "", count, each ? " each" : ""));
   }
   return parts.empty() ? "one per layer" : fmt::format("{}", fmt::join(parts, ", "));
 }

@@ -21,7 +21,10 @@ constexpr const char* kTable = R"({"schema_version": 1, "runtimes": [
    "kernels": {"attention": 6, "rotary": 10, "cache_update": 2, "rmsnorm": 8},
    "host_overhead_us": {"gpu": 2}, "sources": ["https://example.invalid/eager"]},
   {"id": "fused", "name": "Fused", "profile": "compiled", "kernels": {"matrix": 2},
-   "sources": ["https://example.invalid/fused"]}]})";
+   "sources": ["https://example.invalid/fused"]},
+  {"id": "per-expert", "name": "Per expert", "profile": "eager", "device_types": ["gpu"],
+   "kernels": {"local_expert": 2}, "host_overhead_us": {"gpu": 2},
+   "sources": ["https://example.invalid/experts"]}]})";
 
 Device round_gpu() {
   return test::round_device();
@@ -333,4 +336,37 @@ TEST_CASE("runtime: the shipped serving defaults of SGLang follow its memory tie
   // A 4e9-byte device is below the base reserve of 4,064 MiB (4.26e9 bytes): nothing is left.
   d.memory_bytes = 4e9;
   CHECK(serving_defaults_for(sglang, d).memory_utilization == 0);
+}
+
+// A runtime that launches each expert's two products apart (Transformer Engine's GroupedLinear
+// under Megatron-Core: one cuBLAS GEMM per expert for fc1 and for fc2): a moe layer of 8
+// experts is 1 + 2 x 8 = 17 kernels on one device, 1 + 2 x 2 = 5 where expert parallelism over
+// 4 leaves each device 2 experts; backward twice the forward's. Tiny, so overhead-bound at the
+// runtime's 2 us a kernel: 17 x 2 = 34 us.
+TEST_CASE("runtime: local_expert kernels count the experts a device holds", "[runtime][predict]") {
+  const RuntimeTable table = parse_runtimes(kTable, "rt.json");
+  const Runtime& per_expert = table.get("per-expert");
+  CHECK(per_expert.local_expert_kernels == 2);
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "moe", "dims": {},
+    "inputs": [{"name": "x", "shape": [1, 4, 64]}],
+    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 32}]})",
+                              "moe.json");
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.runtime = per_expert;
+  const Estimate one = estimate(g, round_gpu(), round_params(), w);
+  CHECK(one.kernels == 17);
+  CHECK(one.latency_s == Approx(17 * 2e-6));
+  Workload ep = w;
+  ep.devices = 4;
+  ep.expert_parallel = 4;
+  CHECK(estimate(g, round_gpu(), round_params(), ep).layers[0].kernels == 5);
+  Workload training = ep;
+  training.mode = Mode::kTraining;
+  CHECK(estimate(g, round_gpu(), round_params(), training).layers[0].kernels == 5 + 10);
+  // The generic runtime: one kernel, however many experts.
+  Workload plain;
+  plain.precision = Precision::kFp16;
+  CHECK(estimate(g, round_gpu(), round_params(), plain).kernels == 1);
 }

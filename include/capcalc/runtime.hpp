@@ -119,6 +119,10 @@ struct Runtime {
   double rotary_kernels = 0;
   /// Kernels a decode step's KV-cache update adds to each self-attention layer.
   double cache_update_kernels = 0;
+  /// Kernels a mixture-of-experts layer adds per routed expert the device holds (experts /
+  /// expert-parallel size): runtimes that launch each expert's products apart (Transformer
+  /// Engine's GroupedLinear, one cuBLAS GEMM per expert) rather than as one grouped kernel.
+  double local_expert_kernels = 0;
   /// Mixed-precision training (16-bit math over fp32 master weights): kernels per weight
   /// tensor of a layer's products in each direction (the cast to 16 bits forward, its
   /// gradient's cast back to fp32 backward).
