@@ -11,62 +11,17 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
-#include "capcalc/serve_mix.hpp"
-#include "capcalc/serve_validation.hpp"
 #include "capcalc/units.hpp"
 
 #include "commands.hpp"
 #include "formats.hpp"
 #include "gates.hpp"
 #include "output_file.hpp"
+#include "serve_run.hpp"
 #include "usage.hpp"
 
 namespace capcalc::cli {
 namespace {
-
-struct ServeOptions {
-  ModelArgs model;
-  HardwareArgs hardware;
-  std::string device;
-  std::string precision;  // Empty: bf16 for an LLM, else fp32.
-  std::string weight_precision;
-  std::string kv_precision;
-  std::string runtime;  // Empty: vllm for an LLM, else the device type's profile.
-  std::vector<std::string> runtime_files;
-  std::int64_t tensor_parallel = 1;
-  std::int64_t replicas = 1;
-  std::string rate;
-  double arrival_cv = 1;
-  std::string trace;
-  std::string prompt_tokens;
-  std::string output_tokens;
-  std::int64_t requests = 2000;
-  std::int64_t seed = 1;
-  std::optional<std::int64_t> max_num_batched_tokens;
-  std::optional<std::int64_t> max_num_seqs;
-  std::optional<std::int64_t> block_size;
-  std::optional<double> memory_utilization;
-  bool no_chunked_prefill = false;
-  std::optional<double> prefix_hit_rate;
-  std::optional<std::int64_t> speculative_tokens;
-  std::optional<double> acceptance_rate;
-  std::optional<double> draft_cost;
-  std::string draft;  // A draft model file (speculative decoding).
-  std::optional<double> moe_imbalance;
-  std::optional<std::int64_t> max_batch;
-  std::string preferred_batch;
-  std::string max_queue_delay;
-  std::string slo;
-  std::string find;
-  std::string disaggregate;  // "P:D": prefill and decode replicas.
-  std::string sweep;
-  std::optional<double> price_per_hour;
-  std::string format;  // --format; add_format_option sets the default (formats.hpp).
-  std::string output;
-  std::string validate;  // A serving validation file (serve_validation.hpp).
-  std::string mix;       // A mix file (serve_mix.hpp): a fleet of workloads.
-  AccuracyGates gates;   // --validate's.
-};
 
 // Rates the simulator's clock can carry: arrival times stay finite and distinct.
 double checked_rate(const std::string& flag, double rate) {
@@ -250,17 +205,6 @@ void check_flag_use(const ServeOptions& o, bool llm) {
   if (svg && o.sweep.empty()) throw Error({o.output}, "an SVG curve needs --sweep");
 }
 
-// A run as the flags describe it: the setup, the step costs and what the title names.
-struct PreparedRun {
-  ServeSetup setup;
-  std::unique_ptr<ModelStepCost> cost;
-  std::unique_ptr<ModelStepCost> draft;  // setup.continuous.draft_model points to it.
-  Graph as_given;
-  Device device;
-  Workload workload;
-  std::string runtime_text;
-};
-
 // The model at a batch, a sequence length and a KV cache length: what step costs are priced on.
 BatchGraphBuilder graph_builder(const ModelArgs& model) {
   return [model](std::int64_t batch, std::int64_t seq, std::int64_t cached) {
@@ -392,6 +336,8 @@ std::string set_dynamic(const ServeOptions& o, DynamicBatching& d) {
                            format_duration(d.max_queue_delay_s));
 }
 
+}  // namespace
+
 PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool warn) {
   const bool llm = !o.prompt_tokens.empty() || !o.trace.empty();
   check_flag_use(o, llm);
@@ -463,6 +409,8 @@ PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool 
   run.runtime_text = runtime_text;
   return run;
 }
+
+namespace {
 
 // ", lengthened to N requests: …" where a search ran longer runs than --requests.
 std::string lengthened(const ServeOptions& o, std::int64_t requests) {
@@ -561,173 +509,6 @@ void run_serve(const ServeOptions& o) {
   }
   const std::string name = title(result);
   write_output(o.output, serve_formats().render(o.format, {result, name, found}));
-}
-
-// The flags `serve` would take for one workload of a mix on one candidate.
-ServeOptions mix_options(const ServeOptions& o, const MixWorkload& w, const std::string& device,
-                         std::int64_t tensor_parallel) {
-  ServeOptions run;
-  run.hardware = o.hardware;
-  run.price_per_hour = o.price_per_hour;
-  run.model.path = w.model;
-  run.device = device;
-  run.precision = w.precision;
-  run.kv_precision = w.kv_precision;
-  run.runtime = w.runtime;
-  run.tensor_parallel = tensor_parallel;
-  run.rate = w.rate;
-  run.slo = w.slo;
-  run.find = "replicas";
-  run.prompt_tokens = w.prompt_tokens;
-  run.output_tokens = w.output_tokens;
-  run.requests = w.requests;
-  run.seed = w.seed;
-  run.max_batch = w.max_batch;
-  run.preferred_batch = w.preferred_batch;
-  run.max_queue_delay = w.max_queue_delay;
-  return run;
-}
-
-// One workload's candidates, each with the fewest replicas meeting its SLO; the cheapest chosen
-// (fewer devices, then the first listed, among equals).
-FleetPool choose_pool(const ServeOptions& o, const HardwareTable& table, const Mix& mix,
-                      const MixWorkload& w) {
-  ModelArgs model;
-  model.path = w.model;
-  try {
-    load_model_from(model);  // A model that cannot be read is the mix's error, not a candidate's.
-  } catch (const Error& e) {
-    if (e.where().file.empty()) throw Error(w.where, e.message());
-    // A file that does not open (not a file, too big) is the mix's key's error.
-    if (e.where().file != w.model || !e.where().pointer.empty() || e.where().line != 0) throw;
-    throw Error({w.where.file, w.where.pointer + "/model", 0, 0},
-                fmt::format("{}: {}", w.model, e.message()));
-  }
-  FleetPool pool;
-  pool.workload = &w;
-  const std::vector<std::string>& devices = w.devices.empty() ? mix.devices : w.devices;
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    try {
-      table.get(devices[i]);  // A name the table lacks is the mix's error, not a candidate's.
-    } catch (const Error& e) {
-      const std::string list = w.devices.empty() ? "/devices/" : w.where.pointer + "/devices/";
-      throw Error({w.where.file, list + std::to_string(i), 0, 0}, e.message());
-    }
-  }
-  const std::vector<std::int64_t> sizes =
-      w.tensor_parallel.empty() ? std::vector<std::int64_t>{1} : w.tensor_parallel;
-  // Cheaper, or as cheap on fewer devices (the first listed among equals).
-  const auto better = [](const FleetCandidate& c, const FleetCandidate& best) {
-    return c.usd_per_hour < best.usd_per_hour ||
-           (c.usd_per_hour == best.usd_per_hour &&
-            c.tensor_parallel * c.replicas < best.tensor_parallel * best.replicas);
-  };
-  for (const std::string& device : devices) {
-    for (std::int64_t tp : sizes) {
-      FleetCandidate c;
-      c.device = device;
-      c.tensor_parallel = tp;
-      try {
-        PreparedRun prepared = prepare_run(mix_options(o, w, device, tp), table, false);
-        c.device = prepared.device.id;
-        const double price = prepared.setup.usd_per_device_hour;
-        ReplicaSearch search = find_replicas(prepared.setup, *prepared.cost, mix.max_replicas);
-        c.replicas = search.replicas;
-        if (search.replicas == 0) {
-          c.why = fmt::format("the SLO is missed even with {} replicas", mix.max_replicas);
-        } else if (price <= 0) {
-          c.why = fmt::format("{} replica{} meet the SLO, but the table has no price",
-                              search.replicas, search.replicas == 1 ? "" : "s");
-        } else {
-          c.usd_per_hour = price * static_cast<double>(tp * search.replicas);
-          if (!pool.chosen || better(c, pool.candidates[*pool.chosen])) {
-            pool.chosen = pool.candidates.size();
-            pool.result = std::move(search.at_replicas);
-            pool.device_name = prepared.device.name;
-          }
-        }
-      } catch (const Error& e) {
-        c.why = e.message();
-      }
-      pool.candidates.push_back(c);
-    }
-  }
-  return pool;
-}
-
-// serve --mix: the fleet; exit 1 when a workload has no candidate meeting its SLO.
-int run_serve_mix(const ServeOptions& o) {
-  check_writable(o.output);
-  if (!o.model.path.empty() || !o.device.empty()) {
-    throw Error({}, "--mix runs the file's workloads: no MODEL or --gpu");
-  }
-  serve_mix_formats().find(o.format);  // Before any work: --format csv is refused.
-  const HardwareTable table = load_table(o.hardware);
-  const Mix mix = load_mix(o.mix);
-  Fleet fleet;
-  fleet.file = o.mix;
-  fleet.hours_per_month = mix.hours_per_month;
-  for (const MixWorkload& w : mix.workloads)
-    fleet.pools.push_back(choose_pool(o, table, mix, w));
-  write_output(o.output, serve_mix_formats().render(o.format, fleet));
-  for (const FleetPool& pool : fleet.pools) {
-    if (!pool.chosen) {
-      fmt::print(stderr, "capcalc: serve --mix: no candidate meets the SLO of \"{}\"\n",
-                 pool.workload->name);
-    }
-  }
-  return fleet.complete() ? 0 : 1;
-}
-
-// Every case of a serving validation file, run as `serve` would run it: offline (every request
-// at once) or, with an SLO, at the highest rate that meets it. Exit 1 when a gate is exceeded.
-int run_serve_validation(const ServeOptions& o) {
-  check_writable(o.output);
-  if (!o.model.path.empty() || !o.device.empty()) {
-    throw Error({}, "--validate runs the file's cases: no MODEL or --gpu");
-  }
-  // Before the cases run: the summary has no CSV (it used to print the table instead).
-  const auto& format = serve_validation_formats().find(o.format);
-  const HardwareTable table = load_table(o.hardware);
-  const std::vector<ServingCase> cases = load_serving_cases(o.validate);
-  std::vector<ServingCheck> checks;
-  for (const ServingCase& c : cases) {
-    ServeOptions run;
-    run.hardware = o.hardware;
-    run.model.path = data_dir() + "/models/" + c.model;
-    run.device = c.device;
-    run.precision = c.precision;
-    run.kv_precision = c.kv_precision;
-    run.runtime = c.runtime;
-    run.tensor_parallel = c.tensor_parallel;
-    run.replicas = c.devices / c.tensor_parallel;
-    run.prompt_tokens = std::to_string(c.prompt_tokens);
-    run.output_tokens = std::to_string(c.output_tokens);
-    run.requests = c.requests;
-    run.max_num_seqs = c.max_num_seqs;
-    run.slo = c.slo;
-    run.rate = "1/s";
-    ServeResult result;
-    try {
-      PreparedRun prepared = prepare_run(run, table, false);
-      if (c.slo.empty()) {
-        prepared.setup.load.rate_per_s = 1e9;  // Every request queued at once.
-        result = serve(prepared.setup, *prepared.cost);
-      } else {
-        result = find_max_rate(prepared.setup, *prepared.cost).at_rate;
-      }
-    } catch (const Error& e) {
-      throw Error(c.where, e.message());
-    }
-    checks.push_back({&c, serving_metric(result, c.metric)});
-  }
-  const ServingSummary summary = summarize_serving(std::move(checks));
-  write_output(o.output, format.render(summary));
-  const bool failed = gates_fail(
-      "serve --validate",
-      {summary.median_abs_error, summary.worst_factor, summary.within_2x, summary.checks.size()},
-      o.gates);
-  return failed ? 1 : 0;
 }
 
 // The load: arrivals, request lengths, how many and from which seed.
