@@ -40,7 +40,8 @@ _capcalc() {
   local model_flags="--batch --set --causal --input-shape --strict --omit-input"
   local hw_flags="--hardware --hardware-file"
   local workload_flags="--gpu --hw --device --precision --mode --profile --runtime --runtime-file --optimizer --devices
-    --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance --micro-batches --virtual-stages --zero"
+    --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance --micro-batches --virtual-stages --zero
+    --input-rate"
   local run_flags="--dataset-size --epochs --tokens --price-per-hour"
 
   # The subcommand: the first word that is not an option.
@@ -81,6 +82,7 @@ _capcalc() {
       --threads | -j | --label | --max-* | --rate | --arrival-cv | --requests | --seed | --replicas | \
       --block-size | --gpu-memory-utilization | --preferred-batch | --slo | --sweep | \
       --prefix-hit-rate | --speculative-tokens | --acceptance-rate | --draft-cost | --moe-imbalance | \
+      --input-rate | \
       --price | --discount | --interruptions | --restart | --checkpoint-every | --capex | --life | \
       --power-price | --pue)
       return ;;
@@ -123,12 +125,12 @@ _capcalc() {
     compare)
       flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
              --batch --profile --runtime --runtime-file --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance
-             --micro-batches --virtual-stages --zero $run_flags --format
+             --micro-batches --virtual-stages --zero --input-rate $run_flags --format
              --prompt-tokens --output-tokens --weight-precision --kv-precision" ;;
     check)
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
              --sparsity --optimizer --weight-precision --checkpointing --lora-rank --lora-targets
-             --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance --micro-batches --virtual-stages --zero $run_flags
+             --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance --micro-batches --virtual-stages --zero --input-rate $run_flags
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens
              --output-tokens --format --output" ;;

@@ -28,6 +28,9 @@ Bound dominant_bound(const Estimate& estimate) {
     if (layer.bound == Bound::kMemory) seconds[1] += layer.time_s;
     if (layer.bound == Bound::kHost) seconds[2] += layer.time_s;
   }
+  // A step that waits for its samples longer than any bound's layers take is input-bound.
+  const double most = std::max({seconds[0], seconds[1], seconds[2]}) * estimate.layer_repeats;
+  if (estimate.input_wait_s > most) return Bound::kInput;
   if (seconds[0] == 0 && seconds[1] == 0 && seconds[2] == 0) return Bound::kNone;
   if (seconds[0] >= seconds[1] && seconds[0] >= seconds[2]) return Bound::kCompute;
   return seconds[1] >= seconds[2] ? Bound::kMemory : Bound::kHost;

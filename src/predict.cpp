@@ -11,6 +11,7 @@
 
 #include "capcalc/error.hpp"
 #include "capcalc/names.hpp"
+#include "capcalc/units.hpp"
 
 #include "checked.hpp"
 #include "predict_rates.hpp"
@@ -22,6 +23,7 @@ namespace {
 constexpr auto kBounds = name_table<Bound>({{Bound::kCompute, "compute"},
                                             {Bound::kMemory, "memory"},
                                             {Bound::kHost, "host"},
+                                            {Bound::kInput, "input"},
                                             {Bound::kFused, "fused"},
                                             {Bound::kNone, "-"}});
 constexpr auto kModes =
@@ -114,6 +116,10 @@ void check_expert_parallel(const Workload& workload, std::int64_t replicas) {
   if (!(workload.moe_imbalance >= 1 && workload.moe_imbalance <= 1000)) {
     throw Error({}, fmt::format("--moe-imbalance must be between 1 and 1000 (got {:g})",
                                 workload.moe_imbalance));
+  }
+  if (!(workload.input_rate_per_s >= 0 && workload.input_rate_per_s <= kMaxInputRate)) {
+    throw Error({}, fmt::format("--input-rate must be above 0 and at most 1e9/s (got {:g}/s)",
+                                workload.input_rate_per_s));
   }
   // replicas x context_parallel is at most devices: no overflow.
   const std::int64_t shards = replicas * workload.context_parallel;
@@ -218,6 +224,9 @@ std::string parallelism_text(const Workload& workload) {
   if (workload.zero_stage > 0) text += fmt::format(", ZeRO-{}", workload.zero_stage);
   if (workload.moe_imbalance != 1) {
     text += fmt::format(", MoE load imbalance {:g}", workload.moe_imbalance);
+  }
+  if (workload.input_rate_per_s > 0) {
+    text += fmt::format(", input {} samples/s a replica", format_figure(workload.input_rate_per_s));
   }
   return text;
 }
@@ -378,6 +387,13 @@ Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Devi
   }
   memory_fit(s, result);
   const auto batch = static_cast<double>(graph.batch);
+  // A replica's step waits for its samples where its input pipeline delivers them slower than
+  // the step consumes them (the pipeline runs ahead of the step, so only the excess shows).
+  if (workload.input_rate_per_s > 0) {
+    result.input_s = batch * s.micro_batches / workload.input_rate_per_s;
+    result.input_wait_s = std::max(0.0, result.input_s - result.latency_s);
+    result.latency_s += result.input_wait_s;
+  }
   result.throughput_per_s =
       result.latency_s > 0 ? batch * s.micro_batches * s.replicas / result.latency_s : 0;
   result.achieved_flops_per_s = result.latency_s > 0 ? result.flops / result.latency_s : 0;

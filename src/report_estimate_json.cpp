@@ -16,10 +16,10 @@ using Json = nlohmann::ordered_json;
 
 // A prediction's range: a time scales by the range's ends, a rate by their inverses.
 Json range_json(const ReportInput& in, const Estimate& e, double value, bool time) {
-  const PredictionRange r = *range_of(in, e);
+  const auto [low, high] = range_factors(e, *range_of(in, e));
   Json j;
-  j["low"] = time ? value * r.low : value / r.high;
-  j["high"] = time ? value * r.high : value / r.low;
+  j["low"] = time ? value * low : value / high;
+  j["high"] = time ? value * high : value / low;
   return j;
 }
 
@@ -117,6 +117,10 @@ Json estimate_json(const ReportInput& in) {
   est["bytes_per_step"] = e.bytes;
   est["achieved_flops_per_s"] = e.achieved_flops_per_s;
   est["optimizer_s"] = e.optimizer_s;
+  if (e.input_s > 0) {
+    est["input_s"] = e.input_s;
+    est["input_wait_s"] = e.input_wait_s;
+  }
   est["recompute_s"] = e.recompute_s;
   est["pipeline_bubble_s"] = e.pipeline_bubble_s;
   if (in.workload.pipeline_parallel > 1) {

@@ -380,6 +380,18 @@ std::string estimate_time_text(const ReportInput& in) {
     out += fmt::format("  throughput   {} samples/s{}\n", format_count(e.throughput_per_s),
                        rate_range_text(in, e, e.throughput_per_s, "samples/s"));
   }
+  if (e.input_s > 0) {
+    // The input pipeline's pace: what the step waits for its samples, if anything.
+    const double own = e.latency_s - e.input_wait_s;
+    out += fmt::format("  input        {} samples/s a replica: {} for the {}'s samples\n",
+                       format_figure(in.workload.input_rate_per_s), format_duration(e.input_s),
+                       training ? "step" : "batch");
+    out += e.input_wait_s > 0
+               ? fmt::format("               {} waiting beyond its own {}: input-bound\n",
+                             format_duration(e.input_wait_s), format_duration(own))
+               : fmt::format("               within its own {}: not input-bound\n",
+                             format_duration(own));
+  }
   out += fmt::format("  kernels      {} launched per {}\n", whole_count(e.kernels),
                      training ? "step" : "pass");
   const double peak = matrix_peak(d, precision);
@@ -439,6 +451,11 @@ std::string estimate_bounds_text(const ReportInput& in) {
                                 format_grouped(static_cast<std::int64_t>(s.layers)),
                                 s.layers == 1 ? "layer," : "layers,",
                                 percent(s.time_s * e.layer_repeats / e.latency_s)));
+  }
+  if (e.input_wait_s > 0) {
+    parts.push_back(fmt::format("{:<8} {:>15} {:>7} of the time (waiting for samples)",
+                                bound_name(Bound::kInput), "",
+                                percent(e.input_wait_s / e.latency_s)));
   }
   for (std::size_t k = 0; k < parts.size(); ++k) {
     out += fmt::format("  {:<12} {}\n", k == 0 ? "bound" : "", parts[k]);

@@ -197,6 +197,11 @@ std::string summary_section(const ReportInput& in) {
                                 esc(percent(shares.time_s[i] * e.layer_repeats / e.latency_s)),
                                 counted(static_cast<std::int64_t>(shares.layers[i]), "layer")));
   }
+  if (e.input_wait_s > 0) {
+    parts.push_back(fmt::format("{} {} of the time (waiting for samples)",
+                                bound_span(Bound::kInput),
+                                esc(percent(e.input_wait_s / e.latency_s))));
+  }
   out += kv_row("bound",
                 fmt::format("mostly {}-bound: {}", bound_span(dominant), fmt::join(parts, "; ")));
   out += kv_row("memory", fmt::format("{} of {}: {}", esc(format_bytes(e.memory.total_bytes)),

@@ -105,6 +105,7 @@ Json workload_json(const ReportInput& in) {
   if (in.workload.context_parallel > 1) workload["context_parallel"] = in.workload.context_parallel;
   if (in.workload.expert_parallel > 1) workload["expert_parallel"] = in.workload.expert_parallel;
   if (in.workload.moe_imbalance != 1) workload["moe_imbalance"] = in.workload.moe_imbalance;
+  if (in.workload.input_rate_per_s > 0) workload["input_rate_per_s"] = in.workload.input_rate_per_s;
   workload["checkpointing"] = in.workload.checkpointing;
   if (in.workload.tensor_parallel > 1) workload["sequence_parallel"] = e.sequence_parallel;
   workload["weight_precision"] =

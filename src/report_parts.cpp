@@ -76,10 +76,25 @@ std::optional<PredictionRange> range_of(const ReportInput& in, const Estimate& e
   return in.ranges->range_for({e.profile, dominant_bound(e), in.device->type});
 }
 
+std::pair<double, double> range_factors(const Estimate& e, const PredictionRange& r) {
+  if (e.input_s <= 0 || e.latency_s <= 0) return {r.low, r.high};
+  // The model's own time ranges; the input pipeline's is the rate given, a floor.
+  const double own = e.latency_s - e.input_wait_s;
+  return {std::max(e.input_s, own * r.low) / e.latency_s,
+          std::max(e.input_s, own * r.high) / e.latency_s};
+}
+
+// Whether the step waits for its input even at the high end of the model's own range.
+bool input_bound_throughout(const Estimate& e, const PredictionRange& r) {
+  return e.input_wait_s > 0 && (e.latency_s - e.input_wait_s) * r.high <= e.input_s;
+}
+
 // " (8.1-13.0 ms: 80 % of 37 measured cases of eager/host/gpu)" for a time.
 std::string time_range_text(const ReportInput& in, const Estimate& e, double time_s) {
   const std::optional<PredictionRange> r = range_of(in, e);
   if (!r) return "";
+  if (input_bound_throughout(e, *r))
+    return " (the input rate's, at either end of the model's range)";
   const std::string basis =
       r->validated
           ? fmt::format("{:.0f} % of {} of {}", 100 * in.ranges->coverage,
@@ -87,9 +102,10 @@ std::string time_range_text(const ReportInput& in, const Estimate& e, double tim
           : fmt::format("no validated case of {}: the range of all {}",
                         class_key({e.profile, dominant_bound(e), in.device->type}),
                         counted(static_cast<std::int64_t>(r->cases), "case"));
-  // "9.85-22.0 ms" when both ends share the unit.
-  std::string low = format_duration(time_s * r->low);
-  const std::string high = format_duration(time_s * r->high);
+  // "9.85-22.0 ms" when both ends share the unit. The step's ends scale the other times.
+  const auto [low_factor, high_factor] = range_factors(e, *r);
+  std::string low = format_duration(time_s * low_factor);
+  const std::string high = format_duration(time_s * high_factor);
   const std::size_t space = low.rfind(' ');
   if (space != std::string::npos && high.size() > space &&
       high.substr(high.rfind(' ')) == low.substr(space)) {
@@ -102,9 +118,10 @@ std::string time_range_text(const ReportInput& in, const Estimate& e, double tim
 std::string rate_range_text(const ReportInput& in, const Estimate& e, double rate,
                             std::string_view unit) {
   const std::optional<PredictionRange> r = range_of(in, e);
-  if (!r) return "";
-  return fmt::format(" ({}-{} {})", format_count(rate / r->high), format_count(rate / r->low),
-                     unit);
+  if (!r || input_bound_throughout(e, *r)) return "";
+  const auto [low_factor, high_factor] = range_factors(e, *r);
+  return fmt::format(" ({}-{} {})", format_count(rate / high_factor),
+                     format_count(rate / low_factor), unit);
 }
 
 }  // namespace capcalc

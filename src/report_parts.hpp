@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
@@ -36,6 +37,10 @@ std::string setting(const ReportInput& in, std::string_view key);
 
 /// The range of a prediction of `e`'s class; none when the report has no ranges.
 std::optional<PredictionRange> range_of(const ReportInput& in, const Estimate& e);
+
+/// The range's factors on the estimate's times: the class's, or, where the step waits for its
+/// input, the model's own time's ends floored at the input's time (the rate the user gave).
+std::pair<double, double> range_factors(const Estimate& e, const PredictionRange& r);
 /// " (8.1-13.0 ms: 80 % of 37 measured cases of eager/host/gpu)"; "" without ranges.
 std::string time_range_text(const ReportInput& in, const Estimate& e, double time_s);
 /// " (75.1-118 samples/s)"; "" without ranges.

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "capcalc/hardware.hpp"
+#include "capcalc/predict.hpp"
+#include "capcalc/units.hpp"
 
 #include "json_view.hpp"
 #include "spellcheck.hpp"
@@ -171,6 +173,28 @@ void check_experts(const WorkloadSpec& spec, const SpecLocations* where, Workloa
   w.moe_imbalance = spec.moe_imbalance;
 }
 
+// The input pipeline's samples per second a replica; 0 when the spec names none. A request of
+// LLM serving is fed tokens, not samples: no input rate there.
+double input_rate_of(const WorkloadSpec& spec, const SpecLocations* where) {
+  if (spec.input_rate.empty()) return 0;
+  if (spec.prompt_tokens) {
+    fail(where, "input_rate",
+         "`input_rate` paces a model fed whole samples (images, sequences): not with "
+         "`prompt_tokens` (LLM serving)");
+  }
+  double rate = 0;
+  try {
+    rate = parse_rate(spec.input_rate);
+  } catch (const Error& e) {
+    fail(where, "input_rate", fmt::format("`input_rate`: {}", e.message()));
+  }
+  if (!(rate > 0 && rate <= kMaxInputRate)) {
+    fail(where, "input_rate",
+         fmt::format("`input_rate` must be above 0/s and at most 1e9/s (got {})", spec.input_rate));
+  }
+  return rate;
+}
+
 // What only training has: checkpointing, pipelines and micro-batches, ZeRO.
 void check_training_only(const WorkloadSpec& spec, const SpecLocations* where, const Workload& w) {
   const bool training = w.mode == Mode::kTraining;
@@ -287,6 +311,7 @@ Workload workload_from(const WorkloadSpec& spec, const SpecLocations* where) {
   }
   check_training_only(spec, where, w);
   check_run_and_serving(spec, where, w.mode);
+  w.input_rate_per_s = input_rate_of(spec, where);
   return w;
 }
 
@@ -364,6 +389,19 @@ void read_counts(const KeyReader& get, std::string_view devices_key, WorkloadSpe
       v->fail(fmt::format("expected 1 to 1000, got {:g}", spec.moe_imbalance));
     }
   }
+  if (auto v = get("input_rate")) {
+    spec.input_rate = v->as_string();
+    double rate = 0;
+    try {
+      rate = parse_rate(spec.input_rate);
+    } catch (const Error& e) {
+      v->fail(e.message());
+    }
+    if (!(rate > 0 && rate <= kMaxInputRate)) {
+      v->fail(
+          fmt::format("expected a rate above 0/s and at most 1e9/s, got \"{}\"", spec.input_rate));
+    }
+  }
   if (auto v = get("micro_batches")) spec.micro_batches = v->as_positive_int();
   if (auto v = get("virtual_stages")) spec.virtual_stages = v->as_positive_int();
   if (auto v = get("zero_stage")) {
@@ -400,6 +438,7 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key) {
           "context_parallel",
           "expert_parallel",
           "moe_imbalance",
+          "input_rate",
           "micro_batches",
           "virtual_stages",
           "zero_stage",

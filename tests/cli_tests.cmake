@@ -586,3 +586,25 @@ add_test(NAME cli.check_workload_flags_default
 capcalc_cli_ok(check_kv_precision "memory 40.9 GB within max 80GB"
                check llama2_7b --hw H100 --max-memory 80GB --prompt-tokens 1000
                --output-tokens 100 --batch 32 --kv-precision fp8)
+
+# The input pipeline (--input-rate, issue 19 §4): a step that consumes its samples faster than
+# the pipeline delivers them waits for them, and says so (the rule is predict_test's). ResNet-50
+# at batch 256 on an A100 takes 38.4 ms; at 3,000 samples/s its 256 samples take 85.3 ms.
+capcalc_cli_ok(estimate_input_rate "workload +inference, fp16, batch 256, eager profile \\(gpu default\\), input 3,000 samples/s a replica\n.*latency +85\\.3 ms per batch of 256 \\(the input rate's, at either end of the model's range\\)\n +throughput +3\\.00 k samples/s\n +input +3,000 samples/s a replica: 85\\.3 ms for the batch's samples\n +46\\.9 ms waiting beyond its own 38\\.4 ms: input-bound\n.*input +55\\.0 % of the time \\(waiting for samples\\)"
+               estimate data/models/resnet50.json --gpu a100 --batch 256 --precision fp16 --input-rate 3000/s)
+capcalc_cli_ok(estimate_input_rate_within "input +7,000 samples/s a replica: 36\\.6 ms for the batch's samples\n +within its own 38\\.4 ms: not input-bound"
+               estimate data/models/resnet50.json --gpu a100 --batch 256 --precision fp16 --input-rate 7000/s)
+capcalc_cli_ok(compare_input_rate "a100-sxm4-80gb +85\\.3 ms +3\\.00 k .* input .*\nt4 +218 ms +1\\.18 k .* memory"
+               compare data/models/resnet50.json --hw a100,t4 --batch 256 --precision fp16 --input-rate 3000/s)
+capcalc_schema_test(estimate_input_rate - data/schema/estimate-output.schema.json
+                    estimate data/models/resnet50.json --gpu a100 --batch 256 --precision fp16 --input-rate 3000/s --format json)
+capcalc_schema_test(compare_input_rate - data/schema/compare-output.schema.json
+                    compare data/models/resnet50.json --hw a100,t4 --batch 256 --precision fp16 --input-rate 3000/s --format json)
+capcalc_cli_error(input_rate_serving "^capcalc: error: --input-rate paces a model fed whole samples \\(images, sequences\\): not with --prompt-tokens \\(LLM serving\\)\n$"
+                  estimate data/models/llama3_8b.json --gpu h100 --prompt-tokens 100 --input-rate 3/s)
+add_test(NAME cli.check_budget_input_rate
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=check;--budget;tests/cli/budget_input_rate.json" -DEXPECT_CODE=1
+                 "-DSTDOUT_REGEX=FAIL  rn50-loader on a100-sxm4-80gb \\(inference, fp16, batch 256, input 3,000 samples/s a replica\\): throughput 3\\.00 k/s is below min 4000/s"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

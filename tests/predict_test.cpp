@@ -1609,3 +1609,43 @@ TEST_CASE("predict: LoRA on attention only adapts the attention layers", "[predi
   CHECK(estimate(lora_model(), d, round_params(), w).data_parallel_bytes ==
         Approx((2 * weights * 2 + 16 * 6656 * 2) / 2.0));
 }
+
+// The input pipeline: [4096 x 4096] x [4096 x 4096] in fp16 is 2.75 ms on the round device
+// (2 x 4096^3 MACs at 50 TFLOP/s). At 1,000 samples/s a replica, the batch's 4,096 samples take
+// 4.096 s: the step waits 4.096 - 0.00275 s for them, and throughput is the input's 1,000/s.
+// At 10 M/s they take 0.41 ms, inside the step: nothing changes.
+TEST_CASE("predict: a step waits for its samples where the input pipeline is slower", "[predict]") {
+  const Graph g = one_linear(4096, 4096, 4096);
+  Workload w;
+  w.precision = Precision::kFp16;
+  const double own = 2.0 * 4096 * 4096 * 4096 / 50e12;
+  w.input_rate_per_s = 1000;
+  const Estimate slow = estimate(g, round_device(), round_params(), w);
+  CHECK(slow.input_s == Approx(4.096));
+  CHECK(slow.input_wait_s == Approx(4.096 - own));
+  CHECK(slow.latency_s == Approx(4.096));
+  CHECK(slow.throughput_per_s == Approx(1000));
+  CHECK(slow.achieved_flops_per_s == Approx(slow.flops / 4.096));
+  w.input_rate_per_s = 1e7;
+  const Estimate fast = estimate(g, round_device(), round_params(), w);
+  CHECK(fast.input_s == Approx(4096 / 1e7));
+  CHECK(fast.input_wait_s == 0);
+  CHECK(fast.latency_s == Approx(own));
+  // Training: each of 2 replicas reads 4 micro-batches of 4,096 a step, 16.384 s at 1,000/s;
+  // the whole job takes 2,000 samples/s.
+  Workload t;
+  t.precision = Precision::kFp16;
+  t.mode = Mode::kTraining;
+  t.devices = 2;
+  t.micro_batches = 4;
+  t.input_rate_per_s = 1000;
+  const Estimate step = estimate(g, round_device(), round_params(), t);
+  CHECK(step.input_s == Approx(16.384));
+  CHECK(step.latency_s == Approx(16.384));
+  CHECK(step.throughput_per_s == Approx(2000));
+  // A rate of none, a negative or a past-the-limit one is refused.
+  Workload bad = w;
+  bad.input_rate_per_s = -1;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), bad),
+                    Catch::Matchers::Contains("--input-rate must be above 0"));
+}

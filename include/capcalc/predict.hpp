@@ -44,16 +44,20 @@ enum class Optimizer { kSgd, kMomentum, kAdam };
 /// unstructured pruning runs at dense speed on dense hardware (counted as dense, said so).
 enum class Sparsity { kDense, k2of4, kUnstructured };
 
+/// The fastest input pipeline a workload may name (samples per second a replica).
+inline constexpr double kMaxInputRate = 1e9;
+
 /// What limits a layer.
 enum class Bound {
   kCompute,  ///< Arithmetic takes longest.
   kMemory,   ///< Memory traffic takes longest.
   kHost,     ///< The host's per-kernel launch cost exceeds both (small layers).
+  kInput,    ///< A step's wait for its samples from the input pipeline (Workload::input_rate).
   kFused,    ///< Fused into a neighbour (compiled profile): arithmetic only.
   kNone,     ///< A view (reshape, flatten, dropout): no work.
 };
 
-std::string_view bound_name(Bound bound);  ///< "compute", "memory", "host", "fused", "-".
+std::string_view bound_name(Bound bound);  ///< "compute", "memory", "host", "input", "fused", "-".
 std::string_view mode_name(Mode mode);     ///< "inference", "training".
 std::optional<Mode> parse_mode(std::string_view name);
 std::vector<std::string_view> mode_names();
@@ -119,6 +123,10 @@ struct Workload {
   /// balanced routing, as the per-layer counts assume). The moe layers take this many times
   /// their time: the step waits for the busiest expert.
   double moe_imbalance = 1;
+  /// Samples per second each replica's input pipeline delivers (a data loader decoding images,
+  /// say), 0: as fast as the step consumes them. A step that consumes its samples faster waits
+  /// for them: the step takes samples / input_rate_per_s at least, and is input-bound.
+  double input_rate_per_s = 0;
   /// Training with pipeline stages: model chunks per stage, Megatron's interleaved 1F1B: each
   /// device holds virtual_stages chunks of 1/(P x V) of the layers; the bubble is 1/V of
   /// 1F1B's, the sends V times as many (overlapped with the chunks' compute). Needs
@@ -242,6 +250,10 @@ struct Estimate {
   std::string data_parallel_link;      ///< The link(s) it is timed on ("" when none).
   double data_parallel_bandwidth = 0;  ///< Bytes/s per direction a device gets (network: across).
   bool data_parallel_modelled = true;  ///< False: replicas but no link in the table.
+  /// With an input rate: the time a replica's input pipeline takes for the step's samples, and
+  /// what the step waits for them beyond its own time (in latency_s; 0: not input-bound).
+  double input_s = 0;
+  double input_wait_s = 0;
   double latency_s = 0;  ///< Inference: one forward pass; training: one step (all micro-batches).
   double throughput_per_s = 0;      ///< Samples per second over all replicas.
   double flops = 0;                 ///< FLOPs executed per step per device.

@@ -151,6 +151,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   add_kv_precision_option(*sub, workload.kv_precision);
   add_parallel_options(*sub, workload);
   add_pipeline_options(*sub, workload);
+  add_input_rate_option(*sub, workload);
   add_run_size_options(*sub, workload.run);
   number_above(
       sub->add_option("--price-per-hour", workload.price_per_hour_usd, "USD per device-hour"), 0,

@@ -136,6 +136,7 @@ void add_compare_command(CLI::App& app) {
   add_optimizer_option(*sub, workload.optimizer);
   add_parallel_options(*sub, workload);
   add_pipeline_options(*sub, workload);
+  add_input_rate_option(*sub, workload);
   add_run_size_options(*sub, workload.run);
   number_above(sub->add_option("--price-per-hour", workload.price_per_hour_usd,
                                "USD per device-hour for every device (default: the table's "

@@ -75,6 +75,14 @@ inline void add_pipeline_options(CLI::App& sub, WorkloadSpec& spec) {
       ->capture_default_str();
 }
 
+// --input-rate R: what the input pipeline delivers a replica (a data loader's samples/s).
+inline void add_input_rate_option(CLI::App& sub, WorkloadSpec& spec) {
+  sub.add_option("--input-rate", spec.input_rate,
+                 "Samples per second each replica's input pipeline delivers (a data loader's "
+                 "images/s, e.g. 3000/s): a step that consumes them faster waits for them and is "
+                 "input-bound (default: never waits)");
+}
+
 // --dataset-size N [--epochs E] or --tokens T: a training run, read by run_samples.
 inline void add_run_size_options(CLI::App& sub, RunSize& run) {
   count_above(sub.add_option("--dataset-size", run.dataset_size,
@@ -155,6 +163,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
   add_optimizer_option(sub, spec.optimizer);
   add_parallel_options(sub, spec);
   add_pipeline_options(sub, spec);
+  add_input_rate_option(sub, spec);
   one_of(sub.add_option("--weight-precision", spec.weight_precision,
                         "Weight storage if it differs (int4/int8 weight-only quantisation)"),
          precision_names());

@@ -920,6 +920,10 @@ def budget_cases():
             ("set_string", BUDGET + ', "set": {"batch": "x"}', "/budgets/0/set/batch"),
             ("tensor_parallel_zero", BUDGET + ', "tensor_parallel": 0', "/budgets/0/tensor_parallel"),
             ("zero_5", BUDGET + ', "zero": 5, "mode": "training"', "/budgets/0/zero"),
+            # The input pipeline's rate (--input-rate): a rate, above 0, at most 1e9/s.
+            ("input_rate_number", BUDGET + ', "input_rate": 3000', "/budgets/0/input_rate"),
+            ("input_rate_word", BUDGET + ', "input_rate": "fast"', "/budgets/0/input_rate"),
+            ("input_rate_huge", BUDGET + ', "input_rate": "1e12/s"', "/budgets/0/input_rate"),
             ("unknown_key", BUDGET + ', "batchsize": 8', "/budgets/0"),
             ("limits_empty", BUDGET.replace('{"max_latency": "1s"}', "{}"), "/budgets/0"),
             ("epochs_negative", BUDGET + ', "mode": "training", "dataset_size": 1000, "epochs": -1', "/budgets/0/epochs"),
@@ -1154,7 +1158,9 @@ def zoo_and_flag_cases():
         ("tp_zero", ["--tensor-parallel", "0"]), ("tp_overflow", ["--tensor-parallel", "4294967296", "--pipeline-parallel", "4294967296", "--mode", "training"]),
         ("micro_batches_zero", ["--mode", "training", "--pp", "2", "--micro-batches", "0"]),
         ("optimizer_in_inference", ["--optimizer", "adam"]), ("tokens_nan", ["--mode", "training", "--tokens", "nan"]),
-        ("tokens_inf", ["--mode", "training", "--tokens", "inf"])]
+        ("tokens_inf", ["--mode", "training", "--tokens", "inf"]),
+        ("input_rate_word", ["--input-rate", "fast"]), ("input_rate_zero", ["--input-rate", "0/s"]),
+        ("input_rate_huge", ["--input-rate", "1e12/s"])]
     for name, extra in flags:
         case(F, "type", name, None, ["estimate", "resnet50", "--gpu", "a100"] + extra, r"", FLAG)
     for name, argv in [
