@@ -205,6 +205,7 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
   out.tensor_parallel = request.workload.tensor_parallel;
   out.pipeline_parallel = request.workload.pipeline_parallel;
   out.micro_batches = request.workload.micro_batches;
+  out.input_rate_per_s = request.workload.input_rate_per_s;
   out.virtual_stages = request.workload.virtual_stages;
   out.zero_stage = request.workload.zero_stage;
   if (request.workload.runtime) out.runtime = request.workload.runtime->name;

@@ -135,6 +135,7 @@ std::string title(const CompareTable& table) {
   parallel.micro_batches = table.micro_batches;
   parallel.virtual_stages = table.virtual_stages;
   parallel.zero_stage = table.zero_stage;
+  parallel.input_rate_per_s = table.input_rate_per_s;
   text += parallelism_text(parallel);
   if (!table.runtime.empty()) text += fmt::format(", {}", table.runtime);
   if (table.run_samples) {

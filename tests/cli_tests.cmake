@@ -594,7 +594,7 @@ capcalc_cli_ok(estimate_input_rate "workload +inference, fp16, batch 256, eager 
                estimate data/models/resnet50.json --gpu a100 --batch 256 --precision fp16 --input-rate 3000/s)
 capcalc_cli_ok(estimate_input_rate_within "input +7,000 samples/s a replica: 36\\.6 ms for the batch's samples\n +within its own 38\\.4 ms: not input-bound"
                estimate data/models/resnet50.json --gpu a100 --batch 256 --precision fp16 --input-rate 7000/s)
-capcalc_cli_ok(compare_input_rate "a100-sxm4-80gb +85\\.3 ms +3\\.00 k .* input .*\nt4 +218 ms +1\\.18 k .* memory"
+capcalc_cli_ok(compare_input_rate "batch 256, input 3,000 samples/s a replica: 2 devices, by time\n.*a100-sxm4-80gb +85\\.3 ms +3\\.00 k .* input .*\nt4 +218 ms +1\\.18 k .* memory"
                compare data/models/resnet50.json --hw a100,t4 --batch 256 --precision fp16 --input-rate 3000/s)
 capcalc_schema_test(estimate_input_rate - data/schema/estimate-output.schema.json
                     estimate data/models/resnet50.json --gpu a100 --batch 256 --precision fp16 --input-rate 3000/s --format json)

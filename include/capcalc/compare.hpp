@@ -107,6 +107,7 @@ struct CompareTable {
   std::int64_t tensor_parallel = 1;       ///< Devices per pipeline stage of a replica.
   std::int64_t pipeline_parallel = 1;     ///< Training: pipeline stages per replica.
   std::int64_t micro_batches = 1;         ///< Training: micro-batches per optimizer step.
+  double input_rate_per_s = 0;            ///< The input pipeline's samples/s a replica (0: none).
   std::int64_t virtual_stages = 1;        ///< Training: interleaved chunks per pipeline stage.
   int zero_stage = 0;                     ///< Training state sharding over the replicas.
   std::string runtime;                    ///< The runtime's name; "" when none was named.
