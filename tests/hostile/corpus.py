@@ -634,7 +634,11 @@ def onnx_text_cases():
             ("scan_inputs_huge", onnxtxt(sig, "   y = Scan <num_scan_inputs = 1000000, body: graph = b (float[16] r) => (float[16] o) {\n      o = Relu (r)\n   }> (x)"),
              r"\(Scan\) needs num_scan_inputs M >= 1 [^\n]*\(inputs 1, num_scan_inputs 1000000\)"),
             ("scan_inputs_zero", onnxtxt(sig, "   y = Scan <num_scan_inputs = 0, body: graph = b (float[16] r) => (float[16] o) {\n      o = Relu (r)\n   }> (x)"),
-             r"\(Scan\) needs num_scan_inputs M >= 1")]:
+             r"\(Scan\) needs num_scan_inputs M >= 1"),
+            # A misspelt attribute hid the missing required one from the schema check, and ONNX's
+            # Scan inference crashed on it (found by fuzzing the case above).
+            ("scan_inputs_misspelt", onnxtxt(sig, "   y = Scan <num_3can_inputs = 0, body: graph = b (float[16] r) => (float[16] o) {\n      o = Relu (r)\n   }> (x)"),
+             r"\(Scan\) is malformed: Required attribute 'num_scan_inputs' is missing")]:
         args = ["layers", "{f}"] + (["--strict"] if name == "strict_unknown" else [])
         case(T, "invalid-graph", name, text, args, pattern, ("ptrre", r"/graph/node/\d+"))
     # Accepted before: a graph output nothing writes (its declared shape taken on trust), and an
