@@ -117,10 +117,6 @@ void check_expert_parallel(const Workload& workload, std::int64_t replicas) {
     throw Error({}, fmt::format("--moe-imbalance must be between 1 and 1000 (got {:g})",
                                 workload.moe_imbalance));
   }
-  if (!(workload.input_rate_per_s >= 0 && workload.input_rate_per_s <= kMaxInputRate)) {
-    throw Error({}, fmt::format("--input-rate must be above 0 and at most 1e9/s (got {:g}/s)",
-                                workload.input_rate_per_s));
-  }
   // replicas x context_parallel is at most devices: no overflow.
   const std::int64_t shards = replicas * workload.context_parallel;
   if (shards % workload.expert_parallel != 0) {
@@ -191,6 +187,11 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
   }
   if (workload.zero_stage > 0 && workload.mode != Mode::kTraining) {
     throw Error({}, "ZeRO shards training state: add --mode training");
+  }
+  // 0 is no input pipeline to wait for.
+  if (!(workload.input_rate_per_s >= 0 && workload.input_rate_per_s <= kMaxInputRate)) {
+    throw Error({}, fmt::format("--input-rate must be above 0 and at most 1e9/s (got {:g}/s)",
+                                workload.input_rate_per_s));
   }
   const std::int64_t replicas = workload.devices / group;
   check_expert_parallel(workload, replicas);

@@ -173,6 +173,16 @@ void check_experts(const WorkloadSpec& spec, const SpecLocations* where, Workloa
   w.moe_imbalance = spec.moe_imbalance;
 }
 
+// An input pipeline's rate ("3000/s") as capcalc takes one; Error without a place otherwise
+// (the caller puts it at the key or the flag).
+double input_rate_from(const std::string& text) {
+  const double rate = parse_rate(text);
+  if (!(rate > 0 && rate <= kMaxInputRate)) {
+    throw Error({}, fmt::format("expected a rate above 0/s and at most 1e9/s, got \"{}\"", text));
+  }
+  return rate;
+}
+
 // The input pipeline's samples per second a replica; 0 when the spec names none. A request of
 // LLM serving is fed tokens, not samples: no input rate there.
 double input_rate_of(const WorkloadSpec& spec, const SpecLocations* where) {
@@ -182,17 +192,11 @@ double input_rate_of(const WorkloadSpec& spec, const SpecLocations* where) {
          "`input_rate` paces a model fed whole samples (images, sequences): not with "
          "`prompt_tokens` (LLM serving)");
   }
-  double rate = 0;
   try {
-    rate = parse_rate(spec.input_rate);
+    return input_rate_from(spec.input_rate);
   } catch (const Error& e) {
     fail(where, "input_rate", fmt::format("`input_rate`: {}", e.message()));
   }
-  if (!(rate > 0 && rate <= kMaxInputRate)) {
-    fail(where, "input_rate",
-         fmt::format("`input_rate` must be above 0/s and at most 1e9/s (got {})", spec.input_rate));
-  }
-  return rate;
 }
 
 // What only training has: checkpointing, pipelines and micro-batches, ZeRO.
@@ -391,15 +395,10 @@ void read_counts(const KeyReader& get, std::string_view devices_key, WorkloadSpe
   }
   if (auto v = get("input_rate")) {
     spec.input_rate = v->as_string();
-    double rate = 0;
     try {
-      rate = parse_rate(spec.input_rate);
+      input_rate_from(spec.input_rate);
     } catch (const Error& e) {
       v->fail(e.message());
-    }
-    if (!(rate > 0 && rate <= kMaxInputRate)) {
-      v->fail(
-          fmt::format("expected a rate above 0/s and at most 1e9/s, got \"{}\"", spec.input_rate));
     }
   }
   if (auto v = get("micro_batches")) spec.micro_batches = v->as_positive_int();

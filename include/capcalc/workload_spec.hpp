@@ -66,8 +66,7 @@ struct WorkloadSpec {
   std::int64_t context_parallel = 1;        ///< `context_parallel` (training): sequence splits.
   std::int64_t expert_parallel = 1;         ///< `expert_parallel`: devices splitting the experts.
   double moe_imbalance = 1;                 ///< `moe_imbalance`: busiest expert's load / mean.
-  std::string input_rate;  ///< `input_rate`: samples/s a replica's input pipeline delivers
-                           ///< ("3000/s"); "": as fast as the step consumes them.
+  std::string input_rate;                   ///< `input_rate`: a replica's input, "3000/s".
   std::int64_t micro_batches = 1;           ///< `micro_batches` (training): per optimizer step.
   std::int64_t virtual_stages = 1;          ///< `virtual_stages` (training): chunks per stage.
   int zero_stage = 0;                       ///< `zero_stage` (training): 0 to 3.

@@ -264,24 +264,21 @@ void Importer::warn_dead_nodes() {
   // Subgraphs (If, Loop, Scan bodies) read outer values by name: each node's subgraphs count
   // as its inputs.
   const auto reads = [](const onnx::NodeProto& node, std::vector<std::string>& into) {
-    into.insert(into.end(), node.input().begin(), node.input().end());
     std::vector<const onnx::GraphProto*> graphs;
-    for (const auto& attribute : node.attribute()) {
-      if (attribute.has_g()) graphs.push_back(&attribute.g());
-      for (const auto& g : attribute.graphs())
-        graphs.push_back(&g);
-    }
+    const auto read = [&](const onnx::NodeProto& n) {
+      into.insert(into.end(), n.input().begin(), n.input().end());
+      for (const auto& attribute : n.attribute()) {
+        if (attribute.has_g()) graphs.push_back(&attribute.g());
+        for (const auto& g : attribute.graphs())
+          graphs.push_back(&g);
+      }
+    };
+    read(node);
     while (!graphs.empty()) {
       const onnx::GraphProto* g = graphs.back();
       graphs.pop_back();
-      for (const auto& inner : g->node()) {
-        into.insert(into.end(), inner.input().begin(), inner.input().end());
-        for (const auto& attribute : inner.attribute()) {
-          if (attribute.has_g()) graphs.push_back(&attribute.g());
-          for (const auto& nested : attribute.graphs())
-            graphs.push_back(&nested);
-        }
-      }
+      for (const auto& inner : g->node())
+        read(inner);
       for (const auto& output : g->output())
         into.push_back(output.name());
     }
