@@ -56,6 +56,7 @@ const std::vector<std::string_view> kDeviceKeys = {"id",
                                                    "compute_units",
                                                    "compute_unit_name",
                                                    "boost_clock_mhz",
+                                                   "sustained_matrix_clock_mhz",
                                                    "tdp_w",
                                                    "interconnect",
                                                    "price_per_hour_usd",
@@ -230,6 +231,32 @@ void parse_estimates(const JsonView& estimates, Device& device) {
   }
 }
 
+// "sustained_matrix_clock_mhz": {"fp8": 1230}: the clock the vendor measured under sustained
+// dense matrix work, below the boost clock its peaks are stated at; it must name a matrix peak.
+void parse_sustained_clocks(const JsonView& clocks, Device& device) {
+  clocks.expect_object();
+  if (device.boost_clock_hz <= 0) {
+    clocks.fail("a sustained clock needs boost_clock_mhz, the clock the peaks are stated at");
+  }
+  for (const auto& item : clocks.json().items()) {
+    const JsonView value = clocks.at(item.key());
+    const std::optional<Precision> precision = parse_precision(item.key());
+    if (!precision) value.fail(unknown_precision_message(item.key()));
+    if (device.peak(*precision).matrix_flops_per_s <= 0) {
+      value.fail(
+          fmt::format("no {} matrix peak in dense_peak_tflops to run at this clock", item.key()));
+    }
+    const double hz = physical(value, "boost_clock_mhz") * kMega;
+    if (hz > device.boost_clock_hz) {
+      value.fail(
+          fmt::format("{} MHz is above boost_clock_mhz ({} MHz): a sustained clock is at "
+                      "most the one the peaks are stated at",
+                      hz / kMega, device.boost_clock_hz / kMega));
+    }
+    device.sustained_matrix_clock_hz[static_cast<std::size_t>(*precision)] = hz;
+  }
+}
+
 Device parse_device(const JsonView& entry) {
   entry.expect_object();
   reject_unknown_keys(entry, kDeviceKeys, "a device");
@@ -291,6 +318,8 @@ Device parse_device(const JsonView& entry) {
   device.cache_bytes = optional_positive(entry, "cache_mb", kMega);
   parse_compute_units(entry, device);
   device.boost_clock_hz = optional_positive(entry, "boost_clock_mhz", kMega);
+  if (auto clocks = entry.find("sustained_matrix_clock_mhz"))
+    parse_sustained_clocks(*clocks, device);
   device.tdp_w = optional_positive(entry, "tdp_w", 1);
   if (auto links = entry.find("interconnect")) {
     reject_unknown_keys(*links, {"intra_node", "inter_node", "comment"}, "an interconnect");

@@ -294,6 +294,8 @@ std::string estimate_device_text(const ReportInput& in) {
   std::string out;
   out += "\nDevice\n";
   out += fmt::format("  compute      {}\n", describe_peak(d, precision));
+  const std::string clock = sustained_clock_text(d, precision);
+  if (!clock.empty()) out += "  clock        " + clock + "\n";
   for (const std::string& line : estimate_lines(d, precision))
     out += "  ESTIMATE     " + wrap_text(line, 100, 15);
   out += fmt::format("  memory       {} at {}\n", format_bytes(d.memory_bytes),

@@ -28,10 +28,12 @@ std::string explain_rates(const ReportInput& in) {
   out += "               compute = 2 x MACs / matrix rate + other FLOPs / vector rate\n";
   out += "               memory = (inputs + weights read + outputs) x bytes / bandwidth\n";
   if (peak.matrix_flops_per_s > 0) {
-    out += fmt::format("  matrix rate  {} {} matrix peak x {:.2f} = {}\n",
-                       format_rate(peak.matrix_flops_per_s, "FLOP/s"), precision_name(precision),
-                       p.matrix_efficiency,
-                       format_rate(peak.matrix_flops_per_s * p.matrix_efficiency, "FLOP/s"));
+    const double clock = d.matrix_clock_fraction(precision);
+    out += fmt::format(
+        "  matrix rate  {} {} matrix peak{} x {:.2f} = {}\n",
+        format_rate(peak.matrix_flops_per_s, "FLOP/s"), precision_name(precision),
+        clock < 1 ? fmt::format(" x {:.3f} (sustained clock)", clock) : "", p.matrix_efficiency,
+        format_rate(peak.matrix_flops_per_s * clock * p.matrix_efficiency, "FLOP/s"));
     out += fmt::format("               for layers with >= {:.0f} MACs per output (not depthwise)\n",
                        kMinMatrixReduction);
   } else {

@@ -50,6 +50,15 @@ std::string compute_units_line(const Device& d) {
   std::string clock;
   if (d.boost_clock_hz > 0) clock = format_rate(d.boost_clock_hz, "Hz");
   if (units.empty() && clock.empty()) return "";
+  std::vector<std::string> sustained;
+  for (Precision p : d.precisions()) {
+    const double hz = d.sustained_matrix_clock_hz[static_cast<std::size_t>(p)];
+    if (hz > 0) sustained.push_back(fmt::format("{:.0f} MHz {}", hz / 1e6, precision_name(p)));
+  }
+  if (!sustained.empty()) {
+    clock += fmt::format("; matrix work sustained at {} (the vendor's measurement)",
+                         fmt::join(sustained, ", "));
+  }
   if (units.empty()) return fmt::format("  clock        {}\n", clock);
   return fmt::format("  compute      {}{}\n", units, clock.empty() ? "" : " at " + clock);
 }
@@ -72,6 +81,8 @@ Json device_full_json(const Device& d) {
     j["compute_unit_name"] = d.compute_unit_name;
   }
   if (d.boost_clock_hz > 0) j["boost_clock_hz"] = d.boost_clock_hz;
+  const Json clocks = sustained_clocks_json(d, 1);
+  if (!clocks.empty()) j["sustained_matrix_clock_hz"] = clocks;
   if (d.tdp_w > 0) j["tdp_w"] = d.tdp_w;
   if (d.intra_node) j["intra_node"] = link_json(*d.intra_node);
   if (d.inter_node) j["inter_node"] = link_json(*d.inter_node);
@@ -88,6 +99,15 @@ Json device_full_json(const Device& d) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json sustained_clocks_json(const Device& d, double scale) {
+  nlohmann::ordered_json clocks = nlohmann::ordered_json::object();
+  for (Precision p : d.precisions()) {
+    const double hz = d.sustained_matrix_clock_hz[static_cast<std::size_t>(p)];
+    if (hz > 0) clocks[std::string(precision_name(p))] = hz / scale;
+  }
+  return clocks;
+}
 
 nlohmann::ordered_json estimated_peaks_json(const Device& d) {
   nlohmann::ordered_json estimates = nlohmann::ordered_json::object();
@@ -324,6 +344,8 @@ std::string render_hardware_file(const std::vector<const Device*>& devices) {
       e["compute_unit_name"] = d->compute_unit_name;
     }
     if (d->boost_clock_hz > 0) e["boost_clock_mhz"] = d->boost_clock_hz / 1e6;
+    const Json clocks = sustained_clocks_json(*d, 1e6);
+    if (!clocks.empty()) e["sustained_matrix_clock_mhz"] = clocks;
     if (d->tdp_w > 0) e["tdp_w"] = d->tdp_w;
     const auto link = [](const Link& l) {
       Json j{{"name", l.name},

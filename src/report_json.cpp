@@ -53,6 +53,8 @@ Json device_json(const Device& d) {
   device["memory_bytes"] = d.memory_bytes;
   device["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth_bytes_per_s;
   device["dense_peak"] = dense_peak_json(d);
+  const Json clocks = sustained_clocks_json(d, 1);
+  if (!clocks.empty()) device["sustained_matrix_clock_hz"] = clocks;
   const Json estimates = estimated_peaks_json(d);
   if (!estimates.empty()) device["estimated_peaks"] = estimates;
   return device;

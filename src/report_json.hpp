@@ -21,6 +21,8 @@ nlohmann::ordered_json dense_peak_json(const Device& device);
 /// {"fp16": {"vector": "why it is an estimate"}, ...} for the peaks no vendor document
 /// states; {} if none.
 nlohmann::ordered_json estimated_peaks_json(const Device& device);
+/// {"fp8": clock}: the device's sustained matrix clocks, in Hz / `scale`; empty where none.
+nlohmann::ordered_json sustained_clocks_json(const Device& device, double scale);
 
 /// A count per sample: exact (an integer) when `batch` divides it, as counts are linear in the
 /// batch; else a double.

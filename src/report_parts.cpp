@@ -66,6 +66,15 @@ std::string describe_peak(const Device& device, Precision precision) {
   return fmt::format("{} dense {}", precision_name(precision), fmt::join(parts, ", "));
 }
 
+std::string sustained_clock_text(const Device& device, Precision precision) {
+  const double fraction = device.matrix_clock_fraction(precision);
+  if (fraction >= 1) return "";
+  return fmt::format(
+      "matrix work at {:.0f} MHz of {:.0f} (the vendor's sustained figure): {:.1f} % "
+      "of the matrix peak",
+      device.boost_clock_hz * fraction / 1e6, device.boost_clock_hz / 1e6, 100 * fraction);
+}
+
 // A setting named in a hint, as the caller spells it (the CLI: its flag).
 std::string setting(const ReportInput& in, std::string_view key) {
   return in.setting_name ? in.setting_name(key) : std::string(key);

@@ -32,6 +32,9 @@ std::string context_text(const ReportInput& in);
 double matrix_peak(const Device& device, Precision precision);
 /// "fp16 dense 989 TFLOP/s matrix, 134 TFLOP/s vector".
 std::string describe_peak(const Device& device, Precision precision);
+/// "matrix work at 1230 MHz of 2100 (…): 58.6 % of the matrix peak", or "" where the device
+/// runs its matrix units at the clock its peaks are stated at.
+std::string sustained_clock_text(const Device& device, Precision precision);
 /// A setting named in a hint, as the caller spells it (the CLI: its flag).
 std::string setting(const ReportInput& in, std::string_view key);
 

@@ -131,6 +131,17 @@ TEST_CASE("calibrate's hardware file loads back and carries the fit", "[calibrat
   CHECK(check.results[0].ratio == Approx(1).epsilon(0.005));
 }
 
+// A device's sustained matrix clocks survive the hardware file calibrate writes (MI300X's, from
+// AMD's max-achievable FLOPS measurements), so that a calibrated MI300X keeps them.
+TEST_CASE("calibrate's hardware file keeps the sustained matrix clocks", "[calibrate]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const Device& mi300x = table.get("mi300x");
+  REQUIRE(mi300x.matrix_clock_fraction(Precision::kFp8) == Approx(1230.0 / 2100));
+  const HardwareTable reloaded = parse_hardware(render_hardware_file({&mi300x}), "cal.json");
+  REQUIRE(reloaded.devices.size() == 1);
+  CHECK(reloaded.devices[0].sustained_matrix_clock_hz == mi300x.sustained_matrix_clock_hz);
+}
+
 // A batch-1 ResNet-50 on an A100 is all per-kernel floor in the model (174 eager kernels at
 // the floor, each far longer than its work): a record of it says how fast the host launches
 // kernels, not how fast the device computes. Its fit moves the floors only (was: one 7.5 ms

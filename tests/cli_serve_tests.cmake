@@ -114,12 +114,12 @@ if(XMLLINT)
 endif()
 
 # The published serving benchmarks (data/validation/serving.json): a gate just above what the
-# simulator measures (median 15.1 %, worst 3.75x, 25 of 32 within 2x since TensorRT-LLM's own
-# serving defaults, 2026-12-06; 11.9 % when the set was added; docs/serving.md), so that a
-# change that makes it worse fails.
+# simulator measures (median 15.1 %, worst 2.96x, 27 of 32 within 2x since MI300X's sustained
+# matrix clock, 2026-12-06; 3.75x and 25 before it; 11.9 % when the set was added;
+# docs/serving.md), so that a change that makes it worse fails.
 add_test(NAME cli.serve_validate_gate
          COMMAND capcalc_cli serve --validate data/validation/serving.json
-                 --max-median-error 0.16 --max-worst-factor 3.8 --min-within-2x 25
+                 --max-median-error 0.16 --max-worst-factor 3.0 --min-within-2x 27
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.serve_validate_gate PROPERTIES
   PASS_REGULAR_EXPRESSION "32 cases: median \\|error\\| [0-9.]+ %, worst [0-9.]+x, [0-9]+ within 2x")

@@ -132,6 +132,12 @@ capcalc_cli_ok(hw_list_json "\"schema_version\": 1,.*\"devices\": \\[.*\"id\": \
                hw list --type cpu --format json)
 capcalc_cli_ok(hw_show "NVIDIA A100 80GB SXM4 \\(a100-sxm4-80gb\\).*bf16 +39 +312.*sources"
                hw show a100)
+# AMD's sustained matrix clocks (hardware.json): shown by `hw show`, and an estimate says the
+# matrix work runs at that fraction of the peak.
+capcalc_cli_ok(hw_show_sustained_clock "compute      304 CUs at 2.10 GHz; matrix work sustained at 1115 MHz fp16, 1207 MHz bf16, 1230 MHz fp8"
+               hw show mi300x)
+capcalc_cli_ok(estimate_sustained_clock "  clock        matrix work at 1230 MHz of 2100 \\(the vendor's sustained figure\\): 58.6 % of the matrix peak"
+               estimate data/models/llama3_8b.json --gpu mi300x --precision fp8)
 capcalc_cli_ok(hw_show_allreduce "all-reduce   20.0 [^ ]+ latency \\(8.00 [^ ]+ compiled\\), 77 % of 450 GB/s per direction"
                hw show h100)
 capcalc_cli_ok(hw_show_compute_units "cache +50.0 MB\n  compute +132 SMs at 1.83 GHz\n"

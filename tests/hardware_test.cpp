@@ -664,6 +664,35 @@ TEST_CASE("compute units and the boost clock parse into SI units", "[hardware]")
   CHECK(bare.boost_clock_hz == 0);
 }
 
+TEST_CASE("a sustained matrix clock is per precision, at most the boost clock", "[hardware]") {
+  nlohmann::json json = minimal_table();
+  json["devices"][0]["boost_clock_mhz"] = 2100;
+  json["devices"][0]["sustained_matrix_clock_mhz"] = {{"fp16", 1115}};
+  const Device d = parse(json).devices[0];
+  CHECK(d.sustained_matrix_clock_hz[static_cast<std::size_t>(Precision::kFp16)] == Approx(1115e6));
+  CHECK(d.matrix_clock_fraction(Precision::kFp16) == Approx(1115.0 / 2100));
+  CHECK(d.matrix_clock_fraction(Precision::kFp32) == 1);
+  const auto error = [&](const nlohmann::json& clocks, bool boost = true) {
+    nlohmann::json bad = minimal_table();
+    if (boost) bad["devices"][0]["boost_clock_mhz"] = 2100;
+    bad["devices"][0]["sustained_matrix_clock_mhz"] = clocks;
+    return error_of([&] { parse(bad); });
+  };
+  CHECK(error({{"fp16", 1115}}, false) ==
+        "hw.json:/devices/0/sustained_matrix_clock_mhz: a sustained clock needs boost_clock_mhz, "
+        "the clock the peaks are stated at");
+  CHECK(error({{"fp16", 2500}}) ==
+        "hw.json:/devices/0/sustained_matrix_clock_mhz/fp16: 2500 MHz is above boost_clock_mhz "
+        "(2100 MHz): a sustained clock is at most the one the peaks are stated at");
+  CHECK(error({{"fp32", 1000}}) ==
+        "hw.json:/devices/0/sustained_matrix_clock_mhz/fp32: no fp32 matrix peak in "
+        "dense_peak_tflops to run at this clock");
+  CHECK_THAT(error({{"fp61", 1000}}), ContainsSubstring("unknown precision \"fp61\""));
+  CHECK_THAT(error({{"fp16", -5}}), ContainsSubstring("expected a positive number"));
+  CHECK_THAT(error({{"fp16", 1e-9}}), ContainsSubstring("sustained_matrix_clock_mhz/fp16"));
+  CHECK_THAT(error(nlohmann::json::array()), ContainsSubstring("sustained_matrix_clock_mhz"));
+}
+
 TEST_CASE("parse_hardware accepts the minimal table", "[hardware][errors]") {
   const HardwareTable parsed = parse(minimal_table());
   REQUIRE(parsed.devices.size() == 1);

@@ -6,6 +6,7 @@
 // Peaks are dense: 2:4 structured sparsity is the separate factor sparsity_2_4_speedup.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -178,6 +179,9 @@ struct Device {
   int compute_units = 0;
   std::string compute_unit_name;  ///< "SM", "CU", "MXU", "MME", "GPU core", "core"; "" if unknown.
   double boost_clock_hz = 0;      ///< The clock the matrix peaks are stated at; 0 if unknown.
+  /// The clock the vendor measured its own libraries holding under sustained dense matrix work,
+  /// per precision (indexed by Precision); 0 where no vendor states one.
+  std::array<double, kPrecisionCount> sustained_matrix_clock_hz{};
   double tdp_w = 0;               ///< 0 if unknown.
   std::optional<Link> intra_node;
   std::optional<Link> inter_node;
@@ -200,6 +204,12 @@ struct Device {
     return peak(precision).vector_flops_per_s > 0 || peak(precision).matrix_flops_per_s > 0;
   }
   std::vector<Precision> precisions() const;  ///< Those the device supports.
+  /// The fraction of `precision`'s matrix peak the device's clock leaves under sustained matrix
+  /// work (sustained over boost clock); 1 where the vendor states no sustained clock.
+  double matrix_clock_fraction(Precision precision) const {
+    const double clock = sustained_matrix_clock_hz[static_cast<std::size_t>(precision)];
+    return clock > 0 && boost_clock_hz > 0 ? std::min(1.0, clock / boost_clock_hz) : 1.0;
+  }
   /// Why `precision`'s peaks are unsourced estimates; empty strings where they are sourced.
   const PeakEstimate& estimate_of(Precision precision) const {
     return peak_estimate[static_cast<std::size_t>(precision)];
