@@ -24,12 +24,15 @@
 
 #include <benchmark/benchmark.h>
 
+#include "capcalc/calibrate.hpp"
 #include "capcalc/error.hpp"
 #include "capcalc/graph.hpp"
 #include "capcalc/hardware.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/plan.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/runtime.hpp"
+#include "capcalc/validate.hpp"
 
 namespace {
 
@@ -293,6 +296,22 @@ void BM_Plan_Llama3_405B(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * layouts);
 }
 BENCHMARK(BM_Plan_Llama3_405B)->Unit(benchmark::kSecond)->Iterations(1);
+
+// calibrate on the project's 44 H200 measurements (six zoo models, serving cases among them):
+// a few hundred validations of the same cases, each model read and expanded once (ModelCache).
+void BM_Calibrate_H200(benchmark::State& state) {
+  const capcalc::HardwareTable& table = hardware();
+  const capcalc::RuntimeTable runtimes = capcalc::load_runtimes(kDataDir + "/runtimes.json");
+  const std::vector<capcalc::Measurement> records =
+      capcalc::load_measurements(kDataDir + "/validation/measured_h200.json");
+  for (auto _ : state) {
+    const capcalc::CalibrationResult result =
+        capcalc::calibrate(records, table, kDataDir + "/models", &runtimes);
+    benchmark::DoNotOptimize(result.fits.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(records.size()));
+}
+BENCHMARK(BM_Calibrate_H200)->Unit(benchmark::kSecond)->Iterations(1);
 
 // --- driver mode for peak-memory measurement -------------------------------------------------
 

@@ -43,7 +43,7 @@ struct SpeedFit {
 // With `floors_only`, f moves the floors alone and the efficiencies stay as given.
 SpeedFit fit_speed(const std::vector<Measurement>& own, const HardwareTable& table, Device& device,
                    PerformanceParams params, double floor_factor, const std::string& models_dir,
-                   const RuntimeTable* runtimes, bool floors_only = false) {
+                   const RuntimeTable* runtimes, ModelCache& cache, bool floors_only = false) {
   params.eager_overhead_s *= floor_factor;
   params.compiled_overhead_s *= floor_factor;
   params.graph_overhead_s *= floor_factor;
@@ -52,7 +52,7 @@ SpeedFit fit_speed(const std::vector<Measurement>& own, const HardwareTable& tab
     device.performance = {params.matrix_efficiency,   params.vector_efficiency,
                           params.memory_efficiency,   params.eager_overhead_s,
                           params.compiled_overhead_s, params.graph_overhead_s};
-    const ValidationSummary now = validate(own, table, models_dir, runtimes);
+    const ValidationSummary now = validate(own, table, models_dir, runtimes, &cache);
     double log_sum = 0;
     fit.log_error = 0;
     for (const ValidationResult& r : now.results) {
@@ -86,7 +86,8 @@ double penalised(const SpeedFit& fit, double log_floor) {
 // not move until the floor passes it).
 std::vector<double> host_shares(const std::vector<Measurement>& own, const HardwareTable& table,
                                 Device& device, const PerformanceParams& base,
-                                const std::string& models_dir, const RuntimeTable* runtimes) {
+                                const std::string& models_dir, const RuntimeTable* runtimes,
+                                ModelCache& cache) {
   const auto times = [&](double floor_factor) {
     device.performance = {base.matrix_efficiency,
                           base.vector_efficiency,
@@ -95,7 +96,7 @@ std::vector<double> host_shares(const std::vector<Measurement>& own, const Hardw
                           base.compiled_overhead_s * floor_factor,
                           base.graph_overhead_s * floor_factor};
     std::vector<double> t;
-    for (const ValidationResult& r : validate(own, table, models_dir, runtimes).results)
+    for (const ValidationResult& r : validate(own, table, models_dir, runtimes, &cache).results)
       t.push_back(1 / predicted_speedup(r));  // Proportional to the predicted time.
     return t;
   };
@@ -113,7 +114,10 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
                             const std::string& models_dir, const RuntimeTable* runtimes) {
   CalibrationResult result;
   result.calibrated = table;
-  result.before = validate(records, table, models_dir, runtimes);
+  // The fit validates the same records a few hundred times with only the device's parameters
+  // changing: each model is read and expanded once.
+  ModelCache cache;
+  result.before = validate(records, table, models_dir, runtimes, &cache);
 
   // Records per device (by id, whatever name the record used).
   std::vector<std::string> ids;
@@ -135,12 +139,12 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
     // how long the host takes to launch kernels, nothing of the device's speed: they move the
     // floor alone.
     const std::vector<double> shares =
-        host_shares(own, result.calibrated, device, base, models_dir, runtimes);
+        host_shares(own, result.calibrated, device, base, models_dir, runtimes, cache);
     fit.host_share = *std::min_element(shares.begin(), shares.end());
     fit.floors_only = fit.host_share >= kFloorOnlyShare;
     const auto at = [&](double floor_factor) {
       return fit_speed(own, result.calibrated, device, base, floor_factor, models_dir, runtimes,
-                       fit.floors_only);
+                       cache, fit.floors_only);
     };
     // The floor factor only where records can tell it apart from the speed: two or more.
     double floor_factor = 1;
@@ -180,7 +184,7 @@ CalibrationResult calibrate(const std::vector<Measurement>& records, const Hardw
     }
     result.fits.push_back(fit);
   }
-  result.after = validate(records, result.calibrated, models_dir, runtimes);
+  result.after = validate(records, result.calibrated, models_dir, runtimes, &cache);
   return result;
 }
 

@@ -240,7 +240,8 @@ Graph load_case_model(const Measurement& m, const std::string& path, const Model
 }
 
 Prediction predict_case(const Measurement& m, const HardwareTable& table,
-                        const std::string& models_dir, const RuntimeTable* runtimes) {
+                        const std::string& models_dir, const RuntimeTable* runtimes,
+                        ModelCache* cache) {
   const Device& device = measured_device(m, table);
   ModelOptions options;
   options.dims = m.dims;
@@ -281,7 +282,8 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
           ModelOptions shaped = options;
           shaped.dims["seq"] = seq;
           shaped.counting.kv_cache_length = cached;
-          return load_case_model(m, path, shaped);
+          if (cache == nullptr) return load_case_model(m, path, shaped);
+          return cache->get(path, shaped, [&] { return load_case_model(m, path, shaped); });
         },
         device, params, workload, request);
     // The prefill's class for the time to first token, the decode step's for the rest.
@@ -303,7 +305,12 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
       }
     }
   }
-  const Graph graph = load_case_model(m, path, options);
+  std::optional<Graph> loaded;
+  if (cache == nullptr) loaded = load_case_model(m, path, options);
+  const Graph& graph =
+      cache != nullptr
+          ? cache->get(path, options, [&] { return load_case_model(m, path, options); })
+          : *loaded;
   const Estimate e = estimate(graph, device, params, workload);
   const auto devices = static_cast<double>(workload.devices);
   const double per_device_samples = e.throughput_per_s / devices;
@@ -404,15 +411,26 @@ std::vector<Measurement> parse_measurements(std::string_view text, const std::st
   return result;
 }
 
+std::string ModelCache::cache_key(const std::string& path, const ModelOptions& options) {
+  std::string key =
+      fmt::format("{}\n{}\n{} {}\n", path, fmt::join(options.dims, ","),
+                  static_cast<int>(options.counting.causal), options.counting.kv_cache_length);
+  for (const auto& [input, shape] : options.input_shapes)
+    key += fmt::format("{}={};", input, fmt::join(shape, "x"));
+  key += fmt::format("\n{}\n{}", options.strict, fmt::join(options.omitted_inputs, ","));
+  return key;
+}
+
 ValidationSummary validate(const std::vector<Measurement>& measurements, const HardwareTable& table,
-                           const std::string& models_dir, const RuntimeTable* runtimes) {
+                           const std::string& models_dir, const RuntimeTable* runtimes,
+                           ModelCache* cache) {
   ValidationSummary summary;
   std::vector<double> errors;
   std::vector<double> held_out_errors;
   for (const Measurement& m : measurements) {
     ValidationResult r;
     r.measurement = &m;
-    const Prediction p = predict_case(m, table, models_dir, runtimes);
+    const Prediction p = predict_case(m, table, models_dir, runtimes, cache);
     r.predicted = p.value;
     r.cls = p.cls;
     r.ratio = r.predicted / m.value;

@@ -90,6 +90,51 @@ TEST_CASE("validate: LLM serving metrics are estimate_serving's figures", "[vali
   CHECK(!is_time_metric(Metric::kOutputTokensPerSecond));
 }
 
+// calibrate validates the same cases hundreds of times: a cache loads each model once per
+// file and options, and the predictions are the same as without it.
+TEST_CASE("validate: a model cache loads each model once and changes no prediction", "[validate]") {
+  const HardwareTable table = load_hardware(test::data_path("hardware.json"));
+  const std::vector<Measurement> measurements =
+      load_measurements(test::data_path("validation/measured_h200.json"));
+  const RuntimeTable runtimes = load_runtimes(test::data_path("runtimes.json"));
+  const std::string models = test::data_path("models");
+  const ValidationSummary plain = validate(measurements, table, models, &runtimes);
+  ModelCache cache;
+  const ValidationSummary first = validate(measurements, table, models, &runtimes, &cache);
+  const std::size_t loaded = cache.size();
+  CHECK(loaded > 0);
+  CHECK(loaded < 3 * measurements.size());  // Cases share shapes; serving loads two each.
+  const ValidationSummary again = validate(measurements, table, models, &runtimes, &cache);
+  CHECK(cache.size() == loaded);  // Nothing new to load.
+  REQUIRE(plain.results.size() == again.results.size());
+  for (std::size_t i = 0; i < plain.results.size(); ++i) {
+    CHECK(first.results[i].predicted == plain.results[i].predicted);
+    CHECK(again.results[i].predicted == plain.results[i].predicted);
+  }
+  // Options that change the graph are told apart: another batch or cache length is another graph.
+  ModelOptions a;
+  a.dims["batch"] = 1;
+  ModelOptions b = a;
+  b.dims["batch"] = 2;
+  ModelOptions c = a;
+  c.counting.kv_cache_length = 64;
+  const std::string path = test::data_path("models/resnet50.json");
+  int loads = 0;
+  const auto load = [&](const ModelOptions& o) {
+    return [&, o] {
+      ++loads;
+      return load_model(path, o);
+    };
+  };
+  ModelCache small;
+  const Graph& one = small.get(path, a, load(a));
+  CHECK(&small.get(path, a, load(a)) == &one);
+  CHECK(small.get(path, b, load(b)).batch == 2);
+  (void)small.get(path, c, load(c));
+  CHECK(loads == 3);
+  CHECK(one.batch == 1);
+}
+
 TEST_CASE("validate: a serving case without its lengths is an error at the case", "[validate]") {
   nlohmann::json c = serving_case("ttft_s");
   c.erase("output_tokens");

@@ -14,6 +14,7 @@
 
 #include "capcalc/error.hpp"
 #include "capcalc/hardware.hpp"
+#include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
 #include "capcalc/ranges.hpp"
 #include "capcalc/runtime.hpp"
@@ -107,8 +108,30 @@ const Device& measured_device(const Measurement& m, const HardwareTable& table);
 std::vector<Measurement> load_measurements(const std::string& path,
                                            Provenance provenance = Provenance::kRequired);
 
+/// The graphs a validation loaded, by file and options: a caller that validates the same cases
+/// many times over (calibrate's fit, which varies only the device's parameters) reads and
+/// expands each model once. Holds every graph it loaded until it goes.
+class ModelCache {
+ public:
+  /// The graph of `path` under `options`, loaded by `load` the first time.
+  template <typename Load>
+  const Graph& get(const std::string& path, const ModelOptions& options, Load&& load) {
+    const std::string key = cache_key(path, options);
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) it = graphs_.emplace(key, load()).first;
+    return it->second;
+  }
+  std::size_t size() const { return graphs_.size(); }
+
+ private:
+  static std::string cache_key(const std::string& path, const ModelOptions& options);
+  std::map<std::string, Graph> graphs_;
+};
+
 /// Predicts every measurement with the table's global parameters and summarises the errors.
+/// With a cache, models come from it and what is loaded goes into it.
 ValidationSummary validate(const std::vector<Measurement>& measurements, const HardwareTable& table,
-                           const std::string& models_dir, const RuntimeTable* runtimes = nullptr);
+                           const std::string& models_dir, const RuntimeTable* runtimes = nullptr,
+                           ModelCache* cache = nullptr);
 
 }  // namespace capcalc
