@@ -376,7 +376,7 @@ TEST_CASE("check reports render as text, JSON, JUnit and Markdown", "[budget][re
 // max_cost of a training run is its wall-clock time x the devices x the table's price per
 // device-hour (the run's cost, not a price per hour); max_train_time is that wall-clock time.
 // Limits 1 % either side of the value pass and fail.
-TEST_CASE("max_cost is the run's device-hours at the table's price; limits bite at the value",
+TEST_CASE("max_cost is the run's device-hours at the table's price, limits bite at the value",
           "[budget]") {
   CompareRequest request;
   request.workload.mode = Mode::kTraining;

@@ -182,7 +182,7 @@ TEST_CASE("calibrate: a single record that is not all floor fits the speed, with
   CHECK_THAT(result.warnings[0], ContainsSubstring("one record decides the whole fit"));
 }
 
-TEST_CASE("calibrate: a user's records need no source; the validation set's do", "[calibrate]") {
+TEST_CASE("calibrate: a user's records need no source, the validation set's do", "[calibrate]") {
   const std::string records = R"({"schema_version": 1, "cases": [{"id": "mine",
     "model": "resnet50.json", "dims": {"batch": 8}, "device": "A100", "precision": "fp16",
     "mode": "inference", "metric": "throughput_per_s", "value": 900, "per": "device"}]})";

@@ -594,7 +594,7 @@ TEST_CASE("CPU prices per socket: the EPYC 9654 by an AWS proxy, the Xeon 8480+ 
   CHECK(xeon.price->usd_per_hour == Approx(3.62 / 2));
 }
 
-TEST_CASE("V100 PCIe carries IBM Cloud's price; the MI250X and i9-13900K labelled proxies",
+TEST_CASE("V100 PCIe carries IBM Cloud's price, the MI250X and i9-13900K labelled proxies",
           "[hardware]") {
   // skypilot-catalog at 6cd128a, catalogs/v5/ibm/vms.csv:
   // "gx2-8x64x1v100,V100,1.0,8,64,V100,2.497,,us-south,us-south-1"; ibm-cloud-docs/vpc at

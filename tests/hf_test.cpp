@@ -249,7 +249,7 @@ TEST_CASE("hf: DeepSeek-V2-Lite (direct queries, 2 shared experts) has 15.7 B pa
   CHECK(std::abs(active - 2.4e9) / 2.4e9 < 0.03);
 }
 
-TEST_CASE("hf: gpt-oss-120b has 116.83 B parameters, 5.13 B active; gpt-oss-20b 20.91 B",
+TEST_CASE("hf: gpt-oss-120b has 116.83 B parameters, 5.13 B active, gpt-oss-20b 20.91 B",
           "[hf][zoo]") {
   // OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card" (arXiv:2508.10925), table 1: 120b 116.83 B
   // total, 5.13 B active (MLP 114.71 B, attention 0.96 B, embed + unembed 1.16 B; active counts
@@ -672,7 +672,7 @@ TEST_CASE("hf: Gemma-3-27B multimodal config has 27,432,406,640 parameters", "[h
   CHECK(t.params - gemma3_vision_params(5376) == 27009002240 + 64 * 5376);
 }
 
-TEST_CASE("hf: a Gemma 3 image runs at prefill only; decode steps match the text model",
+TEST_CASE("hf: a Gemma 3 image runs at prefill only, decode steps match the text model",
           "[hf][serving]") {
   // The same decoder without the tower: text_config on its own as a gemma3_text config.
   nlohmann::json text = config_of("gemma3_4b_hf.json")["text_config"];
@@ -1072,7 +1072,7 @@ TEST_CASE("serving: tensor parallelism splits a GQA cache over at most its KV he
   CHECK(capcalc::kv_cache_elements_per_device(g, 10, 4) == Approx(whole / 2));
 }
 
-TEST_CASE("ops: moe shared experts run on every token; the router bias is a parameter", "[ops]") {
+TEST_CASE("ops: moe shared experts run on every token, the router bias is a parameter", "[ops]") {
   // DeepseekV3MoE: routed experts, plus shared_experts (one SwiGLU MLP of shared_hidden) on
   // every token, plus e_score_correction_bias (one per expert) in the router.
   const std::int64_t b = 2, s = 5, d = 16, e = 4, k = 2, h = 24, sh = 48;

@@ -262,7 +262,7 @@ TEST_CASE("model: missing required values", "[model][errors]") {
                       "m.json:/layers/0: a layer needs exactly one of \"op\" and \"block\"");
 }
 
-TEST_CASE("model: names are unique in their scope; references suggest a name", "[model][errors]") {
+TEST_CASE("model: names are unique in their scope, references suggest a name", "[model][errors]") {
   REQUIRE_THROWS_WITH(parse(model("[1, 4]", R"({"name": "a", "op": "relu"},
                                                {"name": "a", "op": "relu"})")),
                       "m.json:/layers/1/name: the name \"a\" is already used in this scope");

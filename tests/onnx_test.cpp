@@ -521,7 +521,7 @@ TEST_CASE("onnx: malformed nodes found by fuzzing are located errors", "[onnx]")
                                       "(com.microsoft.ConvInteger) has too few inputs (1)"));
 }
 
-TEST_CASE("onnx: STFT's shape is inferred once its signal's is known; a scalar signal is an error",
+TEST_CASE("onnx: STFT's shape is inferred once its signal's is known, a scalar signal is an error",
           "[onnx]") {
   // ONNX's STFT inference read the signal's first two dims unchecked: a scalar signal (an
   // int64 from Shape and Gather) crashed it (found by fuzzing).

@@ -261,7 +261,7 @@ TEST_CASE("plan: a MoE load imbalance slows every layout's moe layers by its fac
   CHECK(slower > 0);
 }
 
-TEST_CASE("plan: LoRA reaches every layout; its MFU counts the work LoRA runs", "[plan]") {
+TEST_CASE("plan: LoRA reaches every layout, its MFU counts the work LoRA runs", "[plan]") {
   const HardwareTable table = table_of(node_device(2, false));
   const Device& d = table.devices.front();
   PlanRequest request = fp16_request(table, 2, 2);

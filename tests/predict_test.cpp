@@ -1015,7 +1015,7 @@ TEST_CASE("predict: pipeline stages run micro-batches through a 1F1B schedule", 
                     ContainsSubstring("6 devices do not split into model replicas of 4"));
 }
 
-TEST_CASE("predict: interleaved stages cut the bubble V-fold; stage sends cross the link",
+TEST_CASE("predict: interleaved stages cut the bubble V-fold, stage sends cross the link",
           "[predict]") {
   // Narayanan et al. 2021 (arXiv:2104.04473), section 2.2.2: with v model chunks per device
   // the bubble is (p - 1) / v stage times. Megatron-LM's interleaved schedule warms up

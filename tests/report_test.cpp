@@ -156,7 +156,7 @@ TEST_CASE("report: one of a thing is singular, counts are grouped", "[report][wo
   CHECK_THAT(render_hardware_text({&d, &second}), ContainsSubstring("\n2 devices; dense peaks"));
 }
 
-TEST_CASE("report: a language model's context and tokens/s; a MoE's active parameters",
+TEST_CASE("report: a language model's context and tokens/s, a MoE's active parameters",
           "[report][words]") {
   // 2 sequences of 1,024 tokens; two experts of which each token uses one.
   const char* lm = R"({"format": "capcalc-model/1", "name": "lm",

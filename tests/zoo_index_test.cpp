@@ -35,7 +35,7 @@ TEST_CASE("zoo index: one entry per file of data/models, named by its stem", "[z
   CHECK(listed == files);
 }
 
-TEST_CASE("zoo index: names ignore case, '-' and '_'; typos get a suggestion", "[zoo_index]") {
+TEST_CASE("zoo index: names ignore case, '-' and '_', typos get a suggestion", "[zoo_index]") {
   const capcalc::Zoo z = zoo();
   REQUIRE(z.find("ResNet50") != nullptr);
   CHECK(z.find("ResNet50")->name == "resnet50");
