@@ -241,11 +241,12 @@ MemoryFraction parse_fraction_of(const JsonView& of) {
 
 // "serving": continuous-batching defaults, with optional tiers by device memory.
 ServingDefaults parse_serving(const JsonView& serving) {
-  reject_unknown_keys(serving,
-                      {"max_num_batched_tokens", "max_num_seqs", "block_size",
-                       "gpu_memory_utilization", "reserved_memory_mib", "memory_fraction_of",
-                       "chunked_prefill", "reserve_full_request", "memory_tiers", "comment"},
-                      "serving defaults");
+  reject_unknown_keys(
+      serving,
+      {"max_num_batched_tokens", "max_num_seqs", "block_size", "gpu_memory_utilization",
+       "reserved_memory_mib", "memory_fraction_of", "chunked_prefill", "reserve_full_request",
+       "scheduler", "memory_tiers", "comment"},
+      "serving defaults");
   ServingDefaults d;
   d.max_num_batched_tokens = serving.at("max_num_batched_tokens").as_positive_int();
   d.max_num_seqs = serving.at("max_num_seqs").as_positive_int();
@@ -263,6 +264,17 @@ ServingDefaults parse_serving(const JsonView& serving) {
   if (auto chunked = serving.find("chunked_prefill")) d.chunked_prefill = chunked->as_bool();
   if (auto reserve = serving.find("reserve_full_request")) {
     d.reserve_full_request = reserve->as_bool();
+  }
+  if (auto scheduler = serving.find("scheduler")) {
+    const std::string name = scheduler->as_string();
+    if (name == "sglang") {
+      d.scheduler = Scheduler::kSglang;
+    } else if (name != "vllm") {
+      scheduler->fail(fmt::format("expected \"vllm\" or \"sglang\", got \"{}\"", name));
+    }
+    if (d.scheduler == Scheduler::kSglang && d.reserve_full_request) {
+      scheduler->fail("SGLang's scheduler reserves by its own rule: no reserve_full_request");
+    }
   }
   if (auto tiers = serving.find("memory_tiers")) {
     for (std::size_t i = 0; i < tiers->array_size(); ++i) {

@@ -1,6 +1,6 @@
-// The serving simulator: continuous batching over a paged KV cache (vLLM's scheduler), Triton's
-// dynamic batcher, and the tallies both turn into a ServeResult. Requests, step costs and the
-// searches are in src/serve.cpp.
+// The serving simulator: continuous batching over a paged KV cache (vLLM's scheduler or
+// SGLang's), Triton's dynamic batcher, and the tallies both turn into a ServeResult. Requests, step
+// costs and the searches are in src/serve.cpp.
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -20,6 +20,19 @@ namespace capcalc {
 namespace {
 
 using serving::Random;
+
+// SGLang's scheduler constants, its defaults: the output a request is expected to add is clipped
+// at CLIP_MAX_NEW_TOKENS (SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION, "4096"); the ratio of it that
+// running requests reserve starts at SGLANG_INIT_NEW_TOKEN_RATIO 0.7 (x schedule_conservativeness
+// 1.0) and falls each decode step by (0.7 - 0.7 x SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR 0.14) /
+// SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS 600 (environ.py, new_token_ratio_tracker.py); a retraction
+// frees room for global_config.retract_decode_steps (20) more tokens per remaining request in
+// its new ratio (schedule_batch.py, retract_decode).
+constexpr std::int64_t kSglangClipNewTokens = 4096;
+constexpr double kSglangInitRatio = 0.7;
+constexpr double kSglangMinRatio = kSglangInitRatio * 0.14;
+constexpr double kSglangRatioDecay = (kSglangInitRatio - kSglangMinRatio) / 600;
+constexpr double kSglangRetractSteps = 20;
 
 // Inter-token gaps in log-spaced bins (1 % wide from 10 ns to 10^4 s): percentiles of tens of
 // millions of gaps in fixed memory.
@@ -293,7 +306,9 @@ class ContinuousReplica {
         now = arrivals[next]->arrival_s;
         continue;
       }
-      const double step = schedule();
+      // A decode pool of a disaggregated service receives prompts' caches: vLLM's rule.
+      const bool sglang = config_.scheduler == Scheduler::kSglang && handoffs.empty();
+      const double step = sglang ? schedule_sglang() : schedule();
       const double end = now + step;
       done += complete(now, end);
       now = end;
@@ -332,9 +347,6 @@ class ContinuousReplica {
   // Then waiting ones in order, unless this step preempted. Returns the step's time.
   double schedule() {
     std::int64_t budget = config_.max_num_batched_tokens;
-    std::int64_t decode = 0;
-    double context = 0;
-    std::int64_t prefill = 0;
     bool preempted = false;
     scheduled_.clear();
     for (std::size_t i = 0; i < running_.size() && budget > 0;) {
@@ -372,13 +384,8 @@ class ContinuousReplica {
         s.first_scheduled_s = s.handoff->first_scheduled_s;
         s.first_token_s = s.handoff->first_token_s;
         s.last_token_s = s.handoff->first_token_s;
-      } else if (s.computed == 0 && config_.prefix_hit_rate > 0) {
-        const std::int64_t hit =
-            static_cast<std::int64_t>(config_.prefix_hit_rate *
-                                      static_cast<double>(s.request->prompt_tokens - 1)) /
-            config_.block_size * config_.block_size;
-        if (!allocate(s, hit)) break;
-        s.computed = hit;
+      } else if (!take_prefix_hit(s)) {
+        break;
       }
       const std::int64_t remaining = s.tokens() - s.computed;
       const bool fits = config_.chunked_prefill || remaining <= budget;
@@ -400,6 +407,49 @@ class ContinuousReplica {
       scheduled_.push_back(waiting_.front());
       waiting_.pop_front();
     }
+    if (scheduled_.empty()) nothing_fits();
+    return step_time();
+  }
+
+  // Prefix caching: a request admitted for the first time finds that share of its prompt in
+  // the cache (whole blocks, one token left to compute). False when its blocks cannot be had.
+  bool take_prefix_hit(Sequence& s) {
+    if (s.computed != 0 || config_.prefix_hit_rate <= 0) return true;
+    const std::int64_t hit =
+        static_cast<std::int64_t>(config_.prefix_hit_rate *
+                                  static_cast<double>(s.request->prompt_tokens - 1)) /
+        config_.block_size * config_.block_size;
+    if (!allocate(s, hit)) return false;
+    s.computed = hit;
+    return true;
+  }
+
+  // Nothing fits: the first waiting request needs more than the budget or the whole cache.
+  [[noreturn]] void nothing_fits() const {
+    if (waiting_.empty()) {
+      throw Error({}, fmt::format("the KV cache ({} blocks of {} tokens) cannot hold the next "
+                                  "token of the one request left running",
+                                  config_.kv_blocks, config_.block_size));
+    }
+    const Sequence& s = pool_[waiting_.front()];
+    if (!config_.chunked_prefill && s.tokens() > config_.max_num_batched_tokens) {
+      throw Error({}, fmt::format("a prompt of {} tokens exceeds the token budget of {} and "
+                                  "prefill is not chunked",
+                                  s.tokens(), config_.max_num_batched_tokens));
+    }
+    throw Error({}, fmt::format("a request of {} prompt + {} output tokens needs {} KV blocks; "
+                                "the cache holds {} ({} tokens each)",
+                                s.request->prompt_tokens, s.request->output_tokens,
+                                blocks_for(s.request->prompt_tokens + s.request->output_tokens),
+                                config_.kv_blocks, config_.block_size));
+  }
+
+  // The time of the step `scheduled_` holds: decoding sequences (and their drafts to verify)
+  // and prompt tokens, as the performance model prices them, and the drafting.
+  double step_time() {
+    std::int64_t decode = 0;
+    double context = 0;
+    std::int64_t prefill = 0;
     std::int64_t prompt = 0;  // Prompt tokens (chunks), without the drafts to verify.
     for (std::size_t index : scheduled_) {
       const Sequence& s = pool_[index];
@@ -411,20 +461,6 @@ class ContinuousReplica {
         prefill += s.scheduled;
         prompt += s.scheduled;
       }
-    }
-    if (scheduled_.empty()) {
-      // Nothing fits: the first waiting request needs more than the budget or the whole cache.
-      const Sequence& s = pool_[waiting_.front()];
-      if (!config_.chunked_prefill && s.tokens() > config_.max_num_batched_tokens) {
-        throw Error({}, fmt::format("a prompt of {} tokens exceeds the token budget of {} and "
-                                    "prefill is not chunked",
-                                    s.tokens(), config_.max_num_batched_tokens));
-      }
-      throw Error({}, fmt::format("a request of {} prompt + {} output tokens needs {} KV blocks; "
-                                  "the cache holds {} ({} tokens each)",
-                                  s.request->prompt_tokens, s.request->output_tokens,
-                                  blocks_for(s.request->prompt_tokens + s.request->output_tokens),
-                                  config_.kv_blocks, config_.block_size));
     }
     const double mean_context = decode > 0 ? context / static_cast<double>(decode) : 0;
     double step = cost_.step_s(decode, mean_context, prefill);
@@ -440,6 +476,169 @@ class ContinuousReplica {
               cost_.step_s(decode, mean_context, 0);
     }
     return step;
+  }
+
+  // SGLang's event loop (managers/scheduler.py): a prefill batch when waiting requests can be
+  // admitted, else one decode step of every running request. Returns the step's time.
+  double schedule_sglang() {
+    scheduled_.clear();
+    if (!admit_sglang()) decode_sglang();
+    if (scheduled_.empty()) nothing_fits();
+    return step_time();
+  }
+
+  // The output a request is expected to add, as SGLang's admission counts it.
+  static double expected_output(const Sequence& s) {
+    return static_cast<double>(
+        std::min(s.request->output_tokens - s.generated, kSglangClipNewTokens));
+  }
+
+  // PrefillAdder (managers/schedule_policy.py): the budget is the free cache less each running
+  // request's expected output times the ratio. A partly prefilled request continues first; then
+  // waiting ones in order while the new request's remaining prompt plus its whole expected
+  // output stays below the budget, the token budget (chunked_prefill_size) lasts and
+  // max_running_requests allows. A prompt longer than what is left of the token budget is
+  // chunked, and closes the batch. True when something was admitted.
+  bool admit_sglang() {
+    double total = static_cast<double>(free_blocks_ * config_.block_size);
+    std::int64_t budget = config_.max_num_batched_tokens;
+    std::vector<std::size_t> chunked;
+    for (std::size_t i : running_) {
+      if (pool_[i].tokens() - pool_[i].computed == 1) {
+        total -= expected_output(pool_[i]) * new_token_ratio_;
+      } else {
+        chunked.push_back(i);
+      }
+    }
+    const bool chunking = !chunked.empty();
+    for (std::size_t i : chunked) {
+      // The chunked request: its next chunk, and its output once the prompt is whole.
+      Sequence& s = pool_[i];
+      const std::int64_t left = s.tokens() - s.computed;
+      const std::int64_t take =
+          std::min({left, budget, static_cast<std::int64_t>(std::max(0.0, total))});
+      if (take <= 0 || !allocate(s, take)) continue;
+      s.decoding = false;
+      s.scheduled = take;
+      budget -= take;
+      total -= static_cast<double>(take) + (take == left ? expected_output(s) : 0);
+      scheduled_.push_back(i);
+    }
+    // A full batch takes no new request, unless a chunked one is running (get_new_batch_prefill).
+    if (batch_full_ && !chunking) return false;
+    while (!waiting_.empty() && budget > 0) {
+      if (static_cast<std::int64_t>(running_.size()) >= config_.max_num_seqs) {
+        batch_full_ = true;
+        break;
+      }
+      Sequence& s = pool_[waiting_.front()];
+      s.decoding = false;
+      if (!take_prefix_hit(s)) break;
+      const std::int64_t left = s.tokens() - s.computed;
+      // A new request reserves its whole clipped output (max_new_tokens, also when retracted).
+      const auto reserve =
+          static_cast<double>(std::min(s.request->output_tokens, kSglangClipNewTokens));
+      if (static_cast<double>(left) + reserve >= total) {
+        batch_full_ = true;  // NO_TOKEN: no admission until the running batch shrinks.
+        release(s);
+        break;
+      }
+      // Unchunked, a prompt runs whole; only the first of a batch may pass the budget.
+      if (!config_.chunked_prefill && left > budget && !scheduled_.empty()) break;
+      const std::int64_t take = config_.chunked_prefill ? std::min(left, budget) : left;
+      if (!allocate(s, take)) {
+        release(s);
+        break;
+      }
+      s.scheduled = take;
+      budget -= take;
+      total -= static_cast<double>(take) + (take == left ? reserve : 0);
+      running_.push_back(waiting_.front());
+      scheduled_.push_back(waiting_.front());
+      waiting_.pop_front();
+      if (take < left) break;  // The new chunked request closes the batch.
+    }
+    return !scheduled_.empty();
+  }
+
+  // A waiting request that was not admitted gives back what its prefix lookup took.
+  void release(Sequence& s) {
+    free_blocks_ += s.blocks;
+    s.blocks = 0;
+    s.computed = 0;
+  }
+
+  // Blocks the decoding requests `ids` need for this step's tokens (one each, and drafts).
+  std::int64_t decode_blocks(const std::vector<std::size_t>& ids) const {
+    std::int64_t need = 0;
+    for (std::size_t i : ids) {
+      const Sequence& s = pool_[i];
+      need += blocks_for(s.computed + decode_tokens(s)) - s.blocks;
+    }
+    return need;
+  }
+
+  std::int64_t decode_tokens(const Sequence& s) const {
+    if (config_.speculative_tokens <= 0) return 1;
+    return 1 + std::min(config_.speculative_tokens, s.request->output_tokens - s.generated - 1);
+  }
+
+  // update_running_batch (scheduler.py) and retract_decode (schedule_batch.py): every running
+  // request whose prompt is cached decodes. When the cache cannot hold the step, requests are
+  // retracted, the fewest tokens generated first and among those the longest prompt, at least
+  // one and until the rest fit; they go to the back of the queue, to be prefilled again (prompt
+  // and tokens so far), and the ratio becomes (tokens generated + 20 x requests) / output
+  // tokens of those left, at most 1. Otherwise the ratio decays.
+  void decode_sglang() {
+    std::vector<std::size_t> ids;
+    for (std::size_t i : running_) {
+      if (pool_[i].tokens() - pool_[i].computed == 1) ids.push_back(i);
+    }
+    if (ids.empty()) return;
+    if (decode_blocks(ids) > free_blocks_) {
+      std::stable_sort(ids.begin(), ids.end(), [&](std::size_t a, std::size_t b) {
+        const Sequence& x = pool_[a];
+        const Sequence& y = pool_[b];
+        if (x.generated != y.generated) return x.generated > y.generated;
+        return x.request->prompt_tokens < y.request->prompt_tokens;
+      });
+      bool first = true;
+      while (ids.size() > 1 && (first || decode_blocks(ids) > free_blocks_)) {
+        first = false;
+        retract(ids.back());
+        ids.pop_back();
+      }
+      double generated = 0;
+      double outputs = 0;
+      for (std::size_t i : ids) {
+        generated += static_cast<double>(pool_[i].generated);
+        outputs += static_cast<double>(pool_[i].request->output_tokens);
+      }
+      const auto left = static_cast<double>(ids.size());
+      new_token_ratio_ = std::min(1.0, (generated + kSglangRetractSteps * left) / outputs);
+      batch_full_ = false;
+    } else {
+      new_token_ratio_ = std::max(new_token_ratio_ - kSglangRatioDecay, kSglangMinRatio);
+    }
+    for (std::size_t i : ids) {
+      Sequence& s = pool_[i];
+      const std::int64_t tokens = decode_tokens(s);
+      if (!allocate(s, tokens)) continue;  // The last request alone: SGLang would fail here.
+      s.decoding = true;
+      s.scheduled = tokens;
+      scheduled_.push_back(i);
+    }
+  }
+
+  void retract(std::size_t victim) {
+    running_.erase(std::find(running_.begin(), running_.end(), victim));
+    Sequence& s = pool_[victim];
+    free_blocks_ += s.blocks;
+    s.blocks = 0;
+    s.computed = 0;
+    s.scheduled = 0;
+    waiting_.push_back(victim);
+    ++tally_.preemptions;
   }
 
   // Tokens a verify step of `drafts` draft tokens yields: the accepted prefix plus one.
@@ -498,6 +697,7 @@ class ContinuousReplica {
       ++finished;
     }
     if (finished > 0) {
+      batch_full_ = false;
       running_.erase(std::remove_if(running_.begin(), running_.end(),
                                     [&](std::size_t i) { return pool_[i].request == nullptr; }),
                      running_.end());
@@ -514,6 +714,8 @@ class ContinuousReplica {
   std::deque<std::size_t> waiting_;
   std::vector<std::size_t> scheduled_;
   Random random_;
+  double new_token_ratio_ = kSglangInitRatio;  // SGLang: the share of output running ones reserve.
+  bool batch_full_ = false;                    // SGLang: admission stopped until the batch shrinks.
 };
 
 void check_requests(const std::vector<TraceRequest>& requests, std::int64_t replicas) {

@@ -274,6 +274,22 @@ TEST_CASE("runtime: serving defaults take the last memory tier that applies", "[
                      "rt.json"),
       "rt.json:/runtimes/0/serving/reserved_memory_mib: give gpu_memory_utilization or "
       "reserved_memory_mib, not both");
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(R"({"schema_version": 1, "runtimes": [
+        {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["s"],
+         "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
+                     "gpu_memory_utilization": 0.5, "scheduler": "orca"}}]})",
+                     "rt.json"),
+      "rt.json:/runtimes/0/serving/scheduler: expected \"vllm\" or \"sglang\", got \"orca\"");
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(R"({"schema_version": 1, "runtimes": [
+        {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["s"],
+         "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
+                     "gpu_memory_utilization": 0.5, "reserve_full_request": true,
+                     "scheduler": "sglang"}}]})",
+                     "rt.json"),
+      "rt.json:/runtimes/0/serving/scheduler: SGLang's scheduler reserves by its own rule: no "
+      "reserve_full_request");
 }
 
 // The shipped rows: vLLM's budget rises to 8,192 tokens and 1,024 sequences at 70 GiB except
@@ -299,6 +315,8 @@ TEST_CASE("runtime: the shipped serving defaults of vLLM and TensorRT-LLM", "[ru
   CHECK(trt.memory_utilization == 0.9);
   CHECK(trt.fraction_of == MemoryFraction::kFree);
   CHECK_FALSE(trt.chunked_prefill);
+  CHECK(vllm.scheduler == Scheduler::kVllm);
+  CHECK(trt.scheduler == Scheduler::kVllm);
 }
 
 // SGLang (memory_hook.py at 031ed82): chunked_prefill_size by device memory, and
@@ -326,6 +344,7 @@ TEST_CASE("runtime: the shipped serving defaults of SGLang follow its memory tie
   CHECK(s.fraction_of == MemoryFraction::kStatic);
   CHECK(s.chunked_prefill);
   CHECK_FALSE(s.reserve_full_request);
+  CHECK(s.scheduler == Scheduler::kSglang);  // Its own scheduler, not vLLM's.
   s = serving_defaults_for(sglang, round_gpu());
   CHECK(s.max_num_batched_tokens == 2048);
   CHECK(s.memory_utilization == 0.734);

@@ -181,6 +181,81 @@ TEST_CASE("serve: without chunked prefill a prompt that does not fit what is lef
   check_little(r);
 }
 
+// SGLang runs a prefill batch or a decode batch, never both, prefill first. A (100 prompt, 3
+// output tokens) at t = 0 and B (100, 2) at 1.5 ms; 1 ms a step + 0.1 ms a decoding sequence +
+// 1 us a prompt token. SGLang: A's prefill ends at 1.1 ms; a decode of A (B not yet there) at
+// 2.2; B's prefill alone at 3.3 (TTFT 1.8 ms); A and B decode together, 1.2 ms: both done at
+// 4.5. vLLM: A's prefill 1.1, its decode 2.2, then A's last decode and B's prompt in one step
+// of 1.2 ms: A done and B's first token at 3.4 (TTFT 1.9 ms), B's decode 1.1 ms: done at 4.5.
+TEST_CASE("serve: SGLang's scheduler runs prefill and decode steps apart, prefill first",
+          "[serve][sglang]") {
+  LinearCost cost(1e-3, 1e-4, 1e-6);
+  ContinuousBatching batching;
+  batching.block_size = 1;
+  batching.kv_blocks = 10000;
+  batching.max_num_batched_tokens = 512;
+  const std::vector<TraceRequest> requests = {{0, 100, 3}, {1.5e-3, 100, 2}};
+  batching.scheduler = Scheduler::kSglang;
+  ServeResult r = simulate_continuous(requests, batching, cost);
+  CHECK(r.ttft.max == Approx(1.8e-3));                  // B.
+  CHECK(r.ttft.mean == Approx((1.1e-3 + 1.8e-3) / 2));  // A and B.
+  CHECK(r.e2e.max == Approx(4.5e-3));                   // A, from t = 0.
+  CHECK(r.e2e.mean == Approx((4.5e-3 + 3.0e-3) / 2));   // B from 1.5 ms.
+  CHECK(r.duration_s == Approx(4.5e-3));
+  check_little(r);
+  batching.scheduler = Scheduler::kVllm;
+  r = simulate_continuous(requests, batching, cost);
+  CHECK(r.ttft.max == Approx(1.9e-3));
+  CHECK(r.e2e.max == Approx(3.4e-3));                  // A.
+  CHECK(r.e2e.mean == Approx((3.4e-3 + 3.0e-3) / 2));  // B, done at 4.5 ms.
+}
+
+// SGLang admits a request only while its prompt and whole output (clipped at 4,096) stay below
+// the free cache less the running requests' expected output, and once a request fails the
+// batch takes no other until it shrinks. A cache of 1,000 tokens, three requests of 100 + 400
+// at t = 0: A takes 500 of the 1,000, B's 500 would leave none (>= the budget): A runs alone,
+// its prefill 1.1 ms and 399 decode steps of 1.1 ms, done at 440 ms; then B, then C. TTFT 1.1,
+// 441.1 and 881.1 ms, nothing retracted. vLLM admits all three prompts in the first step.
+TEST_CASE("serve: SGLang admits on the prompt and the expected output", "[serve][sglang]") {
+  LinearCost cost(1e-3, 1e-4, 1e-6);
+  ContinuousBatching batching;
+  batching.scheduler = Scheduler::kSglang;
+  batching.block_size = 1;
+  batching.kv_blocks = 1000;
+  batching.max_num_batched_tokens = 8192;
+  const std::vector<TraceRequest> requests = {{0, 100, 400}, {0, 100, 400}, {0, 100, 400}};
+  ServeResult r = simulate_continuous(requests, batching, cost);
+  CHECK(r.ttft.max == Approx(1.1e-3 + 2 * 440e-3));
+  CHECK(r.ttft.mean == Approx(1.1e-3 + 440e-3));
+  CHECK(r.preemptions == 0);
+  check_little(r);
+  batching.scheduler = Scheduler::kVllm;
+  r = simulate_continuous(requests, batching, cost);
+  CHECK(r.ttft.max < 2e-3);
+}
+
+// The ratio lets requests in on less than their whole output: as short requests finish beside
+// long ones, new ones are admitted against the long ones' remaining output times a ratio that
+// has decayed from 0.7, and a cache of 640 tokens runs short in decode. A step short of room
+// retracts requests (the fewest tokens generated first) to the queue, to be prefilled again
+// with what they generated: every request still finishes and every output token counts once.
+TEST_CASE("serve: SGLang retracts when decode outgrows the cache", "[serve][sglang]") {
+  LinearCost cost(1e-3, 1e-5, 1e-6);
+  ContinuousBatching batching;
+  batching.scheduler = Scheduler::kSglang;
+  batching.block_size = 1;
+  batching.kv_blocks = 640;
+  std::vector<TraceRequest> requests;
+  for (int i = 0; i < 40; ++i)
+    requests.push_back({0, 20, i % 2 == 0 ? 300 : 30});
+  const ServeResult r = simulate_continuous(requests, batching, cost);
+  CHECK(r.requests == 40);
+  CHECK(r.preemptions > 0);
+  CHECK(r.peak_kv_occupancy <= 1);
+  CHECK(r.output_tokens_per_s * r.duration_s == Approx(20 * 300 + 20 * 30));
+  check_little(r);
+}
+
 TEST_CASE("serve: reserving a request's blocks to its end admits it only when they are free",
           "[serve]") {
   // A cache of 3 blocks of 16 tokens; two requests at t = 0 of 16 prompt + 20 output tokens, 36

@@ -39,6 +39,21 @@ enum class MemoryFraction {
   kStatic,
 };
 
+/// How a continuous-batching replica forms its steps: the runtime's scheduler.
+enum class Scheduler {
+  /// vLLM's V1 scheduler: running requests' tokens first, then waiting prompts (or chunks) in
+  /// the same step while the budget and blocks allow; when the cache is full the last running
+  /// request is preempted (recomputed later).
+  kVllm,
+  /// SGLang's: a step is a prefill batch or a decode batch, never both (mixed chunks off by
+  /// default). Prefill comes first while waiting requests can be admitted; admission reserves
+  /// each request's output (clipped at 4,096 tokens) in full for the new ones and times a
+  /// ratio for the running ones (0.7, falling by a 600th of 0.602 per decode step to 0.098); a
+  /// decode step short of cache retracts requests (fewest tokens generated first, then the
+  /// longest prompt) to the back of the queue and raises the ratio (docs/serving.md).
+  kSglang,
+};
+
 /// Continuous-batching defaults of an LLM serving runtime, from its own source or docs (used
 /// by `capcalc serve`).
 struct ServingDefaults {
@@ -54,6 +69,8 @@ struct ServingDefaults {
   /// A request is admitted only with blocks for its whole length, and never preempted
   /// (TensorRT-LLM's GUARANTEED_NO_EVICT capacity policy).
   bool reserve_full_request = false;
+  /// The runtime's scheduler ("scheduler" in the table; default vLLM's).
+  Scheduler scheduler = Scheduler::kVllm;
   /// Tiers by device memory, ascending: the last that applies replaces the base values
   /// (vLLM: 70 GiB, not A100).
   std::vector<ServingTier> tiers;

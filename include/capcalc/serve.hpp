@@ -70,6 +70,7 @@ class StepCost;
 /// requests first (decodes one token each, unfinished prompts a chunk), then admits waiting ones
 /// in arrival order while the token budget, the sequence limit and free KV blocks allow.
 struct ContinuousBatching {
+  Scheduler scheduler = Scheduler::kVllm;
   std::int64_t max_num_batched_tokens = 2048;  ///< Token budget per step.
   std::int64_t max_num_seqs = 256;             ///< Sequences per step.
   std::int64_t block_size = 16;                ///< Tokens per KV-cache block.

@@ -272,6 +272,7 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
   c.block_size = o.block_size.value_or(defaults.block_size);
   c.chunked_prefill = defaults.chunked_prefill && !o.no_chunked_prefill;
   c.reserve_full_request = defaults.reserve_full_request;
+  c.scheduler = defaults.scheduler;
   c.prefix_hit_rate = o.prefix_hit_rate.value_or(0);
   c.speculative_tokens = o.speculative_tokens.value_or(0);
   c.acceptance_rate = o.acceptance_rate.value_or(0);
@@ -298,6 +299,9 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
   std::string extras;
   if (!c.chunked_prefill) extras += ", prefill not chunked";
   if (c.reserve_full_request) extras += ", blocks reserved to the end (no preemption)";
+  if (c.scheduler == Scheduler::kSglang) {
+    extras += ", prefill and decode steps apart, output reserved at a decaying ratio (SGLang)";
+  }
   if (c.prefix_hit_rate > 0) extras += fmt::format(", prefix hits {:g}", c.prefix_hit_rate);
   if (c.speculative_tokens > 0) {
     extras += fmt::format(
