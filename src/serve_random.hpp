@@ -1,4 +1,4 @@
-// The serving simulator's random numbers (src/serve.cpp draws requests, src/serve_sim.cpp
+// The serving simulator's random numbers (src/serve.cpp draws requests, src/serve_continuous.cpp
 // accepted drafts): one generator, so --seed gives the same answer everywhere.
 #pragma once
 

@@ -1,0 +1,115 @@
+// What the serving simulator's replicas record (src/serve_sim.cpp turns it into a ServeResult),
+// and the continuous-batching replica they share (src/serve_continuous.cpp).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "capcalc/serve.hpp"
+
+namespace capcalc::serving {
+
+// Inter-token gaps in log-spaced bins (1 % wide from 10 ns to 10^4 s): percentiles of tens of
+// millions of gaps in fixed memory.
+class GapHistogram {
+ public:
+  void add(double gap_s, std::int64_t count = 1) {
+    if (gap_s <= 0) {  // Tokens that arrive together (accepted drafts).
+      zeros_ += count;
+      total_ += count;
+      return;
+    }
+    if (gap_s != last_gap_) {
+      last_gap_ = gap_s;
+      last_bin_ = bin(gap_s);
+    }
+    counts_[last_bin_] += count;
+    sum_ += gap_s * static_cast<double>(count);
+    total_ += count;
+    max_ = std::max(max_, gap_s);
+  }
+  Latency summary() const {
+    Latency l;
+    l.samples = total_;
+    if (total_ == 0) return l;
+    l.mean = sum_ / static_cast<double>(total_);
+    l.max = max_;
+    l.p50 = quantile(0.50);
+    l.p90 = quantile(0.90);
+    l.p99 = quantile(0.99);
+    return l;
+  }
+
+ private:
+  static constexpr double kPerDecade = 230;  // ln(10)/230 = 1.0 % per bin.
+  static constexpr double kLowest = -8;      // 10 ns.
+  static constexpr std::size_t kBins = 12 * 230;
+  static std::size_t bin(double gap) {
+    if (gap <= 0) return 0;
+    const double x = (std::log10(gap) - kLowest) * kPerDecade;
+    return static_cast<std::size_t>(std::clamp(x, 0.0, static_cast<double>(kBins - 1)));
+  }
+  double quantile(double q) const {
+    const auto rank = static_cast<std::int64_t>(std::ceil(q * static_cast<double>(total_)));
+    std::int64_t seen = zeros_;
+    if (seen >= rank) return 0;
+    for (std::size_t i = 0; i < kBins; ++i) {
+      seen += counts_[i];
+      if (seen >= rank) {  // The bin's geometric middle, never above the largest gap.
+        return std::min(max_,
+                        std::pow(10.0, kLowest + (static_cast<double>(i) + 0.5) / kPerDecade));
+      }
+    }
+    return max_;
+  }
+  std::vector<std::int64_t> counts_ = std::vector<std::int64_t>(kBins);
+  double sum_ = 0;
+  double max_ = 0;
+  std::int64_t total_ = 0;
+  std::int64_t zeros_ = 0;
+  double last_gap_ = -1;
+  std::size_t last_bin_ = 0;
+};
+
+struct RequestRecord {
+  const TraceRequest* request = nullptr;
+  double arrival_s = 0;
+  double finish_s = 0;
+  double ttft_s = 0;
+  double tpot_s = -1;  // -1: one output token.
+  double e2e_s = 0;
+  double queue_s = 0;
+};
+
+// What the replicas accumulate; turned into a ServeResult at the end.
+struct Tally {
+  std::vector<RequestRecord> records;
+  GapHistogram itl;
+  double batch_time = 0;  // Σ batch size × step time.
+  double busy_s = 0;
+  double kv_time = 0;  // Σ occupied fraction × step time.
+  double peak_kv = 0;
+  std::int64_t max_batch = 0;
+  std::int64_t preemptions = 0;
+  std::int64_t steps = 0;
+  double input_tokens = 0;
+  double output_tokens = 0;
+};
+
+// A request whose prompt a prefill replica ran (disaggregated serving): it reaches a decode
+// replica with its KV cache and its first token.
+struct Handoff {
+  double arrival_s = 0;  // At the service.
+  double first_scheduled_s = 0;
+  double first_token_s = 0;
+};
+
+/// Runs `arrivals` (in arrival order) through one continuous-batching replica into `tally`;
+/// `handoffs`, when given, holds each arrival's handoff (a decode replica's arrivals).
+void run_continuous_replica(const ContinuousBatching& config, StepCost& cost, Tally& tally,
+                            std::uint64_t seed, const std::vector<const TraceRequest*>& arrivals,
+                            const std::vector<const Handoff*>& handoffs);
+
+}  // namespace capcalc::serving
