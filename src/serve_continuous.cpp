@@ -202,6 +202,14 @@ class ContinuousReplica {
                                   config_.kv_blocks, config_.block_size));
     }
     const Sequence& s = pool_[waiting_.front()];
+    if (config_.scheduler == Scheduler::kSglang) {
+      throw Error(
+          {}, fmt::format("SGLang admits a request only while its prompt and output "
+                          "(clipped at {}) stay below the free KV cache: {} + {} tokens "
+                          "against a cache of {} tokens",
+                          kSglangClipNewTokens, s.request->prompt_tokens, s.request->output_tokens,
+                          config_.kv_blocks * config_.block_size));
+    }
     if (!config_.chunked_prefill && s.tokens() > config_.max_num_batched_tokens) {
       throw Error({}, fmt::format("a prompt of {} tokens exceeds the token budget of {} and "
                                   "prefill is not chunked",

@@ -232,6 +232,12 @@ TEST_CASE("serve: SGLang admits on the prompt and the expected output", "[serve]
   batching.scheduler = Scheduler::kVllm;
   r = simulate_continuous(requests, batching, cost);
   CHECK(r.ttft.max < 2e-3);
+  // A request that fills the cache exactly fits vLLM's blocks but never SGLang's budget.
+  batching.scheduler = Scheduler::kSglang;
+  REQUIRE_THROWS_WITH(simulate_continuous({{0, 600, 400}}, batching, cost),
+                      "SGLang admits a request only while its prompt and output (clipped at "
+                      "4096) stay below the free KV cache: 600 + 400 tokens against a cache of "
+                      "1000 tokens");
 }
 
 // The ratio lets requests in on less than their whole output: as short requests finish beside
