@@ -1,8 +1,11 @@
 // Rendering of the runtime table (`capcalc runtimes list` and `capcalc runtimes show`).
+#include <cmath>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "capcalc/report.hpp"
+#include "capcalc/units.hpp"
 
 #include "report_json.hpp"
 #include "table.hpp"
@@ -50,6 +53,94 @@ std::string kernels_text(const Runtime& r) {
   return parts.empty() ? "one per layer" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
+constexpr double kMib = 1048576.0;
+constexpr double kGib = 1073741824.0;
+
+std::string_view fraction_of_name(MemoryFraction f) {
+  switch (f) {
+    case MemoryFraction::kFree:
+      return "free";
+    case MemoryFraction::kStatic:
+      return "static";
+    case MemoryFraction::kDevice:
+      break;
+  }
+  return "device";
+}
+
+// "budget 8,192 tokens, 1,024 sequences, 90 % of device memory": what the base or a tier sets.
+std::string serving_limits_text(std::int64_t tokens, std::int64_t seqs, double utilization,
+                                double reserved_bytes, MemoryFraction of) {
+  std::vector<std::string> parts;
+  if (tokens > 0) parts.push_back(fmt::format("budget {} tokens", format_grouped(tokens)));
+  if (seqs > 0) parts.push_back(fmt::format("{} sequences", format_grouped(seqs)));
+  if (reserved_bytes > 0) {
+    parts.push_back(
+        fmt::format("memory less {} MiB", format_grouped(std::llround(reserved_bytes / kMib))));
+  } else if (utilization > 0) {
+    parts.push_back(fmt::format("{:g} % of {} memory", 100 * utilization,
+                                of == MemoryFraction::kFree ? "free" : "device"));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// `capcalc serve`'s defaults for the runtime: the base values, then one line per memory tier.
+std::string serving_text(const ServingDefaults& d) {
+  const std::string_view holds =
+      d.fraction_of == MemoryFraction::kStatic ? " for weights and KV cache"
+      : d.fraction_of == MemoryFraction::kFree ? " (what weights and activations leave)"
+                                               : "";
+  const std::string base = fmt::format(
+      "{}{}, {}-token blocks, {}, {}",
+      serving_limits_text(d.max_num_batched_tokens, d.max_num_seqs, d.memory_utilization,
+                          d.reserved_memory_bytes, d.fraction_of),
+      holds, d.block_size, d.chunked_prefill ? "prefill chunked" : "prefill not chunked",
+      d.scheduler == Scheduler::kSglang ? "SGLang's scheduler"
+      : d.reserve_full_request          ? "vLLM's scheduler with blocks reserved to the end"
+                                        : "vLLM's scheduler");
+  std::string out = "  serving      " + wrap_text(base, 100, 15);
+  for (const ServingTier& t : d.tiers) {
+    const std::string tier = fmt::format(
+        "from {:g} GiB{}: {}", t.min_memory_bytes / kGib,
+        t.except_names.empty() ? std::string()
+                               : fmt::format(" (not {})", fmt::join(t.except_names, ", ")),
+        serving_limits_text(t.max_num_batched_tokens, t.max_num_seqs, t.memory_utilization,
+                            t.reserved_memory_bytes, d.fraction_of));
+    out += "               " + wrap_text(tier, 100, 15);
+  }
+  return out;
+}
+
+// The serving block as the runtime table spells it.
+Json serving_json(const ServingDefaults& d) {
+  Json j;
+  j["max_num_batched_tokens"] = d.max_num_batched_tokens;
+  j["max_num_seqs"] = d.max_num_seqs;
+  j["block_size"] = d.block_size;
+  if (d.reserved_memory_bytes > 0) {
+    j["reserved_memory_mib"] = d.reserved_memory_bytes / kMib;
+  } else {
+    j["gpu_memory_utilization"] = d.memory_utilization;
+  }
+  j["memory_fraction_of"] = std::string(fraction_of_name(d.fraction_of));
+  j["chunked_prefill"] = d.chunked_prefill;
+  j["reserve_full_request"] = d.reserve_full_request;
+  j["scheduler"] = d.scheduler == Scheduler::kSglang ? "sglang" : "vllm";
+  Json tiers = Json::array();
+  for (const ServingTier& t : d.tiers) {
+    Json tier;
+    tier["min_memory_gib"] = t.min_memory_bytes / kGib;
+    if (!t.except_names.empty()) tier["except_names"] = t.except_names;
+    if (t.max_num_batched_tokens > 0) tier["max_num_batched_tokens"] = t.max_num_batched_tokens;
+    if (t.max_num_seqs > 0) tier["max_num_seqs"] = t.max_num_seqs;
+    if (t.memory_utilization > 0) tier["gpu_memory_utilization"] = t.memory_utilization;
+    if (t.reserved_memory_bytes > 0) tier["reserved_memory_mib"] = t.reserved_memory_bytes / kMib;
+    tiers.push_back(tier);
+  }
+  j["memory_tiers"] = tiers;
+  return j;
+}
+
 Json runtime_json(const Runtime& r) {
   Json j;
   j["id"] = r.id;
@@ -65,6 +156,7 @@ Json runtime_json(const Runtime& r) {
     kernels[key] = count;
   j["kernels"] = kernels;
   if (!r.unfused_ops.empty()) j["unfused_ops"] = r.unfused_ops;
+  if (r.serving) j["serving"] = serving_json(*r.serving);
   j["sources"] = r.sources;
   if (!r.notes.empty()) j["notes"] = r.notes;
   return j;
@@ -111,6 +203,7 @@ std::string render_runtime_text(const Runtime& r) {
   out += fmt::format("  profile      {}{}\n", profile_name(r.profile), fusion);
   out += fmt::format("  devices      {}\n", device_types_text(r));
   out += fmt::format("  kernels      {}\n", kernels_text(r));
+  if (r.serving) out += serving_text(*r.serving);
   if (!r.notes.empty()) out += "  notes        " + wrap_text(r.notes, 100, 15);
   out += "  sources\n";
   for (const std::string& source : r.sources)

@@ -534,6 +534,9 @@ capcalc_cli_ok(runtimes_list "pytorch-eager +PyTorch eager +eager +gpu, cpu, acc
                runtimes list)
 capcalc_cli_ok(runtimes_show "vLLM \\(CUDA graphs, torch.compile\\) \\(vllm\\)\n  profile      compiled \\(elementwise layers fused\\)\n  devices      gpu\n  kernels      one per layer"
                runtimes show VLLM)
+# A serving runtime shows the defaults `capcalc serve` takes from it, its tiers and scheduler.
+capcalc_cli_ok(runtimes_show_serving "  serving      budget 2,048 tokens, 2,048 sequences, memory less 4,064 MiB for weights and KV cache,\n               1-token blocks, prefill chunked, SGLang's scheduler\n               from 20 GiB: budget 4,096 tokens, memory less 7,280 MiB\n"
+               runtimes show sglang)
 capcalc_cli_ok(runtimes_json "\"id\": \"pytorch-eager\",\n *\"name\": \"PyTorch eager\",.*\"kernels\": \\{\n *\"attention\": 6\\.0,\n *\"rotary\": 10\\.0,\n *\"cache_update\": 2\\.0,\n *\"autocast_weight_casts\": 1\\.0,\n *\"gelu_new\": 8\\.0,\n *\"rmsnorm\": 8\\.0\n"
                runtimes list --format json)
 capcalc_cli_ok(estimate_runtime "workload     inference, fp32, batch 1, PyTorch eager \\(eager profile\\)\n.*latency      4\\.35 ms per batch of 1 \\([0-9.]+-[0-9.]+ ms: 80 % of [0-9]+ measured cases of eager/host/gpu\\)\n.*kernels      174 launched per pass"

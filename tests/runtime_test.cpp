@@ -4,9 +4,12 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "capcalc/error.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/report.hpp"
 
 #include "catch.hpp"
 #include "round_device.hpp"
@@ -355,6 +358,44 @@ TEST_CASE("runtime: the shipped serving defaults of SGLang follow its memory tie
   // A 4e9-byte device is below the base reserve of 4,064 MiB (4.26e9 bytes): nothing is left.
   d.memory_bytes = 4e9;
   CHECK(serving_defaults_for(sglang, d).memory_utilization == 0);
+}
+
+// `runtimes show --format json` spells the serving block as the runtime table does, so that a
+// user can copy it into a --runtime-file: each shipped one parses back to the same defaults.
+TEST_CASE("runtime: the shown serving block reads back as the same defaults", "[runtime][serve]") {
+  const RuntimeTable table = load_runtimes(std::string(CAPCALC_TEST_DATA_DIR) + "/runtimes.json");
+  int serving = 0;
+  for (const Runtime& r : table.runtimes) {
+    if (!r.serving) continue;
+    ++serving;
+    nlohmann::json shown = nlohmann::json::parse(render_runtime_json(r))["runtime"];
+    const nlohmann::json entry = {{"id", "copy"},
+                                  {"name", "Copy"},
+                                  {"profile", shown["profile"]},
+                                  {"sources", {"s"}},
+                                  {"serving", shown["serving"]}};
+    const nlohmann::json file = {{"schema_version", 1}, {"runtimes", {entry}}};
+    const ServingDefaults back = *parse_runtimes(file.dump(), "copy.json").get("copy").serving;
+    const ServingDefaults& d = *r.serving;
+    INFO(r.id);
+    CHECK(back.max_num_batched_tokens == d.max_num_batched_tokens);
+    CHECK(back.max_num_seqs == d.max_num_seqs);
+    CHECK(back.block_size == d.block_size);
+    CHECK(back.memory_utilization == Approx(d.memory_utilization));
+    CHECK(back.reserved_memory_bytes == Approx(d.reserved_memory_bytes));
+    CHECK(back.fraction_of == d.fraction_of);
+    CHECK(back.chunked_prefill == d.chunked_prefill);
+    CHECK(back.reserve_full_request == d.reserve_full_request);
+    CHECK(back.scheduler == d.scheduler);
+    REQUIRE(back.tiers.size() == d.tiers.size());
+    for (std::size_t i = 0; i < d.tiers.size(); ++i) {
+      CHECK(back.tiers[i].min_memory_bytes == Approx(d.tiers[i].min_memory_bytes));
+      CHECK(back.tiers[i].except_names == d.tiers[i].except_names);
+      CHECK(back.tiers[i].max_num_batched_tokens == d.tiers[i].max_num_batched_tokens);
+      CHECK(back.tiers[i].reserved_memory_bytes == Approx(d.tiers[i].reserved_memory_bytes));
+    }
+  }
+  CHECK(serving == 3);  // vLLM, SGLang, TensorRT-LLM.
 }
 
 // A runtime that launches each expert's two products apart (Transformer Engine's GroupedLinear
