@@ -141,6 +141,11 @@ capcalc_output_schema_test(hw_show_estimate data/schema/hw-show-output.schema.js
   hw show m3-max --format json)
 capcalc_output_schema_test(estimate_flagged_peak data/schema/estimate-output.schema.json 0
   estimate data/models/resnet18.json --gpu m2-ultra --precision fp16 --format json)
+# A device with a sustained matrix clock (MI300X, AMD's measurement) carries it in the JSON.
+capcalc_output_schema_test(estimate_sustained_clock data/schema/estimate-output.schema.json 0
+  estimate data/models/resnet50.json --gpu mi300x --precision fp8 --format json)
+capcalc_output_schema_test(hw_show_sustained_clock data/schema/hw-show-output.schema.json 0
+  hw show mi325x --format json)
 capcalc_output_schema_test(runtimes_list data/schema/runtimes-list-output.schema.json 0
   runtimes list --format json)
 capcalc_output_schema_test(runtimes_show data/schema/runtimes-show-output.schema.json 0
