@@ -111,17 +111,24 @@ std::string serving_text(const ServingDefaults& d) {
   return out;
 }
 
+// The limits a serving block or one of its tiers sets, keyed as the runtime table keys them.
+void limits_json(Json& j, std::int64_t tokens, std::int64_t seqs, double utilization,
+                 double reserved_bytes) {
+  if (tokens > 0) j["max_num_batched_tokens"] = tokens;
+  if (seqs > 0) j["max_num_seqs"] = seqs;
+  if (reserved_bytes > 0) {
+    j["reserved_memory_mib"] = reserved_bytes / kMib;
+  } else if (utilization > 0) {
+    j["gpu_memory_utilization"] = utilization;
+  }
+}
+
 // The serving block as the runtime table spells it.
 Json serving_json(const ServingDefaults& d) {
   Json j;
-  j["max_num_batched_tokens"] = d.max_num_batched_tokens;
-  j["max_num_seqs"] = d.max_num_seqs;
+  limits_json(j, d.max_num_batched_tokens, d.max_num_seqs, d.memory_utilization,
+              d.reserved_memory_bytes);
   j["block_size"] = d.block_size;
-  if (d.reserved_memory_bytes > 0) {
-    j["reserved_memory_mib"] = d.reserved_memory_bytes / kMib;
-  } else {
-    j["gpu_memory_utilization"] = d.memory_utilization;
-  }
   j["memory_fraction_of"] = std::string(fraction_of_name(d.fraction_of));
   j["chunked_prefill"] = d.chunked_prefill;
   j["reserve_full_request"] = d.reserve_full_request;
@@ -131,10 +138,8 @@ Json serving_json(const ServingDefaults& d) {
     Json tier;
     tier["min_memory_gib"] = t.min_memory_bytes / kGib;
     if (!t.except_names.empty()) tier["except_names"] = t.except_names;
-    if (t.max_num_batched_tokens > 0) tier["max_num_batched_tokens"] = t.max_num_batched_tokens;
-    if (t.max_num_seqs > 0) tier["max_num_seqs"] = t.max_num_seqs;
-    if (t.memory_utilization > 0) tier["gpu_memory_utilization"] = t.memory_utilization;
-    if (t.reserved_memory_bytes > 0) tier["reserved_memory_mib"] = t.reserved_memory_bytes / kMib;
+    limits_json(tier, t.max_num_batched_tokens, t.max_num_seqs, t.memory_utilization,
+                t.reserved_memory_bytes);
     tiers.push_back(tier);
   }
   j["memory_tiers"] = tiers;
