@@ -182,7 +182,7 @@ struct Device {
   /// The clock the vendor measured its own libraries holding under sustained dense matrix work,
   /// per precision (indexed by Precision); 0 where no vendor states one.
   std::array<double, kPrecisionCount> sustained_matrix_clock_hz{};
-  double tdp_w = 0;               ///< 0 if unknown.
+  double tdp_w = 0;  ///< 0 if unknown.
   std::optional<Link> intra_node;
   std::optional<Link> inter_node;
   std::optional<Price> price;
