@@ -90,16 +90,27 @@ class ContinuousReplica {
     return (tokens + config_.block_size - 1) / config_.block_size;
   }
 
+  // A request's blocks go back to the cache; it computes its prompt (and any prefix hit)
+  // again when next admitted.
+  void release(Sequence& s) {
+    free_blocks_ += s.blocks;
+    s.blocks = 0;
+    s.computed = 0;
+  }
+
+  // A running request preempted (vLLM) or retracted (SGLang): recomputed from the prompt and the
+  // tokens generated so far when it is admitted again.
+  void evict(std::size_t victim) {
+    release(pool_[victim]);
+    pool_[victim].scheduled = 0;
+    ++tally_.preemptions;
+  }
+
   void preempt_last() {
     const std::size_t victim = running_.back();
     running_.pop_back();
-    Sequence& s = pool_[victim];
-    free_blocks_ += s.blocks;
-    s.blocks = 0;
-    s.computed = 0;  // Recomputed from the prompt and the tokens generated so far.
-    s.scheduled = 0;
+    evict(victim);
     waiting_.push_front(victim);
-    ++tally_.preemptions;
   }
 
   // Allocates the blocks `s` needs for `tokens` more; false when they cannot be had.
@@ -122,12 +133,9 @@ class ContinuousReplica {
     for (std::size_t i = 0; i < running_.size() && budget > 0;) {
       Sequence& s = pool_[running_[i]];
       s.decoding = s.generated > 0 && s.tokens() - s.computed == 1;
-      std::int64_t tokens = std::min(s.tokens() - s.computed, budget);
-      if (s.decoding && config_.speculative_tokens > 0) {
-        // Drafts up to the tokens still to generate; the verify step checks them all.
-        const std::int64_t left = s.request->output_tokens - s.generated - 1;
-        tokens = std::min(1 + std::min(config_.speculative_tokens, left), budget);
-      }
+      // A decoding sequence verifies its token and drafts; a prompt takes what is left of it.
+      const std::int64_t tokens =
+          std::min(s.decoding ? decode_tokens(s) : s.tokens() - s.computed, budget);
       if (allocate(s, tokens)) {
         s.scheduled = tokens;
         budget -= tokens;
@@ -164,9 +172,7 @@ class ContinuousReplica {
           !config_.reserve_full_request ||
           allocate(s, s.request->prompt_tokens + s.request->output_tokens - s.computed);
       if (!fits || !reserved || !allocate(s, tokens)) {
-        free_blocks_ += s.blocks;  // Prefix hits are looked up again at the next try.
-        s.blocks = 0;
-        s.computed = 0;
+        release(s);  // Prefix hits are looked up again at the next try.
         if (s.handoff != nullptr && s.decoding) s.generated = 0;  // Received again next try.
         s.decoding = false;
         break;
@@ -339,13 +345,6 @@ class ContinuousReplica {
     return !scheduled_.empty();
   }
 
-  // A waiting request that was not admitted gives back what its prefix lookup took.
-  void release(Sequence& s) {
-    free_blocks_ += s.blocks;
-    s.blocks = 0;
-    s.computed = 0;
-  }
-
   // Blocks the decoding requests `ids` need for this step's tokens (one each, and drafts).
   std::int64_t decode_blocks(const std::vector<std::size_t>& ids) const {
     std::int64_t need = 0;
@@ -356,6 +355,7 @@ class ContinuousReplica {
     return need;
   }
 
+  // Drafts up to the tokens still to generate; the verify step checks them all.
   std::int64_t decode_tokens(const Sequence& s) const {
     if (config_.speculative_tokens <= 0) return 1;
     return 1 + std::min(config_.speculative_tokens, s.request->output_tokens - s.generated - 1);
@@ -410,13 +410,8 @@ class ContinuousReplica {
 
   void retract(std::size_t victim) {
     running_.erase(std::find(running_.begin(), running_.end(), victim));
-    Sequence& s = pool_[victim];
-    free_blocks_ += s.blocks;
-    s.blocks = 0;
-    s.computed = 0;
-    s.scheduled = 0;
+    evict(victim);
     waiting_.push_back(victim);
-    ++tally_.preemptions;
   }
 
   // Tokens a verify step of `drafts` draft tokens yields: the accepted prefix plus one.
