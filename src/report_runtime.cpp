@@ -56,18 +56,6 @@ std::string kernels_text(const Runtime& r) {
 constexpr double kMib = 1048576.0;
 constexpr double kGib = 1073741824.0;
 
-std::string_view fraction_of_name(MemoryFraction f) {
-  switch (f) {
-    case MemoryFraction::kFree:
-      return "free";
-    case MemoryFraction::kStatic:
-      return "static";
-    case MemoryFraction::kDevice:
-      break;
-  }
-  return "device";
-}
-
 // "budget 8,192 tokens, 1,024 sequences, 90 % of device memory": what the base or a tier sets.
 std::string serving_limits_text(std::int64_t tokens, std::int64_t seqs, double utilization,
                                 double reserved_bytes, MemoryFraction of) {
@@ -129,10 +117,10 @@ Json serving_json(const ServingDefaults& d) {
   limits_json(j, d.max_num_batched_tokens, d.max_num_seqs, d.memory_utilization,
               d.reserved_memory_bytes);
   j["block_size"] = d.block_size;
-  j["memory_fraction_of"] = std::string(fraction_of_name(d.fraction_of));
+  j["memory_fraction_of"] = std::string(memory_fraction_name(d.fraction_of));
   j["chunked_prefill"] = d.chunked_prefill;
   j["reserve_full_request"] = d.reserve_full_request;
-  j["scheduler"] = d.scheduler == Scheduler::kSglang ? "sglang" : "vllm";
+  j["scheduler"] = std::string(scheduler_name(d.scheduler));
   Json tiers = Json::array();
   for (const ServingTier& t : d.tiers) {
     Json tier;

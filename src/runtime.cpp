@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/names.hpp"
 #include "capcalc/predict.hpp"
 
 #include "input_file.hpp"
@@ -230,13 +231,18 @@ ServingTier parse_serving_tier(const JsonView& tier) {
   return t;
 }
 
-// "memory_fraction_of": what the fraction is of.
-MemoryFraction parse_fraction_of(const JsonView& of) {
-  const std::string basis = of.as_string();
-  if (basis == "device") return MemoryFraction::kDevice;
-  if (basis == "free") return MemoryFraction::kFree;
-  if (basis == "static") return MemoryFraction::kStatic;
-  of.fail(fmt::format("expected \"device\", \"free\" or \"static\", got \"{}\"", basis));
+constexpr auto kMemoryFractions = name_table<MemoryFraction>({{MemoryFraction::kDevice, "device"},
+                                                              {MemoryFraction::kFree, "free"},
+                                                              {MemoryFraction::kStatic, "static"}});
+constexpr auto kSchedulers =
+    name_table<Scheduler>({{Scheduler::kVllm, "vllm"}, {Scheduler::kSglang, "sglang"}});
+
+// One of a table's names, or an error listing them: expected "a", "b" or "c", got "d".
+template <typename Table>
+auto parse_named(const JsonView& value, const Table& table) {
+  const std::string text = value.as_string();
+  if (auto parsed = table.parse(text)) return *parsed;
+  value.fail(fmt::format("expected {}, got \"{}\"", quoted_choices(table.names()), text));
 }
 
 // "serving": continuous-batching defaults, with optional tiers by device memory.
@@ -260,18 +266,15 @@ ServingDefaults parse_serving(const JsonView& serving) {
   } else {
     d.memory_utilization = memory_fraction(serving.at("gpu_memory_utilization"));
   }
-  if (auto of = serving.find("memory_fraction_of")) d.fraction_of = parse_fraction_of(*of);
+  if (auto of = serving.find("memory_fraction_of")) {
+    d.fraction_of = parse_named(*of, kMemoryFractions);
+  }
   if (auto chunked = serving.find("chunked_prefill")) d.chunked_prefill = chunked->as_bool();
   if (auto reserve = serving.find("reserve_full_request")) {
     d.reserve_full_request = reserve->as_bool();
   }
   if (auto scheduler = serving.find("scheduler")) {
-    const std::string name = scheduler->as_string();
-    if (name == "sglang") {
-      d.scheduler = Scheduler::kSglang;
-    } else if (name != "vllm") {
-      scheduler->fail(fmt::format("expected \"vllm\" or \"sglang\", got \"{}\"", name));
-    }
+    d.scheduler = parse_named(*scheduler, kSchedulers);
     if (d.scheduler == Scheduler::kSglang && d.reserve_full_request) {
       scheduler->fail("SGLang's scheduler reserves by its own rule: no reserve_full_request");
     }
@@ -541,6 +544,14 @@ RuntimeTable load_runtimes(const std::string& path, const std::vector<std::strin
     }
   }
   return table;
+}
+
+std::string_view memory_fraction_name(MemoryFraction fraction) {
+  return kMemoryFractions.name(fraction);
+}
+
+std::string_view scheduler_name(Scheduler scheduler) {
+  return kSchedulers.name(scheduler);
 }
 
 }  // namespace capcalc

@@ -80,6 +80,10 @@ struct ServingDefaults {
 /// the base values), the tiers cleared; a reserve becomes the memory fraction.
 ServingDefaults serving_defaults_for(const ServingDefaults& defaults, const Device& device);
 
+/// The runtime table's names: "device", "free", "static"; "vllm", "sglang".
+std::string_view memory_fraction_name(MemoryFraction fraction);
+std::string_view scheduler_name(Scheduler scheduler);
+
 /// PyTorch's multi-tensor apply (aten/src/ATen/native/cuda/MultiTensorApply.cuh): a foreach
 /// op over a list of tensors launches one kernel per batch of chunks; a batch closes at
 /// max_blocks chunks or at the depth's tensor limit (depth: the lists the op reads and writes).
