@@ -104,22 +104,32 @@ double kv_cache_elements_per_device(const Graph& graph, std::int64_t context, st
 
 namespace {
 
-// Turns the layers computed only from inputs that `absent` picks into views without counts
-// (the parameters kept where asked: weights still loaded); returns how many.
+// Whether each value (inputs, then layers) depends on an input that `absent` does not pick (a
+// layer without inputs counts as such).
 template <typename Absent>
-std::int64_t drop_layers_fed_only_by(Graph& graph, Absent absent, bool keep_params) {
-  // Whether each value (inputs, then layers) depends on an input that is there.
+std::vector<bool> fed_by_present_inputs(const Graph& graph, Absent absent) {
   std::vector<bool> present;
   present.reserve(graph.inputs.size() + graph.layers.size());
   for (const GraphInput& input : graph.inputs)
     present.push_back(!absent(input));
-  std::int64_t dropped = 0;
-  for (Layer& layer : graph.layers) {
+  for (const Layer& layer : graph.layers) {
     bool runs = layer.inputs.empty();
     for (std::int32_t id : layer.inputs)
       runs = runs || present.at(static_cast<std::size_t>(id));
     present.push_back(runs);
-    if (runs) continue;
+  }
+  return present;
+}
+
+// Turns the layers computed only from inputs that `absent` picks into views without counts
+// (the parameters kept where asked: weights still loaded); returns how many.
+template <typename Absent>
+std::int64_t drop_layers_fed_only_by(Graph& graph, Absent absent, bool keep_params) {
+  const std::vector<bool> present = fed_by_present_inputs(graph, absent);
+  std::int64_t dropped = 0;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    Layer& layer = graph.layers[i];
+    if (present[static_cast<std::size_t>(graph.layer_value(i))]) continue;
     LayerCounts kept;
     if (keep_params) {
       kept.params = layer.counts.params;
@@ -142,6 +152,36 @@ std::int64_t drop_prefill_only_layers(Graph& graph) {
 std::int64_t omit_input_layers(Graph& graph) {
   return drop_layers_fed_only_by(
       graph, [](const GraphInput& input) { return input.omitted; }, true);
+}
+
+std::int64_t last_token_logits(Graph& graph) {
+  const std::vector<bool> from_tokens =
+      fed_by_present_inputs(graph, [](const GraphInput& input) { return input.prefill_only; });
+  std::int64_t changed = 0;
+  for (std::int32_t value : graph.outputs) {
+    if (value < static_cast<std::int32_t>(graph.inputs.size())) continue;
+    Layer& layer = graph.layers.at(static_cast<std::size_t>(value) - graph.inputs.size());
+    const std::optional<GemmView>& gemm = layer.traits.gemm;
+    LayerCounts& c = layer.counts;
+    Shape& out = layer.output;
+    if (layer.traits.op_class != OpClass::kMatrix || !gemm || gemm->count != 1 ||
+        c.weight_elements_read == 0 || c.score_macs != 0 || out.size() < 3 ||
+        !from_tokens[static_cast<std::size_t>(value)]) {
+      continue;
+    }
+    const std::int64_t tokens = out[out.size() - 2];
+    if (tokens <= 1 || gemm->m != element_count(out) / out.back()) continue;
+    // A product with weights: every count but the weights' is per row, and the rows are the
+    // sequences times their tokens.
+    for (std::int64_t* per_row : {&c.macs, &c.other_flops, &c.input_elements, &c.output_elements,
+                                  &c.backward_macs, &c.backward_other_flops, &c.saved_elements}) {
+      *per_row /= tokens;
+    }
+    layer.traits.gemm->m /= tokens;
+    out[out.size() - 2] = 1;
+    ++changed;
+  }
+  return changed;
 }
 
 namespace {

@@ -436,7 +436,8 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
     throw Error({}, "--prompt-tokens and --output-tokens describe serving: use --mode inference");
   }
   ServingEstimate s;
-  const Graph prefill = build(request.prompt_tokens, 0);
+  Graph prefill = build(request.prompt_tokens, 0);
+  last_token_logits(prefill);
   s.prefill = estimate(prefill, device, params, workload);
   // Decode steps 1 .. output-1 read caches of prompt .. prompt + output - 2 tokens.
   s.mean_context = request.prompt_tokens + (request.output_tokens - 1) / 2;

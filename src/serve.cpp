@@ -257,7 +257,9 @@ double ModelStepCost::decode_at(std::int64_t batch, std::int64_t context) {
 
 double ModelStepCost::prefill_at(std::int64_t tokens) {
   if (auto it = prefill_.find(tokens); it != prefill_.end()) return it->second;
-  return prefill_[tokens] = timed(build_(1, tokens, 0));
+  Graph graph = build_(1, tokens, 0);
+  last_token_logits(graph);
+  return prefill_[tokens] = timed(graph);
 }
 
 double ModelStepCost::decode_s(std::int64_t batch, double context) {
@@ -314,7 +316,8 @@ KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
                        const PerformanceParams& params, const Workload& workload,
                        std::int64_t block_size, std::int64_t max_num_batched_tokens,
                        double memory_utilization, MemoryFraction fraction_of) {
-  const Graph step = build(1, max_num_batched_tokens, 0);
+  Graph step = build(1, max_num_batched_tokens, 0);
+  last_token_logits(step);
   const Estimate e = estimate(step, device, params, workload);
   const Precision kv_precision = workload.kv_precision.value_or(workload.precision);
   KvCapacity kv;

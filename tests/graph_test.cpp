@@ -226,6 +226,89 @@ TEST_CASE("graph: decode drops the layers computed from prefill-only inputs alon
 
 namespace {
 
+// x [2, 8, 64] -> lm_head [2, 8, 1000] (the model's output), and an image's projector, also an
+// output, fed by a prefill-only input alone.
+Graph with_logits(bool with_bias) {
+  const std::string text = std::string(R"({"format": "capcalc-model/1", "name": "lm",
+      "dims": {"batch": 2, "seq": 8},
+      "inputs": [{"name": "x", "shape": ["batch", "seq", 64]},
+                 {"name": "image", "shape": ["batch", 16, 32], "prefill_only": true}],
+      "outputs": ["lm_head", "projector"],
+      "layers": [{"name": "lm_head", "op": "linear", "input": "x", "out_features": 1000,
+                  "bias": )") +
+                           (with_bias ? "true" : "false") +
+                           R"(},
+                 {"name": "projector", "op": "linear", "input": "image", "out_features": 64}]})";
+  return capcalc::parse_model(text, "lm.json");
+}
+
+}  // namespace
+
+// vLLM samples from hidden_states[logits_indices], SGLang's LogitsProcessor prunes an extend
+// batch to each sequence's last index, TensorRT-LLM gathers the last tokens before its LM head
+// and transformers' generate() passes logits_to_keep = 1: a prefill's LM head runs on one row
+// per sequence, not on every prompt token.
+TEST_CASE("graph: a serving prefill's logits are each sequence's last token's", "[graph]") {
+  Graph g = with_logits(true);
+  const capcalc::LayerCounts full = g.layers[0].counts;
+  CHECK(full.macs == 2 * 8 * 64 * 1000);
+  CHECK(capcalc::last_token_logits(g) == 1);
+  const capcalc::LayerCounts& c = g.layers[0].counts;
+  CHECK(g.layers[0].output == capcalc::Shape{2, 1, 1000});
+  CHECK(c.macs == 2 * 64 * 1000);
+  CHECK(c.other_flops == 2 * 1000);  // The bias, per row.
+  CHECK(c.input_elements == 2 * 64);
+  CHECK(c.output_elements == 2 * 1000);
+  CHECK(c.backward_macs == full.backward_macs / 8);
+  // The weights are the same weights, read whole.
+  CHECK(c.params == full.params);
+  CHECK(c.weight_elements_read == full.weight_elements_read);
+  REQUIRE(g.layers[0].traits.gemm);
+  CHECK(g.layers[0].traits.gemm->m == 2);
+  CHECK(g.layers[0].traits.gemm->n == 1000);
+  CHECK(g.layers[0].traits.gemm->k == 64);
+  // The image's projector is no logits: computed from a prefill-only input alone.
+  CHECK(g.layers[1].output == capcalc::Shape{2, 16, 64});
+  CHECK(g.layers[1].counts.macs == 2 * 16 * 32 * 64);
+  // Once only: the recounted head has one token, which is already the last.
+  CHECK(capcalc::last_token_logits(g) == 0);
+  CHECK(g.layers[0].counts.macs == 2 * 64 * 1000);
+}
+
+TEST_CASE("graph: only outputs with a token axis are recounted as a prefill's logits", "[graph]") {
+  // A decode step has one token per sequence already.
+  capcalc::ModelOptions one;
+  one.dims["seq"] = 1;
+  Graph step = capcalc::parse_model(R"({"format": "capcalc-model/1", "name": "lm",
+      "dims": {"batch": 2, "seq": 8}, "inputs": [{"name": "x", "shape": ["batch", "seq", 64]}],
+      "layers": [{"name": "lm_head", "op": "linear", "out_features": 1000}]})",
+                                    "lm.json", one);
+  CHECK(capcalc::last_token_logits(step) == 0);
+  // Rows folded into one axis ([tokens, features]) say nothing of the sequences.
+  Graph flat = capcalc::parse_model(R"({"format": "capcalc-model/1", "name": "lm",
+      "inputs": [{"name": "x", "shape": [16, 64]}],
+      "layers": [{"name": "lm_head", "op": "linear", "out_features": 1000}]})",
+                                    "lm.json");
+  CHECK(capcalc::last_token_logits(flat) == 0);
+  CHECK(flat.layers[0].counts.macs == 16 * 64 * 1000);
+  // An output that is not a product with weights (a norm) is left alone.
+  Graph norm = capcalc::parse_model(R"({"format": "capcalc-model/1", "name": "lm",
+      "inputs": [{"name": "x", "shape": [2, 8, 64]}],
+      "layers": [{"name": "norm", "op": "rmsnorm"}]})",
+                                    "lm.json");
+  CHECK(capcalc::last_token_logits(norm) == 0);
+  // Nor is a layer that is not an output.
+  Graph inner = capcalc::parse_model(R"({"format": "capcalc-model/1", "name": "lm",
+      "inputs": [{"name": "x", "shape": [2, 8, 64]}],
+      "layers": [{"name": "fc", "op": "linear", "out_features": 64},
+                 {"name": "norm", "op": "rmsnorm"}]})",
+                                     "lm.json");
+  CHECK(capcalc::last_token_logits(inner) == 0);
+  CHECK(inner.layers[0].counts.macs == 2 * 8 * 64 * 64);
+}
+
+namespace {
+
 // x(1) -> a(10) -> b(20, saves 5) -> c(30) -> d(40), in the groups given.
 Graph four_layers(std::int32_t a, std::int32_t b, std::int32_t c, std::int32_t d) {
   Graph g = with_input(1);

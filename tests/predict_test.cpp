@@ -1208,6 +1208,37 @@ TEST_CASE("serving: prefill, decode, TTFT and capacity", "[predict][serving]") {
   CHECK(fp8.kv_bytes_per_token == Approx(512));
 }
 
+// Serving runtimes compute the logits of each sequence's last prompt token only (vLLM's
+// logits_indices, SGLang's LogitsProcessor, TensorRT-LLM's gather_last_token_logits,
+// transformers' logits_to_keep = 1): the decoder's output product runs on 4 rows, not 400.
+TEST_CASE("serving: the prefill's output product runs on each sequence's last token",
+          "[predict][serving]") {
+  ServingRequest request;
+  request.prompt_tokens = 100;
+  request.output_tokens = 2;
+  Workload w;
+  w.precision = Precision::kFp16;
+  const ServingEstimate s =
+      estimate_serving([](std::int64_t seq, std::int64_t cached) { return decoder(seq, cached); },
+                       round_device(), round_params(), w, request);
+  const Estimate full = estimate(decoder(100, 0), round_device(), round_params(), w);
+  REQUIRE(s.prefill.layers.size() == full.layers.size());
+  const LayerEstimate& head = s.prefill.layers.back();
+  // 4 rows x 512 x 512 MACs; 4 x 512 in, 512 x 512 weights, 4 x 512 out, 2 bytes each, at
+  // half of 1 TB/s: memory-bound, 1.06 us.
+  CHECK(head.flops == Approx(2.0 * 4 * 512 * 512));
+  CHECK(head.bytes == Approx((4.0 * 512 + 512 * 512 + 4 * 512) * 2));
+  CHECK(head.memory_s == Approx((4.0 * 512 + 512 * 512 + 4 * 512) * 2 / 0.5e12));
+  CHECK(head.bound == Bound::kMemory);
+  // Over every prompt token it would be 400 rows: compute-bound at half of 100 TFLOP/s.
+  CHECK(full.layers.back().flops == Approx(2.0 * 400 * 512 * 512));
+  CHECK(s.prefill.flops == Approx(full.flops - 2.0 * 396 * 512 * 512));
+  CHECK(s.ttft_s < full.latency_s);
+  // Every other layer is the same.
+  for (std::size_t i = 0; i + 1 < full.layers.size(); ++i)
+    CHECK(s.prefill.layers[i].time_s == Approx(full.layers[i].time_s));
+}
+
 TEST_CASE("serving: weight-only int4 stores 4.125 bits per weight", "[predict][serving]") {
   CHECK(weight_bytes_per_element(Precision::kInt4) == Approx(0.515625));
   Workload w;

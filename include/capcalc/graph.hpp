@@ -248,6 +248,17 @@ double kv_cache_share(const LayerCounts& counts, std::int64_t tp);
 /// Returns how many layers it dropped.
 std::int64_t drop_prefill_only_layers(Graph& graph);
 
+/// LLM serving prefill: runtimes compute the logits of each sequence's last prompt token only,
+/// the one the next token is sampled from (vLLM's logits_indices, SGLang's LogitsProcessor,
+/// TensorRT-LLM's gather_last_token_logits, transformers' generate with logits_to_keep = 1).
+/// Each model output that a matrix layer with weights makes from token rows ([..., tokens,
+/// features], tokens > 1, its GEMM rows all the leading axes) is recounted for one token per
+/// sequence: its per-row counts divided by the tokens, its output's token axis 1. Outputs
+/// computed from prefill-only inputs alone (an image's projector) and outputs whose token axis
+/// is folded into another (a [tokens, vocab] MatMul) keep theirs. Returns how many layers it
+/// changed; a second call changes none.
+std::int64_t last_token_logits(Graph& graph);
+
 /// Inputs left out of a run: every layer computed from omitted inputs alone becomes a view that
 /// does no work; its parameters stay (the weights are still loaded). Returns how many layers.
 std::int64_t omit_input_layers(Graph& graph);

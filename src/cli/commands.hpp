@@ -31,6 +31,7 @@ struct ModelArgs {
   std::vector<std::string> input_shapes;    ///< ONNX: "name=1x3x224x224"
   bool strict = false;                      ///< ONNX: unknown operators are an error.
   std::vector<std::string> omitted_inputs;  ///< Optional inputs this run leaves out.
+  bool last_token_logits = false;           ///< LLM prefill: logits for the last token only.
 };
 
 void add_model_options(CLI::App& sub, ModelArgs& args);
@@ -50,7 +51,8 @@ struct ServingArgs {
 
 /// `prompt_help` says what the command does with the prompt.
 void add_serving_options(CLI::App& sub, ServingArgs& args, const std::string& prompt_help);
-/// The prefill's model: `model` with "seq" the prompt. A model without a "seq" dimension is an
+/// The prefill's model: `model` with "seq" the prompt, its logits the last token's
+/// (last_token_logits). A model without a "seq" dimension is an
 /// error naming the file; an ONNX export that leaves its sequence unset takes the prompt's.
 ModelArgs prefill_args(const ModelArgs& model, const ServingArgs& serving);
 /// The model at `batch` sequences of `seq` new tokens over `cached` ones (a model without a

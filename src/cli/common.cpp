@@ -143,6 +143,7 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
     fmt::print(stderr, "warning: {} node{} of unknown operators counted as zero: {}\n", nodes,
                nodes == 1 ? "" : "s", fmt::join(parts, ", "));
   }
+  if (args.last_token_logits) last_token_logits(graph);
   return graph;
 }
 
@@ -172,6 +173,7 @@ ModelArgs prefill_args(const ModelArgs& model, const ServingArgs& serving) {
   }
   ModelArgs prefill = model;
   prefill.sets.push_back("seq=" + std::to_string(serving.request().prompt_tokens));
+  prefill.last_token_logits = true;
   const Graph& probe = as_given ? *as_given : load_model_from(prefill);
   if (probe.dims.count("seq") == 0) {
     throw Error({model.path},
