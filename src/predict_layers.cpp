@@ -171,8 +171,8 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   // A runtime that launches each expert's products apart: its kernels per expert this device
   // holds (backward, as for any layer, twice the forward's unless the runtime says otherwise).
   const double local_experts = c.experts > 0 ? static_cast<double>(c.experts) / s.ep : 0;
-  const double kernels =
-      s.runtime.kernels(layer, s.act_bytes < 4) + s.runtime.local_expert_kernels * local_experts;
+  const double kernels = s.runtime.kernels(layer, s.act_bytes < 4, s.training) +
+                         s.runtime.local_expert_kernels * local_experts;
   const ExtraKernels extra = s.training ? training_extra_kernels(s, index) : ExtraKernels{};
   Work forward;
   forward.kernels = kernels + casts + input_casts + extra.forward;

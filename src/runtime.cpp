@@ -350,7 +350,7 @@ Runtime parse_runtime(const JsonView& entry) {
 
 }  // namespace
 
-double Runtime::kernels(const Layer& layer, bool narrow) const {
+double Runtime::kernels(const Layer& layer, bool narrow, bool training) const {
   if (layer.view) return 0;
   if (narrow) {
     for (const auto& [op, count] : kernels_per_op_16bit) {
@@ -362,8 +362,9 @@ double Runtime::kernels(const Layer& layer, bool narrow) const {
   }
   double count = kernels_per_class[static_cast<std::size_t>(layer.traits.op_class)];
   if (layer.traits.rotary) count += rotary_kernels;
-  // A decode step appends this token's keys and values to the cache.
-  if (layer.counts.kv_cache_read_elements > 0) count += cache_update_kernels;
+  // Inference fills the KV cache: the prefill with the prompt's keys and values, a decode step
+  // with its token's.
+  if (layer.counts.kv_cache_per_token > 0 && !training) count += cache_update_kernels;
   return count;
 }
 

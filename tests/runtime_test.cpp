@@ -108,7 +108,8 @@ TEST_CASE("runtime: bad entries are located errors", "[runtime][errors]") {
 }
 
 // Kernels per layer, by hand: RMSNorm 8 (its operator's row), attention 6 + 10 for its rotary
-// embedding (+ 2 for the cache update in a decode step), add, linear and SiLU one each.
+// embedding + 2 for the cache update (prefill and decode alike; none in training), add, linear
+// and SiLU one each.
 TEST_CASE("runtime: kernels per layer come from class, operator and attention extras",
           "[runtime]") {
   const RuntimeTable table = parse_runtimes(kTable, "rt.json");
@@ -117,17 +118,18 @@ TEST_CASE("runtime: kernels per layer come from class, operator and attention ex
   REQUIRE(prefill.layers.size() == 5);
   CHECK(prefill.layers[1].traits.rotary);
   CHECK(eager.kernels(prefill.layers[0]) == 8);
-  CHECK(eager.kernels(prefill.layers[1]) == 6 + 10);
+  CHECK(eager.kernels(prefill.layers[1]) == 6 + 10 + 2);
   CHECK(eager.kernels(prefill.layers[2]) == 1);
   CHECK(eager.kernels(prefill.layers[4]) == 1);
   const Graph decode = tiny_decoder(1, 16);
   CHECK(eager.kernels(decode.layers[1]) == 6 + 10 + 2);
+  CHECK(eager.kernels(prefill.layers[1], false, true) == 6 + 10);  // Training: no cache.
   // The generic runtime of a profile: one kernel per layer, none for views.
   CHECK(generic_runtime(Profile::kEager).kernels(prefill.layers[1]) == 1);
 }
 
 // Every layer is overhead-bound: the pass takes kernels x the runtime's 2 us host cost, not the
-// hardware table's 1 us eager floor: (8 + 16 + 1 + 1 + 1) x 2 us = 54 us.
+// hardware table's 1 us eager floor: (8 + 18 + 1 + 1 + 1) x 2 us = 58 us.
 TEST_CASE("runtime: its host cost per kernel replaces the profile's floor", "[runtime][predict]") {
   const RuntimeTable table = parse_runtimes(kTable, "rt.json");
   const Runtime& eager = table.get("slow-eager");
@@ -137,9 +139,9 @@ TEST_CASE("runtime: its host cost per kernel replaces the profile's floor", "[ru
   w.runtime = eager;
   const Estimate e = estimate(g, round_gpu(), round_params(), w);
   CHECK(e.runtime == "slow-eager");
-  CHECK(e.kernels == 27);
+  CHECK(e.kernels == 29);
   CHECK(e.floor_s == Approx(2e-6));
-  CHECK(e.latency_s == Approx(27 * 2e-6));
+  CHECK(e.latency_s == Approx(29 * 2e-6));
   // Without a runtime: one kernel per layer at the eager floor of the hardware table.
   Workload plain;
   plain.precision = Precision::kFp16;

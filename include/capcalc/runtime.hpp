@@ -138,7 +138,9 @@ struct Runtime {
   std::vector<std::pair<std::string, double>> kernels_per_op;
   /// Kernels a rotary position embedding adds to an attention layer that applies one.
   double rotary_kernels = 0;
-  /// Kernels a decode step's KV-cache update adds to each self-attention layer.
+  /// Kernels the KV-cache update adds to each causal self-attention layer in inference: the
+  /// prefill fills the cache as a decode step extends it (transformers' DynamicCache.update
+  /// concatenates in both); training keeps no cache.
   double cache_update_kernels = 0;
   /// Kernels a mixture-of-experts layer adds per routed expert the device holds (experts /
   /// expert-parallel size): runtimes that launch each expert's products apart (Transformer
@@ -167,8 +169,9 @@ struct Runtime {
   std::string notes;
   std::optional<ServingDefaults> serving;  ///< LLM serving runtimes only.
 
-  /// Kernels one forward pass of `layer` launches (0 for views); `narrow`: 16-bit activations.
-  double kernels(const Layer& layer, bool narrow = false) const;
+  /// Kernels one forward pass of `layer` launches (0 for views); `narrow`: 16-bit activations;
+  /// `training`: a training step's forward, which keeps no KV cache.
+  double kernels(const Layer& layer, bool narrow = false, bool training = false) const;
   /// False for an operator in `unfused_ops`: a fusing profile may fold the others away.
   bool fuses(const Layer& layer) const;
   /// Kernels autograd launches for `layer`'s backward, given its forward's.
