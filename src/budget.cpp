@@ -627,8 +627,9 @@ CheckReport check_budgets(const std::vector<Budget>& budgets, const HardwareTabl
       }
       std::vector<CheckResult> results;
       try {
-        results = check_limits(graph, *device, table.performance_for(*device), budget.precision,
-                               budget.request, budget.limits, budget.name);
+        results = check_limits(graph, *device, table.performance_for(*device),
+                               precision_on(budget.request.workload, *device), budget.request,
+                               budget.limits, budget.name);
       } catch (const Error& e) {
         if (!e.where().file.empty()) throw;
         throw Error(budget.where, e.message());

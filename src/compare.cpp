@@ -102,6 +102,7 @@ std::vector<std::string_view> compare_sort_names() {
 
 CompareRow compare_row(const Graph& graph, const Device& device, const PerformanceParams& params,
                        Precision precision, const CompareRequest& request) {
+  if (request.workload.serving_default_precision) precision = llm_serving_precision(device);
   CompareRow row;
   row.device = &device;
   row.batch = graph.batch;
@@ -255,6 +256,9 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
     for (CompareRow& row : group)
       out.rows.push_back(std::move(row));
   }
+  // Serving's default precision differs by device (fp16 where bf16 is missing): a column then.
+  for (const CompareRow& row : out.rows)
+    out.precision_sweep = out.precision_sweep || row.precision != out.rows.front().precision;
   return out;
 }
 

@@ -420,6 +420,14 @@ double training_model_flops(const Graph& graph, const Workload& workload) {
   return flops;
 }
 
+Precision llm_serving_precision(const Device& device) {
+  return device.supports(Precision::kBf16) ? Precision::kBf16 : Precision::kFp16;
+}
+
+Precision precision_on(const Workload& workload, const Device& device) {
+  return workload.serving_default_precision ? llm_serving_precision(device) : workload.precision;
+}
+
 Estimate estimate(const Graph& graph, const Device& device, const PerformanceParams& params,
                   const Workload& workload) {
   return estimate_schedule(estimate_layers(graph, device, params, workload), graph, device, params,

@@ -350,7 +350,7 @@ Runtime parse_runtime(const JsonView& entry) {
 
 }  // namespace
 
-double Runtime::kernels(const Layer& layer, bool narrow, bool training) const {
+double Runtime::kernels(const Layer& layer, bool narrow, bool training_step) const {
   if (layer.view) return 0;
   if (narrow) {
     for (const auto& [op, count] : kernels_per_op_16bit) {
@@ -364,7 +364,7 @@ double Runtime::kernels(const Layer& layer, bool narrow, bool training) const {
   if (layer.traits.rotary) count += rotary_kernels;
   // Inference fills the KV cache: the prefill with the prompt's keys and values, a decode step
   // with its token's.
-  if (layer.counts.kv_cache_per_token > 0 && !training) count += cache_update_kernels;
+  if (layer.counts.kv_cache_per_token > 0 && !training_step) count += cache_update_kernels;
   return count;
 }
 

@@ -42,7 +42,12 @@ Precision precision_of(const std::string& name, std::string_view key, const Spec
 
 // The names: precision, mode, profile, sparsity and optimizer.
 void read_names(const WorkloadSpec& spec, const SpecLocations* where, Workload& w) {
-  w.precision = precision_of(spec.precision, "precision", where);
+  if (spec.precision.empty()) {
+    w.serving_default_precision = spec.prompt_tokens.has_value();
+    w.precision = w.serving_default_precision ? Precision::kBf16 : Precision::kFp32;
+  } else {
+    w.precision = precision_of(spec.precision, "precision", where);
+  }
   const std::optional<Mode> mode = parse_mode(spec.mode);
   if (!mode) {
     fail(where, "mode",

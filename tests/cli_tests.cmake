@@ -345,7 +345,17 @@ capcalc_cli_ok(check_llm_tokens "^ok    llama2_7b on a100-sxm4-80gb \\(inference
                check llama2_7b --gpu A100 --precision fp16 --min-throughput "3k tokens/s")
 capcalc_cli_ok(check_llm_sequences "throughput 2.55 sequences/s within min 120sequences/min \\(margin 0.55 sequences/s, 27.3 %\\)"
                check llama2_7b --gpu A100 --precision fp16 --min-throughput 120sequences/min)
-capcalc_cli_ok(check_serving_tokens "serving 512 prompt \\+ 128 generated tokens\\): throughput 29.9 generated tokens/s within min 10 tokens/s \\(margin 19.9 generated tokens/s, 198.9 %\\)"
+# LLM serving without --precision takes bf16, as serve does, and fp16 on a device without a
+# bf16 peak (T4); compare then shows each row's precision.
+capcalc_cli_ok(serving_default_precision "workload +inference, bf16, batch 1, prompt 100"
+               estimate llama2_7b --gpu H100 --prompt-tokens 100)
+capcalc_cli_ok(serving_default_precision_fp16 "workload +inference, fp16, batch 1, prompt 100"
+               estimate llama2_7b --gpu T4 --prompt-tokens 100)
+capcalc_cli_ok(serving_default_precision_compare "h100-sxm \\(80 GB\\)\nbf16 .*t4 \\(16 GB\\)\nfp16 "
+               compare llama2_7b --gpu t4,h100 --prompt-tokens 100)
+capcalc_cli_ok(serving_default_precision_serve "llama2_7b on NVIDIA T4, 1 replica, fp16"
+               serve llama2_7b --gpu T4 --rate 1/s --prompt-tokens 100 --requests 10)
+capcalc_cli_ok(check_serving_tokens "serving 512 prompt \\+ 128 generated tokens\\): throughput 46.7 generated tokens/s within min 10 tokens/s \\(margin 36.7 generated tokens/s, 366.7 %\\)"
                check llama2_7b --gpu A100 --prompt-tokens 512 --min-throughput "10 tokens/s")
 capcalc_cli_ok(check_budget_tokens "ok    llama-tokens on a100-sxm4-80gb \\(inference, fp16, batch 1, seq 4,096\\): throughput 10.4 k tokens/s within min 3k tokens/s.*ok    llama-sequences .*: throughput 2.55 sequences/s within min 2 sequences/s.*ok    resnet50-images .*: throughput 766 images/s within min 700 images/s.*all 3 budgets hold"
                check --budget tests/cli/budget_tokens.json)
@@ -592,7 +602,7 @@ add_test(NAME cli.check_workload_flags_default
                  "-DSTDOUT_REGEX=FAIL  resnet50 on a100-sxm4-80gb \\(training, fp32, batch 256\\): memory 38.9 GB exceeds max 20GB"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-capcalc_cli_ok(check_kv_precision "memory 40.9 GB within max 80GB"
+capcalc_cli_ok(check_kv_precision "memory 25.1 GB within max 80GB"
                check llama2_7b --hw H100 --max-memory 80GB --prompt-tokens 1000
                --output-tokens 100 --batch 32 --kv-precision fp8)
 

@@ -17,7 +17,7 @@ capcalc_cli_ok(words_compare_moe "^mixtral_8x7b_hf \\(46.7 G params, 12.9 G acti
                compare mixtral_8x7b_hf --hw h100,b200 --precision bf16 --prompt-tokens 2048)
 capcalc_cli_ok(words_check_one "ok    gpt2 on h100-sxm \\(inference, fp32, batch 1, seq 1,024\\): latency .*\n1 budget holds\n$"
                check gpt2 --gpu h100 --max-latency 1s)
-capcalc_cli_ok(words_check_serving "\\(inference, fp32, batch 1, serving 2,048 prompt \\+ 128 generated tokens\\)"
+capcalc_cli_ok(words_check_serving "\\(inference, bf16, batch 1, serving 2,048 prompt \\+ 128 generated tokens\\)"
                check llama2_7b --gpu h100 --max-latency 1000s --prompt-tokens 2048)
 
 # report and roofline take estimate's serving flags and draw prefill and decode apart.

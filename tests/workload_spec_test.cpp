@@ -6,8 +6,10 @@
 #include <string>
 
 #include "capcalc/error.hpp"
+#include "capcalc/predict.hpp"
 
 #include "catch.hpp"
+#include "round_device.hpp"
 
 using namespace capcalc;
 
@@ -124,6 +126,31 @@ TEST_CASE("workload_from: serving is inference, and only it stores a KV cache", 
   spec.mode = "training";
   CHECK(as_flags(spec) ==
         "--prompt-tokens and --output-tokens describe serving: use --mode inference");
+}
+
+// Without a precision, LLM serving takes bf16 as `serve` does (fp16 on a device without bf16,
+// the round GPU's case: it has fp32 and fp16 peaks only); everything else fp32.
+TEST_CASE("workload_from: LLM serving defaults to bf16, else fp32", "[workload_spec]") {
+  WorkloadSpec spec;
+  const Device round = test::round_device();
+  Device with_bf16 = round;
+  with_bf16.dense_peak[static_cast<std::size_t>(Precision::kBf16)] = {20e12, 100e12};
+  Workload plain = workload_from(spec);
+  CHECK(plain.precision == Precision::kFp32);
+  CHECK(!plain.serving_default_precision);
+  CHECK(precision_on(plain, round) == Precision::kFp32);
+  spec.prompt_tokens = 512;
+  const Workload serving = workload_from(spec);
+  CHECK(serving.precision == Precision::kBf16);
+  CHECK(serving.serving_default_precision);
+  CHECK(precision_on(serving, with_bf16) == Precision::kBf16);
+  CHECK(precision_on(serving, round) == Precision::kFp16);
+  // A precision given is kept, on any device.
+  spec.precision = "fp32";
+  const Workload given = workload_from(spec);
+  CHECK(given.precision == Precision::kFp32);
+  CHECK(!given.serving_default_precision);
+  CHECK(precision_on(given, round) == Precision::kFp32);
 }
 
 TEST_CASE("workload_from: with locations, an error is at the key it blames, keys quoted",

@@ -87,6 +87,9 @@ double optimizer_update_bytes(Optimizer optimizer);
 /// How the model is run.
 struct Workload {
   Precision precision = Precision::kFp32;  ///< Weights, activations and math.
+  /// `precision` was not given to an LLM-serving workload, which took bf16: precision_on()
+  /// makes it fp16 on a device without a bf16 peak.
+  bool serving_default_precision = false;
   Mode mode = Mode::kInference;
   std::optional<Profile> profile;  ///< Unset: the device type's default.
   /// The runtime that runs the model (its profile replaces `profile`, its kernel counts the
@@ -166,6 +169,14 @@ struct Workload {
   /// default (PyTorch's convolutions: torch.backends.cudnn.allow_tf32 = False).
   bool strict_fp32 = false;
 };
+
+/// The precision LLM serving takes where none is given: bf16, as the checkpoints people serve
+/// are stored, or fp16 on a device without a bf16 peak (T4, V100).
+Precision llm_serving_precision(const Device& device);
+
+/// The workload's precision on `device`: llm_serving_precision() where the workload took
+/// serving's default (serving_default_precision), else its own.
+Precision precision_on(const Workload& workload, const Device& device);
 
 /// Time of one layer for one step (forward; forward + backward in training).
 struct LayerEstimate {

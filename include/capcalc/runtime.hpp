@@ -170,8 +170,8 @@ struct Runtime {
   std::optional<ServingDefaults> serving;  ///< LLM serving runtimes only.
 
   /// Kernels one forward pass of `layer` launches (0 for views); `narrow`: 16-bit activations;
-  /// `training`: a training step's forward, which keeps no KV cache.
-  double kernels(const Layer& layer, bool narrow = false, bool training = false) const;
+  /// `training_step`: a training step's forward, which keeps no KV cache.
+  double kernels(const Layer& layer, bool narrow = false, bool training_step = false) const;
   /// False for an operator in `unfused_ops`: a fusing profile may fold the others away.
   bool fuses(const Layer& layer) const;
   /// Kernels autograd launches for `layer`'s backward, given its forward's.

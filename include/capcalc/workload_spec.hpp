@@ -47,7 +47,9 @@ inline constexpr std::int64_t kMaxLoraRank = 65536;
 /// Every workload setting as written; names are checked by workload_from(). Defaults are
 /// Workload's.
 struct WorkloadSpec {
-  std::string precision = "fp32";  ///< `precision`: weights, activations and math.
+  /// `precision`: weights, activations and math; "": bf16 for LLM serving (`prompt_tokens`,
+  /// Workload::serving_default_precision), else fp32.
+  std::string precision;
   std::string mode = "inference";  ///< `mode`: "inference" or "training".
   std::string profile;             ///< `profile`; "": the device type's default.
   /// `runtime`: an id or alias, resolved by the caller; "": none. Its profile replaces

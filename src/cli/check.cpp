@@ -73,12 +73,12 @@ CheckReport check_flags(const CheckOptions& options, const HardwareTable& table)
       serving ? prefill_args(options.model, options.serving)
               : training_batch_or_given(options.model, request.workload, batch_note));
   warn_training_batch(batch_note, graph);
-  const Precision precision = request.workload.precision;
   CheckReport report;
   for (const std::string& name : options.devices) {
     const Device& device = table.get(name);
-    for (CheckResult& r : check_limits(graph, device, table.performance_for(device), precision,
-                                       request, limits, graph.name)) {
+    for (CheckResult& r :
+         check_limits(graph, device, table.performance_for(device),
+                      precision_on(request.workload, device), request, limits, graph.name)) {
       report.results.push_back(std::move(r));
     }
   }
@@ -128,8 +128,10 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->delimiter(',');
   add_hardware_options(*sub, options->hardware);
   WorkloadArgs& workload = options->workload;
-  one_of(sub->add_option("-p,--precision", workload.precision, "Number format"), precision_names())
-      ->capture_default_str();
+  one_of(sub->add_option("-p,--precision", workload.precision,
+                         "Number format (default: bf16 for LLM serving, --prompt-tokens, fp16 on "
+                         "a device without bf16; else fp32)"),
+         precision_names());
   one_of(sub->add_option("-m,--mode", workload.mode, "inference or training"), mode_names())
       ->capture_default_str();
   one_of(sub->add_option("--profile", workload.profile,

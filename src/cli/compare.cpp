@@ -73,7 +73,13 @@ void run_compare(const CompareOptions& options) {
   std::vector<Precision> precisions;
   for (const std::string& name : options.precisions)
     precisions.push_back(precision_from(name));
-  if (precisions.empty()) precisions.push_back(Precision::kFp32);
+  // Without --precision LLM serving takes bf16 (fp16 on a device without it, in compare_row),
+  // anything else fp32.
+  if (!precisions.empty()) request.workload.serving_default_precision = false;
+  if (precisions.empty()) {
+    precisions.push_back(request.workload.serving_default_precision ? Precision::kBf16
+                                                                    : Precision::kFp32);
+  }
 
   const RuntimeTable runtimes = load_runtime_table(options.workload.runtime_files);
   if (!spec.runtime.empty()) request.workload.runtime = runtimes.get(spec.runtime);

@@ -347,7 +347,9 @@ PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool 
   check_flag_use(o, llm);
   const Device& device = table.get(o.device);
   Workload workload;
-  workload.precision = precision_from(o.precision.empty() ? (llm ? "bf16" : "fp32") : o.precision);
+  workload.precision = !o.precision.empty() ? precision_from(o.precision)
+                       : llm                ? llm_serving_precision(device)
+                                            : Precision::kFp32;
   if (!o.weight_precision.empty()) workload.weight_precision = precision_from(o.weight_precision);
   if (!o.kv_precision.empty()) workload.kv_precision = precision_from(o.kv_precision);
   workload.tensor_parallel = o.tensor_parallel;
@@ -654,8 +656,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   sub->add_option("-g,--gpu,--hw,--device", o->device, "Device id or alias from the hardware table")
       ->required();
   add_hardware_options(*sub, o->hardware);
-  one_of(sub->add_option("-p,--precision", o->precision,
-                         "Number format (default bf16 for an LLM, else fp32)"),
+  one_of(sub->add_option(
+             "-p,--precision", o->precision,
+             "Number format (default bf16 for an LLM, fp16 on a device without bf16; else fp32)"),
          precision_names());
   one_of(sub->add_option("--weight-precision", o->weight_precision,
                          "Weight storage if it differs (int4/int8 weight-only quantisation)"),

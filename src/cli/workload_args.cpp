@@ -66,6 +66,7 @@ std::unique_ptr<SingleEstimate> run_single_estimate(const SingleEstimateArgs& ar
   e->table = load_table(args.hardware);
   e->device = &e->table.get(args.device);
   e->workload = workload_from(spec);
+  e->workload.precision = precision_on(e->workload, *e->device);
   const ModelArgs& given = model != nullptr ? *model : args.model;
   e->graph =
       load_model_from(e->workload.mode == Mode::kTraining ? training_batch_args(given, *e) : given);

@@ -142,9 +142,9 @@ struct WorkloadArgs : WorkloadSpec {
 inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
   WorkloadSpec& spec = args;
   one_of(sub.add_option("-p,--precision", spec.precision,
-                        "Number format of weights, activations and math"),
-         precision_names())
-      ->capture_default_str();
+                        "Number format of weights, activations and math (default: bf16 for LLM "
+                        "serving, --prompt-tokens, fp16 on a device without bf16; else fp32)"),
+         precision_names());
   one_of(sub.add_option("-m,--mode", spec.mode, "inference (a forward pass) or training (a step)"),
          mode_names())
       ->capture_default_str();
