@@ -1167,6 +1167,16 @@ Graph decoder(std::int64_t seq, std::int64_t cached, std::int64_t window = 0) {
       "dec.json", options);
 }
 
+// The decoder above serving a request of `prompt` + `output` tokens on the round GPU.
+ServingEstimate serve_decoder(std::int64_t prompt, std::int64_t output, const Workload& w) {
+  ServingRequest request;
+  request.prompt_tokens = prompt;
+  request.output_tokens = output;
+  return estimate_serving(
+      [](std::int64_t seq, std::int64_t cached) { return decoder(seq, cached); }, round_device(),
+      round_params(), w, request);
+}
+
 }  // namespace
 
 TEST_CASE("serving: the KV cache is GQA-aware and honours the window", "[predict][serving]") {
@@ -1182,14 +1192,9 @@ TEST_CASE("serving: the KV cache is GQA-aware and honours the window", "[predict
 }
 
 TEST_CASE("serving: prefill, decode, TTFT and capacity", "[predict][serving]") {
-  ServingRequest request;
-  request.prompt_tokens = 100;
-  request.output_tokens = 21;
   Workload w;
   w.precision = Precision::kFp16;
-  const ServingEstimate s =
-      estimate_serving([](std::int64_t seq, std::int64_t cached) { return decoder(seq, cached); },
-                       round_device(), round_params(), w, request);
+  const ServingEstimate s = serve_decoder(100, 21, w);
   CHECK(s.mean_context == 110);  // Steps read 100 .. 119 cached tokens.
   CHECK(s.ttft_s == Approx(s.prefill.latency_s));
   CHECK(s.decode_step_s == Approx(s.decode.latency_s));
@@ -1202,9 +1207,7 @@ TEST_CASE("serving: prefill, decode, TTFT and capacity", "[predict][serving]") {
   CHECK(s.max_cached_tokens == static_cast<std::int64_t>((16e9 - weights) / (512 * 2)));
   // A narrower KV cache holds more tokens.
   w.kv_precision = Precision::kFp8;
-  const ServingEstimate fp8 =
-      estimate_serving([](std::int64_t seq, std::int64_t cached) { return decoder(seq, cached); },
-                       round_device(), round_params(), w, request);
+  const ServingEstimate fp8 = serve_decoder(100, 21, w);
   CHECK(fp8.kv_bytes_per_token == Approx(512));
 }
 
@@ -1213,14 +1216,9 @@ TEST_CASE("serving: prefill, decode, TTFT and capacity", "[predict][serving]") {
 // transformers' logits_to_keep = 1): the decoder's output product runs on 4 rows, not 400.
 TEST_CASE("serving: the prefill's output product runs on each sequence's last token",
           "[predict][serving]") {
-  ServingRequest request;
-  request.prompt_tokens = 100;
-  request.output_tokens = 2;
   Workload w;
   w.precision = Precision::kFp16;
-  const ServingEstimate s =
-      estimate_serving([](std::int64_t seq, std::int64_t cached) { return decoder(seq, cached); },
-                       round_device(), round_params(), w, request);
+  const ServingEstimate s = serve_decoder(100, 2, w);
   const Estimate full = estimate(decoder(100, 0), round_device(), round_params(), w);
   REQUIRE(s.prefill.layers.size() == full.layers.size());
   const LayerEstimate& head = s.prefill.layers.back();
