@@ -316,8 +316,22 @@ std::string explain_replicas(const ReportInput& in) {
 
 }  // namespace
 
+// LLM serving: what the prefill and the decode step are estimates of.
+std::string explain_serving(const ReportInput& in) {
+  if (in.request == nullptr || in.serving == nullptr) return "";
+  return fmt::format(
+      "  prefill      the {} prompt tokens of each sequence through every layer; the model's\n"
+      "               output product (its LM head) on the last token only, as serving\n"
+      "               runtimes compute no other logits (last_token_logits)\n"
+      "  decode step  one token per sequence over a KV cache of {} tokens, the mean context\n"
+      "               of the {} steps after the first token; TTFT is the prefill\n",
+      format_grouped(in.request->prompt_tokens), format_grouped(in.serving->mean_context),
+      format_grouped(in.request->output_tokens - 1));
+}
+
 std::string render_explain_text(const ReportInput& in) {
-  return explain_rates(in) + explain_memory(in) + explain_split(in) + explain_replicas(in);
+  return explain_rates(in) + explain_memory(in) + explain_serving(in) + explain_split(in) +
+         explain_replicas(in);
 }
 
 }  // namespace capcalc

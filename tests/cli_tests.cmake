@@ -104,6 +104,8 @@ capcalc_cli_ok(training_tokens "Training run \\(488 k samples\\)"
 # decoder (Kaplan et al. 2020, Table 1), the leftovers (norms, softmax) only add.
 capcalc_cli_ok(explain_6nd "check +[0-9.]+ G FLOPs per token counted.*6N = [0-9.]+ G: N = [0-9.]+ G weights used per token \\(params: 6.74 G\\)\n +attention = 6 x \\(QK \\+ AV\\) MACs per token = [0-9.]+ G\n +6N \\+ attention = [0-9.]+ G; the count is \\+0\\.[0-9] % from it"
                estimate data/models/llama2_7b_hf.json --gpu H100 --mode training --precision bf16 --explain)
+capcalc_cli_ok(explain_serving "prefill +the 1,000 prompt tokens of each sequence through every layer.*on the last token only.*decode step +one token per sequence over a KV cache of 1,099 tokens, the mean context\n +of the 199 steps after the first token"
+               estimate data/models/llama3_8b.json --gpu H100 --prompt-tokens 1000 --output-tokens 200 --explain)
 capcalc_cli_ok(explain "How these figures were computed.*matrix rate +312 TFLOP/s bf16 matrix peak"
                estimate data/models/resnet50.json --gpu A100 --precision bf16 --explain)
 # Compiled: 118 of eager's 174 kernels fuse into their neighbours; the 56 left at the 7 µs
