@@ -1035,6 +1035,13 @@ TEST_CASE("ops: moe counts every expert's parameters and the chosen experts' MAC
   // Weight and input gradients of every product (the input needs a gradient
   // here).
   CHECK(moe.counts.backward_macs == 2 * moe.counts.macs);
+  // Traffic: the input once for the router and once per chosen expert's gate and up; router
+  // logits, per pair gate, up and their product (3 h) and the down output (d), each written
+  // once and read once (the down outputs by the weighted sum); the output once.
+  const std::int64_t intermediates = tokens * e + tokens * k * (3 * h + d);
+  CHECK(moe.counts.input_elements == tokens * d + tokens * k * d + intermediates);
+  CHECK(moe.counts.output_elements == tokens * d + intermediates);
+  CHECK(moe.counts.saved_elements == intermediates);
   const GraphTotals t = capcalc::graph_totals(g);
   CHECK(t.params == d + moe.counts.params);
   CHECK(t.active_params == d + moe.counts.active_params);

@@ -1531,12 +1531,13 @@ TEST_CASE("predict: an MoE layer reads only the experts its batch touches", "[pr
   CHECK(moe(3).layers[0].counts.weight_elements_read == router + 6 * expert);
   CHECK(moe(8).layers[0].counts.weight_elements_read == router + 8 * expert);
   // At batch 1 in fp16 the layer is memory-bound: its bytes are those weights plus its
-  // activations (input, output, router logits, and per pair the gate, up and product of 1024:
-  // 512 + 512 + 8 + 2 x 3 x 1024 elements, read and written) at 2 bytes over 0.5 TB/s.
+  // activations at 2 bytes over 0.5 TB/s: the input of 512 read by the router and by each of
+  // the 2 pairs' gate and up, the output of 512 written, and, each written and read, the 8
+  // router logits and per pair the gate, up and product of 1024 and the down output of 512.
   Workload w;
   w.precision = Precision::kFp16;
   const Estimate e = estimate(one, round_device(), round_params(), w);
-  const double activations = 2 * (512.0 + 8 + 2 * 3 * 1024);
+  const double activations = 512.0 + 2 * 512 + 512 + 2 * (8 + 2 * (3 * 1024 + 512));
   const double bytes = (static_cast<double>(router + 2 * expert) + activations) * 2;
   CHECK(e.layers[0].bound == Bound::kMemory);
   CHECK(e.layers[0].bytes == Approx(bytes));

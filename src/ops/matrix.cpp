@@ -297,13 +297,18 @@ OpResult infer_moe(OpContext& ctx) {
   // The experts a batch touches: at most one per token-expert pair (balanced routing).
   c.weight_elements_read =
       checked_add(checked_add(router, checked_mul(std::min(experts, routed), expert)), shared);
-  // Router logits, and per pair (and per token for the shared MLP) the gate and up outputs and
-  // their product: written once, read once, and kept for backward.
-  const std::int64_t intermediates =
-      checked_add(checked_add(checked_mul(tokens, experts), checked_mul(routed, 3, hidden)),
-                  checked_mul(tokens, 3, shared_hidden));
+  // Router logits, per pair (and per token for the shared MLP) the gate and up outputs and their
+  // product, and per pair the down projection's output, which the weighted sum reads (vLLM's
+  // fused_moe writes it per pair and moe_sum adds them; Hugging Face's loop and Megatron's
+  // unpermute alike): written once, read once, and kept for backward.
+  const std::int64_t intermediates = checked_add(
+      checked_add(checked_mul(tokens, experts), checked_mul(routed, checked_add(3 * hidden, d))),
+      checked_mul(tokens, 3, shared_hidden));
   c.output_elements = checked_add(element_count(in), intermediates);
-  c.input_elements = checked_add(element_count(in), intermediates);
+  // Each pair's gate and up products read its token's row: the input once per chosen expert,
+  // and once for the router and the shared MLP.
+  c.input_elements =
+      checked_add(checked_add(element_count(in), checked_mul(routed, d)), intermediates);
   c.saved_elements = intermediates;
   // Weight gradients always; the router's and the gate/up input gradients only if the input
   // needs one; the down projection's input gradient always (it leads to the gate/up weights).
