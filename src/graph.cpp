@@ -170,7 +170,8 @@ std::int64_t last_token_logits(Graph& graph) {
       continue;
     }
     const std::int64_t tokens = out[out.size() - 2];
-    if (tokens <= 1 || gemm->m != element_count(out) / out.back()) continue;
+    // (An empty output, a zero-sized axis, has no rows to keep.)
+    if (tokens <= 1 || out.back() <= 0 || gemm->m != element_count(out) / out.back()) continue;
     // A product with weights: every count but the weights' is per row, and the rows are the
     // sequences times their tokens.
     for (std::int64_t* per_row : {&c.macs, &c.other_flops, &c.input_elements, &c.output_elements,

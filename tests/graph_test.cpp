@@ -305,6 +305,14 @@ TEST_CASE("graph: only outputs with a token axis are recounted as a prefill's lo
                                      "lm.json");
   CHECK(capcalc::last_token_logits(inner) == 0);
   CHECK(inner.layers[0].counts.macs == 2 * 8 * 64 * 64);
+  // A hand-built product with an empty output (a zero-sized axis) has no rows to keep.
+  Graph empty = with_input(16);
+  empty.outputs = {add(empty, "head", {0}, 0)};
+  empty.layers[0].output = Shape{2, 8, 0};
+  empty.layers[0].traits.op_class = capcalc::OpClass::kMatrix;
+  empty.layers[0].traits.gemm = capcalc::GemmView{16, 0, 64, 1};
+  empty.layers[0].counts.weight_elements_read = 1;
+  CHECK(capcalc::last_token_logits(empty) == 0);
 }
 
 namespace {
