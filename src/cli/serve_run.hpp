@@ -77,6 +77,9 @@ struct PreparedRun {
 /// (`warn`: print the warnings a run of one model prints).
 PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool warn);
 
+/// serve MODEL: one run, a --sweep of rates or a --find search, printed in --format.
+void run_serve(const ServeOptions& o);
+
 /// serve --mix: the fleet; 1 when a workload has no candidate meeting its SLO.
 int run_serve_mix(const ServeOptions& o);
 
