@@ -18,7 +18,6 @@ using Json = nlohmann::ordered_json;
 
 constexpr double kTera = 1e12;
 constexpr double kGiga = 1e9;
-constexpr double kMiB = 1024.0 * 1024.0;
 
 // 4 significant digits, as a double that prints as its decimal form (0.1234, not
 // 0.12340000000000001).
@@ -27,7 +26,7 @@ double round4(double x) {
 }
 
 std::string mib(std::size_t bytes) {
-  return fmt::format("{:.0f} MiB", static_cast<double>(bytes) / kMiB);
+  return fmt::format("{:.0f} MiB", static_cast<double>(bytes) / kBytesPerMiB);
 }
 
 std::string flops_note(const char* precision, const FlopsMeasurement& m) {

@@ -53,9 +53,6 @@ std::string kernels_text(const Runtime& r) {
   return parts.empty() ? "one per layer" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
-constexpr double kMib = 1048576.0;
-constexpr double kGib = 1073741824.0;
-
 // "budget 8,192 tokens, 1,024 sequences, 90 % of device memory": what the base or a tier sets.
 std::string serving_limits_text(std::int64_t tokens, std::int64_t seqs, double utilization,
                                 double reserved_bytes, MemoryFraction of) {
@@ -63,8 +60,8 @@ std::string serving_limits_text(std::int64_t tokens, std::int64_t seqs, double u
   if (tokens > 0) parts.push_back(fmt::format("budget {} tokens", format_grouped(tokens)));
   if (seqs > 0) parts.push_back(fmt::format("{} sequences", format_grouped(seqs)));
   if (reserved_bytes > 0) {
-    parts.push_back(
-        fmt::format("memory less {} MiB", format_grouped(std::llround(reserved_bytes / kMib))));
+    parts.push_back(fmt::format("memory less {} MiB",
+                                format_grouped(std::llround(reserved_bytes / kBytesPerMiB))));
   } else if (utilization > 0) {
     parts.push_back(fmt::format("{:g} % of {} memory", 100 * utilization,
                                 of == MemoryFraction::kFree ? "free" : "device"));
@@ -89,7 +86,7 @@ std::string serving_text(const ServingDefaults& d) {
   std::string out = "  serving      " + wrap_text(base, 100, 15);
   for (const ServingTier& t : d.tiers) {
     const std::string tier = fmt::format(
-        "from {:g} GiB{}: {}", t.min_memory_bytes / kGib,
+        "from {:g} GiB{}: {}", t.min_memory_bytes / kBytesPerGiB,
         t.except_names.empty() ? std::string()
                                : fmt::format(" (not {})", fmt::join(t.except_names, ", ")),
         serving_limits_text(t.max_num_batched_tokens, t.max_num_seqs, t.memory_utilization,
@@ -105,7 +102,7 @@ void limits_json(Json& j, std::int64_t tokens, std::int64_t seqs, double utiliza
   if (tokens > 0) j["max_num_batched_tokens"] = tokens;
   if (seqs > 0) j["max_num_seqs"] = seqs;
   if (reserved_bytes > 0) {
-    j["reserved_memory_mib"] = reserved_bytes / kMib;
+    j["reserved_memory_mib"] = reserved_bytes / kBytesPerMiB;
   } else if (utilization > 0) {
     j["gpu_memory_utilization"] = utilization;
   }
@@ -124,7 +121,7 @@ Json serving_json(const ServingDefaults& d) {
   Json tiers = Json::array();
   for (const ServingTier& t : d.tiers) {
     Json tier;
-    tier["min_memory_gib"] = t.min_memory_bytes / kGib;
+    tier["min_memory_gib"] = t.min_memory_bytes / kBytesPerGiB;
     if (!t.except_names.empty()) tier["except_names"] = t.except_names;
     limits_json(tier, t.max_num_batched_tokens, t.max_num_seqs, t.memory_utilization,
                 t.reserved_memory_bytes);

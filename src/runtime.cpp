@@ -9,6 +9,7 @@
 #include "capcalc/error.hpp"
 #include "capcalc/names.hpp"
 #include "capcalc/predict.hpp"
+#include "capcalc/units.hpp"
 
 #include "input_file.hpp"
 #include "json_view.hpp"
@@ -17,8 +18,6 @@
 
 namespace capcalc {
 namespace {
-
-constexpr double kMebibyte = 1048576.0;
 
 const std::vector<std::string_view> kTableKeys = {"schema_version", "version", "description",
                                                   "comment",        "$schema", "runtimes"};
@@ -212,7 +211,7 @@ ServingTier parse_serving_tier(const JsonView& tier) {
                        "gpu_memory_utilization", "reserved_memory_mib", "comment"},
                       "a memory tier");
   ServingTier t;
-  t.min_memory_bytes = tier.at("min_memory_gib").as_positive_number() * 1073741824.0;
+  t.min_memory_bytes = tier.at("min_memory_gib").as_positive_number() * kBytesPerGiB;
   if (auto except = tier.find("except_names")) {
     t.except_names = string_list(*except, true);
     for (std::string& name : t.except_names) {
@@ -226,7 +225,7 @@ ServingTier parse_serving_tier(const JsonView& tier) {
   if (auto seqs = tier.find("max_num_seqs")) t.max_num_seqs = seqs->as_positive_int();
   if (auto f = tier.find("gpu_memory_utilization")) t.memory_utilization = memory_fraction(*f);
   if (auto r = tier.find("reserved_memory_mib")) {
-    t.reserved_memory_bytes = r->as_positive_number() * kMebibyte;
+    t.reserved_memory_bytes = r->as_positive_number() * kBytesPerMiB;
   }
   return t;
 }
@@ -262,7 +261,7 @@ ServingDefaults parse_serving(const JsonView& serving) {
     if (serving.find("gpu_memory_utilization")) {
       reserved->fail("give gpu_memory_utilization or reserved_memory_mib, not both");
     }
-    d.reserved_memory_bytes = reserved->as_positive_number() * kMebibyte;
+    d.reserved_memory_bytes = reserved->as_positive_number() * kBytesPerMiB;
   } else {
     d.memory_utilization = memory_fraction(serving.at("gpu_memory_utilization"));
   }

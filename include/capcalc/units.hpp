@@ -7,6 +7,10 @@
 
 namespace capcalc {
 
+/// Binary units of the tables' memory keys (`reserved_memory_mib`, `min_memory_gib`).
+inline constexpr double kBytesPerMiB = 1048576.0;
+inline constexpr double kBytesPerGiB = 1073741824.0;
+
 /// Seconds as ns/µs/ms/s/min/h/d with 3 significant digits: "842 µs", "1.23 ms", "3.40 h".
 std::string format_duration(double seconds);
 
