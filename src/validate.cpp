@@ -252,6 +252,12 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
       !std::ifstream(path) && std::ifstream(path + ".json")) {
     path += ".json";
   }
+  // Every load goes through a cache: the caller's, or one for this case alone.
+  ModelCache own;
+  ModelCache& models = cache != nullptr ? *cache : own;
+  const auto graph_for = [&](const ModelOptions& shaped) -> const Graph& {
+    return models.get(path, shaped, [&] { return load_case_model(m, path, shaped); });
+  };
   Workload workload = m.workload;
   if (!m.runtime.empty()) {
     if (runtimes == nullptr) {
@@ -282,8 +288,7 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
           ModelOptions shaped = options;
           shaped.dims["seq"] = seq;
           shaped.counting.kv_cache_length = cached;
-          if (cache == nullptr) return load_case_model(m, path, shaped);
-          return cache->get(path, shaped, [&] { return load_case_model(m, path, shaped); });
+          return graph_for(shaped);
         },
         device, params, workload, request);
     // The prefill's class for the time to first token, the decode step's for the rest.
@@ -305,12 +310,7 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
       }
     }
   }
-  std::optional<Graph> loaded;
-  if (cache == nullptr) loaded = load_case_model(m, path, options);
-  const Graph& graph =
-      cache != nullptr
-          ? cache->get(path, options, [&] { return load_case_model(m, path, options); })
-          : *loaded;
+  const Graph& graph = graph_for(options);
   const Estimate e = estimate(graph, device, params, workload);
   const auto devices = static_cast<double>(workload.devices);
   const double per_device_samples = e.throughput_per_s / devices;
