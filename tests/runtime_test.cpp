@@ -219,6 +219,21 @@ TEST_CASE("runtime: autocast casts each weight tensor once per direction in trai
 // GiB) is below both and keeps the base; at 40 GiB the first tier's budget replaces the base
 // one and its sequence limit, which it leaves out, stays 100; at 80 GiB the second tier's
 // memory fraction joins its budget; a "Slow" 80 GiB device falls back to the first tier.
+namespace {
+
+// A runtime table of one serving runtime whose block is the minimal one plus `extra` keys: the
+// parse errors below each break one of them.
+RuntimeTable with_serving(const std::string& extra) {
+  return parse_runtimes(R"({"schema_version": 1, "runtimes": [
+        {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["s"],
+         "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
+                     "gpu_memory_utilization": 0.5, )" +
+                            extra + "}}]}",
+                        "rt.json");
+}
+
+}  // namespace
+
 TEST_CASE("runtime: serving defaults take the last memory tier that applies", "[runtime][serve]") {
   const RuntimeTable table = parse_runtimes(R"({"schema_version": 1, "runtimes": [
     {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["https://example.invalid/s"],
@@ -255,44 +270,22 @@ TEST_CASE("runtime: serving defaults take the last memory tier that applies", "[
   CHECK(s.memory_utilization == 0.5);
 
   REQUIRE_THROWS_WITH(
-      parse_runtimes(R"({"schema_version": 1, "runtimes": [
-        {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["s"],
-         "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
-                     "gpu_memory_utilization": 0.5, "memory_tiers": [
-                       {"min_memory_gib": 60}, {"min_memory_gib": 20}]}}]})",
-                     "rt.json"),
+      with_serving(R"("memory_tiers": [ {"min_memory_gib": 60}, {"min_memory_gib": 20}])"),
       "rt.json:/runtimes/0/serving/memory_tiers/1/min_memory_gib: expected tiers in ascending "
       "min_memory_gib");
   REQUIRE_THROWS_WITH(
-      parse_runtimes(R"({"schema_version": 1, "runtimes": [
-        {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["s"],
-         "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
-                     "gpu_memory_utilization": 0.5, "memory_fraction_of": "total"}}]})",
-                     "rt.json"),
+      with_serving(R"("memory_fraction_of": "total")"),
       "rt.json:/runtimes/0/serving/memory_fraction_of: expected \"device\", \"free\" or "
       "\"static\", got \"total\"");
   REQUIRE_THROWS_WITH(
-      parse_runtimes(R"({"schema_version": 1, "runtimes": [
-        {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["s"],
-         "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
-                     "gpu_memory_utilization": 0.5, "reserved_memory_mib": 100}}]})",
-                     "rt.json"),
+      with_serving(R"("reserved_memory_mib": 100)"),
       "rt.json:/runtimes/0/serving/reserved_memory_mib: give gpu_memory_utilization or "
       "reserved_memory_mib, not both");
   REQUIRE_THROWS_WITH(
-      parse_runtimes(R"({"schema_version": 1, "runtimes": [
-        {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["s"],
-         "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
-                     "gpu_memory_utilization": 0.5, "scheduler": "orca"}}]})",
-                     "rt.json"),
+      with_serving(R"("scheduler": "orca")"),
       "rt.json:/runtimes/0/serving/scheduler: expected \"vllm\" or \"sglang\", got \"orca\"");
   REQUIRE_THROWS_WITH(
-      parse_runtimes(R"({"schema_version": 1, "runtimes": [
-        {"id": "srv", "name": "Srv", "profile": "compiled", "sources": ["s"],
-         "serving": {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1,
-                     "gpu_memory_utilization": 0.5, "reserve_full_request": true,
-                     "scheduler": "sglang"}}]})",
-                     "rt.json"),
+      with_serving(R"("reserve_full_request": true, "scheduler": "sglang")"),
       "rt.json:/runtimes/0/serving/scheduler: SGLang's scheduler reserves by its own rule: no "
       "reserve_full_request");
 }

@@ -75,8 +75,9 @@ void run_compare(const CompareOptions& options) {
     precisions.push_back(precision_from(name));
   // Without --precision LLM serving takes bf16 (fp16 on a device without it, in compare_row),
   // anything else fp32.
-  if (!precisions.empty()) request.workload.serving_default_precision = false;
-  if (precisions.empty()) {
+  if (!precisions.empty()) {
+    request.workload.serving_default_precision = false;
+  } else {
     precisions.push_back(request.workload.serving_default_precision ? Precision::kBf16
                                                                     : Precision::kFp32);
   }
