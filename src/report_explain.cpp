@@ -322,7 +322,7 @@ std::string explain_serving(const ReportInput& in) {
   return fmt::format(
       "  prefill      the {} prompt tokens of each sequence through every layer; the model's\n"
       "               output product (its LM head) on the last token only, as serving\n"
-      "               runtimes compute no other logits (last_token_logits)\n"
+      "               runtimes compute no other logits\n"
       "  decode step  one token per sequence over a KV cache of {} tokens, the mean context\n"
       "               of the {} steps after the first token; TTFT is the prefill\n",
       format_grouped(in.request->prompt_tokens), format_grouped(in.serving->mean_context),
