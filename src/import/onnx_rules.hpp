@@ -194,7 +194,30 @@ LayerTraits view_traits();
 /// The output shape of an einsum whose inputs are all known (ONNX 1.12 infers only its rank).
 std::optional<Shape> einsum_output(const onnx::NodeProto& node, const KnownInputs& in);
 
-// Operand checks, in onnx_shapes.cpp.
+// The standard operators' count functions, shape functions and input checks, in onnx_counts.cpp.
+CountResult count_conv(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_conv_transpose(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_gemm(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_matmul(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_einsum(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_elementwise(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_binary(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_reduce(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_pool(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_copy(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_view(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_resize(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_gather(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_lrn(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_lstm(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_gru(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+CountResult count_rnn(const OnnxRule& rule, const NodeInputs& in, const Shape& out);
+std::vector<std::optional<Shape>> matmul_nbits_shapes(const onnx::NodeProto& node,
+                                                      const KnownInputs& in);
+std::vector<std::optional<Shape>> einsum_shapes(const onnx::NodeProto& node, const KnownInputs& in);
+void check_einsum_inputs(const NodeInputs& in);
+
+// Operand checks, in onnx_operands.cpp.
 void check_conv_operands(const OperandShapes& in);
 void check_conv_transpose_operands(const OperandShapes& in);
 void check_gemm_operands(const OperandShapes& in);
@@ -215,7 +238,5 @@ std::vector<std::optional<Shape>> skip_norm_output_shapes(const onnx::NodeProto&
                                                           const KnownInputs& in);
 std::vector<std::optional<Shape>> embed_layer_norm_output_shapes(const onnx::NodeProto& node,
                                                                  const KnownInputs& in);
-std::vector<std::optional<Shape>> matmul_nbits_output_shapes(const onnx::NodeProto& node,
-                                                             const KnownInputs& in);
 
 }  // namespace capcalc::onnx_import
