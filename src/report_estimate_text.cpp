@@ -296,8 +296,8 @@ std::string estimate_device_text(const ReportInput& in) {
   out += fmt::format("  compute      {}\n", describe_peak(d, precision));
   const std::string clock = sustained_clock_text(d, precision);
   if (!clock.empty()) out += "  clock        " + clock + "\n";
-  for (const std::string& line : estimate_lines(d, precision))
-    out += "  ESTIMATE     " + wrap_text(line, 100, 15);
+  for (const std::string& line : estimate_flags(d, precision))
+    out += "  ESTIMATE     " + line + "\n";
   out += fmt::format("  memory       {} at {}\n", format_bytes(d.memory_bytes),
                      format_rate(d.memory_bandwidth_bytes_per_s, "B/s"));
   return out;

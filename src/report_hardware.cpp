@@ -140,6 +140,18 @@ std::vector<std::string> estimate_lines(const Device& d, Precision p) {
   return lines;
 }
 
+std::vector<std::string> estimate_flags(const Device& d, Precision p) {
+  std::vector<std::string> lines;
+  const PeakEstimate& e = d.estimate_of(p);
+  for (const auto& [unit, why] : {std::pair{"vector", &e.vector}, std::pair{"matrix", &e.matrix}}) {
+    if (why->empty()) continue;
+    lines.push_back(fmt::format("the {} {} peak is an estimate, in no vendor document ('capcalc hw "
+                                "show {}' says how it was made)",
+                                precision_name(p), unit, d.id));
+  }
+  return lines;
+}
+
 nlohmann::ordered_json dense_peak_json(const Device& d) {
   nlohmann::ordered_json peaks = nlohmann::ordered_json::object();
   for (Precision p : d.precisions()) {

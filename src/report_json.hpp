@@ -55,6 +55,10 @@ void put_parallelism_json(Json& j, const Parallelism& p) {
 /// "the fp16 vector peak is an unsourced estimate: why", one per estimated peak of `p`.
 std::vector<std::string> estimate_lines(const Device& device, Precision p);
 
+/// One short line per estimated peak of `p` that points to `capcalc hw show` for the why: an
+/// estimate's output flags the figure without the essay.
+std::vector<std::string> estimate_flags(const Device& device, Precision p);
+
 /// The document as indented JSON text and a newline. Names from ONNX files are bytes the file
 /// chose (protobuf does not check them): bytes that are not UTF-8 become U+FFFD instead of
 /// nlohmann's type_error.

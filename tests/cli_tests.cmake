@@ -31,10 +31,10 @@ capcalc_cli_ok(estimate_alignment "alignment    lm_head: 50,257 output features 
                estimate data/models/gpt2_hf.json --gpu h100 --precision bf16)
 # The CPU's figures (vector fp32 only, DDR5 bandwidth) and what they predict.
 # Intel publishes no FLOPS for the i9: its peak is derived, and flagged as an estimate.
-capcalc_cli_ok(estimate_cpu "resnet18 on Intel Core i9-13900K.*compute +fp32 dense 2.48 TFLOP/s vector\n  ESTIMATE +the fp32 vector peak is an unsourced estimate.*\n +memory +128 GB at 89.6 GB/s.*latency +4.31 ms per batch of 1.*throughput +232 samples/s"
+capcalc_cli_ok(estimate_cpu "resnet18 on Intel Core i9-13900K.*compute +fp32 dense 2.48 TFLOP/s vector\n  ESTIMATE +the fp32 vector peak is an estimate, in no vendor document \\('capcalc hw show i9-13900k' says how it was made\\)\n +memory +128 GB at 89.6 GB/s.*latency +4.31 ms per batch of 1.*throughput +232 samples/s"
                estimate data/models/resnet18.json --gpu i9-13900k)
 # Apple GPUs run fp16 (at the fp32 rate: Apple publishes no fp16 figure, so it is flagged).
-capcalc_cli_ok(estimate_apple_fp16 "compute +fp16 dense 27.2 TFLOP/s vector\n  ESTIMATE +the fp16 vector peak is an unsourced estimate"
+capcalc_cli_ok(estimate_apple_fp16 "compute +fp16 dense 27.2 TFLOP/s vector\n  ESTIMATE +the fp16 vector peak is an estimate, in no vendor document \\('capcalc hw show m2-ultra' says how it was made\\)\n  memory"
                estimate data/models/resnet18.json --gpu m2-ultra --precision fp16)
 capcalc_cli_ok(hw_show_estimate "ESTIMATE +the fp32 vector peak is an unsourced estimate.*  sources\n +https://www.apple.com/.*  corroboration \\(secondary copies"
                hw show m3-max)
