@@ -61,7 +61,7 @@ _capcalc() {
       COMPREPLY=($(compgen -W "$(_capcalc_devices)" -- "$cur"))
       return ;;
     -p | --precision | --weight-precision | --kv-precision | -m | --mode | --profile | --optimizer | \
-      --sparsity | --causal | --type | --objective | --pricing | --sort | --find | -f | --format | \
+      --sparsity | --fp8-recipe | --causal | --type | --objective | --pricing | --sort | --find | -f | --format | \
       --sequence-parallel | --lora-targets)
       [[ -n $command ]] && COMPREPLY=($(compgen -W "$(_capcalc_choices "$prev" $command $sub)" -- "$cur"))
       return ;;
@@ -94,7 +94,7 @@ _capcalc() {
       COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
       return ;;
     estimate)
-      flags="$model_flags $hw_flags $workload_flags $run_flags --sparsity --format --top
+      flags="$model_flags $hw_flags $workload_flags $run_flags --sparsity --fp8-recipe --format --top
              --prompt-tokens --output-tokens --weight-precision --kv-precision --checkpointing
              --lora-rank --lora-targets --sequence-parallel --explain" ;;
     layers) flags="$model_flags $hw_flags --gpu --hw --device --precision --format" ;;
@@ -153,7 +153,7 @@ _capcalc() {
       flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance
              --lora-rank --lora-targets --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)
-      flags="$model_flags $hw_flags $workload_flags --sparsity --weight-precision
+      flags="$model_flags $hw_flags $workload_flags --sparsity --fp8-recipe --weight-precision
              --checkpointing --lora-rank --lora-targets --sequence-parallel --label --output
              --prompt-tokens --output-tokens
              --kv-precision" ;;

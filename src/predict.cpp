@@ -185,6 +185,11 @@ std::int64_t data_parallel_replicas(const Workload& workload) {
     throw Error(
         {}, fmt::format("ZeRO stage {} does not exist: 0 (none) to 3 (FSDP)", workload.zero_stage));
   }
+  if (workload.fp8_recipe != Fp8Recipe::kDelayed && workload.precision != Precision::kFp8) {
+    throw Error(
+        {}, fmt::format("the FP8 recipe {} scales FP8 tensors: not with {} precision",
+                        fp8_recipe_name(workload.fp8_recipe), precision_name(workload.precision)));
+  }
   if (workload.zero_stage > 0 && workload.mode != Mode::kTraining) {
     throw Error({}, "ZeRO shards training state: add --mode training");
   }

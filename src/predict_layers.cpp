@@ -174,8 +174,16 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const double kernels = s.runtime.kernels(layer, s.act_bytes < 4, s.training) +
                          s.runtime.local_expert_kernels * local_experts;
   const ExtraKernels extra = s.training ? training_extra_kernels(s, index) : ExtraKernels{};
+  // FP8 math quantizes each local expert's inputs (the two products' forward) and output
+  // gradients (backward) apart, as the runtime's recipe row says.
+  const double expert_quantize =
+      s.workload.precision == Precision::kFp8
+          ? 2 * local_experts *
+                s.runtime
+                    .fp8_expert_quantize_kernels[static_cast<std::size_t>(s.workload.fp8_recipe)]
+          : 0;
   Work forward;
-  forward.kernels = kernels + casts + input_casts + extra.forward;
+  forward.kernels = kernels + casts + input_casts + extra.forward + expert_quantize;
   // Each device's share: 1/tp, or all of it for a layer every device runs whole; context
   // parallelism splits every layer's tokens (`work`), not its weights (`split`).
   const double split = s.replicated.empty() || s.replicated[index] == 0 ? s.tp : 1;
@@ -226,6 +234,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   // for weight gradients), a reduction per bias gradient, and the casts' backward.
   backward.kernels =
       s.runtime.backward_kernels(layer, kernels) + casts + input_casts + extra.backward +
+      expert_quantize +
       s.runtime.training.bias_gradient * static_cast<double>(layer.traits.bias_tensors);
   // A fused forward still leaves a backward that reads what it saved: not fused.
   LayerEstimate b = roofline(backward, matrix, speed, false, rates, s.backward_floor_s);

@@ -145,9 +145,10 @@ std::vector<std::string> estimate_flags(const Device& d, Precision p) {
   const PeakEstimate& e = d.estimate_of(p);
   for (const auto& [unit, why] : {std::pair{"vector", &e.vector}, std::pair{"matrix", &e.matrix}}) {
     if (why->empty()) continue;
-    lines.push_back(fmt::format("the {} {} peak is an estimate, in no vendor document ('capcalc hw "
-                                "show {}' says how it was made)",
-                                precision_name(p), unit, d.id));
+    lines.push_back(
+        fmt::format("the {} {} peak is an estimate, in no vendor document ('capcalc hw "
+                    "show {}' says how it was made)",
+                    precision_name(p), unit, d.id));
   }
   return lines;
 }

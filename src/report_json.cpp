@@ -116,6 +116,9 @@ Json workload_json(const ReportInput& in) {
     workload["kv_precision"] = std::string(precision_name(*in.workload.kv_precision));
   }
   workload["sparsity"] = std::string(sparsity_name(in.workload.sparsity));
+  if (in.workload.precision == Precision::kFp8) {
+    workload["fp8_recipe"] = std::string(fp8_recipe_name(in.workload.fp8_recipe));
+  }
   if (in.workload.mode == Mode::kTraining) {
     workload["optimizer"] = std::string(optimizer_name(in.workload.optimizer));
   }

@@ -1,4 +1,5 @@
 // Rendering of the runtime table (`capcalc runtimes list` and `capcalc runtimes show`).
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -40,6 +41,11 @@ std::vector<std::pair<std::string, double>> kernel_entries(const Runtime& r) {
   if (r.local_expert_kernels > 0) entries.emplace_back("local_expert", r.local_expert_kernels);
   entries.insert(entries.end(), r.kernels_per_op.begin(), r.kernels_per_op.end());
   return entries;
+}
+
+bool has_fp8_expert_quantize(const Runtime& r) {
+  return std::any_of(r.fp8_expert_quantize_kernels.begin(), r.fp8_expert_quantize_kernels.end(),
+                     [](double count) { return count > 0; });
 }
 
 std::string kernels_text(const Runtime& r) {
@@ -146,6 +152,13 @@ Json runtime_json(const Runtime& r) {
     kernels[key] = count;
   j["kernels"] = kernels;
   if (!r.unfused_ops.empty()) j["unfused_ops"] = r.unfused_ops;
+  if (has_fp8_expert_quantize(r)) {
+    Json quantize = Json::object();
+    for (std::size_t i = 0; i < kFp8RecipeCount; ++i)
+      quantize[std::string(fp8_recipe_name(static_cast<Fp8Recipe>(i)))] =
+          r.fp8_expert_quantize_kernels[i];
+    j["fp8_expert_quantize"] = quantize;
+  }
   if (r.serving) j["serving"] = serving_json(*r.serving);
   j["sources"] = r.sources;
   if (!r.notes.empty()) j["notes"] = r.notes;
@@ -193,6 +206,15 @@ std::string render_runtime_text(const Runtime& r) {
   out += fmt::format("  profile      {}{}\n", profile_name(r.profile), fusion);
   out += fmt::format("  devices      {}\n", device_types_text(r));
   out += fmt::format("  kernels      {}\n", kernels_text(r));
+  if (has_fp8_expert_quantize(r)) {
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < kFp8RecipeCount; ++i) {
+      parts.push_back(fmt::format("{} {:g}", fp8_recipe_name(static_cast<Fp8Recipe>(i)),
+                                  r.fp8_expert_quantize_kernels[i]));
+    }
+    out += fmt::format("  fp8 experts  {} quantize kernels per expert and tensor\n",
+                       fmt::join(parts, ", "));
+  }
   if (r.serving) out += serving_text(*r.serving);
   if (!r.notes.empty()) out += "  notes        " + wrap_text(r.notes, 100, 15);
   out += "  sources\n";

@@ -25,7 +25,12 @@ const std::vector<std::string_view> kRuntimeKeys = {
     "id",           "name",        "aliases",          "profile",
     "device_types", "kernels",     "kernels_16bit",    "training",
     "tf32_ops",     "unfused_ops", "host_overhead_us", "sources",
-    "notes",        "comment",     "serving"};
+    "notes",        "comment",     "serving",          "fp8_expert_quantize"};
+
+constexpr auto kFp8Recipes = name_table<Fp8Recipe>({{Fp8Recipe::kDelayed, "delayed"},
+                                                    {Fp8Recipe::kTensorwise, "tensorwise"},
+                                                    {Fp8Recipe::kBlockwise, "blockwise"},
+                                                    {Fp8Recipe::kMxfp8, "mxfp8"}});
 
 std::array<double, kOpClassCount> one_kernel_per_layer() {
   std::array<double, kOpClassCount> kernels{};
@@ -317,6 +322,21 @@ Runtime parse_runtime(const JsonView& entry) {
     }
   }
   if (auto kernels = entry.find("kernels")) parse_kernels(*kernels, r);
+  if (auto quantize = entry.find("fp8_expert_quantize")) {
+    quantize->expect_object();
+    for (const auto& item : quantize->json().items()) {
+      const JsonView value = quantize->at(item.key());
+      const std::optional<Fp8Recipe> recipe = parse_fp8_recipe(item.key());
+      if (!recipe) {
+        value.fail(with_suggestion(fmt::format("unknown FP8 recipe \"{}\"", item.key()), item.key(),
+                                   fp8_recipe_names()));
+      }
+      const double count = value.as_number();
+      if (!(count >= 0) || count > 1000)
+        value.fail(fmt::format("expected 0 to 1000 kernels, got {}", value.json().dump()));
+      r.fp8_expert_quantize_kernels[static_cast<std::size_t>(*recipe)] = count;
+    }
+  }
   if (auto narrow = entry.find("kernels_16bit"))
     parse_op_counts(*narrow, r.kernels_per_op_16bit, nullptr);
   if (auto training = entry.find("training")) r.training = parse_training(*training);
@@ -348,6 +368,18 @@ Runtime parse_runtime(const JsonView& entry) {
 }
 
 }  // namespace
+
+std::string_view fp8_recipe_name(Fp8Recipe recipe) {
+  return kFp8Recipes.name(recipe);
+}
+
+std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view name) {
+  return kFp8Recipes.parse(name);
+}
+
+std::vector<std::string_view> fp8_recipe_names() {
+  return kFp8Recipes.names();
+}
 
 double Runtime::kernels(const Layer& layer, bool narrow, bool training_step) const {
   if (layer.view) return 0;

@@ -40,7 +40,24 @@ Precision precision_of(const std::string& name, std::string_view key, const Spec
   return *parsed;
 }
 
-// The names: precision, mode, profile, sparsity and optimizer.
+// The FP8 recipe: only with fp8 precision, which it scales.
+void read_fp8_recipe(const WorkloadSpec& spec, const SpecLocations* where, Workload& w) {
+  if (spec.fp8_recipe.empty()) return;
+  const std::optional<Fp8Recipe> recipe = parse_fp8_recipe(spec.fp8_recipe);
+  if (!recipe) {
+    fail(where, "fp8_recipe",
+         fmt::format("`fp8_recipe`: expected {}, got \"{}\"", quoted_choices(fp8_recipe_names()),
+                     Error::verbatim(spec.fp8_recipe)));
+  }
+  if (w.precision != Precision::kFp8) {
+    fail(where, "fp8_recipe",
+         fmt::format("`fp8_recipe` scales FP8 tensors: not with `precision` {}",
+                     precision_name(w.precision)));
+  }
+  w.fp8_recipe = *recipe;
+}
+
+// The names: precision, mode, profile, sparsity, FP8 recipe and optimizer.
 void read_names(const WorkloadSpec& spec, const SpecLocations* where, Workload& w) {
   if (spec.precision.empty()) {
     w.serving_default_precision = spec.prompt_tokens.has_value();
@@ -76,6 +93,7 @@ void read_names(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
     w.kv_precision = precision_of(spec.kv_precision, "kv_precision", where);
   }
   w.strict_fp32 = !spec.allow_tf32;
+  read_fp8_recipe(spec, where, w);
   if (spec.optimizer.empty()) return;
   if (w.mode != Mode::kTraining) {
     fail(where, "optimizer", "`optimizer` is for training: add `mode` training");
@@ -371,6 +389,9 @@ void read_named(const KeyReader& get, WorkloadSpec& spec) {
   if (auto v = get("sparsity")) {
     spec.sparsity = name_at(*v, "sparsity", sparsity_names());
   }
+  if (auto v = get("fp8_recipe")) {
+    spec.fp8_recipe = name_at(*v, "fp8_recipe", fp8_recipe_names());
+  }
   if (auto v = get("optimizer")) {
     spec.optimizer = name_at(*v, "optimizer", optimizer_names());
   }
@@ -434,6 +455,7 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key) {
           "profile",
           "runtime",
           "sparsity",
+          "fp8_recipe",
           "optimizer",
           devices_key,
           "data_parallel",

@@ -165,9 +165,9 @@ capcalc_cli_error(hardware_file_missing "tests/cli/nope.json: cannot open file"
 # states is pinned, and gated just above (or, for counts, at) what is measured: a change that
 # makes predictions worse fails here.
 # The published set: 67 cases held out of every fit.
-capcalc_cli_ok(validate "156 cases: median \\|error\\| 14.7 %, worst 3.82x, 149 within 2x\n67 held out \\(never used to set a parameter\\): median \\|error\\| 16.5 %"
-               validate --max-median-error 0.148 --max-worst-factor 3.83
-               --max-held-out-median-error 0.166 --min-within-2x 149)
+capcalc_cli_ok(validate "156 cases: median \\|error\\| 14.3 %, worst 3.82x, 151 within 2x\n67 held out \\(never used to set a parameter\\): median \\|error\\| 14.5 %"
+               validate --max-median-error 0.143 --max-worst-factor 3.83
+               --max-held-out-median-error 0.145 --min-within-2x 151)
 # The measured set (data/validation/measured_h200.json): zoo models run with PyTorch on a lent
 # H200 by bench/device/measure.py; each case names its runtime, whose host cost per kernel was
 # chosen on the set, so all are in-sample. Pinned, and gated just above the figures.
@@ -178,7 +178,7 @@ capcalc_cli_ok(validate_measured_h200 "44 cases: median \\|error\\| 14.7 %, wors
 add_test(NAME cli.validate_gate_fails
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
                  "-DARGS=validate;--max-median-error;0.01" -DEXPECT_CODE=1
-                 "-DSTDERR_REGEX=median \\|error\\| 14.7 % exceeds the limit 1.0 %"
+                 "-DSTDERR_REGEX=median \\|error\\| 14.3 % exceeds the limit 1.0 %"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 add_test(NAME cli.validate_worst_gate_fails
@@ -189,14 +189,14 @@ add_test(NAME cli.validate_worst_gate_fails
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 add_test(NAME cli.validate_held_out_gate_fails
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
-                 "-DARGS=validate;--max-held-out-median-error;0.15" -DEXPECT_CODE=1
-                 "-DSTDERR_REGEX=held-out median \\|error\\| 16.5 % exceeds the limit 15.0 %"
+                 "-DARGS=validate;--max-held-out-median-error;0.14" -DEXPECT_CODE=1
+                 "-DSTDERR_REGEX=held-out median \\|error\\| 14.5 % exceeds the limit 14.0 %"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 add_test(NAME cli.validate_within_2x_gate_fails
          COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
-                 "-DARGS=validate;--min-within-2x;150" -DEXPECT_CODE=1
-                 "-DSTDERR_REGEX=149 of 156 cases within 2x, below the limit 150"
+                 "-DARGS=validate;--min-within-2x;152" -DEXPECT_CODE=1
+                 "-DSTDERR_REGEX=151 of 156 cases within 2x, below the limit 152"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 capcalc_cli_error(validate_held_out_gate_without_cases "--max-held-out-median-error: none of these cases is held out"
@@ -629,3 +629,14 @@ add_test(NAME cli.check_budget_input_rate
                  "-DSTDOUT_REGEX=FAIL  rn50-loader on a100-sxm4-80gb \\(inference, fp16, batch 256, input 3,000 samples/s a replica\\): throughput 3\\.00 k/s is below min 4000/s"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# --fp8-recipe: Qwen3-30B-A3B (48 moe layers of 128 experts) on 8 H100s with expert parallelism
+# 8 holds 16 experts a device; tensorwise current scaling quantizes 2 tensors forward and 2
+# backward per expert with 3 kernels each: 48 x 16 x 12 = 9,216 kernels a step more than
+# delayed scaling's 5,481 (data/runtimes.json, megatron-core's fp8_expert_quantize).
+capcalc_cli_ok(estimate_fp8_recipe_delayed "workload +training, fp8 \\(delayed\\), batch 1.*kernels +5,481 launched per step"
+               estimate qwen3_30b_a3b_hf --gpu H100 --mode training --precision fp8 --runtime megatron-core --batch 1 --set seq=4096 --devices 8 --ep 8)
+capcalc_cli_ok(estimate_fp8_recipe_tensorwise "workload +training, fp8 \\(tensorwise\\), batch 1.*kernels +14,697 launched per step"
+               estimate qwen3_30b_a3b_hf --gpu H100 --mode training --precision fp8 --fp8-recipe tensorwise --runtime megatron-core --batch 1 --set seq=4096 --devices 8 --ep 8)
+capcalc_cli_error(estimate_fp8_recipe_not_fp8 "^capcalc: error: --fp8-recipe scales FP8 tensors: not with --precision bf16\n$"
+                  estimate qwen3_30b_a3b_hf --gpu H100 --precision bf16 --fp8-recipe mxfp8)

@@ -26,8 +26,8 @@ constexpr const char* kTable = R"({"schema_version": 1, "runtimes": [
   {"id": "fused", "name": "Fused", "profile": "compiled", "kernels": {"matrix": 2},
    "sources": ["https://example.invalid/fused"]},
   {"id": "per-expert", "name": "Per expert", "profile": "eager", "device_types": ["gpu"],
-   "kernels": {"local_expert": 2}, "host_overhead_us": {"gpu": 2},
-   "sources": ["https://example.invalid/experts"]}]})";
+   "kernels": {"local_expert": 2}, "fp8_expert_quantize": {"tensorwise": 3, "mxfp8": 1},
+   "host_overhead_us": {"gpu": 2}, "sources": ["https://example.invalid/experts"]}]})";
 
 Device round_gpu() {
   return test::round_device();
@@ -105,6 +105,17 @@ TEST_CASE("runtime: bad entries are located errors", "[runtime][errors]") {
       parse_runtimes(with(R"({"id": "Big", "name": "A", "profile": "eager", "sources": ["s"]})"),
                      "rt.json"),
       "rt.json:/runtimes/0/id: expected a kebab-case id, got \"Big\"");
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
+        "fp8_expert_quantize": {"tensorwize": 3}})"),
+                     "rt.json"),
+      "rt.json:/runtimes/0/fp8_expert_quantize/tensorwize: unknown FP8 recipe \"tensorwize\"; did "
+      "you mean \"tensorwise\"?");
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
+        "fp8_expert_quantize": {"mxfp8": -1}})"),
+                     "rt.json"),
+      "rt.json:/runtimes/0/fp8_expert_quantize/mxfp8: expected 0 to 1000 kernels, got -1");
 }
 
 // Kernels per layer, by hand: RMSNorm 8 (its operator's row), attention 6 + 10 for its rotary
@@ -424,4 +435,44 @@ TEST_CASE("runtime: local_expert kernels count the experts a device holds", "[ru
   Workload plain;
   plain.precision = Precision::kFp16;
   CHECK(estimate(g, round_gpu(), round_params(), plain).kernels == 1);
+}
+
+// FP8 math under a runtime that quantizes each expert's inputs apart (Transformer Engine's
+// GroupedLinear: tensorwise current scaling launches amax, scale and cast per expert, MXFP8 one
+// cast; delayed scaling one fused cast for all, none per expert). The moe layer of 8 experts on
+// one device, 1 + 2 x 8 = 17 kernels, gains 2 quantized tensors (the inputs of fc1 and fc2) x 8
+// experts x 3 = 48 under tensorwise: 65 kernels, 65 x 2 us = 130 us; 2 x 8 x 1 = 16 under
+// mxfp8: 33; none under delayed: 17. Training over expert parallelism 4 (2 experts a device):
+// forward 5 + 2 x 2 x 3 = 17, backward 2 x 5 + the two output gradients' 2 x 2 x 3 = 22; 39.
+TEST_CASE("runtime: FP8 recipes quantize each local expert's inputs", "[runtime][predict]") {
+  const RuntimeTable table = parse_runtimes(kTable, "rt.json");
+  const Runtime& per_expert = table.get("per-expert");
+  Device gpu = round_gpu();
+  gpu.dense_peak[static_cast<std::size_t>(Precision::kFp8)] = {20e12, 200e12};
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "moe", "dims": {},
+    "inputs": [{"name": "x", "shape": [1, 4, 64]}],
+    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 32}]})",
+                              "moe.json");
+  Workload w;
+  w.precision = Precision::kFp8;
+  w.runtime = per_expert;
+  CHECK(estimate(g, gpu, round_params(), w).kernels == 17);
+  w.fp8_recipe = Fp8Recipe::kTensorwise;
+  const Estimate tensorwise = estimate(g, gpu, round_params(), w);
+  CHECK(tensorwise.kernels == 65);
+  CHECK(tensorwise.latency_s == Approx(65 * 2e-6));
+  w.fp8_recipe = Fp8Recipe::kMxfp8;
+  CHECK(estimate(g, gpu, round_params(), w).kernels == 33);
+  Workload training = w;
+  training.fp8_recipe = Fp8Recipe::kTensorwise;
+  training.mode = Mode::kTraining;
+  training.devices = 4;
+  training.expert_parallel = 4;
+  CHECK(estimate(g, gpu, round_params(), training).layers[0].kernels == 17 + 22);
+  // A recipe scales FP8 tensors only.
+  Workload bf16 = w;
+  bf16.precision = Precision::kFp16;
+  CHECK_THROWS_WITH(estimate(g, gpu, round_params(), bf16),
+                    "the FP8 recipe mxfp8 scales FP8 tensors: not with fp16 precision");
 }

@@ -172,3 +172,20 @@ TEST_CASE("workload_from: with locations, an error is at the key it blames, keys
                     "b.json:/budgets/0: \"sparsity\": expected \"dense\", \"2:4\" or "
                     "\"unstructured\", got \"3:4\"");
 }
+
+TEST_CASE("workload_from: an FP8 recipe is named and goes with fp8 only", "[workload_spec]") {
+  WorkloadSpec spec;
+  spec.precision = "fp8";
+  CHECK(workload_from(spec).fp8_recipe == Fp8Recipe::kDelayed);
+  spec.fp8_recipe = "tensorwise";
+  CHECK(workload_from(spec).fp8_recipe == Fp8Recipe::kTensorwise);
+  spec.fp8_recipe = "mxfp8";
+  CHECK(workload_from(spec).fp8_recipe == Fp8Recipe::kMxfp8);
+  spec.fp8_recipe = "cs";
+  CHECK(as_flags(spec) ==
+        "--fp8-recipe: expected \"delayed\", \"tensorwise\", \"blockwise\" or "
+        "\"mxfp8\", got \"cs\"");
+  spec.fp8_recipe = "blockwise";
+  spec.precision = "bf16";
+  CHECK(as_flags(spec) == "--fp8-recipe scales FP8 tensors: not with --precision bf16");
+}

@@ -97,6 +97,9 @@ struct Workload {
   std::optional<Runtime> runtime;
   Sparsity sparsity = Sparsity::kDense;    ///< 2:4 structured sparsity of conv/linear weights.
   Optimizer optimizer = Optimizer::kAdam;  ///< Training only.
+  /// FP8 precision only: how FP8 tensors are scaled. Delayed scaling is Megatron-Core's
+  /// default (--fp8-recipe) and Transformer Engine's.
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   std::int64_t devices = 1;                ///< All devices: tensor × pipeline × replicas.
   std::int64_t tensor_parallel = 1;        ///< Devices per model replica. Each layer's work,
                                            ///< weights, state, activations and KV cache split

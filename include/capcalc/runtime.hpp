@@ -30,6 +30,15 @@ struct ServingTier {
   double reserved_memory_bytes = 0;
 };
 
+/// How FP8 tensors are scaled (Megatron-Core's --fp8-recipe, Transformer Engine's recipes):
+/// delayed scaling from an amax history, per-tensor current scaling ("tensorwise", NeMo's
+/// FP8-CS), 128-element blocks ("blockwise") or MXFP8's 32-element blocks (Blackwell).
+enum class Fp8Recipe { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+inline constexpr std::size_t kFp8RecipeCount = 4;
+std::string_view fp8_recipe_name(Fp8Recipe recipe);  ///< "delayed", "tensorwise", ...
+std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view name);
+std::vector<std::string_view> fp8_recipe_names();
+
 /// What a runtime's memory fraction is a fraction of, and what it holds.
 enum class MemoryFraction {
   kDevice,  ///< Of device memory: weights, activations and KV cache (vLLM).
@@ -146,6 +155,11 @@ struct Runtime {
   /// expert-parallel size): runtimes that launch each expert's products apart (Transformer
   /// Engine's GroupedLinear, one cuBLAS GEMM per expert) rather than as one grouped kernel.
   double local_expert_kernels = 0;
+  /// FP8 math (indexed by Fp8Recipe): kernels that quantize one routed expert's input, per
+  /// expert the device holds and per quantized tensor (the two expert products' inputs
+  /// forward, their output gradients backward). Transformer Engine's GroupedLinear quantizes
+  /// each expert's rows apart except under delayed scaling, which has one fused cast.
+  std::array<double, kFp8RecipeCount> fp8_expert_quantize_kernels{};
   /// Mixed-precision training (16-bit math over fp32 master weights): kernels per weight
   /// tensor of a layer's products in each direction (the cast to 16 bits forward, its
   /// gradient's cast back to fp32 backward).

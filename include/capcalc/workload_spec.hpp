@@ -57,6 +57,9 @@ struct WorkloadSpec {
   std::string runtime;
   std::string sparsity = "dense";  ///< `sparsity`: "dense", "2:4" or "unstructured".
   std::string optimizer;           ///< `optimizer` (training); "": Adam.
+  /// `fp8_recipe` (fp8 precision only): "delayed", "tensorwise", "blockwise" or "mxfp8";
+  /// "": delayed.
+  std::string fp8_recipe;
   /// `devices`: devices in all; 1 (the default) means one replica of
   /// tensor_parallel × pipeline_parallel devices.
   std::int64_t devices = 1;

@@ -160,6 +160,10 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
                         "speedup)"),
          sparsity_names())
       ->capture_default_str();
+  one_of(sub.add_option("--fp8-recipe", spec.fp8_recipe,
+                        "With --precision fp8: how FP8 tensors are scaled, delayed (default), "
+                        "tensorwise (current scaling, NeMo's FP8-CS), blockwise or mxfp8"),
+         fp8_recipe_names());
   add_optimizer_option(sub, spec.optimizer);
   add_parallel_options(sub, spec);
   add_pipeline_options(sub, spec);
