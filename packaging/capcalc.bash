@@ -129,7 +129,7 @@ _capcalc() {
              --prompt-tokens --output-tokens --weight-precision --kv-precision" ;;
     check)
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
-             --sparsity --optimizer --weight-precision --checkpointing --lora-rank --lora-targets
+             --sparsity --fp8-recipe --optimizer --weight-precision --checkpointing --lora-rank --lora-targets
              --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance --micro-batches --virtual-stages --zero --input-rate $run_flags
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens

@@ -343,7 +343,7 @@ double throughput_in(const Limit& limit, const Graph& graph, const CompareRow& r
 std::string workload_text(const Graph& graph, Precision precision, const Workload& workload,
                           bool serving) {
   std::string text = fmt::format("{}, {}, batch {}", mode_name(workload.mode),
-                                 precision_name(precision), graph.batch);
+                                 precision_text(precision, workload.fp8_recipe), graph.batch);
   if (const std::optional<std::int64_t> seq = sequence_length(graph); seq && !serving) {
     text += fmt::format(", seq {}", format_grouped(*seq));  // A language model's context.
   }

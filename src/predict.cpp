@@ -207,6 +207,11 @@ std::int64_t data_parallel_shards(const Workload& workload) {
   return data_parallel_replicas(workload) * workload.context_parallel;
 }
 
+std::string precision_text(Precision precision, Fp8Recipe recipe) {
+  if (precision != Precision::kFp8) return std::string(precision_name(precision));
+  return fmt::format("fp8 ({})", fp8_recipe_name(recipe));
+}
+
 std::string parallelism_text(const Workload& workload) {
   std::string text;
   if (workload.tensor_parallel > 1) {

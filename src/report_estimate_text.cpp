@@ -221,13 +221,10 @@ std::string estimate_workload_text(const ReportInput& in) {
         fmt::format("{} profile ({} default)", profile_name(e.profile),
                     g.runs_fused ? std::string("ONNX") : std::string(device_type_name(d.type)));
   }
-  // FP8 says its recipe: "fp8 (tensorwise)".
-  const std::string format = precision == Precision::kFp8
-                                 ? fmt::format("fp8 ({})", fp8_recipe_name(in.workload.fp8_recipe))
-                                 : std::string(precision_name(precision));
-  std::string workload = fmt::format(
-      "{}, {}, batch {}{}{}, {}", mode_name(in.workload.mode), format, g.batch,
-      in.batch_note.empty() ? "" : " (" + in.batch_note + ")", context_text(in), runner);
+  std::string workload = fmt::format("{}, {}, batch {}{}{}, {}", mode_name(in.workload.mode),
+                                     precision_text(precision, in.workload.fp8_recipe), g.batch,
+                                     in.batch_note.empty() ? "" : " (" + in.batch_note + ")",
+                                     context_text(in), runner);
   if (in.workload.devices > 1) workload += ", " + counted(in.workload.devices, "device");
   workload += parallelism_text(in.workload);
   out += fmt::format("  workload     {}\n", workload);

@@ -369,7 +369,8 @@ std::string render_report_html(const ReportInput& in, std::size_t roofline_label
   out += fmt::format("<h1>{}</h1>\n", esc(title));
   out += fmt::format(
       "<p class=\"sub\">{}, {}, batch {}{}, {} profile: predicted by capcalc</p>\n",
-      esc(mode_name(in.workload.mode)), esc(precision_name(in.workload.precision)), in.graph.batch,
+      esc(mode_name(in.workload.mode)),
+      esc(precision_text(in.workload.precision, in.workload.fp8_recipe)), in.graph.batch,
       in.request != nullptr ? fmt::format(", serving {} prompt + {} generated tokens",
                                           format_grouped(in.request->prompt_tokens),
                                           format_grouped(in.request->output_tokens))

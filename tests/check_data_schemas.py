@@ -118,6 +118,7 @@ RULES = [
     ("tests/cli/budget_pass.json", valid("budget")),
     ("tests/cli/budget_fail.json", valid("budget")),
     ("tests/cli/budget_runtime.json", valid("budget")),
+    ("tests/cli/budget_fp8_recipe.json", valid("budget")),
     ("tests/cli/budget_input_rate.json", valid("budget")),
     ("tests/cli/budget_bad_key.json", invalid("budget")),
     ("tests/cli/budget_bare_memory.json", invalid("budget")),

@@ -640,3 +640,11 @@ capcalc_cli_ok(estimate_fp8_recipe_tensorwise "workload +training, fp8 \\(tensor
                estimate qwen3_30b_a3b_hf --gpu H100 --mode training --precision fp8 --fp8-recipe tensorwise --runtime megatron-core --batch 1 --set seq=4096 --devices 8 --ep 8)
 capcalc_cli_error(estimate_fp8_recipe_not_fp8 "^capcalc: error: --fp8-recipe scales FP8 tensors: not with --precision bf16\n$"
                   estimate qwen3_30b_a3b_hf --gpu H100 --precision bf16 --fp8-recipe mxfp8)
+# A budget file takes the recipe by key: the same step with delayed scaling (452 ms) holds
+# 600 ms, with tensorwise scaling's 9,216 more kernels at the 60 us eager floor (867 ms) not.
+add_test(NAME cli.check_budget_fp8_recipe
+         COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:capcalc_cli>
+                 "-DARGS=check;--budget;tests/cli/budget_fp8_recipe.json" -DEXPECT_CODE=1
+                 "-DSTDOUT_REGEX=FAIL  qwen3-tensorwise on h100-sxm \\(training, fp8 \\(tensorwise\\), batch 1.*step time 867 ms exceeds max 600ms.*ok    qwen3-delayed on h100-sxm \\(training, fp8 \\(delayed\\).*step time 452 ms within max 600ms"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

@@ -297,6 +297,9 @@ std::int64_t data_parallel_shards(const Workload& workload);
 /// for workload descriptions.
 std::string parallelism_text(const Workload& workload);
 
+/// `precision`'s name, with the FP8 recipe for fp8: "bf16", "fp8 (tensorwise)".
+std::string precision_text(Precision precision, Fp8Recipe recipe);
+
 /// Why `tensor_parallel` devices cannot split the model's attention: a degree that does not
 /// divide a layer's query heads, or its KV heads neither divide nor are divided by ("--tensor-
 /// parallel 3 does not divide the 32 attention heads of \"layers.0.self_attn\""); none if they can.

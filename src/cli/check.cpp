@@ -143,6 +143,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
                          "2:4 (structured, where the hardware supports it) or unstructured (no "
                          "speedup)"),
          sparsity_names());
+  add_fp8_recipe_option(*sub, workload.fp8_recipe);
   add_optimizer_option(*sub, workload.optimizer);
   one_of(sub->add_option("--weight-precision", workload.weight_precision,
                          "Weight storage if it differs (int4/int8 weight-only quantisation)"),

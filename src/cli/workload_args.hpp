@@ -105,6 +105,13 @@ inline void add_optimizer_option(CLI::App& sub, std::string& optimizer) {
 }
 
 // --kv-precision: the KV cache's storage. Only LLM serving (--prompt-tokens) keeps a cache.
+inline void add_fp8_recipe_option(CLI::App& sub, std::string& recipe) {
+  one_of(sub.add_option("--fp8-recipe", recipe,
+                        "With --precision fp8: how FP8 tensors are scaled, delayed (default), "
+                        "tensorwise (current scaling, NeMo's FP8-CS), blockwise or mxfp8"),
+         fp8_recipe_names());
+}
+
 inline void add_kv_precision_option(CLI::App& sub, std::string& kv_precision) {
   one_of(sub.add_option("--kv-precision", kv_precision,
                         "LLM serving (--prompt-tokens): KV cache storage (default: activations')"),
@@ -160,10 +167,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
                         "speedup)"),
          sparsity_names())
       ->capture_default_str();
-  one_of(sub.add_option("--fp8-recipe", spec.fp8_recipe,
-                        "With --precision fp8: how FP8 tensors are scaled, delayed (default), "
-                        "tensorwise (current scaling, NeMo's FP8-CS), blockwise or mxfp8"),
-         fp8_recipe_names());
+  add_fp8_recipe_option(sub, spec.fp8_recipe);
   add_optimizer_option(sub, spec.optimizer);
   add_parallel_options(sub, spec);
   add_pipeline_options(sub, spec);
