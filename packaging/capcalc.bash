@@ -145,12 +145,14 @@ _capcalc() {
              --format --output" ;;
     plan)
       flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance
+             --runtime --runtime-file --fp8-recipe
              --lora-rank --lora-targets --micro-batch-sizes --dataset-size --epochs --tokens --gpu --hw --device --type --all
              --max-devices --deadline --budget --pricing --price --discount --interruptions
              --restart --checkpoint-every --capex --life --power-price --pue --objective --top
              --explain --format" ;;
     scale)
       flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance
+             --runtime --runtime-file --fp8-recipe
              --lora-rank --lora-targets --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --fp8-recipe --weight-precision

@@ -271,6 +271,11 @@ struct Search {
   void device_type(const Device& device, const std::vector<ShapeCase>& cases) {
     const Reach reach = reach_of(device, request.max_devices, result.notes);
     const PerformanceParams params = table.performance_for(device);
+    if (request.runtime && !request.runtime->runs_on(device.type)) {
+      result.notes.push_back(fmt::format("{}: {} does not run on a {}", device.id,
+                                         request.runtime->name, device_type_name(device.type)));
+      return;
+    }
     for (Precision precision : request.precisions) {
       if (!device.supports(precision)) {
         result.notes.push_back(
@@ -489,6 +494,8 @@ Workload plan_workload(const PlanRequest& request, const Layout& layout) {
   w.precision = layout.precision;
   w.mode = Mode::kTraining;
   w.profile = request.profile;
+  w.runtime = request.runtime;
+  if (layout.precision == Precision::kFp8) w.fp8_recipe = request.fp8_recipe;
   w.optimizer = request.optimizer;
   w.devices = layout.devices;
   w.tensor_parallel = layout.tensor_parallel;

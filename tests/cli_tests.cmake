@@ -648,3 +648,9 @@ add_test(NAME cli.check_budget_fp8_recipe
                  "-DSTDOUT_REGEX=FAIL  qwen3-tensorwise on h100-sxm \\(training, fp8 \\(tensorwise\\), batch 1.*step time 867 ms exceeds max 600ms.*ok    qwen3-delayed on h100-sxm \\(training, fp8 \\(delayed\\).*step time 452 ms within max 600ms"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# plan --runtime: every layout under Megatron-Core with tensorwise FP8 scaling (Qwen3-30B-A3B on
+# up to 16 H100s, the published case's global batch): its best at 197k tokens/s, 10.6 s a step.
+capcalc_cli_ok(plan_runtime "1  H100 fp8     16  TP 1, PP 1, EP 8, DP 16, ZeRO-3, mb 4 x 8 +10.6 s.*Notes:\n  every layout runs under Megatron-Core.*\n  fp8 layouts scale FP8 tensors tensorwise"
+               plan qwen3_30b_a3b_hf --gpu h100 --tokens 1T --set seq=4096 --global-batch 512-samples --precision fp8 --runtime megatron-core --fp8-recipe tensorwise --max-devices 16 --top 1)
+capcalc_cli_error(plan_fp8_recipe_without_fp8 "^capcalc: error: --fp8-recipe scales FP8 tensors: add fp8 to --precision\n$"
+                  plan qwen3_30b_a3b_hf --gpu h100 --tokens 1T --set seq=4096 --fp8-recipe tensorwise)

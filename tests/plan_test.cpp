@@ -9,6 +9,7 @@
 #include "capcalc/error.hpp"
 #include "capcalc/model.hpp"
 #include "capcalc/report_plan.hpp"
+#include "capcalc/runtime.hpp"
 
 #include "catch.hpp"
 #include "round_device.hpp"
@@ -259,6 +260,62 @@ TEST_CASE("plan: a MoE load imbalance slows every layout's moe layers by its fac
     if (e.latency_s > base.latency_s) ++slower;
   }
   CHECK(slower > 0);
+}
+
+TEST_CASE("plan: every layout runs under the request's runtime and FP8 recipe", "[plan]") {
+  // A runtime that launches each local expert's products apart (2 kernels an expert) and, in
+  // fp8, quantizes each one's two inputs with 3 kernels under tensorwise scaling: each row's
+  // step is estimate()'s under that runtime and recipe, so each row launches more kernels than
+  // without it. A runtime that does not run on the device's type plans nothing there and says
+  // why.
+  const RuntimeTable runtimes = parse_runtimes(R"({"schema_version": 1, "runtimes": [
+    {"id": "per-expert", "name": "Per expert", "profile": "eager", "device_types": ["gpu"],
+     "kernels": {"local_expert": 2}, "fp8_expert_quantize": {"tensorwise": 3},
+     "sources": ["https://example.invalid/experts"]},
+    {"id": "cpu-only", "name": "CPU only", "profile": "eager", "device_types": ["cpu"],
+     "sources": ["https://example.invalid/cpu"]}]})",
+                                               "rt.json");
+  Device device = node_device(2, false);
+  device.dense_peak[static_cast<std::size_t>(Precision::kFp8)] = {20e12, 200e12};
+  const HardwareTable table = table_of(device);
+  const Device& d = table.devices.front();
+  PlanRequest request = fp16_request(table, 2, 2);
+  request.precisions = {Precision::kFp8};
+  request.micro_batch_sizes = {1};
+  const PlanGraphBuilder build = [](std::int64_t batch) { return tiny_moe(batch); };
+  const Graph graph = build(1);
+  const PlanResult plain = plan(build, table, request);
+  request.runtime = runtimes.get("per-expert");
+  request.fp8_recipe = Fp8Recipe::kTensorwise;
+  const PlanResult run = plan(build, table, request);
+  REQUIRE(run.layouts_searched == plain.layouts_searched);
+  REQUIRE_FALSE(run.rows.empty());
+  for (const PlanRow& row : run.rows) {
+    INFO(layout_text(row.layout));
+    const Workload w = plan_workload(request, row.layout);
+    REQUIRE(w.runtime);
+    CHECK(w.runtime->id == "per-expert");
+    CHECK(w.fp8_recipe == Fp8Recipe::kTensorwise);
+    const Estimate e = estimate(graph, d, test::round_params(), w);
+    CHECK(row.step_s == e.latency_s);
+    Workload bare = w;
+    bare.runtime.reset();
+    bare.fp8_recipe = Fp8Recipe::kDelayed;
+    // The moe layer holds L = 4 / EP experts: 2L GEMMs + 2 x 3L quantize kernels forward;
+    // backward twice the forward's products (4L) + the two output gradients' 2 x 3L: 18L more
+    // than without the runtime; every other layer the same.
+    const double local = 4.0 / static_cast<double>(w.expert_parallel);
+    const Estimate base = estimate(graph, d, test::round_params(), bare);
+    for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+      const double more = graph.layers[i].op == "moe" ? 18 * local : 0;
+      CHECK(e.layers[i].kernels == Approx(base.layers[i].kernels + more));
+    }
+  }
+  request.runtime = runtimes.get("cpu-only");
+  const PlanResult none = plan(build, table, request);
+  CHECK(none.rows.empty());
+  CHECK(std::find(none.notes.begin(), none.notes.end(),
+                  std::string(d.id) + ": CPU only does not run on a gpu") != none.notes.end());
 }
 
 TEST_CASE("plan: LoRA reaches every layout, its MFU counts the work LoRA runs", "[plan]") {

@@ -38,7 +38,8 @@ Graph case_graph(const Measurement& m, std::int64_t batch) {
 
 // The planner's fastest layout for the case's device type, count, global batch and precision;
 // tokens/s over all devices (0: none fits).
-double planner_best_tokens_per_s(const Measurement& m, const HardwareTable& table) {
+double planner_best_tokens_per_s(const Measurement& m, const HardwareTable& table,
+                                 const RuntimeTable& runtimes) {
   const PlanGraphBuilder build = [&m](std::int64_t batch) { return case_graph(m, batch); };
   const Workload& w = m.workload;
   const std::int64_t replicas = w.devices / (w.tensor_parallel * w.pipeline_parallel);
@@ -50,6 +51,8 @@ double planner_best_tokens_per_s(const Measurement& m, const HardwareTable& tabl
   request.samples = static_cast<double>(request.global_batch) * 1000;
   request.precisions = {w.precision};
   request.profile = w.profile;
+  if (!m.runtime.empty()) request.runtime = runtimes.get(m.runtime);
+  request.fp8_recipe = w.fp8_recipe;
   request.micro_batch_sizes = {1, 2, 4, 8};
   const PlanResult result = plan(build, table, request);
   double best = 0;
@@ -90,6 +93,6 @@ TEST_CASE("plan validation: published layouts, predicted and searched", "[plan][
     INFO(m.id);
     // predicted is per device; the planner's rows count every device.
     const double published = r.predicted * static_cast<double>(m.workload.devices);
-    CHECK(planner_best_tokens_per_s(m, table) >= published * (1 - 1e-9));
+    CHECK(planner_best_tokens_per_s(m, table, runtimes) >= published * (1 - 1e-9));
   }
 }

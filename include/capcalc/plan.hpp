@@ -56,6 +56,10 @@ struct PlanRequest {
   std::vector<Precision> precisions{Precision::kBf16};
   Optimizer optimizer = Optimizer::kAdam;
   std::optional<Profile> profile;  ///< Unset: each device type's default.
+  /// The runtime every layout runs under (its profile and kernels replace `profile`'s); device
+  /// types it does not run on are skipped, with a note.
+  std::optional<Runtime> runtime;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  ///< How fp8 layouts scale FP8 tensors.
   /// Micro-batch sizes to try (those that divide the global batch).
   std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8};
   std::optional<double> deadline_s;  ///< Longest acceptable run.

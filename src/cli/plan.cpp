@@ -29,6 +29,9 @@ struct PlanArgs {
   HardwareArgs hardware;
   std::vector<std::string> precisions{"bf16"};
   std::string optimizer;
+  std::string runtime;
+  std::vector<std::string> runtime_files;
+  std::string fp8_recipe;
   std::string global_batch;  // Empty: 4Mi tokens (a model with "seq"), else 512 samples.
   std::string memory_reserve = "10%";
   std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8};
@@ -309,6 +312,12 @@ void add_plan_args(CLI::App& sub, PlanArgs& args) {
              ->delimiter(','),
          precision_names());
   add_optimizer_option(sub, args.optimizer);
+  sub.add_option("--runtime", args.runtime,
+                 "The runtime every layout runs under (`capcalc runtimes list`): its profile and "
+                 "kernels per layer (default: the device type's profile)");
+  sub.add_option("--runtime-file", args.runtime_files,
+                 "Extra runtimes or overrides (same id replaces); repeatable");
+  add_fp8_recipe_option(sub, args.fp8_recipe);
   sub.add_option("--global-batch", args.global_batch,
                  "Samples per optimizer step (data-parallel x micro-batches x micro-batch size), "
                  "with a unit: 4Mi-tokens, 4M-tokens or 512-samples (default 4Mi-tokens, or "
@@ -352,6 +361,21 @@ std::unique_ptr<Prepared> prepare(const PlanArgs& args) {
   }
   p->request.optimizer =
       parse_optimizer(args.optimizer.empty() ? "adam" : args.optimizer).value_or(Optimizer::kAdam);
+  const RuntimeTable runtimes = load_runtime_table(args.runtime_files);
+  if (!args.runtime.empty()) {
+    p->request.runtime = runtimes.get(args.runtime);
+    p->notes.push_back(fmt::format("every layout runs under {}: its profile and kernels per layer",
+                                   p->request.runtime->name));
+  }
+  if (!args.fp8_recipe.empty()) {
+    if (std::find(p->request.precisions.begin(), p->request.precisions.end(), Precision::kFp8) ==
+        p->request.precisions.end()) {
+      throw Error({}, "--fp8-recipe scales FP8 tensors: add fp8 to --precision");
+    }
+    p->request.fp8_recipe = *parse_fp8_recipe(args.fp8_recipe);
+    p->notes.push_back(
+        fmt::format("fp8 layouts scale FP8 tensors {}", fp8_recipe_name(p->request.fp8_recipe)));
+  }
   p->request.memory_reserve = parse_reserve(args.memory_reserve);
   p->request.micro_batch_sizes = args.micro_batch_sizes;
   p->request.global_batch = global_batch_samples(args, p->graph, p->notes);
