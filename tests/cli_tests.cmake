@@ -49,6 +49,7 @@ capcalc_cli_ok(layers_table "layer1.0.conv2 +conv2d +\\[1, 64, 56, 56\\].*total:
 capcalc_cli_ok(layers_csv "^name,op,output_shape,params,macs,flops,bytes,time_s,bound\nconv1,conv2d,1x64x112x112,9408,118013952,"
                layers data/models/resnet50.json --format csv --gpu A100)
 capcalc_cli_ok(version "capcalc [0-9]+\\.[0-9]+\\.[0-9]+" --version)
+capcalc_cli_error(version_extra_argument "^capcalc: error: --version takes no arguments \\(got \"extra\"\\)\n$" --version extra)
 
 # Bad input, one class each.
 capcalc_cli_error(missing_file "^capcalc: error: tests/cli/no_such.json: cannot open file\n$"

@@ -4,6 +4,9 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include "capcalc/error.hpp"
 #include "capcalc/hardware.hpp"
@@ -53,6 +56,11 @@ int run(int argc, char** argv) {
   capcalc::cli::add_scale_command(app);
   capcalc::cli::add_models_command(app);
   capcalc::cli::reject_empty_list_items(app, argc, argv);
+  // CLI11 prints the version as soon as it meets the flag, whatever follows it.
+  if (argc > 2 && std::string_view(argv[1]) == "--version") {
+    throw capcalc::Error({}, fmt::format("--version takes no arguments (got \"{}\")",
+                                         capcalc::Error::verbatim(argv[2])));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
