@@ -23,13 +23,29 @@ namespace {
 constexpr std::array<std::string_view, 3> kMetrics = {"output_tokens_per_s", "total_tokens_per_s",
                                                       "requests_per_s"};
 
-const std::vector<std::string_view> kCaseKeys = {
-    "id",           "held_out",      "runtime",         "model",
-    "device",       "devices",       "tensor_parallel", "precision",
-    "kv_precision", "prompt_tokens", "output_tokens",   "requests",
-    "max_num_seqs", "slo",           "metric",          "value",
-    "unit",         "per",           "software",        "source",
-    "quote",        "notes"};
+const std::vector<std::string_view> kCaseKeys = {"id",
+                                                 "held_out",
+                                                 "runtime",
+                                                 "model",
+                                                 "device",
+                                                 "devices",
+                                                 "tensor_parallel",
+                                                 "precision",
+                                                 "kv_precision",
+                                                 "prompt_tokens",
+                                                 "output_tokens",
+                                                 "requests",
+                                                 "max_num_seqs",
+                                                 "max_num_batched_tokens",
+                                                 "slo",
+                                                 "metric",
+                                                 "value",
+                                                 "unit",
+                                                 "per",
+                                                 "software",
+                                                 "source",
+                                                 "quote",
+                                                 "notes"};
 
 // A precision's name as the file gives it; an unknown or empty one names its key.
 std::string precision_key(const JsonView& value) {
@@ -62,6 +78,9 @@ ServingCase parse_serving_case(const JsonView& c) {
   s.requests = c.at("requests").as_positive_int();
   if (s.requests > 1'000'000) c.at("requests").fail("at most 1,000,000 requests");
   if (auto seqs = c.find("max_num_seqs")) s.max_num_seqs = seqs->as_positive_int();
+  if (auto tokens = c.find("max_num_batched_tokens")) {
+    s.max_num_batched_tokens = tokens->as_positive_int();
+  }
   const JsonView slo = c.at("slo");
   if (!slo.is_null()) {
     s.slo = slo.as_string();

@@ -27,6 +27,17 @@ TEST_CASE("serve validation: cases are read with their SLO and metric", "[serve]
   CHECK(cases[0].slo == "ttft_p99=2s");
   CHECK(cases[0].where.pointer == "/cases/0");
   CHECK(parse_serving_cases(one_case("requests_per_s", "null"), "v")[0].slo.empty());
+  // The batch limits a benchmark tool set (trtllm-bench's), where the case gives them.
+  CHECK_FALSE(cases[0].max_num_batched_tokens);
+  std::string text = one_case("requests_per_s", "null");
+  text.insert(text.find("\"id\""), "\"max_num_seqs\": 96, \"max_num_batched_tokens\": 5096, ");
+  const auto limited = parse_serving_cases(text, "v");
+  CHECK(limited[0].max_num_seqs == 96);
+  CHECK(limited[0].max_num_batched_tokens == 5096);
+  text = one_case("requests_per_s", "null");
+  text.insert(text.find("\"id\""), "\"max_num_batched_tokens\": 0, ");
+  CHECK_THROWS_WITH(parse_serving_cases(text, "v.json"),
+                    ContainsSubstring("v.json:/cases/0/max_num_batched_tokens:"));
 }
 
 TEST_CASE("serve validation: bad cases name the file and pointer", "[serve][validation][errors]") {

@@ -28,7 +28,9 @@ struct ServingCase {
   std::int64_t prompt_tokens = 1;
   std::int64_t output_tokens = 1;
   std::int64_t requests = 1;                 ///< Requests in the measured run.
-  std::optional<std::int64_t> max_num_seqs;  ///< Where the source states it.
+  std::optional<std::int64_t> max_num_seqs;  ///< Where the source states or its tool sets it.
+  /// The token budget per step, where the source states or its benchmark tool sets it.
+  std::optional<std::int64_t> max_num_batched_tokens;
   /// Empty: offline throughput (every request queued at once). Otherwise an SLO such as
   /// "ttft_p99=2s,tpot_p99=200ms": the highest rate that meets it (MLPerf's Server scenario).
   std::string slo;

@@ -163,6 +163,7 @@ int run_serve_validation(const ServeOptions& o) {
     run.output_tokens = std::to_string(c.output_tokens);
     run.requests = c.requests;
     run.max_num_seqs = c.max_num_seqs;
+    run.max_num_batched_tokens = c.max_num_batched_tokens;
     run.slo = c.slo;
     run.rate = "1/s";
     ServeResult result;
