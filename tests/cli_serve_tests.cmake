@@ -114,17 +114,19 @@ if(XMLLINT)
 endif()
 
 # The published serving benchmarks (data/validation/serving.json): a gate just above what the
-# simulator measures (median 11.4 %, worst 2.97x, 27 of 32 within 2x since the TensorRT-LLM
-# cases run with trtllm-bench's own batch limits, 2026-12-07; 14.3 % since a prefill computes
+# simulator measures (median 9.7 %, worst 2.97x, 34 of 39 within 2x, held out 7 at 5.7 %,
+# since seven held-out Llama 3.3 70B rows of a newer TensorRT-LLM page were added, 2026-12-07;
+# 11.4 % and 27 of 32 since the TensorRT-LLM cases run with trtllm-bench's own batch limits,
+# 2026-12-07; 14.3 % since a prefill computes
 # its last token's logits only, 2026-12-06; 15.1 % and 2.96x since MI300X's sustained matrix
 # clock, 2026-12-06; 3.75x and 25 before it; 11.9 % when the set was added; docs/serving.md),
 # so that a change that makes it worse fails.
 add_test(NAME cli.serve_validate_gate
          COMMAND capcalc_cli serve --validate data/validation/serving.json
-                 --max-median-error 0.115 --max-worst-factor 2.98 --min-within-2x 27
+                 --max-median-error 0.098 --max-worst-factor 2.98 --min-within-2x 34
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.serve_validate_gate PROPERTIES
-  PASS_REGULAR_EXPRESSION "32 cases: median \\|error\\| [0-9.]+ %, worst [0-9.]+x, [0-9]+ within 2x")
+  PASS_REGULAR_EXPRESSION "39 cases: median \\|error\\| 9.7 %, worst 2.97x, 34 within 2x\nheld out \\(7\\): median \\|error\\| 5.7 %")
 # Each gate fails, exit 1, when the figure passes its limit (the gates are validate's:
 # src/cli/gates.cpp).
 add_test(NAME cli.serve_validate_gates_fail
