@@ -56,6 +56,15 @@ Graph tiny_decoder(std::int64_t seq, std::int64_t cached) {
                      "tiny.json", options);
 }
 
+// One moe layer of 8 experts, 2 a token, over 4 tokens: tiny, so host-bound on the round GPU.
+Graph eight_expert_moe() {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "moe", "dims": {},
+    "inputs": [{"name": "x", "shape": [1, 4, 64]}],
+    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 32}]})",
+                     "moe.json");
+}
+
 }  // namespace
 
 TEST_CASE("runtime: ids and aliases are found in any case, unknown names get a suggestion",
@@ -413,11 +422,7 @@ TEST_CASE("runtime: local_expert kernels count the experts a device holds", "[ru
   const RuntimeTable table = parse_runtimes(kTable, "rt.json");
   const Runtime& per_expert = table.get("per-expert");
   CHECK(per_expert.local_expert_kernels == 2);
-  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "moe", "dims": {},
-    "inputs": [{"name": "x", "shape": [1, 4, 64]}],
-    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
-                "hidden": 32}]})",
-                              "moe.json");
+  const Graph g = eight_expert_moe();
   Workload w;
   w.precision = Precision::kFp16;
   w.runtime = per_expert;
@@ -449,11 +454,7 @@ TEST_CASE("runtime: FP8 recipes quantize each local expert's inputs", "[runtime]
   const Runtime& per_expert = table.get("per-expert");
   Device gpu = round_gpu();
   gpu.dense_peak[static_cast<std::size_t>(Precision::kFp8)] = {20e12, 200e12};
-  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "moe", "dims": {},
-    "inputs": [{"name": "x", "shape": [1, 4, 64]}],
-    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
-                "hidden": 32}]})",
-                              "moe.json");
+  const Graph g = eight_expert_moe();
   Workload w;
   w.precision = Precision::kFp8;
   w.runtime = per_expert;

@@ -122,6 +122,19 @@ std::string einsum_equation(const onnx::NodeProto& node) {
   return equation;
 }
 
+// The size of every label of an einsum's left side; an error naming the node where its terms
+// do not fit its operands.
+std::map<std::string, std::int64_t> einsum_input_sizes(const NodeInputs& in) {
+  const std::string equation = einsum_equation(in.node);
+  std::map<std::string, std::int64_t> sizes;
+  std::size_t ellipsis_rank = 0;
+  if (const auto why =
+          einsum_sizes(equation.substr(0, equation.find("->")), in.shapes, sizes, ellipsis_rank)) {
+    in.fail(fmt::format("node \"{}\": {}", in.name, *why));
+  }
+  return sizes;
+}
+
 // ONNX LSTM, GRU and RNN (default activations). Per time step, direction and sequence of the
 // batch: the gate products W·x and R·h (gates x hidden x (input + hidden) MACs), their sum,
 // the biases (W's and R's) and the cell's `cell_flops` per hidden unit.
@@ -247,13 +260,7 @@ CountResult count_matmul(const OnnxRule& rule, const NodeInputs& in, const Shape
 // sums over the contracted indices). "..." stands for the same leading axes in every operand.
 // One operand: a view when it keeps every element, else a reduction.
 CountResult count_einsum(const OnnxRule&, const NodeInputs& in, const Shape& out) {
-  const std::string equation = einsum_equation(in.node);
-  std::map<std::string, std::int64_t> sizes;
-  std::size_t ellipsis_rank = 0;
-  if (const auto why =
-          einsum_sizes(equation.substr(0, equation.find("->")), in.shapes, sizes, ellipsis_rank)) {
-    in.fail(fmt::format("node \"{}\": {}", in.name, *why));
-  }
+  const std::map<std::string, std::int64_t> sizes = einsum_input_sizes(in);
   std::int64_t macs = 1;
   for (const auto& [label, size] : sizes)
     macs = checked_mul(macs, size);
@@ -405,13 +412,7 @@ std::vector<std::optional<Shape>> einsum_shapes(const onnx::NodeProto& node,
 
 // An einsum whose terms do not fit its operands, said before its output shape is looked for.
 void check_einsum_inputs(const NodeInputs& in) {
-  const std::string equation = einsum_equation(in.node);
-  std::map<std::string, std::int64_t> sizes;
-  std::size_t ellipsis_rank = 0;
-  if (const auto why =
-          einsum_sizes(equation.substr(0, equation.find("->")), in.shapes, sizes, ellipsis_rank)) {
-    in.fail(fmt::format("node \"{}\": {}", in.name, *why));
-  }
+  (void)einsum_input_sizes(in);
 }
 
 std::optional<Shape> einsum_output(const onnx::NodeProto& node, const KnownInputs& in) {
