@@ -172,7 +172,8 @@ std::vector<TraceRequest> parse_trace(const std::string& text, const std::string
     }
     trace.push_back(r);
   }
-  if (trace.empty()) throw Error({file}, "the trace has no requests");
+  // Where the file ends: its last line (line 1 of an empty file).
+  if (trace.empty()) throw Error({file, "", std::max(line, 1), 1}, "the trace has no requests");
   return trace;
 }
 

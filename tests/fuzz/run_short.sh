@@ -24,7 +24,7 @@ fi
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_C_COMPILER=clang -DCAPCALC_FUZZ=ON -DCAPCALC_BUILD_BENCHMARKS=OFF > /dev/null
-targets=(model hardware budget measurements runtimes ranges onnx onnx_text)
+targets=(model hardware budget measurements runtimes ranges serving onnx onnx_text)
 cmake --build "$build" --target "${targets[@]/#/capcalc_fuzz_}"
 
 seeds() {  # The seed folders and files of tests/fuzz/CMakeLists.txt, by target.
@@ -35,6 +35,7 @@ seeds() {  # The seed folders and files of tests/fuzz/CMakeLists.txt, by target.
     measurements) echo data/validation tests/cli/records.json tests/hostile/corpus/measurements ;;
     runtimes) echo data/runtimes.json tests/hostile/corpus/runtime ;;
     ranges) echo data/ranges.json ;;
+    serving) echo data/validation/serving.json tests/cli/serve_validation_small.json tests/cli/serve_mix.json tests/cli/serve_trace.jsonl tests/hostile/corpus/serving tests/hostile/corpus/mix tests/hostile/corpus/trace ;;
     onnx) echo tests/exports tests/hostile/corpus/onnx ;;
     onnx_text) ;;  # Prefixed copies below: the first byte picks the syntax.
   esac

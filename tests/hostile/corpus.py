@@ -1031,8 +1031,8 @@ def trace_cases():
     case(S, "syntax", "bad_json_line", ok + '{"arrival_s": 1, "prompt_tokens": 100,, "output_tokens": 10}\n', args, r":2:\d+: ", ("literal", "{f}"))
     case(S, "syntax", "two_objects_one_line", ok.strip() + " " + ok, args, r":1:\d+: ", ("literal", "{f}"))
     case(S, "syntax", "nul", ok + '{"arrival_s": 1,\x00 "prompt_tokens": 100, "output_tokens": 10}\n', args, r":2:\d+: [^\n]*NUL", ("literal", "{f}"))
-    case(S, "type", "empty", "", args, r": the trace has no requests", ("literal", "{f}"))
-    case(S, "type", "blank_lines", "\n  \n\t\n", args, r": the trace has no requests", ("literal", "{f}"))
+    case(S, "type", "empty", "", args, r":1:1: the trace has no requests", ("literal", "{f}"))
+    case(S, "type", "blank_lines", "\n  \n\t\n", args, r":3:1: the trace has no requests", ("literal", "{f}"))
     case(S, "duplicate", "dup_key", ok + '{"arrival_s": 1, "arrival_s": 2, "prompt_tokens": 100, "output_tokens": 10}\n', args,
          r":2:\d+: duplicate key \"arrival_s\"", ("literal", "{f}"))
     case(S, "depth", "deep_line", ok + "[" * 300 + "]" * 300 + "\n", args, r":2:\d+: [^\n]*nest more than 256 deep", ("literal", "{f}"))
