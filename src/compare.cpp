@@ -125,6 +125,8 @@ CompareRow compare_row(const Graph& graph, const Device& device, const Performan
   }
   Workload workload = request.workload;
   workload.precision = precision;
+  // The FP8 recipe scales the fp8 rows; the others have none.
+  if (precision != Precision::kFp8) workload.fp8_recipe = Fp8Recipe::kDelayed;
   if (request.serving) {
     // A request of the graph's batch of sequences: its prefill and every decode step; the
     // rate is the tokens it generates over its whole time, on every replica.
@@ -202,6 +204,7 @@ CompareTable compare_devices(const std::vector<Graph>& graphs,
     out.seq = seq->second;
   }
   out.mode = request.workload.mode;
+  out.fp8_recipe = request.workload.fp8_recipe;
   out.devices = request.workload.devices;
   out.tensor_parallel = request.workload.tensor_parallel;
   out.pipeline_parallel = request.workload.pipeline_parallel;

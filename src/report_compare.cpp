@@ -124,7 +124,11 @@ std::string title(const CompareTable& table) {
       active_params_text(table.params, table.active_params), mode_name(table.mode));
   if (!table.rows.empty()) {
     const CompareRow& first = table.rows.front();
-    if (!table.precision_sweep) text += fmt::format(", {}", precision_name(first.precision));
+    if (!table.precision_sweep) {
+      text += fmt::format(", {}", precision_text(first.precision, table.fp8_recipe));
+    } else if (table.fp8_recipe != Fp8Recipe::kDelayed) {
+      text += fmt::format(", fp8 rows {}", fp8_recipe_name(table.fp8_recipe));
+    }
     if (!table.batch_sweep) text += fmt::format(", batch {}", first.batch);
   }
   if (table.seq && !table.serving) text += fmt::format(", seq {}", format_grouped(*table.seq));

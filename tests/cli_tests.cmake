@@ -655,3 +655,10 @@ capcalc_cli_ok(plan_runtime "1  H100 fp8     16  TP 1, PP 1, EP 8, DP 16, ZeRO-3
                plan qwen3_30b_a3b_hf --gpu h100 --tokens 1T --set seq=4096 --global-batch 512-samples --precision fp8 --runtime megatron-core --fp8-recipe tensorwise --max-devices 16 --top 1)
 capcalc_cli_error(plan_fp8_recipe_without_fp8 "^capcalc: error: --fp8-recipe scales FP8 tensors: add fp8 to --precision\n$"
                   plan qwen3_30b_a3b_hf --gpu h100 --tokens 1T --set seq=4096 --fp8-recipe tensorwise)
+# compare --fp8-recipe scales the fp8 rows only: Qwen3-30B-A3B on 8 B200s and 8 H100s with
+# expert parallelism 8, tensorwise fp8 (741 ms and 867 ms a step, as estimate gives them) beside
+# bf16, which has no recipe (338 ms on the B200).
+capcalc_cli_ok(compare_fp8_recipe "training, fp8 rows tensorwise, batch 1.*b200 \\(180 GB\\)\nfp8 +741 ms.*\nbf16 +338 ms.*h100-sxm \\(80 GB\\)\nfp8 +867 ms"
+               compare qwen3_30b_a3b_hf --gpu h100,b200 --mode training --precision fp8,bf16 --fp8-recipe tensorwise --runtime megatron-core --batch 1 --set seq=4096 --devices 8 --ep 8)
+capcalc_cli_error(compare_fp8_recipe_without_fp8 "^capcalc: error: --fp8-recipe scales FP8 tensors: add fp8 to --precision\n$"
+                  compare qwen3_30b_a3b_hf --gpu h100 --precision bf16 --fp8-recipe mxfp8)

@@ -103,6 +103,7 @@ struct CompareTable {
   /// Tokens per sample of a language model (its "seq" dimension; the prompt when serving).
   std::optional<std::int64_t> seq;
   Mode mode = Mode::kInference;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  ///< How the fp8 rows scale FP8 tensors.
   std::int64_t devices = 1;               ///< Per row: all devices (tensor_parallel × replicas).
   std::int64_t tensor_parallel = 1;       ///< Devices per pipeline stage of a replica.
   std::int64_t pipeline_parallel = 1;     ///< Training: pipeline stages per replica.

@@ -1,5 +1,6 @@
 #include "capcalc/compare.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -49,9 +50,19 @@ std::vector<const Device*> pick_devices(const CompareOptions& options, const Har
 }
 
 void run_compare(const CompareOptions& options) {
-  const WorkloadSpec spec = with_serving(options.workload, options.serving);
+  WorkloadSpec spec = with_serving(options.workload, options.serving);
+  // The recipe goes with the fp8 rows of --precision's list, not with the spec's one precision.
+  const std::string fp8_recipe = spec.fp8_recipe;
+  spec.fp8_recipe.clear();
   CompareRequest request;
   request.workload = workload_from(spec);
+  if (!fp8_recipe.empty()) {
+    if (std::find(options.precisions.begin(), options.precisions.end(), "fp8") ==
+        options.precisions.end()) {
+      throw Error({}, "--fp8-recipe scales FP8 tensors: add fp8 to --precision");
+    }
+    request.workload.fp8_recipe = *parse_fp8_recipe(fp8_recipe);
+  }
   // Serving rows' graphs are prefills: the prompt is the sequence.
   const bool serving = options.serving.requested();
   const ModelArgs model = serving ? prefill_args(options.model, options.serving) : options.model;
@@ -140,6 +151,7 @@ void add_compare_command(CLI::App& app) {
                          "else the device type's"),
          profile_names());
   add_runtime_options(*sub, workload.runtime, workload.runtime_files);
+  add_fp8_recipe_option(*sub, workload.fp8_recipe);
   add_optimizer_option(*sub, workload.optimizer);
   add_parallel_options(*sub, workload);
   add_pipeline_options(*sub, workload);
