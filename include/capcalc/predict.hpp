@@ -100,11 +100,11 @@ struct Workload {
   /// FP8 precision only: how FP8 tensors are scaled. Delayed scaling is Megatron-Core's
   /// default (--fp8-recipe) and Transformer Engine's.
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
-  std::int64_t devices = 1;                ///< All devices: tensor × pipeline × replicas.
-  std::int64_t tensor_parallel = 1;        ///< Devices per model replica. Each layer's work,
-                                           ///< weights, state, activations and KV cache split
-                                           ///< evenly over them, with all-reduces per block;
-                                           ///< the per-kernel floor does not split.
+  std::int64_t devices = 1;          ///< All devices: tensor × pipeline × replicas.
+  std::int64_t tensor_parallel = 1;  ///< Devices per model replica. Each layer's work,
+                                     ///< weights, state, activations and KV cache split
+                                     ///< evenly over them, with all-reduces per block;
+                                     ///< the per-kernel floor does not split.
   /// Training: pipeline stages per replica, a 1F1B schedule (Narayanan et al. 2021): each
   /// stage holds and computes an even 1/pipeline_parallel of the layers, weights and state;
   /// a step runs micro_batches micro-batches through, and the pipeline fills and drains
