@@ -122,29 +122,34 @@ nlohmann::ordered_json estimated_peaks_json(const Device& d) {
   return estimates;
 }
 
+namespace {
+
+// Each estimated peak of `p` ("vector", "matrix") with the text that says how it was made.
+std::vector<std::pair<const char*, const std::string*>> estimated_units(const Device& d,
+                                                                        Precision p) {
+  const PeakEstimate& e = d.estimate_of(p);
+  std::vector<std::pair<const char*, const std::string*>> units;
+  if (!e.vector.empty()) units.emplace_back("vector", &e.vector);
+  if (!e.matrix.empty()) units.emplace_back("matrix", &e.matrix);
+  return units;
+}
+
+}  // namespace
+
 std::vector<std::string> estimate_lines(const Device& d, Precision p) {
   std::vector<std::string> lines;
-  const PeakEstimate& e = d.estimate_of(p);
-  if (!e.vector.empty()) {
+  for (const auto& [unit, why] : estimated_units(d, p)) {
     lines.push_back(
-        fmt::format("the {} vector peak is an unsourced estimate (no vendor document in its "
-                    "sources states it): {}",
-                    precision_name(p), e.vector));
-  }
-  if (!e.matrix.empty()) {
-    lines.push_back(
-        fmt::format("the {} matrix peak is an unsourced estimate (no vendor document in its "
-                    "sources states it): {}",
-                    precision_name(p), e.matrix));
+        fmt::format("the {} {} peak is an unsourced estimate (no vendor document in "
+                    "its sources states it): {}",
+                    precision_name(p), unit, *why));
   }
   return lines;
 }
 
 std::vector<std::string> estimate_flags(const Device& d, Precision p) {
   std::vector<std::string> lines;
-  const PeakEstimate& e = d.estimate_of(p);
-  for (const auto& [unit, why] : {std::pair{"vector", &e.vector}, std::pair{"matrix", &e.matrix}}) {
-    if (why->empty()) continue;
+  for (const auto& [unit, why] : estimated_units(d, p)) {
     lines.push_back(
         fmt::format("the {} {} peak is an estimate, in no vendor document ('capcalc hw "
                     "show {}' says how it was made)",

@@ -302,10 +302,12 @@ HardwareTable load_table(const HardwareArgs& args) {
 }
 
 void add_runtime_options(CLI::App& sub, std::string& runtime, std::vector<std::string>& files) {
-  sub.add_option("--runtime", runtime,
-                 "The runtime that runs the model (`capcalc runtimes list`): its profile and its "
-                 "kernels per layer; the profile names are aliases")
-      ->excludes("--profile");
+  CLI::Option* option =
+      sub.add_option("--runtime", runtime,
+                     "The runtime that runs the model (`capcalc runtimes list`): its profile and "
+                     "its kernels per layer; the profile names are aliases");
+  // A command that also takes --profile (plan and scale do not) takes one of the two.
+  if (sub.get_option_no_throw("--profile") != nullptr) option->excludes("--profile");
   sub.add_option("--runtime-file", files,
                  "Extra runtimes or overrides (same id replaces); repeatable");
 }

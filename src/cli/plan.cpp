@@ -312,11 +312,7 @@ void add_plan_args(CLI::App& sub, PlanArgs& args) {
              ->delimiter(','),
          precision_names());
   add_optimizer_option(sub, args.optimizer);
-  sub.add_option("--runtime", args.runtime,
-                 "The runtime every layout runs under (`capcalc runtimes list`): its profile and "
-                 "kernels per layer (default: the device type's profile)");
-  sub.add_option("--runtime-file", args.runtime_files,
-                 "Extra runtimes or overrides (same id replaces); repeatable");
+  add_runtime_options(sub, args.runtime, args.runtime_files);
   add_fp8_recipe_option(sub, args.fp8_recipe);
   sub.add_option("--global-batch", args.global_batch,
                  "Samples per optimizer step (data-parallel x micro-batches x micro-batch size), "
