@@ -1,5 +1,9 @@
 // Rendering of the hardware table (`capcalc hw list` and `capcalc hw show`) and of hardware
 // files (`capcalc calibrate --output`).
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
