@@ -57,14 +57,16 @@ std::optional<FitOption> by_tensor_parallel(const Graph& graph, const Device& de
   return FitOption{flags, *t * others, *t * w.pipeline_parallel * w.context_parallel};
 }
 
-// The fewest pipeline stages (training) that fit, at most one per layer.
+// The fewest pipeline stages (training) that fit, at most one per layer; interleaved, only
+// those that divide the micro-batches (the schedule's rule).
 std::optional<FitOption> by_pipeline(const Graph& graph, const Device& device,
                                      const PerformanceParams& params, Workload w) {
   const std::int64_t others = data_parallel_replicas(w) * w.tensor_parallel * w.context_parallel;
   const auto layers = static_cast<std::int64_t>(graph.layers.size());
   std::vector<std::int64_t> stages;
-  for (std::int64_t p = w.pipeline_parallel + 1; p <= layers && p <= kMaxFitDevices / others; ++p)
-    stages.push_back(p);
+  for (std::int64_t p = w.pipeline_parallel + 1; p <= layers && p <= kMaxFitDevices / others; ++p) {
+    if (w.virtual_stages == 1 || w.micro_batches % p == 0) stages.push_back(p);
+  }
   const auto p = first_fit(stages, [&](std::int64_t count) {
     w.pipeline_parallel = count;
     w.devices = count * others;

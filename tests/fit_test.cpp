@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "capcalc/error.hpp"
 #include "capcalc/model.hpp"
 
@@ -98,6 +100,38 @@ TEST_CASE("fit: training lists each kind of split that fits, found by predicting
   CHECK(capcalc::fit_advice_text(advice, capcalc::test::round_device(), Mode::kTraining) ==
         "does not fit: 16.0 GB of weights, gradients and optimizer state; fits with any of: "
         "--devices 2 --zero 1 (2 devices), --tp 2 (2 devices), --pp 2 (2 devices)");
+}
+
+TEST_CASE("fit: interleaved, the stages offered divide the micro-batches", "[fit]") {
+  // Eight linear layers of 18,000 x 18,000: 2.592e9 parameters x 16 bytes (fp32, Adam) =
+  // 41.5 GB of state. Over 2 stages 20.7 GB each does not fit 16 GB; over 3 stages 13.8 GB
+  // does, over 4 10.4 GB. Interleaved with 4 micro-batches, 3 stages are no schedule: 4.
+  std::string layers;
+  for (int i = 0; i < 8; ++i) {
+    layers += fmt::format(
+        "{}{{\"name\": \"fc{}\", \"op\": \"linear\", \"out_features\": "
+        "18000, \"bias\": false}}",
+        i == 0 ? "" : ", ", i);
+  }
+  const Graph graph = capcalc::parse_model(
+      R"({"format": "capcalc-model/1", "name": "eight", "dims": {"batch": 1},
+          "inputs": [{"name": "x", "shape": ["batch", 18000]}], "layers": [)" +
+          layers + "]}",
+      "eight.json");
+  Workload w;
+  w.mode = Mode::kTraining;
+  w.pipeline_parallel = 2;
+  w.devices = 2;
+  w.micro_batches = 4;
+  const auto pipeline = [](const FitAdvice& advice) {
+    for (const auto& option : advice.options) {
+      if (option.flags.rfind("--pp", 0) == 0) return option.flags;
+    }
+    return std::string();
+  };
+  CHECK(pipeline(advise(graph, w)) == "--pp 3");
+  w.virtual_stages = 2;
+  CHECK(pipeline(advise(graph, w)) == "--pp 4");
 }
 
 TEST_CASE("fit: a mixture of experts is offered expert parallelism, and its whole state", "[fit]") {
