@@ -253,6 +253,7 @@ using detail::device_params;
 using detail::expert_parallel_communication;
 using detail::layer_times;
 using detail::make_step;
+using detail::pipeline_ends;
 using detail::tensor_parallel_communication;
 using detail::training_schedule;
 
@@ -344,6 +345,7 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
   result.floor_s = s.floor_s;
   result.sparsity_speedup = s.sparse && s.has_matrix ? device.sparsity_2_4_speedup : 1;
   pass.backward_s = layer_times(s, result);
+  if (s.training) pipeline_ends(s, result, pass);
   tensor_parallel_communication(s, result);
   context_parallel_communication(s, result);
   expert_parallel_communication(s, result);
@@ -391,7 +393,7 @@ Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Devi
       params_on_device.all * (s.sparse ? s.sparse_weight_bytes : s.weight_bytes);
   if (s.training) {
     result.lora_params = s.adapter_params;
-    training_schedule(s, totals, params_on_device, pass.backward_s, result);
+    training_schedule(s, pass, params_on_device, result);
   } else {
     result.memory.activation_bytes =
         static_cast<double>(totals.peak_live_elements) * s.act_bytes / s.tp;
@@ -514,13 +516,17 @@ TrainingTotals training_totals(const Estimate& step, std::int64_t batch, const W
 }
 
 std::vector<MisalignedLayer> misaligned_matrix_layers(const Graph& graph, const Device& device,
-                                                      Precision precision) {
+                                                      Precision precision, const Runtime* runtime) {
   const std::int64_t multiple = alignment_multiple(device, precision);
   if (multiple == 0) return {};
   const std::int64_t total_macs = graph_totals(graph).macs;
+  const bool padded = runtime != nullptr && pads_to(runtime->vocab_padding, multiple);
+  const std::size_t output_layer = detail::loss_layer_of(graph);
   std::vector<MisalignedLayer> result;
-  for (const Layer& layer : graph.layers) {
-    const std::optional<Misalignment> found = misalignment(layer, multiple);
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    const Layer& layer = graph.layers[i];
+    const std::optional<Misalignment> found =
+        misalignment(layer, multiple, padded && i == output_layer);
     if (!found) continue;
     MisalignedLayer m;
     m.name = layer.name;

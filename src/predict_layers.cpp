@@ -150,11 +150,13 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
                                                                static_cast<double>(gemm->k)) *
                                                   wave_utilisation(*gemm, s.device)
                                             : 1;
-  // cuBLAS runs a product whose features are not a multiple of 16 bytes on slower kernels.
-  const double aligned =
-      matrix && s.params.misaligned_matrix_efficiency > 0 && misalignment(layer, s.align_elements)
-          ? s.params.misaligned_matrix_efficiency / s.params.matrix_efficiency
-          : 1;
+  // cuBLAS runs a product whose features are not a multiple of 16 bytes on slower kernels; a
+  // runtime that pads the vocabulary (Megatron) aligns the output layer's.
+  const bool padded = index == s.loss_layer && pads_to(s.runtime.vocab_padding, s.align_elements);
+  const double aligned = matrix && s.params.misaligned_matrix_efficiency > 0 &&
+                                 misalignment(layer, s.align_elements, padded)
+                             ? s.params.misaligned_matrix_efficiency / s.params.matrix_efficiency
+                             : 1;
   const double speed = utilisation * aligned * (sparse_layer && matrix ? sparsity_speedup : 1);
   const bool fused = s.fusing && fusable(layer, s.workload.mode) && s.runtime.fuses(layer);
   const double layer_weight_bytes = sparse_layer ? s.sparse_weight_bytes : s.weight_bytes;

@@ -35,13 +35,14 @@ std::int64_t alignment_multiple(const Device& device, Precision precision) {
 // linear layers and MatMuls by a weight, whose features are the last axis (convolutions are
 // channels-first), have the GEMM's N and K as their output and input features (M is the
 // tokens, which cuBLAS tiles whatever their number).
-std::optional<Misalignment> misalignment(const Layer& layer, std::int64_t multiple) {
+std::optional<Misalignment> misalignment(const Layer& layer, std::int64_t multiple,
+                                         bool padded_outputs) {
   const std::optional<GemmView>& gemm = layer.traits.gemm;
   if (multiple <= 0 || layer.view || !gemm || layer.counts.weight_elements_read == 0 ||
       layer.output.empty() || layer.output.back() != gemm->n) {
     return std::nullopt;
   }
-  if (gemm->n % multiple != 0) return Misalignment{"output features", gemm->n};
+  if (!padded_outputs && gemm->n % multiple != 0) return Misalignment{"output features", gemm->n};
   if (gemm->k % multiple != 0) return Misalignment{"input features", gemm->k};
   return std::nullopt;
 }

@@ -21,8 +21,16 @@ struct Misalignment {
   std::int64_t size = 0;
 };
 
-/// The first feature dimension of a product with weights that is not a multiple of `multiple`.
-std::optional<Misalignment> misalignment(const Layer& layer, std::int64_t multiple);
+/// Whether a runtime's vocabulary padding (Runtime::vocab_padding; 0: none) keeps the output
+/// layer's features a multiple of `multiple`.
+inline bool pads_to(std::int64_t padding, std::int64_t multiple) {
+  return padding > 0 && multiple > 0 && padding % multiple == 0;
+}
+
+/// The first feature dimension of a product with weights that is not a multiple of `multiple`;
+/// `padded_outputs`: the runtime pads its output features to one (only its inputs can miss).
+std::optional<Misalignment> misalignment(const Layer& layer, std::int64_t multiple,
+                                         bool padded_outputs = false);
 
 /// The useful fraction of the matrix tiles of a product N wide with a reduction of K.
 double tile_utilisation(double n, double k);

@@ -130,8 +130,13 @@ void data_parallel_sync(const Step& s, const DeviceParams& params, const DeviceP
 
 // Training (src/predict_training.cpp).
 
-/// A training step's memory, optimizer update, pipeline schedule and gradient sync.
-void training_schedule(const Step& s, const GraphTotals& totals, const DeviceParams& params,
-                       double backward_s, Estimate& result);
+/// The pass's blocks and the time of the layers before and after them (LayerPass), from the
+/// layers' times in `result`.
+void pipeline_ends(const Step& s, const Estimate& result, LayerPass& pass);
+
+/// A training step's memory, optimizer update, pipeline schedule and gradient sync: `result`
+/// holds the pass's sums (one micro-batch through the whole model).
+void training_schedule(const Step& s, const LayerPass& pass, const DeviceParams& params,
+                       Estimate& result);
 
 }  // namespace capcalc::detail

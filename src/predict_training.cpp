@@ -3,6 +3,9 @@
 // micro-batches, sends, gradient sync and the update together (training_schedule).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <set>
+#include <vector>
 
 #include "predict_step.hpp"
 
@@ -107,14 +110,76 @@ double optimizer_step_kernels(const Step& s) {
                                      chunks / s.pp);
 }
 
+// The stages' times for one micro-batch of `total_s` (the whole model's forward, backward,
+// recompute and collectives). Megatron-Core places P x V chunks in order, chunk c on stage
+// c mod P, the embedding with the first chunk and the final norm, output layer and loss with the
+// last (get_transformer_layer_offset; pre_process and post_process in the GPT model). It splits
+// the blocks evenly over the chunks, or, with account_for_embedding_in_pipeline_split and
+// account_for_loss_in_pipeline_split, counts the embedding and the loss as a block each, so the
+// first and last chunks take a block fewer: taken where the blocks + 2 divide and the blocks do
+// not (plan's splits_evenly). A split that neither divides gives the first chunks a block more.
+// A model without attention blocks splits evenly.
+struct StageTimes {
+  double heaviest_s = 0;
+  double sum_s = 0;
+  std::int64_t heaviest = 0;
+};
+
+StageTimes stage_times(const Step& s, const LayerPass& pass, double total_s) {
+  const std::int64_t p = s.workload.pipeline_parallel;
+  if (p == 1 || pass.blocks == 0) return {total_s / static_cast<double>(p), total_s, 0};
+  const std::int64_t blocks = pass.blocks;
+  const std::int64_t chunks = p * s.workload.virtual_stages;
+  const double block_s = std::max(0.0, total_s - pass.before_blocks_s - pass.after_blocks_s) /
+                         static_cast<double>(blocks);
+  const bool accounted =
+      blocks % chunks != 0 && (blocks + 2) % chunks == 0 && (blocks + 2) / chunks >= 2;
+  std::vector<double> stage(static_cast<std::size_t>(p), 0.0);
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t n =
+        accounted ? (blocks + 2) / chunks - (c == 0 ? 1 : 0) - (c == chunks - 1 ? 1 : 0)
+                  : blocks / chunks + (c < blocks % chunks ? 1 : 0);
+    stage[static_cast<std::size_t>(c % p)] += static_cast<double>(n) * block_s;
+  }
+  stage.front() += pass.before_blocks_s;
+  stage.back() += pass.after_blocks_s;
+  StageTimes t;
+  for (std::size_t i = 0; i < stage.size(); ++i) {
+    t.sum_s += stage[i];
+    if (stage[i] > t.heaviest_s) {
+      t.heaviest_s = stage[i];
+      t.heaviest = static_cast<std::int64_t>(i);
+    }
+  }
+  return t;
+}
+
 }  // namespace
 
+void pipeline_ends(const Step& s, const Estimate& result, LayerPass& pass) {
+  const std::vector<Layer>& layers = s.graph.layers;
+  std::set<std::int32_t> blocks;
+  for (const Layer& layer : layers) {
+    if (layer.counts.attention_heads > 0) blocks.insert(layer.group);
+  }
+  if (blocks.empty()) return;
+  pass.blocks = static_cast<std::int64_t>(blocks.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i].group < *blocks.begin()) pass.before_blocks_s += result.layers[i].time_s;
+    if (layers[i].group > *blocks.rbegin()) pass.after_blocks_s += result.layers[i].time_s;
+  }
+}
+
 // A training step: one micro-batch through the whole model (forward, backward, recompute,
-// all-reduces); each stage takes 1/pp of it, micro-batch after micro-batch, and the pipeline
-// fills and drains: (micro-batches + pp - 1) stage times (interleaved: the fill and drain take
-// 1/V of that), then the exposed gradient sync and the optimizer update of the stage.
-void training_schedule(const Step& s, const GraphTotals& totals, const DeviceParams& params,
-                       double backward_s, Estimate& result) {
+// all-reduces), split into the stages' shares (stage_times); micro-batch after micro-batch the
+// heaviest stage sets the pace, and the pipeline fills and drains through the others: M
+// heaviest stage times + the other stages' times (interleaved: 1/V of those), which is
+// (M + P - 1) stage times for an even split; then the exposed gradient sync and the optimizer
+// update of the stage.
+void training_schedule(const Step& s, const LayerPass& pass, const DeviceParams& params,
+                       Estimate& result) {
+  const GraphTotals& totals = pass.totals;
+  const double backward_s = pass.backward_s;
   // Gradients are kept and reduced in 16 bits at least: fp8 training (Transformer Engine,
   // Megatron) computes fp8 products but writes bf16 weight gradients (fp32 main grads).
   const double gradient_bytes = std::max(s.weight_bytes, 2.0);
@@ -127,11 +192,16 @@ void training_schedule(const Step& s, const GraphTotals& totals, const DevicePar
   training_memory(s, totals, params, trained, gradient_bytes, result.memory);
 
   const auto virtual_stages = static_cast<double>(s.workload.virtual_stages);
-  double stage_s = (result.latency_s + result.recompute_s) / s.pp;
+  StageTimes stages = stage_times(s, pass, result.latency_s + result.recompute_s);
   const double sends =
-      s.workload.pipeline_parallel > 1 ? pipeline_sends(s, totals, stage_s, result) : 0;
-  stage_s += sends;
-  result.pipeline_bubble_s = (s.pp - 1) * stage_s / virtual_stages;
+      s.workload.pipeline_parallel > 1 ? pipeline_sends(s, totals, stages.heaviest_s, result) : 0;
+  stages.heaviest_s += sends;
+  stages.sum_s += s.pp * sends;
+  const double stage_s = stages.heaviest_s;
+  result.pipeline_imbalance =
+      stages.sum_s > 0 ? std::max(1.0, stages.heaviest_s * s.pp / stages.sum_s) : 1;
+  result.pipeline_heaviest_stage = stages.heaviest;
+  result.pipeline_bubble_s = (stages.sum_s - stages.heaviest_s) / virtual_stages;
   // The sends' share of the step: in every stage time, the bubble's included.
   result.pipeline_send_s = (s.micro_batches + (s.pp - 1) / virtual_stages) * sends;
   data_parallel_sync(s, params, trained, gradient_bytes, backward_s, result);

@@ -41,8 +41,10 @@ Json fit_json(const ReportInput& in) {
 Json misaligned_json(const ReportInput& in) {
   nlohmann::json misaligned = nlohmann::json::array();
   const std::vector<MisalignedLayer> unaligned =
-      in.device != nullptr ? misaligned_matrix_layers(in.graph, *in.device, in.workload.precision)
-                           : std::vector<MisalignedLayer>{};
+      in.device != nullptr
+          ? misaligned_matrix_layers(in.graph, *in.device, in.workload.precision,
+                                     in.workload.runtime ? &*in.workload.runtime : nullptr)
+          : std::vector<MisalignedLayer>{};
   for (const MisalignedLayer& m : unaligned) {
     misaligned.push_back({{"layer", m.name},
                           {"dimension", m.dimension},
@@ -124,6 +126,8 @@ Json estimate_json(const ReportInput& in) {
   est["recompute_s"] = e.recompute_s;
   est["pipeline_bubble_s"] = e.pipeline_bubble_s;
   if (in.workload.pipeline_parallel > 1) {
+    est["pipeline_stages"] = {{"heaviest", e.pipeline_heaviest_stage + 1},
+                              {"imbalance", e.pipeline_imbalance}};
     est["pipeline_sends"] = {
         {"time_s", e.pipeline_send_s},
         {"bytes", e.pipeline_send_bytes},

@@ -148,6 +148,15 @@ std::string stage_sends_summary(const Estimate& e) {
                      format_bytes(e.pipeline_send_bytes), e.pipeline_link);
 }
 
+std::string stage_imbalance_summary(const Estimate& e, std::int64_t stages) {
+  const std::int64_t heaviest = e.pipeline_heaviest_stage;
+  const char* what = heaviest == stages - 1 ? " (the last: output layer and loss)"
+                     : heaviest == 0        ? " (the first: embedding)"
+                                            : "";
+  return fmt::format("the heaviest, stage {} of {}{}, {:.2f}x the mean", heaviest + 1, stages, what,
+                     e.pipeline_imbalance);
+}
+
 std::string grad_sync_summary(const Estimate& e, int zero_stage) {
   if (!e.data_parallel_modelled) {
     return "not modelled (no link in the table for this many devices)";
@@ -325,14 +334,20 @@ std::string estimate_time_text(const ReportInput& in) {
                      time_range_text(in, e, e.latency_s));
   if (in.workload.pipeline_parallel > 1) {
     const std::int64_t v = in.workload.virtual_stages;
-    out +=
-        fmt::format("  pipeline     {} stages{}: {} of bubble ({} stage times, {} of the step)\n",
-                    in.workload.pipeline_parallel,
-                    v > 1 ? fmt::format(" x {} chunks, interleaved 1F1B", v) : ", 1F1B",
-                    format_duration(e.pipeline_bubble_s),
-                    v > 1 ? fmt::format("{}/{}", in.workload.pipeline_parallel - 1, v)
-                          : fmt::format("{}", in.workload.pipeline_parallel - 1),
-                    percent(e.pipeline_bubble_s / e.latency_s));
+    const std::int64_t others = in.workload.pipeline_parallel - 1;
+    // An even split fills and drains in P - 1 stage times; else in the other stages' times.
+    const bool even = e.pipeline_imbalance <= 1.0005;
+    const std::string fill = even ? (v > 1 ? fmt::format("{}/{} stage times", others, v)
+                                           : fmt::format("{} stage times", others))
+                                  : fmt::format("{}the other {} stages' times",
+                                                v > 1 ? fmt::format("1/{} of ", v) : "", others);
+    out += fmt::format("  pipeline     {} stages{}: {} of bubble ({}, {} of the step)\n",
+                       in.workload.pipeline_parallel,
+                       v > 1 ? fmt::format(" x {} chunks, interleaved 1F1B", v) : ", 1F1B",
+                       format_duration(e.pipeline_bubble_s), fill,
+                       percent(e.pipeline_bubble_s / e.latency_s));
+    if (e.pipeline_imbalance > 1.0005)
+      out += "               " + stage_imbalance_summary(e, in.workload.pipeline_parallel) + "\n";
     out += "  stage sends  " + stage_sends_summary(e) + "\n";
   }
   if (in.workload.tensor_parallel > 1) out += communication_text("all-reduce", e);
@@ -523,8 +538,10 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   std::string out = estimate_workload_text(in) + estimate_model_text(in) +
                     estimate_device_text(in) + estimate_time_text(in) + estimate_memory_text(in) +
                     estimate_bounds_text(in);
-  out += alignment_text(misaligned_matrix_layers(in.graph, *in.device, precision), precision,
-                        in.params);
+  out += alignment_text(
+      misaligned_matrix_layers(in.graph, *in.device, precision,
+                               in.workload.runtime ? &*in.workload.runtime : nullptr),
+      precision, in.params);
   if (in.training != nullptr) out += render_training_text(in);
   if (in.serving != nullptr) out += render_serving_text(in);
 

@@ -236,10 +236,12 @@ std::string explain_split(const ReportInput& in) {
   const std::int64_t v = in.workload.virtual_stages;
   if ((pp > 1 || micro > 1) && v == 1) {
     out += fmt::format(
-        "  pipeline     {} stage{} x {} micro-batch{}, 1F1B: each stage holds 1/{} of the layers,\n"
-        "               weights and state (an even split); step = (M + P - 1) x (one\n"
-        "               micro-batch's forward + backward) / P + optimizer = ({} + {} - 1) x\n"
-        "               stage time; at most min(P, M) micro-batches' activations in flight\n",
+        "  pipeline     {} stage{} x {} micro-batch{}, 1F1B: each stage holds 1/{} of the weights\n"
+        "               and state; step = (M + P - 1) x (one micro-batch's forward + backward)\n"
+        "               / P + optimizer = ({} + {} - 1) x stage time for an even split, else M\n"
+        "               x the heaviest stage + the others (the embedding on the first, the\n"
+        "               output layer and loss on the last); at most min(P, M) micro-batches'\n"
+        "               activations in flight\n",
         pp, pp == 1 ? "" : "s", micro, micro == 1 ? "" : "es", pp, micro, pp);
   } else if (pp > 1) {
     out += fmt::format(

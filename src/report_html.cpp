@@ -162,7 +162,8 @@ std::string summary_section(const ReportInput& in) {
     out += kv_row("grad sync", esc(grad_sync_summary(e, in.workload.zero_stage)));
   }
   // Products off the tensor cores' granularity, as the text report names them.
-  const std::vector<MisalignedLayer> misaligned = misaligned_matrix_layers(g, d, precision);
+  const std::vector<MisalignedLayer> misaligned = misaligned_matrix_layers(
+      g, d, precision, in.workload.runtime ? &*in.workload.runtime : nullptr);
   for (std::size_t k = 0; k < std::min<std::size_t>(misaligned.size(), 3); ++k) {
     out +=
         kv_row(k == 0 ? "alignment" : "",

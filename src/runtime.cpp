@@ -25,7 +25,8 @@ const std::vector<std::string_view> kRuntimeKeys = {
     "id",           "name",        "aliases",          "profile",
     "device_types", "kernels",     "kernels_16bit",    "training",
     "tf32_ops",     "unfused_ops", "host_overhead_us", "sources",
-    "notes",        "comment",     "serving",          "fp8_expert_quantize"};
+    "notes",        "comment",     "serving",          "fp8_expert_quantize",
+    "vocab_padding"};
 
 constexpr auto kFp8Recipes = name_table<Fp8Recipe>({{Fp8Recipe::kDelayed, "delayed"},
                                                     {Fp8Recipe::kTensorwise, "tensorwise"},
@@ -336,6 +337,10 @@ Runtime parse_runtime(const JsonView& entry) {
         value.fail(fmt::format("expected 0 to 1000 kernels, got {}", value.json().dump()));
       r.fp8_expert_quantize_kernels[static_cast<std::size_t>(*recipe)] = count;
     }
+  }
+  if (auto padding = entry.find("vocab_padding")) {
+    r.vocab_padding = padding->as_positive_int();
+    if (r.vocab_padding > 65536) padding->fail("expected at most 65536");
   }
   if (auto narrow = entry.find("kernels_16bit"))
     parse_op_counts(*narrow, r.kernels_per_op_16bit, nullptr);

@@ -91,7 +91,15 @@ capcalc_cli_ok(training_run_json "\"training\": {\n *\"samples\": 115305030\\.0,
                estimate data/models/resnet50.json --mode training --dataset-size 1281167 --epochs 90 --gpu A100-80GB --batch 256 --format json)
 # One number style: grouped thousands and the unit (issue 20 §4); CSV integers exact, other
 # numbers in their shortest round-trip form.
-capcalc_cli_ok(training_run_grouped "device-time +5,998,688 device-hours\n +cost +\\$14,996,721 at \\$2.50/h.*energy +4,199,082 kWh at 700 W"
+# The heaviest pipeline stage sets the pace: Llama 3 70B's last of 4 stages holds 20 blocks
+# and the 128,256-word output layer.
+capcalc_cli_ok(pipeline_heaviest_stage "pipeline +4 stages, 1F1B: [^\n]*\n +the heaviest, stage 4 of 4 \\(the last: output layer and loss\\), 1\\.03x the mean"
+               estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --devices 32 --tp 8 --pp 4 --micro-batches 16)
+# Interleaved, the stages that "to fit" offers divide the micro-batches (the schedule's rule):
+# --pp 16 for 64, not 9 (it once failed with the schedule's error about 9 stages).
+capcalc_cli_ok(fit_interleaved_stages "--pp 16[^\n]*\n?[^\n]*\\(256 devices\\)"
+               estimate data/models/gpt3_175b.json --set seq=2048 --batch 1 --gpu H100 --mode training --precision fp8 --devices 128 --tp 4 --pp 8 --virtual-stages 6 --micro-batches 64)
+capcalc_cli_ok(training_run_grouped "device-time +6,135,413 device-hours\n +cost +\\$15,338,532 at \\$2.50/h.*energy +4,294,789 kWh at 700 W"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tokens 15e12 --devices 1024 --tp 8 --pp 4 --micro-batches 16)
 capcalc_cli_ok(compare_csv_exact "resnet50,h100-sxm,NVIDIA H100 SXM5 80GB,gpu,1,fp32,training,true,,0\\.0[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,[0-9.]+,[0-9.]+,559151648,80000000000,true,1,host,2.5,per_run,"
                compare data/models/resnet50.json --hw H100 --format csv --mode training --batch 1
@@ -416,8 +424,9 @@ capcalc_cli_ok(serving_deepseek_v3_latent_cache "parameters +671,026,419,200.*KV
 capcalc_cli_ok(serving_gpt_oss_int4_fits "parameters +116,829,156,672.*weights +60.2 GB at int4.*memory +[0-9.]+ GB of 80.0 GB: fits"
                estimate data/models/gpt_oss_120b_hf.json --gpu h100 --precision bf16 --weight-precision int4 --prompt-tokens 1024 --output-tokens 256)
 # Interleaved pipeline: Llama 3 70B over 8 DGX H100s, TP 8 x PP 4 x 4 chunks; the bubble is
-# 3/4 of a stage time and the stage sends cross InfiniBand.
-capcalc_cli_ok(training_interleaved_pipeline "pipeline 4 x 16 micro-batches, 4 virtual stages.*pipeline +4 stages x 4 chunks, interleaved 1F1B: [0-9.]+ ms of bubble \\(3/4 stage times.*stage sends .* per send over InfiniBand NDR"
+# 1/4 of the other three stages' times (the last holds the output layer) and the stage sends
+# cross InfiniBand.
+capcalc_cli_ok(training_interleaved_pipeline "pipeline 4 x 16 micro-batches, 4 virtual stages.*pipeline +4 stages x 4 chunks, interleaved 1F1B: [0-9.]+ ms of bubble \\(1/4 of the other 3 stages' times.*stage sends .* per send over InfiniBand NDR"
                estimate data/models/llama3_70b.json --gpu h100 --mode training --precision bf16 --tp 8 --pp 4 --micro-batches 16 --virtual-stages 4 --devices 64 --checkpointing)
 capcalc_cli_ok(training_interleaved_pipeline_json "\"virtual_stages\": 4.*\"pipeline_sends\": \\{[^}]*\"link\": \"InfiniBand[^}]*\"modelled\": true"
                estimate data/models/llama3_70b.json --gpu h100 --mode training --precision bf16 --tp 8 --pp 4 --micro-batches 16 --virtual-stages 4 --devices 64 --format json)
@@ -508,7 +517,7 @@ capcalc_cli_ok(estimate_tp_allreduce "all-reduce   [0-9.]+ ms: 160 all-reduces o
 math(EXPR llama2_70b_allreduce_bytes "2 * 80 * 4096 * 8192 * 2")
 capcalc_cli_ok(estimate_tp_allreduce_json "\"communication_s\": 0\\.0[0-9]+,\n *\"allreduces\": 160,\n *\"allreduce_bytes\": ${llama2_70b_allreduce_bytes}"
                estimate data/models/llama2_70b.json --gpu H100 --tp 4 --devices 4 --precision fp16 --format json)
-capcalc_cli_ok(training_pipeline "step time +[0-9.]+ s per step of 1 x 16 micro-batches \\([^)]*\\)\n +pipeline +4 stages, 1F1B: [0-9.]+ ms of bubble \\(3 stage times, [0-9.]+ % of the step\\)"
+capcalc_cli_ok(training_pipeline "step time +[0-9.]+ s per step of 1 x 16 micro-batches \\([^)]*\\)\n +pipeline +4 stages, 1F1B: [0-9.]+ ms of bubble \\(the other 3 stages' times, [0-9.]+ % of the step\\)"
                estimate data/models/llama2_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --pp 4 --micro-batches 16 --devices 64)
 capcalc_cli_ok(compare_pipeline "training, bf16, batch 1, seq [0-9,]+, 32 of each \\(tensor-parallel 8\\) \\(pipeline 4 x 16 micro-batches\\)"
                compare data/models/llama2_70b.json --gpu H100 --gpu A100 --mode training --precision bf16 --tp 8 --pp 4 --micro-batches 16)

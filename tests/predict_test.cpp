@@ -958,6 +958,81 @@ TEST_CASE("predict: ZeRO stages shard state over the data-parallel replicas", "[
                     ContainsSubstring("ZeRO stage 4 does not exist"));
 }
 
+// An input projection, four attention blocks and a wide output layer: the blocks are the
+// top-level entries with attention; "pre" comes before them, "head" after.
+Graph four_blocks_and_a_head() {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "four_blocks",
+    "dims": {"batch": 2, "seq": 128},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 512]}],
+    "layers": [
+      {"name": "pre", "op": "linear", "out_features": 512, "bias": false},
+      {"name": "a0", "op": "attention", "heads": 8},
+      {"name": "a1", "op": "attention", "heads": 8},
+      {"name": "a2", "op": "attention", "heads": 8},
+      {"name": "a3", "op": "attention", "heads": 8},
+      {"name": "head", "op": "linear", "out_features": 32768, "bias": false}]})",
+                     "four_blocks.json");
+}
+
+TEST_CASE("predict: the heaviest pipeline stage sets the pace, the output layer on the last",
+          "[predict]") {
+  // Megatron-Core places chunk c of P x V on stage c mod P, the layers before the blocks with
+  // the first chunk and those after them with the last (get_transformer_layer_offset): with
+  // 1F1B the heaviest stage runs every micro-batch and the others only fill and drain, so a
+  // step is M x heaviest + (sum of the stages - heaviest) / V + optimizer.
+  const Graph g = four_blocks_and_a_head();
+  Workload base;
+  base.mode = Mode::kTraining;
+  base.precision = Precision::kFp16;
+  const Estimate one = estimate(g, round_device(), round_params(), base);
+  const double pre = one.layers[0].time_s;
+  const double block = one.layers[1].time_s;
+  const double head = one.layers[5].time_s;
+  REQUIRE(head > 2 * block);  // 512 x 32,768 weights: the heaviest layer.
+  const auto step = [&](const Workload& w, double heaviest, double sum) {
+    const Estimate e = estimate(g, round_device(), round_params(), w);
+    CHECK(e.pipeline_bubble_s == Approx((sum - heaviest) / static_cast<double>(w.virtual_stages)));
+    CHECK(e.latency_s == Approx(static_cast<double>(w.micro_batches) * heaviest +
+                                e.pipeline_bubble_s + e.optimizer_s));
+    CHECK(e.pipeline_imbalance ==
+          Approx(heaviest * static_cast<double>(w.pipeline_parallel) / sum));
+    return e;
+  };
+  const double sum = pre + 4 * block + head;
+
+  // Two stages, 4 micro-batches: pre + a0 + a1 and a2 + a3 + head.
+  Workload w = base;
+  w.pipeline_parallel = 2;
+  w.devices = 2;
+  w.micro_batches = 4;
+  const Estimate two = step(w, 2 * block + head, sum);
+  CHECK(two.pipeline_heaviest_stage == 1);
+  CHECK(two.pipeline_imbalance > 1);
+
+  // Interleaved, 2 chunks a stage of one block each: stage 0 holds pre, a0 and a2, stage 1 a1,
+  // a3 and head; the fill and drain take half.
+  w.virtual_stages = 2;
+  step(w, 2 * block + head, sum);
+
+  // Three stages: 4 blocks do not split in 3, 4 + 2 do (Megatron's
+  // account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split): pre + a0,
+  // a1 + a2, a3 + head.
+  w.virtual_stages = 1;
+  w.pipeline_parallel = 3;
+  w.devices = 3;
+  w.micro_batches = 6;
+  step(w, std::max(2 * block, block + head), sum);
+
+  // A model without attention splits evenly, as before: (M + P - 1) stage times of 1/P.
+  const Graph plain = one_linear(64, 4096, 4096);
+  Workload even = base;
+  even.pipeline_parallel = 2;
+  even.devices = 2;
+  even.micro_batches = 4;
+  const Estimate e = estimate(plain, round_device(), round_params(), even);
+  CHECK(e.pipeline_imbalance == Approx(1));
+}
+
 TEST_CASE("predict: pipeline stages run micro-batches through a 1F1B schedule", "[predict]") {
   // Narayanan et al. 2021 (arXiv:2104.04473), section 2.2: with p stages and m micro-batches
   // a step takes (m + p - 1) stage times, the bubble being (p - 1) of them; 1F1B keeps at most

@@ -216,6 +216,11 @@ struct Estimate {
   double recompute_s = 0;             ///< Training with checkpointing: the forward again.
   double communication_s = 0;         ///< Tensor-parallel all-reduces (in latency_s).
   double pipeline_bubble_s = 0;       ///< Training with pipeline stages: fill and drain.
+  /// Training with pipeline stages: the heaviest stage's time over the stages' mean (1: an even
+  /// split), the first stage holding the layers before the blocks (the embedding), the last
+  /// those after them (final norm, output layer, loss), as Megatron-Core places them.
+  double pipeline_imbalance = 1;
+  std::int64_t pipeline_heaviest_stage = 0;  ///< Which stage it is, from 0.
   /// Training with pipeline stages: what the sends between stages add to the step (in
   /// latency_s); one send of each is the boundary activation's bytes / tensor_parallel.
   double pipeline_send_s = 0;
@@ -325,6 +330,12 @@ struct LayerPass {
   Estimate partial;       ///< Layers, their sums and the tensor-parallel all-reduces.
   double backward_s = 0;  ///< Training: one micro-batch's backward through the whole model.
   GraphTotals totals;     ///< graph_totals() of the graph.
+  /// For pipeline stages: the blocks (top-level entries with attention; 0 in a model without
+  /// attention, whose layers split evenly), and one micro-batch's time (forward and backward)
+  /// of the layers before the first block and after the last.
+  std::int64_t blocks = 0;
+  double before_blocks_s = 0;
+  double after_blocks_s = 0;
 };
 
 LayerPass estimate_layers(const Graph& graph, const Device& device, const PerformanceParams& params,
@@ -387,9 +398,11 @@ struct MisalignedLayer {
 };
 
 /// The linear layers of `graph` that miss the granularity at `precision` on `device`: only on
-/// NVIDIA devices with a matrix peak at that precision (empty otherwise), heaviest first.
+/// NVIDIA devices with a matrix peak at that precision (empty otherwise), heaviest first; the
+/// output layer's features count as aligned where `runtime` pads the vocabulary.
 std::vector<MisalignedLayer> misaligned_matrix_layers(const Graph& graph, const Device& device,
-                                                      Precision precision);
+                                                      Precision precision,
+                                                      const Runtime* runtime = nullptr);
 
 /// A whole training run.
 struct TrainingRun {

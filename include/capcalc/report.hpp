@@ -57,6 +57,10 @@ struct ReportInput {
 /// add the weights).
 std::string allreduce_summary(const Estimate& e);
 std::string stage_sends_summary(const Estimate& e);
+
+/// Training with pipeline stages that do not split evenly: which stage is the heaviest and by
+/// how much ("the heaviest, stage 8 of 8 (the last: output layer and loss), 1.12x the mean").
+std::string stage_imbalance_summary(const Estimate& e, std::int64_t stages);
 std::string grad_sync_summary(const Estimate& e, int zero_stage);
 /// Expert parallelism's all-to-alls: "3.1 ms: 128 all-to-alls of 4.2 GB sent in all among 8
 /// devices over NVLink 4".

@@ -160,6 +160,9 @@ struct Runtime {
   /// forward, their output gradients backward). Transformer Engine's GroupedLinear quantizes
   /// each expert's rows apart except under delayed scaling, which has one fused cast.
   std::array<double, kFp8RecipeCount> fp8_expert_quantize_kernels{};
+  /// The output layer's features (the vocabulary) padded to a multiple of this on each
+  /// tensor-parallel device (Megatron's make_vocab_size_divisible_by); 0: not padded.
+  std::int64_t vocab_padding = 0;
   /// Mixed-precision training (16-bit math over fp32 master weights): kernels per weight
   /// tensor of a layer's products in each direction (the cast to 16 bits forward, its
   /// gradient's cast back to fp32 backward).
