@@ -159,6 +159,7 @@ Json runtime_json(const Runtime& r) {
           r.fp8_expert_quantize_kernels[i];
     j["fp8_expert_quantize"] = quantize;
   }
+  if (r.vocab_padding > 0) j["vocab_padding"] = r.vocab_padding;
   if (r.serving) j["serving"] = serving_json(*r.serving);
   j["sources"] = r.sources;
   if (!r.notes.empty()) j["notes"] = r.notes;
@@ -214,6 +215,12 @@ std::string render_runtime_text(const Runtime& r) {
     }
     out += fmt::format("  fp8 experts  {} quantize kernels per expert and tensor\n",
                        fmt::join(parts, ", "));
+  }
+  if (r.vocab_padding > 0) {
+    out += fmt::format(
+        "  vocabulary   padded to a multiple of {} per tensor-parallel device (output layer "
+        "aligned)\n",
+        r.vocab_padding);
   }
   if (r.serving) out += serving_text(*r.serving);
   if (!r.notes.empty()) out += "  notes        " + wrap_text(r.notes, 100, 15);

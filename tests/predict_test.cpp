@@ -1400,6 +1400,18 @@ TEST_CASE("predict: an unaligned product runs at the misaligned matrix efficienc
   // Aligned features (1,024) take the full rate.
   CHECK(estimate(one_linear(4096, 256, 1024), nvidia, p, w).layers[0].compute_s ==
         Approx(2 * 4096.0 * 256 * 1024 / (100e12 * 0.5)));
+  // A runtime that pads the vocabulary to a multiple of 128 (Megatron) aligns the output
+  // layer's features: the full rate, and no alignment warning for it.
+  Runtime megatron;
+  megatron.vocab_padding = 128;
+  w.runtime = megatron;
+  CHECK(estimate(g, nvidia, p, w).layers[0].compute_s == Approx(plain));
+  CHECK(misaligned_matrix_layers(g, nvidia, Precision::kFp16, &megatron).empty());
+  CHECK(misaligned_matrix_layers(g, nvidia, Precision::kFp16).size() == 1);
+  // A padding that is no multiple of 8 elements leaves it unaligned.
+  megatron.vocab_padding = 4;
+  w.runtime = megatron;
+  CHECK(estimate(g, nvidia, p, w).layers[0].compute_s == Approx(2 * macs / (100e12 * 0.1 * fill)));
 }
 
 // The ConvNeXt case: its channels-last MLP is a linear layer on [B, 7, 7, 768]. The matrix

@@ -125,6 +125,21 @@ TEST_CASE("runtime: bad entries are located errors", "[runtime][errors]") {
         "fp8_expert_quantize": {"mxfp8": -1}})"),
                      "rt.json"),
       "rt.json:/runtimes/0/fp8_expert_quantize/mxfp8: expected 0 to 1000 kernels, got -1");
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
+        "vocab_padding": 0})"),
+                     "rt.json"),
+      "rt.json:/runtimes/0/vocab_padding: expected a positive integer, got 0");
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
+        "vocab_padding": 100000})"),
+                     "rt.json"),
+      "rt.json:/runtimes/0/vocab_padding: expected at most 65536");
+  CHECK(parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
+        "vocab_padding": 128})"),
+                       "rt.json")
+            .runtimes.front()
+            .vocab_padding == 128);
 }
 
 // Kernels per layer, by hand: RMSNorm 8 (its operator's row), attention 6 + 10 for its rotary
