@@ -60,7 +60,7 @@ _capcalc() {
     -g | --gpu | --hw | --device)
       COMPREPLY=($(compgen -W "$(_capcalc_devices)" -- "$cur"))
       return ;;
-    -p | --precision | --weight-precision | --kv-precision | -m | --mode | --profile | --optimizer | \
+    -p | --precision | --weight-precision | --expert-weight-precision | --kv-precision | -m | --mode | --profile | --optimizer | \
       --sparsity | --fp8-recipe | --causal | --type | --objective | --pricing | --sort | --find | -f | --format | \
       --sequence-parallel | --lora-targets)
       [[ -n $command ]] && COMPREPLY=($(compgen -W "$(_capcalc_choices "$prev" $command $sub)" -- "$cur"))
@@ -95,7 +95,7 @@ _capcalc() {
       return ;;
     estimate)
       flags="$model_flags $hw_flags $workload_flags $run_flags --sparsity --fp8-recipe --format --top
-             --prompt-tokens --output-tokens --weight-precision --kv-precision --checkpointing
+             --prompt-tokens --output-tokens --weight-precision --expert-weight-precision --kv-precision --checkpointing
              --lora-rank --lora-targets --sequence-parallel --explain" ;;
     layers) flags="$model_flags $hw_flags --gpu --hw --device --precision --format" ;;
     hw)
@@ -126,16 +126,16 @@ _capcalc() {
       flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
              --batch --profile --runtime --runtime-file --fp8-recipe --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance
              --micro-batches --virtual-stages --zero --input-rate $run_flags --format
-             --prompt-tokens --output-tokens --weight-precision --kv-precision" ;;
+             --prompt-tokens --output-tokens --weight-precision --expert-weight-precision --kv-precision" ;;
     check)
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
-             --sparsity --fp8-recipe --optimizer --weight-precision --checkpointing --lora-rank --lora-targets
+             --sparsity --fp8-recipe --optimizer --weight-precision --expert-weight-precision --checkpointing --lora-rank --lora-targets
              --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance --micro-batches --virtual-stages --zero --input-rate $run_flags
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens
              --output-tokens --format --output" ;;
     serve)
-      flags="$model_flags $hw_flags --gpu --hw --device --precision --weight-precision --kv-precision
+      flags="$model_flags $hw_flags --gpu --hw --device --precision --weight-precision --expert-weight-precision --kv-precision
              --runtime --runtime-file --tensor-parallel --tp --replicas --rate --arrival-cv --trace
              --prompt-tokens --output-tokens --requests --seed --max-num-batched-tokens
              --max-num-seqs --block-size --gpu-memory-utilization --no-chunked-prefill --max-batch
@@ -155,7 +155,7 @@ _capcalc() {
              --runtime --runtime-file --fp8-recipe
              --lora-rank --lora-targets --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)
-      flags="$model_flags $hw_flags $workload_flags --sparsity --fp8-recipe --weight-precision
+      flags="$model_flags $hw_flags $workload_flags --sparsity --fp8-recipe --weight-precision --expert-weight-precision
              --checkpointing --lora-rank --lora-targets --sequence-parallel --label --output
              --prompt-tokens --output-tokens
              --kv-precision" ;;

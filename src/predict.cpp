@@ -329,6 +329,16 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
           expert_parallel_problem(graph, workload.expert_parallel, workload.moe_imbalance)) {
     throw Error({}, *problem);
   }
+  if (workload.expert_weight_precision) {
+    if (workload.mode == Mode::kTraining) {
+      throw Error({},
+                  "--expert-weight-precision is for inference (weight-only quantised "
+                  "experts)");
+    }
+    const bool moe = std::any_of(graph.layers.begin(), graph.layers.end(),
+                                 [](const Layer& layer) { return layer.counts.experts > 0; });
+    if (!moe) throw Error({}, "--expert-weight-precision: the model has no \"moe\" layer");
+  }
   const Step s = make_step(graph, device, params, workload);
   if (s.lora_rank > 0 && s.adapter_params <= 0) {
     throw Error({}, workload.lora_attention_only
@@ -390,7 +400,11 @@ Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Devi
   const GraphTotals& totals = pass.totals;
   const DeviceParams params_on_device = device_params(s, totals);
   result.memory.weight_bytes =
-      params_on_device.all * (s.sparse ? s.sparse_weight_bytes : s.weight_bytes);
+      (params_on_device.all - params_on_device.experts) *
+          (s.sparse ? s.sparse_weight_bytes : s.weight_bytes) +
+      params_on_device.experts * (workload.expert_weight_precision
+                                      ? s.expert_weight_bytes
+                                      : (s.sparse ? s.sparse_weight_bytes : s.weight_bytes));
   if (s.training) {
     result.lora_params = s.adapter_params;
     training_schedule(s, pass, params_on_device, result);

@@ -123,6 +123,18 @@ double weight_elements_read(const Step& s, const Layer& layer) {
   return read - per_expert * (std::min(experts, pairs) - std::min(experts / s.ep, pairs));
 }
 
+// Of weight_elements_read, the routed experts' (the rest is the router's and any shared
+// expert's): those the device holds that the tokens reach.
+double expert_elements_read(const Step& s, const Layer& layer) {
+  const LayerCounts& c = layer.counts;
+  if (c.experts == 0 || layer.output.empty() || layer.output.back() == 0) return 0;
+  const auto experts = static_cast<double>(c.experts);
+  const double pairs = static_cast<double>(element_count(layer.output)) /
+                       static_cast<double>(layer.output.back()) *
+                       static_cast<double>(c.experts_per_token);
+  return static_cast<double>(c.expert_params) / experts * std::min(experts / s.ep, pairs);
+}
+
 void slow_down(LayerEstimate& e, double factor) {
   e.compute_s *= factor;
   e.memory_s *= factor;
@@ -198,8 +210,12 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   forward.other_flops = static_cast<double>(c.other_flops) / work;
   // Each device reads its share of the cache: all of it where there are fewer key/value heads
   // (one latent) than devices.
+  // The routed experts' weights at their own storage where it differs (expert_weight_precision).
+  const double experts_read =
+      s.workload.expert_weight_precision ? expert_elements_read(s, layer) : 0;
   forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * s.act_bytes / s.cp +
-                   weight_elements_read(s, layer) * layer_weight_bytes) /
+                   (weight_elements_read(s, layer) - experts_read) * layer_weight_bytes +
+                   experts_read * s.expert_weight_bytes) /
                       split +
                   static_cast<double>(c.kv_cache_read_elements) * s.kv_bytes *
                       kv_cache_share(c, s.workload.tensor_parallel);

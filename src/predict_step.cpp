@@ -41,6 +41,9 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
   s.micro_batches = static_cast<double>(workload.micro_batches);
   s.act_bytes = activation_bytes_per_element(workload.precision);
   s.weight_bytes = weight_bytes_per_element(workload.weight_precision.value_or(workload.precision));
+  s.expert_weight_bytes = workload.expert_weight_precision
+                              ? weight_bytes_per_element(*workload.expert_weight_precision)
+                              : s.weight_bytes;
   // 2:4 sparsity: half the weight values plus 2 bits of index per kept value.
   s.sparse_weight_bytes = 0.5 * (s.weight_bytes + 0.25);
   s.kv_bytes =

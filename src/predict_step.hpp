@@ -38,6 +38,7 @@ struct Step {
   double micro_batches = 1;
   double act_bytes = 0;
   double weight_bytes = 0;
+  double expert_weight_bytes = 0;  // The routed experts' (expert_weight_precision).
   double sparse_weight_bytes = 0;
   double kv_bytes = 0;
   double comm_bytes = 0;

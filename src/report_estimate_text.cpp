@@ -285,12 +285,23 @@ std::string estimate_model_text(const ReportInput& in) {
   // The whole model's weights at their storage precision; per device what its share holds
   // (tensor and pipeline splits, ZeRO-3 shards).
   const Precision stored = in.workload.weight_precision.value_or(precision);
-  const double all_weights = static_cast<double>(t.params) * weight_bytes_per_element(stored);
+  const std::optional<Precision> experts = in.workload.expert_weight_precision;
+  const auto expert_params = static_cast<double>(experts ? t.expert_params : 0);
+  const double all_weights =
+      (static_cast<double>(t.params) - expert_params) * weight_bytes_per_element(stored) +
+      (experts ? expert_params * weight_bytes_per_element(*experts) : 0);
   const bool split = in.workload.tensor_parallel * in.workload.pipeline_parallel > 1 ||
                      (training && in.workload.zero_stage >= 3);
   const bool sparse = in.workload.sparsity == Sparsity::k2of4;
+  // Routed experts at their own storage: "63.4 GB: the routed experts' 59.1 GB at int4, the
+  // rest at bf16".
+  const std::string storage =
+      experts ? fmt::format(": the routed experts' {} at {}, the rest at {}",
+                            format_bytes(expert_params * weight_bytes_per_element(*experts)),
+                            precision_name(*experts), precision_name(stored))
+              : fmt::format(" at {}", precision_name(stored));
   out += fmt::format(
-      "  weights      {} at {}{}\n", format_bytes(all_weights), precision_name(stored),
+      "  weights      {}{}{}\n", format_bytes(all_weights), storage,
       split    ? fmt::format(", {} per device", format_bytes(e.memory.weight_bytes))
       : sparse ? fmt::format(", {} stored 2:4 sparse", format_bytes(e.memory.weight_bytes))
                : std::string());

@@ -112,6 +112,10 @@ Json workload_json(const ReportInput& in) {
   if (in.workload.tensor_parallel > 1) workload["sequence_parallel"] = e.sequence_parallel;
   workload["weight_precision"] =
       std::string(precision_name(in.workload.weight_precision.value_or(in.workload.precision)));
+  if (in.workload.expert_weight_precision) {
+    workload["expert_weight_precision"] =
+        std::string(precision_name(*in.workload.expert_weight_precision));
+  }
   if (in.workload.kv_precision) {
     workload["kv_precision"] = std::string(precision_name(*in.workload.kv_precision));
   }

@@ -89,6 +89,14 @@ void read_names(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
   if (!spec.weight_precision.empty()) {
     w.weight_precision = precision_of(spec.weight_precision, "weight_precision", where);
   }
+  if (!spec.expert_weight_precision.empty()) {
+    w.expert_weight_precision =
+        precision_of(spec.expert_weight_precision, "expert_weight_precision", where);
+    if (w.mode == Mode::kTraining) {
+      fail(where, "expert_weight_precision",
+           "`expert_weight_precision` is for inference (weight-only quantised experts)");
+    }
+  }
   if (!spec.kv_precision.empty()) {
     w.kv_precision = precision_of(spec.kv_precision, "kv_precision", where);
   }
@@ -396,6 +404,7 @@ void read_named(const KeyReader& get, WorkloadSpec& spec) {
     spec.optimizer = name_at(*v, "optimizer", optimizer_names());
   }
   if (auto v = get("weight_precision")) spec.weight_precision = precision_at(*v);
+  if (auto v = get("expert_weight_precision")) spec.expert_weight_precision = precision_at(*v);
   if (auto v = get("kv_precision")) spec.kv_precision = precision_at(*v);
   if (auto v = get("checkpointing")) spec.checkpointing = v->as_bool();
   if (auto v = get("sequence_parallel")) spec.sequence_parallel = v->as_bool();
@@ -473,6 +482,7 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key) {
           "lora_targets",
           "sequence_parallel",
           "weight_precision",
+          "expert_weight_precision",
           "kv_precision",
           "allow_tf32",
           "dataset_size",

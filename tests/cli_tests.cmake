@@ -99,6 +99,12 @@ capcalc_cli_ok(pipeline_heaviest_stage "pipeline +4 stages, 1F1B: [^\n]*\n +the 
 # --pp 16 for 64, not 9 (it once failed with the schedule's error about 9 stages).
 capcalc_cli_ok(fit_interleaved_stages "--pp 16[^\n]*\n?[^\n]*\\(256 devices\\)"
                estimate data/models/gpt3_175b.json --set seq=2048 --batch 1 --gpu H100 --mode training --precision fp8 --devices 128 --tp 4 --pp 8 --virtual-stages 6 --micro-batches 64)
+# gpt-oss-120b's experts in 4 bits (MXFP4 in its checkpoint), attention and embeddings in bf16:
+# 63.4 GB, one 80 GB GPU (all weights at int4: 60.2 GB; all at bf16: 234 GB, 4 GPUs).
+capcalc_cli_ok(expert_weight_precision "weights +63.4 GB: the routed experts' 59.1 GB at int4, the rest at bf16\n.*memory +63.5 GB of 80.0 GB: fits"
+               estimate data/models/gpt_oss_120b_hf.json --gpu H100 --prompt-tokens 1024 --output-tokens 256 --expert-weight-precision int4)
+capcalc_cli_error(expert_weight_precision_dense "^capcalc: error: --expert-weight-precision: the model has no \"moe\" layer\n$"
+                  estimate data/models/llama3_8b.json --gpu H100 --expert-weight-precision int4)
 capcalc_cli_ok(training_run_grouped "device-time +6,135,413 device-hours\n +cost +\\$15,338,532 at \\$2.50/h.*energy +4,294,789 kWh at 700 W"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tokens 15e12 --devices 1024 --tp 8 --pp 4 --micro-batches 16)
 capcalc_cli_ok(compare_csv_exact "resnet50,h100-sxm,NVIDIA H100 SXM5 80GB,gpu,1,fp32,training,true,,0\\.0[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,[0-9.]+,[0-9.]+,559151648,80000000000,true,1,host,2.5,per_run,"

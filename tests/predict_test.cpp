@@ -560,6 +560,41 @@ Graph one_moe_layer() {
 
 }  // namespace
 
+// gpt-oss ships its routed experts in MXFP4 and the rest in bf16: --expert-weight-precision
+// stores and reads the experts' weights at their own size, the router's at the others'.
+TEST_CASE("predict: the routed experts' weights can have their own storage", "[predict]") {
+  const Graph g = one_moe_layer();
+  const double expert = 3.0 * 1024 * 512;
+  const double router = 1024.0 * 8;
+  Workload w;
+  w.precision = Precision::kFp16;
+  Workload int8 = w;
+  int8.expert_weight_precision = Precision::kInt8;
+  const Estimate fp16 = estimate(g, round_device(), round_params(), w);
+  const Estimate mixed = estimate(g, round_device(), round_params(), int8);
+  // Router 2 bytes a weight, the 8 experts 1.
+  CHECK(fp16.memory.weight_bytes == Approx(2 * (router + 8 * expert)));
+  CHECK(mixed.memory.weight_bytes == Approx(2 * router + 8 * expert));
+  // 512 tokens x 2 reach all 8 experts: each is read once, at 1 byte a weight, not 2.
+  CHECK(fp16.layers[0].bytes - mixed.layers[0].bytes == Approx(8 * expert));
+  // With 4 devices of experts, each reads the 2 it holds.
+  Workload ep = int8;
+  ep.devices = 4;
+  ep.expert_parallel = 4;
+  Workload ep16 = ep;
+  ep16.expert_weight_precision.reset();
+  CHECK(estimate(g, round_device(), round_params(), ep16).layers[0].bytes -
+            estimate(g, round_device(), round_params(), ep).layers[0].bytes ==
+        Approx(2 * expert));
+  // Inference only, and only for a model with routed experts.
+  Workload training = int8;
+  training.mode = Mode::kTraining;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), training),
+                    ContainsSubstring("--expert-weight-precision is for inference"));
+  CHECK_THROWS_WITH(estimate(one_linear(64, 4096, 4096), round_device(), round_params(), int8),
+                    ContainsSubstring("the model has no \"moe\" layer"));
+}
+
 TEST_CASE("predict: expert parallelism splits the experts and exchanges tokens all-to-all",
           "[predict]") {
   const Graph g = one_moe_layer();

@@ -128,6 +128,18 @@ TEST_CASE("workload_from: serving is inference, and only it stores a KV cache", 
         "--prompt-tokens and --output-tokens describe serving: use --mode inference");
 }
 
+TEST_CASE("workload_from: the experts' weight storage is for inference", "[workload_spec]") {
+  WorkloadSpec spec;
+  spec.expert_weight_precision = "int4";
+  CHECK(workload_from(spec).expert_weight_precision == Precision::kInt4);
+  spec.expert_weight_precision = "int3";
+  CHECK_THROWS(workload_from(spec));
+  spec.expert_weight_precision = "int4";
+  spec.mode = "training";
+  CHECK(as_flags(spec) ==
+        "--expert-weight-precision is for inference (weight-only quantised experts)");
+}
+
 // Without a precision, LLM serving takes bf16 as `serve` does (fp16 on a device without bf16,
 // the round GPU's case: it has fp32 and fp16 peaks only); everything else fp32.
 TEST_CASE("workload_from: LLM serving defaults to bf16, else fp32", "[workload_spec]") {

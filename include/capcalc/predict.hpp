@@ -167,7 +167,10 @@ struct Workload {
   std::optional<bool> sequence_parallel;
   std::optional<Precision> weight_precision;  ///< Weight storage (int4/int8 weight-only
                                               ///< quantisation); unset: `precision`.
-  std::optional<Precision> kv_precision;      ///< KV cache storage; unset: activations'.
+  /// Inference: the routed experts' weight storage where it differs from the other weights'
+  /// (gpt-oss ships its experts in MXFP4 and the rest in bf16); unset: `weight_precision`.
+  std::optional<Precision> expert_weight_precision;
+  std::optional<Precision> kv_precision;  ///< KV cache storage; unset: activations'.
   /// fp32 products stay in fp32 where the runtime would run them on TF32 tensor cores by
   /// default (PyTorch's convolutions: torch.backends.cudnn.allow_tf32 = False).
   bool strict_fp32 = false;

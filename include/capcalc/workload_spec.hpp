@@ -80,6 +80,7 @@ struct WorkloadSpec {
   std::string lora_targets = "all-linear";  ///< `lora_targets`: "all-linear" or "attention".
   std::optional<bool> sequence_parallel;    ///< `sequence_parallel`: with tensor_parallel.
   std::string weight_precision;             ///< `weight_precision`; "": `precision`.
+  std::string expert_weight_precision;      ///< `expert_weight_precision`; "": `weight_precision`.
   std::string kv_precision;                 ///< `kv_precision` (LLM serving); "": activations'.
   bool allow_tf32 = true;                   ///< `allow_tf32` (measurements): false is strict fp32.
   RunSize run;                              ///< `dataset_size`, `epochs`, `tokens` (training).

@@ -148,6 +148,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   one_of(sub->add_option("--weight-precision", workload.weight_precision,
                          "Weight storage if it differs (int4/int8 weight-only quantisation)"),
          precision_names());
+  add_expert_weight_precision_option(*sub, workload.expert_weight_precision);
   sub->add_flag("--checkpointing", workload.checkpointing,
                 "Training: keep only each top-level block's output, recompute the rest");
   add_lora_options(*sub, workload.lora_rank, workload.lora_targets);

@@ -168,6 +168,7 @@ void add_compare_command(CLI::App& app) {
   one_of(sub->add_option("--weight-precision", workload.weight_precision,
                          "Weight storage if it differs (int4/int8 weight-only quantisation)"),
          precision_names());
+  add_expert_weight_precision_option(*sub, workload.expert_weight_precision);
   add_kv_precision_option(*sub, workload.kv_precision);
   sub->callback([options] { run_compare(*options); });
 }

@@ -351,6 +351,8 @@ PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool 
                        : llm                ? llm_serving_precision(device)
                                             : Precision::kFp32;
   if (!o.weight_precision.empty()) workload.weight_precision = precision_from(o.weight_precision);
+  if (!o.expert_weight_precision.empty())
+    workload.expert_weight_precision = precision_from(o.expert_weight_precision);
   if (!o.kv_precision.empty()) workload.kv_precision = precision_from(o.kv_precision);
   workload.tensor_parallel = o.tensor_parallel;
   workload.devices = o.tensor_parallel;

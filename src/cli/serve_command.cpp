@@ -15,6 +15,7 @@
 #include "gates.hpp"
 #include "serve_run.hpp"
 #include "usage.hpp"
+#include "workload_args.hpp"
 
 namespace capcalc::cli {
 namespace {
@@ -161,6 +162,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   one_of(sub->add_option("--weight-precision", o->weight_precision,
                          "Weight storage if it differs (int4/int8 weight-only quantisation)"),
          precision_names());
+  add_expert_weight_precision_option(*sub, o->expert_weight_precision);
   one_of(sub->add_option("--kv-precision", o->kv_precision,
                          "LLM: KV cache storage (default: activations')"),
          precision_names());

@@ -24,6 +24,7 @@ struct ServeOptions {
   std::string device;
   std::string precision;  // Empty: bf16 for an LLM, else fp32.
   std::string weight_precision;
+  std::string expert_weight_precision;
   std::string kv_precision;
   std::string runtime;  // Empty: vllm for an LLM, else the device type's profile.
   std::vector<std::string> runtime_files;

@@ -112,6 +112,15 @@ inline void add_fp8_recipe_option(CLI::App& sub, std::string& recipe) {
          fp8_recipe_names());
 }
 
+// --expert-weight-precision: the routed experts' storage where it differs (gpt-oss's MXFP4
+// experts beside bf16 attention).
+inline void add_expert_weight_precision_option(CLI::App& sub, std::string& precision) {
+  one_of(sub.add_option("--expert-weight-precision", precision,
+                        "Inference: the routed experts' weight storage if it differs from the "
+                        "other weights' (int4 for gpt-oss's MXFP4 experts)"),
+         precision_names());
+}
+
 inline void add_kv_precision_option(CLI::App& sub, std::string& kv_precision) {
   one_of(sub.add_option("--kv-precision", kv_precision,
                         "LLM serving (--prompt-tokens): KV cache storage (default: activations')"),
@@ -175,6 +184,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
   one_of(sub.add_option("--weight-precision", spec.weight_precision,
                         "Weight storage if it differs (int4/int8 weight-only quantisation)"),
          precision_names());
+  add_expert_weight_precision_option(sub, spec.expert_weight_precision);
   sub.add_flag("--checkpointing", spec.checkpointing,
                "Training: keep only each top-level block's output, recompute the rest");
   add_lora_options(sub, spec.lora_rank, spec.lora_targets);
