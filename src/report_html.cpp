@@ -152,6 +152,9 @@ std::string summary_section(const ReportInput& in) {
                                                    : std::string("1F1B"),
                     esc(format_duration(e.pipeline_bubble_s)),
                     esc(percent(e.pipeline_bubble_s / e.latency_s))));
+    if (e.pipeline_imbalance > 1.0005) {
+      out += kv_row("", esc(stage_imbalance_summary(e, in.workload.pipeline_parallel)));
+    }
     out += kv_row("stage sends", esc(stage_sends_summary(e)));
   }
   if (in.workload.tensor_parallel > 1) out += kv_row("all-reduce", esc(allreduce_summary(e)));

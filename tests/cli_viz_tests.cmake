@@ -8,6 +8,9 @@ capcalc_cli_ok(roofline_labels "fp16, batch 8, training.*>layer1\\.N\\.conv2 x3<
 capcalc_cli_ok(report_stdout "^<!DOCTYPE html>.*<h2>Summary</h2>.*<svg width=.*<h2>Memory</h2>.*<h2>Layers</h2>.*</html>\n$"
                report data/models/resnet50.json --gpu A100)
 # The HTML summary names GPT-2's lm_head as the text report does (50,257 outputs in bf16).
+# The pipeline's heaviest stage, as the text report names it.
+capcalc_cli_ok(report_pipeline_heaviest_stage "<tr><th>pipeline</th><td>4 stages, 1F1B: [^<]*</td></tr>\n?<tr><th></th><td>the heaviest, stage 4 of 4 \\(the last: output layer and loss\\), 1\\.03x the mean</td></tr>"
+               report data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --devices 32 --tp 8 --pp 4 --micro-batches 16)
 capcalc_cli_ok(report_alignment "<tr><th>alignment</th><td>lm_head: 50,257 output features not a multiple of 8 \\(bf16 tensor cores; [0-9.]+ % of the MACs\\): pad to 50,304 \\(slower kernels, timed at 12.0 % of the dense matrix peak\\)</td></tr>"
                report data/models/gpt2_hf.json --gpu h100 --precision bf16)
 capcalc_cli_error(roofline_unwritable "^capcalc: error: /nonexistent/dir/x\\.svg: cannot write file\n$"
