@@ -127,6 +127,20 @@ bool has_experts(const Graph& graph) {
                      [](const Layer& layer) { return layer.counts.expert_params > 0; });
 }
 
+// Inference: the routed experts at the storage the model's checkpoint states for them, where
+// no weight storage was given.
+std::optional<FitOption> by_checkpoint_storage(const Graph& graph, const Device& device,
+                                               const PerformanceParams& params, Workload w) {
+  const std::optional<Precision> storage = parse_precision(graph.expert_weight_storage);
+  if (!storage || w.weight_precision || w.expert_weight_precision || !has_experts(graph)) {
+    return std::nullopt;
+  }
+  w.expert_weight_precision = storage;
+  if (!fits(graph, device, params, w)) return std::nullopt;
+  return FitOption{fmt::format("--expert-weight-precision {}", precision_name(*storage)), w.devices,
+                   w.tensor_parallel};
+}
+
 }  // namespace
 
 FitAdvice advise_fit(const Graph& graph, const Device& device, const PerformanceParams& params,
@@ -149,6 +163,7 @@ FitAdvice advise_fit(const Graph& graph, const Device& device, const Performance
     if (auto option = by_tensor_parallel(graph, device, params, workload)) {
       advice.options.push_back(*option);
     }
+    advice.checkpoint_storage = by_checkpoint_storage(graph, device, params, workload);
     return advice;
   }
   if (has_experts(graph)) {
@@ -180,13 +195,23 @@ std::string fit_advice_text(const FitAdvice& advice, const Device& device, Mode 
   if (advice.replicas_do_not_split) {
     text += "; replicas (--devices) each hold the whole model and do not split it";
   }
+  // The checkpoint's storage of the routed experts, where it fits as laid out.
+  const std::string storage =
+      advice.checkpoint_storage
+          ? fmt::format("; or keep the routed experts as its checkpoint stores them: try {}",
+                        advice.checkpoint_storage->flags)
+          : std::string();
   if (advice.options.empty()) {
-    return text + fmt::format("; no split over up to {} devices fits", kMaxFitDevices);
+    return text + (storage.empty()
+                       ? fmt::format("; no split over up to {} devices fits", kMaxFitDevices)
+                       : storage);
   }
   if (!training) {
     const FitOption& o = advice.options.front();
-    return text + fmt::format("; needs at least {} x {}{}: try {}", o.replica_devices, device.name,
-                              o.devices > o.replica_devices ? " per replica" : "", o.flags);
+    return text +
+           fmt::format("; needs at least {} x {}{}: try {}", o.replica_devices, device.name,
+                       o.devices > o.replica_devices ? " per replica" : "", o.flags) +
+           storage;
   }
   std::vector<std::string> flags;
   for (const FitOption& o : advice.options)

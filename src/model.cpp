@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "capcalc/error.hpp"
+#include "capcalc/hardware.hpp"
 #include "capcalc/names.hpp"
 #include "capcalc/units.hpp"
 
@@ -29,9 +30,9 @@ constexpr auto kCausalCountings =
 
 constexpr std::string_view kFormat = "capcalc-model/1";
 
-const std::vector<std::string_view> kModelKeys = {"$schema", "format",  "name",   "description",
-                                                  "source",  "comment", "dims",   "inputs",
-                                                  "blocks",  "layers",  "outputs"};
+const std::vector<std::string_view> kModelKeys = {
+    "$schema", "format", "name",   "description", "source",  "comment",
+    "dims",    "inputs", "blocks", "layers",      "outputs", "expert_weight_storage"};
 const std::vector<std::string_view> kOpKeys = {"name",   "op",          "input",  "inputs",
                                                "repeat", "first_index", "comment"};
 const std::vector<std::string_view> kCallKeys = {"name",   "block",  "args",        "input",
@@ -180,6 +181,12 @@ class Builder {
     graph_.name = root_.at("name").as_string();
     if (auto text = root_.find("description")) graph_.description = text->as_string();
     if (auto text = root_.find("source")) graph_.source = text->as_string();
+    if (auto storage = root_.find("expert_weight_storage")) {
+      if (!parse_precision(storage->as_string())) {
+        storage->fail(unknown_precision_message(storage->as_string()));
+      }
+      graph_.expert_weight_storage = storage->as_string();
+    }
     read_dims();
     if (auto blocks = root_.find("blocks")) {
       blocks->expect_object();

@@ -103,6 +103,10 @@ capcalc_cli_ok(fit_interleaved_stages "--pp 16[^\n]*\n?[^\n]*\\(256 devices\\)"
 # 63.4 GB, one 80 GB GPU (all weights at int4: 60.2 GB; all at bf16: 234 GB, 4 GPUs).
 capcalc_cli_ok(expert_weight_precision "weights +63.4 GB: the routed experts' 59.1 GB at int4, the rest at bf16\n.*memory +63.5 GB of 80.0 GB: fits"
                estimate data/models/gpt_oss_120b_hf.json --gpu H100 --prompt-tokens 1024 --output-tokens 256 --expert-weight-precision int4)
+# Its config's quantization_config (MXFP4) says how the checkpoint stores the experts: the
+# fit advice offers that beside the split.
+capcalc_cli_ok(expert_weight_storage_fit "to fit +does not fit: 234 GB of weights; needs at least 4 x NVIDIA H100 SXM5 80GB: try --tp\n? +4; or keep the routed experts as its checkpoint stores them: try\n? +--expert-weight-precision int4"
+               estimate data/models/gpt_oss_120b_hf.json --gpu H100 --prompt-tokens 1024 --output-tokens 256)
 capcalc_cli_error(expert_weight_precision_dense "^capcalc: error: --expert-weight-precision: the model has no \"moe\" layer\n$"
                   estimate data/models/llama3_8b.json --gpu H100 --expert-weight-precision int4)
 capcalc_cli_ok(training_run_grouped "device-time +6,135,413 device-hours\n +cost +\\$15,338,532 at \\$2.50/h.*energy +4,294,789 kWh at 700 W"

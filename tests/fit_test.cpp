@@ -160,6 +160,43 @@ TEST_CASE("fit: a mixture of experts is offered expert parallelism, and its whol
   CHECK(advice.options[1].flags == "--devices 2 --zero 3");
 }
 
+// A checkpoint that keeps its routed experts in 4 bits (expert_weight_storage, as an MXFP4
+// quantization_config records it): six moe layers of 8 experts of 3 x 1,024 x 65,536 weights
+// and a 1,024 x 8 router, 9,663,725,568 weights: 38.7 GB at fp32 and 19.3 GB at fp16, over the
+// 16 GB Round GPU; the experts at int4 (0.515625 bytes a weight) take 5.0 GB and fit.
+TEST_CASE("fit: inference is offered the experts' storage its checkpoint states", "[fit]") {
+  const std::string layers = R"("layers": [
+      {"name": "e0", "op": "moe", "experts": 8, "experts_per_token": 2, "hidden": 65536},
+      {"name": "e1", "op": "moe", "experts": 8, "experts_per_token": 2, "hidden": 65536},
+      {"name": "e2", "op": "moe", "experts": 8, "experts_per_token": 2, "hidden": 65536},
+      {"name": "e3", "op": "moe", "experts": 8, "experts_per_token": 2, "hidden": 65536},
+      {"name": "e4", "op": "moe", "experts": 8, "experts_per_token": 2, "hidden": 65536},
+      {"name": "e5", "op": "moe", "experts": 8, "experts_per_token": 2, "hidden": 65536}]})";
+  const std::string head = R"({"format": "capcalc-model/1", "name": "moe",
+    "dims": {"batch": 1}, "inputs": [{"name": "x", "shape": ["batch", 4, 1024]}], )";
+  const Graph stored =
+      capcalc::parse_model(head + R"("expert_weight_storage": "int4", )" + layers, "moe.json");
+  Workload w;  // fp32 inference.
+  const FitAdvice advice = advise(stored, w);
+  REQUIRE(advice.checkpoint_storage);
+  CHECK(advice.checkpoint_storage->flags == "--expert-weight-precision int4");
+  CHECK(advice.checkpoint_storage->devices == 1);
+  CHECK_THAT(capcalc::fit_advice_text(advice, capcalc::test::round_device(), Mode::kInference),
+             ContainsSubstring("; or keep the routed experts as its checkpoint stores them: try "
+                               "--expert-weight-precision int4"));
+  // Not offered where the file states no storage, or a weight storage was given.
+  CHECK_FALSE(advise(capcalc::parse_model(head + layers, "moe.json"), w).checkpoint_storage);
+  Workload fp16 = w;  // A weight storage given (19.3 GB: still too much): not offered.
+  fp16.weight_precision = Precision::kFp16;
+  const FitAdvice given = advise(stored, fp16);
+  CHECK_FALSE(given.options.empty());
+  CHECK_FALSE(given.checkpoint_storage);
+  // A bad storage is located.
+  CHECK_THROWS_WITH(
+      capcalc::parse_model(head + R"("expert_weight_storage": "int3", )" + layers, "moe.json"),
+      ContainsSubstring("moe.json:/expert_weight_storage: unknown precision"));
+}
+
 TEST_CASE("fit: a workload that fits gets no advice", "[fit]") {
   Workload w;
   w.precision = Precision::kFp16;

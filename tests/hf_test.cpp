@@ -282,6 +282,21 @@ TEST_CASE("hf: gpt-oss-120b has 116.83 B parameters, 5.13 B active, gpt-oss-20b 
   CHECK(std::llround(static_cast<double>(t.active_params - embedding) / 1e7) == 361);
 }
 
+// gpt-oss's config says its checkpoint keeps the routed experts in MXFP4 ("quant_method":
+// "mxfp4", every module but attention, router, embeddings and LM head): the graph records int4
+// for them, which sets nothing; other methods and no quantization_config record none.
+TEST_CASE("hf: an MXFP4 quantization_config records the experts' storage", "[hf]") {
+  nlohmann::json config = config_of("gpt_oss_120b_hf.json");
+  CHECK(capcalc::parse_model(config.dump(), "oss.json").expert_weight_storage == "int4");
+  config["quantization_config"]["quant_method"] = "awq";
+  CHECK(capcalc::parse_model(config.dump(), "oss.json").expert_weight_storage.empty());
+  config.erase("quantization_config");
+  CHECK(capcalc::parse_model(config.dump(), "oss.json").expert_weight_storage.empty());
+  config["quantization_config"] = 4;
+  CHECK_THROWS_WITH(capcalc::parse_model(config.dump(), "oss.json"),
+                    ContainsSubstring("oss.json:/quantization_config: expected an object"));
+}
+
 // Llama 4 (transformers' modeling_llama4.py): per text layer GQA attention 5120 -> 40 x 128,
 // 8 KV heads, no biases; a MoE layer has num_local_experts SwiGLU experts of 8192, a shared
 // expert of 8192 and a 5120 x experts router, a dense layer a SwiGLU MLP of 16384; two

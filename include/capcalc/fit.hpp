@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct FitAdvice {
   /// Inference with data-parallel replicas: each holds the whole model, so --devices alone
   /// cannot make it fit.
   bool replicas_do_not_split = false;
+  /// Inference: the routed experts stored as the model's checkpoint stores them
+  /// (Graph::expert_weight_storage, e.g. gpt-oss's MXFP4), where that fits as the workload is
+  /// laid out and no weight storage was given.
+  std::optional<FitOption> checkpoint_storage;
 };
 
 /// The largest group the search tries.

@@ -197,6 +197,11 @@ struct Graph {
   /// KV-cache elements per cached token of one sequence held in the model's past inputs (ONNX
   /// decoder exports: past_key_values.*), for graphs whose layers do not say it themselves.
   std::int64_t past_elements_per_token = 0;
+  /// The routed experts' weight storage in the model's checkpoint where it differs from the
+  /// other weights' (a Hugging Face config whose quantization_config is MXFP4, as gpt-oss's:
+  /// int4), a precision name; empty: none stated. It sets nothing: `estimate` offers it where
+  /// the model does not fit (--expert-weight-precision).
+  std::string expert_weight_storage;
 
   const Shape& value_shape(std::int32_t value) const;
   std::string value_name(std::int32_t value) const;

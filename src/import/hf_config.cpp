@@ -112,6 +112,7 @@ constexpr CommonKey kCommonKeys[] = {
     {"text_config", KeyType::kObject},
     {"vision_config", KeyType::kObject},
     {"rope_scaling", KeyType::kObject},
+    {"quantization_config", KeyType::kObject},
     // DeepSeek-V2/V3's router and training keys (DeepseekV3Config): group-limited routing,
     // the score function, expert parallelism, the multi-token-prediction layers.
     {"n_group", KeyType::kCount},
@@ -163,6 +164,19 @@ void check_common_keys(const Config& config) {
   }
 }
 
+// The routed experts' storage that a quantization_config states: MXFP4 (gpt-oss's, "quant_method":
+// "mxfp4") quantizes every module but those in modules_to_not_convert, which for gpt-oss are
+// attention, the router, the embeddings and the LM head: the experts are what is left, stored in
+// 4 bits with an 8-bit scale per 32 (4.25 bits), counted as int4's 4.125. Other methods (AWQ,
+// GPTQ, FP8) quantize every linear layer: --weight-precision says that; none is read here.
+std::string expert_storage(const Config& config) {
+  const std::optional<JsonView> quantization = config.find("quantization_config");
+  if (!quantization) return "";
+  const std::optional<JsonView> method = quantization->find("quant_method");
+  if (!method || method->is_null() || method->as_string() != "mxfp4") return "";
+  return "int4";
+}
+
 }  // namespace
 
 Json config_to_model(const Json& config, const std::string& file,
@@ -190,6 +204,9 @@ Json config_to_model(const Json& config, const std::string& file,
   model["dims"] = Json{{"batch", 1}, {"seq", std::min(spec.max_positions, kDefaultSeqCap)}};
   model["inputs"] = Json::array({Json{{"name", "input_ids"}, {"shape", {"batch", "seq"}}}});
   emit_layers(spec, model);
+  if (const std::string storage = expert_storage(reader); !storage.empty()) {
+    model["expert_weight_storage"] = storage;
+  }
   return model;
 }
 
