@@ -256,11 +256,12 @@ double ModelStepCost::decode_at(std::int64_t batch, std::int64_t context) {
   return decode_[key] = timed(graph);
 }
 
-double ModelStepCost::prefill_at(std::int64_t tokens) {
-  if (auto it = prefill_.find(tokens); it != prefill_.end()) return it->second;
-  Graph graph = build_(1, tokens, 0);
+double ModelStepCost::prefill_at(std::int64_t sequences, std::int64_t length) {
+  const auto key = std::make_pair(sequences, length);
+  if (auto it = prefill_.find(key); it != prefill_.end()) return it->second;
+  Graph graph = build_(sequences, length, 0);
   last_token_logits(graph);
-  return prefill_[tokens] = timed(graph);
+  return prefill_[key] = timed(graph);
 }
 
 double ModelStepCost::decode_s(std::int64_t batch, double context) {
@@ -277,19 +278,31 @@ double ModelStepCost::decode_s(std::int64_t batch, double context) {
               at(b1));
 }
 
-double ModelStepCost::prefill_s(std::int64_t tokens) {
+double ModelStepCost::prefill_s(std::int64_t tokens, std::int64_t sequences) {
   if (tokens <= 0) return 0;
-  const auto [t0, t1] = grid(static_cast<double>(tokens), 16, 8);
-  return lerp(static_cast<double>(tokens), static_cast<double>(t0), prefill_at(t0),
-              static_cast<double>(t1), prefill_at(t1));
+  const std::int64_t k = std::clamp<std::int64_t>(sequences, 1, tokens);
+  const double length = static_cast<double>(tokens) / static_cast<double>(k);
+  const auto [l0, l1] = grid(length, 16, 8);
+  // l0 and l1 as copies: a structured binding cannot be captured by a lambda in C++17.
+  const auto lo = l0;
+  const auto hi = l1;
+  const auto at = [&](std::int64_t batch) {
+    return lerp(length, static_cast<double>(lo), prefill_at(batch, lo), static_cast<double>(hi),
+                prefill_at(batch, hi));
+  };
+  if (k == 1) return at(1);
+  const auto [k0, k1] = grid(static_cast<double>(k), 16, 4);
+  return lerp(static_cast<double>(k), static_cast<double>(k0), at(k0), static_cast<double>(k1),
+              at(k1));
 }
 
-double ModelStepCost::step_s(std::int64_t decode, double mean_context,
-                             std::int64_t prefill_tokens) {
-  if (decode == 0) return prefill_s(prefill_tokens);
+double ModelStepCost::step_s(std::int64_t decode, double mean_context, std::int64_t prefill_tokens,
+                             std::int64_t prefill_sequences) {
+  if (decode == 0) return prefill_s(prefill_tokens, prefill_sequences);
   const double d = decode_s(decode, mean_context);
   if (prefill_tokens == 0) return d;
-  return d + std::max(0.0, prefill_s(decode + prefill_tokens) - prefill_s(decode));
+  return d + std::max(0.0, prefill_s(decode + prefill_tokens, prefill_sequences) -
+                               prefill_s(decode, prefill_sequences));
 }
 
 double ModelStepCost::batch_s(std::int64_t batch) {

@@ -234,7 +234,8 @@ class ContinuousReplica {
     std::int64_t decode = 0;
     double context = 0;
     std::int64_t prefill = 0;
-    std::int64_t prompt = 0;  // Prompt tokens (chunks), without the drafts to verify.
+    std::int64_t prompt = 0;   // Prompt tokens (chunks), without the drafts to verify.
+    std::int64_t prompts = 0;  // The requests those chunks come from.
     for (std::size_t index : scheduled_) {
       const Sequence& s = pool_[index];
       if (s.decoding) {
@@ -244,20 +245,21 @@ class ContinuousReplica {
       } else {
         prefill += s.scheduled;
         prompt += s.scheduled;
+        ++prompts;
       }
     }
     const double mean_context = decode > 0 ? context / static_cast<double>(decode) : 0;
-    double step = cost_.step_s(decode, mean_context, prefill);
+    double step = cost_.step_s(decode, mean_context, prefill, prompts);
     if (config_.speculative_tokens > 0 && config_.draft_model != nullptr) {
       StepCost& draft = *config_.draft_model;
-      step += draft.step_s(decode, mean_context, prompt);
+      step += draft.step_s(decode, mean_context, prompt, prompts);
       if (decode > 0) {
         step += static_cast<double>(config_.speculative_tokens - 1) *
-                draft.step_s(decode, mean_context, 0);
+                draft.step_s(decode, mean_context, 0, 0);
       }
     } else if (decode > 0 && config_.speculative_tokens > 0 && config_.draft_cost > 0) {
       step += config_.draft_cost * static_cast<double>(config_.speculative_tokens) *
-              cost_.step_s(decode, mean_context, 0);
+              cost_.step_s(decode, mean_context, 0, 0);
     }
     return step;
   }

@@ -114,7 +114,9 @@ if(XMLLINT)
 endif()
 
 # The published serving benchmarks (data/validation/serving.json): a gate just above what the
-# simulator measures (median 9.7 %, worst 2.97x, 34 of 39 within 2x, held out 7 at 5.7 %,
+# simulator measures (median 9.2 %, worst 3.17x, 34 of 39 within 2x, held out 7 at 5.7 %, since
+# a step's prompt chunks attend within their own requests, 2026-12-07: TensorRT-LLM's 2048/128
+# runs -43 % and -28 % -> -6 % and -9 %, MI300X 70B 2048/2048 2.97x -> 3.17x; 9.7 % and 2.97x
 # since seven held-out Llama 3.3 70B rows of a newer TensorRT-LLM page were added, 2026-12-07;
 # 11.4 % and 27 of 32 since the TensorRT-LLM cases run with trtllm-bench's own batch limits,
 # 2026-12-07; 14.3 % since a prefill computes
@@ -123,10 +125,10 @@ endif()
 # so that a change that makes it worse fails.
 add_test(NAME cli.serve_validate_gate
          COMMAND capcalc_cli serve --validate data/validation/serving.json
-                 --max-median-error 0.098 --max-worst-factor 2.98 --min-within-2x 34
+                 --max-median-error 0.093 --max-worst-factor 3.18 --min-within-2x 34
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.serve_validate_gate PROPERTIES
-  PASS_REGULAR_EXPRESSION "39 cases: median \\|error\\| 9.7 %, worst 2.97x, 34 within 2x\nheld out \\(7\\): median \\|error\\| 5.7 %")
+  PASS_REGULAR_EXPRESSION "39 cases: median \\|error\\| 9.2 %, worst 3.17x, 34 within 2x\nheld out \\(7\\): median \\|error\\| 5.7 %")
 # Each gate fails, exit 1, when the figure passes its limit (the gates are validate's:
 # src/cli/gates.cpp).
 add_test(NAME cli.serve_validate_gates_fail
@@ -158,7 +160,7 @@ capcalc_usage_error(serve_draft_with_cost "--draft times the draft model itself:
 # spanning too few latencies (1,000 requests at 200/s against minutes of queue).
 capcalc_cli_ok(serve_short_run_requests "short run    200 requests, under the 1,000 that tell a steady state from a growing queue: try --requests 1,000"
                serve data/models/llama3_8b.json --gpu h100 --rate 5/s --prompt-tokens 512 --output-tokens 128 --requests 200)
-capcalc_cli_ok(serve_short_run_span "short run    the arrivals span 0.1 mean E2E latencies, under the 10 that tell"
+capcalc_cli_ok(serve_short_run_span "short run    the arrivals span 0.12 mean E2E latencies, under the 10 that tell"
                serve data/models/llama3_8b.json --gpu h100 --rate 200/s --prompt-tokens 512 --output-tokens 512 --requests 1000)
 capcalc_usage_error(serve_moe_imbalance_dense
                     "data/models/llama2_7b.json: --moe-imbalance: the model has no \"moe\" layer"

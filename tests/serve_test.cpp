@@ -25,7 +25,7 @@ class LinearCost final : public StepCost {
  public:
   LinearCost(double fixed_s, double per_sequence_s, double per_token_s)
       : fixed_s_(fixed_s), per_sequence_s_(per_sequence_s), per_token_s_(per_token_s) {}
-  double step_s(std::int64_t decode, double, std::int64_t prefill_tokens) override {
+  double step_s(std::int64_t decode, double, std::int64_t prefill_tokens, std::int64_t) override {
     return fixed_s_ + per_sequence_s_ * static_cast<double>(decode) +
            per_token_s_ * static_cast<double>(prefill_tokens);
   }
@@ -124,6 +124,27 @@ TEST_CASE("serve: an idle LLM server answers in one prefill and batch-1 decode s
   CHECK(r.queue.max == 0);
   CHECK(r.max_batch == 1);
   check_little(r);
+}
+
+// A step's prompt tokens come from several requests, each attending to its own tokens: P(t, k)
+// times k sequences of t / k, not one sequence of t (whose attention is k times as large).
+TEST_CASE("serve: a step's prompt chunks attend within their own requests", "[serve]") {
+  const BatchGraphBuilder build = pythia();
+  ModelStepCost cost(build, round_device(), round_params(), fp16());
+  const auto timed = [&](std::int64_t batch, std::int64_t seq) {
+    Graph graph = build(batch, seq, 0);
+    last_token_logits(graph);
+    return estimate(graph, round_device(), round_params(), fp16()).latency_s;
+  };
+  // 4 x 8 tokens and 1 x 32, on exact grid points (up to 16 each).
+  CHECK(cost.prefill_s(32, 4) == Approx(timed(4, 8)));
+  CHECK(cost.prefill_s(32, 1) == Approx(timed(1, 32)));
+  CHECK(cost.prefill_s(32) == Approx(timed(1, 32)));
+  // 2,048 tokens: 4 prompts of 512 do a quarter of one 2,048-token prompt's attention.
+  CHECK(cost.prefill_s(2048, 4) < cost.prefill_s(2048, 1));
+  // A mixed step prices its prompt tokens as what they add to the decode batch, per request.
+  const double d = cost.decode_s(8, 100);
+  CHECK(cost.step_s(8, 100, 24, 3) == Approx(d + cost.prefill_s(32, 3) - cost.prefill_s(8, 3)));
 }
 
 TEST_CASE("serve: at saturation output tokens/s is the decode capacity of the largest batch",
