@@ -145,10 +145,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
          sparsity_names());
   add_fp8_recipe_option(*sub, workload.fp8_recipe);
   add_optimizer_option(*sub, workload.optimizer);
-  one_of(sub->add_option("--weight-precision", workload.weight_precision,
-                         "Weight storage if it differs (int4/int8 weight-only quantisation)"),
-         precision_names());
-  add_expert_weight_precision_option(*sub, workload.expert_weight_precision);
+  add_weight_precision_options(*sub, workload.weight_precision, workload.expert_weight_precision);
   sub->add_flag("--checkpointing", workload.checkpointing,
                 "Training: keep only each top-level block's output, recompute the rest");
   add_lora_options(*sub, workload.lora_rank, workload.lora_targets);

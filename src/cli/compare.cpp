@@ -165,10 +165,7 @@ void add_compare_command(CLI::App& app) {
   add_serving_options(*sub, options->serving,
                       "LLM serving: prompt tokens per sequence; each row serves --batch sequences "
                       "(TTFT, request time, generated tokens/s, cost per 1M tokens)");
-  one_of(sub->add_option("--weight-precision", workload.weight_precision,
-                         "Weight storage if it differs (int4/int8 weight-only quantisation)"),
-         precision_names());
-  add_expert_weight_precision_option(*sub, workload.expert_weight_precision);
+  add_weight_precision_options(*sub, workload.weight_precision, workload.expert_weight_precision);
   add_kv_precision_option(*sub, workload.kv_precision);
   sub->callback([options] { run_compare(*options); });
 }

@@ -159,10 +159,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
              "-p,--precision", o->precision,
              "Number format (default bf16 for an LLM, fp16 on a device without bf16; else fp32)"),
          precision_names());
-  one_of(sub->add_option("--weight-precision", o->weight_precision,
-                         "Weight storage if it differs (int4/int8 weight-only quantisation)"),
-         precision_names());
-  add_expert_weight_precision_option(*sub, o->expert_weight_precision);
+  add_weight_precision_options(*sub, o->weight_precision, o->expert_weight_precision);
   one_of(sub->add_option("--kv-precision", o->kv_precision,
                          "LLM: KV cache storage (default: activations')"),
          precision_names());

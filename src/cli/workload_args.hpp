@@ -104,7 +104,7 @@ inline void add_optimizer_option(CLI::App& sub, std::string& optimizer) {
          optimizer_names());
 }
 
-// --kv-precision: the KV cache's storage. Only LLM serving (--prompt-tokens) keeps a cache.
+// --fp8-recipe: how FP8 tensors are scaled.
 inline void add_fp8_recipe_option(CLI::App& sub, std::string& recipe) {
   one_of(sub.add_option("--fp8-recipe", recipe,
                         "With --precision fp8: how FP8 tensors are scaled, delayed (default), "
@@ -112,15 +112,20 @@ inline void add_fp8_recipe_option(CLI::App& sub, std::string& recipe) {
          fp8_recipe_names());
 }
 
-// --expert-weight-precision: the routed experts' storage where it differs (gpt-oss's MXFP4
-// experts beside bf16 attention).
-inline void add_expert_weight_precision_option(CLI::App& sub, std::string& precision) {
-  one_of(sub.add_option("--expert-weight-precision", precision,
+// --weight-precision (weight-only quantisation) and --expert-weight-precision (the routed
+// experts' storage where it differs: gpt-oss's MXFP4 experts beside bf16 attention).
+inline void add_weight_precision_options(CLI::App& sub, std::string& weights,
+                                         std::string& experts) {
+  one_of(sub.add_option("--weight-precision", weights,
+                        "Weight storage if it differs (int4/int8 weight-only quantisation)"),
+         precision_names());
+  one_of(sub.add_option("--expert-weight-precision", experts,
                         "Inference: the routed experts' weight storage if it differs from the "
                         "other weights' (int4 for gpt-oss's MXFP4 experts)"),
          precision_names());
 }
 
+// --kv-precision: the KV cache's storage. Only LLM serving (--prompt-tokens) keeps a cache.
 inline void add_kv_precision_option(CLI::App& sub, std::string& kv_precision) {
   one_of(sub.add_option("--kv-precision", kv_precision,
                         "LLM serving (--prompt-tokens): KV cache storage (default: activations')"),
@@ -181,10 +186,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
   add_parallel_options(sub, spec);
   add_pipeline_options(sub, spec);
   add_input_rate_option(sub, spec);
-  one_of(sub.add_option("--weight-precision", spec.weight_precision,
-                        "Weight storage if it differs (int4/int8 weight-only quantisation)"),
-         precision_names());
-  add_expert_weight_precision_option(sub, spec.expert_weight_precision);
+  add_weight_precision_options(sub, spec.weight_precision, spec.expert_weight_precision);
   sub.add_flag("--checkpointing", spec.checkpointing,
                "Training: keep only each top-level block's output, recompute the rest");
   add_lora_options(sub, spec.lora_rank, spec.lora_targets);
