@@ -33,12 +33,10 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 }
 
 // Whether P x V pipeline chunks split the blocks evenly: the blocks alone, or the blocks plus
-// the embedding and the loss counted as one block each, at least two units a chunk (Megatron-
-// Core's account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split, which
-// Megatron-Bridge's Llama 3.1 405B recipes set: 126 blocks + 2 over 8 x 8 chunks).
+// the embedding and the loss counted as one block each (pipeline_counts_ends; Megatron-Bridge's
+// Llama 3.1 405B recipes: 126 blocks + 2 over 8 x 8 chunks).
 bool splits_evenly(std::int64_t blocks, std::int64_t chunks) {
-  return blocks % chunks == 0 ||
-         (chunks > 1 && (blocks + 2) % chunks == 0 && (blocks + 2) / chunks >= 2);
+  return blocks % chunks == 0 || pipeline_counts_ends(blocks, chunks);
 }
 
 // The counts c for which `per` x c chunks split the blocks evenly.

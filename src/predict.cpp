@@ -399,12 +399,11 @@ Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Devi
   }
   const GraphTotals& totals = pass.totals;
   const DeviceParams params_on_device = device_params(s, totals);
-  result.memory.weight_bytes =
-      (params_on_device.all - params_on_device.experts) *
-          (s.sparse ? s.sparse_weight_bytes : s.weight_bytes) +
-      params_on_device.experts * (workload.expert_weight_precision
-                                      ? s.expert_weight_bytes
-                                      : (s.sparse ? s.sparse_weight_bytes : s.weight_bytes));
+  // The routed experts at their own storage where it differs (expert_weight_precision).
+  const double stored = s.sparse ? s.sparse_weight_bytes : s.weight_bytes;
+  const double experts_stored = workload.expert_weight_precision ? s.expert_weight_bytes : stored;
+  result.memory.weight_bytes = (params_on_device.all - params_on_device.experts) * stored +
+                               params_on_device.experts * experts_stored;
   if (s.training) {
     result.lora_params = s.adapter_params;
     training_schedule(s, pass, params_on_device, result);
@@ -530,11 +529,12 @@ TrainingTotals training_totals(const Estimate& step, std::int64_t batch, const W
 }
 
 std::vector<MisalignedLayer> misaligned_matrix_layers(const Graph& graph, const Device& device,
-                                                      Precision precision, const Runtime* runtime) {
+                                                      Precision precision,
+                                                      const std::optional<Runtime>& runtime) {
   const std::int64_t multiple = alignment_multiple(device, precision);
   if (multiple == 0) return {};
   const std::int64_t total_macs = graph_totals(graph).macs;
-  const bool padded = runtime != nullptr && pads_to(runtime->vocab_padding, multiple);
+  const bool padded = runtime && pads_to(runtime->vocab_padding, multiple);
   const std::size_t output_layer = detail::loss_layer_of(graph);
   std::vector<MisalignedLayer> result;
   for (std::size_t i = 0; i < graph.layers.size(); ++i) {

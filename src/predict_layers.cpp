@@ -108,31 +108,31 @@ ExtraKernels training_extra_kernels(const Step& s, std::size_t index) {
   return extra;
 }
 
-// Parameter elements a device reads for a layer (1/tp of them aside): of a moe layer's routed
-// experts only those it holds, 1/ep of them, that the tokens reach (balanced routing: at most
-// one per token-expert pair, and a device gets as many pairs as it sends).
-double weight_elements_read(const Step& s, const Layer& layer) {
-  const LayerCounts& c = layer.counts;
-  const auto read = static_cast<double>(c.weight_elements_read);
-  if (s.ep <= 1 || c.experts == 0 || layer.output.empty() || layer.output.back() == 0) return read;
-  const auto experts = static_cast<double>(c.experts);
-  const double per_expert = static_cast<double>(c.expert_params) / experts;
-  const double pairs = static_cast<double>(element_count(layer.output)) /
-                       static_cast<double>(layer.output.back()) *
-                       static_cast<double>(c.experts_per_token);
-  return read - per_expert * (std::min(experts, pairs) - std::min(experts / s.ep, pairs));
-}
-
-// Of weight_elements_read, the routed experts' (the rest is the router's and any shared
-// expert's): those the device holds that the tokens reach.
-double expert_elements_read(const Step& s, const Layer& layer) {
+// A moe layer's routed-expert weights that the tokens reach among `held` of its experts
+// (balanced routing: at most one expert per token-expert pair); 0 for other layers.
+double expert_elements_reached(const Layer& layer, double held) {
   const LayerCounts& c = layer.counts;
   if (c.experts == 0 || layer.output.empty() || layer.output.back() == 0) return 0;
   const auto experts = static_cast<double>(c.experts);
   const double pairs = static_cast<double>(element_count(layer.output)) /
                        static_cast<double>(layer.output.back()) *
                        static_cast<double>(c.experts_per_token);
-  return static_cast<double>(c.expert_params) / experts * std::min(experts / s.ep, pairs);
+  return static_cast<double>(c.expert_params) / experts * std::min(held, pairs);
+}
+
+// The routed-expert weights a device reads: of the 1/ep of the experts it holds, those the
+// tokens reach (a device gets as many token-expert pairs as it sends).
+double expert_elements_read(const Step& s, const Layer& layer) {
+  return expert_elements_reached(layer, static_cast<double>(layer.counts.experts) / s.ep);
+}
+
+// Parameter elements a device reads for a layer (1/tp of them aside): of a moe layer's routed
+// experts only those it holds (expert_elements_read), beside the router and any shared expert.
+double weight_elements_read(const Step& s, const Layer& layer) {
+  const auto read = static_cast<double>(layer.counts.weight_elements_read);
+  if (s.ep <= 1) return read;
+  return read - expert_elements_reached(layer, static_cast<double>(layer.counts.experts)) +
+         expert_elements_read(s, layer);
 }
 
 void slow_down(LayerEstimate& e, double factor) {
@@ -208,9 +208,9 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   forward.macs += adapter_macs;
   forward.score_macs = static_cast<double>(c.score_macs) / work;
   forward.other_flops = static_cast<double>(c.other_flops) / work;
+  // The routed experts' weights at their own storage where it differs (expert_weight_precision).
   // Each device reads its share of the cache: all of it where there are fewer key/value heads
   // (one latent) than devices.
-  // The routed experts' weights at their own storage where it differs (expert_weight_precision).
   const double experts_read =
       s.workload.expert_weight_precision ? expert_elements_read(s, layer) : 0;
   forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * s.act_bytes / s.cp +

@@ -114,10 +114,9 @@ double optimizer_step_kernels(const Step& s) {
 // recompute and collectives). Megatron-Core places P x V chunks in order, chunk c on stage
 // c mod P, the embedding with the first chunk and the final norm, output layer and loss with the
 // last (get_transformer_layer_offset; pre_process and post_process in the GPT model). It splits
-// the blocks evenly over the chunks, or, with account_for_embedding_in_pipeline_split and
-// account_for_loss_in_pipeline_split, counts the embedding and the loss as a block each, so the
-// first and last chunks take a block fewer: taken where the blocks + 2 divide and the blocks do
-// not (plan's splits_evenly). A split that neither divides gives the first chunks a block more.
+// the blocks evenly over the chunks, or counts the embedding and the loss as a block each, so
+// the first and last chunks take a block fewer (pipeline_counts_ends). A split that neither
+// divides gives the first chunks a block more.
 // A model without attention blocks splits evenly.
 struct StageTimes {
   double heaviest_s = 0;
@@ -132,8 +131,7 @@ StageTimes stage_times(const Step& s, const LayerPass& pass, double total_s) {
   const std::int64_t chunks = p * s.workload.virtual_stages;
   const double block_s = std::max(0.0, total_s - pass.before_blocks_s - pass.after_blocks_s) /
                          static_cast<double>(blocks);
-  const bool accounted =
-      blocks % chunks != 0 && (blocks + 2) % chunks == 0 && (blocks + 2) / chunks >= 2;
+  const bool accounted = pipeline_counts_ends(blocks, chunks);
   std::vector<double> stage(static_cast<std::size_t>(p), 0.0);
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t n =
@@ -225,3 +223,11 @@ void training_schedule(const Step& s, const LayerPass& pass, const DeviceParams&
 }
 
 }  // namespace capcalc::detail
+
+namespace capcalc {
+
+bool pipeline_counts_ends(std::int64_t blocks, std::int64_t chunks) {
+  return blocks % chunks != 0 && (blocks + 2) % chunks == 0 && (blocks + 2) / chunks >= 2;
+}
+
+}  // namespace capcalc

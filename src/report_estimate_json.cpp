@@ -41,10 +41,9 @@ Json fit_json(const ReportInput& in) {
 Json misaligned_json(const ReportInput& in) {
   nlohmann::json misaligned = nlohmann::json::array();
   const std::vector<MisalignedLayer> unaligned =
-      in.device != nullptr
-          ? misaligned_matrix_layers(in.graph, *in.device, in.workload.precision,
-                                     in.workload.runtime ? &*in.workload.runtime : nullptr)
-          : std::vector<MisalignedLayer>{};
+      in.device != nullptr ? misaligned_matrix_layers(in.graph, *in.device, in.workload.precision,
+                                                      in.workload.runtime)
+                           : std::vector<MisalignedLayer>{};
   for (const MisalignedLayer& m : unaligned) {
     misaligned.push_back({{"layer", m.name},
                           {"dimension", m.dimension},

@@ -148,6 +148,10 @@ std::string stage_sends_summary(const Estimate& e) {
                      format_bytes(e.pipeline_send_bytes), e.pipeline_link);
 }
 
+bool stages_uneven(const Estimate& e) {
+  return e.pipeline_imbalance > 1.0005;
+}
+
 std::string stage_imbalance_summary(const Estimate& e, std::int64_t stages) {
   const std::int64_t heaviest = e.pipeline_heaviest_stage;
   const char* what = heaviest == stages - 1 ? " (the last: output layer and loss)"
@@ -287,19 +291,20 @@ std::string estimate_model_text(const ReportInput& in) {
   const Precision stored = in.workload.weight_precision.value_or(precision);
   const std::optional<Precision> experts = in.workload.expert_weight_precision;
   const auto expert_params = static_cast<double>(experts ? t.expert_params : 0);
+  const double expert_bytes = experts ? expert_params * weight_bytes_per_element(*experts) : 0;
   const double all_weights =
       (static_cast<double>(t.params) - expert_params) * weight_bytes_per_element(stored) +
-      (experts ? expert_params * weight_bytes_per_element(*experts) : 0);
+      expert_bytes;
   const bool split = in.workload.tensor_parallel * in.workload.pipeline_parallel > 1 ||
                      (training && in.workload.zero_stage >= 3);
   const bool sparse = in.workload.sparsity == Sparsity::k2of4;
   // Routed experts at their own storage: "63.4 GB: the routed experts' 59.1 GB at int4, the
   // rest at bf16".
-  const std::string storage =
-      experts ? fmt::format(": the routed experts' {} at {}, the rest at {}",
-                            format_bytes(expert_params * weight_bytes_per_element(*experts)),
-                            precision_name(*experts), precision_name(stored))
-              : fmt::format(" at {}", precision_name(stored));
+  const std::string storage = experts
+                                  ? fmt::format(": the routed experts' {} at {}, the rest at {}",
+                                                format_bytes(expert_bytes),
+                                                precision_name(*experts), precision_name(stored))
+                                  : fmt::format(" at {}", precision_name(stored));
   out += fmt::format(
       "  weights      {}{}{}\n", format_bytes(all_weights), storage,
       split    ? fmt::format(", {} per device", format_bytes(e.memory.weight_bytes))
@@ -347,17 +352,17 @@ std::string estimate_time_text(const ReportInput& in) {
     const std::int64_t v = in.workload.virtual_stages;
     const std::int64_t others = in.workload.pipeline_parallel - 1;
     // An even split fills and drains in P - 1 stage times; else in the other stages' times.
-    const bool even = e.pipeline_imbalance <= 1.0005;
-    const std::string fill = even ? (v > 1 ? fmt::format("{}/{} stage times", others, v)
-                                           : fmt::format("{} stage times", others))
-                                  : fmt::format("{}the other {} stages' times",
-                                                v > 1 ? fmt::format("1/{} of ", v) : "", others);
+    const bool uneven = stages_uneven(e);
+    const std::string fill = !uneven ? (v > 1 ? fmt::format("{}/{} stage times", others, v)
+                                              : fmt::format("{} stage times", others))
+                                     : fmt::format("{}the other {} stages' times",
+                                                   v > 1 ? fmt::format("1/{} of ", v) : "", others);
     out += fmt::format("  pipeline     {} stages{}: {} of bubble ({}, {} of the step)\n",
                        in.workload.pipeline_parallel,
                        v > 1 ? fmt::format(" x {} chunks, interleaved 1F1B", v) : ", 1F1B",
                        format_duration(e.pipeline_bubble_s), fill,
                        percent(e.pipeline_bubble_s / e.latency_s));
-    if (e.pipeline_imbalance > 1.0005)
+    if (uneven)
       out += "               " + stage_imbalance_summary(e, in.workload.pipeline_parallel) + "\n";
     out += "  stage sends  " + stage_sends_summary(e) + "\n";
   }
@@ -549,10 +554,9 @@ std::string render_estimate_text(const ReportInput& in, std::size_t top_layers) 
   std::string out = estimate_workload_text(in) + estimate_model_text(in) +
                     estimate_device_text(in) + estimate_time_text(in) + estimate_memory_text(in) +
                     estimate_bounds_text(in);
-  out += alignment_text(
-      misaligned_matrix_layers(in.graph, *in.device, precision,
-                               in.workload.runtime ? &*in.workload.runtime : nullptr),
-      precision, in.params);
+  out +=
+      alignment_text(misaligned_matrix_layers(in.graph, *in.device, precision, in.workload.runtime),
+                     precision, in.params);
   if (in.training != nullptr) out += render_training_text(in);
   if (in.serving != nullptr) out += render_serving_text(in);
 

@@ -152,7 +152,7 @@ std::string summary_section(const ReportInput& in) {
                                                    : std::string("1F1B"),
                     esc(format_duration(e.pipeline_bubble_s)),
                     esc(percent(e.pipeline_bubble_s / e.latency_s))));
-    if (e.pipeline_imbalance > 1.0005) {
+    if (stages_uneven(e)) {
       out += kv_row("", esc(stage_imbalance_summary(e, in.workload.pipeline_parallel)));
     }
     out += kv_row("stage sends", esc(stage_sends_summary(e)));
@@ -165,8 +165,8 @@ std::string summary_section(const ReportInput& in) {
     out += kv_row("grad sync", esc(grad_sync_summary(e, in.workload.zero_stage)));
   }
   // Products off the tensor cores' granularity, as the text report names them.
-  const std::vector<MisalignedLayer> misaligned = misaligned_matrix_layers(
-      g, d, precision, in.workload.runtime ? &*in.workload.runtime : nullptr);
+  const std::vector<MisalignedLayer> misaligned =
+      misaligned_matrix_layers(g, d, precision, in.workload.runtime);
   for (std::size_t k = 0; k < std::min<std::size_t>(misaligned.size(), 3); ++k) {
     out +=
         kv_row(k == 0 ? "alignment" : "",

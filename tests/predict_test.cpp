@@ -1441,7 +1441,7 @@ TEST_CASE("predict: an unaligned product runs at the misaligned matrix efficienc
   megatron.vocab_padding = 128;
   w.runtime = megatron;
   CHECK(estimate(g, nvidia, p, w).layers[0].compute_s == Approx(plain));
-  CHECK(misaligned_matrix_layers(g, nvidia, Precision::kFp16, &megatron).empty());
+  CHECK(misaligned_matrix_layers(g, nvidia, Precision::kFp16, w.runtime).empty());
   CHECK(misaligned_matrix_layers(g, nvidia, Precision::kFp16).size() == 1);
   // A padding that is no multiple of 8 elements leaves it unaligned.
   megatron.vocab_padding = 4;

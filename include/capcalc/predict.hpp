@@ -341,6 +341,12 @@ struct LayerPass {
   double after_blocks_s = 0;
 };
 
+/// Whether Megatron-Core splits `blocks` over `chunks` pipeline chunks (P x V) counting the
+/// embedding and the loss as a block each (account_for_embedding_in_pipeline_split and
+/// account_for_loss_in_pipeline_split, as Megatron-Bridge's Llama 3.1 405B recipes set): the
+/// blocks do not divide, the blocks + 2 do, at least two units a chunk.
+bool pipeline_counts_ends(std::int64_t blocks, std::int64_t chunks);
+
 LayerPass estimate_layers(const Graph& graph, const Device& device, const PerformanceParams& params,
                           const Workload& workload);
 
@@ -405,7 +411,7 @@ struct MisalignedLayer {
 /// output layer's features count as aligned where `runtime` pads the vocabulary.
 std::vector<MisalignedLayer> misaligned_matrix_layers(const Graph& graph, const Device& device,
                                                       Precision precision,
-                                                      const Runtime* runtime = nullptr);
+                                                      const std::optional<Runtime>& runtime = {});
 
 /// A whole training run.
 struct TrainingRun {

@@ -58,8 +58,10 @@ struct ReportInput {
 std::string allreduce_summary(const Estimate& e);
 std::string stage_sends_summary(const Estimate& e);
 
-/// Training with pipeline stages that do not split evenly: which stage is the heaviest and by
-/// how much ("the heaviest, stage 8 of 8 (the last: output layer and loss), 1.12x the mean").
+/// Training with pipeline stages: whether they do not split evenly, the heaviest more than
+/// 0.05 % above the mean (what prints as 1.00x), and then which stage is the heaviest and by how
+/// much ("the heaviest, stage 8 of 8 (the last: output layer and loss), 1.12x the mean").
+bool stages_uneven(const Estimate& e);
 std::string stage_imbalance_summary(const Estimate& e, std::int64_t stages);
 std::string grad_sync_summary(const Estimate& e, int zero_stage);
 /// Expert parallelism's all-to-alls: "3.1 ms: 128 all-to-alls of 4.2 GB sent in all among 8
