@@ -140,4 +140,17 @@ inline std::int64_t chunked_attention_pairs(std::int64_t s, std::int64_t s_kv, s
   return upto(s_kv) - upto(s_kv - s);
 }
 
+// Of the pairs counted under `counting`, those a causal mask hides (a key after its query, or
+// outside the window or chunk): what kernels that skip masked tiles leave out. 0 unless every
+// pair is counted.
+inline std::int64_t masked_attention_pairs(std::int64_t s, std::int64_t s_kv, bool causal,
+                                           std::int64_t window, std::int64_t chunk,
+                                           CausalCounting counting) {
+  if (!causal || counting != CausalCounting::kFull) return 0;
+  const std::int64_t seen = chunk > 0
+                                ? chunked_attention_pairs(s, s_kv, chunk, CausalCounting::kHalf)
+                                : attention_pairs(s, s_kv, true, window, CausalCounting::kHalf);
+  return checked_mul(s, s_kv) - seen;
+}
+
 }  // namespace capcalc::formulas

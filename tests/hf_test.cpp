@@ -1174,6 +1174,10 @@ TEST_CASE("ops: mla_attention counts DeepSeek's latent attention, absorbed when 
   const std::int64_t scores = H * s * s * (n + r) + H * s * s * v;  // QK over nope + rope; AV.
   CHECK(c.macs == projections + scores);
   CHECK(c.score_macs == scores);
+  // Counted full, the 3 masked pairs (a key after its query) of each head are marked: what a
+  // kernel that skips masked tiles leaves out, QK and AV alike.
+  CHECK(c.masked_score_macs == H * 3 * (n + r + v));
+  CHECK(c.masked_other_flops == 6 * H * 3);
   CHECK(c.kv_cache_per_token == kvr + r);
   CHECK(c.kv_cache_heads == 1);
   CHECK(c.backward_macs == 2 * c.macs);  // The input needs a gradient (after the norm).
@@ -1195,6 +1199,7 @@ TEST_CASE("ops: mla_attention counts DeepSeek's latent attention, absorbed when 
   const std::int64_t absorbed =
       (d * qr + qr * H * (n + r)) + d * (kvr + r) + H * kvr * (n + v) + H * v * d;
   CHECK(step.score_macs == H * 11 * (kvr + r) + H * 11 * kvr);
+  CHECK(step.masked_score_macs == 0);  // A cache counts the pairs exactly.
   CHECK(step.macs == absorbed + step.score_macs);
   CHECK(step.kv_cache_read_elements == 10 * (kvr + r));
   CHECK_THROWS_WITH(

@@ -835,6 +835,7 @@ TEST_CASE("onnx export: GroupQueryAttention over a past counts the new tokens' p
   CHECK(output_of(g, "GroupQueryAttention:1") == capcalc::Shape{2, kvN, 101, Hd});  // present.0.key
   // QKᵀ and AV of each query head over 101 keys.
   CHECK(gqa.counts.score_macs == 2 * N * 101 * 2 * Hd);
+  CHECK(gqa.counts.masked_score_macs == 0);  // A past counts the pairs exactly.
   // The cos and sin caches are buffers: only the four projections are parameters.
   CHECK(capcalc::graph_totals(g).params == 2 * D * D + 2 * D * kvN * Hd);
   CHECK(gqa.counts.params == 0);

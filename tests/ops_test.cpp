@@ -542,8 +542,20 @@ TEST_CASE("ops: causal attention, full and half counting, with a window", "[ops]
   CHECK(causal_pairs_by_loop(s, s, 4) == 4 * 5 / 2 + (s - 4) * 4);
   CHECK(windowed.counts.macs == a.macs(causal_pairs_by_loop(s, s, 4)));
   // A window does not change full counting.
-  CHECK(only("[1, 10, 64]", R"({"op": "attention", "heads": 4, "causal": true, "window": 4})")
-            .counts.macs == a.macs(s * s));
+  const Layer full_windowed =
+      only("[1, 10, 64]", R"({"op": "attention", "heads": 4, "causal": true, "window": 4})");
+  CHECK(full_windowed.counts.macs == a.macs(s * s));
+
+  // Counted full, the pairs a causal mask hides (above the diagonal, or outside the window) are
+  // marked: QKᵀ and AV over them, and their scale and softmax. Counted half, none are.
+  CHECK(full.counts.masked_score_macs == 2 * a.score_macs(s * s - s * (s + 1) / 2));
+  CHECK(full.counts.masked_other_flops == 6 * 4 * (s * s - s * (s + 1) / 2));
+  CHECK(full_windowed.counts.masked_score_macs ==
+        2 * a.score_macs(s * s - causal_pairs_by_loop(s, s, 4)));
+  CHECK(halved.counts.masked_score_macs == 0);
+  CHECK(windowed.counts.masked_other_flops == 0);
+  // An encoder's attention (not causal) masks nothing.
+  CHECK(only("[1, 10, 64]", R"({"op": "attention", "heads": 4})").counts.masked_score_macs == 0);
 
   // Fewer queries than keys (a KV cache): the 4 queries are the last 4 of 10 positions.
   const std::string cache = R"({"format": "capcalc-model/1", "name": "t",
@@ -600,6 +612,11 @@ TEST_CASE("ops: chunked attention (Llama 4) counts each chunk's causal pairs", "
     CHECK(l.counts.macs == c.macs(chunked_pairs_by_loop(4, 10, chunk)));
   }
   CHECK(chunked_pairs_by_loop(4, 10, 4) == 3 + 4 + 1 + 2);
+
+  // Counted full, the pairs outside the chunks are marked masked: 100 - 23.
+  const Layer full = only("[1, 10, 64]", chunked);
+  CHECK(full.counts.masked_score_macs == 2 * a.score_macs(s * s - 23));
+  CHECK(halved.counts.masked_score_macs == 0);
 
   // Decoding with a cache: the new token at position 10 reads the cached positions of its chunk
   // (8 and 9 for chunks of 4) and the cache keeps at most one chunk.

@@ -190,13 +190,18 @@ void check_attention_inputs(const NodeInputs& in) {
 CountResult count_attention(const OnnxRule&, const NodeInputs& in, const Shape& out) {
   check_attention_inputs(in);
   const AttentionSizes a = *attention_sizes(in.node, in.shapes);
+  const CausalCounting counting = a.past > 0 ? CausalCounting::kHalf : in.counting.causal;
   const std::int64_t pairs =
-      formulas::attention_pairs(a.queries, a.keys, a.causal, a.window,
-                                a.past > 0 ? CausalCounting::kHalf : in.counting.causal);
+      formulas::attention_pairs(a.queries, a.keys, a.causal, a.window, counting);
   const std::int64_t scores = checked_mul(a.batch, a.heads, pairs);
+  const std::int64_t masked = checked_mul(
+      a.batch, a.heads,
+      formulas::masked_attention_pairs(a.queries, a.keys, a.causal, a.window, 0, counting));
   CountResult result;
   LayerCounts& c = result.counts;
   c.score_macs = checked_mul(scores, a.head_dim + a.v_head_dim);
+  c.masked_score_macs = checked_mul(masked, a.head_dim + a.v_head_dim);
+  c.masked_other_flops = checked_mul(masked, 6);
   c.macs = checked_add(a.projection_macs, c.score_macs);
   // Rotary embeddings inside GroupQueryAttention: x·cos + rotate(x)·sin, 3 per element.
   c.other_flops = checked_add(checked_add(checked_mul(scores, 6), a.bias_elements),

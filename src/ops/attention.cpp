@@ -141,6 +141,9 @@ OpResult infer_attention(OpContext& ctx) {
   const std::int64_t score_macs =
       checked_mul(a.batch, a.heads, pairs, a.head_dim);  // Q·Kᵀ; AV same.
   const std::int64_t scores = checked_mul(a.batch, a.heads, pairs);
+  const std::int64_t masked = checked_mul(
+      a.batch, a.heads,
+      formulas::masked_attention_pairs(a.s, keys, a.causal, a.window, a.chunk, counting));
 
   Shape out{a.batch, a.s, a.d_out};
   OpResult result;
@@ -154,6 +157,8 @@ OpResult infer_attention(OpContext& ctx) {
   add_attention_extras(a, q_width, kv_width, c);
   c.macs = checked_add(projection_macs, checked_mul(score_macs, 2));
   c.score_macs = checked_mul(score_macs, 2);
+  c.masked_score_macs = checked_mul(masked, 2, a.head_dim);
+  c.masked_other_flops = checked_mul(masked, 6);
   c.input_elements = sum_input_elements(ctx);
   c.weight_elements_read = c.params;
   c.output_elements = element_count(out);
@@ -239,8 +244,10 @@ OpResult infer_mla_attention(OpContext& ctx) {
   const std::int64_t up_width = checked_mul(heads, checked_add(nope, v_dim));
   const std::int64_t cached = causal ? ctx.options.kv_cache_length : 0;
   const std::int64_t keys = checked_add(s, cached);
-  const std::int64_t pairs = formulas::attention_pairs(
-      s, keys, causal, window, cached > 0 ? CausalCounting::kHalf : ctx.options.causal);
+  const CausalCounting counting = cached > 0 ? CausalCounting::kHalf : ctx.options.causal;
+  const std::int64_t pairs = formulas::attention_pairs(s, keys, causal, window, counting);
+  const std::int64_t masked = checked_mul(
+      batch, heads, formulas::masked_attention_pairs(s, keys, causal, window, 0, counting));
   const std::int64_t tokens = checked_mul(batch, s);
 
   OpResult result;
@@ -283,6 +290,9 @@ OpResult infer_mla_attention(OpContext& ctx) {
   // Scale and softmax on every score (1 + 5), RMSNorm of the latents.
   c.other_flops = checked_add(checked_mul(scores, 6), checked_mul(formulas::kRmsNormFlops, tokens,
                                                                   checked_add(q_rank, kv_rank)));
+  // Masked pairs only without a cache (a cache counts pairs exactly): over qk_dim and v_dim.
+  c.masked_score_macs = checked_mul(masked, checked_add(qk_dim, v_dim));
+  c.masked_other_flops = checked_mul(masked, 6);
   c.weight_elements_read = c.params;
   // Written once and read once each: the latents, the queries, the expanded keys and values
   // (without a cache) and the context.
