@@ -475,6 +475,14 @@ double weight_bytes_per_element(Precision precision) {
 }
 
 double activation_bytes_per_element(Precision precision) {
+  // FP8 recipes quantize each product's inputs as it reads them; the activations between
+  // layers stay in 16 bits (Transformer Engine's modules take and return bf16; TensorRT-LLM's
+  // FP8 layers likewise), as do int4 weights' activations.
+  if (precision == Precision::kFp8 || precision == Precision::kInt4) return 2;
+  return weight_bytes_per_element(precision);
+}
+
+double stored_activation_bytes(Precision precision) {
   return precision == Precision::kInt4 ? 2 : weight_bytes_per_element(precision);
 }
 

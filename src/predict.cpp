@@ -485,9 +485,8 @@ ServingEstimate estimate_serving(const ServingGraphBuilder& build, const Device&
   s.tokens_per_s = batch * replicas / s.decode_step_s;
   s.request_latency_s = s.ttft_s + static_cast<double>(request.output_tokens - 1) * s.decode_step_s;
 
-  const double kv_bytes = workload.kv_precision
-                              ? activation_bytes_per_element(*workload.kv_precision)
-                              : activation_bytes_per_element(workload.precision);
+  const double kv_bytes =
+      stored_activation_bytes(workload.kv_precision.value_or(workload.precision));
   const std::int64_t context = request.prompt_tokens + request.output_tokens;
   // Tensor parallelism splits the heads, and the cache with them, over the group (at most
   // over as many devices as a layer has key/value heads).

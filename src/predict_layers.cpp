@@ -31,6 +31,13 @@ struct Work {
   double macs = 0;        // Weight MACs.
   double score_macs = 0;  // Activation x activation MACs.
   double other_flops = 0;
+  // Of score_macs and other_flops: causal attention's masked pairs, counted but skipped by the
+  // runtime's kernels (no time).
+  double skipped_score_macs = 0;
+  double skipped_other_flops = 0;
+  // Products the kernels run beyond the count (FlashAttention's backward recomputing QKᵀ):
+  // time, no counted FLOPs.
+  double recomputed_score_macs = 0;
   double bytes = 0;
   double kernels = 1;
 };
@@ -44,8 +51,9 @@ LayerEstimate roofline(const Work& w, bool matrix, double matrix_speed, bool fus
   const double mac_rate =
       matrix ? rates.matrix_flops_per_s * matrix_speed : rates.vector_flops_per_s;
   const double score_rate = matrix ? rates.score_flops_per_s : rates.vector_flops_per_s;
-  e.compute_s = 2 * w.macs / mac_rate + 2 * w.score_macs / score_rate +
-                w.other_flops / rates.vector_flops_per_s;
+  e.compute_s = 2 * w.macs / mac_rate +
+                2 * (w.score_macs - w.skipped_score_macs + w.recomputed_score_macs) / score_rate +
+                (w.other_flops - w.skipped_other_flops) / rates.vector_flops_per_s;
   e.memory_s = e.bytes / rates.bytes_per_s;
   if (fused) {
     e.time_s = e.compute_s;
@@ -135,10 +143,60 @@ double weight_elements_read(const Step& s, const Layer& layer) {
          expert_elements_read(s, layer);
 }
 
+// A pass over `bytes` of its own, beside the layer's kernels (FP8 quantization).
+void add_memory_pass(LayerEstimate& e, double bytes, const Rates& rates) {
+  const double s = bytes / rates.bytes_per_s;
+  e.bytes += bytes;
+  e.memory_s += s;
+  e.time_s += s;
+}
+
 void slow_down(LayerEstimate& e, double factor) {
   e.compute_s *= factor;
   e.memory_s *= factor;
   e.time_s *= factor;
+}
+
+// Whether the runtime's FlashAttention-style kernels run this layer: an attention layer's
+// masked pairs take no time, and its backward recomputes QKᵀ.
+bool flash_attention(const Step& s, const Layer& layer) {
+  return s.runtime.flash_attention && layer.traits.op_class == OpClass::kAttention;
+}
+
+// FP8 training quantizes each weighted product's input (forward) and output gradient
+// (backward) in kernels of their own: the runtime's bytes per element (0 otherwise).
+double fp8_quantize_bytes(const Step& s, const Layer& layer) {
+  const bool quantized = s.training && s.workload.precision == Precision::kFp8 &&
+                         layer.traits.op_class == OpClass::kMatrix && layer.counts.params > 0;
+  return quantized ? s.runtime.fp8_quantize_bytes : 0;
+}
+
+// A layer's backward products and vector work on one device (its `work` share), given its
+// forward's; `adapter_macs`: LoRA's forward adapter products.
+Work backward_work(const Step& s, const Layer& layer, const Work& forward, double work,
+                   double adapter_macs) {
+  const LayerCounts& c = layer.counts;
+  Work backward;
+  // Each product of two activations needs both operands' gradients: twice its forward.
+  backward.score_macs =
+      std::min(static_cast<double>(c.backward_macs) / work, 2 * forward.score_macs);
+  backward.macs = static_cast<double>(c.backward_macs) / work - backward.score_macs;
+  if (s.lora_rank > 0) {
+    // Frozen weights take no gradient: the weight-gradient product (as many MACs as the forward
+    // product with the weights) goes; the adapters' input and weight gradients come.
+    const double weight_gradient = static_cast<double>(c.macs - c.score_macs) / work;
+    backward.macs = std::max(0.0, backward.macs - weight_gradient) + 2 * adapter_macs;
+  }
+  backward.other_flops = static_cast<double>(c.backward_other_flops) / work;
+  // Both operands' gradients of the products, and the softmax's, skip the same tiles.
+  backward.skipped_score_macs = std::min(backward.score_macs, 2 * forward.skipped_score_macs);
+  backward.skipped_other_flops = std::min(backward.other_flops, 2 * forward.skipped_other_flops);
+  // FlashAttention's backward recomputes QKᵀ from the saved Q and K (the scores are never
+  // stored): 2.5 forward products' worth in all, not 2 (its benchmark counts so).
+  if (flash_attention(s, layer)) {
+    backward.recomputed_score_macs = 0.5 * (forward.score_macs - forward.skipped_score_macs);
+  }
+  return backward;
 }
 
 // One layer's forward (and, in training, backward) on one device.
@@ -208,6 +266,10 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   forward.macs += adapter_macs;
   forward.score_macs = static_cast<double>(c.score_macs) / work;
   forward.other_flops = static_cast<double>(c.other_flops) / work;
+  if (flash_attention(s, layer)) {
+    forward.skipped_score_macs = static_cast<double>(c.masked_score_macs) / work;
+    forward.skipped_other_flops = static_cast<double>(c.masked_other_flops) / work;
+  }
   // The routed experts' weights at their own storage where it differs (expert_weight_precision).
   // Each device reads its share of the cache: all of it where there are fewer key/value heads
   // (one latent) than devices.
@@ -228,6 +290,8 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
       std::min(s.cached_input_elements[index], static_cast<double>(c.input_elements));
   forward.bytes -= cached * s.act_bytes / work;
   LayerEstimate e = roofline(forward, matrix, speed, fused, rates, s.floor_s);
+  const double quantize_bytes = fp8_quantize_bytes(s, layer) / work;
+  add_memory_pass(e, quantize_bytes * static_cast<double>(c.input_elements), rates);
   // The step waits for the busiest expert: the moe layers take the imbalance times as long.
   const double imbalance = c.experts > 0 ? s.workload.moe_imbalance : 1;
   slow_down(e, imbalance);
@@ -235,18 +299,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   if (s.workload.checkpointing) recompute_s += e.time_s;
   // Backward: its own FLOPs, about twice the forward traffic (read the output gradient and the
   // saved inputs, write the input and weight gradients).
-  Work backward;
-  // Each product of two activations needs both operands' gradients: twice its forward.
-  backward.score_macs =
-      std::min(static_cast<double>(c.backward_macs) / work, 2 * forward.score_macs);
-  backward.macs = static_cast<double>(c.backward_macs) / work - backward.score_macs;
-  if (s.lora_rank > 0) {
-    // Frozen weights take no gradient: the weight-gradient product (as many MACs as the forward
-    // product with the weights) goes; the adapters' input and weight gradients come.
-    const double weight_gradient = static_cast<double>(c.macs - c.score_macs) / work;
-    backward.macs = std::max(0.0, backward.macs - weight_gradient) + 2 * adapter_macs;
-  }
-  backward.other_flops = static_cast<double>(c.backward_other_flops) / work;
+  Work backward = backward_work(s, layer, forward, work, adapter_macs);
   backward.bytes = 2 * uncached_bytes;
   // Autograd's kernels for the layer (the runtime's table; else one per forward kernel and one
   // for weight gradients), a reduction per bias gradient, and the casts' backward.
@@ -256,6 +309,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
       s.runtime.training.bias_gradient * static_cast<double>(layer.traits.bias_tensors);
   // A fused forward still leaves a backward that reads what it saved: not fused.
   LayerEstimate b = roofline(backward, matrix, speed, false, rates, s.backward_floor_s);
+  add_memory_pass(b, quantize_bytes * static_cast<double>(c.output_elements), rates);
   slow_down(b, imbalance);
   backward_s += b.time_s;
   add(e, b);

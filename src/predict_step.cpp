@@ -40,14 +40,14 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
   s.pp = static_cast<double>(workload.pipeline_parallel);
   s.micro_batches = static_cast<double>(workload.micro_batches);
   s.act_bytes = activation_bytes_per_element(workload.precision);
+  s.saved_bytes = stored_activation_bytes(workload.precision);
   s.weight_bytes = weight_bytes_per_element(workload.weight_precision.value_or(workload.precision));
   s.expert_weight_bytes = workload.expert_weight_precision
                               ? weight_bytes_per_element(*workload.expert_weight_precision)
                               : s.weight_bytes;
   // 2:4 sparsity: half the weight values plus 2 bits of index per kept value.
   s.sparse_weight_bytes = 0.5 * (s.weight_bytes + 0.25);
-  s.kv_bytes =
-      workload.kv_precision ? activation_bytes_per_element(*workload.kv_precision) : s.act_bytes;
+  s.kv_bytes = stored_activation_bytes(workload.kv_precision.value_or(workload.precision));
   // 8- and 4-bit recipes quantise GEMM inputs; the activations they all-reduce or send between
   // devices stay in 16 bits (Transformer Engine, TensorRT-LLM).
   s.comm_bytes = std::max(s.act_bytes, 2.0);

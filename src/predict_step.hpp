@@ -37,6 +37,9 @@ struct Step {
   double expert_shards = 1;  // whose gradients reduce, and ZeRO shards, over shards / ep.
   double micro_batches = 1;
   double act_bytes = 0;
+  /// Bytes per activation a training step saves for backward: under fp8 the products'
+  /// quantized inputs (Transformer Engine keeps the FP8 copy the weight gradient reads), 1 B.
+  double saved_bytes = 0;
   double weight_bytes = 0;
   double expert_weight_bytes = 0;  // The routed experts' (expert_weight_precision).
   double sparse_weight_bytes = 0;

@@ -64,7 +64,7 @@ void training_memory(const Step& s, const GraphTotals& totals, const DeviceParam
                                           s.micro_batches * virtual_stages) /
                                      (s.pp * virtual_stages);
   memory.activation_bytes =
-      activation_elements_per_device(s, totals) * s.act_bytes / s.cp * in_flight;
+      activation_elements_per_device(s, totals) * s.saved_bytes / s.cp * in_flight;
 }
 
 // The optimizer's multi-tensor kernels over one device's parameter tensors (a pipeline stage

@@ -160,6 +160,8 @@ Json runtime_json(const Runtime& r) {
     j["fp8_expert_quantize"] = quantize;
   }
   if (r.vocab_padding > 0) j["vocab_padding"] = r.vocab_padding;
+  if (r.flash_attention) j["flash_attention"] = true;
+  if (r.fp8_quantize_bytes > 0) j["fp8_quantize_bytes"] = r.fp8_quantize_bytes;
   if (r.serving) j["serving"] = serving_json(*r.serving);
   j["sources"] = r.sources;
   if (!r.notes.empty()) j["notes"] = r.notes;
@@ -221,6 +223,17 @@ std::string render_runtime_text(const Runtime& r) {
         "  vocabulary   padded to a multiple of {} per tensor-parallel device (output layer "
         "aligned)\n",
         r.vocab_padding);
+  }
+  if (r.flash_attention) {
+    out +=
+        "  attention    FlashAttention-style: causally masked tiles skipped, QKᵀ recomputed in "
+        "backward\n";
+  }
+  if (r.fp8_quantize_bytes > 0) {
+    out += fmt::format(
+        "  fp8 training {:g} B per element quantized: each weighted product's input and output "
+        "gradient\n",
+        r.fp8_quantize_bytes);
   }
   if (r.serving) out += serving_text(*r.serving);
   if (!r.notes.empty()) out += "  notes        " + wrap_text(r.notes, 100, 15);

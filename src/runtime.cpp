@@ -21,12 +21,25 @@ namespace {
 
 const std::vector<std::string_view> kTableKeys = {"schema_version", "version", "description",
                                                   "comment",        "$schema", "runtimes"};
-const std::vector<std::string_view> kRuntimeKeys = {
-    "id",           "name",        "aliases",          "profile",
-    "device_types", "kernels",     "kernels_16bit",    "training",
-    "tf32_ops",     "unfused_ops", "host_overhead_us", "sources",
-    "notes",        "comment",     "serving",          "fp8_expert_quantize",
-    "vocab_padding"};
+const std::vector<std::string_view> kRuntimeKeys = {"id",
+                                                    "name",
+                                                    "aliases",
+                                                    "profile",
+                                                    "device_types",
+                                                    "kernels",
+                                                    "kernels_16bit",
+                                                    "training",
+                                                    "tf32_ops",
+                                                    "unfused_ops",
+                                                    "host_overhead_us",
+                                                    "sources",
+                                                    "notes",
+                                                    "comment",
+                                                    "serving",
+                                                    "fp8_expert_quantize",
+                                                    "vocab_padding",
+                                                    "flash_attention",
+                                                    "fp8_quantize_bytes"};
 
 constexpr auto kFp8Recipes = name_table<Fp8Recipe>({{Fp8Recipe::kDelayed, "delayed"},
                                                     {Fp8Recipe::kTensorwise, "tensorwise"},
@@ -341,6 +354,14 @@ Runtime parse_runtime(const JsonView& entry) {
   if (auto padding = entry.find("vocab_padding")) {
     r.vocab_padding = padding->as_positive_int();
     if (r.vocab_padding > 65536) padding->fail("expected at most 65536");
+  }
+  if (auto flash = entry.find("flash_attention")) r.flash_attention = flash->as_bool();
+  if (auto quantize = entry.find("fp8_quantize_bytes")) {
+    r.fp8_quantize_bytes = quantize->as_number();
+    if (!(r.fp8_quantize_bytes >= 0) || r.fp8_quantize_bytes > 64) {
+      quantize->fail(
+          fmt::format("expected 0 to 64 bytes per element, got {}", quantize->json().dump()));
+    }
   }
   if (auto narrow = entry.find("kernels_16bit"))
     parse_op_counts(*narrow, r.kernels_per_op_16bit, nullptr);

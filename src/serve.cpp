@@ -336,7 +336,7 @@ KvCapacity kv_capacity(const BatchGraphBuilder& build, const Device& device,
   const Precision kv_precision = workload.kv_precision.value_or(workload.precision);
   KvCapacity kv;
   kv.bytes_per_token = kv_cache_elements_per_device(step, 1, workload.tensor_parallel) *
-                       activation_bytes_per_element(kv_precision);
+                       stored_activation_bytes(kv_precision);
   kv.weight_bytes = e.memory.weight_bytes;
   kv.activation_bytes = e.memory.activation_bytes;
   switch (fraction_of) {

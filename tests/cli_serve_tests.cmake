@@ -114,7 +114,9 @@ if(XMLLINT)
 endif()
 
 # The published serving benchmarks (data/validation/serving.json): a gate just above what the
-# simulator measures (median 9.2 %, worst 3.17x, 34 of 39 within 2x, held out 7 at 5.7 %, since
+# simulator measures (median 7.6 %, worst 3.19x, 34 of 39 within 2x, held out 7 at 4.7 %, since
+# the serving runtimes' FlashAttention-style kernels skip causally masked tiles and fp8
+# activations stay 16-bit between layers, 2026-12-07; 9.2 %, 3.17x and 5.7 % since
 # a step's prompt chunks attend within their own requests, 2026-12-07: TensorRT-LLM's 2048/128
 # runs -43 % and -28 % -> -6 % and -9 %, MI300X 70B 2048/2048 2.97x -> 3.17x; 9.7 % and 2.97x
 # since seven held-out Llama 3.3 70B rows of a newer TensorRT-LLM page were added, 2026-12-07;
@@ -125,10 +127,10 @@ endif()
 # so that a change that makes it worse fails.
 add_test(NAME cli.serve_validate_gate
          COMMAND capcalc_cli serve --validate data/validation/serving.json
-                 --max-median-error 0.093 --max-worst-factor 3.18 --min-within-2x 34
+                 --max-median-error 0.077 --max-worst-factor 3.20 --min-within-2x 34
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.serve_validate_gate PROPERTIES
-  PASS_REGULAR_EXPRESSION "39 cases: median \\|error\\| 9.2 %, worst 3.17x, 34 within 2x\nheld out \\(7\\): median \\|error\\| 5.7 %")
+  PASS_REGULAR_EXPRESSION "39 cases: median \\|error\\| 7.6 %, worst 3.19x, 34 within 2x\nheld out \\(7\\): median \\|error\\| 4.7 %")
 # Each gate fails, exit 1, when the figure passes its limit (the gates are validate's:
 # src/cli/gates.cpp).
 add_test(NAME cli.serve_validate_gates_fail

@@ -1626,6 +1626,102 @@ TEST_CASE("predict: 8-bit attention runs its score products at the 16-bit matrix
         Approx(2 * macs / 50e12 + other / 10e12));
 }
 
+// A FlashAttention-style runtime (flash_attention): a causal layer's masked pairs, counted
+// under "causal: full", take no time, forward or backward, and the backward recomputes QKᵀ
+// (2.5 forward products' worth, FlashAttention's own count). The counts do not change.
+TEST_CASE("predict: FlashAttention kernels skip the masked pairs and recompute QK in backward",
+          "[predict]") {
+  // Batch 4, 512 tokens, 8 heads of 64: per head 512 x 512 pairs counted, 512 x 513 / 2 seen.
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "a",
+    "inputs": [{"name": "x", "shape": [4, 512, 512]}],
+    "layers": [{"name": "attn", "op": "attention", "heads": 8, "causal": true, "bias": false}]})",
+                              "a.json");
+  const LayerCounts& c = g.layers[0].counts;
+  const double masked_pairs = 4.0 * 8 * (512 * 512 - 512 * 513 / 2);
+  REQUIRE(static_cast<double>(c.masked_score_macs) == masked_pairs * 2 * 64);  // QKᵀ and AV.
+  REQUIRE(static_cast<double>(c.masked_other_flops) == masked_pairs * 6);
+  const auto macs = static_cast<double>(c.macs);
+  const auto score = static_cast<double>(c.score_macs);
+  const auto masked = static_cast<double>(c.masked_score_macs);
+  const auto other = static_cast<double>(c.other_flops);
+  const auto masked_other = static_cast<double>(c.masked_other_flops);
+  Workload w;
+  w.precision = Precision::kFp16;
+  // fp16 on the round GPU: matrix 100 x 0.5, vector 20 x 0.5 TFLOP/s.
+  const Estimate dense = estimate(g, round_device(), round_params(), w);
+  CHECK(dense.layers[0].compute_s == Approx(2 * macs / 50e12 + other / 10e12));
+  Runtime flash;
+  flash.flash_attention = true;
+  w.runtime = flash;
+  const Estimate skipped = estimate(g, round_device(), round_params(), w);
+  CHECK(skipped.layers[0].compute_s ==
+        Approx(2 * (macs - masked) / 50e12 + (other - masked_other) / 10e12));
+  CHECK(skipped.flops == Approx(dense.flops));  // Counted FLOPs are the model's.
+  // Training: the backward's score products (twice the forward's) skip the masked pairs too,
+  // and add the recomputed QKᵀ, half the forward's performed score MACs; the softmax's
+  // gradient skips them. The projections' gradients are untouched.
+  w.mode = Mode::kTraining;
+  w.runtime.reset();
+  const double dense_training = estimate(g, round_device(), round_params(), w).layers[0].compute_s;
+  const auto backward = static_cast<double>(c.backward_macs);
+  CHECK(dense_training ==
+        Approx(2 * macs / 50e12 + other / 10e12 + 2 * backward / 50e12 + 2 * other / 10e12));
+  w.runtime = flash;
+  const double performed = score - masked;
+  CHECK(estimate(g, round_device(), round_params(), w).layers[0].compute_s ==
+        Approx(2 * (macs - masked) / 50e12 + (other - masked_other) / 10e12 +
+               2 * (backward - 2 * score + 2.5 * performed) / 50e12 +
+               2 * (other - masked_other) / 10e12));
+  // Counted half, nothing is masked: the runtime changes only the backward's recompute.
+  ModelOptions half;
+  half.counting.causal = CausalCounting::kHalf;
+  const Graph halved = parse_model(R"({"format": "capcalc-model/1", "name": "a",
+    "inputs": [{"name": "x", "shape": [4, 512, 512]}],
+    "layers": [{"name": "attn", "op": "attention", "heads": 8, "causal": true, "bias": false}]})",
+                                   "a.json", half);
+  REQUIRE(halved.layers[0].counts.masked_score_macs == 0);
+  w.mode = Mode::kInference;
+  CHECK(estimate(halved, round_device(), round_params(), w).layers[0].compute_s ==
+        Approx(skipped.layers[0].compute_s));
+}
+
+// FP8: the products' inputs are quantized as they are read; activations between layers stay in
+// 16 bits (2 B moved per element), a KV cache and what training saves at 1 B. A runtime's
+// fp8_quantize_bytes adds, in training, a memory pass over each weighted product's input
+// (forward) and output gradient (backward).
+TEST_CASE("predict: fp8 activations move 16 bits, and training pays the quantize passes",
+          "[predict]") {
+  Device d = round_device();
+  d.dense_peak[static_cast<std::size_t>(Precision::kFp8)] = {0, 200e12};
+  // 4096 x 1024 by 1024 x 1024: 4 M input and 4 M output elements.
+  const Graph g = one_linear(4096, 1024, 1024);
+  const double elements = 4096.0 * 1024;
+  Workload w;
+  w.precision = Precision::kFp8;
+  const Estimate inference = estimate(g, d, round_params(), w);
+  // Input and output at 2 B, the weights at 1 B, over 1 TB/s x 0.5.
+  CHECK(inference.layers[0].memory_s == Approx((2 * elements * 2 + 1024.0 * 1024) / 0.5e12));
+  w.mode = Mode::kTraining;
+  const Estimate plain = estimate(g, d, round_params(), w);
+  Runtime te;
+  te.fp8_quantize_bytes = 4;
+  w.runtime = te;
+  const Estimate quantized = estimate(g, d, round_params(), w);
+  CHECK(quantized.layers[0].time_s - plain.layers[0].time_s ==
+        Approx(4 * elements / 0.5e12 + 4 * elements / 0.5e12));
+  // Saved for backward at 1 B: the same activation memory either way, half of fp16's.
+  CHECK(quantized.memory.activation_bytes == Approx(plain.memory.activation_bytes));
+  w.precision = Precision::kFp16;
+  w.runtime.reset();
+  CHECK(estimate(g, d, round_params(), w).memory.activation_bytes ==
+        Approx(2 * plain.memory.activation_bytes));
+  // Inference and other precisions quantize nothing.
+  w.runtime = te;
+  w.mode = Mode::kInference;
+  w.precision = Precision::kFp8;
+  CHECK(estimate(g, d, round_params(), w).layers[0].time_s == Approx(inference.layers[0].time_s));
+}
+
 namespace {
 
 // A Mixtral-style MoE layer: d 512, 8 experts of hidden 1024, top-2 routing.

@@ -140,6 +140,27 @@ TEST_CASE("runtime: bad entries are located errors", "[runtime][errors]") {
                        "rt.json")
             .runtimes.front()
             .vocab_padding == 128);
+  const Runtime flash = parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager",
+        "sources": ["s"], "flash_attention": true, "fp8_quantize_bytes": 4})"),
+                                       "rt.json")
+                            .runtimes.front();
+  CHECK(flash.flash_attention);
+  CHECK(flash.fp8_quantize_bytes == 4);
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
+        "flash_attention": "yes"})"),
+                     "rt.json"),
+      ContainsSubstring("rt.json:/runtimes/0/flash_attention: expected"));
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
+        "fp8_quantize_bytes": -1})"),
+                     "rt.json"),
+      "rt.json:/runtimes/0/fp8_quantize_bytes: expected 0 to 64 bytes per element, got -1");
+  REQUIRE_THROWS_WITH(
+      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
+        "fp8_quantize_bytes": 65})"),
+                     "rt.json"),
+      "rt.json:/runtimes/0/fp8_quantize_bytes: expected 0 to 64 bytes per element, got 65");
 }
 
 // Kernels per layer, by hand: RMSNorm 8 (its operator's row), attention 6 + 10 for its rotary

@@ -152,6 +152,8 @@ capcalc_output_schema_test(runtimes_show data/schema/runtimes-show-output.schema
   runtimes show pytorch-eager --format json)
 capcalc_output_schema_test(runtimes_show_serving data/schema/runtimes-show-output.schema.json 0
   runtimes show sglang --format json)
+capcalc_output_schema_test(runtimes_show_attention data/schema/runtimes-show-output.schema.json 0
+  runtimes show megatron-core --format json)
 
 # probe and calibrate write hardware tables: the hardware schema, as --hardware-file reads them.
 capcalc_output_schema_test(probe data/schema/hardware.schema.json 0

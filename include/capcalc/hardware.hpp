@@ -37,8 +37,12 @@ std::vector<std::string_view> device_type_names();  ///< In the table's order.
 /// Storage bytes of one weight element (fp32 4, fp16 2, int8 1, int4 4.125 bits with one fp16
 /// scale per group of 128).
 double weight_bytes_per_element(Precision precision);
-/// Storage bytes of one activation element (int4 weights run with fp16 activations).
+/// Storage bytes of one activation element between layers: 16 bits under fp8 (recipes
+/// quantize a product's inputs as it reads them) and with int4 weights.
 double activation_bytes_per_element(Precision precision);
+/// Bytes of one activation element kept in memory at `precision`: a KV cache, or what a
+/// training step saves for backward (an fp8 copy keeps 1 B).
+double stored_activation_bytes(Precision precision);
 
 /// Dense peak rates for one precision; 0 where the device has no such unit.
 struct PeakRate {

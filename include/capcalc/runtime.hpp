@@ -163,6 +163,15 @@ struct Runtime {
   /// The output layer's features (the vocabulary) padded to a multiple of this on each
   /// tensor-parallel device (Megatron's make_vocab_size_divisible_by); 0: not padded.
   std::int64_t vocab_padding = 0;
+  /// Its attention kernels skip the tiles a causal mask hides (FlashAttention's loop over key
+  /// blocks stops at the diagonal): a layer's masked pairs (LayerCounts::masked_score_macs)
+  /// take no time. False: every counted pair is computed, as a dense product plus a mask.
+  bool flash_attention = false;
+  /// FP8 training: bytes the quantize kernels move per element of each weighted product's
+  /// input (forward) and output gradient (backward), beside the product (Transformer Engine
+  /// reads the 16-bit tensor and writes row-wise and transposed FP8 copies: 2 + 1 + 1); 0:
+  /// none counted.
+  double fp8_quantize_bytes = 0;
   /// Mixed-precision training (16-bit math over fp32 master weights): kernels per weight
   /// tensor of a layer's products in each direction (the cast to 16 bits forward, its
   /// gradient's cast back to fp32 backward).
