@@ -15,6 +15,33 @@
 namespace capcalc {
 namespace {
 
+// What a FlashAttention-style runtime leaves out of the counted attention, and what FP8
+// training's quantize passes add ("" where neither applies).
+std::string explain_attention_kernels(const Graph& graph, const Runtime& r, Precision precision,
+                                      bool training) {
+  std::string out;
+  double score = 0;
+  double masked = 0;
+  for (const Layer& layer : graph.layers) {
+    if (layer.traits.op_class != OpClass::kAttention) continue;
+    score += static_cast<double>(layer.counts.score_macs);
+    masked += static_cast<double>(layer.counts.masked_score_macs);
+  }
+  if (r.flash_attention && masked > 0) {
+    out += fmt::format(
+        "  attention    {:.0f} % of the attention products counted are causally masked: its\n"
+        "               FlashAttention-style kernels skip them{}\n",
+        100 * masked / score, training ? "; the backward recomputes QKᵀ" : "");
+  }
+  if (training && precision == Precision::kFp8 && r.fp8_quantize_bytes > 0) {
+    out += fmt::format(
+        "  fp8          quantize passes of {:g} B per element over each weighted product's\n"
+        "               input (forward) and output gradient (backward), at the bandwidth\n",
+        r.fp8_quantize_bytes);
+  }
+  return out;
+}
+
 // The rates, bandwidth and floor each layer's time is computed from.
 std::string explain_rates(const ReportInput& in) {
   const Device& d = *in.device;
@@ -78,6 +105,7 @@ std::string explain_rates(const ReportInput& in) {
         r.host_overhead_s[static_cast<std::size_t>(d.type)] > 0
             ? "\n               the floor is its host cost per kernel"
             : "");
+    out += explain_attention_kernels(in.graph, r, precision, training);
   }
   return out;
 }

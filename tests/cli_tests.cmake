@@ -123,6 +123,11 @@ capcalc_cli_ok(training_tokens "Training run \\(488 k samples\\)"
 # decoder (Kaplan et al. 2020, Table 1), the leftovers (norms, softmax) only add.
 capcalc_cli_ok(explain_6nd "check +[0-9.]+ G FLOPs per token counted.*6N = [0-9.]+ G: N = [0-9.]+ G weights used per token \\(params: 6.74 G\\)\n +attention = 6 x \\(QK \\+ AV\\) MACs per token = [0-9.]+ G\n +6N \\+ attention = [0-9.]+ G; the count is \\+0\\.[0-9] % from it"
                estimate data/models/llama2_7b_hf.json --gpu H100 --mode training --precision bf16 --explain)
+# Under a FlashAttention-style runtime the explanation says what it leaves out: Llama 3 8B at
+# 8,192 tokens counts (8,192^2 - 8,192 x 8,193 / 2) / 8,192^2 = 50 % of its pairs masked; FP8
+# training adds Transformer Engine's quantize passes (data/runtimes.json, megatron-core).
+capcalc_cli_ok(explain_attention_kernels "  attention    50 % of the attention products counted are causally masked: its\n +FlashAttention-style kernels skip them\; the backward recomputes QKᵀ\n  fp8          quantize passes of 4 B per element"
+               estimate data/models/llama3_8b.json --set seq=8192 --batch 1 --gpu h100-sxm --devices 8 --precision fp8 --mode training --runtime megatron-core --explain)
 capcalc_cli_ok(explain_serving "prefill +the 1,000 prompt tokens of each sequence through every layer.*on the last token only.*decode step +one token per sequence over a KV cache of 1,099 tokens, the mean context\n +of the 199 steps after the first token"
                estimate data/models/llama3_8b.json --gpu H100 --prompt-tokens 1000 --output-tokens 200 --explain)
 capcalc_cli_ok(explain "How these figures were computed.*matrix rate +312 TFLOP/s bf16 matrix peak"
