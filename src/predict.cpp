@@ -379,6 +379,7 @@ Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Devi
     result.kernels = pass.partial.kernels;
     result.latency_s = pass.partial.latency_s;
     result.flops = pass.partial.flops;
+    result.executed_flops = pass.partial.executed_flops;
     result.bytes = pass.partial.bytes;
     result.recompute_s = pass.partial.recompute_s;
     result.communication_s = pass.partial.communication_s;

@@ -47,6 +47,9 @@ LayerEstimate roofline(const Work& w, bool matrix, double matrix_speed, bool fus
   LayerEstimate e;
   e.matrix_units = matrix;
   e.flops = 2 * (w.macs + w.score_macs) + w.other_flops;
+  // A FlashAttention-style runtime's skipped pairs out, its recomputed QKᵀ in.
+  e.executed_flops =
+      e.flops + 2 * (w.recomputed_score_macs - w.skipped_score_macs) - w.skipped_other_flops;
   e.bytes = fused ? 0 : w.bytes;
   const double mac_rate =
       matrix ? rates.matrix_flops_per_s * matrix_speed : rates.vector_flops_per_s;
@@ -73,6 +76,7 @@ LayerEstimate roofline(const Work& w, bool matrix, double matrix_speed, bool fus
 
 void add(LayerEstimate& total, const LayerEstimate& part) {
   total.flops += part.flops;
+  total.executed_flops += part.executed_flops;
   total.bytes += part.bytes;
   total.compute_s += part.compute_s;
   total.memory_s += part.memory_s;
@@ -331,6 +335,7 @@ double layer_times(const Step& s, Estimate& result) {
     result.kernels += e.kernels;
     result.latency_s += e.time_s;
     result.flops += e.flops;
+    result.executed_flops += e.executed_flops;
     result.bytes += e.bytes;
   }
   return backward_s;

@@ -209,6 +209,7 @@ void training_schedule(const Step& s, const LayerPass& pass, const DeviceParams&
   const double share = s.micro_batches / s.pp;
   result.layer_repeats = share;
   result.flops *= share;
+  result.executed_flops *= share;
   result.kernels = result.kernels * share + optimizer_kernels;
   result.bytes = result.bytes * share + update_bytes;
   result.recompute_s *= share;

@@ -32,7 +32,7 @@ void add_layer_points(Roofline& r, const Graph& graph, const Estimate& estimate,
                       RooflinePhase phase) {
   for (std::size_t i = 0; i < graph.layers.size(); ++i) {
     const LayerEstimate& e = estimate.layers[i];
-    if (e.flops <= 0 || e.bytes <= 0 || e.time_s <= 0) {
+    if (e.executed_flops <= 0 || e.bytes <= 0 || e.time_s <= 0) {
       r.skipped_layers++;
       continue;
     }
@@ -40,10 +40,11 @@ void add_layer_points(Roofline& r, const Graph& graph, const Estimate& estimate,
     point.layer = i;
     point.name = graph.layers[i].name;
     point.op = graph.layers[i].op;
-    point.flops = e.flops;
+    // What the kernels run: a point never sits above its roof.
+    point.flops = e.executed_flops;
     point.bytes = e.bytes;
-    point.intensity_flops_per_byte = e.flops / e.bytes;
-    point.attained_flops_per_s = e.flops / e.time_s;
+    point.intensity_flops_per_byte = e.executed_flops / e.bytes;
+    point.attained_flops_per_s = e.executed_flops / e.time_s;
     point.time_s = e.time_s;
     point.bound = e.bound;
     point.phase = phase;
@@ -57,10 +58,10 @@ RooflinePoint whole_pass(std::string name, const Estimate& e, RooflinePhase phas
   RooflinePoint point;
   point.name = std::move(name);
   point.op = "pass";
-  point.flops = e.flops;
+  point.flops = e.executed_flops;
   point.bytes = e.bytes;
-  point.intensity_flops_per_byte = e.bytes > 0 ? e.flops / e.bytes : 0;
-  point.attained_flops_per_s = e.latency_s > 0 ? e.flops / e.latency_s : 0;
+  point.intensity_flops_per_byte = e.bytes > 0 ? e.executed_flops / e.bytes : 0;
+  point.attained_flops_per_s = e.latency_s > 0 ? e.executed_flops / e.latency_s : 0;
   point.time_s = e.latency_s;
   point.bound = dominant_bound(e);
   point.phase = phase;

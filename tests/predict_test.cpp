@@ -1656,7 +1656,11 @@ TEST_CASE("predict: FlashAttention kernels skip the masked pairs and recompute Q
   const Estimate skipped = estimate(g, round_device(), round_params(), w);
   CHECK(skipped.layers[0].compute_s ==
         Approx(2 * (macs - masked) / 50e12 + (other - masked_other) / 10e12));
-  CHECK(skipped.flops == Approx(dense.flops));  // Counted FLOPs are the model's.
+  // The counted FLOPs stay the model's; the executed ones (a roofline point's) leave the
+  // masked pairs out.
+  CHECK(skipped.flops == Approx(dense.flops));
+  CHECK(skipped.executed_flops == Approx(dense.flops - 2 * masked - masked_other));
+  CHECK(dense.executed_flops == Approx(dense.flops));
   // Training: the backward's score products (twice the forward's) skip the masked pairs too,
   // and add the recomputed QKᵀ, half the forward's performed score MACs; the softmax's
   // gradient skips them. The projections' gradients are untouched.

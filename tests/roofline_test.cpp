@@ -96,6 +96,31 @@ TEST_CASE("roofline: a big matmul sits at 2MNK / bytes, on the compute roof", "[
   CHECK(r.attainable_flops_per_s(1e6) == Approx(kMatrixPeak));
 }
 
+// Causal attention counted full under a FlashAttention-style runtime: the kernels skip the
+// masked half, so the point carries the FLOPs they run and sits at the roof, not twice above it.
+TEST_CASE("roofline: a runtime's skipped attention pairs are not plotted as work", "[roofline]") {
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "a",
+    "inputs": [{"name": "x", "shape": [8, 4096, 1024]}],
+    "layers": [{"name": "attn", "op": "attention", "heads": 8, "causal": true, "bias": false}]})",
+                              "a.json");
+  const Device d = test_device();
+  const PerformanceParams p;
+  Workload w = fp16();
+  Runtime flash;
+  flash.flash_attention = true;
+  w.runtime = flash;
+  const Estimate e = estimate(g, d, p, w);
+  const Roofline r = build_roofline(g, d, p, w, e);
+  REQUIRE(r.points.size() == 1);
+  const RooflinePoint& attn = r.points[0];
+  const LayerCounts& c = g.layers[0].counts;
+  CHECK(attn.flops ==
+        Approx(static_cast<double>(c.flops() - 2 * c.masked_score_macs - c.masked_other_flops)));
+  CHECK(attn.attained_flops_per_s <= r.attainable_flops_per_s(attn.intensity_flops_per_byte));
+  // Counted, it would sit above the roof: the skipped half is half the layer's products.
+  CHECK(static_cast<double>(c.flops()) / attn.time_s > kMatrixPeak * p.matrix_efficiency);
+}
+
 TEST_CASE("roofline: one ceiling per peak, highest first, the workload's marked", "[roofline]") {
   const Graph g = parse_model(kMatmulModel, "matmul.json");
   const Device d = test_device();

@@ -186,7 +186,10 @@ Precision precision_on(const Workload& workload, const Device& device);
 
 /// Time of one layer for one step (forward; forward + backward in training).
 struct LayerEstimate {
-  double flops = 0;  ///< FLOPs executed.
+  double flops = 0;  ///< FLOPs counted (the model's, by the counting options).
+  /// FLOPs its kernels run: `flops` less the causally masked pairs a FlashAttention-style
+  /// runtime skips, plus the QKᵀ its backward recomputes.
+  double executed_flops = 0;
   double bytes = 0;  ///< Bytes moved.
   double compute_s = 0;
   double memory_s = 0;
@@ -278,7 +281,8 @@ struct Estimate {
   double input_wait_s = 0;
   double latency_s = 0;  ///< Inference: one forward pass; training: one step (all micro-batches).
   double throughput_per_s = 0;      ///< Samples per second over all replicas.
-  double flops = 0;                 ///< FLOPs executed per step per device.
+  double flops = 0;                 ///< FLOPs counted per step per device.
+  double executed_flops = 0;        ///< FLOPs its kernels run (LayerEstimate::executed_flops).
   double bytes = 0;                 ///< Bytes moved per step per device.
   double achieved_flops_per_s = 0;  ///< flops / latency, per device.
   double sparsity_speedup = 1;      ///< The 2:4 factor applied to weight MACs (1: none).
