@@ -256,10 +256,11 @@ double ModelStepCost::decode_at(std::int64_t batch, std::int64_t context) {
   return decode_[key] = timed(graph);
 }
 
-double ModelStepCost::prefill_at(std::int64_t sequences, std::int64_t length) {
-  const auto key = std::make_pair(sequences, length);
+double ModelStepCost::prefill_at(std::int64_t sequences, std::int64_t length,
+                                 std::int64_t context) {
+  const auto key = std::make_tuple(sequences, length, context);
   if (auto it = prefill_.find(key); it != prefill_.end()) return it->second;
-  Graph graph = build_(sequences, length, 0);
+  Graph graph = build_(sequences, length, context);
   last_token_logits(graph);
   return prefill_[key] = timed(graph);
 }
@@ -278,17 +279,25 @@ double ModelStepCost::decode_s(std::int64_t batch, double context) {
               at(b1));
 }
 
-double ModelStepCost::prefill_s(std::int64_t tokens, std::int64_t sequences) {
+double ModelStepCost::prefill_s(std::int64_t tokens, std::int64_t sequences, double context) {
   if (tokens <= 0) return 0;
   const std::int64_t k = std::clamp<std::int64_t>(sequences, 1, tokens);
   const double length = static_cast<double>(tokens) / static_cast<double>(k);
   const auto [l0, l1] = grid(length, 16, 8);
-  // l0 and l1 as copies: a structured binding cannot be captured by a lambda in C++17.
+  // Copies: a structured binding cannot be captured by a lambda in C++17.
   const auto lo = l0;
   const auto hi = l1;
+  const auto [context_lo, context_hi] = context_grid(context);
+  const auto c0 = context_lo;
+  const auto c1 = context_hi;
+  const auto at_context = [&](std::int64_t batch, std::int64_t l) {
+    if (context <= 0) return prefill_at(batch, l, 0);
+    return lerp(context, static_cast<double>(c0), prefill_at(batch, l, c0), static_cast<double>(c1),
+                prefill_at(batch, l, c1));
+  };
   const auto at = [&](std::int64_t batch) {
-    return lerp(length, static_cast<double>(lo), prefill_at(batch, lo), static_cast<double>(hi),
-                prefill_at(batch, hi));
+    return lerp(length, static_cast<double>(lo), at_context(batch, lo), static_cast<double>(hi),
+                at_context(batch, hi));
   };
   if (k == 1) return at(1);
   const auto [k0, k1] = grid(static_cast<double>(k), 16, 4);
@@ -297,12 +306,12 @@ double ModelStepCost::prefill_s(std::int64_t tokens, std::int64_t sequences) {
 }
 
 double ModelStepCost::step_s(std::int64_t decode, double mean_context, std::int64_t prefill_tokens,
-                             std::int64_t prefill_sequences) {
-  if (decode == 0) return prefill_s(prefill_tokens, prefill_sequences);
+                             std::int64_t prefill_sequences, double prefill_context) {
+  if (decode == 0) return prefill_s(prefill_tokens, prefill_sequences, prefill_context);
   const double d = decode_s(decode, mean_context);
   if (prefill_tokens == 0) return d;
-  return d + std::max(0.0, prefill_s(decode + prefill_tokens, prefill_sequences) -
-                               prefill_s(decode, prefill_sequences));
+  return d + std::max(0.0, prefill_s(decode + prefill_tokens, prefill_sequences, prefill_context) -
+                               prefill_s(decode, prefill_sequences, prefill_context));
 }
 
 double ModelStepCost::batch_s(std::int64_t batch) {

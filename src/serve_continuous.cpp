@@ -236,6 +236,7 @@ class ContinuousReplica {
     std::int64_t prefill = 0;
     std::int64_t prompt = 0;   // Prompt tokens (chunks), without the drafts to verify.
     std::int64_t prompts = 0;  // The requests those chunks come from.
+    double prompt_context = 0;  // Their tokens already in the cache (earlier chunks, prefix hits).
     for (std::size_t index : scheduled_) {
       const Sequence& s = pool_[index];
       if (s.decoding) {
@@ -245,21 +246,24 @@ class ContinuousReplica {
       } else {
         prefill += s.scheduled;
         prompt += s.scheduled;
+        prompt_context += static_cast<double>(s.computed);
         ++prompts;
       }
     }
     const double mean_context = decode > 0 ? context / static_cast<double>(decode) : 0;
-    double step = cost_.step_s(decode, mean_context, prefill, prompts);
+    const double mean_prompt_context =
+        prompts > 0 ? prompt_context / static_cast<double>(prompts) : 0;
+    double step = cost_.step_s(decode, mean_context, prefill, prompts, mean_prompt_context);
     if (config_.speculative_tokens > 0 && config_.draft_model != nullptr) {
       StepCost& draft = *config_.draft_model;
-      step += draft.step_s(decode, mean_context, prompt, prompts);
+      step += draft.step_s(decode, mean_context, prompt, prompts, mean_prompt_context);
       if (decode > 0) {
         step += static_cast<double>(config_.speculative_tokens - 1) *
-                draft.step_s(decode, mean_context, 0, 0);
+                draft.step_s(decode, mean_context, 0, 0, 0);
       }
     } else if (decode > 0 && config_.speculative_tokens > 0 && config_.draft_cost > 0) {
       step += config_.draft_cost * static_cast<double>(config_.speculative_tokens) *
-              cost_.step_s(decode, mean_context, 0, 0);
+              cost_.step_s(decode, mean_context, 0, 0, 0);
     }
     return step;
   }

@@ -25,7 +25,8 @@ class LinearCost final : public StepCost {
  public:
   LinearCost(double fixed_s, double per_sequence_s, double per_token_s)
       : fixed_s_(fixed_s), per_sequence_s_(per_sequence_s), per_token_s_(per_token_s) {}
-  double step_s(std::int64_t decode, double, std::int64_t prefill_tokens, std::int64_t) override {
+  double step_s(std::int64_t decode, double, std::int64_t prefill_tokens, std::int64_t,
+                double) override {
     return fixed_s_ + per_sequence_s_ * static_cast<double>(decode) +
            per_token_s_ * static_cast<double>(prefill_tokens);
   }
@@ -144,7 +145,40 @@ TEST_CASE("serve: a step's prompt chunks attend within their own requests", "[se
   CHECK(cost.prefill_s(2048, 4) < cost.prefill_s(2048, 1));
   // A mixed step prices its prompt tokens as what they add to the decode batch, per request.
   const double d = cost.decode_s(8, 100);
-  CHECK(cost.step_s(8, 100, 24, 3) == Approx(d + cost.prefill_s(32, 3) - cost.prefill_s(8, 3)));
+  CHECK(cost.step_s(8, 100, 24, 3, 0) == Approx(d + cost.prefill_s(32, 3) - cost.prefill_s(8, 3)));
+}
+
+// A chunk of a long prompt attends to the prompt's earlier chunks, already in the cache: P(t, k,
+// c) is the model at k sequences of t / k new tokens over c cached ones, on the decode's context
+// grid (0, 256, 1,024, 4,096, ...), linear between.
+TEST_CASE("serve: a prompt chunk attends to its earlier chunks in the cache", "[serve]") {
+  const BatchGraphBuilder build = pythia();
+  ModelStepCost cost(build, round_device(), round_params(), fp16());
+  const auto timed = [&](std::int64_t batch, std::int64_t seq, std::int64_t cached) {
+    Graph graph = build(batch, seq, cached);
+    last_token_logits(graph);
+    return estimate(graph, round_device(), round_params(), fp16()).latency_s;
+  };
+  CHECK(cost.prefill_s(16, 1, 1024) == Approx(timed(1, 16, 1024)));
+  CHECK(cost.prefill_s(16, 2, 4096) == Approx(timed(2, 8, 4096)));
+  CHECK(cost.prefill_s(16, 1, 2560) ==
+        Approx((timed(1, 16, 1024) + timed(1, 16, 4096)) / 2));  // Halfway from 1,024 to 4,096.
+  // Later chunks cost more: their queries meet more keys, and read them from the cache.
+  CHECK(cost.prefill_s(16, 1, 4096) > cost.prefill_s(16, 1, 1024));
+  CHECK(cost.prefill_s(16, 1, 1024) > cost.prefill_s(16, 1, 0));
+  CHECK(cost.step_s(0, 0, 16, 1, 1024) == Approx(cost.prefill_s(16, 1, 1024)));
+
+  // A 64-token prompt in chunks of 16 (the token budget): its first token comes after four
+  // prefill steps over 0, 16, 32 and 48 cached tokens (each between 0 and 256 on the grid).
+  ContinuousBatching batching;
+  batching.kv_blocks = 10'000;
+  batching.max_num_batched_tokens = 16;
+  const ServeResult r =
+      simulate_continuous(generate_requests(poisson(0.001, 1, 64, 1)), batching, cost);
+  const double chunks = cost.prefill_s(16, 1, 0) + cost.prefill_s(16, 1, 16) +
+                        cost.prefill_s(16, 1, 32) + cost.prefill_s(16, 1, 48);
+  CHECK(r.ttft.mean == Approx(chunks));
+  CHECK(chunks > 4 * cost.prefill_s(16, 1, 0));
 }
 
 TEST_CASE("serve: at saturation output tokens/s is the decode capacity of the largest batch",

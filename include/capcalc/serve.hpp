@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -114,9 +115,11 @@ class StepCost {
   virtual ~StepCost() = default;
   /// One continuous-batching step: `decode` sequences generating a token each over a mean of
   /// `mean_context` cached tokens, and `prefill_tokens` prompt tokens (chunks) beside them from
-  /// `prefill_sequences` requests (each attends to its own tokens; 0 or 1: one sequence).
+  /// `prefill_sequences` requests (each attends to its own tokens and to a mean of
+  /// `prefill_context` of its own already in the cache: earlier chunks, prefix hits; 0 or 1
+  /// sequences: one).
   virtual double step_s(std::int64_t decode, double mean_context, std::int64_t prefill_tokens,
-                        std::int64_t prefill_sequences) = 0;
+                        std::int64_t prefill_sequences, double prefill_context) = 0;
   /// One forward pass over a batch of `batch` requests (dynamic batching).
   virtual double batch_s(std::int64_t batch) = 0;
 };
@@ -130,31 +133,32 @@ using BatchGraphBuilder =
 /// batch b and mean context c (exact up to 16 sequences, then about 19 % apart; contexts at 0
 /// and powers of 4 from 256, linear between); a prefill P(t, k) of t tokens in k sequences of
 /// t / k each (the length exact up to 16, then about 9 % apart; k as the decode batch), whose
-/// attention is each sequence's own. A mixed step is D(b, c) + P(b + n, k) − P(b, k): the n
-/// prompt tokens cost what they add to the token-wise work of the decode batch (weights read
-/// once).
+/// attention is each sequence's own, over c of its tokens already cached (a chunked prompt's
+/// earlier chunks; the context grid as the decode's). A mixed step is D(b, c) + P(b + n, k, c')
+/// − P(b, k, c'): the n prompt tokens cost what they add to the token-wise work of the decode
+/// batch (weights read once).
 class ModelStepCost final : public StepCost {
  public:
   ModelStepCost(BatchGraphBuilder build, Device device, PerformanceParams params,
                 Workload workload);
   double step_s(std::int64_t decode, double mean_context, std::int64_t prefill_tokens,
-                std::int64_t prefill_sequences) override;
+                std::int64_t prefill_sequences, double prefill_context) override;
   double batch_s(std::int64_t batch) override;
   double decode_s(std::int64_t batch, double context);  ///< D(b, c).
-  /// P(t, k), at no cached context.
-  double prefill_s(std::int64_t tokens, std::int64_t sequences = 1);
+  /// P(t, k, c): k sequences of t / k new tokens each over c cached ones.
+  double prefill_s(std::int64_t tokens, std::int64_t sequences = 1, double context = 0);
   std::size_t estimates() const { return estimates_; }  ///< estimate() calls so far.
 
  private:
   double timed(const Graph& graph);  ///< estimate()'s latency, counted in estimates_.
   double decode_at(std::int64_t batch, std::int64_t context);
-  double prefill_at(std::int64_t sequences, std::int64_t length);
+  double prefill_at(std::int64_t sequences, std::int64_t length, std::int64_t context);
   BatchGraphBuilder build_;
   Device device_;
   PerformanceParams params_;
   Workload workload_;
   std::map<std::pair<std::int64_t, std::int64_t>, double> decode_;
-  std::map<std::pair<std::int64_t, std::int64_t>, double> prefill_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> prefill_;
   std::map<std::int64_t, double> batch_;
   std::size_t estimates_ = 0;
 };
