@@ -3,6 +3,8 @@
 #include "capcalc/runtime.hpp"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -114,53 +116,38 @@ TEST_CASE("runtime: bad entries are located errors", "[runtime][errors]") {
       parse_runtimes(with(R"({"id": "Big", "name": "A", "profile": "eager", "sources": ["s"]})"),
                      "rt.json"),
       "rt.json:/runtimes/0/id: expected a kebab-case id, got \"Big\"");
-  REQUIRE_THROWS_WITH(
-      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
-        "fp8_expert_quantize": {"tensorwize": 3}})"),
-                     "rt.json"),
-      "rt.json:/runtimes/0/fp8_expert_quantize/tensorwize: unknown FP8 recipe \"tensorwize\"; did "
-      "you mean \"tensorwise\"?");
-  REQUIRE_THROWS_WITH(
-      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
-        "fp8_expert_quantize": {"mxfp8": -1}})"),
-                     "rt.json"),
-      "rt.json:/runtimes/0/fp8_expert_quantize/mxfp8: expected 0 to 1000 kernels, got -1");
-  REQUIRE_THROWS_WITH(
-      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
-        "vocab_padding": 0})"),
-                     "rt.json"),
-      "rt.json:/runtimes/0/vocab_padding: expected a positive integer, got 0");
-  REQUIRE_THROWS_WITH(
-      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
-        "vocab_padding": 100000})"),
-                     "rt.json"),
-      "rt.json:/runtimes/0/vocab_padding: expected at most 65536");
-  CHECK(parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
-        "vocab_padding": 128})"),
-                       "rt.json")
-            .runtimes.front()
-            .vocab_padding == 128);
-  const Runtime flash = parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager",
-        "sources": ["s"], "flash_attention": true, "fp8_quantize_bytes": 4})"),
-                                       "rt.json")
-                            .runtimes.front();
+  // One runtime with one more key: its error (the key's JSON pointer), or its parse.
+  const auto one = [&with](const std::string& key) {
+    return parse_runtimes(
+               with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"], )" + key +
+                    "}"),
+               "rt.json")
+        .runtimes.front();
+  };
+  const std::vector<std::pair<std::string, std::string>> bad_keys = {
+      {R"("fp8_expert_quantize": {"tensorwize": 3})",
+       "rt.json:/runtimes/0/fp8_expert_quantize/tensorwize: unknown FP8 recipe \"tensorwize\"; "
+       "did you mean \"tensorwise\"?"},
+      {R"("fp8_expert_quantize": {"mxfp8": -1})",
+       "rt.json:/runtimes/0/fp8_expert_quantize/mxfp8: expected 0 to 1000 kernels, got -1"},
+      {R"("vocab_padding": 0)",
+       "rt.json:/runtimes/0/vocab_padding: expected a positive integer, got 0"},
+      {R"("vocab_padding": 100000)", "rt.json:/runtimes/0/vocab_padding: expected at most 65536"},
+      {R"("fp8_quantize_bytes": -1)",
+       "rt.json:/runtimes/0/fp8_quantize_bytes: expected 0 to 64 bytes per element, got -1"},
+      {R"("fp8_quantize_bytes": 65)",
+       "rt.json:/runtimes/0/fp8_quantize_bytes: expected 0 to 64 bytes per element, got 65"},
+  };
+  for (const auto& [key, message] : bad_keys) {
+    INFO(key);
+    REQUIRE_THROWS_WITH(one(key), message);
+  }
+  REQUIRE_THROWS_WITH(one(R"("flash_attention": "yes")"),
+                      ContainsSubstring("rt.json:/runtimes/0/flash_attention: expected"));
+  CHECK(one(R"("vocab_padding": 128)").vocab_padding == 128);
+  const Runtime flash = one(R"("flash_attention": true, "fp8_quantize_bytes": 4)");
   CHECK(flash.flash_attention);
   CHECK(flash.fp8_quantize_bytes == 4);
-  REQUIRE_THROWS_WITH(
-      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
-        "flash_attention": "yes"})"),
-                     "rt.json"),
-      ContainsSubstring("rt.json:/runtimes/0/flash_attention: expected"));
-  REQUIRE_THROWS_WITH(
-      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
-        "fp8_quantize_bytes": -1})"),
-                     "rt.json"),
-      "rt.json:/runtimes/0/fp8_quantize_bytes: expected 0 to 64 bytes per element, got -1");
-  REQUIRE_THROWS_WITH(
-      parse_runtimes(with(R"({"id": "a", "name": "A", "profile": "eager", "sources": ["s"],
-        "fp8_quantize_bytes": 65})"),
-                     "rt.json"),
-      "rt.json:/runtimes/0/fp8_quantize_bytes: expected 0 to 64 bytes per element, got 65");
 }
 
 // Kernels per layer, by hand: RMSNorm 8 (its operator's row), attention 6 + 10 for its rotary
