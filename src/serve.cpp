@@ -221,8 +221,14 @@ std::pair<std::int64_t, std::int64_t> grid(double value, std::int64_t exact, int
   return {lo, hi};
 }
 
-double lerp(double x, double x0, double y0, double x1, double y1) {
-  return x1 == x0 ? y0 : y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+// `f` at `x`, linear between the grid points `g` around it; only the lower point is priced
+// where `x` sits on it.
+template <class F>
+double across(double x, std::pair<std::int64_t, std::int64_t> g, const F& f) {
+  const auto [x0, x1] = g;
+  const double y0 = f(x0);
+  if (x1 == x0 || x == static_cast<double>(x0)) return y0;
+  return y0 + (f(x1) - y0) * (x - static_cast<double>(x0)) / static_cast<double>(x1 - x0);
 }
 
 // Context grid: 0, 256, 1024, 4096, ... (decode cost is affine in the context between them).
@@ -266,43 +272,25 @@ double ModelStepCost::prefill_at(std::int64_t sequences, std::int64_t length,
 }
 
 double ModelStepCost::decode_s(std::int64_t batch, double context) {
-  const auto [b0, b1] = grid(static_cast<double>(batch), 16, 4);
-  const auto [context_lo, context_hi] = context_grid(context);
-  // Copies: a structured binding cannot be captured by a lambda in C++17 (clang refuses it).
-  const auto c0 = context_lo;
-  const auto c1 = context_hi;
-  const auto at = [&](std::int64_t b) {
-    return lerp(context, static_cast<double>(c0), decode_at(b, c0), static_cast<double>(c1),
-                decode_at(b, c1));
-  };
-  return lerp(static_cast<double>(batch), static_cast<double>(b0), at(b0), static_cast<double>(b1),
-              at(b1));
+  return across(static_cast<double>(batch), grid(static_cast<double>(batch), 16, 4),
+                [&](std::int64_t b) {
+                  return across(context, context_grid(context),
+                                [&](std::int64_t c) { return decode_at(b, c); });
+                });
 }
 
 double ModelStepCost::prefill_s(std::int64_t tokens, std::int64_t sequences, double context) {
   if (tokens <= 0) return 0;
   const std::int64_t k = std::clamp<std::int64_t>(sequences, 1, tokens);
   const double length = static_cast<double>(tokens) / static_cast<double>(k);
-  const auto [l0, l1] = grid(length, 16, 8);
-  // Copies: a structured binding cannot be captured by a lambda in C++17.
-  const auto lo = l0;
-  const auto hi = l1;
-  const auto [context_lo, context_hi] = context_grid(context);
-  const auto c0 = context_lo;
-  const auto c1 = context_hi;
-  const auto at_context = [&](std::int64_t batch, std::int64_t l) {
-    if (context <= 0) return prefill_at(batch, l, 0);
-    return lerp(context, static_cast<double>(c0), prefill_at(batch, l, c0), static_cast<double>(c1),
-                prefill_at(batch, l, c1));
-  };
+  // k sequences of `length` new tokens over `context` cached ones each, on the three grids.
   const auto at = [&](std::int64_t batch) {
-    return lerp(length, static_cast<double>(lo), at_context(batch, lo), static_cast<double>(hi),
-                at_context(batch, hi));
+    return across(length, grid(length, 16, 8), [&](std::int64_t l) {
+      return across(context, context_grid(context),
+                    [&](std::int64_t c) { return prefill_at(batch, l, c); });
+    });
   };
-  if (k == 1) return at(1);
-  const auto [k0, k1] = grid(static_cast<double>(k), 16, 4);
-  return lerp(static_cast<double>(k), static_cast<double>(k0), at(k0), static_cast<double>(k1),
-              at(k1));
+  return across(static_cast<double>(k), grid(static_cast<double>(k), 16, 4), at);
 }
 
 double ModelStepCost::step_s(std::int64_t decode, double mean_context, std::int64_t prefill_tokens,

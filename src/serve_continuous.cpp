@@ -234,8 +234,8 @@ class ContinuousReplica {
     std::int64_t decode = 0;
     double context = 0;
     std::int64_t prefill = 0;
-    std::int64_t prompt = 0;   // Prompt tokens (chunks), without the drafts to verify.
-    std::int64_t prompts = 0;  // The requests those chunks come from.
+    std::int64_t prompt = 0;    // Prompt tokens (chunks), without the drafts to verify.
+    std::int64_t prompts = 0;   // The requests those chunks come from.
     double prompt_context = 0;  // Their tokens already in the cache (earlier chunks, prefix hits).
     for (std::size_t index : scheduled_) {
       const Sequence& s = pool_[index];

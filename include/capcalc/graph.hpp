@@ -37,14 +37,7 @@ struct LayerCounts {
   std::int64_t macs = 0;                  ///< Forward multiply-accumulates (matrix-unit work).
   std::int64_t score_macs = 0;            ///< Of `macs`: products of two activations (QKᵀ, AV,
                                           ///< matmul), which carry no weights.
-  /// Of `score_macs`: the products of causal attention's masked pairs (a key after its query,
-  /// or outside its window or chunk), present only where the counting option counts every
-  /// pair ("causal: full"). Kernels that skip masked tiles (FlashAttention, a runtime's
-  /// `flash_attention`) do not run them; the backward has twice as many.
-  std::int64_t masked_score_macs = 0;
   std::int64_t other_flops = 0;           ///< Forward FLOPs that are not MACs (vector-unit work).
-  /// Of `other_flops`: the masked pairs' scale and softmax (the backward has twice as many).
-  std::int64_t masked_other_flops = 0;
   std::int64_t input_elements = 0;        ///< Activation elements read.
   std::int64_t weight_elements_read = 0;  ///< Parameter elements read (an embedding reads rows).
   std::int64_t output_elements = 0;       ///< Elements written.
@@ -55,6 +48,13 @@ struct LayerCounts {
   std::int64_t kv_cache_per_token = 0;    ///< Self-attention: K and V elements cached per token.
   std::int64_t kv_cache_window = 0;       ///< Sliding window of that cache (0: the whole context).
   std::int64_t kv_cache_read_elements = 0;  ///< Decode: cached K, V elements read.
+  /// Of `score_macs`: the products of causal attention's masked pairs (a key after its query,
+  /// or outside its window or chunk), present only where the counting option counts every
+  /// pair ("causal: full"). Kernels that skip masked tiles (FlashAttention, a runtime's
+  /// `flash_attention`) do not run them; the backward has twice as many.
+  std::int64_t masked_score_macs = 0;
+  /// Of `other_flops`: the masked pairs' scale and softmax (the backward has twice as many).
+  std::int64_t masked_other_flops = 0;
   /// How many devices tensor parallelism can split this layer's cache over: its key/value
   /// heads (1 for latent attention, whose one latent every device keeps); 0: any number.
   std::int64_t kv_cache_heads = 0;
