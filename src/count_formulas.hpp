@@ -19,7 +19,8 @@ constexpr std::int64_t kGeluFlops = 8;     // tanh form: x³, 3 mul, 2 add, tanh
 constexpr std::int64_t kSiluFlops = 5;     // Sigmoid (4) and a multiply.
 constexpr std::int64_t kSigmoidFlops = 4;  // Negate, exp, add, divide.
 constexpr std::int64_t kTanhFlops = 5;
-constexpr std::int64_t kSoftmaxFlops = 5;  // Max, subtract, exp, sum, divide.
+constexpr std::int64_t kSoftmaxFlops = 5;                // Max, subtract, exp, sum, divide.
+constexpr std::int64_t kScoreFlops = 1 + kSoftmaxFlops;  // An attention score's scale and softmax.
 constexpr std::int64_t kLayerNormFlops = 8;
 constexpr std::int64_t kRmsNormFlops = 4;
 constexpr std::int64_t kBatchNormFlops = 2;  // Inference: one scale and shift per element.
@@ -138,6 +139,14 @@ inline std::int64_t chunked_attention_pairs(std::int64_t s, std::int64_t s_kv, s
                        checked_mul(rest, rest + 1) / 2);
   };
   return upto(s_kv) - upto(s_kv - s);
+}
+
+// An attention layer's masked scores (batch x heads x masked pairs) kept apart in its counts:
+// their products, `macs_per_score` each (QKᵀ and AV together), and their scale and softmax.
+inline void mark_masked_scores(LayerCounts& c, std::int64_t masked_scores,
+                               std::int64_t macs_per_score) {
+  c.masked_score_macs = checked_mul(masked_scores, macs_per_score);
+  c.masked_other_flops = checked_mul(masked_scores, kScoreFlops);
 }
 
 // Of the pairs counted under `counting`, those a causal mask hides (a key after its query, or

@@ -200,12 +200,12 @@ CountResult count_attention(const OnnxRule&, const NodeInputs& in, const Shape& 
   CountResult result;
   LayerCounts& c = result.counts;
   c.score_macs = checked_mul(scores, a.head_dim + a.v_head_dim);
-  c.masked_score_macs = checked_mul(masked, a.head_dim + a.v_head_dim);
-  c.masked_other_flops = checked_mul(masked, 6);
+  formulas::mark_masked_scores(c, masked, a.head_dim + a.v_head_dim);
   c.macs = checked_add(a.projection_macs, c.score_macs);
   // Rotary embeddings inside GroupQueryAttention: x·cos + rotate(x)·sin, 3 per element.
-  c.other_flops = checked_add(checked_add(checked_mul(scores, 6), a.bias_elements),
-                              checked_mul(a.rotary_elements, 3));
+  c.other_flops =
+      checked_add(checked_add(checked_mul(scores, formulas::kScoreFlops), a.bias_elements),
+                  checked_mul(a.rotary_elements, 3));
   // Q, K, V and the output written and read once; the scores stay on chip.
   c.input_elements = in.activation_elements;
   c.output_elements = element_count(out);

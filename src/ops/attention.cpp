@@ -153,12 +153,11 @@ OpResult infer_attention(OpContext& ctx) {
       checked_add(checked_add(checked_mul(a.d_model, q_width), checked_mul(2, a.d_kv, kv_width)),
                   checked_mul(q_width, a.d_out));
   // Scale and softmax on every score: 1 + 5 FLOPs.
-  c.other_flops = checked_mul(scores, 6);
+  c.other_flops = checked_mul(scores, formulas::kScoreFlops);
   add_attention_extras(a, q_width, kv_width, c);
   c.macs = checked_add(projection_macs, checked_mul(score_macs, 2));
   c.score_macs = checked_mul(score_macs, 2);
-  c.masked_score_macs = checked_mul(masked, 2, a.head_dim);
-  c.masked_other_flops = checked_mul(masked, 6);
+  formulas::mark_masked_scores(c, masked, checked_mul(2, a.head_dim));
   c.input_elements = sum_input_elements(ctx);
   c.weight_elements_read = c.params;
   c.output_elements = element_count(out);
@@ -288,11 +287,11 @@ OpResult infer_mla_attention(OpContext& ctx) {
   c.macs = checked_add(projection_macs, c.score_macs);
   const std::int64_t scores = checked_mul(batch, heads, pairs);
   // Scale and softmax on every score (1 + 5), RMSNorm of the latents.
-  c.other_flops = checked_add(checked_mul(scores, 6), checked_mul(formulas::kRmsNormFlops, tokens,
-                                                                  checked_add(q_rank, kv_rank)));
+  c.other_flops =
+      checked_add(checked_mul(scores, formulas::kScoreFlops),
+                  checked_mul(formulas::kRmsNormFlops, tokens, checked_add(q_rank, kv_rank)));
   // Masked pairs only without a cache (a cache counts pairs exactly): over qk_dim and v_dim.
-  c.masked_score_macs = checked_mul(masked, checked_add(qk_dim, v_dim));
-  c.masked_other_flops = checked_mul(masked, 6);
+  formulas::mark_masked_scores(c, masked, checked_add(qk_dim, v_dim));
   c.weight_elements_read = c.params;
   // Written once and read once each: the latents, the queries, the expanded keys and values
   // (without a cache) and the context.
