@@ -567,7 +567,7 @@ capcalc_cli_error(omit_input_required "gemma3_4b_hf.json:/inputs/0: input \"inpu
 
 # Runtimes: the table, one runtime, and --runtime on an estimate (ResNet-50 at batch 1 under
 # PyTorch eager: 174 kernels, one per layer that is not a view, x 25 us of host cost = 4.35 ms).
-capcalc_cli_ok(runtimes_list "pytorch-eager +PyTorch eager +eager +gpu, cpu, accelerator +attention 6, rotary \\+10, cache_update \\+2, autocast_weight_casts \\+1, gelu_new 8, rmsnorm 8\n.*torch-compile +torch.compile \\(default mode, Inductor\\) +inductor +gpu, cpu +matrix 2\n.*\n22 runtimes"
+capcalc_cli_ok(runtimes_list "pytorch-eager +PyTorch eager +eager +gpu, cpu, accelerator +attention 6, rotary \\+10, cache_update \\+2, autocast_weight_casts \\+1, gelu_new 8, rmsnorm 8\n.*torch-compile +torch.compile \\(default mode, Inductor\\) +inductor +gpu, cpu +matrix 2\n.*\n23 runtimes"
                runtimes list)
 capcalc_cli_ok(runtimes_show "vLLM \\(CUDA graphs, torch.compile\\) \\(vllm\\)\n  profile      compiled \\(elementwise layers fused\\)\n  devices      gpu\n  kernels      one per layer"
                runtimes show VLLM)

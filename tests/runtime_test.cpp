@@ -2,6 +2,8 @@
 // hand on small models and a device with round figures.
 #include "capcalc/runtime.hpp"
 
+#include <algorithm>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -223,10 +225,43 @@ TEST_CASE("runtime: the shipped table loads and each profile name is one runtime
   }
   // The issue's list: every runtime people ask for has a row.
   for (const char* id : {"pytorch-eager", "torch-compile", "torch-compile-cudagraphs", "tensorrt",
-                         "onnxruntime-cuda", "onnxruntime-cpu", "openvino", "jax-xla", "vllm",
-                         "sglang", "tensorrt-llm", "llama-cpp", "mlx"}) {
+                         "onnxruntime-cuda", "onnxruntime-cpu", "openvino", "jax-xla", "maxtext",
+                         "vllm", "sglang", "tensorrt-llm", "llama-cpp", "mlx"}) {
     CHECK(table.find(id) != nullptr);
   }
+}
+
+// The rows that say their attention skips a causal layer's masked pairs are the ones
+// docs/runtimes.md lists, and each cites a kernel's source file (where the key loop stops at the
+// diagonal), not only a documentation page.
+TEST_CASE("runtime: the shipped rows with FlashAttention-style kernels cite a kernel's source",
+          "[runtime][zoo]") {
+  const RuntimeTable table = load_runtimes(std::string(CAPCALC_TEST_DATA_DIR) + "/runtimes.json");
+  const std::set<std::string> listed = {"megatron-core",
+                                        "meta-training-stack",
+                                        "pytorch-eager",
+                                        "torch-compile",
+                                        "torch-compile-cudagraphs",
+                                        "maxtext",
+                                        "vllm",
+                                        "sglang",
+                                        "tensorrt-llm",
+                                        "nvidia-nim-llm"};
+  std::set<std::string> flash;
+  for (const Runtime& r : table.runtimes) {
+    if (!r.flash_attention) continue;
+    flash.insert(r.id);
+    INFO(r.id);
+    CHECK(std::any_of(r.sources.begin(), r.sources.end(), [](const std::string& source) {
+      for (const char* ext : {".h", ".cuh", ".cu", "_kernel.py"})
+        if (source.size() > std::string(ext).size() &&
+            source.compare(source.size() - std::string(ext).size(), std::string::npos, ext) == 0)
+          return true;
+      return false;
+    }));
+  }
+  CHECK(flash == listed);
+  CHECK_FALSE(table.get("jax-xla").flash_attention);  // XLA's own attention computes every pair
 }
 
 // Mixed-precision training under a runtime that casts weights (autocast): a linear layer with a
