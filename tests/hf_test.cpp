@@ -196,6 +196,23 @@ TEST_CASE("hf: Qwen3-30B-A3B config has 30,532,122,624 parameters, 3.35 B active
   CHECK(t.active_params == 3353032704);
 }
 
+TEST_CASE("hf: Qwen3-235B-A22B config has 235,093,634,560 parameters, 22.19 B active",
+          "[hf][zoo]") {
+  // https://huggingface.co/Qwen/Qwen3-235B-A22B: "Number of Parameters: 235B in total and 22B
+  // activated". Exactly, from its config.json: per layer attention q 4096 x 64 x 128, k and v
+  // 4096 x 4 x 128, o 64 x 128 x 4096, q_norm and k_norm 128 each, two norms of 4096, a
+  // 4096 x 128 router and 128 experts of 3 x 4096 x 1536; 94 layers; untied 151936 x 4096
+  // embedding and head, the final norm. Active: 8 of the 128 experts.
+  const std::int64_t attention = 4096LL * 8192 + 2 * 4096LL * 512 + 8192LL * 4096;
+  const std::int64_t expert = 3LL * 4096 * 1536;
+  const std::int64_t per_layer = attention + 2 * 128 + 2 * 4096 + 4096 * 128 + 128 * expert;
+  const GraphTotals t = totals_of("qwen3_235b_a22b_hf.json");
+  CHECK(t.params == 94 * per_layer + 2 * 151936LL * 4096 + 4096);
+  CHECK(t.params == 235093634560);
+  CHECK(t.active_params == t.params - 94 * (128 - 8) * expert);
+  CHECK(std::abs(static_cast<double>(t.active_params) - 22e9) / 22e9 < 0.01);
+}
+
 TEST_CASE("hf: DeepSeek-V3 config has 671.0 B parameters, 37.6 B active", "[hf][zoo]") {
   // DeepSeek-V3 Technical Report (arXiv:2412.19437), abstract: "671B total parameters with 37B
   // activated for each token" (the 14B multi-token-prediction module apart). Exactly, from the
