@@ -40,7 +40,7 @@ _capcalc() {
   local model_flags="--batch --set --causal --input-shape --strict --omit-input"
   local hw_flags="--hardware --hardware-file"
   local workload_flags="--gpu --hw --device --precision --mode --profile --runtime --runtime-file --optimizer --devices
-    --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance --micro-batches --virtual-stages --zero
+    --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-imbalance --micro-batches --virtual-stages --zero
     --input-rate"
   local run_flags="--dataset-size --epochs --tokens --price-per-hour"
 
@@ -77,7 +77,7 @@ _capcalc() {
       COMPREPLY=($(compgen -d -- "$cur"))
       return ;;
     -b | --batch | --set | --input-shape | --devices | --tensor-parallel | --tp | --pipeline-parallel | --pp | \
-      --context-parallel | --cp | --expert-parallel | --ep | --micro-batches | --virtual-stages | --zero | --dataset-size | --epochs | --tokens | \
+      --context-parallel | --cp | --expert-parallel | --ep | --expert-tensor-parallel | --etp | --micro-batches | --virtual-stages | --zero | --dataset-size | --epochs | --tokens | \
       --lora-rank | --price-per-hour | --top | --prompt-tokens | --output-tokens | --seconds | -s | \
       --threads | -j | --label | --max-* | --rate | --arrival-cv | --requests | --seed | --replicas | \
       --block-size | --gpu-memory-utilization | --preferred-batch | --slo | --sweep | \
@@ -124,13 +124,13 @@ _capcalc() {
     validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor --max-held-out-median-error --min-within-2x --write-ranges" ;;
     compare)
       flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
-             --batch --profile --runtime --runtime-file --fp8-recipe --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance
+             --batch --profile --runtime --runtime-file --fp8-recipe --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-imbalance
              --micro-batches --virtual-stages --zero --input-rate $run_flags --format
              --prompt-tokens --output-tokens --weight-precision --expert-weight-precision --kv-precision" ;;
     check)
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
              --sparsity --fp8-recipe --optimizer --weight-precision --expert-weight-precision --checkpointing --lora-rank --lora-targets
-             --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --moe-imbalance --micro-batches --virtual-stages --zero --input-rate $run_flags
+             --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-imbalance --micro-batches --virtual-stages --zero --input-rate $run_flags
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens
              --output-tokens --format --output" ;;

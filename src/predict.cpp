@@ -119,11 +119,26 @@ void check_expert_parallel(const Workload& workload, std::int64_t replicas) {
   }
   // replicas x context_parallel is at most devices: no overflow.
   const std::int64_t shards = replicas * workload.context_parallel;
-  if (shards % workload.expert_parallel != 0) {
+  const std::int64_t etp = expert_tensor_parallel(workload);
+  if (etp != 1 && etp != workload.tensor_parallel) {
+    throw Error({}, fmt::format("--expert-tensor-parallel must be 1 or the tensor parallelism "
+                                "({}), got {}",
+                                workload.tensor_parallel, etp));
+  }
+  if (etp == workload.tensor_parallel && shards % workload.expert_parallel != 0) {
     throw Error({},
                 fmt::format("--expert-parallel {} does not divide the {} devices that hold the "
                             "same weights ({} data-parallel replicas x context-parallel {})",
                             workload.expert_parallel, shards, replicas, workload.context_parallel));
+  }
+  // Whole experts: the expert grid folds over tensor-parallel x replicas x context-parallel.
+  const std::int64_t folded = shards * workload.tensor_parallel;
+  if (etp == 1 && folded % workload.expert_parallel != 0) {
+    throw Error({}, fmt::format("--expert-parallel {} does not divide the {} devices the "
+                                "whole experts fold over (tensor-parallel {} x {} data-parallel "
+                                "replicas x context-parallel {})",
+                                workload.expert_parallel, folded, workload.tensor_parallel,
+                                replicas, workload.context_parallel));
   }
 }
 
@@ -207,6 +222,10 @@ std::int64_t data_parallel_shards(const Workload& workload) {
   return data_parallel_replicas(workload) * workload.context_parallel;
 }
 
+std::int64_t expert_tensor_parallel(const Workload& workload) {
+  return workload.expert_tensor_parallel.value_or(workload.tensor_parallel);
+}
+
 std::string precision_text(Precision precision, Fp8Recipe recipe) {
   if (precision != Precision::kFp8) return std::string(precision_name(precision));
   return fmt::format("fp8 ({})", fp8_recipe_name(recipe));
@@ -222,8 +241,11 @@ std::string parallelism_text(const Workload& workload) {
   if (workload.context_parallel > 1) {
     text += fmt::format(" (context-parallel {})", workload.context_parallel);
   }
-  if (workload.expert_parallel > 1) {
-    text += fmt::format(" (expert-parallel {})", workload.expert_parallel);
+  // Experts not split by tensor parallelism (expert_tensor_parallel 1) are whole on a device.
+  const bool whole_experts = expert_tensor_parallel(workload) != workload.tensor_parallel;
+  if (workload.expert_parallel > 1 || whole_experts) {
+    text += fmt::format(" (expert-parallel {}{})", workload.expert_parallel,
+                        whole_experts ? ", whole experts" : "");
   }
   if (workload.pipeline_parallel > 1 || workload.micro_batches > 1) {
     text += fmt::format(" (pipeline {} x {} micro-batch{}{})", workload.pipeline_parallel,

@@ -35,7 +35,10 @@ PipelineLink pipeline_link(const Device& device, std::int64_t devices) {
 // output projection and after the feed-forward block's last projection), forward; backward
 // all-reduces the gradients of the same activations. With sequence parallelism each is a
 // reduce-scatter (into the sequence-split region) and an all-gather (out of it): the same bytes
-// as the all-reduce's two ring phases, with a latency each.
+// as the all-reduce's two ring phases, with a latency each. A moe layer whose experts are whole
+// (etp 1) has no collective of its own: its tokens go to the experts by the all-to-all from
+// each device's sequence share and come back to it (Megatron-Core's token dispatcher gathers
+// over the experts' own tensor-parallel group only), so its block drops one of the two.
 void tensor_parallel_communication(const Step& s, Estimate& result) {
   if (s.workload.tensor_parallel <= 1) return;
   result.sequence_parallel = s.sequence_parallel;
@@ -48,16 +51,19 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
   result.communication_bandwidth = group.per_direction();
   const double passes = s.training ? (s.workload.checkpointing ? 3 : 2) : 1;
   for (const Layer& layer : s.graph.layers) {
-    if (layer.traits.op_class != OpClass::kAttention || layer.view) continue;
+    const bool attention = layer.traits.op_class == OpClass::kAttention;
+    const bool whole_experts = layer.counts.experts > 0 && s.etp != s.tp;
+    if (layer.view || (!attention && !whole_experts)) continue;
     const double bytes = static_cast<double>(element_count(layer.output)) * s.comm_bytes / s.cp;
     const double t =
         s.sequence_parallel
             ? collective_s(group, s.params, result.profile, Collective::kReduceScatter, bytes) +
                   collective_s(group, s.params, result.profile, Collective::kAllGather, bytes)
             : collective_s(group, s.params, result.profile, Collective::kAllReduce, bytes);
-    result.communication_s += 2 * passes * t;
-    result.allreduces += static_cast<int>(2 * passes);
-    result.allreduce_bytes += 2 * passes * bytes;
+    const double count = attention ? 2 : -1;
+    result.communication_s += count * passes * t;
+    result.allreduces += static_cast<int>(count * passes);
+    result.allreduce_bytes += count * passes * bytes;
   }
   result.latency_s += result.communication_s;
 }
@@ -105,14 +111,14 @@ void context_parallel_communication(const Step& s, Estimate& result) {
 // (combine), forward; backward sends their gradients the two ways again, and checkpointing's
 // recompute repeats the forward's. A device dispatches its 1/tp of its tokens (sequence
 // parallelism, which Megatron-Core requires with experts and tensor parallelism), 1/cp of the
-// sequence's. The group is ep devices tp apart: Megatron-Core lays the experts out on a grid
-// of its own (parallel_state.py: RankGenerator(tp=expert tensor parallel, ep, dp, pp, cp=1)),
-// context parallelism's devices folded into the expert-parallel ones. Not overlapped with
-// compute (Megatron-Core's default).
+// sequence's. The group is ep devices etp apart (tp apart unless the experts are whole):
+// Megatron-Core lays the experts out on a grid of its own (parallel_state.py:
+// RankGenerator(tp=expert tensor parallel, ep, dp, pp, cp=1)), context parallelism's devices
+// folded into the expert-parallel ones. Not overlapped with compute (Megatron-Core's default).
 void expert_parallel_communication(const Step& s, Estimate& result) {
   if (s.workload.expert_parallel <= 1) return;
   const CollectiveGroup group =
-      collective_group(s.device, s.workload.tensor_parallel, s.workload.expert_parallel);
+      collective_group(s.device, static_cast<std::int64_t>(s.etp), s.workload.expert_parallel);
   if (!group.modelled) {
     result.expert_parallel_modelled = false;
     return;
@@ -175,14 +181,16 @@ void data_parallel_sync(const Step& s, const DeviceParams& params, const DeviceP
   if (s.shards <= 1) return;
   const CollectiveGroup dp =
       collective_group(s.device, s.workload.tensor_parallel, static_cast<std::int64_t>(s.shards));
-  // With expert parallelism the routed experts' gradients reduce apart, over the shards / ep
-  // devices that hold the same experts (their span taken as the replicas': tp x ep apart).
-  const bool expert_sync = s.ep > 1 && s.expert_shards > 1;
+  // With expert parallelism, or whole experts, the routed experts' gradients reduce apart,
+  // over the expert_shards devices that hold the same experts, etp x ep apart on the expert
+  // grid.
+  const bool expert_grid = s.ep > 1 || s.etp != s.tp;
+  const bool expert_sync = expert_grid && s.expert_shards > 1;
   const CollectiveGroup experts =
-      expert_sync
-          ? collective_group(s.device, s.workload.tensor_parallel * s.workload.expert_parallel,
-                             static_cast<std::int64_t>(s.expert_shards))
-          : CollectiveGroup{};
+      expert_sync ? collective_group(s.device,
+                                     static_cast<std::int64_t>(s.etp) * s.workload.expert_parallel,
+                                     static_cast<std::int64_t>(s.expert_shards))
+                  : CollectiveGroup{};
   const int zero = s.workload.zero_stage;
   // ZeRO-3 gathers every weight it holds a shard of; ZeRO-2 gathers those the update changed
   // (with LoRA, the adapters only).
@@ -201,7 +209,7 @@ void data_parallel_sync(const Step& s, const DeviceParams& params, const DeviceP
   result.data_parallel_bandwidth = dp.per_direction();
   // A collective of `per_param` bytes of each of parameters `p` (held or trained).
   const auto time = [&](Collective kind, const DeviceParams& p, double per_param) {
-    const double dense = s.ep > 1 ? p.all - p.experts : p.all;
+    const double dense = expert_grid ? p.all - p.experts : p.all;
     const double t = collective_s(dp, s.params, result.profile, kind, dense * per_param);
     return expert_sync
                ? t + collective_s(experts, s.params, result.profile, kind, p.experts * per_param)

@@ -274,15 +274,17 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
     forward.skipped_score_macs = static_cast<double>(c.masked_score_macs) / work;
     forward.skipped_other_flops = static_cast<double>(c.masked_other_flops) / work;
   }
-  // The routed experts' weights at their own storage where it differs (expert_weight_precision).
-  // Each device reads its share of the cache: all of it where there are fewer key/value heads
-  // (one latent) than devices.
-  const double experts_read =
-      s.workload.expert_weight_precision ? expert_elements_read(s, layer) : 0;
+  // The routed experts' weights at their own storage (expert_weight_precision), each split over
+  // etp devices (whole where the experts are not split by tensor parallelism). Each device
+  // reads its share of the cache: all of it where there are fewer key/value heads (one latent)
+  // than devices.
+  const double experts_read = c.experts > 0 ? expert_elements_read(s, layer) : 0;
+  const double expert_bytes =
+      s.workload.expert_weight_precision ? s.expert_weight_bytes : layer_weight_bytes;
   forward.bytes = (static_cast<double>(c.input_elements + c.output_elements) * s.act_bytes / s.cp +
-                   (weight_elements_read(s, layer) - experts_read) * layer_weight_bytes +
-                   experts_read * s.expert_weight_bytes) /
+                   (weight_elements_read(s, layer) - experts_read) * layer_weight_bytes) /
                       split +
+                  experts_read * expert_bytes / (split > 1 ? s.etp : 1) +
                   static_cast<double>(c.kv_cache_read_elements) * s.kv_bytes *
                       kv_cache_share(c, s.workload.tensor_parallel);
   // An elementwise operator that the runtime launches as several kernels (NewGELUActivation's

@@ -24,8 +24,9 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
   s.cp = static_cast<double>(workload.context_parallel);
   s.shards = static_cast<double>(data_parallel_shards(workload));
   s.ep = static_cast<double>(workload.expert_parallel);
-  s.expert_shards = s.shards / s.ep;
   s.tp = static_cast<double>(workload.tensor_parallel);
+  s.etp = static_cast<double>(expert_tensor_parallel(workload));
+  s.expert_shards = s.shards * s.tp / (s.ep * s.etp);
   s.sequence_parallel = workload.tensor_parallel > 1 &&
                         workload.sequence_parallel.value_or(workload.mode == Mode::kTraining);
   if (workload.tensor_parallel > 1 && !s.sequence_parallel) {
@@ -118,9 +119,9 @@ Adapters lora_adapters(const Graph& graph, const Workload& workload, std::size_t
 }
 
 DeviceParams device_params(const Step& s, const GraphTotals& totals) {
-  const double experts = static_cast<double>(totals.expert_params) / s.tp / s.pp;
-  return {static_cast<double>(totals.params) / s.tp / s.pp - experts * (1 - 1 / s.ep),
-          experts / s.ep};
+  const auto experts = static_cast<double>(totals.expert_params);
+  const double held = experts / s.pp / (s.ep * s.etp);
+  return {(static_cast<double>(totals.params) - experts) / s.tp / s.pp + held, held};
 }
 
 DeviceParams trainable_params(const Step& s, const DeviceParams& held) {

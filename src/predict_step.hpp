@@ -34,7 +34,9 @@ struct Step {
   double cp = 1;             // Context parallelism: each device holds 1/cp of every sequence.
   double shards = 1;         // Gradients are reduced, and ZeRO shards, over replicas x cp devices.
   double ep = 1;             // Expert parallelism: each device holds 1/ep of the routed experts,
-  double expert_shards = 1;  // whose gradients reduce, and ZeRO shards, over shards / ep.
+  double etp = 1;            // each split over etp devices (tp, or 1: whole experts),
+  double expert_shards = 1;  // whose gradients reduce, and ZeRO shards, over tp x shards /
+                             // (ep x etp) devices: shards / ep when etp is tp.
   double micro_batches = 1;
   double act_bytes = 0;
   /// Bytes per activation a training step saves for backward: under fp8 the products'

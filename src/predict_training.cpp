@@ -76,7 +76,7 @@ double optimizer_step_kernels(const Step& s) {
   double chunks = 0;
   const bool zero = s.workload.zero_stage >= 1;
   const double shards = s.tp * (zero ? s.shards : 1);
-  const double expert_shards = s.tp * (zero ? s.expert_shards : 1);
+  const double expert_shards = s.etp * (zero ? s.expert_shards : 1);
   if (s.lora_rank > 0) {
     // LoRA: the optimizer steps A and B of each adapted weight matrix, nothing else.
     for (std::size_t i = 0; i < s.graph.layers.size(); ++i) {
@@ -96,8 +96,9 @@ double optimizer_step_kernels(const Step& s) {
     const auto count = static_cast<double>(layer.traits.param_tensors);
     if (layer.view || count <= 0 || c.params <= 0) continue;
     // Expert parallelism: a device holds 1/ep of a moe layer's routed experts (taken as their
-    // share of its tensors), which ZeRO shards over the devices that hold the same experts.
-    const bool experts = s.ep > 1 && c.expert_params > 0;
+    // share of its tensors), each split over etp devices, which ZeRO shards over the devices
+    // that hold the same experts.
+    const bool experts = (s.ep > 1 || s.etp != s.tp) && c.expert_params > 0;
     const double held = experts ? 1 - static_cast<double>(c.expert_params) /
                                           static_cast<double>(c.params) * (1 - 1 / s.ep)
                                 : 1;

@@ -239,9 +239,14 @@ std::string explain_split(const ReportInput& in) {
     const std::string link = in.estimate->expert_parallel_modelled
                                  ? in.estimate->expert_parallel_link
                                  : std::string("no link in the table (not modelled)");
+    // Whole experts (expert tensor-parallel 1) fold the expert grid over the T devices too.
+    const std::int64_t etp = expert_tensor_parallel(in.workload);
+    const bool whole = etp != in.workload.tensor_parallel;
+    const std::int64_t holders =
+        data_parallel_shards(in.workload) * in.workload.tensor_parallel / (ep * etp);
     out += in.workload.mode == Mode::kTraining
                ? fmt::format(
-                     "  expert par.  each device holds 1/{} of every moe layer's routed experts, "
+                     "  expert par.  each device holds 1/{} of every moe layer's routed experts{}, "
                      "with their\n"
                      "               gradients and state (reduced and ZeRO-sharded over the {} "
                      "devices that hold\n"
@@ -250,7 +255,7 @@ std::string explain_split(const ReportInput& in) {
                      "               many again in backward), each sending (E-1)/E of the "
                      "device's 1/(T x C) of\n"
                      "               the tokens x experts per token x width, over {}\n",
-                     ep, data_parallel_shards(in.workload) / ep, link)
+                     ep, whole ? ", whole" : "", holders, link)
                : fmt::format(
                      "  expert par.  each device holds 1/{} of every moe layer's routed experts; "
                      "per moe layer a\n"

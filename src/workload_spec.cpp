@@ -191,11 +191,30 @@ void set_layout(const WorkloadSpec& spec, const SpecLocations* where, Workload& 
 void check_experts(const WorkloadSpec& spec, const SpecLocations* where, Workload& w) {
   // replicas x context_parallel (set_layout checked the division).
   const std::int64_t shards = w.devices / (w.tensor_parallel * w.pipeline_parallel);
-  if (shards % w.expert_parallel != 0) {
+  if (spec.expert_tensor_parallel) {
+    const std::int64_t etp = *spec.expert_tensor_parallel;
+    if (etp != 1 && etp != w.tensor_parallel) {
+      fail(where, "expert_tensor_parallel",
+           fmt::format("`expert_tensor_parallel` must be 1 (whole experts) or the "
+                       "`tensor_parallel` {}, got {}",
+                       w.tensor_parallel, etp));
+    }
+    w.expert_tensor_parallel = etp;
+  }
+  // Whole experts fold over the tensor-parallel devices too.
+  const std::int64_t folded = expert_tensor_parallel(w) == 1 ? shards * w.tensor_parallel : shards;
+  if (folded % w.expert_parallel != 0) {
     fail(where, "expert_parallel",
-         fmt::format("`expert_parallel` {} does not divide the {} devices that hold the same "
-                     "weights ({} data-parallel replicas x context-parallel {})",
-                     w.expert_parallel, shards, shards / w.context_parallel, w.context_parallel));
+         expert_tensor_parallel(w) == 1 && w.tensor_parallel > 1
+             ? fmt::format("`expert_parallel` {} does not divide the {} devices whole experts "
+                           "fold over (`tensor_parallel` {} x {} data-parallel replicas x "
+                           "context-parallel {})",
+                           w.expert_parallel, folded, w.tensor_parallel,
+                           shards / w.context_parallel, w.context_parallel)
+             : fmt::format("`expert_parallel` {} does not divide the {} devices that hold the "
+                           "same weights ({} data-parallel replicas x context-parallel {})",
+                           w.expert_parallel, shards, shards / w.context_parallel,
+                           w.context_parallel));
   }
   if (!(spec.moe_imbalance >= 1 && spec.moe_imbalance <= 1000)) {
     fail(where, "moe_imbalance",
@@ -422,6 +441,7 @@ void read_counts(const KeyReader& get, std::string_view devices_key, WorkloadSpe
   if (auto v = get("pipeline_parallel")) spec.pipeline_parallel = v->as_positive_int();
   if (auto v = get("context_parallel")) spec.context_parallel = v->as_positive_int();
   if (auto v = get("expert_parallel")) spec.expert_parallel = v->as_positive_int();
+  if (auto v = get("expert_tensor_parallel")) spec.expert_tensor_parallel = v->as_positive_int();
   if (auto v = get("moe_imbalance")) {
     spec.moe_imbalance = v->as_number();
     if (!(spec.moe_imbalance >= 1 && spec.moe_imbalance <= 1000)) {
@@ -472,6 +492,7 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key) {
           "pipeline_parallel",
           "context_parallel",
           "expert_parallel",
+          "expert_tensor_parallel",
           "moe_imbalance",
           "input_rate",
           "micro_batches",

@@ -506,6 +506,16 @@ capcalc_cli_ok(training_expert_parallel_json "\"expert_parallel\": 8,\n *\"moe_i
                estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --moe-imbalance 1.2 --format json)
 capcalc_cli_ok(training_expert_parallel_explain "expert par\\.  each device holds 1/8 of every moe layer's routed experts, with their\n +gradients and state \\(reduced and ZeRO-sharded over the 4 devices that hold"
                estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --explain)
+# Whole experts (--etp 1, Megatron-Core's expert_tensor_parallel_size=1): each device holds one
+# of Mixtral's 8 experts whole (42.7 GB), the 8 expert-parallel devices are neighbours on one
+# node's NVLink, and the moe layers' reduce-scatter + all-gather pairs go (64 instead of 128).
+# Rules derived by hand in predict_test.cpp ("whole experts fold the expert grid ...").
+capcalc_cli_ok(training_whole_experts "\\(expert-parallel 8, whole experts\\), ZeRO-1.*all-reduce +[0-9.]+ ms: 64 reduce-scatter \\+ all-gather pairs.*all-to-all +[0-9.]+ ms: 128 all-to-alls of 1.88 GB sent in all among 8 devices over NVLink 4\n.*memory +42.7 GB of 80.0 GB: fits"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --etp 1)
+capcalc_cli_ok(training_whole_experts_json "\"expert_parallel\": 8,\n *\"expert_tensor_parallel\": 1,"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --etp 1 --format json)
+capcalc_cli_error(expert_tensor_parallel_degree "--expert-tensor-parallel must be 1 \\(whole experts\\) or the --tensor-parallel 2, got 3"
+                  estimate mixtral_8x7b_hf --gpu H100 --mode training --tp 2 --devices 64 --ep 8 --etp 3)
 capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"pipeline_parallel\": 1,\n *\"micro_batches\": 1,\n *\"virtual_stages\": 1,\n *\"zero_stage\": 3"
                estimate data/models/llama3_70b.json --gpu H100 --mode training --precision bf16 --tp 8 --devices 64 --zero 3 --format json)
 capcalc_cli_error(zero_inference "ZeRO shards training state: add --mode training"

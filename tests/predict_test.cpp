@@ -675,6 +675,84 @@ TEST_CASE("predict: expert parallelism splits the experts and exchanges tokens a
   CHECK(estimate(g, d, p, skewed).layers[0].time_s == Approx(1.5 * split.layers[0].time_s));
 }
 
+// Megatron-Core's expert_tensor_parallel_size=1 ("MoE parallel folding"): with tensor
+// parallelism 2 each routed expert stays whole on one device, the expert grid folds over the
+// tensor-parallel devices too, and the moe layer drops its tensor-parallel collective.
+TEST_CASE("predict: whole experts fold the expert grid over the tensor-parallel devices",
+          "[predict]") {
+  // An attention layer (16 heads of 64) and Mixtral's block of 8 experts of 3 x 1024 x 512,
+  // 2 a token; batch 2 x seq 256 = 512 tokens of d = 1024.
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "block",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [{"name": "attn", "op": "attention", "heads": 16},
+               {"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 512}]})",
+                              "block.json");
+  const double expert = 3.0 * 1024 * 512;
+  Device d = round_device();
+  d.intra_node = Link{"Round link", 200e9, "bidirectional"};  // 100 GB/s per direction.
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = 10e-6;
+  p.allreduce_efficiency = 0.5;
+  Workload split;  // TP 2 x 8 replicas, EP 8: each device holds half of one expert.
+  split.precision = Precision::kFp16;
+  split.mode = Mode::kTraining;
+  split.devices = 16;
+  split.tensor_parallel = 2;
+  split.expert_parallel = 8;
+  Workload whole = split;
+  whole.expert_tensor_parallel = 1;
+  const Estimate a = estimate(g, d, p, split);
+  const Estimate b = estimate(g, d, p, whole);
+  // The same work on every device; the whole expert is twice the weights, read once forward and
+  // twice backward, and kept as weights and gradients (2 bytes each).
+  CHECK(b.flops == Approx(a.flops));
+  CHECK(b.memory.weight_bytes - a.memory.weight_bytes == Approx(2 * expert / 2));
+  CHECK(b.memory.gradient_bytes - a.memory.gradient_bytes == Approx(2 * expert / 2));
+  CHECK(b.layers[1].bytes - a.layers[1].bytes == Approx(3 * expert / 2 * 2));
+  // Tensor parallelism: the attention's two reduce-scatter + all-gather pairs forward and two
+  // backward; the moe layer's pair goes with whole experts, so half of them remain (both
+  // layers' outputs are 512 x 1024).
+  CHECK(a.allreduces == 4);
+  CHECK(b.allreduces == 2);
+  CHECK(b.communication_s == Approx(a.communication_s / 2));
+  // The all-to-all carries each device's half of the tokens either way.
+  const double buffer = 512.0 * 2 * 1024 * 2 / 2;
+  CHECK(b.expert_parallel_s == Approx(4 * (10e-6 + 7.0 / 8 * buffer / 50e9)));
+  CHECK(b.expert_parallel_s == Approx(a.expert_parallel_s));
+  // Gradients: the dense ones reduce over the 8 replicas alike; split, each half-expert has one
+  // holder (16 / (8 x 2)), whole, each expert two (2 x 8 / 8): one more all-reduce, of the
+  // expert's 2-byte gradients, 2 x (2 - 1) / 2 of them over 50 GB/s.
+  CHECK(b.data_parallel_s == Approx(a.data_parallel_s + 10e-6 + 1.0 * expert * 2 / 50e9));
+  // Whole experts fold over tensor-parallel x replicas: EP 16 divides 2 x 8, not the 8 replicas
+  // (a block of 32 experts, so that the experts divide).
+  const Graph many = parse_model(R"({"format": "capcalc-model/1", "name": "many",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [{"name": "moe", "op": "moe", "experts": 32, "experts_per_token": 2,
+                "hidden": 512}]})",
+                                 "many.json");
+  Workload sixteen = whole;
+  sixteen.expert_parallel = 16;
+  CHECK_NOTHROW(estimate(many, d, p, sixteen));
+  sixteen.expert_tensor_parallel.reset();
+  CHECK_THROWS_WITH(estimate(many, d, p, sixteen),
+                    "--expert-parallel 16 does not divide the 8 devices that hold the same "
+                    "weights (8 data-parallel replicas x context-parallel 1)");
+  Workload wide = whole;
+  wide.expert_parallel = 32;
+  CHECK_THROWS_WITH(estimate(many, d, p, wide),
+                    "--expert-parallel 32 does not divide the 16 devices the whole experts fold "
+                    "over (tensor-parallel 2 x 8 data-parallel replicas x context-parallel 1)");
+  Workload four = whole;
+  four.expert_tensor_parallel = 4;
+  CHECK_THROWS_WITH(estimate(g, d, p, four),
+                    "--expert-tensor-parallel must be 1 or the tensor parallelism (2), got 4");
+  // The description says so.
+  CHECK_THAT(parallelism_text(whole), ContainsSubstring("(expert-parallel 8, whole experts)"));
+}
+
 TEST_CASE("predict: expert parallelism's degree divides the replicas and the experts",
           "[predict]") {
   const Graph g = one_moe_layer();

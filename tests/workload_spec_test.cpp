@@ -71,6 +71,17 @@ TEST_CASE("workload_from: expert parallelism divides the devices holding the sam
   CHECK(as_flags(spec) ==
         "--expert-parallel 8 does not divide the 12 devices that hold the same weights (6 "
         "data-parallel replicas x context-parallel 2)");
+  // Whole experts (expert_tensor_parallel 1) fold over the tensor-parallel pairs too: 24.
+  spec.expert_tensor_parallel = 1;
+  CHECK(workload_from(spec).expert_tensor_parallel == 1);
+  spec.expert_parallel = 16;
+  CHECK(as_flags(spec) ==
+        "--expert-parallel 16 does not divide the 24 devices whole experts fold over "
+        "(--tensor-parallel 2 x 6 data-parallel replicas x context-parallel 2)");
+  spec.expert_tensor_parallel = 3;
+  CHECK(as_flags(spec) ==
+        "--expert-tensor-parallel must be 1 (whole experts) or the --tensor-parallel 2, got 3");
+  spec.expert_tensor_parallel.reset();
   spec.expert_parallel = 1;
   spec.moe_imbalance = 1.25;
   CHECK(workload_from(spec).moe_imbalance == 1.25);

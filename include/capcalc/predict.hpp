@@ -118,13 +118,25 @@ struct Workload {
   /// reduced and ZeRO shards over the data-parallel replicas x context_parallel.
   std::int64_t context_parallel = 1;
   /// Devices that split each mixture-of-experts layer's routed experts (Megatron-Core's expert
-  /// parallelism, the experts' tensor parallelism = tensor_parallel): each holds 1/E of them,
-  /// with their gradients and optimizer state, and the tokens routed to them come and go by
-  /// all-to-all (dispatch and combine) over the link joining devices tensor_parallel apart
-  /// (Megatron-Core's expert grid folds context parallelism into it). E divides the devices that
-  /// hold the same weights (replicas x context_parallel), which reduce, and ZeRO shards, the
-  /// experts' gradients in groups of that / E; and it divides every moe layer's experts.
+  /// parallelism; the experts' own tensor parallelism is expert_tensor_parallel below): each
+  /// holds 1/E of them, with their gradients and optimizer state, and the tokens routed to them
+  /// come and go by all-to-all (dispatch and combine) over the link joining devices
+  /// expert_tensor_parallel apart (Megatron-Core's expert grid folds context parallelism into
+  /// it). With the experts split like the other weights, E divides the devices that hold the
+  /// same weights (replicas x context_parallel), which reduce, and ZeRO shards, the experts'
+  /// gradients in groups of that / E; and it divides every moe layer's experts.
   std::int64_t expert_parallel = 1;
+  /// Devices that split each routed expert's products (Megatron-Core's
+  /// expert_tensor_parallel_size, "MoE parallel folding"); unset: tensor_parallel, as above.
+  /// 1: every expert whole on one device; the expert grid is then expert_tensor_parallel x
+  /// expert_parallel x the rest, folded over the same tensor_parallel x replicas x
+  /// context_parallel devices (parallel_state.py's expert RankGenerator), so the all-to-all
+  /// group is the expert_parallel devices expert_tensor_parallel apart, the experts' gradients
+  /// reduce over tensor_parallel x replicas x context_parallel / (expert_tensor_parallel x
+  /// expert_parallel) devices, and a moe layer needs no tensor-parallel collective of its own.
+  /// 1 or tensor_parallel; expert_parallel x it divides tensor_parallel x replicas x
+  /// context_parallel.
+  std::optional<std::int64_t> expert_tensor_parallel;
   /// MoE expert load imbalance: the busiest expert's tokens over the mean (1 to 1000; 1,
   /// balanced routing, as the per-layer counts assume). The moe layers take this many times
   /// their time: the step waits for the busiest expert.
@@ -299,11 +311,15 @@ double training_model_flops(const Graph& graph, const Workload& workload);
 
 /// Throws capcalc::Error unless all are at least 1, the groups divide devices, zero_stage is 0 to 3
 /// (above 0 only in training) and pipelines and micro-batches are asked for in training only,
-/// expert_parallel divides the replicas x context_parallel and moe_imbalance is 1 to 1000.
+/// expert_parallel divides the replicas x context_parallel (with whole experts,
+/// expert_tensor_parallel 1: tensor_parallel x those), expert_tensor_parallel is 1 or
+/// tensor_parallel and moe_imbalance is 1 to 1000.
 std::int64_t data_parallel_replicas(const Workload& workload);
 /// The devices that hold the same weights: the replicas × context_parallel. Training reduces
 /// the gradients, and ZeRO shards, over them. Throws as data_parallel_replicas.
 std::int64_t data_parallel_shards(const Workload& workload);
+/// The devices that split each routed expert: expert_tensor_parallel, else tensor_parallel.
+std::int64_t expert_tensor_parallel(const Workload& workload);
 
 /// " (tensor-parallel T)", " (pipeline P x M micro-batches)" and ", ZeRO-S" where they apply,
 /// for workload descriptions.

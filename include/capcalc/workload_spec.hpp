@@ -87,6 +87,9 @@ struct WorkloadSpec {
   std::optional<double> price_per_hour_usd;   ///< `price_per_hour_usd`: USD per device-hour.
   std::optional<std::int64_t> prompt_tokens;  ///< `prompt_tokens`: LLM serving (inference).
   std::optional<std::int64_t> output_tokens;  ///< `output_tokens`: LLM serving.
+  /// `expert_tensor_parallel`: devices splitting each expert, 1 or `tensor_parallel`; unset:
+  /// `tensor_parallel`.
+  std::optional<std::int64_t> expert_tensor_parallel;
 };
 
 /// Where each setting of a spec was read: a file reader fills it, so that workload_from()

@@ -64,6 +64,12 @@ inline void add_pipeline_options(CLI::App& sub, WorkloadSpec& spec) {
                               "them and back by all-to-all; E divides the replicas x C and the "
                               "experts"))
       ->capture_default_str();
+  whole_number(sub.add_option_function<std::int64_t>(
+      "--expert-tensor-parallel,--etp",
+      [&spec](const std::int64_t& degree) { spec.expert_tensor_parallel = degree; },
+      "MoE: devices that split each routed expert, 1 (whole experts, Megatron-Core's "
+      "expert_tensor_parallel_size=1: no tensor-parallel collective in a moe layer; E divides "
+      "T x replicas x C) or T (the default)"));
   number_in(sub.add_option("--moe-imbalance", spec.moe_imbalance,
                            "MoE: the busiest expert's load over the mean; the moe layers take "
                            "this many times as long (default 1: balanced, an assumption)"),
