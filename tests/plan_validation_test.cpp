@@ -73,8 +73,10 @@ TEST_CASE("plan validation: published layouts, predicted and searched", "[plan][
   REQUIRE(cases.size() >= 25);
   const RuntimeTable runtimes = load_runtimes(test::data_path("runtimes.json"));
   const ValidationSummary summary = validate(cases, table, test::data_path("models"), &runtimes);
-  // Measured (docs/planning.md): median |error| 9.3 %, worst 1.82x (gpt-oss-120b on 64 B200s)
-  // over 42 layouts since five Megatron-Bridge layouts were added held out (Qwen3-235B-A22B on 64
+  // Measured (docs/planning.md): median |error| 9.4 %, worst 1.82x (gpt-oss-120b on 64 B200s)
+  // over 45 layouts since Qwen3-235B-A22B's three H100 layouts with whole experts were added held
+  // out (TP 2, PP 8, V 4, EP 32, expert tensor-parallel 1: 0.77-0.79x); 9.3 % over 42 since five
+  // Megatron-Bridge layouts were added held out (Qwen3-235B-A22B on 64
   // and 256 B200s, 1.16x and 0.98x; the 26.02.01 container's gpt-oss-120b on 64 B200s, 1.56x, and
   // Qwen3-30B-A3B on 8 B200s and 16 H100s, 0.91x and 0.56x: the last is the 26.02 layout, run
   // 1.77x faster by the newer container); 9.0 % and 1.82x over 37 since Megatron-Core's attention
@@ -90,7 +92,7 @@ TEST_CASE("plan validation: published layouts, predicted and searched", "[plan][
   // Mixtral 8x7B with EP 8; 5.7 % and 1.43x before sequence parallelism's reduce-scatter +
   // all-gather pairs. The issue's targets are 15 % and 1.5x; the gates sit just above today's
   // figures.
-  CHECK(summary.median_abs_error <= 0.093);
+  CHECK(summary.median_abs_error <= 0.094);
   CHECK(summary.worst_factor <= 1.82);
 
   // The search holds each published layout (or a ZeRO variant) that fits its memory limit, and
