@@ -27,6 +27,25 @@ Graph one_linear(std::int64_t batch, std::int64_t in, std::int64_t out) {
 
 }  // namespace
 
+namespace {
+
+// The round device joined to its peers by a link of `bidirectional` bytes/s (half of it each
+// way), and the round parameters with collectives of 10 us latency at half that bandwidth.
+Device linked_round_device(const std::string& name, double bidirectional) {
+  Device d = round_device();
+  d.intra_node = Link{name, bidirectional, "bidirectional"};
+  return d;
+}
+
+PerformanceParams collective_round_params() {
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = 10e-6;
+  p.allreduce_efficiency = 0.5;
+  return p;
+}
+
+}  // namespace
+
 TEST_CASE("predict: a large GEMM is compute-bound on matrix units", "[predict]") {
   const Graph g = one_linear(4096, 4096, 4096);
   Workload w;
@@ -501,11 +520,8 @@ TEST_CASE("predict: context parallelism splits the tokens and rings K and V", "[
   // once a pass to its neighbour: 10 us + 1,048,576 B / (0.5 x 100 GB/s) = 30.97 us. Forward,
   // backward (K and V again and their gradients) make 3 such sends a layer.
   const Graph g = two_attention_layers();
-  Device d = round_device();
-  d.intra_node = Link{"Round link", 200e9, "bidirectional"};  // 100 GB/s per direction.
-  PerformanceParams p = round_params();
-  p.allreduce_latency_s = 10e-6;
-  p.allreduce_efficiency = 0.5;
+  Device d = linked_round_device("Round link", 200e9);  // 100 GB/s per direction.
+  PerformanceParams p = collective_round_params();
   Workload one;
   one.precision = Precision::kFp16;
   one.mode = Mode::kTraining;
@@ -601,11 +617,8 @@ TEST_CASE("predict: expert parallelism splits the experts and exchanges tokens a
   const double expert = 3.0 * 1024 * 512;
   const double router = 1024.0 * 8;
   REQUIRE(g.layers[0].counts.expert_params == 8 * 1572864);
-  Device d = round_device();
-  d.intra_node = Link{"Round link", 200e9, "bidirectional"};  // 100 GB/s per direction.
-  PerformanceParams p = round_params();
-  p.allreduce_latency_s = 10e-6;
-  p.allreduce_efficiency = 0.5;
+  Device d = linked_round_device("Round link", 200e9);  // 100 GB/s per direction.
+  PerformanceParams p = collective_round_params();
   Workload w;
   w.precision = Precision::kFp16;
   w.mode = Mode::kTraining;
@@ -690,11 +703,8 @@ TEST_CASE("predict: whole experts fold the expert grid over the tensor-parallel 
                 "hidden": 512}]})",
                               "block.json");
   const double expert = 3.0 * 1024 * 512;
-  Device d = round_device();
-  d.intra_node = Link{"Round link", 200e9, "bidirectional"};  // 100 GB/s per direction.
-  PerformanceParams p = round_params();
-  p.allreduce_latency_s = 10e-6;
-  p.allreduce_efficiency = 0.5;
+  Device d = linked_round_device("Round link", 200e9);  // 100 GB/s per direction.
+  PerformanceParams p = collective_round_params();
   Workload split;  // TP 2 x 8 replicas, EP 8: each device holds half of one expert.
   split.precision = Precision::kFp16;
   split.mode = Mode::kTraining;
@@ -837,11 +847,8 @@ TEST_CASE("predict: data parallelism all-reduces the gradients once a step, behi
   // 8 x 4096 -> 4096 in fp16: 16.8 M weights, 33.6 MB of gradients per replica.
   const Graph g = one_linear(8, 4096, 4096);
   const double grads = 4096.0 * 4096 * 2;
-  Device d = round_device();
-  d.intra_node = Link{"Slow link", 2e9, "bidirectional"};  // 1 GB/s per direction.
-  PerformanceParams p = round_params();
-  p.allreduce_latency_s = 10e-6;
-  p.allreduce_efficiency = 0.5;
+  Device d = linked_round_device("Slow link", 2e9);  // 1 GB/s per direction.
+  PerformanceParams p = collective_round_params();
   Workload w;
   w.mode = Mode::kTraining;
   w.precision = Precision::kFp16;
@@ -1236,11 +1243,8 @@ TEST_CASE("predict: interleaved stages cut the bubble V-fold, stage sends cross 
 
   // Over a link: each micro-batch sends fc1's output (64 x 4096 x 2 B) forward and its
   // gradient back. 1F1B blocks on both; in every stage time, the bubble's too.
-  Device d = round_device();
-  d.intra_node = Link{"Slow link", 2e9, "bidirectional"};  // 1 GB/s per direction.
-  PerformanceParams p = round_params();
-  p.allreduce_latency_s = 10e-6;
-  p.allreduce_efficiency = 0.5;
+  Device d = linked_round_device("Slow link", 2e9);  // 1 GB/s per direction.
+  PerformanceParams p = collective_round_params();
   const double bytes = 64.0 * 4096 * 2;
   const double send = 10e-6 + bytes / 0.5e9;
   Workload blocking = w;
