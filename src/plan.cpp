@@ -95,8 +95,9 @@ double objective_value(const PlanRow& row, PlanObjective objective) {
 
 auto layout_key(const Layout& l) {
   return std::make_tuple(l.devices, l.tensor_parallel, l.pipeline_parallel, l.context_parallel,
-                         l.expert_parallel, l.virtual_stages, l.micro_batch_size, l.zero_stage,
-                         l.checkpointing, l.device->id, static_cast<int>(l.precision));
+                         l.expert_parallel, l.whole_experts, l.virtual_stages, l.micro_batch_size,
+                         l.zero_stage, l.checkpointing, l.device->id,
+                         static_cast<int>(l.precision));
 }
 
 // Best first by the objective; ties by the other figures and then the layout, so that equal
@@ -227,8 +228,10 @@ struct Search {
           const std::int64_t devices = layout.tensor_parallel * layout.context_parallel * pp * dp;
           if (devices > reach.max_devices) break;
           if (!count_allowed(devices)) continue;
-          // Expert parallelism splits the experts over the devices holding the same weights.
-          if (dp * layout.context_parallel % layout.expert_parallel != 0) continue;
+          // Expert parallelism splits the experts over the devices holding the same weights, and
+          // whole experts over the tensor-parallel devices too.
+          const std::int64_t folded = layout.whole_experts ? layout.tensor_parallel : 1;
+          if (folded * dp * layout.context_parallel % layout.expert_parallel != 0) continue;
           const std::int64_t m = replicas_max / dp;
           if (v > 1 && m % pp != 0) continue;  // Megatron's interleaved schedule needs it.
           layout.devices = devices;
@@ -250,19 +253,27 @@ struct Search {
                       Layout layout) {
     const Device& device = *layout.device;
     for (std::int64_t ep : sc.expert_counts) {
-      // The smallest job with E dividing D x C (E and C are powers of two); the pass does not
-      // depend on D.
-      const std::int64_t replicas = ep / std::gcd(ep, layout.context_parallel);
-      layout.devices = layout.tensor_parallel * layout.context_parallel * replicas;
-      if (layout.devices > reach.max_devices) break;
-      layout.expert_parallel = ep;
-      const LayerPass pass =
-          estimate_layers(sc.graph, device, params, plan_workload(request, layout));
-      if (!pass.partial.communication_modelled || !pass.partial.context_parallel_modelled ||
-          !pass.partial.expert_parallel_modelled) {
-        continue;
+      // Experts split like the other weights, and (with tensor parallelism) whole experts, the
+      // expert grid folded over the tensor-parallel devices too (Megatron-Core's
+      // expert_tensor_parallel_size=1).
+      for (bool whole : {false, true}) {
+        if (whole && (ep == 1 || layout.tensor_parallel == 1)) continue;
+        // The smallest job with E dividing (T x) D x C (E, T and C are powers of two); the
+        // pass does not depend on D.
+        const std::int64_t folded = layout.context_parallel * (whole ? layout.tensor_parallel : 1);
+        const std::int64_t replicas = std::max<std::int64_t>(1, ep / std::gcd(ep, folded));
+        layout.devices = layout.tensor_parallel * layout.context_parallel * replicas;
+        if (layout.devices > reach.max_devices) continue;
+        layout.expert_parallel = ep;
+        layout.whole_experts = whole;
+        const LayerPass pass =
+            estimate_layers(sc.graph, device, params, plan_workload(request, layout));
+        if (!pass.partial.communication_modelled || !pass.partial.context_parallel_modelled ||
+            !pass.partial.expert_parallel_modelled) {
+          continue;
+        }
+        schedules(sc, pass, params, reach, layout);
       }
-      schedules(sc, pass, params, reach, layout);
     }
   }
 
@@ -454,7 +465,9 @@ std::vector<std::string_view> plan_objective_names() {
 std::string layout_text(const Layout& l) {
   std::string text = fmt::format("TP {}, PP {}, ", l.tensor_parallel, l.pipeline_parallel);
   if (l.context_parallel > 1) text += fmt::format("CP {}, ", l.context_parallel);
-  if (l.expert_parallel > 1) text += fmt::format("EP {}, ", l.expert_parallel);
+  if (l.expert_parallel > 1) {
+    text += fmt::format("EP {}{}, ", l.expert_parallel, l.whole_experts ? " (whole experts)" : "");
+  }
   text += fmt::format("DP {}", l.data_parallel);
   if (l.virtual_stages > 1) text += fmt::format(", V {}", l.virtual_stages);
   if (l.zero_stage > 0) text += fmt::format(", ZeRO-{}", l.zero_stage);
@@ -500,6 +513,7 @@ Workload plan_workload(const PlanRequest& request, const Layout& layout) {
   w.pipeline_parallel = layout.pipeline_parallel;
   w.context_parallel = layout.context_parallel;
   w.expert_parallel = layout.expert_parallel;
+  if (layout.whole_experts) w.expert_tensor_parallel = 1;
   w.moe_imbalance = request.moe_imbalance;
   w.lora_rank = request.lora_rank;
   w.lora_attention_only = request.lora_attention_only;
@@ -587,10 +601,10 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
   // Layouts that differ only in a ZeRO stage that changes nothing in the step: the lowest
   // stage that fits is listed (sorted first), the others would repeat its row.
   std::set<std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                      std::int64_t, std::int64_t, std::int64_t, bool, double>>
+                      bool, std::int64_t, std::int64_t, std::int64_t, bool, double>>
       listed;
   std::map<std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                      std::int64_t, int, bool>,
+                      bool, std::int64_t, int, bool>,
            double>
       family_last;
   for (const PlanRow& row : all) {
@@ -598,8 +612,9 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
     const Layout& l = row.layout;
     if (!listed
              .insert({l.device->id, static_cast<int>(l.precision), l.tensor_parallel,
-                      l.pipeline_parallel, l.context_parallel, l.expert_parallel, l.data_parallel,
-                      l.virtual_stages, l.micro_batch_size, l.checkpointing, row.step_s})
+                      l.pipeline_parallel, l.context_parallel, l.expert_parallel, l.whole_experts,
+                      l.data_parallel, l.virtual_stages, l.micro_batch_size, l.checkpointing,
+                      row.step_s})
              .second) {
       continue;
     }
@@ -609,9 +624,10 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
     // Context parallelism trades replicas for sequence splits at the same device count, and
     // micro-batches trade size for count: the splits that rank within the tolerance of a
     // listed one repeat its row.
-    const auto family = std::make_tuple(l.device->id, static_cast<int>(l.precision), l.devices,
-                                        l.tensor_parallel, l.pipeline_parallel, l.expert_parallel,
-                                        l.virtual_stages, l.zero_stage, l.checkpointing);
+    const auto family =
+        std::make_tuple(l.device->id, static_cast<int>(l.precision), l.devices, l.tensor_parallel,
+                        l.pipeline_parallel, l.expert_parallel, l.whole_experts, l.virtual_stages,
+                        l.zero_stage, l.checkpointing);
     // Rows come best first, so each is compared with its family's last listed row.
     const double value = objective_value(row, objective);
     const auto [last, fresh] = family_last.emplace(family, value);

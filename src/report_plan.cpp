@@ -57,6 +57,7 @@ Json row_json(const PlanRow& row) {
               {"pipeline_parallel", l.pipeline_parallel},
               {"context_parallel", l.context_parallel},
               {"expert_parallel", l.expert_parallel},
+              {"expert_tensor_parallel", l.whole_experts ? 1 : l.tensor_parallel},
               {"data_parallel", l.data_parallel},
               {"virtual_stages", l.virtual_stages},
               {"zero_stage", l.zero_stage},
@@ -332,7 +333,8 @@ std::string render_plan_json(const PlanReportInput& in) {
 std::string render_plan_csv(const PlanReportInput& in) {
   std::string out =
       "rank,device,precision,devices,tensor_parallel,pipeline_parallel,context_parallel,"
-      "expert_parallel,data_parallel,virtual_stages,zero_stage,micro_batch_size,micro_batches,"
+      "expert_parallel,expert_tensor_parallel,data_parallel,virtual_stages,zero_stage,"
+      "micro_batch_size,micro_batches,"
       "checkpointing,step_s,"
       "mfu,"
       "tokens_per_s,time_s,device_hours,cost_usd,energy_kwh,memory_bytes,headroom_bytes\n";
@@ -349,6 +351,7 @@ std::string render_plan_csv(const PlanReportInput& in) {
                                             std::to_string(l.pipeline_parallel),
                                             std::to_string(l.context_parallel),
                                             std::to_string(l.expert_parallel),
+                                            std::to_string(l.whole_experts ? 1 : l.tensor_parallel),
                                             std::to_string(l.data_parallel),
                                             std::to_string(l.virtual_stages),
                                             std::to_string(l.zero_stage),

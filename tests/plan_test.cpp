@@ -192,8 +192,9 @@ TEST_CASE("plan: one node of two devices, every layout listed by hand", "[plan]"
 TEST_CASE("plan: expert parallelism is searched where it divides the experts and D x C", "[plan]") {
   // tiny_moe on one node of two devices, a global batch of 2 samples of 1. By hand, per
   // checkpointing setting: 1 device (1 layout); DP 2 with EP 1 or 2 (4 does not fit 2
-  // devices), ZeRO 0 to 3 (8); PP 2 (1); TP 2 (1); CP 2 with EP 1 or 2 (2): 13, so 26 in all.
-  // EP must divide D x C: none on one device, nor with TP 2 or PP 2 alone.
+  // devices), ZeRO 0 to 3 (8); PP 2 (1); TP 2 with EP 1, and with EP 2 of whole experts
+  // folded over the pair (2); CP 2 with EP 1 or 2 (2): 14, so 28 in all. EP must divide
+  // D x C (T x D x C for whole experts): none on one device, nor with PP 2 alone.
   const HardwareTable table = table_of(node_device(2, false));
   const Device& d = table.devices.front();
   PlanRequest request = fp16_request(table, 2, 2);
@@ -201,16 +202,20 @@ TEST_CASE("plan: expert parallelism is searched where it divides the experts and
   const PlanGraphBuilder build = [](std::int64_t batch) { return tiny_moe(batch); };
   CHECK(plan_shape(build(1)).experts == 4);
   const PlanResult result = plan(build, table, request);
-  CHECK(result.layouts_searched == 26);
+  CHECK(result.layouts_searched == 28);
   REQUIRE_FALSE(result.rows.empty());
   bool expert_rows = false;
+  bool whole_rows = false;
   for (const PlanRow& row : result.rows) {
     const Layout& l = row.layout;
-    CHECK(l.data_parallel * l.context_parallel % l.expert_parallel == 0);
+    const std::int64_t folded = l.whole_experts ? l.tensor_parallel : 1;
+    CHECK(folded * l.data_parallel * l.context_parallel % l.expert_parallel == 0);
     CHECK(l.expert_parallel <= 2);
     if (l.expert_parallel == 1) continue;
     expert_rows = true;
-    CHECK(layout_text(l).find("EP 2") != std::string::npos);
+    CHECK(layout_text(l).find(l.whole_experts ? "EP 2 (whole experts)" : "EP 2,") !=
+          std::string::npos);
+    whole_rows = whole_rows || (l.whole_experts && l.tensor_parallel == 2);
     // The step is estimate()'s, its all-to-alls in the breakdown.
     const Estimate e = estimate(build(1), d, test::round_params(), plan_workload(request, l));
     CHECK(row.step_s == e.latency_s);
@@ -218,6 +223,7 @@ TEST_CASE("plan: expert parallelism is searched where it divides the experts and
     CHECK(row.breakdown.expert_parallel_s == e.expert_parallel_s);
   }
   CHECK(expert_rows);
+  CHECK(whole_rows);
   // A dense model has no EP axis.
   request.global_batch = 2;
   const PlanResult dense =

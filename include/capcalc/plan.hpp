@@ -83,6 +83,9 @@ struct Layout {
   std::int64_t pipeline_parallel = 1;
   std::int64_t context_parallel = 1;  ///< Devices that split each sequence (ring attention).
   std::int64_t expert_parallel = 1;   ///< Devices that split each moe layer's experts.
+  /// Each routed expert whole on one device (expert tensor-parallel 1, the expert grid folded
+  /// over the tensor-parallel devices too); false: split like the other weights.
+  bool whole_experts = false;
   std::int64_t data_parallel = 1;
   std::int64_t virtual_stages = 1;
   std::int64_t micro_batch_size = 1;  ///< Samples per micro-batch.
