@@ -258,8 +258,8 @@ struct Search {
       // expert_tensor_parallel_size=1).
       for (bool whole : {false, true}) {
         if (whole && (ep == 1 || layout.tensor_parallel == 1)) continue;
-        // The smallest job with E dividing (T x) D x C (E, T and C are powers of two); the
-        // pass does not depend on D.
+        // The smallest job with E dividing (T x) D x C: lcm(E, (T x) C) / ((T x) C) replicas;
+        // the pass does not depend on D.
         const std::int64_t folded = layout.context_parallel * (whole ? layout.tensor_parallel : 1);
         const std::int64_t replicas = std::max<std::int64_t>(1, ep / std::gcd(ep, folded));
         layout.devices = layout.tensor_parallel * layout.context_parallel * replicas;

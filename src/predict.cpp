@@ -134,7 +134,7 @@ void check_expert_parallel(const Workload& workload, std::int64_t replicas) {
   // Whole experts: the expert grid folds over tensor-parallel x replicas x context-parallel.
   const std::int64_t folded = shards * workload.tensor_parallel;
   if (etp == 1 && folded % workload.expert_parallel != 0) {
-    throw Error({}, fmt::format("--expert-parallel {} does not divide the {} devices the "
+    throw Error({}, fmt::format("--expert-parallel {} does not divide the {} devices "
                                 "whole experts fold over (tensor-parallel {} x {} data-parallel "
                                 "replicas x context-parallel {})",
                                 workload.expert_parallel, folded, workload.tensor_parallel,

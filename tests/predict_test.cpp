@@ -753,7 +753,7 @@ TEST_CASE("predict: whole experts fold the expert grid over the tensor-parallel 
   Workload wide = whole;
   wide.expert_parallel = 32;
   CHECK_THROWS_WITH(estimate(many, d, p, wide),
-                    "--expert-parallel 32 does not divide the 16 devices the whole experts fold "
+                    "--expert-parallel 32 does not divide the 16 devices whole experts fold "
                     "over (tensor-parallel 2 x 8 data-parallel replicas x context-parallel 1)");
   Workload four = whole;
   four.expert_tensor_parallel = 4;
