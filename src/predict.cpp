@@ -351,6 +351,11 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
           expert_parallel_problem(graph, workload.expert_parallel, workload.moe_imbalance)) {
     throw Error({}, *problem);
   }
+  if (expert_tensor_parallel(workload) != workload.tensor_parallel &&
+      std::none_of(graph.layers.begin(), graph.layers.end(),
+                   [](const Layer& layer) { return layer.counts.experts > 0; })) {
+    throw Error({}, "--expert-tensor-parallel: the model has no \"moe\" layer");
+  }
   if (workload.expert_weight_precision) {
     if (workload.mode == Mode::kTraining) {
       throw Error({},

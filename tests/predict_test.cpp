@@ -761,6 +761,11 @@ TEST_CASE("predict: whole experts fold the expert grid over the tensor-parallel 
                     "--expert-tensor-parallel must be 1 or the tensor parallelism (2), got 4");
   // The description says so.
   CHECK_THAT(parallelism_text(whole), ContainsSubstring("(expert-parallel 8, whole experts)"));
+  // A model without routed experts has nothing to keep whole.
+  Workload dense = whole;
+  dense.expert_parallel = 1;
+  CHECK_THROWS_WITH(estimate(one_linear(8, 64, 64), d, p, dense),
+                    "--expert-tensor-parallel: the model has no \"moe\" layer");
 }
 
 TEST_CASE("predict: expert parallelism's degree divides the replicas and the experts",
