@@ -261,7 +261,7 @@ struct Search {
         // The smallest job with E dividing (T x) D x C: lcm(E, (T x) C) / ((T x) C) replicas;
         // the pass does not depend on D.
         const std::int64_t folded = layout.context_parallel * (whole ? layout.tensor_parallel : 1);
-        const std::int64_t replicas = std::max<std::int64_t>(1, ep / std::gcd(ep, folded));
+        const std::int64_t replicas = ep / std::gcd(ep, folded);
         layout.devices = layout.tensor_parallel * layout.context_parallel * replicas;
         if (layout.devices > reach.max_devices) continue;
         layout.expert_parallel = ep;

@@ -226,6 +226,10 @@ std::int64_t expert_tensor_parallel(const Workload& workload) {
   return workload.expert_tensor_parallel.value_or(workload.tensor_parallel);
 }
 
+bool whole_experts(const Workload& workload) {
+  return expert_tensor_parallel(workload) != workload.tensor_parallel;
+}
+
 std::string precision_text(Precision precision, Fp8Recipe recipe) {
   if (precision != Precision::kFp8) return std::string(precision_name(precision));
   return fmt::format("fp8 ({})", fp8_recipe_name(recipe));
@@ -241,11 +245,9 @@ std::string parallelism_text(const Workload& workload) {
   if (workload.context_parallel > 1) {
     text += fmt::format(" (context-parallel {})", workload.context_parallel);
   }
-  // Experts not split by tensor parallelism (expert_tensor_parallel 1) are whole on a device.
-  const bool whole_experts = expert_tensor_parallel(workload) != workload.tensor_parallel;
-  if (workload.expert_parallel > 1 || whole_experts) {
+  if (workload.expert_parallel > 1 || whole_experts(workload)) {
     text += fmt::format(" (expert-parallel {}{})", workload.expert_parallel,
-                        whole_experts ? ", whole experts" : "");
+                        whole_experts(workload) ? ", whole experts" : "");
   }
   if (workload.pipeline_parallel > 1 || workload.micro_batches > 1) {
     text += fmt::format(" (pipeline {} x {} micro-batch{}{})", workload.pipeline_parallel,
@@ -351,7 +353,7 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
           expert_parallel_problem(graph, workload.expert_parallel, workload.moe_imbalance)) {
     throw Error({}, *problem);
   }
-  if (expert_tensor_parallel(workload) != workload.tensor_parallel &&
+  if (whole_experts(workload) &&
       std::none_of(graph.layers.begin(), graph.layers.end(),
                    [](const Layer& layer) { return layer.counts.experts > 0; })) {
     throw Error({}, "--expert-tensor-parallel: the model has no \"moe\" layer");

@@ -52,8 +52,8 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
   const double passes = s.training ? (s.workload.checkpointing ? 3 : 2) : 1;
   for (const Layer& layer : s.graph.layers) {
     const bool attention = layer.traits.op_class == OpClass::kAttention;
-    const bool whole_experts = layer.counts.experts > 0 && s.etp != s.tp;
-    if (layer.view || (!attention && !whole_experts)) continue;
+    const bool whole = layer.counts.experts > 0 && whole_experts(s.workload);
+    if (layer.view || (!attention && !whole)) continue;
     const double bytes = static_cast<double>(element_count(layer.output)) * s.comm_bytes / s.cp;
     const double t =
         s.sequence_parallel
@@ -184,8 +184,7 @@ void data_parallel_sync(const Step& s, const DeviceParams& params, const DeviceP
   // With expert parallelism, or whole experts, the routed experts' gradients reduce apart,
   // over the expert_shards devices that hold the same experts, etp x ep apart on the expert
   // grid.
-  const bool expert_grid = s.ep > 1 || s.etp != s.tp;
-  const bool expert_sync = expert_grid && s.expert_shards > 1;
+  const bool expert_sync = experts_held_apart(s) && s.expert_shards > 1;
   const CollectiveGroup experts =
       expert_sync ? collective_group(s.device,
                                      static_cast<std::int64_t>(s.etp) * s.workload.expert_parallel,
@@ -209,7 +208,7 @@ void data_parallel_sync(const Step& s, const DeviceParams& params, const DeviceP
   result.data_parallel_bandwidth = dp.per_direction();
   // A collective of `per_param` bytes of each of parameters `p` (held or trained).
   const auto time = [&](Collective kind, const DeviceParams& p, double per_param) {
-    const double dense = expert_grid ? p.all - p.experts : p.all;
+    const double dense = experts_held_apart(s) ? p.all - p.experts : p.all;
     const double t = collective_s(dp, s.params, result.profile, kind, dense * per_param);
     return expert_sync
                ? t + collective_s(experts, s.params, result.profile, kind, p.experts * per_param)

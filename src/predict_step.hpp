@@ -114,6 +114,12 @@ Adapters lora_adapters(const Graph& graph, const Workload& workload, std::size_t
 /// Every layer's time into `result`; returns one micro-batch's backward through the whole model.
 double layer_times(const Step& s, Estimate& result);
 
+// The routed experts' weights, gradients and state are held apart from the other weights:
+// split over expert parallelism, or whole on a device (whole_experts).
+inline bool experts_held_apart(const Step& s) {
+  return s.ep > 1 || whole_experts(s.workload);
+}
+
 // Communication (src/predict_comm.cpp).
 
 /// Tensor parallelism's all-reduces (or reduce-scatters and all-gathers), added to the latency.

@@ -98,7 +98,7 @@ double optimizer_step_kernels(const Step& s) {
     // Expert parallelism: a device holds 1/ep of a moe layer's routed experts (taken as their
     // share of its tensors), each split over etp devices, which ZeRO shards over the devices
     // that hold the same experts.
-    const bool experts = (s.ep > 1 || s.etp != s.tp) && c.expert_params > 0;
+    const bool experts = experts_held_apart(s) && c.expert_params > 0;
     const double held = experts ? 1 - static_cast<double>(c.expert_params) /
                                           static_cast<double>(c.params) * (1 - 1 / s.ep)
                                 : 1;

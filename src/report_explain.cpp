@@ -241,7 +241,6 @@ std::string explain_split(const ReportInput& in) {
                                  : std::string("no link in the table (not modelled)");
     // Whole experts (expert tensor-parallel 1) fold the expert grid over the T devices too.
     const std::int64_t etp = expert_tensor_parallel(in.workload);
-    const bool whole = etp != in.workload.tensor_parallel;
     const std::int64_t holders =
         data_parallel_shards(in.workload) * in.workload.tensor_parallel / (ep * etp);
     out += in.workload.mode == Mode::kTraining
@@ -255,7 +254,7 @@ std::string explain_split(const ReportInput& in) {
                      "               many again in backward), each sending (E-1)/E of the "
                      "device's 1/(T x C) of\n"
                      "               the tokens x experts per token x width, over {}\n",
-                     ep, whole ? ", whole" : "", holders, link)
+                     ep, whole_experts(in.workload) ? ", whole" : "", holders, link)
                : fmt::format(
                      "  expert par.  each device holds 1/{} of every moe layer's routed experts; "
                      "per moe layer a\n"

@@ -106,7 +106,7 @@ Json workload_json(const ReportInput& in) {
   put_parallelism_json(workload, in.workload);
   if (in.workload.context_parallel > 1) workload["context_parallel"] = in.workload.context_parallel;
   if (in.workload.expert_parallel > 1) workload["expert_parallel"] = in.workload.expert_parallel;
-  if (expert_tensor_parallel(in.workload) != in.workload.tensor_parallel) {
+  if (whole_experts(in.workload)) {
     workload["expert_tensor_parallel"] = expert_tensor_parallel(in.workload);
   }
   if (in.workload.moe_imbalance != 1) workload["moe_imbalance"] = in.workload.moe_imbalance;

@@ -202,10 +202,10 @@ void check_experts(const WorkloadSpec& spec, const SpecLocations* where, Workloa
     w.expert_tensor_parallel = etp;
   }
   // Whole experts fold over the tensor-parallel devices too.
-  const std::int64_t folded = expert_tensor_parallel(w) == 1 ? shards * w.tensor_parallel : shards;
+  const std::int64_t folded = whole_experts(w) ? shards * w.tensor_parallel : shards;
   if (folded % w.expert_parallel != 0) {
     fail(where, "expert_parallel",
-         expert_tensor_parallel(w) == 1 && w.tensor_parallel > 1
+         whole_experts(w)
              ? fmt::format("`expert_parallel` {} does not divide the {} devices whole experts "
                            "fold over (`tensor_parallel` {} x {} data-parallel replicas x "
                            "context-parallel {})",

@@ -320,6 +320,9 @@ std::int64_t data_parallel_replicas(const Workload& workload);
 std::int64_t data_parallel_shards(const Workload& workload);
 /// The devices that split each routed expert: expert_tensor_parallel, else tensor_parallel.
 std::int64_t expert_tensor_parallel(const Workload& workload);
+/// Each routed expert whole on one device while tensor parallelism splits the other weights
+/// (expert_tensor_parallel 1 with tensor_parallel above 1).
+bool whole_experts(const Workload& workload);
 
 /// " (tensor-parallel T)", " (pipeline P x M micro-batches)" and ", ZeRO-S" where they apply,
 /// for workload descriptions.
