@@ -40,7 +40,7 @@ _capcalc() {
   local model_flags="--batch --set --causal --input-shape --strict --omit-input"
   local hw_flags="--hardware --hardware-file"
   local workload_flags="--gpu --hw --device --precision --mode --profile --runtime --runtime-file --optimizer --devices
-    --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-imbalance --micro-batches --virtual-stages --zero
+    --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-dispatcher --moe-imbalance --micro-batches --virtual-stages --zero
     --input-rate"
   local run_flags="--dataset-size --epochs --tokens --price-per-hour"
 
@@ -61,7 +61,7 @@ _capcalc() {
       COMPREPLY=($(compgen -W "$(_capcalc_devices)" -- "$cur"))
       return ;;
     -p | --precision | --weight-precision | --expert-weight-precision | --kv-precision | -m | --mode | --profile | --optimizer | \
-      --sparsity | --fp8-recipe | --causal | --type | --objective | --pricing | --sort | --find | -f | --format | \
+      --sparsity | --fp8-recipe | --moe-dispatcher | --causal | --type | --objective | --pricing | --sort | --find | -f | --format | \
       --sequence-parallel | --lora-targets)
       [[ -n $command ]] && COMPREPLY=($(compgen -W "$(_capcalc_choices "$prev" $command $sub)" -- "$cur"))
       return ;;
@@ -124,13 +124,13 @@ _capcalc() {
     validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor --max-held-out-median-error --min-within-2x --write-ranges" ;;
     compare)
       flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
-             --batch --profile --runtime --runtime-file --fp8-recipe --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-imbalance
+             --batch --profile --runtime --runtime-file --fp8-recipe --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-dispatcher --moe-imbalance
              --micro-batches --virtual-stages --zero --input-rate $run_flags --format
              --prompt-tokens --output-tokens --weight-precision --expert-weight-precision --kv-precision" ;;
     check)
       flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
              --sparsity --fp8-recipe --optimizer --weight-precision --expert-weight-precision --checkpointing --lora-rank --lora-targets
-             --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-imbalance --micro-batches --virtual-stages --zero --input-rate $run_flags
+             --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-dispatcher --moe-imbalance --micro-batches --virtual-stages --zero --input-rate $run_flags
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens
              --output-tokens --format --output" ;;
@@ -144,14 +144,14 @@ _capcalc() {
              --disaggregate --mix --price-per-hour --validate --max-median-error --max-worst-factor --min-within-2x
              --format --output" ;;
     plan)
-      flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance
+      flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance --moe-dispatcher
              --runtime --runtime-file --fp8-recipe
              --lora-rank --lora-targets --micro-batch-sizes --dataset-size --epochs --tokens --gpu --hw --device --type --all
              --max-devices --deadline --budget --pricing --price --discount --interruptions
              --restart --checkpoint-every --capex --life --power-price --pue --objective --top
              --explain --format" ;;
     scale)
-      flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance
+      flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance --moe-dispatcher
              --runtime --runtime-file --fp8-recipe
              --lora-rank --lora-targets --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)

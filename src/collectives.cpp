@@ -21,6 +21,15 @@ double ring_factor(Collective kind, std::int64_t n) {
   return kind == Collective::kAllReduce ? 2 * one : one;
 }
 
+// Intra-node and network bytes sent at once: lat + max(intra / (e bw_intra), network / (e bw_net)).
+double exchange_s(const CollectiveGroup& group, double latency, double efficiency,
+                  double intra_bytes, double network_bytes) {
+  const double intra =
+      group.intra != nullptr ? intra_bytes / (efficiency * group.intra_per_direction) : 0;
+  if (group.network == nullptr) return latency + intra;
+  return latency + std::max(intra, network_bytes / (efficiency * group.network_per_direction));
+}
+
 // NCCL's all-to-all is grouped point-to-point sends, all at once (nccl-tests src/alltoall.cu:
 // ncclSend and ncclRecv to every rank between ncclGroupStart and ncclGroupEnd): a member sends
 // (n-1)/n of its buffer, 1/n to each other member (there, bus bandwidth = algorithm bandwidth x
@@ -32,13 +41,18 @@ double ring_factor(Collective kind, std::int64_t n) {
 double all_to_all_s(const CollectiveGroup& group, double latency, double efficiency, double bytes) {
   const auto n = static_cast<double>(group.per_node * group.nodes);
   const auto g = static_cast<double>(group.per_node);
-  if (group.network == nullptr) {
-    return latency + (n - 1) / n * bytes / (efficiency * group.intra_per_direction);
+  return exchange_s(group, latency, efficiency, (g - 1) / n * bytes, (n - g) / n * bytes);
+}
+
+// The chance that `held` of `experts` experts hold none of a token's `top_k` distinct ones,
+// drawn without replacement: C(E - h, k) / C(E, k) = prod over i < k of (E - h - i) / (E - i).
+double none_held(std::int64_t experts, std::int64_t held, std::int64_t top_k) {
+  double chance = 1;
+  for (std::int64_t i = 0; i < top_k; ++i) {
+    if (experts - held - i <= 0) return 0;
+    chance *= static_cast<double>(experts - held - i) / static_cast<double>(experts - i);
   }
-  const double intra =
-      group.intra != nullptr ? (g - 1) / n * bytes / (efficiency * group.intra_per_direction) : 0;
-  return latency +
-         std::max(intra, (n - g) / n * bytes / (efficiency * group.network_per_direction));
+  return chance;
 }
 
 // log2 of n, rounded down (NCCL's log2i): a tree over n nodes has that many levels.
@@ -127,6 +141,36 @@ double collective_s(const CollectiveGroup& group, const PerformanceParams& param
   const double share = bytes / static_cast<double>(group.per_node);
   return t + network_level_s(kind, group.nodes, share, latency, params.network_step_latency_s,
                              efficiency * group.network_per_direction);
+}
+
+// DeepEP (deepseek-ai/DeepEP v1.2.1, csrc/kernels/layout.cu, get_dispatch_layout) marks a
+// token once for each rank holding any of its experts (is_token_in_rank) and once for each
+// RDMA rank, a node of NUM_MAX_NVL_PEERS = 8 ranks (num_tokens_per_rdma_rank); its internode
+// kernels send it over RDMA to the rank of the same local index in each such node, which
+// forwards it over NVLink ("forwarding data from NVLink domain to RDMA domain", its README), and
+// the combine reduces on the way back. HybridEP does the same ("Similar to DeepEP, Hybrid-EP
+// first performs IB communication between peer GPUs, then each rank distributes the received
+// inter-node data locally": docs/Hybrid-EP_Implementation.md, hybrid-ep branch at 94a9f8f).
+TokenCopies dispatch_copies(const CollectiveGroup& group, std::int64_t experts, std::int64_t top_k,
+                            bool deduplicated) {
+  const std::int64_t n = group.per_node * group.nodes;
+  const auto g = static_cast<double>(group.per_node);
+  const auto m = static_cast<double>(group.nodes);
+  const auto k = static_cast<double>(top_k);
+  if (!deduplicated || n <= 1 || experts % n != 0) {
+    return {k * (g - 1) / static_cast<double>(n), k * (m - 1) / m};
+  }
+  const std::int64_t per_member = experts / n;
+  const double members = (g - 1) * (1 - none_held(experts, per_member, top_k));
+  if (group.network == nullptr) return {members, 0};
+  return {m * members, (m - 1) * (1 - none_held(experts, per_member * group.per_node, top_k))};
+}
+
+double token_exchange_s(const CollectiveGroup& group, const PerformanceParams& params,
+                        Profile profile, const TokenCopies& copies, double token_bytes) {
+  if (!group.modelled) return 0;
+  return exchange_s(group, params.allreduce_latency(profile), params.allreduce_efficiency,
+                    copies.intra * token_bytes, copies.network * token_bytes);
 }
 
 double send_s(const PerformanceParams& params, Profile profile, double bytes,

@@ -55,6 +55,31 @@ CollectiveGroup collective_group(Device&&, std::int64_t, std::int64_t) = delete;
 double collective_s(const CollectiveGroup& group, const PerformanceParams& params, Profile profile,
                     Collective kind, double bytes);
 
+/// Copies of one token that a member of an expert-parallel `group` sends in a dispatch (a
+/// combine returns as many): over the scale-up link and over its network port.
+struct TokenCopies {
+  double intra = 0;
+  double network = 0;
+};
+
+/// The copies for a token routed to `top_k` distinct experts of `experts` spread evenly over
+/// the group's n members (g a node, m nodes), the experts drawn uniformly (balanced routing).
+/// An all-to-all sends one copy for each expert: k (g-1)/n within the node, k (n-g)/n beyond.
+/// Deduplicated (DeepEP, HybridEP) sends one copy for each member holding any of them, and
+/// across nodes one for each node, to the member of the same local rank there, which forwards
+/// what it receives from each of the m nodes (its own included) to its node mates:
+///   network (m-1)(1 - q(g)),  intra m (g-1)(1 - q(1))  (within one node: (g-1)(1 - q(1))),
+/// q(s) the chance that s members' s E/n experts hold none of the k: the product over i < k of
+/// (E - s E/n - i) / (E - i).
+TokenCopies dispatch_copies(const CollectiveGroup& group, std::int64_t experts, std::int64_t top_k,
+                            bool deduplicated);
+
+/// Seconds for one exchange of `copies` of tokens of `token_bytes` in all per member: as an
+/// all-to-all, one latency, the copies for node mates over the scale-up link and the others over
+/// the network port at once, the slower bounding it. 0 when not modelled.
+double token_exchange_s(const CollectiveGroup& group, const PerformanceParams& params,
+                        Profile profile, const TokenCopies& copies, double token_bytes);
+
 /// Seconds for a point-to-point send of `bytes` over a link of `per_direction` bytes/s.
 double send_s(const PerformanceParams& params, Profile profile, double bytes, double per_direction);
 

@@ -153,6 +153,7 @@ FitAdvice advise_fit(const Graph& graph, const Device& device, const Performance
   Workload whole = workload;
   whole.zero_stage = 0;
   whole.expert_parallel = 1;
+  whole.moe_dispatcher = MoeDispatcher::kAllToAll;
   const Estimate unsharded = estimate(graph, device, params, whole);
   const double split = static_cast<double>(workload.tensor_parallel * workload.pipeline_parallel);
   advice.state_bytes = (unsharded.memory.weight_bytes + unsharded.memory.gradient_bytes +

@@ -515,6 +515,7 @@ Workload plan_workload(const PlanRequest& request, const Layout& layout) {
   w.expert_parallel = layout.expert_parallel;
   if (layout.whole_experts) w.expert_tensor_parallel = 1;
   w.moe_imbalance = request.moe_imbalance;
+  if (layout.expert_parallel > 1) w.moe_dispatcher = request.moe_dispatcher;
   w.lora_rank = request.lora_rank;
   w.lora_attention_only = request.lora_attention_only;
   w.virtual_stages = layout.virtual_stages;

@@ -125,6 +125,11 @@ void check_expert_parallel(const Workload& workload, std::int64_t replicas) {
                                 "({}), got {}",
                                 workload.tensor_parallel, etp));
   }
+  if (workload.moe_dispatcher != MoeDispatcher::kAllToAll && workload.expert_parallel <= 1) {
+    throw Error({}, fmt::format("the {} dispatcher sends tokens to experts on other devices: add "
+                                "--expert-parallel",
+                                moe_dispatcher_title(workload.moe_dispatcher)));
+  }
   if (etp == workload.tensor_parallel && shards % workload.expert_parallel != 0) {
     throw Error({},
                 fmt::format("--expert-parallel {} does not divide the {} devices that hold the "
@@ -246,8 +251,12 @@ std::string parallelism_text(const Workload& workload) {
     text += fmt::format(" (context-parallel {})", workload.context_parallel);
   }
   if (workload.expert_parallel > 1 || whole_experts(workload)) {
-    text += fmt::format(" (expert-parallel {}{})", workload.expert_parallel,
-                        whole_experts(workload) ? ", whole experts" : "");
+    text += fmt::format(
+        " (expert-parallel {}{}{})", workload.expert_parallel,
+        whole_experts(workload) ? ", whole experts" : "",
+        workload.moe_dispatcher != MoeDispatcher::kAllToAll
+            ? fmt::format(", {} dispatch", moe_dispatcher_title(workload.moe_dispatcher))
+            : "");
   }
   if (workload.pipeline_parallel > 1 || workload.micro_batches > 1) {
     text += fmt::format(" (pipeline {} x {} micro-batch{}{})", workload.pipeline_parallel,

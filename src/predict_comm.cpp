@@ -106,15 +106,17 @@ void context_parallel_communication(const Step& s, Estimate& result) {
   result.latency_s += result.context_parallel_s;
 }
 
-// Expert parallelism (Megatron-Core's all-to-all token dispatcher): each moe layer sends every
-// token-expert pair to the device holding the expert (dispatch) and the expert's output back
-// (combine), forward; backward sends their gradients the two ways again, and checkpointing's
-// recompute repeats the forward's. A device dispatches its 1/tp of its tokens (sequence
-// parallelism, which Megatron-Core requires with experts and tensor parallelism), 1/cp of the
-// sequence's. The group is ep devices etp apart (tp apart unless the experts are whole):
-// Megatron-Core lays the experts out on a grid of its own (parallel_state.py:
-// RankGenerator(tp=expert tensor parallel, ep, dp, pp, cp=1)), context parallelism's devices
-// folded into the expert-parallel ones. Not overlapped with compute (Megatron-Core's default).
+// Expert parallelism (Megatron-Core's token dispatchers): each moe layer sends its tokens to
+// the devices holding their experts (dispatch) and the experts' outputs back (combine),
+// forward; backward sends their gradients the two ways again, and checkpointing's recompute
+// repeats the forward's. The all-to-all dispatcher sends a token once for each of its experts,
+// DeepEP and HybridEP once for each device or node holding any (dispatch_copies). A device
+// dispatches its 1/tp of its tokens (sequence parallelism, which Megatron-Core requires with
+// experts and tensor parallelism), 1/cp of the sequence's. The group is ep devices etp apart
+// (tp apart unless the experts are whole): Megatron-Core lays the experts out on a grid of its
+// own (parallel_state.py: RankGenerator(tp=expert tensor parallel, ep, dp, pp, cp=1)), context
+// parallelism's devices folded into the expert-parallel ones. Not overlapped with compute
+// (Megatron-Core's default).
 void expert_parallel_communication(const Step& s, Estimate& result) {
   if (s.workload.expert_parallel <= 1) return;
   const CollectiveGroup group =
@@ -125,15 +127,17 @@ void expert_parallel_communication(const Step& s, Estimate& result) {
   }
   result.expert_parallel_link = group.link_name();
   const double passes = s.training ? (s.workload.checkpointing ? 6 : 4) : 2;
+  const bool deduplicated = s.workload.moe_dispatcher != MoeDispatcher::kAllToAll;
   for (const Layer& layer : s.graph.layers) {
     const LayerCounts& c = layer.counts;
     if (layer.view || c.experts == 0) continue;
-    const double bytes = static_cast<double>(element_count(layer.output)) *
-                         static_cast<double>(c.experts_per_token) * s.comm_bytes / s.tp / s.cp;
+    const double token_bytes =
+        static_cast<double>(element_count(layer.output)) * s.comm_bytes / s.tp / s.cp;
+    const TokenCopies copies = dispatch_copies(group, c.experts, c.experts_per_token, deduplicated);
     result.expert_parallel_s +=
-        passes * collective_s(group, s.params, result.profile, Collective::kAllToAll, bytes);
+        passes * token_exchange_s(group, s.params, result.profile, copies, token_bytes);
     result.alltoalls += static_cast<int>(passes);
-    result.alltoall_bytes += passes * bytes * (s.ep - 1) / s.ep;
+    result.alltoall_bytes += passes * token_bytes * (copies.intra + copies.network);
   }
   result.latency_s += result.expert_parallel_s;
 }

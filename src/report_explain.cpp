@@ -262,6 +262,14 @@ std::string explain_split(const ReportInput& in) {
                      "the device's\n"
                      "               1/T of the tokens x experts per token x width, over {}\n",
                      ep, link);
+    if (in.workload.moe_dispatcher != MoeDispatcher::kAllToAll) {
+      out += fmt::format(
+          "               {} instead sends a token once to each device holding any of its\n"
+          "               experts, and across nodes once to each such node (to the device of\n"
+          "               the same local rank, which forwards it to its node mates), routing\n"
+          "               taken as uniform over the experts\n",
+          moe_dispatcher_title(in.workload.moe_dispatcher));
+    }
   }
   const std::int64_t pp = in.workload.pipeline_parallel;
   const std::int64_t micro = in.workload.micro_batches;

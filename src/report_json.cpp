@@ -110,6 +110,9 @@ Json workload_json(const ReportInput& in) {
     workload["expert_tensor_parallel"] = expert_tensor_parallel(in.workload);
   }
   if (in.workload.moe_imbalance != 1) workload["moe_imbalance"] = in.workload.moe_imbalance;
+  if (in.workload.expert_parallel > 1) {
+    workload["moe_dispatcher"] = std::string(moe_dispatcher_name(in.workload.moe_dispatcher));
+  }
   if (in.workload.input_rate_per_s > 0) workload["input_rate_per_s"] = in.workload.input_rate_per_s;
   workload["checkpointing"] = in.workload.checkpointing;
   if (in.workload.tensor_parallel > 1) workload["sequence_parallel"] = e.sequence_parallel;

@@ -295,6 +295,7 @@ std::string render_plan_json(const PlanReportInput& in) {
               {"tokens", q.samples * in.tokens_per_sample},
               {"global_batch_samples", q.global_batch},
               {"moe_imbalance", q.moe_imbalance},
+              {"moe_dispatcher", std::string(moe_dispatcher_name(q.moe_dispatcher))},
               {"lora_rank", q.lora_rank}};
   j["objective"] = std::string(plan_objective_name(q.objective));
   j["deadline_s"] = optional_json(q.deadline_s);

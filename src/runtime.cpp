@@ -46,6 +46,11 @@ constexpr auto kFp8Recipes = name_table<Fp8Recipe>({{Fp8Recipe::kDelayed, "delay
                                                     {Fp8Recipe::kBlockwise, "blockwise"},
                                                     {Fp8Recipe::kMxfp8, "mxfp8"}});
 
+constexpr auto kMoeDispatchers =
+    name_table<MoeDispatcher>({{MoeDispatcher::kAllToAll, "alltoall"},
+                               {MoeDispatcher::kDeepEP, "deepep"},
+                               {MoeDispatcher::kHybridEP, "hybridep"}});
+
 std::array<double, kOpClassCount> one_kernel_per_layer() {
   std::array<double, kOpClassCount> kernels{};
   kernels.fill(1);
@@ -405,6 +410,30 @@ std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view name) {
 
 std::vector<std::string_view> fp8_recipe_names() {
   return kFp8Recipes.names();
+}
+
+std::string_view moe_dispatcher_name(MoeDispatcher dispatcher) {
+  return kMoeDispatchers.name(dispatcher);
+}
+
+std::string_view moe_dispatcher_title(MoeDispatcher dispatcher) {
+  switch (dispatcher) {
+    case MoeDispatcher::kDeepEP:
+      return "DeepEP";
+    case MoeDispatcher::kHybridEP:
+      return "HybridEP";
+    case MoeDispatcher::kAllToAll:
+      break;
+  }
+  return "all-to-all";
+}
+
+std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name) {
+  return kMoeDispatchers.parse(name);
+}
+
+std::vector<std::string_view> moe_dispatcher_names() {
+  return kMoeDispatchers.names();
 }
 
 double Runtime::kernels(const Layer& layer, bool narrow, bool training_step) const {

@@ -216,6 +216,21 @@ void check_experts(const WorkloadSpec& spec, const SpecLocations* where, Workloa
                            w.expert_parallel, shards, shards / w.context_parallel,
                            w.context_parallel));
   }
+  if (!spec.moe_dispatcher.empty()) {
+    const std::optional<MoeDispatcher> dispatcher = parse_moe_dispatcher(spec.moe_dispatcher);
+    if (!dispatcher) {
+      fail(where, "moe_dispatcher",
+           fmt::format("`moe_dispatcher`: expected {}, got \"{}\"",
+                       quoted_choices(moe_dispatcher_names()),
+                       Error::verbatim(spec.moe_dispatcher)));
+    }
+    if (w.expert_parallel <= 1) {
+      fail(where, "moe_dispatcher",
+           "`moe_dispatcher` sends tokens to experts on other devices: add `expert_parallel` "
+           "above 1");
+    }
+    w.moe_dispatcher = *dispatcher;
+  }
   if (!(spec.moe_imbalance >= 1 && spec.moe_imbalance <= 1000)) {
     fail(where, "moe_imbalance",
          fmt::format("`moe_imbalance` must be between 1 and 1000 (got {:g})", spec.moe_imbalance));
@@ -442,6 +457,9 @@ void read_counts(const KeyReader& get, std::string_view devices_key, WorkloadSpe
   if (auto v = get("context_parallel")) spec.context_parallel = v->as_positive_int();
   if (auto v = get("expert_parallel")) spec.expert_parallel = v->as_positive_int();
   if (auto v = get("expert_tensor_parallel")) spec.expert_tensor_parallel = v->as_positive_int();
+  if (auto v = get("moe_dispatcher")) {
+    spec.moe_dispatcher = name_at(*v, "moe_dispatcher", moe_dispatcher_names());
+  }
   if (auto v = get("moe_imbalance")) {
     spec.moe_imbalance = v->as_number();
     if (!(spec.moe_imbalance >= 1 && spec.moe_imbalance <= 1000)) {
@@ -493,6 +511,7 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key) {
           "context_parallel",
           "expert_parallel",
           "expert_tensor_parallel",
+          "moe_dispatcher",
           "moe_imbalance",
           "input_rate",
           "micro_batches",

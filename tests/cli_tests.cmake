@@ -514,6 +514,22 @@ capcalc_cli_ok(training_whole_experts "\\(expert-parallel 8, whole experts\\), Z
                estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --etp 1)
 capcalc_cli_ok(training_whole_experts_json "\"expert_parallel\": 8,\n *\"expert_tensor_parallel\": 1,"
                estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --etp 1 --format json)
+# DeepEP's dispatch (--moe-dispatcher deepep): the same 8 experts of Mixtral, 2 a token, over
+# 8 devices 2 apart, 2 nodes of 4. The all-to-all sends a token's 2 x 7/8 = 1.75 copies (1.88
+# GB in all); DeepEP sends one copy to the other node unless both experts are in this one
+# (1 - C(4,2)/C(8,2) = 22/28) and forwards both nodes' tokens to its 3 node mates (2 x 3 x 1/4):
+# 1.88 GB x (1.5 + 22/28) / 1.75 = 2.45 GB, less of it over the network. Rules derived by hand in
+# predict_test.cpp ("DeepEP sends a token once for each device and node holding its experts").
+capcalc_cli_ok(training_moe_dispatcher "\\(expert-parallel 8, DeepEP dispatch\\), ZeRO-1.*all-to-all +[0-9.]+ ms: 128 all-to-alls of 2.45 GB sent in all among 8 devices"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --moe-dispatcher deepep)
+capcalc_cli_ok(training_moe_dispatcher_json "\"moe_imbalance\": 1.2,\n *\"moe_dispatcher\": \"hybridep\","
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --moe-imbalance 1.2 --moe-dispatcher HybridEP --format json)
+capcalc_cli_ok(training_moe_dispatcher_explain "DeepEP instead sends a token once to each device holding any of its\n +experts, and across nodes once to each such node"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --ep 8 --moe-dispatcher deepep --explain)
+capcalc_cli_error(moe_dispatcher_without_expert_parallel "^capcalc: error: --moe-dispatcher sends tokens to experts on other devices: add --expert-parallel above 1\n$"
+                  estimate mixtral_8x7b_hf --gpu H100 --mode training --batch 1 --moe-dispatcher deepep)
+capcalc_cli_error(moe_dispatcher_unknown "--moe-dispatcher must be one of alltoall, deepep or hybridep \\(got \"deep\"\\); did you mean \"deepep\"\\?"
+                  estimate mixtral_8x7b_hf --gpu H100 --ep 8 --devices 8 --moe-dispatcher deep)
 capcalc_cli_error(expert_tensor_parallel_degree "--expert-tensor-parallel must be 1 \\(whole experts\\) or the --tensor-parallel 2, got 3"
                   estimate mixtral_8x7b_hf --gpu H100 --mode training --tp 2 --devices 64 --ep 8 --etp 3)
 capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"pipeline_parallel\": 1,\n *\"micro_batches\": 1,\n *\"virtual_stages\": 1,\n *\"zero_stage\": 3"

@@ -688,6 +688,65 @@ TEST_CASE("predict: expert parallelism splits the experts and exchanges tokens a
   CHECK(estimate(g, d, p, skewed).layers[0].time_s == Approx(1.5 * split.layers[0].time_s));
 }
 
+// DeepEP and HybridEP (Megatron-Core's flex dispatcher) send a token once for each device
+// holding any of its experts, and across nodes once for each node, forwarded over the scale-up
+// link there (collectives.cpp, dispatch_copies).
+TEST_CASE("predict: DeepEP sends a token once for each device and node holding its experts",
+          "[predict]") {
+  const Graph g = one_moe_layer();         // 8 experts, 2 a token; 512 tokens of 1,024.
+  const double tokens = 512.0 * 1024 * 2;  // Each device's tokens at 2 bytes: 1 MiB.
+  Device d = linked_round_device("Round link", 200e9);  // 100 GB/s per direction.
+  PerformanceParams p = collective_round_params();
+  Workload all_to_all;
+  all_to_all.precision = Precision::kFp16;
+  all_to_all.mode = Mode::kTraining;
+  all_to_all.devices = 8;
+  all_to_all.expert_parallel = 8;
+  Workload deepep = all_to_all;
+  deepep.moe_dispatcher = MoeDispatcher::kDeepEP;
+  // One expert a device: a token's 2 experts are 2 devices, so the same 7/8 of 2 copies
+  // (1.75) go either way: 7 others x (1 - C(7,2)/C(8,2) = 1 - 21/28).
+  const Estimate a = estimate(g, d, p, all_to_all);
+  const Estimate b = estimate(g, d, p, deepep);
+  CHECK(b.expert_parallel_s == Approx(4 * (10e-6 + 1.75 * tokens / 50e9)));
+  CHECK(b.expert_parallel_s == Approx(a.expert_parallel_s));
+  CHECK(b.alltoall_bytes == Approx(a.alltoall_bytes));
+  // Two experts a device (EP 4): a token reaches each of the 3 others unless both its experts
+  // miss that device's two, C(6,2)/C(8,2) = 15/28: 3 x 13/28 = 39/28 copies against the
+  // all-to-all's 2 x 3/4 = 42/28.
+  all_to_all.expert_parallel = 4;
+  deepep.expert_parallel = 4;
+  CHECK(estimate(g, d, p, all_to_all).expert_parallel_s ==
+        Approx(4 * (10e-6 + 42.0 / 28 * tokens / 50e9)));
+  CHECK(estimate(g, d, p, deepep).expert_parallel_s ==
+        Approx(4 * (10e-6 + 39.0 / 28 * tokens / 50e9)));
+  // Over 2 nodes of 4 (EP 8, 5 GB/s a device over the network): the all-to-all sends the
+  // 2 x 1/2 copies bound for the other node over the network port (1 MiB at 5 GB/s). DeepEP
+  // sends one copy there unless both experts are in the device's own node, C(4,2)/C(8,2) =
+  // 6/28: 22/28; and forwards the tokens of both nodes to its 3 node mates, 2 x 3 x 1/4 =
+  // 1.5 copies at 50 GB/s, which the network's share outlasts.
+  Device nodes = d;
+  nodes.intra_node->domain_devices = 4;
+  nodes.inter_node = Link{"Round network", 10e9, "per_direction"};
+  all_to_all.expert_parallel = 8;
+  deepep.expert_parallel = 8;
+  CHECK(estimate(g, nodes, p, all_to_all).expert_parallel_s ==
+        Approx(4 * (10e-6 + 1.0 * tokens / 5e9)));
+  const Estimate across = estimate(g, nodes, p, deepep);
+  CHECK(across.expert_parallel_s == Approx(4 * (10e-6 + 22.0 / 28 * tokens / 5e9)));
+  CHECK(across.alltoall_bytes == Approx(4 * (1.5 + 22.0 / 28) * tokens));
+  // HybridEP is timed alike.
+  Workload hybridep = deepep;
+  hybridep.moe_dispatcher = MoeDispatcher::kHybridEP;
+  CHECK(estimate(g, nodes, p, hybridep).expert_parallel_s == Approx(across.expert_parallel_s));
+  CHECK_THAT(parallelism_text(deepep), ContainsSubstring("(expert-parallel 8, DeepEP dispatch)"));
+  // Without expert parallelism there is nothing to dispatch.
+  deepep.expert_parallel = 1;
+  CHECK_THROWS_WITH(estimate(g, d, p, deepep),
+                    "the DeepEP dispatcher sends tokens to experts on other devices: add "
+                    "--expert-parallel");
+}
+
 // Megatron-Core's expert_tensor_parallel_size=1 ("MoE parallel folding"): with tensor
 // parallelism 2 each routed expert stays whole on one device, the expert grid folds over the
 // tensor-parallel devices too, and the moe layer drops its tensor-parallel collective.

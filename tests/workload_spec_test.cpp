@@ -212,3 +212,24 @@ TEST_CASE("workload_from: an FP8 recipe is named and goes with fp8 only", "[work
   spec.precision = "bf16";
   CHECK(as_flags(spec) == "--fp8-recipe scales FP8 tensors: not with --precision bf16");
 }
+
+TEST_CASE("workload_from: a MoE dispatcher is named and goes with expert parallelism",
+          "[workload_spec]") {
+  WorkloadSpec spec;
+  spec.devices = 8;
+  spec.expert_parallel = 8;
+  CHECK(workload_from(spec).moe_dispatcher == MoeDispatcher::kAllToAll);
+  spec.moe_dispatcher = "deepep";
+  CHECK(workload_from(spec).moe_dispatcher == MoeDispatcher::kDeepEP);
+  spec.moe_dispatcher = "hybridep";
+  CHECK(workload_from(spec).moe_dispatcher == MoeDispatcher::kHybridEP);
+  spec.moe_dispatcher = "nccl";
+  CHECK(as_flags(spec) ==
+        "--moe-dispatcher: expected \"alltoall\", \"deepep\" or \"hybridep\", got \"nccl\"");
+  // Nothing to dispatch without expert parallelism, whichever dispatcher.
+  spec.expert_parallel = 1;
+  spec.moe_dispatcher = "alltoall";
+  CHECK(as_flags(spec) ==
+        "--moe-dispatcher sends tokens to experts on other devices: add --expert-parallel above "
+        "1");
+}

@@ -68,6 +68,8 @@ struct PlanRequest {
   double memory_reserve = 0.10;      ///< Fraction of each device's memory left free.
   /// The busiest expert's load over the mean: the moe layers take this many times as long.
   double moe_imbalance = 1;
+  /// How the moe layers' tokens reach their experts in layouts with expert parallelism.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   /// LoRA fine-tuning (Workload::lora_rank; 0: full training) and its targets.
   std::int64_t lora_rank = 0;
   bool lora_attention_only = false;

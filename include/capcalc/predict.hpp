@@ -137,6 +137,10 @@ struct Workload {
   /// 1 or tensor_parallel; expert_parallel x it divides tensor_parallel x replicas x
   /// context_parallel.
   std::optional<std::int64_t> expert_tensor_parallel;
+  /// How the moe layers' tokens reach their experts and come back (MoeDispatcher): NCCL's
+  /// all-to-all (Megatron-Core's default) sends a token once for each of its experts; DeepEP
+  /// and HybridEP once for each device holding any of them, across nodes once for each node.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   /// MoE expert load imbalance: the busiest expert's tokens over the mean (1 to 1000; 1,
   /// balanced routing, as the per-layer counts assume). The moe layers take this many times
   /// their time: the step waits for the busiest expert.

@@ -39,6 +39,17 @@ std::string_view fp8_recipe_name(Fp8Recipe recipe);  ///< "delayed", "tensorwise
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view name);
 std::vector<std::string_view> fp8_recipe_names();
 
+/// How a moe layer's tokens reach the devices holding their experts (Megatron-Core's
+/// --moe-token-dispatcher-type and --moe-flex-dispatcher-backend): NCCL's all-to-all, one copy
+/// of a token for each of its experts; DeepEP or HybridEP, one copy for each device holding at
+/// least one of them, and across nodes one copy for each node, sent over the network to the
+/// device of the same local rank there and forwarded over the scale-up link.
+enum class MoeDispatcher { kAllToAll, kDeepEP, kHybridEP };
+std::string_view moe_dispatcher_name(MoeDispatcher dispatcher);   ///< "alltoall", "deepep", ...
+std::string_view moe_dispatcher_title(MoeDispatcher dispatcher);  ///< "all-to-all", "DeepEP", ...
+std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name);
+std::vector<std::string_view> moe_dispatcher_names();
+
 /// What a runtime's memory fraction is a fraction of, and what it holds.
 enum class MemoryFraction {
   kDevice,  ///< Of device memory: weights, activations and KV cache (vLLM).

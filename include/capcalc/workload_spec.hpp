@@ -90,6 +90,9 @@ struct WorkloadSpec {
   /// `expert_tensor_parallel`: devices splitting each expert, 1 or `tensor_parallel`; unset:
   /// `tensor_parallel`.
   std::optional<std::int64_t> expert_tensor_parallel;
+  /// `moe_dispatcher` (expert parallelism only): "alltoall", "deepep" or "hybridep"; "":
+  /// alltoall.
+  std::string moe_dispatcher;
 };
 
 /// Where each setting of a spec was read: a file reader fills it, so that workload_from()

@@ -36,6 +36,7 @@ struct PlanArgs {
   std::string memory_reserve = "10%";
   std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8};
   std::optional<double> moe_imbalance;
+  std::string moe_dispatcher;
   std::int64_t lora_rank = 0;
   std::string lora_targets = "all-linear";
   std::string format;  // --format; add_format_option sets the default (formats.hpp).
@@ -329,6 +330,11 @@ void add_plan_args(CLI::App& sub, PlanArgs& args) {
                            "this many times as long in every layout (default 1: balanced, an "
                            "assumption)"),
             1, 1000);
+  one_of(sub.add_option("--moe-dispatcher", args.moe_dispatcher,
+                        "MoE: how tokens reach their experts in the layouts with expert "
+                        "parallelism, alltoall (the default), deepep or hybridep (a copy for "
+                        "each device holding any, across nodes one for each node)"),
+         moe_dispatcher_names());
   add_lora_options(sub, args.lora_rank, args.lora_targets);
 }
 
@@ -384,6 +390,15 @@ std::unique_ptr<Prepared> prepare(const PlanArgs& args) {
         "MoE load imbalance {:g}: every layout's moe layers take {:g} times as long as balanced "
         "routing's",
         *args.moe_imbalance, *args.moe_imbalance));
+  }
+  if (!args.moe_dispatcher.empty()) {
+    if (std::none_of(p->graph.layers.begin(), p->graph.layers.end(),
+                     [](const Layer& layer) { return layer.counts.experts > 0; })) {
+      throw Error({args.model.path}, "--moe-dispatcher: the model has no \"moe\" layer");
+    }
+    p->request.moe_dispatcher = *parse_moe_dispatcher(args.moe_dispatcher);
+    p->notes.push_back(fmt::format("layouts with expert parallelism dispatch tokens by {}",
+                                   moe_dispatcher_title(p->request.moe_dispatcher)));
   }
   if (args.lora_targets != "all-linear" && args.lora_rank == 0) {
     throw Error({}, "--lora-targets places LoRA's adapters: add --lora-rank");

@@ -70,6 +70,11 @@ inline void add_pipeline_options(CLI::App& sub, WorkloadSpec& spec) {
       "MoE: devices that split each routed expert, 1 (whole experts, Megatron-Core's "
       "expert_tensor_parallel_size=1: no tensor-parallel collective in a moe layer; E divides "
       "T x replicas x C) or T (the default)"));
+  one_of(sub.add_option("--moe-dispatcher", spec.moe_dispatcher,
+                        "MoE with --expert-parallel: how tokens reach their experts, alltoall "
+                        "(NCCL, a copy for each expert: the default), deepep or hybridep (a "
+                        "copy for each device holding any, across nodes one for each node)"),
+         moe_dispatcher_names());
   number_in(sub.add_option("--moe-imbalance", spec.moe_imbalance,
                            "MoE: the busiest expert's load over the mean; the moe layers take "
                            "this many times as long (default 1: balanced, an assumption)"),
