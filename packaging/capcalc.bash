@@ -37,7 +37,7 @@ _capcalc() {
   fi
 
   local commands="estimate layers hw runtimes models calibrate probe validate compare check roofline report serve plan scale"
-  local model_flags="--batch --set --causal --input-shape --strict --omit-input"
+  local model_flags="--batch --set --causal --input-shape --strict --omit-input --mtp-layers"
   local hw_flags="--hardware --hardware-file"
   local workload_flags="--gpu --hw --device --precision --mode --profile --runtime --runtime-file --optimizer --devices
     --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-dispatcher --moe-imbalance --micro-batches --virtual-stages --zero

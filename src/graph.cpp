@@ -185,6 +185,17 @@ std::int64_t last_token_logits(Graph& graph) {
   return changed;
 }
 
+void mark_mtp_modules(Graph& graph, std::int64_t modules) {
+  if (modules <= 0) return;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    if (graph.layers[i].name == "mtp.0.enorm") {
+      graph.mtp_first_layer = static_cast<std::int64_t>(i);
+      graph.mtp_modules = modules;
+      return;
+    }
+  }
+}
+
 namespace {
 
 // Each group's elements: what its non-view layers keep (outputs and saved elements) and its
@@ -233,8 +244,14 @@ void add_checkpointing(const Graph& graph, GraphTotals& totals) {
     totals.checkpoint_result_elements = checked_add(totals.checkpoint_result_elements, sums.result);
   }
   totals.checkpointed_elements = checked_add(largest, totals.checkpoint_result_elements);
-  // The boundary: every group's result but the last group's (the highest id).
-  for (std::size_t g = 0; g + 1 < groups.size(); ++g)
+  // The boundary: every group's result but the last group's (the highest id); with
+  // multi-token-prediction modules, which run on the last stage, the output layer's group
+  // (the one before them) is the last that sends.
+  std::size_t last = groups.size() - 1;
+  if (graph.mtp_first_layer > 0) {
+    last = slot(graph.layers[static_cast<std::size_t>(graph.mtp_first_layer) - 1].group);
+  }
+  for (std::size_t g = 0; g < last; ++g)
     totals.boundary_elements = std::max(totals.boundary_elements, groups[g].result);
 }
 

@@ -645,7 +645,14 @@ Graph parse_model(std::string_view text, const std::string& file, const ModelOpt
                             Error::verbatim(options.input_shapes.begin()->first)));
   }
   const nlohmann::json document = parse_json_text(text, file);
-  if (is_hf_config(document)) return build_model(hf_config_to_model(document, file), file, options);
+  if (is_hf_config(document)) {
+    nlohmann::json model = hf_config_to_model(document, file);
+    if (options.mtp_layers > 0) add_mtp_modules(model, options.mtp_layers, file);
+    Graph graph = build_model(model, file, options);
+    mark_mtp_modules(graph, options.mtp_layers);
+    return graph;
+  }
+  reject_mtp_modules(options.mtp_layers, file);
   return build_model(document, file, options);
 }
 
@@ -655,13 +662,17 @@ Graph load_model(const std::string& path, const ModelOptions& options) {
     return path.size() >= suffix.size() &&
            path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  if (ends_with(".onnx")) return load_onnx_model(path, options);
-  if (ends_with(".onnxtxt") || ends_with(".onnxtext"))
-    return load_onnx_text_model(path, OnnxTextSyntax::onnx, options);
-  if (ends_with(".textproto") || ends_with(".pbtxt")) {
-    return load_onnx_text_model(path, OnnxTextSyntax::protobuf, options);
+  const bool text = ends_with(".onnxtxt") || ends_with(".onnxtext");
+  const bool proto = ends_with(".textproto") || ends_with(".pbtxt");
+  if (!ends_with(".onnx") && !text && !proto) {
+    return parse_model(read_input_file(path), path, options);
   }
-  return parse_model(read_input_file(path), path, options);
+  reject_mtp_modules(options.mtp_layers, path);
+  if (text || proto) {
+    return load_onnx_text_model(path, text ? OnnxTextSyntax::onnx : OnnxTextSyntax::protobuf,
+                                options);
+  }
+  return load_onnx_model(path, options);
 }
 
 std::vector<std::string_view> operator_names() {

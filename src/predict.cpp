@@ -362,6 +362,11 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
           expert_parallel_problem(graph, workload.expert_parallel, workload.moe_imbalance)) {
     throw Error({}, *problem);
   }
+  if (graph.mtp_modules > 0 && workload.mode != Mode::kTraining) {
+    throw Error({},
+                "--mtp-layers: multi-token-prediction modules train beside the model: add "
+                "--mode training");
+  }
   if (whole_experts(workload) &&
       std::none_of(graph.layers.begin(), graph.layers.end(),
                    [](const Layer& layer) { return layer.counts.experts > 0; })) {

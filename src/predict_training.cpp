@@ -157,15 +157,22 @@ StageTimes stage_times(const Step& s, const LayerPass& pass, double total_s) {
 
 void pipeline_ends(const Step& s, const Estimate& result, LayerPass& pass) {
   const std::vector<Layer>& layers = s.graph.layers;
+  // Multi-token-prediction modules run on the last stage, after the output layer
+  // (Megatron-Core's MultiTokenPredictionBlock sits in the GPT model's post-process).
+  const std::size_t mtp = s.graph.mtp_first_layer >= 0
+                              ? static_cast<std::size_t>(s.graph.mtp_first_layer)
+                              : layers.size();
   std::set<std::int32_t> blocks;
-  for (const Layer& layer : layers) {
-    if (layer.counts.attention_heads > 0) blocks.insert(layer.group);
+  for (std::size_t i = 0; i < mtp; ++i) {
+    if (layers[i].counts.attention_heads > 0) blocks.insert(layers[i].group);
   }
   if (blocks.empty()) return;
   pass.blocks = static_cast<std::int64_t>(blocks.size());
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (layers[i].group < *blocks.begin()) pass.before_blocks_s += result.layers[i].time_s;
-    if (layers[i].group > *blocks.rbegin()) pass.after_blocks_s += result.layers[i].time_s;
+    if (layers[i].group > *blocks.rbegin() || i >= mtp) {
+      pass.after_blocks_s += result.layers[i].time_s;
+    }
   }
 }
 

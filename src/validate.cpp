@@ -68,9 +68,9 @@ bool is_serving(Metric metric) {
 // read_workload_spec() reads (workload_spec_json.hpp), less a training run's size and price
 // and the replicas (a case gives its devices in all), which no measurement uses.
 std::vector<std::string_view> case_keys() {
-  std::vector<std::string_view> keys = {"id",     "model", "dims",  "device",  "metric",
-                                        "value",  "unit",  "per",   "tokens",  "software",
-                                        "source", "quote", "notes", "held_out"};
+  std::vector<std::string_view> keys = {"id",     "model", "dims",  "device",   "metric",
+                                        "value",  "unit",  "per",   "tokens",   "software",
+                                        "source", "quote", "notes", "held_out", "mtp_layers"};
   for (std::string_view key : workload_keys("devices")) {
     const bool unused = key == "dataset_size" || key == "epochs" || key == "price_per_hour_usd" ||
                         key == "data_parallel" || key == "tokens";
@@ -151,6 +151,15 @@ Measurement parse_case(const JsonView& entry, Provenance provenance) {
   if (auto held_out = entry.find("held_out")) m.held_out = held_out->as_bool();
   if (auto prompt = entry.find("prompt_tokens")) m.prompt_tokens = prompt->as_positive_int();
   if (auto output = entry.find("output_tokens")) m.output_tokens = output->as_positive_int();
+  if (auto mtp = entry.find("mtp_layers")) {
+    m.mtp_layers = mtp->as_positive_int();
+    if (m.workload.mode != Mode::kTraining) {
+      mtp->fail(
+          "multi-token-prediction modules train beside the model: not with \"mode\" "
+          "inference");
+    }
+    if (m.mtp_layers > 64) mtp->fail(fmt::format("{} modules is more than 64", m.mtp_layers));
+  }
   if (is_serving(m.metric)) {
     if (m.prompt_tokens == 0 || m.output_tokens == 0) {
       entry.fail(fmt::format("a {} case needs \"prompt_tokens\" and \"output_tokens\"",
@@ -245,6 +254,7 @@ Prediction predict_case(const Measurement& m, const HardwareTable& table,
   const Device& device = measured_device(m, table);
   ModelOptions options;
   options.dims = m.dims;
+  options.mtp_layers = m.mtp_layers;
   // A bare file name is looked up in the models directory, a zoo name ("resnet50", as every
   // command takes it) as its file there; a path is used as it is.
   std::string path = m.model.find('/') == std::string::npos ? models_dir + "/" + m.model : m.model;
@@ -417,7 +427,8 @@ std::string ModelCache::cache_key(const std::string& path, const ModelOptions& o
                   static_cast<int>(options.counting.causal), options.counting.kv_cache_length);
   for (const auto& [input, shape] : options.input_shapes)
     key += fmt::format("{}={};", input, fmt::join(shape, "x"));
-  key += fmt::format("\n{}\n{}", options.strict, fmt::join(options.omitted_inputs, ","));
+  key += fmt::format("\n{}\n{}\n{}", options.strict, fmt::join(options.omitted_inputs, ","),
+                     options.mtp_layers);
   return key;
 }
 

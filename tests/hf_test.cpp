@@ -1302,3 +1302,75 @@ TEST_CASE("hf: a layer count past the limit is an error at num_hidden_layers", "
   CHECK(params > 400e9);
   CHECK(params < 410e9);
 }
+
+// Multi-token prediction (ModelOptions::mtp_layers, Megatron-Core's mtp_num_layers): DeepSeek-V3's
+// MTP module (arXiv:2412.19437, section 2.2) normalises the next token's embedding and the main
+// model's hidden state, projects their concatenation from 2d to d, runs one more decoder layer
+// and applies the output head, which it shares with the model.
+TEST_CASE("hf: multi-token prediction appends DeepSeek-V3's module, sharing the output head",
+          "[hf][zoo]") {
+  const std::int64_t d = 7168;
+  const std::int64_t vocab = 129280;
+  const std::int64_t s = 2048;
+  const Graph main = load("deepseek_v3_hf.json", with_seq(s));
+  ModelOptions options = with_seq(s);
+  options.mtp_layers = 1;
+  const Graph g = load("deepseek_v3_hf.json", options);
+  CHECK(main.mtp_first_layer == -1);
+  REQUIRE(g.mtp_modules == 1);
+  REQUIRE(g.mtp_first_layer == static_cast<std::int64_t>(main.layers.size()));
+  CHECK(g.layers[static_cast<std::size_t>(g.mtp_first_layer)].name == "mtp.0.enorm");
+  // The extra decoder layer is the model's last (a MoE layer): its parameters as the last one's.
+  std::int64_t last_layer = 0;
+  for (const capcalc::Layer& layer : main.layers) {
+    if (layer.name.rfind("layers.60.", 0) == 0) last_layer += layer.counts.params;
+  }
+  REQUIRE(last_layer > 11'000'000'000);
+  const std::int64_t added = capcalc::graph_totals(g).params - capcalc::graph_totals(main).params;
+  // eh_proj 2d x d, three norms (enorm, hnorm, the module's final norm), the layer; no head.
+  CHECK(added == 2 * d * d + 3 * d + last_layer);
+  CHECK(layer_named(g, "mtp.0.head").counts.params == 0);
+  CHECK(layer_named(g, "mtp.0.head").counts.macs == s * d * vocab);
+  CHECK(layer_named(g, "mtp.0.eh_proj").counts.macs == s * 2 * d * d);
+  // Corroboration: DeepSeek's model card gives 685B on Hugging Face, 671B of the main model and
+  // 14B of MTP weights, the checkpoint storing the embedding and the head again for the module.
+  const double checkpoint = static_cast<double>(capcalc::graph_totals(g).params + 2 * vocab * d);
+  CHECK(std::abs(checkpoint - 685e9) / 685e9 < 0.001);
+  // Inference runs no MTP module; a model not built from a Hugging Face config has none.
+  capcalc::Workload inference;
+  const capcalc::HardwareTable table =
+      capcalc::load_hardware(capcalc::test::data_path("hardware.json"));
+  const capcalc::Device& device = table.get("h100-sxm");
+  CHECK_THROWS_WITH(capcalc::estimate(g, device, table.performance_for(device), inference),
+                    "--mtp-layers: multi-token-prediction modules train beside the model: add "
+                    "--mode training");
+  CHECK_THROWS_WITH(
+      load("llama2_7b.json", options),
+      ContainsSubstring("--mtp-layers builds its modules from a Hugging Face decoder config"));
+}
+
+// The module runs on the last pipeline stage (Megatron-Core's MTP block, in the GPT model's
+// post-process), after the output layer; the stages send the main model's hidden state.
+TEST_CASE("hf: a multi-token-prediction module runs on the last pipeline stage", "[hf]") {
+  ModelOptions options;
+  options.mtp_layers = 1;
+  options.dims["seq"] = 256;
+  const Graph g = capcalc::parse_model(R"({"model_type": "llama", "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+    "vocab_size": 1000, "max_position_embeddings": 256})",
+                                       "config.json", options);
+  const capcalc::HardwareTable table =
+      capcalc::load_hardware(capcalc::test::data_path("hardware.json"));
+  const capcalc::Device& device = table.get("h100-sxm");
+  capcalc::Workload w;
+  w.mode = capcalc::Mode::kTraining;
+  w.precision = capcalc::Precision::kBf16;
+  w.devices = 2;
+  w.pipeline_parallel = 2;
+  w.micro_batches = 4;
+  const capcalc::Estimate e = capcalc::estimate(g, device, table.performance_for(device), w);
+  // Four decoder layers, two a stage; the module joins the output layer on the second.
+  CHECK(e.pipeline_heaviest_stage == 1);
+  // A send is one sequence's hidden state (256 x 64 at 2 bytes), not the 1,000-word logits.
+  CHECK(e.pipeline_send_bytes == Approx(256.0 * 64 * 2));
+}

@@ -313,7 +313,7 @@ TEST_CASE("ops: linear tied_to an embedding does not count the weight again", "[
   REQUIRE_THROWS_WITH(parse("[2, 64]", R"({"name": "n", "op": "rmsnorm"},
                           {"name": "head", "op": "linear", "out_features": 8, "tied_to": "n"})"),
                       "m.json:/layers/1/tied_to: layer \"head\": tied_to must name an earlier "
-                      "embedding layer, got \"n\"");
+                      "embedding or linear layer, got \"n\"");
 }
 
 TEST_CASE("ops: matmul with broadcasting and transpose_b", "[ops]") {

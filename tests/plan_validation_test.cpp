@@ -33,6 +33,7 @@ Graph case_graph(const Measurement& m, std::int64_t batch) {
   ModelOptions options;
   options.dims = m.dims;
   options.dims["batch"] = batch;
+  options.mtp_layers = m.mtp_layers;
   return load_model(test::data_path("models/" + m.model), options);
 }
 
@@ -74,16 +75,18 @@ TEST_CASE("plan validation: published layouts, predicted and searched", "[plan][
   REQUIRE(cases.size() >= 25);
   const RuntimeTable runtimes = load_runtimes(test::data_path("runtimes.json"));
   const ValidationSummary summary = validate(cases, table, test::data_path("models"), &runtimes);
-  // Measured (docs/planning.md): median |error| 9.4 %, worst 1.82x (gpt-oss-120b on 64 B200s)
-  // over 45 layouts, the same since five of them name the DeepEP or HybridEP dispatcher their
-  // recipe set (Qwen3-235B-A22B's 26.02.01 H100 layout 0.78x -> 1.18x); since Qwen3-235B-A22B's
-  // three H100 layouts with whole experts were added held out (TP 2, PP 8, V 4, EP 32, expert
-  // tensor-parallel 1: 0.77-0.79x); 9.3 % over 42 since five Megatron-Bridge layouts were added
-  // held out (Qwen3-235B-A22B on 64 and 256 B200s, 1.16x and 0.98x; the 26.02.01 container's
-  // gpt-oss-120b on 64 B200s, 1.56x, and Qwen3-30B-A3B on 8 B200s and 16 H100s, 0.91x and 0.56x:
-  // the last is the 26.02 layout, run 1.77x faster by the newer container); 9.0 % and 1.82x over 37
-  // since Megatron-Core's attention skips causally masked tiles and FP8 training pays its quantize
-  // passes (its sliding-window layers, counted whole before, now take their window: 1.72x
+  // Measured (docs/planning.md): median |error| 9.5 %, worst 1.82x (gpt-oss-120b on 64 B200s)
+  // over 48 layouts since DeepSeek-V3's three B200 layouts with their multi-token-prediction
+  // module were added held out (1.02x, 0.88x, 0.84x); 9.4 % over 45, the same since five name the
+  // DeepEP or HybridEP dispatcher their recipe set (Qwen3-235B-A22B's 26.02.01 H100 layout 0.78x
+  // -> 1.18x); since Qwen3-235B-A22B's three H100 layouts with whole experts were added held out
+  // (TP 2, PP 8, V 4, EP 32, expert tensor-parallel 1: 0.77-0.79x); 9.3 % over 42 since five
+  // Megatron-Bridge layouts were added held out (Qwen3-235B-A22B on 64 and 256 B200s, 1.16x and
+  // 0.98x; the 26.02.01 container's gpt-oss-120b on 64 B200s, 1.56x, and Qwen3-30B-A3B on 8 B200s
+  // and 16 H100s, 0.91x and 0.56x: the last is the 26.02 layout, run 1.77x faster by the newer
+  // container); 9.0 % and 1.82x over 37 since Megatron-Core's attention skips causally masked tiles
+  // and FP8 training pays its quantize passes (its sliding-window layers, counted whole before, now
+  // take their window: 1.72x
   // -> 1.82x); 9.0 % and 1.72x since the heaviest pipeline stage sets the pace (8.6 % and 1.74x,
   // gpt-oss- 120b on 64 H100s with PP 4, before: its last stage holds a 201,088-word output
   // layer, 1.21x the mean); the four gpt-oss-120b layouts predicted faster than measured
@@ -94,7 +97,7 @@ TEST_CASE("plan validation: published layouts, predicted and searched", "[plan][
   // held out; 6.5 % over 25 before Mixtral 8x7B with EP 8; 5.7 % and 1.43x before sequence
   // parallelism's reduce-scatter + all-gather pairs. The issue's targets are 15 % and 1.5x; the
   // gates sit just above today's figures.
-  CHECK(summary.median_abs_error <= 0.094);
+  CHECK(summary.median_abs_error <= 0.095);
   CHECK(summary.worst_factor <= 1.82);
 
   // The search holds each published layout (or a ZeRO variant) that fits its memory limit, and

@@ -209,6 +209,10 @@ struct Graph {
   /// int4), a precision name; empty: none stated. It sets nothing: `estimate` offers it where
   /// the model does not fit (--expert-weight-precision).
   std::string expert_weight_storage;
+  /// The first layer of the multi-token-prediction modules (ModelOptions::mtp_layers), which
+  /// train beside the model on its last pipeline stage; -1: none.
+  std::int64_t mtp_first_layer = -1;
+  std::int64_t mtp_modules = 0;  ///< How many (each "mtp.<k>.*").
 
   const Shape& value_shape(std::int32_t value) const;
   std::string value_name(std::int32_t value) const;
@@ -270,6 +274,10 @@ std::int64_t drop_prefill_only_layers(Graph& graph);
 /// is folded into another (a [tokens, vocab] MatMul) keep theirs. Returns how many layers it
 /// changed; a second call changes none.
 std::int64_t last_token_logits(Graph& graph);
+
+/// Marks the `modules` multi-token-prediction modules add_mtp_modules appended, from the
+/// layer named "mtp.0.enorm" on (Graph::mtp_first_layer); nothing when `modules` is 0.
+void mark_mtp_modules(Graph& graph, std::int64_t modules);
 
 /// Inputs left out of a run: every layer computed from omitted inputs alone becomes a view that
 /// does no work; its parameters stay (the weights are still loaded). Returns how many layers.

@@ -48,6 +48,10 @@ struct ModelOptions {
   /// image of a multimodal model for a text-only prompt); the layers computed from them alone
   /// do no work, their weights stay loaded (omit_input_layers).
   std::set<std::string> omitted_inputs;
+  /// Hugging Face decoder configs: multi-token-prediction modules appended for training
+  /// (Megatron-Core's --mtp-num-layers; add_mtp_modules in src/import/hf_config.hpp); 0: none.
+  /// Any other model with it is an error.
+  std::int64_t mtp_layers = 0;
 };
 
 /// Parses a model from JSON text; `file` names it in messages. The text may also be a Hugging

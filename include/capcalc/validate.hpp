@@ -58,6 +58,9 @@ struct Measurement {
   /// LLM serving metrics: tokens per sequence; the batch (dims) is the concurrent sequences.
   std::int64_t prompt_tokens = 0;
   std::int64_t output_tokens = 0;
+  /// Training: multi-token-prediction modules the run trained beside a Hugging Face decoder
+  /// (ModelOptions::mtp_layers); 0: none.
+  std::int64_t mtp_layers = 0;
   /// Added after the parameters that move it were fixed, and never used to set them: its error
   /// is an out-of-sample check.
   bool held_out = false;

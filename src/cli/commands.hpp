@@ -32,6 +32,7 @@ struct ModelArgs {
   bool strict = false;                      ///< ONNX: unknown operators are an error.
   std::vector<std::string> omitted_inputs;  ///< Optional inputs this run leaves out.
   bool last_token_logits = false;           ///< LLM prefill: logits for the last token only.
+  std::int64_t mtp_layers = 0;  ///< Hugging Face decoders: multi-token-prediction modules.
 };
 
 void add_model_options(CLI::App& sub, ModelArgs& args);

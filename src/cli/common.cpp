@@ -51,6 +51,12 @@ void add_model_options(CLI::App& sub, ModelArgs& args) {
                  "Run without an optional input, e.g. --omit-input pixel_values for a text-only "
                  "prompt to a multimodal model: the layers that read only it do no work "
                  "(repeatable)");
+  whole_number(sub.add_option("--mtp-layers", args.mtp_layers,
+                              "Hugging Face decoders, training: append N multi-token-prediction "
+                              "modules (Megatron-Core's mtp_num_layers, DeepSeek-V3's MTP: a "
+                              "projection, one more decoder layer and the shared output head "
+                              "each)"),
+               1, 64);
   sub.add_flag("--strict", args.strict,
                "ONNX: an operator capcalc does not know is an error, not a zero-count layer");
 }
@@ -89,6 +95,7 @@ Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length) {
     options.dims[name] = parsed;
   }
   if (args.batch) options.dims["batch"] = *args.batch;
+  options.mtp_layers = args.mtp_layers;
   options.omitted_inputs.insert(args.omitted_inputs.begin(), args.omitted_inputs.end());
   options.counting.causal = parse_causal_counting(args.causal).value_or(CausalCounting::kFull);
   options.counting.kv_cache_length = kv_cache_length;

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "capcalc/error.hpp"
+
 #include "import/hf_architectures.hpp"
 #include "import/hf_emit.hpp"
 #include "import/hf_reader.hpp"
@@ -222,6 +224,53 @@ bool is_hf_config(const nlohmann::json& document) {
 
 nlohmann::json hf_config_to_model(const nlohmann::json& config, const std::string& file) {
   return hf::config_to_model(config, file, hf::architectures());
+}
+
+void add_mtp_modules(nlohmann::json& model, std::int64_t modules, const std::string& file) {
+  using Json = nlohmann::json;
+  Json& layers = model["layers"];
+  const std::size_t n = layers.size();
+  // [embed_tokens, decoder layer call(s), norm, lm_head]: the shape emit_decoder writes.
+  if (n < 4 || layers[0].value("op", "") != "embedding" ||
+      layers[n - 2].value("name", "") != "norm" || layers[n - 1].value("name", "") != "lm_head" ||
+      !layers[n - 3].contains("block")) {
+    throw Error({file},
+                "--mtp-layers: multi-token prediction repeats a decoder's last layer; this "
+                "model is not a decoder of that shape");
+  }
+  const Json last = layers[n - 3];
+  const std::int64_t hidden = layers[0].at("embedding_dim").get<std::int64_t>();
+  const std::string embedding = layers[0].at("name").get<std::string>();
+  std::string previous = "norm";
+  for (std::int64_t k = 0; k < modules; ++k) {
+    const std::string at = fmt::format("mtp.{}.", k);
+    layers.push_back(Json{{"name", at + "enorm"}, {"op", "rmsnorm"}, {"inputs", {embedding}}});
+    layers.push_back(Json{{"name", at + "hnorm"}, {"op", "rmsnorm"}, {"inputs", {previous}}});
+    layers.push_back(Json{{"name", at + "concat"},
+                          {"op", "concat"},
+                          {"axis", -1},
+                          {"inputs", {at + "enorm", at + "hnorm"}}});
+    layers.push_back(Json{
+        {"name", at + "eh_proj"}, {"op", "linear"}, {"out_features", hidden}, {"bias", false}});
+    Json block{{"name", at + "layer"}, {"block", last.at("block")}};
+    if (last.contains("args")) block["args"] = last.at("args");
+    layers.push_back(std::move(block));
+    layers.push_back(Json{{"name", at + "final_layernorm"}, {"op", "rmsnorm"}});
+    Json head = layers[n - 1];
+    head["name"] = at + "head";
+    head["tied_to"] = "lm_head";
+    layers.push_back(std::move(head));
+    previous = at + "layer";
+  }
+  model["outputs"] = Json::array({"lm_head"});
+  for (std::int64_t k = 0; k < modules; ++k)
+    model["outputs"].push_back(fmt::format("mtp.{}.head", k));
+}
+
+void reject_mtp_modules(std::int64_t modules, const std::string& file) {
+  if (modules > 0) {
+    throw Error({file}, "--mtp-layers builds its modules from a Hugging Face decoder config");
+  }
 }
 
 std::vector<std::string_view> hf_model_types() {

@@ -9,6 +9,7 @@
 // `config.json:/num_key_value_heads: ...`.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,19 @@ bool is_hf_config(const nlohmann::json& document);
 /// "seq" (min(max_position_embeddings, 2048)). `file` names the config in
 /// messages.
 nlohmann::json hf_config_to_model(const nlohmann::json& config, const std::string& file);
+
+/// Appends `modules` multi-token-prediction modules to a decoder translated by
+/// hf_config_to_model (Megatron-Core's --mtp-num-layers; DeepSeek-V3's MTP, arXiv:2412.19437
+/// section 2.2): each normalises the next token's embedding and the previous depth's hidden
+/// state (enorm, hnorm), projects their concatenation from 2d to d (eh_proj), runs one more
+/// decoder layer like the model's last, normalises it and applies the output head, shared with
+/// the model's (tied to lm_head: no new weights). Layers named "mtp.<k>.*". Fails, naming
+/// `file`, on a model that does not end in decoder layers, a norm and lm_head.
+void add_mtp_modules(nlohmann::json& model, std::int64_t modules, const std::string& file);
+
+/// Fails, naming `file`, when `modules` (ModelOptions::mtp_layers) asks for multi-token-prediction
+/// modules on a model that is not built from a Hugging Face config.
+void reject_mtp_modules(std::int64_t modules, const std::string& file);
 
 /// The model_type values hf_config_to_model accepts, sorted.
 std::vector<std::string_view> hf_model_types();

@@ -145,13 +145,23 @@ OpResult infer_linear(OpContext& ctx) {
   bool tied = false;
   if (auto target = ctx.attrs.optional_text("tied_to")) {
     const Layer* layer = ctx.find_layer(*target);
-    if (layer == nullptr || layer->op != "embedding") {
-      ctx.attrs.fail_at(
-          "tied_to",
-          fmt::format("tied_to must name an earlier embedding layer, got \"{}\"", *target));
+    if (layer == nullptr || (layer->op != "embedding" && layer->op != "linear")) {
+      ctx.attrs.fail_at("tied_to",
+                        fmt::format("tied_to must name an earlier embedding or linear layer, got "
+                                    "\"{}\"",
+                                    *target));
     }
-    const std::int64_t rows = layer->counts.params / layer->output.back();
-    if (layer->output.back() != in_features || rows != out_features) {
+    // A linear shares another's weight (a multi-token-prediction head, the model's own): the
+    // same product, in features by out features.
+    if (layer->op == "linear") {
+      if (!layer->traits.gemm || layer->traits.gemm->k != in_features ||
+          layer->traits.gemm->n != out_features) {
+        ctx.attrs.fail_at("tied_to", fmt::format("cannot tie a {}x{} linear to linear \"{}\" of "
+                                                 "another shape",
+                                                 in_features, out_features, *target));
+      }
+    } else if (const std::int64_t rows = layer->counts.params / layer->output.back();
+               layer->output.back() != in_features || rows != out_features) {
       ctx.attrs.fail_at(
           "tied_to", fmt::format("cannot tie a {}x{} linear to embedding \"{}\" of "
                                  "{}x{}",
