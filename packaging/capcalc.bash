@@ -144,14 +144,14 @@ _capcalc() {
              --disaggregate --mix --price-per-hour --validate --max-median-error --max-worst-factor --min-within-2x
              --format --output" ;;
     plan)
-      flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance --moe-dispatcher
+      flags="--set --causal --mtp-layers $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance --moe-dispatcher
              --runtime --runtime-file --fp8-recipe
              --lora-rank --lora-targets --micro-batch-sizes --dataset-size --epochs --tokens --gpu --hw --device --type --all
              --max-devices --deadline --budget --pricing --price --discount --interruptions
              --restart --checkpoint-every --capex --life --power-price --pue --objective --top
              --explain --format" ;;
     scale)
-      flags="--set --causal $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance --moe-dispatcher
+      flags="--set --causal --mtp-layers $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance --moe-dispatcher
              --runtime --runtime-file --fp8-recipe
              --lora-rank --lora-targets --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)

@@ -277,6 +277,16 @@ std::string estimate_model_text(const ReportInput& in) {
   out += fmt::format("  parameters   {} ({}){}\n", format_grouped(t.params),
                      format_count(static_cast<double>(t.params)),
                      active_params_text(t.params, t.active_params));
+  if (g.mtp_modules > 0) {
+    std::int64_t mtp_params = 0;
+    for (std::size_t i = static_cast<std::size_t>(g.mtp_first_layer); i < g.layers.size(); ++i)
+      mtp_params += g.layers[i].counts.params;
+    out += fmt::format(
+        "  MTP          {} multi-token-prediction module{} of {} parameters, "
+        "trained beside the model (counted above)\n",
+        g.mtp_modules, g.mtp_modules == 1 ? "" : "s",
+        format_count(static_cast<double>(mtp_params)));
+  }
   out += fmt::format("  MACs         {} ({} forward)\n", format_count(per_sample(t.macs, g.batch)),
                      format_grouped(t.macs / g.batch));
   out += fmt::format("  FLOPs        {} forward = 2 x MACs + {} other (elementwise, norms)\n",

@@ -36,6 +36,7 @@ Json model_json(const ReportInput& in) {
   model["peak_activation_bytes"] = static_cast<double>(t.peak_live_elements) * act;
   model["layers"] = g.layers.size();
   model["dims"] = g.dims;
+  if (g.mtp_modules > 0) model["mtp_layers"] = g.mtp_modules;
   if (!g.unknown_ops.empty()) {  // Operators counted as zero (ONNX import).
     Json unknown = Json::object();
     for (const UnknownOperator& op : g.unknown_ops)

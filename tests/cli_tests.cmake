@@ -530,6 +530,16 @@ capcalc_cli_error(moe_dispatcher_without_expert_parallel "^capcalc: error: --moe
                   estimate mixtral_8x7b_hf --gpu H100 --mode training --batch 1 --moe-dispatcher deepep)
 capcalc_cli_error(moe_dispatcher_unknown "--moe-dispatcher must be one of alltoall, deepep or hybridep \\(got \"deep\"\\); did you mean \"deepep\"\\?"
                   estimate mixtral_8x7b_hf --gpu H100 --ep 8 --devices 8 --moe-dispatcher deep)
+# Multi-token prediction (--mtp-layers): DeepSeek-V3's module, one MoE decoder layer (11.51 G)
+# and its 2d -> d projection (2 x 7,168^2 = 103 M), the head shared; counted by hand in hf_test.cpp.
+capcalc_cli_ok(training_mtp "parameters   682,636,487,424 \\(683 G\\), 38.2 G active per token\n  MTP          1 multi-token-prediction module of 11.6 G parameters, trained beside the model"
+               estimate deepseek_v3_hf --gpu B200 --mode training --precision fp8 --batch 1 --devices 256 --pp 16 --ep 8 --micro-batches 16 --mtp-layers 1)
+capcalc_cli_error(mtp_inference "^capcalc: error: --mtp-layers: multi-token-prediction modules train beside the model: add --mode training\n$"
+                  estimate deepseek_v3_hf --gpu H100 --mtp-layers 1)
+capcalc_cli_error(mtp_native "resnet50.json: --mtp-layers builds its modules from a Hugging Face decoder config"
+                  estimate resnet50 --gpu H100 --mode training --mtp-layers 1)
+capcalc_cli_error(mtp_range "--mtp-layers must be a whole number from 1 to 64 \\(got 0\\)"
+                  estimate deepseek_v3_hf --gpu H100 --mode training --mtp-layers 0)
 capcalc_cli_error(expert_tensor_parallel_degree "--expert-tensor-parallel must be 1 \\(whole experts\\) or the --tensor-parallel 2, got 3"
                   estimate mixtral_8x7b_hf --gpu H100 --mode training --tp 2 --devices 64 --ep 8 --etp 3)
 capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"pipeline_parallel\": 1,\n *\"micro_batches\": 1,\n *\"virtual_stages\": 1,\n *\"zero_stage\": 3"

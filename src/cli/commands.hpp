@@ -36,6 +36,8 @@ struct ModelArgs {
 };
 
 void add_model_options(CLI::App& sub, ModelArgs& args);
+/// --mtp-layers: multi-token-prediction modules for a Hugging Face decoder (training).
+void add_mtp_option(CLI::App& sub, std::int64_t& modules);
 /// Loads the model; warns on stderr about operators counted as zero (ONNX).
 /// `kv_cache_length`: LLM decode over that many cached tokens (CountOptions).
 Graph load_model_from(const ModelArgs& args, std::int64_t kv_cache_length = 0);

@@ -32,6 +32,15 @@ std::string executable_dir() {
 
 }  // namespace
 
+void add_mtp_option(CLI::App& sub, std::int64_t& modules) {
+  whole_number(sub.add_option("--mtp-layers", modules,
+                              "Hugging Face decoders, training: append N multi-token-prediction "
+                              "modules (Megatron-Core's mtp_num_layers, DeepSeek-V3's MTP: a "
+                              "projection, one more decoder layer and the shared output head "
+                              "each)"),
+               1, 64);
+}
+
 void add_model_options(CLI::App& sub, ModelArgs& args) {
   sub.add_option("model", args.path,
                  "Model file: capcalc JSON, a Hugging Face config.json, ONNX (.onnx) or ONNX as "
@@ -51,12 +60,7 @@ void add_model_options(CLI::App& sub, ModelArgs& args) {
                  "Run without an optional input, e.g. --omit-input pixel_values for a text-only "
                  "prompt to a multimodal model: the layers that read only it do no work "
                  "(repeatable)");
-  whole_number(sub.add_option("--mtp-layers", args.mtp_layers,
-                              "Hugging Face decoders, training: append N multi-token-prediction "
-                              "modules (Megatron-Core's mtp_num_layers, DeepSeek-V3's MTP: a "
-                              "projection, one more decoder layer and the shared output head "
-                              "each)"),
-               1, 64);
+  add_mtp_option(sub, args.mtp_layers);
   sub.add_flag("--strict", args.strict,
                "ONNX: an operator capcalc does not know is an error, not a zero-count layer");
 }

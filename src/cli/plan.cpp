@@ -307,6 +307,7 @@ void add_plan_args(CLI::App& sub, PlanArgs& args) {
   one_of(sub.add_option("--causal", args.model.causal, "Count causal attention as full or half"),
          causal_counting_names())
       ->capture_default_str();
+  add_mtp_option(sub, args.model.mtp_layers);
   add_hardware_options(sub, args.hardware);
   one_of(sub.add_option("-p,--precision", args.precisions,
                         "Number formats to try, comma-separated (default bf16)")
