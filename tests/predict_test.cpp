@@ -44,6 +44,23 @@ PerformanceParams collective_round_params() {
   return p;
 }
 
+// `d` in nodes of 4, joined by a network of 5 GB/s a device each way.
+Device in_nodes_of_four(Device d) {
+  d.intra_node->domain_devices = 4;
+  d.inter_node = Link{"Round network", 10e9, "per_direction"};
+  return d;
+}
+
+// fp16 training on `devices` devices, the experts split over `expert_parallel` of them.
+Workload fp16_training(std::int64_t devices, std::int64_t expert_parallel = 1) {
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.mode = Mode::kTraining;
+  w.devices = devices;
+  w.expert_parallel = expert_parallel;
+  return w;
+}
+
 }  // namespace
 
 TEST_CASE("predict: a large GEMM is compute-bound on matrix units", "[predict]") {
@@ -619,12 +636,8 @@ TEST_CASE("predict: expert parallelism splits the experts and exchanges tokens a
   REQUIRE(g.layers[0].counts.expert_params == 8 * 1572864);
   Device d = linked_round_device("Round link", 200e9);  // 100 GB/s per direction.
   PerformanceParams p = collective_round_params();
-  Workload w;
-  w.precision = Precision::kFp16;
-  w.mode = Mode::kTraining;
-  w.devices = 8;
-  Workload ep = w;
-  ep.expert_parallel = 8;
+  const Workload w = fp16_training(8);
+  const Workload ep = fp16_training(8, 8);
   const Estimate whole = estimate(g, d, p, w);
   const Estimate split = estimate(g, d, p, ep);
   // Each of the 8 devices holds the router and one expert: 2 bytes a weight as weights and as
@@ -676,9 +689,7 @@ TEST_CASE("predict: expert parallelism splits the experts and exchanges tokens a
   CHECK(estimate(g, d, p, pairs).expert_parallel_s ==
         Approx(4 * (10e-6 + 7.0 / 8 * buffer / 2 / 50e9)));
   // Over 2 nodes of 4: half the buffer leaves over the device's network port at 5 GB/s.
-  Device nodes = d;
-  nodes.intra_node->domain_devices = 4;
-  nodes.inter_node = Link{"Round network", 10e9, "per_direction"};
+  const Device nodes = in_nodes_of_four(d);
   const Estimate across = estimate(g, nodes, p, ep);
   CHECK(across.expert_parallel_link == "Round link + Round network");
   CHECK(across.expert_parallel_s == Approx(4 * (10e-6 + 0.5 * buffer / 5e9)));
@@ -697,11 +708,7 @@ TEST_CASE("predict: DeepEP sends a token once for each device and node holding i
   const double tokens = 512.0 * 1024 * 2;  // Each device's tokens at 2 bytes: 1 MiB.
   Device d = linked_round_device("Round link", 200e9);  // 100 GB/s per direction.
   PerformanceParams p = collective_round_params();
-  Workload all_to_all;
-  all_to_all.precision = Precision::kFp16;
-  all_to_all.mode = Mode::kTraining;
-  all_to_all.devices = 8;
-  all_to_all.expert_parallel = 8;
+  Workload all_to_all = fp16_training(8, 8);
   Workload deepep = all_to_all;
   deepep.moe_dispatcher = MoeDispatcher::kDeepEP;
   // One expert a device: a token's 2 experts are 2 devices, so the same 7/8 of 2 copies
@@ -725,9 +732,7 @@ TEST_CASE("predict: DeepEP sends a token once for each device and node holding i
   // sends one copy there unless both experts are in the device's own node, C(4,2)/C(8,2) =
   // 6/28: 22/28; and forwards the tokens of both nodes to its 3 node mates, 2 x 3 x 1/4 =
   // 1.5 copies at 50 GB/s, which the network's share outlasts.
-  Device nodes = d;
-  nodes.intra_node->domain_devices = 4;
-  nodes.inter_node = Link{"Round network", 10e9, "per_direction"};
+  const Device nodes = in_nodes_of_four(d);
   all_to_all.expert_parallel = 8;
   deepep.expert_parallel = 8;
   CHECK(estimate(g, nodes, p, all_to_all).expert_parallel_s ==
