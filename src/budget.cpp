@@ -90,8 +90,8 @@ std::string parent_dir(const std::string& path) {
 
 // Keys a budget (or "defaults") may hold: these and the workload's (workload_spec.hpp), where
 // "devices" lists the device ids and "device_count" is the devices in all.
-constexpr std::array<std::string_view, 6> kBudgetOwnKeys = {"name",  "model", "devices",
-                                                            "batch", "set",   "limits"};
+constexpr std::array<std::string_view, 7> kBudgetOwnKeys = {"name", "model",  "devices",   "batch",
+                                                            "set",  "limits", "mtp_layers"};
 
 std::vector<std::string_view> budget_keys() {
   std::vector<std::string_view> keys(kBudgetOwnKeys.begin(), kBudgetOwnKeys.end());
@@ -294,6 +294,14 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
   read_dims(view, defaults, budget);
   budget.request.model_file = budget.model_path;
   read_workload(view, defaults, budget);
+  // Multi-token-prediction modules (ModelOptions::mtp_layers) train beside the model.
+  if (auto mtp = lookup(view, defaults, "mtp_layers")) {
+    budget.model_options.mtp_layers = mtp->as_positive_int();
+    if (budget.model_options.mtp_layers > 64) mtp->fail("at most 64 modules");
+    if (budget.request.workload.mode != Mode::kTraining) {
+      mtp->fail("multi-token-prediction modules train beside the model: add \"mode\" training");
+    }
+  }
   read_limits(view, defaults, budget);
   return budget;
 }

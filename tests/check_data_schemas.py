@@ -124,6 +124,9 @@ RULES = [
     ("tests/cli/budget_bare_memory.json", invalid("budget")),
     ("tests/cli/budget_tokens.json", valid("budget")),
     ("tests/cli/budget_workload.json", valid("budget")),
+    ("tests/cli/budget_mtp.json", valid("budget")),
+    # Valid by the schema; the reader rejects MTP modules outside training (a rule between keys).
+    ("tests/cli/budget_mtp_inference.json", valid("budget")),
     ("tests/cli/budget_bare_rate.json",
      exempt(SEMANTIC + "a bare rate on a language model, ambiguous by its seq")),
     ("tests/cli/budget_bad_device.json", exempt(SEMANTIC + "an unknown device id")),

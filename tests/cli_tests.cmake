@@ -540,6 +540,11 @@ capcalc_cli_error(mtp_native "resnet50.json: --mtp-layers builds its modules fro
                   estimate resnet50 --gpu H100 --mode training --mtp-layers 1)
 capcalc_cli_error(mtp_range "--mtp-layers must be a whole number from 1 to 64 \\(got 0\\)"
                   estimate deepseek_v3_hf --gpu H100 --mode training --mtp-layers 0)
+# A budget trains DeepSeek-V3 with its MTP module: 671.03 G + 11.61 G parameters (hf_test.cpp).
+capcalc_cli_ok(check_budget_mtp "parameters 683 G within max 683G \\(margin 364 M, 0.1 %\\).*all 2 budgets hold"
+               check --budget tests/cli/budget_mtp.json)
+capcalc_cli_error(check_budget_mtp_inference "^capcalc: error: tests/cli/budget_mtp_inference.json:/budgets/0/mtp_layers: multi-token-prediction modules train beside the model: add \"mode\" training\n$"
+                  check --budget tests/cli/budget_mtp_inference.json)
 capcalc_cli_error(expert_tensor_parallel_degree "--expert-tensor-parallel must be 1 \\(whole experts\\) or the --tensor-parallel 2, got 3"
                   estimate mixtral_8x7b_hf --gpu H100 --mode training --tp 2 --devices 64 --ep 8 --etp 3)
 capcalc_cli_ok(training_zero_json "\"tensor_parallel\": 8,\n *\"pipeline_parallel\": 1,\n *\"micro_batches\": 1,\n *\"virtual_stages\": 1,\n *\"zero_stage\": 3"
