@@ -297,6 +297,30 @@ void BM_Plan_Llama3_405B(benchmark::State& state) {
 }
 BENCHMARK(BM_Plan_Llama3_405B)->Unit(benchmark::kSecond)->Iterations(1);
 
+// DeepSeek-V3 training with its multi-token-prediction module on 256 B200s (PP 16, EP 16 over
+// two nodes, HybridEP's per-node dispatch): loading the config with the module appended, and
+// one estimate of the step.
+void BM_Training_DeepSeekV3_MTP(benchmark::State& state) {
+  const std::string text = read_file(kDataDir + "/models/deepseek_v3_hf.json");
+  const capcalc::Device& b200 = hardware().get("b200");
+  capcalc::Workload w;
+  w.mode = capcalc::Mode::kTraining;
+  w.precision = capcalc::Precision::kFp8;
+  w.devices = 256;
+  w.pipeline_parallel = 16;
+  w.expert_parallel = 16;
+  w.micro_batches = 128;
+  w.moe_dispatcher = capcalc::MoeDispatcher::kHybridEP;
+  capcalc::ModelOptions options;
+  options.dims["seq"] = 4096;
+  options.mtp_layers = 1;
+  for (auto _ : state) {
+    const capcalc::Graph graph = capcalc::parse_model(text, "deepseek_v3_hf.json", options);
+    benchmark::DoNotOptimize(capcalc::estimate(graph, b200, hardware().performance_for(b200), w));
+  }
+}
+BENCHMARK(BM_Training_DeepSeekV3_MTP)->Unit(benchmark::kMillisecond);
+
 // calibrate on the project's 44 H200 measurements (six zoo models, serving cases among them):
 // a few hundred validations of the same cases, each model read and expanded once (ModelCache).
 void BM_Calibrate_H200(benchmark::State& state) {
