@@ -55,6 +55,39 @@ double none_held(std::int64_t experts, std::int64_t held, std::int64_t top_k) {
   return chance;
 }
 
+// C(n, r) as a double (the group counts are small).
+double choose(std::int64_t n, std::int64_t r) {
+  if (r < 0 || r > n) return 0;
+  double c = 1;
+  for (std::int64_t i = 0; i < r; ++i)
+    c = c * static_cast<double>(n - i) / static_cast<double>(i + 1);
+  return c;
+}
+
+// none_held under the routing's group limit (dispatch_copies' comment gives the sums).
+double none_held(const Routing& r, std::int64_t held) {
+  const std::int64_t groups = r.groups;
+  const std::int64_t picked = r.groups_per_token;
+  if (groups > 1 && picked > 0 && picked < groups && r.experts % groups == 0) {
+    const std::int64_t per_group = r.experts / groups;
+    const std::int64_t pool = picked * per_group;  // The experts a token may take.
+    if (held % per_group == 0) {
+      const std::int64_t whole = held / per_group;
+      double chance = 0;
+      for (std::int64_t j = 0; j <= std::min(whole, picked); ++j) {
+        chance += choose(whole, j) * choose(groups - whole, picked - j) / choose(groups, picked) *
+                  none_held(pool, j * per_group, r.top_k);
+      }
+      return chance;
+    }
+    if (per_group % held == 0) {
+      const double share = static_cast<double>(picked) / static_cast<double>(groups);
+      return (1 - share) + share * none_held(pool, held, r.top_k);
+    }
+  }
+  return none_held(r.experts, held, r.top_k);
+}
+
 // log2 of n, rounded down (NCCL's log2i): a tree over n nodes has that many levels.
 double tree_levels(std::int64_t n) {
   double levels = 0;
@@ -151,19 +184,19 @@ double collective_s(const CollectiveGroup& group, const PerformanceParams& param
 // the combine reduces on the way back. HybridEP does the same ("Similar to DeepEP, Hybrid-EP
 // first performs IB communication between peer GPUs, then each rank distributes the received
 // inter-node data locally": docs/Hybrid-EP_Implementation.md, hybrid-ep branch at 94a9f8f).
-TokenCopies dispatch_copies(const CollectiveGroup& group, std::int64_t experts, std::int64_t top_k,
+TokenCopies dispatch_copies(const CollectiveGroup& group, const Routing& routing,
                             bool deduplicated) {
   const std::int64_t n = group.per_node * group.nodes;
   const auto g = static_cast<double>(group.per_node);
   const auto m = static_cast<double>(group.nodes);
-  const auto k = static_cast<double>(top_k);
-  if (!deduplicated || n <= 1 || experts % n != 0) {
+  const auto k = static_cast<double>(routing.top_k);
+  if (!deduplicated || n <= 1 || routing.experts % n != 0) {
     return {k * (g - 1) / static_cast<double>(n), k * (m - 1) / m};
   }
-  const std::int64_t per_member = experts / n;
-  const double members = (g - 1) * (1 - none_held(experts, per_member, top_k));
+  const std::int64_t per_member = routing.experts / n;
+  const double members = (g - 1) * (1 - none_held(routing, per_member));
   if (group.network == nullptr) return {members, 0};
-  return {m * members, (m - 1) * (1 - none_held(experts, per_member * group.per_node, top_k))};
+  return {m * members, (m - 1) * (1 - none_held(routing, per_member * group.per_node))};
 }
 
 double token_exchange_s(const CollectiveGroup& group, const PerformanceParams& params,

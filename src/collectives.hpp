@@ -62,6 +62,16 @@ struct TokenCopies {
   double network = 0;
 };
 
+/// How a moe layer routes a token: to `top_k` distinct of its `experts`, all within
+/// `groups_per_token` of `groups` equal groups where those are set (DeepSeek's group-limited
+/// routing; 0: no limit).
+struct Routing {
+  std::int64_t experts = 0;
+  std::int64_t top_k = 0;
+  std::int64_t groups = 0;
+  std::int64_t groups_per_token = 0;
+};
+
 /// The copies for a token routed to `top_k` distinct experts of `experts` spread evenly over
 /// the group's n members (g a node, m nodes), the experts drawn uniformly (balanced routing).
 /// An all-to-all sends one copy for each expert: k (g-1)/n within the node, k (n-g)/n beyond.
@@ -70,8 +80,12 @@ struct TokenCopies {
 /// what it receives from each of the m nodes (its own included) to its node mates:
 ///   network (m-1)(1 - q(g)),  intra m (g-1)(1 - q(1))  (within one node: (g-1)(1 - q(1))),
 /// q(s) the chance that s members' s E/n experts hold none of the k: the product over i < k of
-/// (E - s E/n - i) / (E - i).
-TokenCopies dispatch_copies(const CollectiveGroup& group, std::int64_t experts, std::int64_t top_k,
+/// (E - s E/n - i) / (E - i). With group-limited routing (G groups of E/G, the token's k among
+/// the T groups it picks, uniformly), s members holding h whole groups miss the token when the
+/// T groups hold j of them and the k miss those j: the sum over j of C(h,j) C(G-h,T-j) / C(G,T)
+/// x C((T-j) E/G, k) / C(T E/G, k); holding part of one group, (1 - T/G) + T/G x
+/// C(T E/G - s E/n, k) / C(T E/G, k). Sets that neither fit nor split a group: as unlimited.
+TokenCopies dispatch_copies(const CollectiveGroup& group, const Routing& routing,
                             bool deduplicated);
 
 /// Seconds for one exchange of `copies` of tokens of `token_bytes` in all per member: as an

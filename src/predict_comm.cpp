@@ -133,7 +133,9 @@ void expert_parallel_communication(const Step& s, Estimate& result) {
     if (layer.view || c.experts == 0) continue;
     const double token_bytes =
         static_cast<double>(element_count(layer.output)) * s.comm_bytes / s.tp / s.cp;
-    const TokenCopies copies = dispatch_copies(group, c.experts, c.experts_per_token, deduplicated);
+    const Routing routing{c.experts, c.experts_per_token, c.expert_groups,
+                          c.expert_groups_per_token};
+    const TokenCopies copies = dispatch_copies(group, routing, deduplicated);
     result.expert_parallel_s +=
         passes * token_exchange_s(group, s.params, result.profile, copies, token_bytes);
     result.alltoalls += static_cast<int>(passes);

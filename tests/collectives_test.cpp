@@ -210,32 +210,52 @@ TEST_CASE("collectives: a deduplicated dispatch sends a token once for each devi
   const CollectiveGroup two_nodes = collective_group(device, 1, 8);
   // The all-to-all: a copy for each of a token's k experts, k (g-1)/n to node mates and
   // k (m-1)/m beyond: 2 x 3/4 in one node of 4; 2 x 3/8 and 2 x 1/2 over 2 nodes of 4.
-  TokenCopies copies = dispatch_copies(one_node, 8, 2, false);
+  TokenCopies copies = dispatch_copies(one_node, Routing{8, 2}, false);
   CHECK(copies.intra == Approx(1.5));
   CHECK(copies.network == 0);
-  copies = dispatch_copies(two_nodes, 8, 2, false);
+  copies = dispatch_copies(two_nodes, Routing{8, 2}, false);
   CHECK(copies.intra == Approx(0.75));
   CHECK(copies.network == Approx(1.0));
   // Deduplicated, 8 experts over 4 devices (2 each), 2 a token: a node mate gets a copy unless
   // both experts miss its two, C(6,2)/C(8,2) = 15/28 of the 28 pairs: 3 x 13/28.
-  copies = dispatch_copies(one_node, 8, 2, true);
+  copies = dispatch_copies(one_node, Routing{8, 2}, true);
   CHECK(copies.intra == Approx(39.0 / 28));
   CHECK(copies.network == 0);
   // Over 2 nodes, one expert a device: the other node gets one copy unless both experts are in
   // this node (6 of the 28 pairs), 22/28; each device forwards what reaches it from both nodes
   // to its 3 node mates, each holding one of the 2 experts with chance 1 - 21/28: 2 x 3 x 1/4.
-  copies = dispatch_copies(two_nodes, 8, 2, true);
+  copies = dispatch_copies(two_nodes, Routing{8, 2}, true);
   CHECK(copies.intra == Approx(1.5));
   CHECK(copies.network == Approx(22.0 / 28));
   // One expert a token: one copy to one place either way across nodes.
-  CHECK(dispatch_copies(two_nodes, 8, 1, true).network ==
-        Approx(dispatch_copies(two_nodes, 8, 1, false).network));
+  CHECK(dispatch_copies(two_nodes, Routing{8, 1}, true).network ==
+        Approx(dispatch_copies(two_nodes, Routing{8, 1}, false).network));
   // Timed as an all-to-all of those copies, 1 GB a copy: the network's 22/28 GB at 5 GB/s
   // outlasts the 1.5 GB at 50 GB/s.
   CHECK(token_exchange_s(two_nodes, collective_params(), Profile::kEager, copies, kBytes) ==
         Approx(kLatency + 22.0 / 28 * kBytes / 5e9));
   // The all-to-all's copies time as collective_s's all-to-all of the k-copy buffer.
   CHECK(token_exchange_s(two_nodes, collective_params(), Profile::kEager,
-                         dispatch_copies(two_nodes, 8, 2, false),
+                         dispatch_copies(two_nodes, Routing{8, 2}, false),
                          kBytes / 2) == Approx(time(two_nodes, Collective::kAllToAll)));
+}
+
+TEST_CASE("collectives: group-limited routing sends fewer copies beyond the node",
+          "[collectives]") {
+  // DeepSeek's group-limited routing: 8 experts in 4 groups of 2, a token's 2 experts within the
+  // 2 groups it picks; one expert a device, 2 nodes of 4, so each node holds 2 whole groups.
+  const Device device = two_level_device();
+  const CollectiveGroup two_nodes = collective_group(device, 1, 8);
+  const Routing limited{8, 2, 4, 2};
+  // The other node is missed when the token picks both of this node's groups (1 of the 6
+  // pairs), or one group of each (4 of 6) and both experts in this node's (1 of the 6 pairs of
+  // those 4 experts): 1/6 + 4/6 x 1/6 = 5/18, so 13/18 copies against 22/28 unlimited.
+  const TokenCopies copies = dispatch_copies(two_nodes, limited, true);
+  CHECK(copies.network == Approx(13.0 / 18));
+  CHECK(dispatch_copies(two_nodes, Routing{8, 2}, true).network == Approx(22.0 / 28));
+  // One device's expert is any one expert, 2/8 of tokens either way: 2 x 3 x 1/4 forwarded.
+  CHECK(copies.intra == Approx(1.5));
+  // Every group picked is no limit; the all-to-all ignores the groups.
+  CHECK(dispatch_copies(two_nodes, Routing{8, 2, 4, 4}, true).network == Approx(22.0 / 28));
+  CHECK(dispatch_copies(two_nodes, limited, false).network == Approx(1.0));
 }

@@ -236,6 +236,11 @@ TEST_CASE("hf: DeepSeek-V3 config has 671.0 B parameters, 37.6 B active", "[hf][
   // Per token: 8 routed experts of 256.
   CHECK(t.active_params == t.params - 58 * (256 - 8) * expert);
   CHECK(std::llround(static_cast<double>(t.active_params) / 1e9) == 38);  // 37.55 B.
+  // Group-limited routing (n_group 8, topk_group 4, topk_method noaux_tc) on every MoE layer.
+  const Graph g = load("deepseek_v3_hf.json");
+  const capcalc::Layer& last_moe = layer_named(g, "layers.60.mlp");
+  CHECK(last_moe.counts.expert_groups == 8);
+  CHECK(last_moe.counts.expert_groups_per_token == 4);
 }
 
 TEST_CASE("hf: DeepSeek-V2-Lite (direct queries, 2 shared experts) has 15.7 B parameters", "[hf]") {
@@ -1142,6 +1147,35 @@ TEST_CASE("ops: moe shared experts run on every token, the router bias is a para
                  "experts_per_token": 2, "hidden": 24, "shared_gate": true})"),
                            "m.json"),
       ContainsSubstring("shared_gate: layer \"moe\": a shared_gate needs a shared expert"));
+}
+
+TEST_CASE("ops: moe group-limited routing changes no count, only where tokens go", "[ops]") {
+  const auto moe = [](const std::string& extra) {
+    return capcalc::parse_model(one_layer("[2, 5, 16]",
+                                          R"({"name": "moe", "op": "moe", "experts": 8,
+                 "experts_per_token": 2, "hidden": 24)" +
+                                              extra + "}"),
+                                "m.json")
+        .layers.back()
+        .counts;
+  };
+  const capcalc::LayerCounts plain = moe("");
+  const capcalc::LayerCounts limited = moe(R"(, "groups": 4, "groups_per_token": 2)");
+  CHECK(limited.params == plain.params);
+  CHECK(limited.macs == plain.macs);
+  CHECK(limited.other_flops == plain.other_flops);
+  CHECK(plain.expert_groups == 0);
+  CHECK(limited.expert_groups == 4);
+  CHECK(limited.expert_groups_per_token == 2);
+  // Every group picked is no limit.
+  CHECK(moe(R"(, "groups": 4, "groups_per_token": 4)").expert_groups == 0);
+  CHECK_THROWS_WITH(moe(R"(, "groups": 3)"),
+                    ContainsSubstring("groups = 3 does not divide experts = 8"));
+  CHECK_THROWS_WITH(moe(R"(, "groups": 4, "groups_per_token": 5)"),
+                    ContainsSubstring("groups_per_token = 5 exceeds groups = 4"));
+  CHECK_THROWS_WITH(
+      moe(R"(, "groups": 8, "groups_per_token": 1)"),
+      ContainsSubstring("1 groups of 1 experts hold fewer than experts_per_token = 2"));
 }
 
 TEST_CASE("ops: gpt-oss attention sinks and expert biases are parameters", "[ops]") {

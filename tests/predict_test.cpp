@@ -740,6 +740,18 @@ TEST_CASE("predict: DeepEP sends a token once for each device and node holding i
   const Estimate across = estimate(g, nodes, p, deepep);
   CHECK(across.expert_parallel_s == Approx(4 * (10e-6 + 22.0 / 28 * tokens / 5e9)));
   CHECK(across.alltoall_bytes == Approx(4 * (1.5 + 22.0 / 28) * tokens));
+  // DeepSeek's group-limited routing, 4 groups of 2 with 2 a token: each node holds 2 whole
+  // groups, and the other node gets a copy for 13/18 of the tokens (collectives_test derives it).
+  const Graph grouped = parse_model(R"({"format": "capcalc-model/1", "name": "moe",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 512, "groups": 4, "groups_per_token": 2}]})",
+                                    "moe.json");
+  CHECK(estimate(grouped, nodes, p, deepep).expert_parallel_s ==
+        Approx(4 * (10e-6 + 13.0 / 18 * tokens / 5e9)));
+  CHECK(estimate(grouped, nodes, p, all_to_all).expert_parallel_s ==
+        Approx(4 * (10e-6 + 1.0 * tokens / 5e9)));
   // HybridEP is timed alike.
   Workload hybridep = deepep;
   hybridep.moe_dispatcher = MoeDispatcher::kHybridEP;

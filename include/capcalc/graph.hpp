@@ -70,6 +70,10 @@ struct LayerCounts {
   /// included), what expert parallelism splits; 0 for other layers.
   std::int64_t experts = 0;
   std::int64_t experts_per_token = 0;
+  /// Group-limited routing (DeepSeek's n_group, topk_group): the experts in `expert_groups`
+  /// equal groups, a token's experts all in `expert_groups_per_token` of them; 0: no limit.
+  std::int64_t expert_groups = 0;
+  std::int64_t expert_groups_per_token = 0;
   std::int64_t expert_params = 0;
 
   /// Forward FLOPs: 2 per MAC plus the other FLOPs (checked).

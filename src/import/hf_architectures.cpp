@@ -128,7 +128,14 @@ void read_deepseek(const Config& config, Spec& spec) {
         config.count("n_shared_experts", 0) * spec.moe.expert_intermediate;
     const std::int64_t first_dense = config.count("first_k_dense_replace", 0);
     const std::int64_t every = config.positive("moe_layer_freq", 1);
-    spec.moe.router_bias = config.text("topk_method").value_or("") == "noaux_tc";
+    const std::string topk_method = config.text("topk_method").value_or("");
+    spec.moe.router_bias = topk_method == "noaux_tc";
+    // Group-limited routing (DeepseekV3TopkRouter, DeepSeek-V2's "group_limited_greedy"): the
+    // experts in n_group groups, a token's top-k within the topk_group best of them.
+    if (topk_method == "noaux_tc" || topk_method == "group_limited_greedy") {
+      spec.moe.groups = config.count("n_group", 0);
+      spec.moe.groups_per_token = config.count("topk_group", 0);
+    }
     spec.moe.name = "mlp";
     check_experts_per_token(config, spec, "n_routed_experts");
     if (first_dense > spec.layers) {

@@ -167,6 +167,11 @@ Json decoder_block(const Spec& spec, bool sparse = true, bool l2_qk_norm = false
     moe["kind"] = "swiglu";
     if (spec.moe.shared_intermediate > 0) moe["shared_hidden"] = spec.moe.shared_intermediate;
     if (spec.moe.router_bias) moe["router_bias"] = true;
+    if (spec.moe.groups > 1 && spec.moe.groups_per_token > 0 &&
+        spec.moe.groups_per_token < spec.moe.groups) {
+      moe["groups"] = spec.moe.groups;
+      moe["groups_per_token"] = spec.moe.groups_per_token;
+    }
     if (spec.moe.expert_bias) moe["expert_bias"] = true;
     if (spec.moe.shared_gate) moe["shared_gate"] = true;
     body.push_back(std::move(moe));

@@ -54,6 +54,9 @@ struct MoeSpec {
   bool shared_gate = false;              // Qwen2-MoE: a sigmoid gate on the shared expert.
   bool router_bias = false;  // DeepSeek-V3's e_score_correction_bias, gpt-oss's router bias.
   bool expert_bias = false;  // gpt-oss: biases in every expert.
+  // DeepSeek's group-limited routing (n_group, topk_group); 0: none.
+  std::int64_t groups = 0;
+  std::int64_t groups_per_token = 0;
   std::string name = "block_sparse_moe";  // The module's name in the checkpoint.
 };
 

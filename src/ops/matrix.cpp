@@ -266,6 +266,23 @@ OpResult infer_moe(OpContext& ctx) {
     ctx.attrs.fail_at("shared_gate", "a shared_gate needs a shared expert (shared_hidden)");
   }
   const bool router_bias = ctx.attrs.flag("router_bias", false);
+  // DeepSeek's group-limited routing: a token's experts all in groups_per_token of `groups`
+  // equal groups (n_group, topk_group); it changes no count, only where the tokens go.
+  const std::int64_t groups = ctx.attrs.positive("groups", 1);
+  const std::int64_t groups_per_token = ctx.attrs.positive("groups_per_token", groups);
+  if (experts % groups != 0) {
+    ctx.attrs.fail_at("groups",
+                      fmt::format("groups = {} does not divide experts = {}", groups, experts));
+  }
+  if (groups_per_token > groups) {
+    ctx.attrs.fail_at("groups_per_token", fmt::format("groups_per_token = {} exceeds groups = {}",
+                                                      groups_per_token, groups));
+  }
+  if (top_k > groups_per_token * (experts / groups)) {
+    ctx.attrs.fail_at("groups_per_token",
+                      fmt::format("{} groups of {} experts hold fewer than experts_per_token = {}",
+                                  groups_per_token, experts / groups, top_k));
+  }
   // gpt-oss: biases on each expert's gate/up (2 x hidden) and down (d) projections.
   const bool expert_bias = ctx.attrs.flag("expert_bias", false);
   const std::int64_t d = in.back();
@@ -283,6 +300,10 @@ OpResult infer_moe(OpContext& ctx) {
   result.active_params = checked_add(checked_add(checked_mul(top_k, expert), router), shared);
   c.experts = experts;
   c.experts_per_token = top_k;
+  if (groups_per_token < groups) {
+    c.expert_groups = groups;
+    c.expert_groups_per_token = groups_per_token;
+  }
   c.expert_params = checked_mul(experts, expert);
   const std::int64_t router_macs = checked_mul(tokens, d, experts);
   // The shared MLP's gate and up, then its down: on every token.
