@@ -123,12 +123,12 @@ _capcalc() {
     probe) flags="--seconds --threads --output --format" ;;
     validate) flags="$hw_flags --measurements --models --format --max-median-error --max-worst-factor --max-held-out-median-error --min-within-2x --write-ranges" ;;
     compare)
-      flags="--set --causal $hw_flags --gpu --hw --device --type --all --sort --mode --precision
+      flags="--set --causal --mtp-layers $hw_flags --gpu --hw --device --type --all --sort --mode --precision
              --batch --profile --runtime --runtime-file --fp8-recipe --optimizer --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-dispatcher --moe-imbalance
              --micro-batches --virtual-stages --zero --input-rate $run_flags --format
              --prompt-tokens --output-tokens --weight-precision --expert-weight-precision --kv-precision" ;;
     check)
-      flags="--budget --batch --set $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
+      flags="--budget --batch --set --mtp-layers $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
              --sparsity --fp8-recipe --optimizer --weight-precision --expert-weight-precision --checkpointing --lora-rank --lora-targets
              --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-dispatcher --moe-imbalance --micro-batches --virtual-stages --zero --input-rate $run_flags
              --max-latency --min-throughput --max-memory --max-cost

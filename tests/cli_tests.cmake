@@ -543,6 +543,10 @@ capcalc_cli_error(mtp_range "--mtp-layers must be a whole number from 1 to 64 \\
 # A budget trains DeepSeek-V3 with its MTP module: 671.03 G + 11.61 G parameters (hf_test.cpp).
 capcalc_cli_ok(check_budget_mtp "parameters 683 G within max 683G \\(margin 364 M, 0.1 %\\).*all 2 budgets hold"
                check --budget tests/cli/budget_mtp.json)
+capcalc_cli_error(check_budget_mtp_flag "^capcalc: error: --mtp-layers goes with a MODEL; a budget file says \"mtp_layers\"\n$"
+                  check --budget tests/cli/budget_mtp.json --mtp-layers 1)
+capcalc_cli_ok(compare_mtp "deepseek_v3_hf.*683 G"
+               compare deepseek_v3_hf --gpu B200,H200 --mode training --precision fp8 --batch 1 --devices 256 --pp 16 --ep 8 --micro-batches 16 --mtp-layers 1)
 capcalc_cli_error(check_budget_mtp_inference "^capcalc: error: tests/cli/budget_mtp_inference.json:/budgets/0/mtp_layers: multi-token-prediction modules train beside the model: add \"mode\" training\n$"
                   check --budget tests/cli/budget_mtp_inference.json)
 capcalc_cli_error(expert_tensor_parallel_degree "--expert-tensor-parallel must be 1 \\(whole experts\\) or the --tensor-parallel 2, got 3"

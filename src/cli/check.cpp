@@ -92,6 +92,9 @@ int run_check(const CheckOptions& options) {
   if (has_budget && (!options.limits.empty() || options.must_fit || !options.devices.empty())) {
     throw Error({}, "--budget FILE holds the devices and limits: drop --hw and the limit flags");
   }
+  if (has_budget && options.model.mtp_layers > 0) {
+    throw Error({}, "--mtp-layers goes with a MODEL; a budget file says \"mtp_layers\"");
+  }
   const HardwareTable table = load_table(options.hardware);
   const CheckReport report =
       has_budget ? [&] {
@@ -123,6 +126,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
                   "Budget file (JSON): models x devices x limits (see docs/cli.md)");
   whole_number(sub->add_option("-b,--batch", options->model.batch, "Batch size"));
   sub->add_option("--set", options->model.sets, "Set a model dimension, e.g. --set seq=2048");
+  add_mtp_option(*sub, options->model.mtp_layers);
   sub->add_option("-g,--hw,--gpu,--device", options->devices,
                   "Devices, comma-separated ids or aliases")
       ->delimiter(',');

@@ -122,6 +122,7 @@ void add_compare_command(CLI::App& app) {
       sub->add_option("--causal", options->model.causal, "Count causal attention as full or half"),
       causal_counting_names())
       ->capture_default_str();
+  add_mtp_option(*sub, options->model.mtp_layers);
   sub->add_option("-g,--hw,--gpu,--device", options->devices,
                   "Devices to compare, comma-separated ids or aliases (A100,H100,T4)")
       ->delimiter(',');
