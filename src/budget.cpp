@@ -296,11 +296,7 @@ Budget parse_one(const JsonView& view, const std::optional<JsonView>& defaults,
   read_workload(view, defaults, budget);
   // Multi-token-prediction modules (ModelOptions::mtp_layers) train beside the model.
   if (auto mtp = lookup(view, defaults, "mtp_layers")) {
-    budget.model_options.mtp_layers = mtp->as_positive_int();
-    if (budget.model_options.mtp_layers > 64) mtp->fail("at most 64 modules");
-    if (budget.request.workload.mode != Mode::kTraining) {
-      mtp->fail("multi-token-prediction modules train beside the model: add \"mode\" training");
-    }
+    budget.model_options.mtp_layers = read_mtp_layers(*mtp, budget.request.workload.mode);
   }
   read_limits(view, defaults, budget);
   return budget;

@@ -122,11 +122,6 @@ std::optional<FitOption> by_expert_parallel(const Graph& graph, const Device& de
                    w.tensor_parallel * w.pipeline_parallel * w.context_parallel};
 }
 
-bool has_experts(const Graph& graph) {
-  return std::any_of(graph.layers.begin(), graph.layers.end(),
-                     [](const Layer& layer) { return layer.counts.expert_params > 0; });
-}
-
 // Inference: the routed experts at the storage the model's checkpoint states for them, where
 // no weight storage was given.
 std::optional<FitOption> by_checkpoint_storage(const Graph& graph, const Device& device,

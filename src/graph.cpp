@@ -185,15 +185,9 @@ std::int64_t last_token_logits(Graph& graph) {
   return changed;
 }
 
-void mark_mtp_modules(Graph& graph, std::int64_t modules) {
-  if (modules <= 0) return;
-  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
-    if (graph.layers[i].name == "mtp.0.enorm") {
-      graph.mtp_first_layer = static_cast<std::int64_t>(i);
-      graph.mtp_modules = modules;
-      return;
-    }
-  }
+bool has_experts(const Graph& graph) {
+  return std::any_of(graph.layers.begin(), graph.layers.end(),
+                     [](const Layer& layer) { return layer.counts.experts > 0; });
 }
 
 namespace {

@@ -59,4 +59,8 @@ inline constexpr std::int64_t kMaxTraceRequests = 1'000'000;
 /// context models are trained for, so that no real workload meets it.
 inline constexpr std::int64_t kMaxRequestTokens = 100'000'000;
 
+/// Multi-token-prediction modules appended to a model (--mtp-layers, `mtp_layers`): each is one
+/// more decoder layer; DeepSeek-V3 trains one.
+inline constexpr std::int64_t kMaxMtpLayers = 64;
+
 }  // namespace capcalc

@@ -367,9 +367,7 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
                 "--mtp-layers: multi-token-prediction modules train beside the model: add "
                 "--mode training");
   }
-  if (whole_experts(workload) &&
-      std::none_of(graph.layers.begin(), graph.layers.end(),
-                   [](const Layer& layer) { return layer.counts.experts > 0; })) {
+  if (whole_experts(workload) && !has_experts(graph)) {
     throw Error({}, "--expert-tensor-parallel: the model has no \"moe\" layer");
   }
   if (workload.expert_weight_precision) {
@@ -378,9 +376,8 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
                   "--expert-weight-precision is for inference (weight-only quantised "
                   "experts)");
     }
-    const bool moe = std::any_of(graph.layers.begin(), graph.layers.end(),
-                                 [](const Layer& layer) { return layer.counts.experts > 0; });
-    if (!moe) throw Error({}, "--expert-weight-precision: the model has no \"moe\" layer");
+    if (!has_experts(graph))
+      throw Error({}, "--expert-weight-precision: the model has no \"moe\" layer");
   }
   const Step s = make_step(graph, device, params, workload);
   if (s.lora_rank > 0 && s.adapter_params <= 0) {

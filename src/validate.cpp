@@ -151,15 +151,7 @@ Measurement parse_case(const JsonView& entry, Provenance provenance) {
   if (auto held_out = entry.find("held_out")) m.held_out = held_out->as_bool();
   if (auto prompt = entry.find("prompt_tokens")) m.prompt_tokens = prompt->as_positive_int();
   if (auto output = entry.find("output_tokens")) m.output_tokens = output->as_positive_int();
-  if (auto mtp = entry.find("mtp_layers")) {
-    m.mtp_layers = mtp->as_positive_int();
-    if (m.workload.mode != Mode::kTraining) {
-      mtp->fail(
-          "multi-token-prediction modules train beside the model: not with \"mode\" "
-          "inference");
-    }
-    if (m.mtp_layers > 64) mtp->fail(fmt::format("{} modules is more than 64", m.mtp_layers));
-  }
+  if (auto mtp = entry.find("mtp_layers")) m.mtp_layers = read_mtp_layers(*mtp, m.workload.mode);
   if (is_serving(m.metric)) {
     if (m.prompt_tokens == 0 || m.output_tokens == 0) {
       entry.fail(fmt::format("a {} case needs \"prompt_tokens\" and \"output_tokens\"",

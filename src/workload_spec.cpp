@@ -11,6 +11,7 @@
 #include "capcalc/units.hpp"
 
 #include "json_view.hpp"
+#include "limits.hpp"
 #include "spellcheck.hpp"
 #include "workload_spec_json.hpp"
 
@@ -557,6 +558,16 @@ WorkloadSpec read_workload_spec(const JsonView& object, const std::optional<Json
                     devices_key));
   }
   return spec;
+}
+
+std::int64_t read_mtp_layers(const JsonView& value, Mode mode) {
+  const std::int64_t modules = value.as_positive_int();
+  if (modules > kMaxMtpLayers)
+    value.fail(fmt::format("{} modules is more than {}", modules, kMaxMtpLayers));
+  if (mode != Mode::kTraining) {
+    value.fail("multi-token-prediction modules train beside the model: add \"mode\" training");
+  }
+  return modules;
 }
 
 }  // namespace capcalc

@@ -27,4 +27,8 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key);
 WorkloadSpec read_workload_spec(const JsonView& object, const std::optional<JsonView>& defaults,
                                 std::string_view devices_key, SpecLocations& where);
 
+/// An `mtp_layers` value (ModelOptions::mtp_layers): a whole number from 1 to kMaxMtpLayers,
+/// in a training workload (`mode`), else an error at its key.
+std::int64_t read_mtp_layers(const JsonView& value, Mode mode);
+
 }  // namespace capcalc

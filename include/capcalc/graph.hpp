@@ -279,9 +279,8 @@ std::int64_t drop_prefill_only_layers(Graph& graph);
 /// changed; a second call changes none.
 std::int64_t last_token_logits(Graph& graph);
 
-/// Marks the `modules` multi-token-prediction modules add_mtp_modules appended, from the
-/// layer named "mtp.0.enorm" on (Graph::mtp_first_layer); nothing when `modules` is 0.
-void mark_mtp_modules(Graph& graph, std::int64_t modules);
+/// Whether the model has routed experts: a `moe` layer.
+bool has_experts(const Graph& graph);
 
 /// Inputs left out of a run: every layer computed from omitted inputs alone becomes a view that
 /// does no work; its parameters stay (the weights are still loaded). Returns how many layers.

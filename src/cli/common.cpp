@@ -10,6 +10,7 @@
 #include "capcalc/error.hpp"
 
 #include "commands.hpp"
+#include "limits.hpp"
 #include "usage.hpp"
 
 namespace capcalc::cli {
@@ -38,7 +39,7 @@ void add_mtp_option(CLI::App& sub, std::int64_t& modules) {
                               "modules (Megatron-Core's mtp_num_layers, DeepSeek-V3's MTP: a "
                               "projection, one more decoder layer and the shared output head "
                               "each)"),
-               1, 64);
+               1, kMaxMtpLayers);
 }
 
 void add_model_options(CLI::App& sub, ModelArgs& args) {

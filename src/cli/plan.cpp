@@ -393,8 +393,7 @@ std::unique_ptr<Prepared> prepare(const PlanArgs& args) {
         *args.moe_imbalance, *args.moe_imbalance));
   }
   if (!args.moe_dispatcher.empty()) {
-    if (std::none_of(p->graph.layers.begin(), p->graph.layers.end(),
-                     [](const Layer& layer) { return layer.counts.experts > 0; })) {
+    if (!has_experts(p->graph)) {
       throw Error({args.model.path}, "--moe-dispatcher: the model has no \"moe\" layer");
     }
     p->request.moe_dispatcher = *parse_moe_dispatcher(args.moe_dispatcher);

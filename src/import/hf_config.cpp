@@ -267,6 +267,17 @@ void add_mtp_modules(nlohmann::json& model, std::int64_t modules, const std::str
     model["outputs"].push_back(fmt::format("mtp.{}.head", k));
 }
 
+void mark_mtp_modules(Graph& graph, std::int64_t modules) {
+  if (modules <= 0) return;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    if (graph.layers[i].name == "mtp.0.enorm") {
+      graph.mtp_first_layer = static_cast<std::int64_t>(i);
+      graph.mtp_modules = modules;
+      return;
+    }
+  }
+}
+
 void reject_mtp_modules(std::int64_t modules, const std::string& file) {
   if (modules > 0) {
     throw Error({file}, "--mtp-layers builds its modules from a Hugging Face decoder config");

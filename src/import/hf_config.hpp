@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "capcalc/graph.hpp"
+
 namespace capcalc {
 
 /// Whether `document` is a Hugging Face config: an object with "model_type"
@@ -35,6 +37,10 @@ nlohmann::json hf_config_to_model(const nlohmann::json& config, const std::strin
 /// the model's (tied to lm_head: no new weights). Layers named "mtp.<k>.*". Fails, naming
 /// `file`, on a model that does not end in decoder layers, a norm and lm_head.
 void add_mtp_modules(nlohmann::json& model, std::int64_t modules, const std::string& file);
+
+/// Marks in `graph`, built from a model add_mtp_modules extended, where its `modules` modules
+/// begin (Graph::mtp_first_layer, their first layer "mtp.0.enorm"); nothing when `modules` is 0.
+void mark_mtp_modules(Graph& graph, std::int64_t modules);
 
 /// Fails, naming `file`, when `modules` (ModelOptions::mtp_layers) asks for multi-token-prediction
 /// modules on a model that is not built from a Hugging Face config.
