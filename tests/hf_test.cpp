@@ -1343,6 +1343,7 @@ TEST_CASE("hf: a layer count past the limit is an error at num_hidden_layers", "
 // and applies the output head, which it shares with the model.
 TEST_CASE("hf: multi-token prediction appends DeepSeek-V3's module, sharing the output head",
           "[hf][zoo]") {
+  // hidden_size and vocab_size of deepseek-ai/DeepSeek-V3's config.json (deepseek_v3_hf.json).
   const std::int64_t d = 7168;
   const std::int64_t vocab = 129280;
   const std::int64_t s = 2048;
