@@ -61,7 +61,7 @@ _capcalc() {
       COMPREPLY=($(compgen -W "$(_capcalc_devices)" -- "$cur"))
       return ;;
     -p | --precision | --weight-precision | --expert-weight-precision | --kv-precision | -m | --mode | --profile | --optimizer | \
-      --sparsity | --fp8-recipe | --moe-dispatcher | --causal | --type | --objective | --pricing | --sort | --find | -f | --format | \
+      --sparsity | --fp8-recipe | --moe-dispatcher | --recompute | --causal | --type | --objective | --pricing | --sort | --find | -f | --format | \
       --sequence-parallel | --lora-targets)
       [[ -n $command ]] && COMPREPLY=($(compgen -W "$(_capcalc_choices "$prev" $command $sub)" -- "$cur"))
       return ;;
@@ -95,7 +95,7 @@ _capcalc() {
       return ;;
     estimate)
       flags="$model_flags $hw_flags $workload_flags $run_flags --sparsity --fp8-recipe --format --top
-             --prompt-tokens --output-tokens --weight-precision --expert-weight-precision --kv-precision --checkpointing
+             --prompt-tokens --output-tokens --weight-precision --expert-weight-precision --kv-precision --checkpointing --recompute
              --lora-rank --lora-targets --sequence-parallel --explain" ;;
     layers) flags="$model_flags $hw_flags --gpu --hw --device --precision --format" ;;
     hw)
@@ -129,7 +129,7 @@ _capcalc() {
              --prompt-tokens --output-tokens --weight-precision --expert-weight-precision --kv-precision" ;;
     check)
       flags="--budget --batch --set --mtp-layers $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
-             --sparsity --fp8-recipe --optimizer --weight-precision --expert-weight-precision --checkpointing --lora-rank --lora-targets
+             --sparsity --fp8-recipe --optimizer --weight-precision --expert-weight-precision --checkpointing --recompute --lora-rank --lora-targets
              --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-dispatcher --moe-imbalance --micro-batches --virtual-stages --zero --input-rate $run_flags
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens
@@ -145,18 +145,18 @@ _capcalc() {
              --format --output" ;;
     plan)
       flags="--set --causal --mtp-layers $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance --moe-dispatcher
-             --runtime --runtime-file --fp8-recipe
+             --runtime --runtime-file --fp8-recipe --recompute
              --lora-rank --lora-targets --micro-batch-sizes --dataset-size --epochs --tokens --gpu --hw --device --type --all
              --max-devices --deadline --budget --pricing --price --discount --interruptions
              --restart --checkpoint-every --capex --life --power-price --pue --objective --top
              --explain --format" ;;
     scale)
       flags="--set --causal --mtp-layers $hw_flags --precision --optimizer --global-batch --memory-reserve --moe-imbalance --moe-dispatcher
-             --runtime --runtime-file --fp8-recipe
+             --runtime --runtime-file --fp8-recipe --recompute
              --lora-rank --lora-targets --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --fp8-recipe --weight-precision --expert-weight-precision
-             --checkpointing --lora-rank --lora-targets --sequence-parallel --label --output
+             --checkpointing --recompute --lora-rank --lora-targets --sequence-parallel --label --output
              --prompt-tokens --output-tokens
              --kv-precision" ;;
   esac

@@ -170,9 +170,11 @@ FitAdvice advise_fit(const Graph& graph, const Device& device, const Performance
   if (!workload.checkpointing) {
     Workload w = workload;
     w.checkpointing = true;
+    w.recompute = 0;  // Every block's, not selected modules'.
     if (fits(graph, device, params, w)) {
       advice.options.push_back(
-          {"--checkpointing", workload.devices,
+          {workload.recompute != 0 ? "--checkpointing instead of --recompute" : "--checkpointing",
+           workload.devices,
            workload.tensor_parallel * workload.pipeline_parallel * workload.context_parallel});
     }
   }

@@ -96,7 +96,7 @@ double objective_value(const PlanRow& row, PlanObjective objective) {
 auto layout_key(const Layout& l) {
   return std::make_tuple(l.devices, l.tensor_parallel, l.pipeline_parallel, l.context_parallel,
                          l.expert_parallel, l.whole_experts, l.virtual_stages, l.micro_batch_size,
-                         l.zero_stage, l.checkpointing, l.device->id,
+                         l.zero_stage, l.checkpointing, l.selective_recompute, l.device->id,
                          static_cast<int>(l.precision));
 }
 
@@ -297,14 +297,16 @@ struct Search {
           if (tp > reach.domain) break;
           for (std::int64_t cp : sc.context_counts) {
             if (tp * cp > reach.max_devices) break;
-            for (bool checkpointing : {false, true}) {
+            // Recompute nothing, every block, or the request's modules.
+            for (int recompute = 0; recompute < (request.recompute != 0 ? 3 : 2); ++recompute) {
               Layout layout;
               layout.device = &device;
               layout.precision = precision;
               layout.tensor_parallel = tp;
               layout.context_parallel = cp;
               layout.micro_batch_size = sc.micro_batch_size;
-              layout.checkpointing = checkpointing;
+              layout.checkpointing = recompute == 1;
+              layout.selective_recompute = recompute == 2;
               expert_layouts(sc, params, reach, layout);
             }
           }
@@ -473,6 +475,7 @@ std::string layout_text(const Layout& l) {
   if (l.zero_stage > 0) text += fmt::format(", ZeRO-{}", l.zero_stage);
   text += fmt::format(", mb {} x {}", l.micro_batch_size, l.micro_batches);
   if (l.checkpointing) text += ", ckpt";
+  if (l.selective_recompute) text += ", selective";
   return text;
 }
 
@@ -522,6 +525,7 @@ Workload plan_workload(const PlanRequest& request, const Layout& layout) {
   w.micro_batches = layout.micro_batches;
   w.zero_stage = layout.zero_stage;
   w.checkpointing = layout.checkpointing;
+  if (layout.selective_recompute) w.recompute = request.recompute;
   return w;
 }
 
@@ -602,10 +606,10 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
   // Layouts that differ only in a ZeRO stage that changes nothing in the step: the lowest
   // stage that fits is listed (sorted first), the others would repeat its row.
   std::set<std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                      bool, std::int64_t, std::int64_t, std::int64_t, bool, double>>
+                      bool, std::int64_t, std::int64_t, std::int64_t, bool, bool, double>>
       listed;
   std::map<std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                      bool, std::int64_t, int, bool>,
+                      bool, std::int64_t, int, bool, bool>,
            double>
       family_last;
   for (const PlanRow& row : all) {
@@ -615,7 +619,7 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
              .insert({l.device->id, static_cast<int>(l.precision), l.tensor_parallel,
                       l.pipeline_parallel, l.context_parallel, l.expert_parallel, l.whole_experts,
                       l.data_parallel, l.virtual_stages, l.micro_batch_size, l.checkpointing,
-                      row.step_s})
+                      l.selective_recompute, row.step_s})
              .second) {
       continue;
     }
@@ -628,7 +632,7 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
     const auto family =
         std::make_tuple(l.device->id, static_cast<int>(l.precision), l.devices, l.tensor_parallel,
                         l.pipeline_parallel, l.expert_parallel, l.whole_experts, l.virtual_stages,
-                        l.zero_stage, l.checkpointing);
+                        l.zero_stage, l.checkpointing, l.selective_recompute);
     // Rows come best first, so each is compared with its family's last listed row.
     const double value = objective_value(row, objective);
     const auto [last, fresh] = family_last.emplace(family, value);

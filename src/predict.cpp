@@ -147,7 +147,40 @@ void check_expert_parallel(const Workload& workload, std::int64_t replicas) {
   }
 }
 
+// Selective recomputation: training only, not with checkpointing, and each module recomputes
+// some layer of the model.
+void check_recompute(const Graph& graph, const Workload& workload) {
+  if (workload.recompute == 0) return;
+  if (workload.mode != Mode::kTraining) {
+    throw Error({}, "--recompute is for training: add --mode training");
+  }
+  if (workload.checkpointing) {
+    throw Error({},
+                "--recompute selects modules to recompute, --checkpointing recomputes every "
+                "block: give one of them");
+  }
+  if (auto problem = recompute_problem(graph, workload.recompute)) throw Error({}, *problem);
+}
+
 }  // namespace
+
+std::optional<std::string> recompute_problem(const Graph& graph, unsigned modules) {
+  for (std::string_view name : recompute_modules_of(modules)) {
+    const RecomputeModule module = *parse_recompute_module(name);
+    const auto bits = static_cast<unsigned>(module);
+    const bool found =
+        std::any_of(graph.layers.begin(), graph.layers.end(), [bits](const Layer& layer) {
+          return detail::recomputed(layer, bits) != detail::Recomputed::kNo;
+        });
+    if (found) continue;
+    std::string_view what = "normalisation layer with weights";
+    if (module == RecomputeModule::kMlp) what = "dense MLP (layers named <...>.mlp.<...>)";
+    if (module == RecomputeModule::kMoeAct) what = "\"moe\" layer";
+    if (module == RecomputeModule::kMlaUpProj) what = "latent attention (\"mla_attention\")";
+    return fmt::format("--recompute {}: the model has no {} to recompute", name, what);
+  }
+  return std::nullopt;
+}
 
 std::int64_t data_parallel_replicas(const Workload& workload) {
   if (workload.devices < 1) throw Error({}, "the number of devices must be at least 1");
@@ -379,6 +412,7 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
     if (!has_experts(graph))
       throw Error({}, "--expert-weight-precision: the model has no \"moe\" layer");
   }
+  check_recompute(graph, workload);
   const Step s = make_step(graph, device, params, workload);
   if (s.lora_rank > 0 && s.adapter_params <= 0) {
     throw Error({}, workload.lora_attention_only

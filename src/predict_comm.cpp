@@ -50,20 +50,34 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
   result.communication_link = group.link_name();
   result.communication_bandwidth = group.per_direction();
   const double passes = s.training ? (s.workload.checkpointing ? 3 : 2) : 1;
+  const auto collective = [&](const Layer& layer, double& bytes) {
+    bytes = static_cast<double>(element_count(layer.output)) * s.comm_bytes / s.cp;
+    return s.sequence_parallel
+               ? collective_s(group, s.params, result.profile, Collective::kReduceScatter, bytes) +
+                     collective_s(group, s.params, result.profile, Collective::kAllGather, bytes)
+               : collective_s(group, s.params, result.profile, Collective::kAllReduce, bytes);
+  };
   for (const Layer& layer : s.graph.layers) {
     const bool attention = layer.traits.op_class == OpClass::kAttention;
     const bool whole = layer.counts.experts > 0 && whole_experts(s.workload);
     if (layer.view || (!attention && !whole)) continue;
-    const double bytes = static_cast<double>(element_count(layer.output)) * s.comm_bytes / s.cp;
-    const double t =
-        s.sequence_parallel
-            ? collective_s(group, s.params, result.profile, Collective::kReduceScatter, bytes) +
-                  collective_s(group, s.params, result.profile, Collective::kAllGather, bytes)
-            : collective_s(group, s.params, result.profile, Collective::kAllReduce, bytes);
+    double bytes = 0;
+    const double t = collective(layer, bytes);
     const double count = attention ? 2 : -1;
     result.communication_s += count * passes * t;
     result.allreduces += static_cast<int>(count * passes);
     result.allreduce_bytes += count * passes * bytes;
+  }
+  // Selective recomputation of a dense MLP runs its forward again, the collective after its
+  // last projection with it.
+  for (std::size_t i = 0; i < s.recomputed.size(); ++i) {
+    const Layer& layer = s.graph.layers[i];
+    const bool last = i + 1 == s.graph.layers.size() || !in_mlp(s.graph.layers[i + 1]);
+    if (s.recomputed[i] != Recomputed::kWhole || !in_mlp(layer) || !last) continue;
+    double bytes = 0;
+    result.communication_s += collective(layer, bytes);
+    result.allreduces += 1;
+    result.allreduce_bytes += bytes;
   }
   result.latency_s += result.communication_s;
 }

@@ -203,6 +203,30 @@ Work backward_work(const Step& s, const Layer& layer, const Work& forward, doubl
   return backward;
 }
 
+// Selective recomputation's forward again: the whole layer's (`forward`, with the experts'
+// imbalance), or its recomputable part alone: a moe layer's expert activation (one kernel, at
+// the busiest expert's pace) or latent attention's two up-projections, their weights counted
+// at the activations' precision.
+double selective_recompute_s(const Step& s, std::size_t index, const LayerEstimate& forward,
+                             double work, const Rates& rates, double imbalance) {
+  switch (s.recomputed[index]) {
+    case Recomputed::kNo:
+      return 0;
+    case Recomputed::kWhole:
+      return forward.time_s;
+    case Recomputed::kPart:
+      break;
+  }
+  const LayerCounts& c = s.graph.layers[index].counts;
+  Work part;
+  part.macs = static_cast<double>(c.recomputable_macs) / work;
+  part.other_flops = static_cast<double>(c.recomputable_other_flops) / work;
+  part.bytes = static_cast<double>(c.recomputable_moved_elements) * s.act_bytes / work;
+  part.kernels = part.macs > 0 ? 2 : 1;
+  const bool matrix = part.macs > 0 && rates.matrix_flops_per_s > 0;
+  return roofline(part, matrix, 1, false, rates, s.floor_s).time_s * imbalance;
+}
+
 // One layer's forward (and, in training, backward) on one device.
 LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speedup,
                          double& backward_s, double& recompute_s) {
@@ -303,6 +327,9 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   slow_down(e, imbalance);
   if (!s.training) return e;
   if (s.workload.checkpointing) recompute_s += e.time_s;
+  if (!s.recomputed.empty()) {
+    recompute_s += selective_recompute_s(s, index, e, work, rates, imbalance);
+  }
   // Backward: its own FLOPs, about twice the forward traffic (read the output gradient and the
   // saved inputs, write the input and weight gradients).
   Work backward = backward_work(s, layer, forward, work, adapter_macs);

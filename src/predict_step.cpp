@@ -4,6 +4,7 @@
 #include "predict_step.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include "predict_graph.hpp"
 
@@ -36,6 +37,22 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
       const Layer& layer = graph.layers[i];
       s.replicated_activation_elements += static_cast<double>(element_count(layer.output)) +
                                           static_cast<double>(layer.counts.saved_elements);
+    }
+  }
+  if (workload.mode == Mode::kTraining && workload.recompute != 0) {
+    s.recomputed.resize(graph.layers.size(), Recomputed::kNo);
+    for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+      const Layer& layer = graph.layers[i];
+      s.recomputed[i] = recomputed(layer, workload.recompute);
+      double dropped = 0;
+      if (s.recomputed[i] == Recomputed::kWhole) {
+        dropped = static_cast<double>(element_count(layer.output)) +
+                  static_cast<double>(layer.counts.saved_elements);
+      } else if (s.recomputed[i] == Recomputed::kPart) {
+        dropped = static_cast<double>(layer.counts.recomputable_elements);
+      }
+      s.recompute_dropped_elements += dropped;
+      if (!s.replicated.empty() && s.replicated[i]) s.recompute_dropped_replicated += dropped;
     }
   }
   s.pp = static_cast<double>(workload.pipeline_parallel);
@@ -87,6 +104,37 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
     }
   }
   return s;
+}
+
+bool in_mlp(const Layer& layer) {
+  if (layer.counts.experts > 0) return false;
+  const std::string_view name = layer.name;
+  for (std::size_t at = name.find("mlp."); at != std::string_view::npos;
+       at = name.find("mlp.", at + 1)) {
+    if (at == 0 || name[at - 1] == '.') return true;
+  }
+  return false;
+}
+
+Recomputed recomputed(const Layer& layer, unsigned modules) {
+  if (layer.view) return Recomputed::kNo;
+  const auto has = [modules](RecomputeModule module) {
+    return (modules & static_cast<unsigned>(module)) != 0;
+  };
+  const OpClass op_class = layer.traits.op_class;
+  if (has(RecomputeModule::kLayernorm) && op_class == OpClass::kNormalization &&
+      layer.counts.params > 0) {
+    return Recomputed::kWhole;
+  }
+  if (has(RecomputeModule::kMlp) && in_mlp(layer)) return Recomputed::kWhole;
+  if (layer.counts.recomputable_elements > 0) {
+    const bool moe = layer.counts.experts > 0;
+    if ((moe && has(RecomputeModule::kMoeAct)) ||
+        (!moe && op_class == OpClass::kAttention && has(RecomputeModule::kMlaUpProj))) {
+      return Recomputed::kPart;
+    }
+  }
+  return Recomputed::kNo;
 }
 
 std::size_t loss_layer_of(const Graph& graph) {

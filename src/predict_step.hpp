@@ -17,6 +17,16 @@
 
 namespace capcalc::detail {
 
+/// What selective recomputation (RecomputeModule bits) makes of a layer: nothing, the whole
+/// layer (its output and saved elements not kept, its forward run again in backward), or its
+/// recomputable part (LayerCounts::recomputable_*).
+enum class Recomputed : char { kNo, kWhole, kPart };
+Recomputed recomputed(const Layer& layer, unsigned modules);
+
+/// A layer of a dense MLP: one named `<...>.mlp.<...>` (Hugging Face's module name, and the
+/// native models'), not a moe layer (Megatron-Core's `mlp` module skips MoE layers).
+bool in_mlp(const Layer& layer);
+
 // What every stage of a step needs, fixed for the step.
 struct Step {
   const Graph& graph;
@@ -70,6 +80,12 @@ struct Step {
   /// layer whole (replicated_layers); empty when none does.
   std::vector<char> replicated{};
   double replicated_activation_elements = 0;  // Their outputs and saved elements.
+  /// Training with selective recomputation (workload.recompute): per layer, what of it is
+  /// recomputed (empty: nothing), and the activation elements of one micro-batch it no longer
+  /// keeps, all of them and those of the layers every tensor-parallel device runs whole.
+  std::vector<Recomputed> recomputed{};
+  double recompute_dropped_elements = 0;
+  double recompute_dropped_replicated = 0;
   /// Training with LoRA: the adapters' rank (0: every weight trains) and their parameters in the
   /// whole model.
   double lora_rank = 0;

@@ -15,12 +15,13 @@ namespace {
 constexpr double kMasterWeightBytesPerParam = 4;  // fp32 copy under mixed precision.
 
 // One micro-batch's activations a device keeps for backward: 1/tp of them, but all of those of
-// the layers it runs whole (no sequence parallelism). With checkpointing the kept block
-// outputs are the residual stream, which every such device keeps whole, and the block being
-// recomputed keeps the whole model's replicated share whole.
+// the layers it runs whole (no sequence parallelism), less what selective recomputation drops. With
+// checkpointing the kept block outputs are the residual stream, which every such device keeps
+// whole, and the block being recomputed keeps the whole model's replicated share whole.
 double activation_elements_per_device(const Step& s, const GraphTotals& totals) {
-  const auto all = static_cast<double>(totals.activation_elements);
-  const double whole = s.replicated_activation_elements;
+  // Selective recomputation keeps none of what it recomputes.
+  const double all = static_cast<double>(totals.activation_elements) - s.recompute_dropped_elements;
+  const double whole = s.replicated_activation_elements - s.recompute_dropped_replicated;
   if (!s.workload.checkpointing) return (all - whole) / s.tp + whole;
   const auto checkpointed = static_cast<double>(totals.checkpointed_elements);
   if (whole == 0 || all == 0) return checkpointed / s.tp;

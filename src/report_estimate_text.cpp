@@ -411,6 +411,10 @@ std::string estimate_time_text(const ReportInput& in) {
     if (in.workload.checkpointing) {
       out += fmt::format("  recompute    {} (activation checkpointing: the forward again)\n",
                          format_duration(e.recompute_s));
+    } else if (in.workload.recompute != 0) {
+      out += fmt::format("  recompute    {} (selective: {}, their forward again)\n",
+                         format_duration(e.recompute_s),
+                         recompute_modules_text(in.workload.recompute));
     }
   }
   if (const std::optional<std::int64_t> seq = sequence_length(g)) {

@@ -130,6 +130,12 @@ std::string explain_memory(const ReportInput& in) {
     out += in.workload.checkpointing
                ? "               + each top-level block's output, and one block's internals\n"
                  "               while it is recomputed (one more forward per step)\n"
+           : in.workload.recompute != 0
+               ? fmt::format(
+                     "               + every layer output saved for backward, but for\n"
+                     "               what selective recomputation ({}) makes again\n"
+                     "               in backward: its forward once more\n",
+                     recompute_modules_text(in.workload.recompute))
                : "               + every layer output saved for backward\n";
     if (auto seq = in.graph.dims.find("seq"); seq != in.graph.dims.end()) {
       // Kaplan et al. 2020 (arXiv:2001.08361, Table 1): training costs about 6 FLOPs per

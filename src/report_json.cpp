@@ -116,6 +116,13 @@ Json workload_json(const ReportInput& in) {
   }
   if (in.workload.input_rate_per_s > 0) workload["input_rate_per_s"] = in.workload.input_rate_per_s;
   workload["checkpointing"] = in.workload.checkpointing;
+  if (in.workload.recompute != 0) {
+    nlohmann::json modules = nlohmann::json::array();
+    for (std::string_view name : recompute_modules_of(in.workload.recompute)) {
+      modules.push_back(std::string(name));
+    }
+    workload["recompute"] = modules;
+  }
   if (in.workload.tensor_parallel > 1) workload["sequence_parallel"] = e.sequence_parallel;
   workload["weight_precision"] =
       std::string(precision_name(in.workload.weight_precision.value_or(in.workload.precision)));

@@ -64,6 +64,7 @@ Json row_json(const PlanRow& row) {
               {"micro_batch_size", l.micro_batch_size},
               {"micro_batches", l.micro_batches},
               {"checkpointing", l.checkpointing},
+              {"selective_recompute", l.selective_recompute},
               {"step_s", row.step_s},
               {"mfu", row.mfu},
               {"tokens_per_s", row.tokens_per_s},
@@ -177,7 +178,9 @@ std::string explain_text(const PlanReportInput& in) {
                       row.layout.micro_batches == 1 ? "" : "es", row.layout.micro_batch_size,
                       row.layout.micro_batch_size == 1 ? "" : "s");
   text += fmt::format("    compute (forward + backward)   {}\n", share(b.compute_s));
-  text += fmt::format("    recompute (checkpointing)      {}\n", share(b.recompute_s));
+  text += fmt::format("    recompute ({})      {}\n",
+                      row.layout.selective_recompute ? "selective    " : "checkpointing",
+                      share(b.recompute_s));
   text += fmt::format("    tensor-parallel all-reduces    {}{}\n", share(b.tensor_parallel_s),
                       e.communication_link.empty() ? "" : "  over " + e.communication_link);
   if (row.layout.context_parallel > 1) {
@@ -296,6 +299,7 @@ std::string render_plan_json(const PlanReportInput& in) {
               {"global_batch_samples", q.global_batch},
               {"moe_imbalance", q.moe_imbalance},
               {"moe_dispatcher", std::string(moe_dispatcher_name(q.moe_dispatcher))},
+              {"recompute", recompute_modules_of(q.recompute)},
               {"lora_rank", q.lora_rank}};
   j["objective"] = std::string(plan_objective_name(q.objective));
   j["deadline_s"] = optional_json(q.deadline_s);
@@ -336,7 +340,7 @@ std::string render_plan_csv(const PlanReportInput& in) {
       "rank,device,precision,devices,tensor_parallel,pipeline_parallel,context_parallel,"
       "expert_parallel,expert_tensor_parallel,data_parallel,virtual_stages,zero_stage,"
       "micro_batch_size,micro_batches,"
-      "checkpointing,step_s,"
+      "checkpointing,selective_recompute,step_s,"
       "mfu,"
       "tokens_per_s,time_s,device_hours,cost_usd,energy_kwh,memory_bytes,headroom_bytes\n";
   const PlanResult& r = *in.result;
@@ -359,6 +363,7 @@ std::string render_plan_csv(const PlanReportInput& in) {
                                             std::to_string(l.micro_batch_size),
                                             std::to_string(l.micro_batches),
                                             l.checkpointing ? "true" : "false",
+                                            l.selective_recompute ? "true" : "false",
                                             csv_number(row.step_s),
                                             csv_number(row.mfu),
                                             csv_number(row.tokens_per_s),

@@ -50,6 +50,12 @@ constexpr auto kMoeDispatchers =
     name_table<MoeDispatcher>({{MoeDispatcher::kAllToAll, "alltoall"},
                                {MoeDispatcher::kDeepEP, "deepep"},
                                {MoeDispatcher::kHybridEP, "hybridep"}});
+constexpr auto kRecomputeModules =
+    name_table<RecomputeModule>({{RecomputeModule::kCoreAttn, "core_attn"},
+                                 {RecomputeModule::kLayernorm, "layernorm"},
+                                 {RecomputeModule::kMlp, "mlp"},
+                                 {RecomputeModule::kMoeAct, "moe_act"},
+                                 {RecomputeModule::kMlaUpProj, "mla_up_proj"}});
 
 std::array<double, kOpClassCount> one_kernel_per_layer() {
   std::array<double, kOpClassCount> kernels{};
@@ -434,6 +440,34 @@ std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name) {
 
 std::vector<std::string_view> moe_dispatcher_names() {
   return kMoeDispatchers.names();
+}
+
+std::string_view recompute_module_name(RecomputeModule module) {
+  return kRecomputeModules.name(module);
+}
+
+std::optional<RecomputeModule> parse_recompute_module(std::string_view name) {
+  std::string underscored(name);
+  std::replace(underscored.begin(), underscored.end(), '-', '_');
+  return kRecomputeModules.parse(underscored);
+}
+
+std::vector<std::string_view> recompute_module_names() {
+  return kRecomputeModules.names();
+}
+
+std::vector<std::string_view> recompute_modules_of(unsigned modules) {
+  std::vector<std::string_view> names;
+  for (std::string_view name : kRecomputeModules.names()) {
+    if ((modules & static_cast<unsigned>(*kRecomputeModules.parse(name))) != 0) {
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+
+std::string recompute_modules_text(unsigned modules) {
+  return fmt::format("{}", fmt::join(recompute_modules_of(modules), ", "));
 }
 
 double Runtime::kernels(const Layer& layer, bool narrow, bool training_step) const {

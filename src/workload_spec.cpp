@@ -271,6 +271,14 @@ void check_training_only(const WorkloadSpec& spec, const SpecLocations* where, c
   if (spec.checkpointing && !training) {
     fail(where, "checkpointing", "`checkpointing` is for training: add `mode` training");
   }
+  if (!spec.recompute.empty()) {
+    if (!training) fail(where, "recompute", "`recompute` is for training: add `mode` training");
+    if (spec.checkpointing) {
+      fail(where, "recompute",
+           "`recompute` selects modules to recompute, `checkpointing` recomputes every block: "
+           "give one of them");
+    }
+  }
   if (w.context_parallel > 1 && !training) {
     fail(where, "context_parallel",
          "context parallelism splits training sequences: add `mode` training");
@@ -371,6 +379,15 @@ Workload workload_from(const WorkloadSpec& spec, const SpecLocations* where) {
   set_layout(spec, where, w);
   check_experts(spec, where, w);
   w.checkpointing = spec.checkpointing;
+  for (const std::string& name : spec.recompute) {
+    const std::optional<RecomputeModule> module = parse_recompute_module(name);
+    if (!module) {
+      fail(where, "recompute",
+           fmt::format("`recompute`: expected {}, got \"{}\"",
+                       quoted_choices(recompute_module_names()), Error::verbatim(name)));
+    }
+    w.recompute |= static_cast<unsigned>(*module);
+  }
   w.lora_rank = spec.lora_rank;
   w.lora_attention_only = spec.lora_targets == kLoraTargets[1];
   w.sequence_parallel = spec.sequence_parallel;
@@ -442,6 +459,12 @@ void read_named(const KeyReader& get, WorkloadSpec& spec) {
   if (auto v = get("expert_weight_precision")) spec.expert_weight_precision = precision_at(*v);
   if (auto v = get("kv_precision")) spec.kv_precision = precision_at(*v);
   if (auto v = get("checkpointing")) spec.checkpointing = v->as_bool();
+  if (auto v = get("recompute")) {
+    spec.recompute.clear();
+    for (std::size_t i = 0; i < v->array_size(); ++i) {
+      spec.recompute.push_back(name_at(v->at(i), "recompute module", recompute_module_names()));
+    }
+  }
   if (auto v = get("sequence_parallel")) spec.sequence_parallel = v->as_bool();
   if (auto v = get("lora_targets")) {
     spec.lora_targets = name_at(*v, "lora_targets", {kLoraTargets.begin(), kLoraTargets.end()});
@@ -519,6 +542,7 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key) {
           "virtual_stages",
           "zero_stage",
           "checkpointing",
+          "recompute",
           "lora_rank",
           "lora_targets",
           "sequence_parallel",

@@ -462,6 +462,22 @@ TEST_CASE("a budget sets every workload setting the flags do", "[budget]") {
   CHECK_FALSE(gate(""));
 }
 
+TEST_CASE("a budget's recompute key selects Megatron-Core's recomputed modules", "[budget]") {
+  const auto parse = [](const char* recompute) {
+    return parse_budget(fmt::format(R"({{"budgets": [{{"model": "m.json", "devices": ["h100"],
+      "mode": "training", "recompute": {}, "limits": {{"must_fit": true}}}}]}})",
+                                    recompute),
+                        "b.json");
+  };
+  CHECK(parse(R"(["layernorm", "moe_act"])").at(0).request.workload.recompute ==
+        (static_cast<unsigned>(RecomputeModule::kLayernorm) |
+         static_cast<unsigned>(RecomputeModule::kMoeAct)));
+  CHECK_THROWS_WITH(parse(R"(["layernorm", "moe_acts"])"),
+                    "b.json:/budgets/0/recompute/1: unknown recompute module \"moe_acts\"; did "
+                    "you mean \"moe_act\"?");
+  CHECK_THROWS_WITH(parse(R"("mlp")"), ContainsSubstring("b.json:/budgets/0/recompute: "));
+}
+
 TEST_CASE("a serving budget's kv_precision stores the KV cache", "[budget][serving]") {
   // GPT-2 serving 8 sequences of 512 + 64 tokens: an fp8 cache is half an fp16 one.
   const auto memory = [](const char* kv) {

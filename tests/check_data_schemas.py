@@ -125,6 +125,7 @@ RULES = [
     ("tests/cli/budget_tokens.json", valid("budget")),
     ("tests/cli/budget_workload.json", valid("budget")),
     ("tests/cli/budget_mtp.json", valid("budget")),
+    ("tests/cli/budget_recompute.json", valid("budget")),
     # Valid by the schema; the reader rejects MTP modules outside training (a rule between keys).
     ("tests/cli/budget_mtp_inference.json", valid("budget")),
     ("tests/cli/budget_bare_rate.json",

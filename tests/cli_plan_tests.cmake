@@ -22,7 +22,7 @@ capcalc_cli_ok(plan_moe_active
                "^Plan: mixtral_8x7b_hf \\(46.7 G parameters, 12.9 G active per token\\), 1.00 T tokens"
                plan data/models/mixtral_8x7b_hf.json --gpu h100 --tokens 1e12 --max-devices 16 --top 1)
 capcalc_cli_ok(plan_csv_exact
-               "\n1,h100-sxm,bf16,64,[0-9,]+,(true|false),[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,0\\.[0-9]+,[0-9.]+,[0-9]+\\.[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9]+,[0-9]+\n"
+               "\n1,h100-sxm,bf16,64,[0-9,]+,(true|false),false,[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,0\\.[0-9]+,[0-9.]+,[0-9]+\\.[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9]+,[0-9]+\n"
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format csv --top 1)
 capcalc_cli_ok(scale_csv_exact
                "\n8,1,1,1,8,[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,1,1,0\\.[0-9]+,[0-9.]+,0,0\n"
@@ -135,7 +135,7 @@ capcalc_schema_test(scale_expert_parallel - data/schema/scale-output.schema.json
 # search fits Llama 2 70B's frozen weights with adapters' state only.
 capcalc_cli_ok(plan_lora "Notes:\n  LoRA rank 16 on every linear layer but the output: the model's weights frozen, every layout trains the adapters only"
                plan llama2_70b --gpu H100 --tokens 1e9 --lora-rank 16 --max-devices 8 --top 1)
-capcalc_cli_ok(plan_lora_json "\"moe_imbalance\": 1.0,\n *\"moe_dispatcher\": \"alltoall\",\n *\"lora_rank\": 16"
+capcalc_cli_ok(plan_lora_json "\"moe_imbalance\": 1.0,\n *\"moe_dispatcher\": \"alltoall\",\n *\"recompute\": \\[\\],\n *\"lora_rank\": 16"
                plan llama2_70b --gpu H100 --tokens 1e9 --lora-rank 16 --max-devices 8 --top 1 --format json)
 capcalc_cli_error(plan_lora_targets_without_rank "^capcalc: error: --lora-targets places LoRA's adapters: add --lora-rank\n$"
                   plan llama2_70b --gpu H100 --tokens 1e9 --lora-targets attention)

@@ -530,6 +530,32 @@ capcalc_cli_error(moe_dispatcher_without_expert_parallel "^capcalc: error: --moe
                   estimate mixtral_8x7b_hf --gpu H100 --mode training --batch 1 --moe-dispatcher deepep)
 capcalc_cli_error(moe_dispatcher_unknown "--moe-dispatcher must be one of alltoall, deepep or hybridep \\(got \"deep\"\\); did you mean \"deepep\"\\?"
                   estimate mixtral_8x7b_hf --gpu H100 --ep 8 --devices 8 --moe-dispatcher deep)
+# Selective recomputation (--recompute): DeepSeek-V3's H100 recipe recomputes MLA's
+# up-projections and the three dense MLPs (Megatron-Bridge's recompute_modules): at its 4,096
+# tokens the layout fits only so.
+set(ds_h100_recipe deepseek_v3_hf --gpu H100 --mode training --precision bf16 --batch 1 --devices 1024
+    --tp 2 --pp 8 --ep 64 --etp 1 --micro-batches 64 --virtual-stages 4 --zero 1 --set seq=4096)
+capcalc_cli_ok(training_without_recompute "memory +[0-9.]+ GB of 80.0 GB: DOES NOT FIT"
+               estimate ${ds_h100_recipe})
+capcalc_cli_ok(training_recompute "recompute +[0-9.]+ ms \\(selective: mlp, mla_up_proj, their forward again\\).*memory +[0-9.]+ GB of 80.0 GB: fits"
+               estimate ${ds_h100_recipe} --recompute MLA-up-proj,mlp)
+capcalc_cli_ok(training_recompute_json "\"checkpointing\": false,\n *\"recompute\": \\[\n *\"mlp\",\n *\"mla_up_proj\"\n *\\],"
+               estimate ${ds_h100_recipe} --recompute mla_up_proj,mlp,core_attn --format json)
+capcalc_cli_ok(training_recompute_explain "what selective recomputation \\(moe_act\\) makes again"
+               estimate ${ds_h100_recipe} --recompute moe_act --explain)
+capcalc_cli_error(recompute_dense "^capcalc: error: --recompute moe_act: the model has no \"moe\" layer to recompute\n$"
+                  estimate llama3_8b --gpu H100 --mode training --batch 1 --recompute moe_act)
+capcalc_cli_error(recompute_inference "^capcalc: error: --recompute is for training: add --mode training\n$"
+                  estimate llama3_8b --gpu H100 --recompute mlp)
+capcalc_cli_error(recompute_with_checkpointing "^capcalc: error: --recompute selects modules to recompute, --checkpointing recomputes every block: give one of them\n$"
+                  estimate llama3_8b --gpu H100 --mode training --batch 1 --recompute mlp --checkpointing)
+capcalc_cli_error(recompute_unknown "--recompute must be one of core_attn, layernorm, mlp, moe_act or mla_up_proj \\(got \"moe_acts\"\\); did you mean \"moe_act\"\\?"
+                  estimate llama3_8b --gpu H100 --mode training --recompute moe-acts)
+capcalc_cli_ok(check_budget_recompute "^ok +deepseek-v3-h100-recipe on h100-sxm \\(training, bf16, batch 1, seq 4,096,.*: memory [0-9.]+ GB fits in 80.0 GB"
+               check --budget tests/cli/budget_recompute.json)
+capcalc_cli_ok(plan_recompute "TP [0-9]+, PP [0-9]+.*selective.*\"selective\" layouts recompute layernorm, moe_act in backward"
+               plan qwen3_30b_a3b_hf --gpu H100 --max-devices 16 --tokens 1e9 --global-batch 512-samples --recompute layernorm,moe_act --top 40)
+
 # Multi-token prediction (--mtp-layers): DeepSeek-V3's module, one MoE decoder layer (11.51 G)
 # and its 2d -> d projection (2 x 7,168^2 = 103 M), the head shared; counted by hand in hf_test.cpp.
 capcalc_cli_ok(training_mtp "parameters   682,636,487,424 \\(683 G\\), 38.2 G active per token\n  MTP          1 multi-token-prediction module of 11.6 G parameters, trained beside the model"

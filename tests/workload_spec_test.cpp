@@ -213,6 +213,28 @@ TEST_CASE("workload_from: an FP8 recipe is named and goes with fp8 only", "[work
   CHECK(as_flags(spec) == "--fp8-recipe scales FP8 tensors: not with --precision bf16");
 }
 
+TEST_CASE("workload_from: recomputed modules are training's, and not with checkpointing",
+          "[workload_spec]") {
+  WorkloadSpec spec;
+  spec.recompute = {"mla_up_proj", "mlp"};
+  CHECK(as_flags(spec) == "--recompute is for training: add --mode training");
+  spec.mode = "training";
+  CHECK(workload_from(spec).recompute == (static_cast<unsigned>(RecomputeModule::kMlp) |
+                                          static_cast<unsigned>(RecomputeModule::kMlaUpProj)));
+  spec.checkpointing = true;
+  CHECK(as_flags(spec) ==
+        "--recompute selects modules to recompute, --checkpointing recomputes every block: give "
+        "one of them");
+  spec.checkpointing = false;
+  // Megatron-Core's default module, core attention's, is what every run assumes: it adds nothing.
+  spec.recompute = {"core_attn", "mlp"};
+  CHECK(workload_from(spec).recompute == static_cast<unsigned>(RecomputeModule::kMlp));
+  spec.recompute = {"core_attention"};
+  CHECK(as_flags(spec) ==
+        "--recompute: expected \"core_attn\", \"layernorm\", \"mlp\", \"moe_act\" or "
+        "\"mla_up_proj\", got \"core_attention\"");
+}
+
 TEST_CASE("workload_from: a MoE dispatcher is named and goes with expert parallelism",
           "[workload_spec]") {
   WorkloadSpec spec;

@@ -75,6 +75,15 @@ struct LayerCounts {
   std::int64_t expert_groups = 0;
   std::int64_t expert_groups_per_token = 0;
   std::int64_t expert_params = 0;
+  /// What selective recomputation (Megatron-Core's `recompute_modules`) can drop inside this
+  /// layer and redo in backward: a moe layer's expert activation (`moe_act`: the gated
+  /// product, a pair's hidden elements) or latent attention's up-projections (`mla_up_proj`:
+  /// the queries and the expanded keys and values). The elements no longer kept, the forward
+  /// work that makes them again, and the elements it moves (weights included). 0: nothing.
+  std::int64_t recomputable_elements = 0;
+  std::int64_t recomputable_macs = 0;
+  std::int64_t recomputable_other_flops = 0;
+  std::int64_t recomputable_moved_elements = 0;
 
   /// Forward FLOPs: 2 per MAC plus the other FLOPs (checked).
   std::int64_t flops() const;

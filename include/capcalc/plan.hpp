@@ -70,6 +70,9 @@ struct PlanRequest {
   double moe_imbalance = 1;
   /// How the moe layers' tokens reach their experts in layouts with expert parallelism.
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  /// Selective recomputation (RecomputeModule bits): tried as a third choice beside none and
+  /// checkpointing; 0: not tried.
+  unsigned recompute = 0;
   /// LoRA fine-tuning (Workload::lora_rank; 0: full training) and its targets.
   std::int64_t lora_rank = 0;
   bool lora_attention_only = false;
@@ -94,6 +97,9 @@ struct Layout {
   std::int64_t micro_batches = 1;     ///< Per replica per step.
   int zero_stage = 0;
   bool checkpointing = false;
+  /// Selective recomputation of the request's modules (PlanRequest::recompute), searched
+  /// beside none and checkpointing when the request names some.
+  bool selective_recompute = false;
 };
 
 /// How close (relative, by the objective) a layout that differs from a listed one only in its

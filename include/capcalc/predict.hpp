@@ -162,6 +162,9 @@ struct Workload {
                                ///< weights.
   bool checkpointing = false;  ///< Training: recompute activations per top-level
                                ///< entry (block) instead of keeping them all.
+  /// Training: selective recomputation, a set of RecomputeModule bits (Megatron-Core's
+  /// recompute_modules beyond core attention); 0: none. Not with `checkpointing`.
+  unsigned recompute = 0;
   /// Training: LoRA fine-tuning (Hu et al. 2021) with adapters of this rank; 0: every weight
   /// trains. The model's weights stay frozen, stored at the weight precision: backward computes
   /// no weight gradient for them, and gradients, optimizer state, the data-parallel sync and
@@ -235,7 +238,8 @@ struct Estimate {
   double floor_s = 0;                 ///< Host cost per kernel that applied (runtime or profile).
   double optimizer_s = 0;             ///< Training: the optimizer update.
   double lora_params = 0;             ///< Training with LoRA: the adapters' parameters (all).
-  double recompute_s = 0;             ///< Training with checkpointing: the forward again.
+  double recompute_s = 0;             ///< Training with checkpointing or selective
+                                      ///< recomputation: the forward (of those) again.
   double communication_s = 0;         ///< Tensor-parallel all-reduces (in latency_s).
   double pipeline_bubble_s = 0;       ///< Training with pipeline stages: fill and drain.
   /// Training with pipeline stages: the heaviest stage's time over the stages' mean (1: an even
@@ -346,6 +350,10 @@ std::optional<std::string> tensor_parallel_problem(const Graph& graph,
 /// experts of \"layers.0.moe\""), or either setting for a model with no moe layer; none if they do.
 std::optional<std::string> expert_parallel_problem(const Graph& graph, std::int64_t expert_parallel,
                                                    double moe_imbalance = 1);
+
+/// Why selective recomputation of `modules` (RecomputeModule bits) does not apply to `graph`:
+/// a module that recomputes none of its layers; nullopt when each recomputes some.
+std::optional<std::string> recompute_problem(const Graph& graph, unsigned modules);
 
 /// Predicts one step. Throws capcalc::Error if the device cannot compute in the precision, or
 /// with tensor_parallel_problem's or expert_parallel_problem's message.

@@ -50,6 +50,25 @@ std::string_view moe_dispatcher_title(MoeDispatcher dispatcher);  ///< "all-to-a
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name);
 std::vector<std::string_view> moe_dispatcher_names();
 
+/// Megatron-Core's selective recomputation modules (`recompute_modules`) beyond core attention,
+/// whose recomputation capcalc assumes in every run (FlashAttention-style kernels keep no
+/// scores). Each drops activations a training step would keep and runs their forward again
+/// in backward; a Workload holds a set of them as bits.
+enum class RecomputeModule : unsigned {
+  kCoreAttn = 0,   ///< Core attention: what every run assumes (accepted; it adds nothing).
+  kLayernorm = 1,  ///< Every normalisation layer with weights (not softmax): its output.
+  kMlp = 2,        ///< A dense MLP (the layers named `<...>.mlp.<...>`): all their outputs.
+  kMoeAct = 4,     ///< A moe layer's expert activation (LayerCounts::recomputable_*).
+  kMlaUpProj = 8,  ///< Latent attention's up-projections (LayerCounts::recomputable_*).
+};
+std::string_view recompute_module_name(RecomputeModule module);  ///< "layernorm", "moe_act", ...
+/// Megatron-Core's name (a hyphen for an underscore also reads), or none.
+std::optional<RecomputeModule> parse_recompute_module(std::string_view name);
+std::vector<std::string_view> recompute_module_names();
+/// The modules of a set, in the order above; and joined: "layernorm, moe_act" ("" for none).
+std::vector<std::string_view> recompute_modules_of(unsigned modules);
+std::string recompute_modules_text(unsigned modules);
+
 /// What a runtime's memory fraction is a fraction of, and what it holds.
 enum class MemoryFraction {
   kDevice,  ///< Of device memory: weights, activations and KV cache (vLLM).

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "capcalc/error.hpp"
 #include "capcalc/graph.hpp"
@@ -93,6 +94,9 @@ struct WorkloadSpec {
   /// `moe_dispatcher` (expert parallelism only): "alltoall", "deepep" or "hybridep"; "":
   /// alltoall.
   std::string moe_dispatcher;
+  /// `recompute` (training, not with `checkpointing`): Megatron-Core's recompute_modules,
+  /// "core_attn" (what every run assumes), "layernorm", "mlp", "moe_act", "mla_up_proj".
+  std::vector<std::string> recompute;
 };
 
 /// Where each setting of a spec was read: a file reader fills it, so that workload_from()

@@ -37,6 +37,7 @@ struct PlanArgs {
   std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8};
   std::optional<double> moe_imbalance;
   std::string moe_dispatcher;
+  std::vector<std::string> recompute;  // --recompute: Megatron-Core's module names.
   std::int64_t lora_rank = 0;
   std::string lora_targets = "all-linear";
   std::string format;  // --format; add_format_option sets the default (formats.hpp).
@@ -337,6 +338,7 @@ void add_plan_args(CLI::App& sub, PlanArgs& args) {
                         "each device holding any, across nodes one for each node)"),
          moe_dispatcher_names());
   add_lora_options(sub, args.lora_rank, args.lora_targets);
+  add_recompute_option(sub, args.recompute);
 }
 
 // The request both commands start from, and the builder of each micro-batch's graph.
@@ -399,6 +401,20 @@ std::unique_ptr<Prepared> prepare(const PlanArgs& args) {
     p->request.moe_dispatcher = *parse_moe_dispatcher(args.moe_dispatcher);
     p->notes.push_back(fmt::format("layouts with expert parallelism dispatch tokens by {}",
                                    moe_dispatcher_title(p->request.moe_dispatcher)));
+  }
+  if (!args.recompute.empty()) {
+    for (const std::string& name : args.recompute) {
+      p->request.recompute |= static_cast<unsigned>(*parse_recompute_module(name));
+    }
+    if (auto problem = recompute_problem(p->graph, p->request.recompute)) {
+      throw Error({args.model.path}, *problem);
+    }
+    if (p->request.recompute != 0) {
+      p->notes.push_back(fmt::format(
+          "\"selective\" layouts recompute {} in backward (Megatron-Core's recompute_modules); "
+          "the others nothing, or every block (\"ckpt\")",
+          recompute_modules_text(p->request.recompute)));
+    }
   }
   if (args.lora_targets != "all-linear" && args.lora_rank == 0) {
     throw Error({}, "--lora-targets places LoRA's adapters: add --lora-rank");

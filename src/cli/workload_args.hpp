@@ -4,9 +4,11 @@
 // `report`), and the estimate they share. `compare` and `check` take the parallelism flags too.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -151,6 +153,27 @@ WorkloadSpec with_serving(const WorkloadSpec& spec, const ServingArgs& serving);
 void check_kv_precision(const std::string& kv_precision, const ServingArgs& serving);
 
 // --lora-rank R and --lora-targets (training: LoRA fine-tuning), for a workload and for plan.
+// --recompute layernorm,moe_act: Megatron-Core's selective recomputation modules (a hyphen
+// reads as an underscore, any case).
+inline void add_recompute_option(CLI::App& sub, std::vector<std::string>& modules) {
+  CLI::Option* option =
+      sub.add_option("--recompute", modules,
+                     "Training: recompute these modules in backward instead of keeping their "
+                     "activations (Megatron-Core's recompute_modules), comma-separated: "
+                     "layernorm, mlp (dense MLPs), moe_act (the experts' activation), "
+                     "mla_up_proj (latent attention's up-projections); core_attn, Megatron-Core's "
+                     "default, is what every run assumes")
+          ->delimiter(',');
+  one_of(option, recompute_module_names());
+  // CLI11 runs the transform added last first.
+  option->transform(CLI::Validator(
+      [](std::string& text) {
+        std::replace(text.begin(), text.end(), '-', '_');
+        return std::string();
+      },
+      ""));
+}
+
 inline void add_lora_options(CLI::App& sub, std::int64_t& rank, std::string& targets) {
   whole_number(sub.add_option("--lora-rank", rank,
                               "Training: LoRA fine-tuning with adapters of this rank on every "
@@ -200,6 +223,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
   add_weight_precision_options(sub, spec.weight_precision, spec.expert_weight_precision);
   sub.add_flag("--checkpointing", spec.checkpointing,
                "Training: keep only each top-level block's output, recompute the rest");
+  add_recompute_option(sub, spec.recompute);
   add_lora_options(sub, spec.lora_rank, spec.lora_targets);
   one_of(sub.add_option_function<std::string>(
              "--sequence-parallel",

@@ -303,6 +303,20 @@ OpResult infer_mla_attention(OpContext& ctx) {
   Shape out{batch, s, d_out};
   c.output_elements = checked_add(element_count(out), intermediates);
   c.saved_elements = intermediates;
+  if (cached == 0) {
+    // Megatron-Core's mla_up_proj recomputation drops the queries and the expanded keys and
+    // values after the scores have read them and makes them again from the latents in backward
+    // (multi_latent_attention.py, qkv_up_proj_and_rope_apply): the query projection from its
+    // input (the query latent, or the layer's input without one) and kv_b_proj.
+    const std::int64_t q_in = q_rank > 0 ? q_rank : d;
+    const std::int64_t q_up_params = checked_mul(q_in, q_width);
+    const std::int64_t kv_up_params = checked_mul(kv_rank, up_width);
+    c.recomputable_elements = checked_mul(tokens, checked_add(q_width, up_width));
+    c.recomputable_macs = checked_mul(tokens, checked_add(q_up_params, kv_up_params));
+    c.recomputable_moved_elements = checked_add(
+        checked_add(checked_mul(tokens, checked_add(q_in, kv_rank)), c.recomputable_elements),
+        checked_add(q_up_params, kv_up_params));
+  }
   if (causal) {
     c.kv_cache_per_token = latent;
     c.kv_cache_window = window;

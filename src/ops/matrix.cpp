@@ -341,6 +341,13 @@ OpResult infer_moe(OpContext& ctx) {
   c.input_elements =
       checked_add(checked_add(element_count(in), checked_mul(routed, d)), intermediates);
   c.saved_elements = intermediates;
+  // Megatron-Core's moe_act recomputation drops each pair's gated product (the experts'
+  // activation output) once the down projection has read it, and makes it again from the gate
+  // and up outputs in backward (moe/experts.py, CheckpointWithoutOutput): SiLU and the multiply
+  // (6 FLOPs), two reads and a write per hidden unit.
+  c.recomputable_elements = checked_mul(routed, hidden);
+  c.recomputable_other_flops = checked_mul(routed, 6, hidden);
+  c.recomputable_moved_elements = checked_mul(routed, 3, hidden);
   // Weight gradients always; the router's and the gate/up input gradients only if the input
   // needs one; the down projection's input gradient always (it leads to the gate/up weights).
   const std::int64_t input_side = checked_add(router_macs, gate_up_macs);

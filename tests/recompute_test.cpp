@@ -1,0 +1,177 @@
+// Selective recomputation (Megatron-Core's recompute_modules: --recompute), derived by hand on
+// the round device: what each module stops keeping, and the forward it runs again in backward.
+#include <string>
+
+#include "capcalc/error.hpp"
+#include "capcalc/model.hpp"
+#include "capcalc/predict.hpp"
+#include "capcalc/runtime.hpp"
+
+#include "catch.hpp"
+#include "round_device.hpp"
+
+using namespace capcalc;
+using capcalc::test::round_device;
+using capcalc::test::round_params;
+
+namespace {
+
+// A pre-norm MLP block on 16 rows of 1,000: a norm, then a dense MLP named as Hugging Face
+// names it (mlp.up, mlp.down), then the residual add.
+Graph norm_and_mlp() {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "block",
+    "dims": {"batch": 16},
+    "inputs": [{"name": "x", "shape": ["batch", 1000]}],
+    "layers": [
+      {"name": "norm", "op": "layernorm"},
+      {"name": "mlp.up", "op": "linear", "out_features": 4000, "bias": false},
+      {"name": "mlp.down", "op": "linear", "out_features": 1000, "bias": false},
+      {"name": "add", "op": "add", "inputs": ["mlp.down", "x"]}]})",
+                     "block.json");
+}
+
+Workload training(unsigned recompute) {
+  Workload w;
+  w.mode = Mode::kTraining;
+  w.recompute = recompute;
+  return w;
+}
+
+constexpr auto kLayernorm = static_cast<unsigned>(RecomputeModule::kLayernorm);
+constexpr auto kMlp = static_cast<unsigned>(RecomputeModule::kMlp);
+constexpr auto kMoeAct = static_cast<unsigned>(RecomputeModule::kMoeAct);
+constexpr auto kMlaUpProj = static_cast<unsigned>(RecomputeModule::kMlaUpProj);
+
+}  // namespace
+
+TEST_CASE("recompute: layernorm and mlp drop their outputs and run their forward again",
+          "[predict][recompute]") {
+  const Graph g = norm_and_mlp();
+  const Estimate none = estimate(g, round_device(), round_params(), training(0));
+  // fp32: every layer's output kept, 16 x (1,000 + 4,000 + 1,000 + 1,000) x 4 B.
+  CHECK(none.memory.activation_bytes == Approx(16.0 * 7000 * 4));
+  CHECK(none.recompute_s == 0);
+  // The forward of each layer, as inference times it.
+  Workload inference;
+  const Estimate forward = estimate(g, round_device(), round_params(), inference);
+  const double norm_s = forward.layers[0].time_s;
+  const double mlp_s = forward.layers[1].time_s + forward.layers[2].time_s;
+
+  const Estimate norms = estimate(g, round_device(), round_params(), training(kLayernorm));
+  CHECK(none.memory.activation_bytes - norms.memory.activation_bytes == Approx(16.0 * 1000 * 4));
+  CHECK(norms.recompute_s == Approx(norm_s));
+  CHECK(norms.latency_s == Approx(none.latency_s + norm_s));
+
+  const Estimate mlp = estimate(g, round_device(), round_params(), training(kMlp));
+  CHECK(none.memory.activation_bytes - mlp.memory.activation_bytes ==
+        Approx(16.0 * (4000 + 1000) * 4));
+  CHECK(mlp.recompute_s == Approx(mlp_s));
+
+  const Estimate both = estimate(g, round_device(), round_params(), training(kLayernorm | kMlp));
+  CHECK(both.memory.activation_bytes == Approx(16.0 * 1000 * 4));  // The add's output alone.
+  CHECK(both.recompute_s == Approx(norm_s + mlp_s));
+}
+
+TEST_CASE("recompute: moe_act drops each pair's gated product and redoes it in one pass",
+          "[predict][recompute]") {
+  // Mixtral's block: d 1,024, 8 experts of hidden 512, 2 a token; 2 x 256 = 512 tokens, so
+  // 1,024 token-expert pairs. fp16.
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "moe",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 512}]})",
+                              "moe.json");
+  Workload w = training(0);
+  w.precision = Precision::kFp16;
+  const Estimate none = estimate(g, round_device(), round_params(), w);
+  w.recompute = kMoeAct;
+  const Estimate act = estimate(g, round_device(), round_params(), w);
+  // 1,024 pairs x 512 hidden elements at 2 B no longer kept.
+  CHECK(none.memory.activation_bytes - act.memory.activation_bytes == Approx(1024.0 * 512 * 2));
+  // SiLU and the multiply again: 1,024 x 512 x 6 FLOPs at 10 TFLOP/s (half the vector peak) is
+  // 0.31 us; reading the gate and up outputs and writing the product, 1,024 x 512 x 3 x 2 B at
+  // 0.5 TB/s, 6.29 us: memory-bound, above the 1 us kernel floor.
+  CHECK(act.recompute_s == Approx(1024.0 * 512 * 3 * 2 / 0.5e12));
+  CHECK(act.latency_s == Approx(none.latency_s + act.recompute_s));
+  // The busiest expert's imbalance slows the pass with the layer.
+  w.moe_imbalance = 2;
+  CHECK(estimate(g, round_device(), round_params(), w).recompute_s == Approx(2 * act.recompute_s));
+}
+
+TEST_CASE("recompute: mla_up_proj drops the queries and expanded keys and values",
+          "[predict][recompute]") {
+  // Latent attention without a query latent: d 1,024, 8 heads of 64 + 32 (rotary) for queries
+  // and keys and 64 for values, a KV latent of 256; one sequence of 4,096 tokens, fp16.
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "mla",
+    "dims": {"batch": 1, "seq": 4096},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [{"name": "attn", "op": "mla_attention", "heads": 8, "kv_lora_rank": 256,
+                "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "v_head_dim": 64}]})",
+                              "mla.json");
+  Workload w = training(0);
+  w.precision = Precision::kFp16;
+  const Estimate none = estimate(g, round_device(), round_params(), w);
+  w.recompute = kMlaUpProj;
+  const Estimate up = estimate(g, round_device(), round_params(), w);
+  // Queries 8 x 96 = 768 and expanded keys and values 8 x (64 + 64) = 1,024 per token.
+  CHECK(none.memory.activation_bytes - up.memory.activation_bytes ==
+        Approx(4096.0 * (768 + 1024) * 2));
+  // The query projection (1,024 x 768) and kv_b_proj (256 x 1,024) per token: 4,096 x
+  // 1,048,576 MACs, 8.59 GFLOP at 50 TFLOP/s = 171.8 us; they move (4,096 x (1,024 + 256) +
+  // 4,096 x 1,792 + 1,048,576) x 2 B = 27.3 MB, 54.5 us at 0.5 TB/s: compute-bound.
+  CHECK(up.recompute_s == Approx(2.0 * 4096 * 1048576 / 50e12));
+}
+
+TEST_CASE("recompute: a recomputed dense MLP repeats its tensor-parallel collective",
+          "[predict][recompute]") {
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "block",
+    "dims": {"batch": 4, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [
+      {"name": "attn", "op": "attention", "heads": 16},
+      {"name": "mlp.up", "op": "linear", "out_features": 4096},
+      {"name": "mlp.down", "op": "linear", "out_features": 1024}]})",
+                              "block.json");
+  Device d = round_device();
+  d.intra_node = Link{"Round link", 100e9, "bidirectional"};
+  Workload w = training(0);
+  w.precision = Precision::kFp16;
+  w.devices = 2;
+  w.tensor_parallel = 2;
+  const Estimate none = estimate(g, d, round_params(), w);
+  w.recompute = kMlp;
+  const Estimate mlp = estimate(g, d, round_params(), w);
+  // Sequence parallelism (training's default): forward and backward each run the attention's
+  // and the MLP's reduce-scatter + all-gather pair (4); the MLP's forward once more (5), its
+  // output 4 x 256 x 1,024 x 2 B.
+  CHECK(none.allreduces == 4);
+  CHECK(mlp.allreduces == 5);
+  CHECK(mlp.allreduce_bytes - none.allreduce_bytes == Approx(4.0 * 256 * 1024 * 2));
+  CHECK(mlp.communication_s == Approx(none.communication_s * 5 / 4));
+}
+
+TEST_CASE("recompute: the modules must apply, in training, without checkpointing",
+          "[predict][recompute]") {
+  const Graph g = norm_and_mlp();
+  CHECK(recompute_problem(g, kLayernorm | kMlp) == std::nullopt);
+  CHECK(recompute_problem(g, kMoeAct) ==
+        std::optional<std::string>("--recompute moe_act: the model has no \"moe\" layer to "
+                                   "recompute"));
+  CHECK(recompute_problem(g, kMlaUpProj) ==
+        std::optional<std::string>("--recompute mla_up_proj: the model has no latent attention "
+                                   "(\"mla_attention\") to recompute"));
+  Workload w;
+  w.recompute = kLayernorm;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), w),
+                    "--recompute is for training: add --mode training");
+  w = training(kLayernorm);
+  w.checkpointing = true;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), w),
+                    ContainsSubstring("give one of them"));
+  // Megatron-Core's names; a hyphen reads as an underscore.
+  CHECK(parse_recompute_module("moe-act") == RecomputeModule::kMoeAct);
+  CHECK(parse_recompute_module("core_attn") == RecomputeModule::kCoreAttn);
+  CHECK(parse_recompute_module("shared_experts") == std::nullopt);
+  CHECK(recompute_modules_text(kMoeAct | kLayernorm) == "layernorm, moe_act");
+}
