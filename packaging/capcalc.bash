@@ -77,7 +77,7 @@ _capcalc() {
       COMPREPLY=($(compgen -d -- "$cur"))
       return ;;
     -b | --batch | --set | --input-shape | --devices | --tensor-parallel | --tp | --pipeline-parallel | --pp | \
-      --context-parallel | --cp | --expert-parallel | --ep | --expert-tensor-parallel | --etp | --micro-batches | --virtual-stages | --zero | --dataset-size | --epochs | --tokens | \
+      --context-parallel | --cp | --expert-parallel | --ep | --expert-tensor-parallel | --etp | --checkpoint-layers | --micro-batches | --virtual-stages | --zero | --dataset-size | --epochs | --tokens | \
       --lora-rank | --price-per-hour | --top | --prompt-tokens | --output-tokens | --seconds | -s | \
       --threads | -j | --label | --max-* | --rate | --arrival-cv | --requests | --seed | --replicas | \
       --block-size | --gpu-memory-utilization | --preferred-batch | --slo | --sweep | \
@@ -95,7 +95,7 @@ _capcalc() {
       return ;;
     estimate)
       flags="$model_flags $hw_flags $workload_flags $run_flags --sparsity --fp8-recipe --format --top
-             --prompt-tokens --output-tokens --weight-precision --expert-weight-precision --kv-precision --checkpointing --recompute
+             --prompt-tokens --output-tokens --weight-precision --expert-weight-precision --kv-precision --checkpointing --checkpoint-layers --recompute
              --lora-rank --lora-targets --sequence-parallel --explain" ;;
     layers) flags="$model_flags $hw_flags --gpu --hw --device --precision --format" ;;
     hw)
@@ -129,7 +129,7 @@ _capcalc() {
              --prompt-tokens --output-tokens --weight-precision --expert-weight-precision --kv-precision" ;;
     check)
       flags="--budget --batch --set --mtp-layers $hw_flags --gpu --hw --device --precision --mode --profile --runtime --runtime-file
-             --sparsity --fp8-recipe --optimizer --weight-precision --expert-weight-precision --checkpointing --recompute --lora-rank --lora-targets
+             --sparsity --fp8-recipe --optimizer --weight-precision --expert-weight-precision --checkpointing --checkpoint-layers --recompute --lora-rank --lora-targets
              --kv-precision --devices --tensor-parallel --tp --pipeline-parallel --pp --context-parallel --cp --expert-parallel --ep --expert-tensor-parallel --etp --moe-dispatcher --moe-imbalance --micro-batches --virtual-stages --zero --input-rate $run_flags
              --max-latency --min-throughput --max-memory --max-cost
              --max-train-time --max-params --max-macs --max-ttft --must-fit --prompt-tokens
@@ -156,7 +156,7 @@ _capcalc() {
              --lora-rank --lora-targets --micro-batch-sizes --gpu --hw --device --devices --weak --format --output" ;;
     roofline | report)
       flags="$model_flags $hw_flags $workload_flags --sparsity --fp8-recipe --weight-precision --expert-weight-precision
-             --checkpointing --recompute --lora-rank --lora-targets --sequence-parallel --label --output
+             --checkpointing --checkpoint-layers --recompute --lora-rank --lora-targets --sequence-parallel --label --output
              --prompt-tokens --output-tokens
              --kv-precision" ;;
   esac

@@ -150,6 +150,14 @@ void check_expert_parallel(const Workload& workload, std::int64_t replicas) {
 // Selective recomputation: training only, not with checkpointing, and each module recomputes
 // some layer of the model.
 void check_recompute(const Graph& graph, const Workload& workload) {
+  if (workload.checkpoint_layers < 0) {
+    throw Error({}, "--checkpoint-layers must be at least 1");
+  }
+  if (workload.checkpoint_layers > 0 && !workload.checkpointing) {
+    throw Error({},
+                "--checkpoint-layers picks the blocks --checkpointing recomputes: turn on "
+                "--checkpointing");
+  }
   if (workload.recompute == 0) return;
   if (workload.mode != Mode::kTraining) {
     throw Error({}, "--recompute is for training: add --mode training");

@@ -2,6 +2,7 @@
 // micro-batch's layers, the sends between pipeline stages, and the data-parallel gradient sync
 // with ZeRO's gathers and scatters.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "collectives.hpp"
@@ -49,7 +50,7 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
   }
   result.communication_link = group.link_name();
   result.communication_bandwidth = group.per_direction();
-  const double passes = s.training ? (s.workload.checkpointing ? 3 : 2) : 1;
+  const double passes = s.training ? 2 + s.checkpoint_share : 1;
   const auto collective = [&](const Layer& layer, double& bytes) {
     bytes = static_cast<double>(element_count(layer.output)) * s.comm_bytes / s.cp;
     return s.sequence_parallel
@@ -65,7 +66,7 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
     const double t = collective(layer, bytes);
     const double count = attention ? 2 : -1;
     result.communication_s += count * passes * t;
-    result.allreduces += static_cast<int>(count * passes);
+    result.allreduces += static_cast<int>(std::lround(count * passes));
     result.allreduce_bytes += count * passes * bytes;
   }
   // Selective recomputation of a dense MLP runs its forward again, the collective after its
@@ -98,7 +99,7 @@ void context_parallel_communication(const Step& s, Estimate& result) {
     return;
   }
   result.context_parallel_link = group.link_name();
-  const double passes = 3 + (s.workload.checkpointing ? 1 : 0);
+  const double passes = 3 + s.checkpoint_share;
   for (std::size_t i = 0; i < s.graph.layers.size(); ++i) {
     const Layer& layer = s.graph.layers[i];
     const LayerCounts& c = layer.counts;
@@ -140,7 +141,7 @@ void expert_parallel_communication(const Step& s, Estimate& result) {
     return;
   }
   result.expert_parallel_link = group.link_name();
-  const double passes = s.training ? (s.workload.checkpointing ? 6 : 4) : 2;
+  const double passes = s.training ? 4 + 2 * s.checkpoint_share : 2;
   const bool deduplicated = s.workload.moe_dispatcher != MoeDispatcher::kAllToAll;
   for (const Layer& layer : s.graph.layers) {
     const LayerCounts& c = layer.counts;
@@ -152,7 +153,7 @@ void expert_parallel_communication(const Step& s, Estimate& result) {
     const TokenCopies copies = dispatch_copies(group, routing, deduplicated);
     result.expert_parallel_s +=
         passes * token_exchange_s(group, s.params, result.profile, copies, token_bytes);
-    result.alltoalls += static_cast<int>(passes);
+    result.alltoalls += static_cast<int>(std::lround(passes));
     result.alltoall_bytes += passes * token_bytes * (copies.intra + copies.network);
   }
   result.latency_s += result.expert_parallel_s;

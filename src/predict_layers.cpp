@@ -326,7 +326,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const double imbalance = c.experts > 0 ? s.workload.moe_imbalance : 1;
   slow_down(e, imbalance);
   if (!s.training) return e;
-  if (s.workload.checkpointing) recompute_s += e.time_s;
+  recompute_s += s.checkpoint_share * e.time_s;
   if (!s.recomputed.empty()) {
     recompute_s += selective_recompute_s(s, index, e, work, rates, imbalance);
   }

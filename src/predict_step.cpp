@@ -4,6 +4,7 @@
 #include "predict_step.hpp"
 
 #include <algorithm>
+#include <map>
 #include <string_view>
 
 #include "predict_graph.hpp"
@@ -56,6 +57,15 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
     }
   }
   s.pp = static_cast<double>(workload.pipeline_parallel);
+  if (workload.checkpointing) {
+    // The first N blocks of each of the P x V chunks, of an even split of the blocks.
+    const auto blocks = static_cast<double>(std::max<std::int64_t>(1, block_count(graph)));
+    const double chunks = s.pp * static_cast<double>(workload.virtual_stages);
+    s.checkpoint_share =
+        workload.checkpoint_layers > 0
+            ? std::min(1.0, static_cast<double>(workload.checkpoint_layers) * chunks / blocks)
+            : 1.0;
+  }
   s.micro_batches = static_cast<double>(workload.micro_batches);
   s.act_bytes = activation_bytes_per_element(workload.precision);
   s.saved_bytes = stored_activation_bytes(workload.precision);
@@ -104,6 +114,14 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
     }
   }
   return s;
+}
+
+std::int64_t block_count(const Graph& graph) {
+  std::map<std::int32_t, std::int64_t> layers;
+  for (const Layer& layer : graph.layers) {
+    if (!layer.view) ++layers[layer.group];
+  }
+  return std::count_if(layers.begin(), layers.end(), [](const auto& g) { return g.second > 1; });
 }
 
 bool in_mlp(const Layer& layer) {

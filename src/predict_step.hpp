@@ -23,6 +23,11 @@ namespace capcalc::detail {
 enum class Recomputed : char { kNo, kWhole, kPart };
 Recomputed recomputed(const Layer& layer, unsigned modules);
 
+/// The model's blocks: its top-level entries (groups) of more than one layer, what
+/// Megatron-Core's transformer layers are to checkpointing (the embedding, the final norm and
+/// the output layer are entries of one layer each).
+std::int64_t block_count(const Graph& graph);
+
 /// A layer of a dense MLP: one named `<...>.mlp.<...>` (Hugging Face's module name, and the
 /// native models'), not a moe layer (Megatron-Core's `mlp` module skips MoE layers).
 bool in_mlp(const Layer& layer);
@@ -84,6 +89,9 @@ struct Step {
   /// recomputed (empty: nothing), and the activation elements of one micro-batch it no longer
   /// keeps, all of them and those of the layers every tensor-parallel device runs whole.
   std::vector<Recomputed> recomputed{};
+  /// Training with checkpointing: the share of the blocks it recomputes (1: all; less where
+  /// workload.checkpoint_layers picks the first N of each chunk); 0 without.
+  double checkpoint_share = 0;
   double recompute_dropped_elements = 0;
   double recompute_dropped_replicated = 0;
   /// Training with LoRA: the adapters' rank (0: every weight trains) and their parameters in the

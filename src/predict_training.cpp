@@ -22,12 +22,16 @@ double activation_elements_per_device(const Step& s, const GraphTotals& totals) 
   // Selective recomputation keeps none of what it recomputes.
   const double all = static_cast<double>(totals.activation_elements) - s.recompute_dropped_elements;
   const double whole = s.replicated_activation_elements - s.recompute_dropped_replicated;
-  if (!s.workload.checkpointing) return (all - whole) / s.tp + whole;
+  const double kept = (all - whole) / s.tp + whole;
+  if (s.checkpoint_share <= 0) return kept;
   const auto checkpointed = static_cast<double>(totals.checkpointed_elements);
-  if (whole == 0 || all == 0) return checkpointed / s.tp;
   const auto results = static_cast<double>(totals.checkpoint_result_elements);
-  const double share = whole / all;
-  return results + (checkpointed - results) * (share + (1 - share) / s.tp);
+  const double share = whole == 0 || all == 0 ? 0 : whole / all;
+  const double recomputed = whole == 0 || all == 0
+                                ? checkpointed / s.tp
+                                : results + (checkpointed - results) * (share + (1 - share) / s.tp);
+  // Checkpointing only some blocks keeps the others' activations: a mix by their share.
+  return (1 - s.checkpoint_share) * kept + s.checkpoint_share * recomputed;
 }
 
 // Bytes of `per_param` a device keeps for its parameters: all of them, or (`sharded`, ZeRO) its

@@ -409,8 +409,13 @@ std::string estimate_time_text(const ReportInput& in) {
                   static_cast<double>(std::max<std::int64_t>(1, in.totals.params))));
     }
     if (in.workload.checkpointing) {
-      out += fmt::format("  recompute    {} (activation checkpointing: the forward again)\n",
-                         format_duration(e.recompute_s));
+      out += fmt::format("  recompute    {} (activation checkpointing{}: the forward again)\n",
+                         format_duration(e.recompute_s),
+                         in.workload.checkpoint_layers > 0
+                             ? fmt::format(" of the first {} block{} of each pipeline chunk",
+                                           in.workload.checkpoint_layers,
+                                           in.workload.checkpoint_layers == 1 ? "" : "s")
+                             : "");
     } else if (in.workload.recompute != 0) {
       out += fmt::format("  recompute    {} (selective: {}, their forward again)\n",
                          format_duration(e.recompute_s),

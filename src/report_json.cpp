@@ -116,6 +116,9 @@ Json workload_json(const ReportInput& in) {
   }
   if (in.workload.input_rate_per_s > 0) workload["input_rate_per_s"] = in.workload.input_rate_per_s;
   workload["checkpointing"] = in.workload.checkpointing;
+  if (in.workload.checkpoint_layers > 0) {
+    workload["checkpoint_layers"] = in.workload.checkpoint_layers;
+  }
   if (in.workload.recompute != 0) {
     nlohmann::json modules = nlohmann::json::array();
     for (std::string_view name : recompute_modules_of(in.workload.recompute)) {

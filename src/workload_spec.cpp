@@ -271,6 +271,11 @@ void check_training_only(const WorkloadSpec& spec, const SpecLocations* where, c
   if (spec.checkpointing && !training) {
     fail(where, "checkpointing", "`checkpointing` is for training: add `mode` training");
   }
+  if (spec.checkpoint_layers > 0 && !spec.checkpointing) {
+    fail(where, "checkpoint_layers",
+         "`checkpoint_layers` picks the blocks `checkpointing` recomputes: turn on "
+         "`checkpointing`");
+  }
   if (!spec.recompute.empty()) {
     if (!training) fail(where, "recompute", "`recompute` is for training: add `mode` training");
     if (spec.checkpointing) {
@@ -379,6 +384,7 @@ Workload workload_from(const WorkloadSpec& spec, const SpecLocations* where) {
   set_layout(spec, where, w);
   check_experts(spec, where, w);
   w.checkpointing = spec.checkpointing;
+  w.checkpoint_layers = spec.checkpoint_layers;
   for (const std::string& name : spec.recompute) {
     const std::optional<RecomputeModule> module = parse_recompute_module(name);
     if (!module) {
@@ -459,6 +465,7 @@ void read_named(const KeyReader& get, WorkloadSpec& spec) {
   if (auto v = get("expert_weight_precision")) spec.expert_weight_precision = precision_at(*v);
   if (auto v = get("kv_precision")) spec.kv_precision = precision_at(*v);
   if (auto v = get("checkpointing")) spec.checkpointing = v->as_bool();
+  if (auto v = get("checkpoint_layers")) spec.checkpoint_layers = v->as_positive_int();
   if (auto v = get("recompute")) {
     spec.recompute.clear();
     for (std::size_t i = 0; i < v->array_size(); ++i) {
@@ -542,6 +549,7 @@ std::vector<std::string_view> workload_keys(std::string_view devices_key) {
           "virtual_stages",
           "zero_stage",
           "checkpointing",
+          "checkpoint_layers",
           "recompute",
           "lora_rank",
           "lora_targets",

@@ -556,6 +556,13 @@ capcalc_cli_ok(check_budget_recompute "^ok +deepseek-v3-h100-recipe on h100-sxm 
 capcalc_cli_ok(plan_recompute "TP [0-9]+, PP [0-9]+.*selective.*\"selective\" layouts recompute layernorm, moe_act in backward"
                plan qwen3_30b_a3b_hf --gpu H100 --max-devices 16 --tokens 1e9 --global-batch 512-samples --recompute layernorm,moe_act --top 40)
 
+# Checkpointing of the first N blocks of each pipeline chunk (Megatron-Core's recompute_method
+# block): Llama 3 8B's 32 blocks over 2 stages, 8 of each stage's 16.
+capcalc_cli_ok(training_checkpoint_layers "recompute +[0-9.]+ ms \\(activation checkpointing of the first 8 blocks of each pipeline chunk: the forward again\\)"
+               estimate llama3_8b --gpu H100 --mode training --precision bf16 --batch 1 --devices 2 --pp 2 --checkpointing --checkpoint-layers 8)
+capcalc_cli_error(checkpoint_layers_alone "^capcalc: error: --checkpoint-layers picks the blocks --checkpointing recomputes: turn on --checkpointing\n$"
+                  estimate llama3_8b --gpu H100 --mode training --batch 1 --checkpoint-layers 8)
+
 # Multi-token prediction (--mtp-layers): DeepSeek-V3's module, one MoE decoder layer (11.51 G)
 # and its 2d -> d projection (2 x 7,168^2 = 103 M), the head shared; counted by hand in hf_test.cpp.
 capcalc_cli_ok(training_mtp "parameters   682,636,487,424 \\(683 G\\), 38.2 G active per token\n  MTP          1 multi-token-prediction module of 11.6 G parameters, trained beside the model"

@@ -175,3 +175,46 @@ TEST_CASE("recompute: the modules must apply, in training, without checkpointing
   CHECK(parse_recompute_module("shared_experts") == std::nullopt);
   CHECK(recompute_modules_text(kMoeAct | kLayernorm) == "layernorm, moe_act");
 }
+
+TEST_CASE("recompute: checkpointing the first N blocks of each chunk keeps the others' activations",
+          "[predict][recompute]") {
+  // Four blocks of two linears on 16 rows (fp32): without checkpointing each keeps 16 x (4,000
+  // + 1,000) elements; checkpointed, its output (16 x 1,000), one block's internals while it is
+  // recomputed, and its forward again.
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "ckpt",
+    "dims": {"batch": 16},
+    "inputs": [{"name": "x", "shape": ["batch", 1000]}],
+    "blocks": {"mlp": {"layers": [
+      {"name": "up", "op": "linear", "out_features": 4000},
+      {"name": "down", "op": "linear", "out_features": 1000}]}},
+    "layers": [{"name": "b", "block": "mlp", "repeat": 4}]})",
+                              "ckpt.json");
+  Workload w = training(0);
+  const Estimate none = estimate(g, round_device(), round_params(), w);
+  w.checkpointing = true;
+  const Estimate all = estimate(g, round_device(), round_params(), w);
+  CHECK(none.memory.activation_bytes == Approx(4 * 16.0 * 5000 * 4));
+  CHECK(all.memory.activation_bytes == Approx(16.0 * (4 * 1000 + 5000) * 4));
+  // The first block of the one chunk: a quarter of the blocks, a quarter of each.
+  w.checkpoint_layers = 1;
+  const Estimate first = estimate(g, round_device(), round_params(), w);
+  CHECK(first.recompute_s == Approx(all.recompute_s / 4));
+  CHECK(first.memory.activation_bytes ==
+        Approx(0.75 * none.memory.activation_bytes + 0.25 * all.memory.activation_bytes));
+  // Two pipeline stages hold two blocks each: the first of each, half of them.
+  w.devices = 2;
+  w.pipeline_parallel = 2;
+  w.micro_batches = 2;
+  const Estimate staged = estimate(g, round_device(), round_params(), w);
+  w.checkpoint_layers = 0;
+  const Estimate staged_all = estimate(g, round_device(), round_params(), w);
+  CHECK(staged.recompute_s == Approx(staged_all.recompute_s / 2));
+  // More blocks than a chunk holds: all of them.
+  w.checkpoint_layers = 5;
+  CHECK(estimate(g, round_device(), round_params(), w).recompute_s ==
+        Approx(staged_all.recompute_s));
+  w.checkpointing = false;
+  CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), w),
+                    "--checkpoint-layers picks the blocks --checkpointing recomputes: turn on "
+                    "--checkpointing");
+}

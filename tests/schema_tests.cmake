@@ -84,6 +84,9 @@ capcalc_output_schema_test(estimate_training_recompute data/schema/estimate-outp
   estimate ${models}/deepseek_v3_hf.json --gpu h100 --mode training --precision bf16 --batch 1
   --devices 1024 --tp 2 --pp 8 --ep 64 --etp 1 --micro-batches 64 --virtual-stages 4 --zero 1
   --recompute mla_up_proj,mlp --format json)
+capcalc_output_schema_test(estimate_training_checkpoint_layers data/schema/estimate-output.schema.json 0
+  estimate ${models}/llama3_8b.json --gpu h100 --mode training --precision bf16 --batch 1
+  --devices 2 --pp 2 --checkpointing --checkpoint-layers 8 --format json)
 capcalc_output_schema_test(estimate_training_lora data/schema/estimate-output.schema.json 0
   estimate ${models}/llama2_70b.json --gpu h100 --mode training --precision fp8 --batch 1
   --set seq=8192 --devices 8 --tp 4 --micro-batches 4 --lora-rank 16 --lora-targets attention

@@ -235,6 +235,18 @@ TEST_CASE("workload_from: recomputed modules are training's, and not with checkp
         "\"mla_up_proj\", got \"core_attention\"");
 }
 
+TEST_CASE("workload_from: checkpoint_layers picks the blocks checkpointing recomputes",
+          "[workload_spec]") {
+  WorkloadSpec spec;
+  spec.mode = "training";
+  spec.checkpoint_layers = 5;
+  CHECK(as_flags(spec) ==
+        "--checkpoint-layers picks the blocks --checkpointing recomputes: turn on "
+        "--checkpointing");
+  spec.checkpointing = true;
+  CHECK(workload_from(spec).checkpoint_layers == 5);
+}
+
 TEST_CASE("workload_from: a MoE dispatcher is named and goes with expert parallelism",
           "[workload_spec]") {
   WorkloadSpec spec;

@@ -162,6 +162,10 @@ struct Workload {
                                ///< weights.
   bool checkpointing = false;  ///< Training: recompute activations per top-level
                                ///< entry (block) instead of keeping them all.
+  /// With checkpointing: only the first N blocks of each pipeline chunk (Megatron-Core's
+  /// recompute_method "block" with recompute_num_layers N), the others keeping everything;
+  /// 0: every block.
+  std::int64_t checkpoint_layers = 0;
   /// Training: selective recomputation, a set of RecomputeModule bits (Megatron-Core's
   /// recompute_modules beyond core attention); 0: none. Not with `checkpointing`.
   unsigned recompute = 0;

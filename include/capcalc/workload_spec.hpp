@@ -77,6 +77,7 @@ struct WorkloadSpec {
   std::int64_t virtual_stages = 1;          ///< `virtual_stages` (training): chunks per stage.
   int zero_stage = 0;                       ///< `zero_stage` (training): 0 to 3.
   bool checkpointing = false;               ///< `checkpointing` (training).
+  std::int64_t checkpoint_layers = 0;       ///< `checkpoint_layers` (with checkpointing).
   std::int64_t lora_rank = 0;               ///< `lora_rank` (training): LoRA's rank; 0: none.
   std::string lora_targets = "all-linear";  ///< `lora_targets`: "all-linear" or "attention".
   std::optional<bool> sequence_parallel;    ///< `sequence_parallel`: with tensor_parallel.

@@ -152,6 +152,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   add_weight_precision_options(*sub, workload.weight_precision, workload.expert_weight_precision);
   sub->add_flag("--checkpointing", workload.checkpointing,
                 "Training: keep only each top-level block's output, recompute the rest");
+  add_checkpoint_layers_option(*sub, workload.checkpoint_layers);
   add_recompute_option(*sub, workload.recompute);
   add_lora_options(*sub, workload.lora_rank, workload.lora_targets);
   add_kv_precision_option(*sub, workload.kv_precision);

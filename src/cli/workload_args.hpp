@@ -153,6 +153,14 @@ WorkloadSpec with_serving(const WorkloadSpec& spec, const ServingArgs& serving);
 void check_kv_precision(const std::string& kv_precision, const ServingArgs& serving);
 
 // --lora-rank R and --lora-targets (training: LoRA fine-tuning), for a workload and for plan.
+// --checkpoint-layers N: checkpointing of the first N blocks of each pipeline chunk.
+inline void add_checkpoint_layers_option(CLI::App& sub, std::int64_t& layers) {
+  whole_number(sub.add_option("--checkpoint-layers", layers,
+                              "With --checkpointing: recompute only the first N blocks of each "
+                              "pipeline chunk, keeping the others' activations (Megatron-Core's "
+                              "recompute_method block, recompute_num_layers N)"));
+}
+
 // --recompute layernorm,moe_act: Megatron-Core's selective recomputation modules (a hyphen
 // reads as an underscore, any case).
 inline void add_recompute_option(CLI::App& sub, std::vector<std::string>& modules) {
@@ -223,6 +231,7 @@ inline void add_workload_options(CLI::App& sub, WorkloadArgs& args) {
   add_weight_precision_options(sub, spec.weight_precision, spec.expert_weight_precision);
   sub.add_flag("--checkpointing", spec.checkpointing,
                "Training: keep only each top-level block's output, recompute the rest");
+  add_checkpoint_layers_option(sub, spec.checkpoint_layers);
   add_recompute_option(sub, spec.recompute);
   add_lora_options(sub, spec.lora_rank, spec.lora_targets);
   one_of(sub.add_option_function<std::string>(
