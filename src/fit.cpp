@@ -167,13 +167,17 @@ FitAdvice advise_fit(const Graph& graph, const Device& device, const Performance
       advice.options.push_back(*option);
     }
   }
-  if (!workload.checkpointing) {
+  if (!workload.checkpointing || workload.checkpoint_layers > 0) {
     Workload w = workload;
     w.checkpointing = true;
+    w.checkpoint_layers = 0;
     w.recompute = 0;  // Every block's, not selected modules'.
     if (fits(graph, device, params, w)) {
       advice.options.push_back(
-          {workload.recompute != 0 ? "--checkpointing instead of --recompute" : "--checkpointing",
+          {workload.checkpoint_layers > 0
+               ? "--checkpointing of every block (no --checkpoint-layers)"
+           : workload.recompute != 0 ? "--checkpointing instead of --recompute"
+                                     : "--checkpointing",
            workload.devices,
            workload.tensor_parallel * workload.pipeline_parallel * workload.context_parallel});
     }
