@@ -176,12 +176,14 @@ std::optional<std::string> recompute_problem(const Graph& graph, unsigned module
   for (std::string_view name : recompute_modules_of(modules)) {
     const RecomputeModule module = *parse_recompute_module(name);
     const auto bits = static_cast<unsigned>(module);
-    const bool found =
-        std::any_of(graph.layers.begin(), graph.layers.end(), [bits](const Layer& layer) {
-          return detail::recomputed(layer, bits) != detail::Recomputed::kNo;
-        });
+    const std::vector<detail::Recomputed> layers = detail::recomputed_layers(graph, bits);
+    const bool found = std::any_of(layers.begin(), layers.end(), [](detail::Recomputed r) {
+      return r != detail::Recomputed::kNo;
+    });
     if (found) continue;
-    std::string_view what = "normalisation layer with weights";
+    std::string_view what =
+        "norm that Megatron-Core keeps apart from the next linear (one a moe layer or latent "
+        "attention reads)";
     if (module == RecomputeModule::kMlp) what = "dense MLP (layers named <...>.mlp.<...>)";
     if (module == RecomputeModule::kMoeAct) what = "\"moe\" layer";
     if (module == RecomputeModule::kMlaUpProj) what = "latent attention (\"mla_attention\")";

@@ -41,10 +41,9 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
     }
   }
   if (workload.mode == Mode::kTraining && workload.recompute != 0) {
-    s.recomputed.resize(graph.layers.size(), Recomputed::kNo);
+    s.recomputed = recomputed_layers(graph, workload.recompute);
     for (std::size_t i = 0; i < graph.layers.size(); ++i) {
       const Layer& layer = graph.layers[i];
-      s.recomputed[i] = recomputed(layer, workload.recompute);
       double dropped = 0;
       if (s.recomputed[i] == Recomputed::kWhole) {
         dropped = static_cast<double>(element_count(layer.output)) +
@@ -134,25 +133,57 @@ bool in_mlp(const Layer& layer) {
   return false;
 }
 
-Recomputed recomputed(const Layer& layer, unsigned modules) {
-  if (layer.view) return Recomputed::kNo;
+namespace {
+
+// A moe layer, or latent attention (the attention whose up-projections are recomputable).
+bool moe_or_latent_attention(const Layer& layer) {
+  return layer.counts.experts > 0 ||
+         (layer.traits.op_class == OpClass::kAttention && layer.counts.recomputable_elements > 0);
+}
+
+// Per layer: whether a moe layer or latent attention reads its output (through views).
+std::vector<char> read_by_moe_or_latent_attention(const Graph& graph) {
+  const std::size_t inputs = graph.inputs.size();
+  std::vector<char> read(graph.layers.size(), 0);
+  for (std::size_t i = graph.layers.size(); i-- > 0;) {
+    const Layer& layer = graph.layers[i];
+    if (!moe_or_latent_attention(layer) && !(layer.view && read[i])) continue;
+    for (std::int32_t value : layer.inputs) {
+      if (value >= static_cast<std::int32_t>(inputs)) {
+        read[static_cast<std::size_t>(value) - inputs] = 1;
+      }
+    }
+  }
+  return read;
+}
+
+}  // namespace
+
+std::vector<Recomputed> recomputed_layers(const Graph& graph, unsigned modules) {
   const auto has = [modules](RecomputeModule module) {
     return (modules & static_cast<unsigned>(module)) != 0;
   };
-  const OpClass op_class = layer.traits.op_class;
-  if (has(RecomputeModule::kLayernorm) && op_class == OpClass::kNormalization &&
-      layer.counts.params > 0) {
-    return Recomputed::kWhole;
-  }
-  if (has(RecomputeModule::kMlp) && in_mlp(layer)) return Recomputed::kWhole;
-  if (layer.counts.recomputable_elements > 0) {
-    const bool moe = layer.counts.experts > 0;
-    if ((moe && has(RecomputeModule::kMoeAct)) ||
-        (!moe && op_class == OpClass::kAttention && has(RecomputeModule::kMlaUpProj))) {
-      return Recomputed::kPart;
+  std::vector<Recomputed> out(graph.layers.size(), Recomputed::kNo);
+  const std::vector<char> apart = has(RecomputeModule::kLayernorm)
+                                      ? read_by_moe_or_latent_attention(graph)
+                                      : std::vector<char>(graph.layers.size(), 0);
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    const Layer& layer = graph.layers[i];
+    if (layer.view) continue;
+    const OpClass op_class = layer.traits.op_class;
+    if (apart[i] && op_class == OpClass::kNormalization && layer.counts.params > 0) {
+      out[i] = Recomputed::kWhole;
+    } else if (has(RecomputeModule::kMlp) && in_mlp(layer)) {
+      out[i] = Recomputed::kWhole;
+    } else if (layer.counts.recomputable_elements > 0) {
+      const bool moe = layer.counts.experts > 0;
+      if ((moe && has(RecomputeModule::kMoeAct)) ||
+          (!moe && op_class == OpClass::kAttention && has(RecomputeModule::kMlaUpProj))) {
+        out[i] = Recomputed::kPart;
+      }
     }
   }
-  return Recomputed::kNo;
+  return out;
 }
 
 std::size_t loss_layer_of(const Graph& graph) {

@@ -21,7 +21,11 @@ namespace capcalc::detail {
 /// layer (its output and saved elements not kept, its forward run again in backward), or its
 /// recomputable part (LayerCounts::recomputable_*).
 enum class Recomputed : char { kNo, kWhole, kPart };
-Recomputed recomputed(const Layer& layer, unsigned modules);
+/// Per layer of the graph. `layernorm` takes the norms Megatron-Core keeps apart from the next
+/// linear: those a moe layer or latent attention reads (its Transformer Engine layer spec fuses
+/// the others into the following linear, TELayerNormColumnParallelLinear, which recomputes
+/// nothing).
+std::vector<Recomputed> recomputed_layers(const Graph& graph, unsigned modules);
 
 /// The model's blocks: its top-level entries (groups) of more than one layer, what
 /// Megatron-Core's transformer layers are to checkpointing (the embedding, the final norm and

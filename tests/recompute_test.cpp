@@ -44,7 +44,7 @@ constexpr auto kMlaUpProj = static_cast<unsigned>(RecomputeModule::kMlaUpProj);
 
 }  // namespace
 
-TEST_CASE("recompute: layernorm and mlp drop their outputs and run their forward again",
+TEST_CASE("recompute: mlp drops the dense MLP's outputs and runs its forward again",
           "[predict][recompute]") {
   const Graph g = norm_and_mlp();
   const Estimate none = estimate(g, round_device(), round_params(), training(0));
@@ -54,22 +54,43 @@ TEST_CASE("recompute: layernorm and mlp drop their outputs and run their forward
   // The forward of each layer, as inference times it.
   Workload inference;
   const Estimate forward = estimate(g, round_device(), round_params(), inference);
-  const double norm_s = forward.layers[0].time_s;
   const double mlp_s = forward.layers[1].time_s + forward.layers[2].time_s;
-
-  const Estimate norms = estimate(g, round_device(), round_params(), training(kLayernorm));
-  CHECK(none.memory.activation_bytes - norms.memory.activation_bytes == Approx(16.0 * 1000 * 4));
-  CHECK(norms.recompute_s == Approx(norm_s));
-  CHECK(norms.latency_s == Approx(none.latency_s + norm_s));
-
   const Estimate mlp = estimate(g, round_device(), round_params(), training(kMlp));
   CHECK(none.memory.activation_bytes - mlp.memory.activation_bytes ==
         Approx(16.0 * (4000 + 1000) * 4));
   CHECK(mlp.recompute_s == Approx(mlp_s));
+  CHECK(mlp.latency_s == Approx(none.latency_s + mlp_s));
+  // The norm feeds a dense linear, which Transformer Engine fuses it into in Megatron-Core:
+  // there is no layernorm to recompute.
+  CHECK(recompute_problem(g, kLayernorm) ==
+        std::optional<std::string>(
+            "--recompute layernorm: the model has no norm that Megatron-Core keeps apart from "
+            "the next linear (one a moe layer or latent attention reads) to recompute"));
+}
 
-  const Estimate both = estimate(g, round_device(), round_params(), training(kLayernorm | kMlp));
-  CHECK(both.memory.activation_bytes == Approx(16.0 * 1000 * 4));  // The add's output alone.
-  CHECK(both.recompute_s == Approx(norm_s + mlp_s));
+TEST_CASE("recompute: layernorm drops the norm a moe layer reads and runs it again",
+          "[predict][recompute]") {
+  // A norm on 512 tokens of 1,024 (fp16), then Mixtral's moe layer (8 experts of 512, 2 a
+  // token), then a second norm that no moe layer reads.
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "moe",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [
+      {"name": "pre_mlp_layernorm", "op": "rmsnorm"},
+      {"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2, "hidden": 512},
+      {"name": "final_norm", "op": "rmsnorm"}]})",
+                              "moe.json");
+  Workload w = training(0);
+  w.precision = Precision::kFp16;
+  const Estimate none = estimate(g, round_device(), round_params(), w);
+  w.recompute = kLayernorm;
+  const Estimate norm = estimate(g, round_device(), round_params(), w);
+  Workload inference;
+  inference.precision = Precision::kFp16;
+  const double norm_s = estimate(g, round_device(), round_params(), inference).layers[0].time_s;
+  // The first norm's output, 512 x 1,024 x 2 B; the last norm is not recomputed.
+  CHECK(none.memory.activation_bytes - norm.memory.activation_bytes == Approx(512.0 * 1024 * 2));
+  CHECK(norm.recompute_s == Approx(norm_s));
 }
 
 TEST_CASE("recompute: moe_act drops each pair's gated product and redoes it in one pass",
@@ -154,7 +175,7 @@ TEST_CASE("recompute: a recomputed dense MLP repeats its tensor-parallel collect
 TEST_CASE("recompute: the modules must apply, in training, without checkpointing",
           "[predict][recompute]") {
   const Graph g = norm_and_mlp();
-  CHECK(recompute_problem(g, kLayernorm | kMlp) == std::nullopt);
+  CHECK(recompute_problem(g, kMlp) == std::nullopt);
   CHECK(recompute_problem(g, kMoeAct) ==
         std::optional<std::string>("--recompute moe_act: the model has no \"moe\" layer to "
                                    "recompute"));
@@ -162,10 +183,10 @@ TEST_CASE("recompute: the modules must apply, in training, without checkpointing
         std::optional<std::string>("--recompute mla_up_proj: the model has no latent attention "
                                    "(\"mla_attention\") to recompute"));
   Workload w;
-  w.recompute = kLayernorm;
+  w.recompute = kMlp;
   CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), w),
                     "--recompute is for training: add --mode training");
-  w = training(kLayernorm);
+  w = training(kMlp);
   w.checkpointing = true;
   CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), w),
                     ContainsSubstring("give one of them"));

@@ -56,7 +56,7 @@ std::vector<std::string_view> moe_dispatcher_names();
 /// in backward; a Workload holds a set of them as bits.
 enum class RecomputeModule : unsigned {
   kCoreAttn = 0,   ///< Core attention: what every run assumes (accepted; it adds nothing).
-  kLayernorm = 1,  ///< Every normalisation layer with weights (not softmax): its output.
+  kLayernorm = 1,  ///< The norms before a moe layer or latent attention: their outputs.
   kMlp = 2,        ///< A dense MLP (the layers named `<...>.mlp.<...>`): all their outputs.
   kMoeAct = 4,     ///< A moe layer's expert activation (LayerCounts::recomputable_*).
   kMlaUpProj = 8,  ///< Latent attention's up-projections (LayerCounts::recomputable_*).

@@ -168,7 +168,8 @@ inline void add_recompute_option(CLI::App& sub, std::vector<std::string>& module
       sub.add_option("--recompute", modules,
                      "Training: recompute these modules in backward instead of keeping their "
                      "activations (Megatron-Core's recompute_modules), comma-separated: "
-                     "layernorm, mlp (dense MLPs), moe_act (the experts' activation), "
+                     "layernorm (the norms before moe layers and latent attention), mlp "
+                     "(dense MLPs), moe_act (the experts' activation), "
                      "mla_up_proj (latent attention's up-projections); core_attn, Megatron-Core's "
                      "default, is what every run assumes")
           ->delimiter(',');
