@@ -185,7 +185,9 @@ std::optional<std::string> recompute_problem(const Graph& graph, unsigned module
         "norm that Megatron-Core keeps apart from the next linear (one a moe layer or latent "
         "attention reads)";
     if (module == RecomputeModule::kMlp) what = "dense MLP (layers named <...>.mlp.<...>)";
-    if (module == RecomputeModule::kMoeAct) what = "\"moe\" layer";
+    if (module == RecomputeModule::kMoeAct || module == RecomputeModule::kMoe) {
+      what = "\"moe\" layer";
+    }
     if (module == RecomputeModule::kMlaUpProj) what = "latent attention (\"mla_attention\")";
     return fmt::format("--recompute {}: the model has no {} to recompute", name, what);
   }

@@ -69,12 +69,13 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
     result.allreduces += static_cast<int>(std::lround(count * passes));
     result.allreduce_bytes += count * passes * bytes;
   }
-  // Selective recomputation of a dense MLP runs its forward again, the collective after its
-  // last projection with it.
+  // Selective recomputation of a dense MLP or a moe layer runs its forward again, the
+  // collective after its last projection with it (a moe layer of whole experts has none).
   for (std::size_t i = 0; i < s.recomputed.size(); ++i) {
     const Layer& layer = s.graph.layers[i];
     const bool last = i + 1 == s.graph.layers.size() || !in_mlp(s.graph.layers[i + 1]);
-    if (s.recomputed[i] != Recomputed::kWhole || !in_mlp(layer) || !last) continue;
+    const bool moe = layer.counts.experts > 0 && !whole_experts(s.workload);
+    if (s.recomputed[i] != Recomputed::kWhole || !((in_mlp(layer) && last) || moe)) continue;
     double bytes = 0;
     result.communication_s += collective(layer, bytes);
     result.allreduces += 1;
@@ -131,7 +132,8 @@ void context_parallel_communication(const Step& s, Estimate& result) {
 // (tp apart unless the experts are whole): Megatron-Core lays the experts out on a grid of its
 // own (parallel_state.py: RankGenerator(tp=expert tensor parallel, ep, dp, pp, cp=1)), context
 // parallelism's devices folded into the expert-parallel ones. Not overlapped with compute
-// (Megatron-Core's default).
+// (Megatron-Core's default). A moe layer that selective recomputation runs again (`moe`)
+// exchanges its tokens forward once more.
 void expert_parallel_communication(const Step& s, Estimate& result) {
   if (s.workload.expert_parallel <= 1) return;
   const CollectiveGroup group =
@@ -141,11 +143,14 @@ void expert_parallel_communication(const Step& s, Estimate& result) {
     return;
   }
   result.expert_parallel_link = group.link_name();
-  const double passes = s.training ? 4 + 2 * s.checkpoint_share : 2;
+  const double base_passes = s.training ? 4 + 2 * s.checkpoint_share : 2;
   const bool deduplicated = s.workload.moe_dispatcher != MoeDispatcher::kAllToAll;
-  for (const Layer& layer : s.graph.layers) {
+  for (std::size_t i = 0; i < s.graph.layers.size(); ++i) {
+    const Layer& layer = s.graph.layers[i];
     const LayerCounts& c = layer.counts;
     if (layer.view || c.experts == 0) continue;
+    const bool again = !s.recomputed.empty() && s.recomputed[i] == Recomputed::kWhole;
+    const double passes = base_passes + (again ? 2 : 0);
     const double token_bytes =
         static_cast<double>(element_count(layer.output)) * s.comm_bytes / s.tp / s.cp;
     const Routing routing{c.experts, c.experts_per_token, c.expert_groups,

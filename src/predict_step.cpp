@@ -173,7 +173,8 @@ std::vector<Recomputed> recomputed_layers(const Graph& graph, unsigned modules) 
     const OpClass op_class = layer.traits.op_class;
     if (apart[i] && op_class == OpClass::kNormalization && layer.counts.params > 0) {
       out[i] = Recomputed::kWhole;
-    } else if (has(RecomputeModule::kMlp) && in_mlp(layer)) {
+    } else if ((has(RecomputeModule::kMlp) && in_mlp(layer)) ||
+               (has(RecomputeModule::kMoe) && layer.counts.experts > 0)) {
       out[i] = Recomputed::kWhole;
     } else if (layer.counts.recomputable_elements > 0) {
       const bool moe = layer.counts.experts > 0;

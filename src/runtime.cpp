@@ -55,7 +55,8 @@ constexpr auto kRecomputeModules =
                                  {RecomputeModule::kLayernorm, "layernorm"},
                                  {RecomputeModule::kMlp, "mlp"},
                                  {RecomputeModule::kMoeAct, "moe_act"},
-                                 {RecomputeModule::kMlaUpProj, "mla_up_proj"}});
+                                 {RecomputeModule::kMlaUpProj, "mla_up_proj"},
+                                 {RecomputeModule::kMoe, "moe"}});
 
 std::array<double, kOpClassCount> one_kernel_per_layer() {
   std::array<double, kOpClassCount> kernels{};

@@ -549,7 +549,7 @@ capcalc_cli_error(recompute_inference "^capcalc: error: --recompute is for train
                   estimate llama3_8b --gpu H100 --recompute mlp)
 capcalc_cli_error(recompute_with_checkpointing "^capcalc: error: --recompute selects modules to recompute, --checkpointing recomputes every block: give one of them\n$"
                   estimate llama3_8b --gpu H100 --mode training --batch 1 --recompute mlp --checkpointing)
-capcalc_cli_error(recompute_unknown "--recompute must be one of core_attn, layernorm, mlp, moe_act or mla_up_proj \\(got \"moe_acts\"\\); did you mean \"moe_act\"\\?"
+capcalc_cli_error(recompute_unknown "--recompute must be one of core_attn, layernorm, mlp, moe_act, mla_up_proj or moe \\(got \"moe_acts\"\\); did you mean \"moe_act\"\\?"
                   estimate llama3_8b --gpu H100 --mode training --recompute moe-acts)
 capcalc_cli_ok(check_budget_recompute "^ok +deepseek-v3-h100-recipe on h100-sxm \\(training, bf16, batch 1, seq 4,096,.*: memory [0-9.]+ GB fits in 80.0 GB"
                check --budget tests/cli/budget_recompute.json)

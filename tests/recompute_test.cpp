@@ -41,6 +41,7 @@ constexpr auto kLayernorm = static_cast<unsigned>(RecomputeModule::kLayernorm);
 constexpr auto kMlp = static_cast<unsigned>(RecomputeModule::kMlp);
 constexpr auto kMoeAct = static_cast<unsigned>(RecomputeModule::kMoeAct);
 constexpr auto kMlaUpProj = static_cast<unsigned>(RecomputeModule::kMlaUpProj);
+constexpr auto kMoe = static_cast<unsigned>(RecomputeModule::kMoe);
 
 }  // namespace
 
@@ -194,6 +195,9 @@ TEST_CASE("recompute: the modules must apply, in training, without checkpointing
   CHECK(parse_recompute_module("moe-act") == RecomputeModule::kMoeAct);
   CHECK(parse_recompute_module("core_attn") == RecomputeModule::kCoreAttn);
   CHECK(parse_recompute_module("shared_experts") == std::nullopt);
+  CHECK(recompute_problem(g, kMoe) ==
+        std::optional<std::string>("--recompute moe: the model has no \"moe\" layer to "
+                                   "recompute"));
   CHECK(recompute_modules_text(kMoeAct | kLayernorm) == "layernorm, moe_act");
 }
 
@@ -238,4 +242,38 @@ TEST_CASE("recompute: checkpointing the first N blocks of each chunk keeps the o
   CHECK_THROWS_WITH(estimate(g, round_device(), round_params(), w),
                     "--checkpoint-layers picks the blocks --checkpointing recomputes: turn on "
                     "--checkpointing");
+}
+
+TEST_CASE("recompute: moe runs the whole moe layer again, its token exchange included",
+          "[predict][recompute]") {
+  // Mixtral's block on 512 tokens (fp16), its experts over 2 devices joined by a link.
+  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "moe",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 512}]})",
+                              "moe.json");
+  Device d = round_device();
+  d.intra_node = Link{"Round link", 100e9, "bidirectional"};
+  Workload w = training(0);
+  w.precision = Precision::kFp16;
+  w.devices = 2;
+  w.expert_parallel = 2;
+  const Estimate none = estimate(g, d, round_params(), w);
+  w.recompute = kMoe | kMoeAct;  // moe takes the whole layer; moe_act adds nothing to it.
+  const Estimate moe = estimate(g, d, round_params(), w);
+  // Nothing of the layer is kept: its output and every intermediate (the router's logits, per
+  // pair the gate and up outputs, their product and the down output).
+  CHECK(none.memory.activation_bytes - moe.memory.activation_bytes ==
+        Approx((512.0 * 1024 + 512.0 * 8 + 1024.0 * (3 * 512 + 1024)) * 2));
+  // Its forward again, as inference on the same devices times it.
+  Workload inference;
+  inference.precision = Precision::kFp16;
+  inference.devices = 2;
+  inference.expert_parallel = 2;
+  CHECK(moe.recompute_s == Approx(estimate(g, d, round_params(), inference).layers[0].time_s));
+  // Dispatch and combine forward and backward (4), and forward once more (6).
+  CHECK(none.alltoalls == 4);
+  CHECK(moe.alltoalls == 6);
+  CHECK(moe.expert_parallel_s == Approx(none.expert_parallel_s * 6 / 4));
 }

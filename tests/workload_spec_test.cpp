@@ -231,8 +231,8 @@ TEST_CASE("workload_from: recomputed modules are training's, and not with checkp
   CHECK(workload_from(spec).recompute == static_cast<unsigned>(RecomputeModule::kMlp));
   spec.recompute = {"core_attention"};
   CHECK(as_flags(spec) ==
-        "--recompute: expected \"core_attn\", \"layernorm\", \"mlp\", \"moe_act\" or "
-        "\"mla_up_proj\", got \"core_attention\"");
+        "--recompute: expected \"core_attn\", \"layernorm\", \"mlp\", \"moe_act\", "
+        "\"mla_up_proj\" or \"moe\", got \"core_attention\"");
 }
 
 TEST_CASE("workload_from: checkpoint_layers picks the blocks checkpointing recomputes",

@@ -60,6 +60,7 @@ enum class RecomputeModule : unsigned {
   kMlp = 2,        ///< A dense MLP (the layers named `<...>.mlp.<...>`): all their outputs.
   kMoeAct = 4,     ///< A moe layer's expert activation (LayerCounts::recomputable_*).
   kMlaUpProj = 8,  ///< Latent attention's up-projections (LayerCounts::recomputable_*).
+  kMoe = 16,       ///< A moe layer whole, its token exchange included.
 };
 std::string_view recompute_module_name(RecomputeModule module);  ///< "layernorm", "moe_act", ...
 /// Megatron-Core's name (a hyphen for an underscore also reads), or none.

@@ -170,7 +170,8 @@ inline void add_recompute_option(CLI::App& sub, std::vector<std::string>& module
                      "activations (Megatron-Core's recompute_modules), comma-separated: "
                      "layernorm (the norms before moe layers and latent attention), mlp "
                      "(dense MLPs), moe_act (the experts' activation), "
-                     "mla_up_proj (latent attention's up-projections); core_attn, Megatron-Core's "
+                     "mla_up_proj (latent attention's up-projections), moe (the moe layers "
+                     "whole, their token exchange too); core_attn, Megatron-Core's "
                      "default, is what every run assumes")
           ->delimiter(',');
   one_of(option, recompute_module_names());
