@@ -7,8 +7,12 @@
 
 #include "catch.hpp"
 #include "round_device.hpp"
+#include "test_graphs.hpp"
 
 using namespace capcalc;
+using capcalc::test::linked_round_device;
+using capcalc::test::mlp_blocks;
+using capcalc::test::one_moe_layer;
 using capcalc::test::round_device;
 using capcalc::test::round_params;
 
@@ -29,14 +33,7 @@ Graph one_linear(std::int64_t batch, std::int64_t in, std::int64_t out) {
 
 namespace {
 
-// The round device joined to its peers by a link of `bidirectional` bytes/s (half of it each
-// way), and the round parameters with collectives of 10 us latency at half that bandwidth.
-Device linked_round_device(const std::string& name, double bidirectional) {
-  Device d = round_device();
-  d.intra_node = Link{name, bidirectional, "bidirectional"};
-  return d;
-}
-
+// The round parameters with collectives of 10 us latency at half the link's bandwidth.
 PerformanceParams collective_round_params() {
   PerformanceParams p = round_params();
   p.allreduce_latency_s = 10e-6;
@@ -580,16 +577,6 @@ TEST_CASE("predict: context parallelism splits the tokens and rings K and V", "[
 
 namespace {
 
-// One MoE layer (Mixtral's block): d = 1024, 8 experts of hidden 512 (3 x 1024 x 512 =
-// 1,572,864 weights each), 2 a token, a router of 1024 x 8; batch 2 x seq 256 = 512 tokens.
-Graph one_moe_layer() {
-  return parse_model(R"({"format": "capcalc-model/1", "name": "moe",
-    "dims": {"batch": 2, "seq": 256},
-    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
-    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
-                "hidden": 512}]})",
-                     "moe.json");
-}
 
 }  // namespace
 
@@ -1394,14 +1381,7 @@ TEST_CASE("predict: training activations of a transformer layer match Korthikant
 TEST_CASE("predict: activation checkpointing trades a forward pass for memory", "[predict]") {
   // Two blocks of two linears: checkpoints are the blocks' outputs, plus one block's
   // internals while it is recomputed.
-  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "ckpt",
-    "dims": {"batch": 16},
-    "inputs": [{"name": "x", "shape": ["batch", 1000]}],
-    "blocks": {"mlp": {"layers": [
-      {"name": "up", "op": "linear", "out_features": 4000},
-      {"name": "down", "op": "linear", "out_features": 1000}]}},
-    "layers": [{"name": "b", "block": "mlp", "repeat": 2}]})",
-                              "ckpt.json");
+  const Graph g = mlp_blocks(2);
   Workload w;
   w.mode = Mode::kTraining;
   const Estimate all = estimate(g, round_device(), round_params(), w);

@@ -9,8 +9,12 @@
 
 #include "catch.hpp"
 #include "round_device.hpp"
+#include "test_graphs.hpp"
 
 using namespace capcalc;
+using capcalc::test::linked_round_device;
+using capcalc::test::mlp_blocks;
+using capcalc::test::one_moe_layer;
 using capcalc::test::round_device;
 using capcalc::test::round_params;
 
@@ -98,12 +102,7 @@ TEST_CASE("recompute: moe_act drops each pair's gated product and redoes it in o
           "[predict][recompute]") {
   // Mixtral's block: d 1,024, 8 experts of hidden 512, 2 a token; 2 x 256 = 512 tokens, so
   // 1,024 token-expert pairs. fp16.
-  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "moe",
-    "dims": {"batch": 2, "seq": 256},
-    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
-    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
-                "hidden": 512}]})",
-                              "moe.json");
+  const Graph g = one_moe_layer();
   Workload w = training(0);
   w.precision = Precision::kFp16;
   const Estimate none = estimate(g, round_device(), round_params(), w);
@@ -155,8 +154,7 @@ TEST_CASE("recompute: a recomputed dense MLP repeats its tensor-parallel collect
       {"name": "mlp.up", "op": "linear", "out_features": 4096},
       {"name": "mlp.down", "op": "linear", "out_features": 1024}]})",
                               "block.json");
-  Device d = round_device();
-  d.intra_node = Link{"Round link", 100e9, "bidirectional"};
+  const Device d = linked_round_device("Round link", 100e9);
   Workload w = training(0);
   w.precision = Precision::kFp16;
   w.devices = 2;
@@ -206,14 +204,7 @@ TEST_CASE("recompute: checkpointing the first N blocks of each chunk keeps the o
   // Four blocks of two linears on 16 rows (fp32): without checkpointing each keeps 16 x (4,000
   // + 1,000) elements; checkpointed, its output (16 x 1,000), one block's internals while it is
   // recomputed, and its forward again.
-  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "ckpt",
-    "dims": {"batch": 16},
-    "inputs": [{"name": "x", "shape": ["batch", 1000]}],
-    "blocks": {"mlp": {"layers": [
-      {"name": "up", "op": "linear", "out_features": 4000},
-      {"name": "down", "op": "linear", "out_features": 1000}]}},
-    "layers": [{"name": "b", "block": "mlp", "repeat": 4}]})",
-                              "ckpt.json");
+  const Graph g = mlp_blocks(4);
   Workload w = training(0);
   const Estimate none = estimate(g, round_device(), round_params(), w);
   w.checkpointing = true;
@@ -247,14 +238,8 @@ TEST_CASE("recompute: checkpointing the first N blocks of each chunk keeps the o
 TEST_CASE("recompute: moe runs the whole moe layer again, its token exchange included",
           "[predict][recompute]") {
   // Mixtral's block on 512 tokens (fp16), its experts over 2 devices joined by a link.
-  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "moe",
-    "dims": {"batch": 2, "seq": 256},
-    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
-    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
-                "hidden": 512}]})",
-                              "moe.json");
-  Device d = round_device();
-  d.intra_node = Link{"Round link", 100e9, "bidirectional"};
+  const Graph g = one_moe_layer();
+  const Device d = linked_round_device("Round link", 100e9);
   Workload w = training(0);
   w.precision = Precision::kFp16;
   w.devices = 2;

@@ -2,6 +2,8 @@
 // prediction tests can be worked out by hand.
 #pragma once
 
+#include <string>
+
 #include "capcalc/hardware.hpp"
 
 namespace capcalc::test {
@@ -30,6 +32,14 @@ inline PerformanceParams round_params() {
   p.compiled_overhead_s = 1e-7;
   p.network_step_latency_s = 5e-6;  // Each ring or tree step across nodes.
   return p;
+}
+
+/// The round device joined to its peers by a link of `bidirectional` bytes/s (half of it each
+/// way).
+inline Device linked_round_device(const std::string& name, double bidirectional) {
+  Device d = round_device();
+  d.intra_node = Link{name, bidirectional, "bidirectional"};
+  return d;
 }
 
 }  // namespace capcalc::test
