@@ -56,14 +56,14 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
     }
   }
   s.pp = static_cast<double>(workload.pipeline_parallel);
-  if (workload.checkpointing) {
-    // The first N blocks of each of the P x V chunks, of an even split of the blocks.
+  if (workload.checkpointing) s.checkpoint_share = 1;
+  if (workload.checkpointing && workload.checkpoint_layers > 0) {
+    // The first N blocks of each of the P x V chunks, of an even split of the blocks (counted
+    // only here: the planner builds a step for every layout).
     const auto blocks = static_cast<double>(std::max<std::int64_t>(1, block_count(graph)));
     const double chunks = s.pp * static_cast<double>(workload.virtual_stages);
     s.checkpoint_share =
-        workload.checkpoint_layers > 0
-            ? std::min(1.0, static_cast<double>(workload.checkpoint_layers) * chunks / blocks)
-            : 1.0;
+        std::min(1.0, static_cast<double>(workload.checkpoint_layers) * chunks / blocks);
   }
   s.micro_batches = static_cast<double>(workload.micro_batches);
   s.act_bytes = activation_bytes_per_element(workload.precision);
