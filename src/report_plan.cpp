@@ -178,9 +178,10 @@ std::string explain_text(const PlanReportInput& in) {
                       row.layout.micro_batches == 1 ? "" : "es", row.layout.micro_batch_size,
                       row.layout.micro_batch_size == 1 ? "" : "s");
   text += fmt::format("    compute (forward + backward)   {}\n", share(b.compute_s));
-  text += fmt::format("    recompute ({})      {}\n",
-                      row.layout.selective_recompute ? "selective    " : "checkpointing",
-                      share(b.recompute_s));
+  text += fmt::format(
+      "    {:<31}{}\n",
+      row.layout.selective_recompute ? "recompute (selective)" : "recompute (checkpointing)",
+      share(b.recompute_s));
   text += fmt::format("    tensor-parallel all-reduces    {}{}\n", share(b.tensor_parallel_s),
                       e.communication_link.empty() ? "" : "  over " + e.communication_link);
   if (row.layout.context_parallel > 1) {

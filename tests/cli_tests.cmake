@@ -553,6 +553,8 @@ capcalc_cli_error(recompute_unknown "--recompute must be one of core_attn, layer
                   estimate llama3_8b --gpu H100 --mode training --recompute moe-acts)
 capcalc_cli_ok(check_budget_recompute "^ok +deepseek-v3-h100-recipe on h100-sxm \\(training, bf16, batch 1, seq 4,096,.*: memory [0-9.]+ GB fits in 80.0 GB"
                check --budget tests/cli/budget_recompute.json)
+capcalc_cli_ok(plan_recompute_explain "Row 1: 16 H100 \\(TP 2, PP 2, DP 4, V 24, ZeRO-3, mb 8 x 16, selective\\).*\n    recompute \\(selective\\)    +[0-9.]+ ms +[0-9.]+ %"
+               plan qwen3_30b_a3b_hf --gpu H100 --max-devices 16 --tokens 1e9 --global-batch 512-samples --recompute layernorm,moe_act --explain 1)
 capcalc_cli_ok(plan_recompute "TP [0-9]+, PP [0-9]+.*selective.*\"selective\" layouts recompute layernorm, moe_act in backward"
                plan qwen3_30b_a3b_hf --gpu H100 --max-devices 16 --tokens 1e9 --global-batch 512-samples --recompute layernorm,moe_act --top 40)
 
