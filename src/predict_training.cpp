@@ -26,10 +26,11 @@ double activation_elements_per_device(const Step& s, const GraphTotals& totals) 
   if (s.checkpoint_share <= 0) return kept;
   const auto checkpointed = static_cast<double>(totals.checkpointed_elements);
   const auto results = static_cast<double>(totals.checkpoint_result_elements);
-  const double share = whole == 0 || all == 0 ? 0 : whole / all;
-  const double recomputed = whole == 0 || all == 0
-                                ? checkpointed / s.tp
-                                : results + (checkpointed - results) * (share + (1 - share) / s.tp);
+  double recomputed = checkpointed / s.tp;
+  if (whole != 0 && all != 0) {
+    const double share = whole / all;
+    recomputed = results + (checkpointed - results) * (share + (1 - share) / s.tp);
+  }
   // Checkpointing only some blocks keeps the others' activations: a mix by their share.
   return (1 - s.checkpoint_share) * kept + s.checkpoint_share * recomputed;
 }

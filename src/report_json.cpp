@@ -119,13 +119,8 @@ Json workload_json(const ReportInput& in) {
   if (in.workload.checkpoint_layers > 0) {
     workload["checkpoint_layers"] = in.workload.checkpoint_layers;
   }
-  if (in.workload.recompute != 0) {
-    nlohmann::json modules = nlohmann::json::array();
-    for (std::string_view name : recompute_modules_of(in.workload.recompute)) {
-      modules.push_back(std::string(name));
-    }
-    workload["recompute"] = modules;
-  }
+  if (in.workload.recompute != 0)
+    workload["recompute"] = recompute_modules_of(in.workload.recompute);
   if (in.workload.tensor_parallel > 1) workload["sequence_parallel"] = e.sequence_parallel;
   workload["weight_precision"] =
       std::string(precision_name(in.workload.weight_precision.value_or(in.workload.precision)));

@@ -575,11 +575,6 @@ TEST_CASE("predict: context parallelism splits the tokens and rings K and V", "[
                     "pipeline 1 x context-parallel 2)");
 }
 
-namespace {
-
-
-}  // namespace
-
 // gpt-oss ships its routed experts in MXFP4 and the rest in bf16: --expert-weight-precision
 // stores and reads the experts' weights at their own size, the router's at the others'.
 TEST_CASE("predict: the routed experts' weights can have their own storage", "[predict]") {
