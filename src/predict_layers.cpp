@@ -227,6 +227,51 @@ double selective_recompute_s(const Step& s, std::size_t index, const LayerEstima
   return roofline(part, matrix, 1, false, rates, s.floor_s).time_s * imbalance;
 }
 
+// How fast a matrix layer's product runs against the matrix peak's efficiency: tiles are cut
+// from the product the matrix units see (the layer's GEMM view; layers that mix products,
+// attention and experts, have none and take no penalty), context parallelism gives each device
+// 1/cp of the rows (tokens), and cuBLAS runs a product whose features are not a multiple of 16
+// bytes on slower kernels (a runtime that pads the vocabulary, Megatron, aligns the output
+// layer's).
+double matrix_speed(const Step& s, std::size_t index) {
+  const Layer& layer = s.graph.layers[index];
+  std::optional<GemmView> gemm = layer.traits.gemm;
+  if (gemm && s.cp > 1) gemm->m = std::max<std::int64_t>(1, gemm->m / s.workload.context_parallel);
+  const double utilisation =
+      gemm ? tile_utilisation(static_cast<double>(gemm->n), static_cast<double>(gemm->k)) *
+                 wave_utilisation(*gemm, s.device)
+           : 1;
+  const bool padded = index == s.loss_layer && pads_to(s.runtime.vocab_padding, s.align_elements);
+  const double aligned =
+      s.params.misaligned_matrix_efficiency > 0 && misalignment(layer, s.align_elements, padded)
+          ? s.params.misaligned_matrix_efficiency / s.params.matrix_efficiency
+          : 1;
+  return utilisation * aligned;
+}
+
+// Kernels a moe layer adds per routed expert this device holds (forward; backward, as for any
+// layer, twice the forward's unless the runtime says otherwise).
+struct ExpertKernels {
+  double products = 0;  // A runtime that launches each expert's products apart.
+  double bias = 0;      // Biased experts whose output bias the runtime adds apart.
+  double quantize = 0;  // FP8: each expert's inputs (the two products') quantized apart.
+};
+
+ExpertKernels expert_kernels(const Step& s, const LayerCounts& c) {
+  ExpertKernels k;
+  if (c.experts == 0) return k;
+  const double local_experts = static_cast<double>(c.experts) / s.ep;
+  k.products = s.runtime.local_expert_kernels * local_experts;
+  if (c.expert_bias_elements > 0) k.bias = s.runtime.expert_bias_kernels * local_experts;
+  // As the runtime's recipe row says (output gradients backward).
+  if (s.workload.precision == Precision::kFp8) {
+    k.quantize =
+        2 * local_experts *
+        s.runtime.fp8_expert_quantize_kernels[static_cast<std::size_t>(s.workload.fp8_recipe)];
+  }
+  return k;
+}
+
 // One layer's forward (and, in training, backward) on one device.
 LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speedup,
                          double& backward_s, double& recompute_s) {
@@ -239,23 +284,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   const bool matrix = rates.matrix_flops_per_s > 0 && c.macs > 0 &&
                       static_cast<double>(c.macs) / outputs >= kMinMatrixReduction;
   const bool sparse_layer = s.sparse && has_sparse_weights(layer);
-  // Tiles are cut from the product the matrix units see (the layer's GEMM view); layers that
-  // mix products (attention, experts) have none and take no penalty.
-  // Context parallelism gives each device 1/cp of the rows (tokens).
-  std::optional<GemmView> gemm = layer.traits.gemm;
-  if (gemm && s.cp > 1) gemm->m = std::max<std::int64_t>(1, gemm->m / s.workload.context_parallel);
-  const double utilisation = matrix && gemm ? tile_utilisation(static_cast<double>(gemm->n),
-                                                               static_cast<double>(gemm->k)) *
-                                                  wave_utilisation(*gemm, s.device)
-                                            : 1;
-  // cuBLAS runs a product whose features are not a multiple of 16 bytes on slower kernels; a
-  // runtime that pads the vocabulary (Megatron) aligns the output layer's.
-  const bool padded = index == s.loss_layer && pads_to(s.runtime.vocab_padding, s.align_elements);
-  const double aligned = matrix && s.params.misaligned_matrix_efficiency > 0 &&
-                                 misalignment(layer, s.align_elements, padded)
-                             ? s.params.misaligned_matrix_efficiency / s.params.matrix_efficiency
-                             : 1;
-  const double speed = utilisation * aligned * (sparse_layer && matrix ? sparsity_speedup : 1);
+  const double speed = matrix ? matrix_speed(s, index) * (sparse_layer ? sparsity_speedup : 1) : 1;
   const bool fused = s.fusing && fusable(layer, s.workload.mode) && s.runtime.fuses(layer);
   const double layer_weight_bytes = sparse_layer ? s.sparse_weight_bytes : s.weight_bytes;
 
@@ -268,20 +297,12 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
           ? s.runtime.autocast_weight_casts * static_cast<double>(layer.traits.weight_tensors)
           : 0;
   const double input_casts = s.autocast_input_casts.empty() ? 0 : s.autocast_input_casts[index];
-  // A runtime that launches each expert's products apart: its kernels per expert this device
-  // holds (backward, as for any layer, twice the forward's unless the runtime says otherwise).
-  const double local_experts = c.experts > 0 ? static_cast<double>(c.experts) / s.ep : 0;
-  const double kernels = s.runtime.kernels(layer, s.act_bytes < 4, s.training) +
-                         s.runtime.local_expert_kernels * local_experts;
+  const ExpertKernels experts = expert_kernels(s, c);
+  const double bias_kernels = experts.bias;
+  const double kernels =
+      s.runtime.kernels(layer, s.act_bytes < 4, s.training) + experts.products + bias_kernels;
   const ExtraKernels extra = s.training ? training_extra_kernels(s, index) : ExtraKernels{};
-  // FP8 math quantizes each local expert's inputs (the two products' forward) and output
-  // gradients (backward) apart, as the runtime's recipe row says.
-  const double expert_quantize =
-      s.workload.precision == Precision::kFp8
-          ? 2 * local_experts *
-                s.runtime
-                    .fp8_expert_quantize_kernels[static_cast<std::size_t>(s.workload.fp8_recipe)]
-          : 0;
+  const double expert_quantize = experts.quantize;
   Work forward;
   forward.kernels = kernels + casts + input_casts + extra.forward + expert_quantize;
   // Each device's share: 1/tp, or all of it for a layer every device runs whole; context
@@ -322,6 +343,14 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   LayerEstimate e = roofline(forward, matrix, speed, fused, rates, s.floor_s);
   const double quantize_bytes = fp8_quantize_bytes(s, layer) / work;
   add_memory_pass(e, quantize_bytes * static_cast<double>(c.input_elements), rates);
+  // Kernels of their own after the products: each bias kernel reads and writes its expert's
+  // output rows once (Megatron-Core: the multiply writes b x p, the add reads it and the
+  // product's output and writes the sum); backward, as for any layer, twice the traffic.
+  const double bias_bytes = bias_kernels > 0 ? s.runtime.expert_bias_kernels * 2 *
+                                                   static_cast<double>(c.expert_bias_elements) *
+                                                   s.act_bytes / work
+                                             : 0;
+  add_memory_pass(e, bias_bytes, rates);
   // The step waits for the busiest expert: the moe layers take the imbalance times as long.
   const double imbalance = c.experts > 0 ? s.workload.moe_imbalance : 1;
   slow_down(e, imbalance);
@@ -343,6 +372,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   // A fused forward still leaves a backward that reads what it saved: not fused.
   LayerEstimate b = roofline(backward, matrix, speed, false, rates, s.backward_floor_s);
   add_memory_pass(b, quantize_bytes * static_cast<double>(c.output_elements), rates);
+  add_memory_pass(b, 2 * bias_bytes, rates);
   slow_down(b, imbalance);
   backward_s += b.time_s;
   add(e, b);

@@ -39,6 +39,7 @@ std::vector<std::pair<std::string, double>> kernel_entries(const Runtime& r) {
     entries.emplace_back("autocast_weight_casts", r.autocast_weight_casts);
   }
   if (r.local_expert_kernels > 0) entries.emplace_back("local_expert", r.local_expert_kernels);
+  if (r.expert_bias_kernels > 0) entries.emplace_back("expert_bias", r.expert_bias_kernels);
   entries.insert(entries.end(), r.kernels_per_op.begin(), r.kernels_per_op.end());
   return entries;
 }
@@ -53,7 +54,7 @@ std::string kernels_text(const Runtime& r) {
   for (const auto& [key, count] : kernel_entries(r)) {
     const bool extra = key == "rotary" || key == "cache_update" || key == "autocast_weight_casts";
     // Per expert the device holds: "local_expert 2 each".
-    const bool each = key == "local_expert";
+    const bool each = key == "local_expert" || key == "expert_bias";
     parts.push_back(fmt::format("{} {}{:g}{}", key, extra ? "+" : "", count, each ? " each" : ""));
   }
   return parts.empty() ? "one per layer" : fmt::format("{}", fmt::join(parts, ", "));

@@ -66,13 +66,13 @@ std::array<double, kOpClassCount> one_kernel_per_layer() {
 }
 
 // "kernels": {"attention": 6, "rmsnorm": 8, "rotary": 10, "cache_update": 2}: a layer class,
-// a native operator, one of the two extras of attention layers, or local_expert (kernels a
-// mixture-of-experts layer adds per routed expert held on the device).
+// a native operator, one of the two extras of attention layers, or local_expert and expert_bias
+// (kernels a mixture-of-experts layer adds per routed expert held on the device).
 void parse_kernels(const JsonView& kernels, Runtime& runtime) {
   kernels.expect_object();
   const std::vector<std::string_view> ops = op_names();
   std::vector<std::string_view> known = {"rotary", "cache_update", "autocast_weight_casts",
-                                         "local_expert"};
+                                         "local_expert", "expert_bias"};
   for (OpClass c : kOpClasses)
     known.push_back(op_class_name(c));
   known.insert(known.end(), ops.begin(), ops.end());
@@ -96,6 +96,10 @@ void parse_kernels(const JsonView& kernels, Runtime& runtime) {
     }
     if (key == "local_expert") {
       runtime.local_expert_kernels = count;
+      continue;
+    }
+    if (key == "expert_bias") {
+      runtime.expert_bias_kernels = count;
       continue;
     }
     const auto cls = std::find_if(kOpClasses.begin(), kOpClasses.end(),

@@ -30,7 +30,8 @@ constexpr const char* kTable = R"({"schema_version": 1, "runtimes": [
   {"id": "fused", "name": "Fused", "profile": "compiled", "kernels": {"matrix": 2},
    "sources": ["https://example.invalid/fused"]},
   {"id": "per-expert", "name": "Per expert", "profile": "eager", "device_types": ["gpu"],
-   "kernels": {"local_expert": 2}, "fp8_expert_quantize": {"tensorwise": 3, "mxfp8": 1},
+   "kernels": {"local_expert": 2, "expert_bias": 2},
+   "fp8_expert_quantize": {"tensorwise": 3, "mxfp8": 1},
    "host_overhead_us": {"gpu": 2}, "sources": ["https://example.invalid/experts"]}]})";
 
 Device round_gpu() {
@@ -66,6 +67,15 @@ Graph eight_expert_moe() {
     "inputs": [{"name": "x", "shape": [1, 4, 64]}],
     "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
                 "hidden": 32}]})",
+                     "moe.json");
+}
+
+// The same with a bias on each expert's products (gpt-oss).
+Graph eight_biased_expert_moe() {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "moe", "dims": {},
+    "inputs": [{"name": "x", "shape": [1, 4, 64]}],
+    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 32, "expert_bias": true}]})",
                      "moe.json");
 }
 
@@ -498,6 +508,48 @@ TEST_CASE("runtime: local_expert kernels count the experts a device holds", "[ru
   Workload plain;
   plain.precision = Precision::kFp16;
   CHECK(estimate(g, round_gpu(), round_params(), plain).kernels == 1);
+}
+
+// Biased experts under a runtime that adds each expert's output bias apart (Megatron-Core's
+// TEGroupedMLP._apply_bias: t + b * p per expert, a multiply and an add): the moe layer of 8
+// experts on one device is 1 + 2 x 8 (products) + 2 x 8 (bias) = 33 kernels. Each bias kernel
+// reads and writes the expert's output rows: 4 tokens x 2 experts x 64 features = 512 elements
+// at 2 bytes, 2 kernels x 2 x 512 x 2 = 4,096 bytes more than the same layer without the
+// runtime's bias kernels, at 0.5 TB/s after the launches: 33 x 2 us + 8.192 ns. Training over
+// expert parallelism 4 (2 experts a device; each device routes its own 4 tokens): forward
+// 1 + 4 + 4 = 9, backward 18, and the backward moves twice the forward's 4,096 bytes.
+TEST_CASE("runtime: expert_bias kernels add each local expert's bias apart", "[runtime][predict]") {
+  const RuntimeTable table = parse_runtimes(kTable, "rt.json");
+  const Runtime& per_expert = table.get("per-expert");
+  CHECK(per_expert.expert_bias_kernels == 2);
+  CHECK_THAT(render_runtime_text(per_expert),
+             Catch::Contains("kernels      local_expert 2 each, expert_bias 2 each"));
+  const Graph biased = eight_biased_expert_moe();
+  REQUIRE(biased.layers[0].counts.expert_bias_elements == 4 * 2 * 64);
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.runtime = per_expert;
+  const Estimate one = estimate(biased, round_gpu(), round_params(), w);
+  CHECK(one.kernels == 33);
+  CHECK(one.latency_s == Approx(33 * 2e-6 + 4096 / 0.5e12).epsilon(1e-9));
+  Workload no_bias = w;
+  no_bias.runtime->expert_bias_kernels = 0;
+  const Estimate epilogue = estimate(biased, round_gpu(), round_params(), no_bias);
+  CHECK(epilogue.kernels == 17);
+  CHECK(one.bytes - epilogue.bytes == Approx(4096));
+  // Experts without biases take none of it.
+  CHECK(estimate(eight_expert_moe(), round_gpu(), round_params(), w).kernels == 17);
+  Workload training = w;
+  training.mode = Mode::kTraining;
+  training.devices = 4;
+  training.expert_parallel = 4;
+  Workload training_no_bias = training;
+  training_no_bias.runtime->expert_bias_kernels = 0;
+  const Estimate trained = estimate(biased, round_gpu(), round_params(), training);
+  CHECK(trained.layers[0].kernels == 9 + 18);
+  CHECK(trained.layers[0].bytes -
+            estimate(biased, round_gpu(), round_params(), training_no_bias).layers[0].bytes ==
+        Approx(3 * 4096));
 }
 
 // FP8 math under a runtime that quantizes each expert's inputs apart (Transformer Engine's

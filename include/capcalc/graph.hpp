@@ -75,6 +75,10 @@ struct LayerCounts {
   std::int64_t expert_groups = 0;
   std::int64_t expert_groups_per_token = 0;
   std::int64_t expert_params = 0;
+  /// Mixture of experts whose experts carry biases (gpt-oss): the routed pairs' output
+  /// elements (pairs x features) whose down-projection bias a runtime may add apart from the
+  /// product, per expert (Megatron-Core's TEGroupedMLP: `t + b * p`); 0 for other layers.
+  std::int64_t expert_bias_elements = 0;
   /// What selective recomputation (Megatron-Core's `recompute_modules`) can drop inside this
   /// layer and redo in backward: a moe layer's expert activation (`moe_act`: the gated
   /// product, a pair's hidden elements) or latent attention's up-projections (`mla_up_proj`:

@@ -186,6 +186,11 @@ struct Runtime {
   /// expert-parallel size): runtimes that launch each expert's products apart (Transformer
   /// Engine's GroupedLinear, one cuBLAS GEMM per expert) rather than as one grouped kernel.
   double local_expert_kernels = 0;
+  /// Kernels a mixture-of-experts layer whose experts carry biases adds per routed expert the
+  /// device holds, applying each expert's output bias apart from its product (Megatron-Core's
+  /// TEGroupedMLP._apply_bias: a multiply and an add per expert); each passes the expert's
+  /// output rows, read and written once. 0: the bias rides in the product's epilogue.
+  double expert_bias_kernels = 0;
   /// FP8 math (indexed by Fp8Recipe): kernels that quantize one routed expert's input, per
   /// expert the device holds and per quantized tensor (the two expert products' inputs
   /// forward, their output gradients backward). Transformer Engine's GroupedLinear quantizes

@@ -305,6 +305,7 @@ OpResult infer_moe(OpContext& ctx) {
     c.expert_groups_per_token = groups_per_token;
   }
   c.expert_params = checked_mul(experts, expert);
+  if (expert_bias) c.expert_bias_elements = checked_mul(routed, d);
   const std::int64_t router_macs = checked_mul(tokens, d, experts);
   // The shared MLP's gate and up, then its down: on every token.
   const std::int64_t gate_up_macs =
