@@ -189,6 +189,9 @@ std::optional<std::string> recompute_problem(const Graph& graph, unsigned module
       what = "\"moe\" layer";
     }
     if (module == RecomputeModule::kMlaUpProj) what = "latent attention (\"mla_attention\")";
+    if (module == RecomputeModule::kSharedExperts) {
+      what = "shared expert (a \"moe\" layer's shared_hidden)";
+    }
     return fmt::format("--recompute {}: the model has no {} to recompute", name, what);
   }
   return std::nullopt;

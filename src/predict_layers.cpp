@@ -204,9 +204,9 @@ Work backward_work(const Step& s, const Layer& layer, const Work& forward, doubl
 }
 
 // Selective recomputation's forward again: the whole layer's (`forward`, with the experts'
-// imbalance), or its recomputable part alone: a moe layer's expert activation (one kernel, at
-// the busiest expert's pace) or latent attention's two up-projections, their weights counted
-// at the activations' precision.
+// imbalance), or its recomputable parts alone: a moe layer's expert activation (one kernel, at
+// the busiest expert's pace) and its shared expert, or latent attention's two up-projections,
+// their weights counted at the activations' precision.
 double selective_recompute_s(const Step& s, std::size_t index, const LayerEstimate& forward,
                              double work, const Rates& rates, double imbalance) {
   switch (s.recomputed[index]) {
@@ -217,14 +217,32 @@ double selective_recompute_s(const Step& s, std::size_t index, const LayerEstima
     case Recomputed::kPart:
       break;
   }
-  const LayerCounts& c = s.graph.layers[index].counts;
-  Work part;
-  part.macs = static_cast<double>(c.recomputable_macs) / work;
-  part.other_flops = static_cast<double>(c.recomputable_other_flops) / work;
-  part.bytes = static_cast<double>(c.recomputable_moved_elements) * s.act_bytes / work;
-  part.kernels = part.macs > 0 ? 2 : 1;
-  const bool matrix = part.macs > 0 && rates.matrix_flops_per_s > 0;
-  return roofline(part, matrix, 1, false, rates, s.floor_s).time_s * imbalance;
+  const Layer& layer = s.graph.layers[index];
+  const LayerCounts& c = layer.counts;
+  const RecomputedParts parts = recomputed_parts(layer, s.workload.recompute);
+  const auto time = [&](std::int64_t macs, std::int64_t other_flops, std::int64_t moved,
+                        double kernels) {
+    Work part;
+    part.macs = static_cast<double>(macs) / work;
+    part.other_flops = static_cast<double>(other_flops) / work;
+    part.bytes = static_cast<double>(moved) * s.act_bytes / work;
+    part.kernels = kernels;
+    const bool matrix = part.macs > 0 && rates.matrix_flops_per_s > 0;
+    return roofline(part, matrix, 1, false, rates, s.floor_s).time_s;
+  };
+  double total = 0;
+  if (parts.own) {
+    total += time(c.recomputable_macs, c.recomputable_other_flops, c.recomputable_moved_elements,
+                  c.recomputable_macs > 0 ? 2 : 1) *
+             imbalance;
+  }
+  // The shared expert runs on every token: no imbalance. Its gate and up, SiLU and the
+  // multiply, and its down: three kernels.
+  if (parts.shared) {
+    total += time(c.shared_recomputable_macs, c.shared_recomputable_other_flops,
+                  c.shared_recomputable_moved_elements, 3);
+  }
+  return total;
 }
 
 // How fast a matrix layer's product runs against the matrix peak's efficiency: tiles are cut

@@ -49,7 +49,9 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
         dropped = static_cast<double>(element_count(layer.output)) +
                   static_cast<double>(layer.counts.saved_elements);
       } else if (s.recomputed[i] == Recomputed::kPart) {
-        dropped = static_cast<double>(layer.counts.recomputable_elements);
+        const RecomputedParts parts = recomputed_parts(layer, workload.recompute);
+        if (parts.own) dropped += static_cast<double>(layer.counts.recomputable_elements);
+        if (parts.shared) dropped += static_cast<double>(layer.counts.shared_recomputable_elements);
       }
       s.recompute_dropped_elements += dropped;
       if (!s.replicated.empty() && s.replicated[i]) s.recompute_dropped_replicated += dropped;
@@ -176,15 +178,27 @@ std::vector<Recomputed> recomputed_layers(const Graph& graph, unsigned modules) 
     } else if ((has(RecomputeModule::kMlp) && in_mlp(layer)) ||
                (has(RecomputeModule::kMoe) && layer.counts.experts > 0)) {
       out[i] = Recomputed::kWhole;
-    } else if (layer.counts.recomputable_elements > 0) {
-      const bool moe = layer.counts.experts > 0;
-      if ((moe && has(RecomputeModule::kMoeAct)) ||
-          (!moe && op_class == OpClass::kAttention && has(RecomputeModule::kMlaUpProj))) {
-        out[i] = Recomputed::kPart;
-      }
+    } else {
+      const RecomputedParts parts = recomputed_parts(layer, modules);
+      if (parts.own || parts.shared) out[i] = Recomputed::kPart;
     }
   }
   return out;
+}
+
+RecomputedParts recomputed_parts(const Layer& layer, unsigned modules) {
+  const auto has = [modules](RecomputeModule module) {
+    return (modules & static_cast<unsigned>(module)) != 0;
+  };
+  const LayerCounts& c = layer.counts;
+  const bool moe = c.experts > 0;
+  RecomputedParts parts;
+  parts.own =
+      c.recomputable_elements > 0 &&
+      ((moe && has(RecomputeModule::kMoeAct)) ||
+       (!moe && layer.traits.op_class == OpClass::kAttention && has(RecomputeModule::kMlaUpProj)));
+  parts.shared = c.shared_recomputable_elements > 0 && has(RecomputeModule::kSharedExperts);
+  return parts;
 }
 
 std::size_t loss_layer_of(const Graph& graph) {

@@ -26,6 +26,14 @@ enum class Recomputed : char { kNo, kWhole, kPart };
 /// the others into the following linear, TELayerNormColumnParallelLinear, which recomputes
 /// nothing).
 std::vector<Recomputed> recomputed_layers(const Graph& graph, unsigned modules);
+/// Of a layer recomputed in part, which parts the modules take: its own (LayerCounts::
+/// recomputable_*: a moe layer's expert activation under moe_act, latent attention's
+/// up-projections under mla_up_proj) and a moe layer's shared expert (shared_experts).
+struct RecomputedParts {
+  bool own = false;
+  bool shared = false;
+};
+RecomputedParts recomputed_parts(const Layer& layer, unsigned modules);
 
 /// The model's blocks: its top-level entries (groups) of more than one layer, what
 /// Megatron-Core's transformer layers are to checkpointing (the embedding, the final norm and

@@ -56,7 +56,8 @@ constexpr auto kRecomputeModules =
                                  {RecomputeModule::kMlp, "mlp"},
                                  {RecomputeModule::kMoeAct, "moe_act"},
                                  {RecomputeModule::kMlaUpProj, "mla_up_proj"},
-                                 {RecomputeModule::kMoe, "moe"}});
+                                 {RecomputeModule::kMoe, "moe"},
+                                 {RecomputeModule::kSharedExperts, "shared_experts"}});
 
 std::array<double, kOpClassCount> one_kernel_per_layer() {
   std::array<double, kOpClassCount> kernels{};

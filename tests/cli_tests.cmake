@@ -541,6 +541,11 @@ capcalc_cli_ok(training_recompute "recompute +[0-9.]+ ms \\(selective: mlp, mla_
                estimate ${ds_h100_recipe} --recompute MLA-up-proj,mlp)
 capcalc_cli_ok(training_recompute_json "\"checkpointing\": false,\n *\"recompute\": \\[\n *\"mlp\",\n *\"mla_up_proj\"\n *\\],"
                estimate ${ds_h100_recipe} --recompute mla_up_proj,mlp,core_attn --format json)
+# Its shared experts too (one of 2,048 hidden units in each of DeepSeek-V3's moe layers): 67.5 GB.
+capcalc_cli_ok(training_recompute_shared "recompute +[0-9.]+ ms \\(selective: mlp, mla_up_proj, shared_experts, their forward again\\).*memory +67.5 GB of 80.0 GB: fits"
+               estimate ${ds_h100_recipe} --recompute mla_up_proj,mlp,shared-experts)
+capcalc_cli_error(recompute_no_shared_expert "^capcalc: error: --recompute shared_experts: the model has no shared expert \\(a \"moe\" layer's shared_hidden\\) to recompute\n$"
+                  estimate mixtral_8x7b_hf --gpu H100 --mode training --batch 1 --recompute shared_experts)
 capcalc_cli_ok(training_recompute_explain "what selective recomputation \\(moe_act\\) makes again"
                estimate ${ds_h100_recipe} --recompute moe_act --explain)
 capcalc_cli_error(recompute_dense "^capcalc: error: --recompute moe_act: the model has no \"moe\" layer to recompute\n$"
@@ -549,7 +554,7 @@ capcalc_cli_error(recompute_inference "^capcalc: error: --recompute is for train
                   estimate llama3_8b --gpu H100 --recompute mlp)
 capcalc_cli_error(recompute_with_checkpointing "^capcalc: error: --recompute selects modules to recompute, --checkpointing recomputes every block: give one of them\n$"
                   estimate llama3_8b --gpu H100 --mode training --batch 1 --recompute mlp --checkpointing)
-capcalc_cli_error(recompute_unknown "--recompute must be one of core_attn, layernorm, mlp, moe_act, mla_up_proj or moe \\(got \"moe_acts\"\\); did you mean \"moe_act\"\\?"
+capcalc_cli_error(recompute_unknown "--recompute must be one of core_attn, layernorm, mlp, moe_act, mla_up_proj, moe or shared_experts \\(got \"moe_acts\"\\); did you mean \"moe_act\"\\?"
                   estimate llama3_8b --gpu H100 --mode training --recompute moe-acts)
 capcalc_cli_ok(check_budget_recompute "^ok +deepseek-v3-h100-recipe on h100-sxm \\(training, bf16, batch 1, seq 4,096,.*: memory [0-9.]+ GB fits in 80.0 GB"
                check --budget tests/cli/budget_recompute.json)

@@ -46,6 +46,18 @@ constexpr auto kMlp = static_cast<unsigned>(RecomputeModule::kMlp);
 constexpr auto kMoeAct = static_cast<unsigned>(RecomputeModule::kMoeAct);
 constexpr auto kMlaUpProj = static_cast<unsigned>(RecomputeModule::kMlaUpProj);
 constexpr auto kMoe = static_cast<unsigned>(RecomputeModule::kMoe);
+constexpr auto kSharedExperts = static_cast<unsigned>(RecomputeModule::kSharedExperts);
+
+// Mixtral's block (one_moe_layer) with a DeepSeek-style shared expert of hidden 1,024 beside
+// the routed ones.
+Graph moe_with_shared_expert() {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "moe",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [{"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 512, "shared_hidden": 1024}]})",
+                     "moe.json");
+}
 
 }  // namespace
 
@@ -120,6 +132,37 @@ TEST_CASE("recompute: moe_act drops each pair's gated product and redoes it in o
   CHECK(estimate(g, round_device(), round_params(), w).recompute_s == Approx(2 * act.recompute_s));
 }
 
+TEST_CASE("recompute: shared_experts checkpoints the shared expert whole", "[predict][recompute]") {
+  // 512 tokens of d 1,024; the shared expert's hidden 1,024 (gate, up and down: 3 x 1,024 x
+  // 1,024 = 3,145,728 weights). fp16.
+  const Graph g = moe_with_shared_expert();
+  Workload w = training(0);
+  w.precision = Precision::kFp16;
+  const Estimate none = estimate(g, round_device(), round_params(), w);
+  w.recompute = kSharedExperts;
+  const Estimate shared = estimate(g, round_device(), round_params(), w);
+  // Per token its gate and up outputs and their product, 3 x 1,024 elements at 2 B, no longer
+  // kept.
+  CHECK(none.memory.activation_bytes - shared.memory.activation_bytes ==
+        Approx(512.0 * 3 * 1024 * 2));
+  // Its three products again, 512 x 3 x 1,024 x 1,024 MACs at 50 TFLOP/s (half the fp16
+  // matrix peak), 64.42 us, and SiLU and the multiply, 512 x 1,024 x 6 FLOPs at 10 TFLOP/s,
+  // 0.31 us: compute-bound over its traffic (the weights, per token the input twice and the
+  // intermediates written and read, 3,145,728 + 512 x (2 x 1,024 + 6 x 1,024) elements at 2 B
+  // and 0.5 TB/s: 29.36 us) and its three kernels' 3 us.
+  const double shared_s = 2.0 * 512 * 3 * 1024 * 1024 / 50e12 + 512.0 * 1024 * 6 / 10e12;
+  CHECK(shared.recompute_s == Approx(shared_s));
+  CHECK(shared.latency_s == Approx(none.latency_s + shared_s));
+  // With moe_act the two parts add: the routed pairs' pass is one_moe_layer's (1,024 pairs x
+  // 512 x 3 elements at 2 B and 0.5 TB/s) and only it waits for the busiest expert.
+  w.recompute = kSharedExperts | kMoeAct;
+  w.moe_imbalance = 2;
+  const Estimate both = estimate(g, round_device(), round_params(), w);
+  CHECK(both.recompute_s == Approx(shared_s + 2 * 1024.0 * 512 * 3 * 2 / 0.5e12));
+  CHECK(none.memory.activation_bytes - both.memory.activation_bytes ==
+        Approx(512.0 * 3 * 1024 * 2 + 1024.0 * 512 * 2));
+}
+
 TEST_CASE("recompute: mla_up_proj drops the queries and expanded keys and values",
           "[predict][recompute]") {
   // Latent attention without a query latent: d 1,024, 8 heads of 64 + 32 (rotary) for queries
@@ -192,7 +235,11 @@ TEST_CASE("recompute: the modules must apply, in training, without checkpointing
   // Megatron-Core's names; a hyphen reads as an underscore.
   CHECK(parse_recompute_module("moe-act") == RecomputeModule::kMoeAct);
   CHECK(parse_recompute_module("core_attn") == RecomputeModule::kCoreAttn);
-  CHECK(parse_recompute_module("shared_experts") == std::nullopt);
+  CHECK(parse_recompute_module("shared-experts") == RecomputeModule::kSharedExperts);
+  CHECK(parse_recompute_module("attention") == std::nullopt);
+  CHECK(recompute_problem(one_moe_layer(), kSharedExperts) ==
+        std::optional<std::string>("--recompute shared_experts: the model has no shared expert "
+                                   "(a \"moe\" layer's shared_hidden) to recompute"));
   CHECK(recompute_problem(g, kMoe) ==
         std::optional<std::string>("--recompute moe: the model has no \"moe\" layer to "
                                    "recompute"));

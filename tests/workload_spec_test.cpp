@@ -232,7 +232,7 @@ TEST_CASE("workload_from: recomputed modules are training's, and not with checkp
   spec.recompute = {"core_attention"};
   CHECK(as_flags(spec) ==
         "--recompute: expected \"core_attn\", \"layernorm\", \"mlp\", \"moe_act\", "
-        "\"mla_up_proj\" or \"moe\", got \"core_attention\"");
+        "\"mla_up_proj\", \"moe\" or \"shared_experts\", got \"core_attention\"");
 }
 
 TEST_CASE("workload_from: checkpoint_layers picks the blocks checkpointing recomputes",

@@ -88,6 +88,12 @@ struct LayerCounts {
   std::int64_t recomputable_macs = 0;
   std::int64_t recomputable_other_flops = 0;
   std::int64_t recomputable_moved_elements = 0;
+  /// The same for a moe layer's shared expert (`shared_experts`: checkpointed whole, its gate
+  /// and up outputs and their product dropped and its three products run again); 0: none.
+  std::int64_t shared_recomputable_elements = 0;
+  std::int64_t shared_recomputable_macs = 0;
+  std::int64_t shared_recomputable_other_flops = 0;
+  std::int64_t shared_recomputable_moved_elements = 0;
 
   /// Forward FLOPs: 2 per MAC plus the other FLOPs (checked).
   std::int64_t flops() const;

@@ -171,7 +171,8 @@ inline void add_recompute_option(CLI::App& sub, std::vector<std::string>& module
                      "layernorm (the norms before moe layers and latent attention), mlp "
                      "(dense MLPs), moe_act (the experts' activation), "
                      "mla_up_proj (latent attention's up-projections), moe (the moe layers "
-                     "whole, their token exchange too); core_attn, Megatron-Core's "
+                     "whole, their token exchange too), shared_experts (the moe layers' shared "
+                     "experts); core_attn, Megatron-Core's "
                      "default, is what every run assumes")
           ->delimiter(',');
   one_of(option, recompute_module_names());

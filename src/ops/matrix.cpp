@@ -238,6 +238,36 @@ OpResult infer_embedding(OpContext& ctx) {
 // ---------------------------------------------------------------------------------------------
 // Mixture of experts (Mixtral's sparse MoE block)
 
+namespace {
+
+// DeepSeek's group-limited routing: a token's experts all in groups_per_token of `groups`
+// equal groups (n_group, topk_group); it changes no count, only where the tokens go.
+void set_routing_groups(OpContext& ctx, LayerCounts& c) {
+  const std::int64_t experts = c.experts;
+  const std::int64_t top_k = c.experts_per_token;
+  const std::int64_t groups = ctx.attrs.positive("groups", 1);
+  const std::int64_t groups_per_token = ctx.attrs.positive("groups_per_token", groups);
+  if (experts % groups != 0) {
+    ctx.attrs.fail_at("groups",
+                      fmt::format("groups = {} does not divide experts = {}", groups, experts));
+  }
+  if (groups_per_token > groups) {
+    ctx.attrs.fail_at("groups_per_token", fmt::format("groups_per_token = {} exceeds groups = {}",
+                                                      groups_per_token, groups));
+  }
+  if (top_k > groups_per_token * (experts / groups)) {
+    ctx.attrs.fail_at("groups_per_token",
+                      fmt::format("{} groups of {} experts hold fewer than experts_per_token = {}",
+                                  groups_per_token, experts / groups, top_k));
+  }
+  if (groups_per_token < groups) {
+    c.expert_groups = groups;
+    c.expert_groups_per_token = groups_per_token;
+  }
+}
+
+}  // namespace
+
 // A router (Linear d -> experts, no bias unless router_bias) picks experts_per_token experts
 // per token; each expert is a SwiGLU MLP down(silu(gate(x)) * up(x)) with `hidden` units, no
 // biases unless expert_bias. Shazeer et
@@ -266,23 +296,6 @@ OpResult infer_moe(OpContext& ctx) {
     ctx.attrs.fail_at("shared_gate", "a shared_gate needs a shared expert (shared_hidden)");
   }
   const bool router_bias = ctx.attrs.flag("router_bias", false);
-  // DeepSeek's group-limited routing: a token's experts all in groups_per_token of `groups`
-  // equal groups (n_group, topk_group); it changes no count, only where the tokens go.
-  const std::int64_t groups = ctx.attrs.positive("groups", 1);
-  const std::int64_t groups_per_token = ctx.attrs.positive("groups_per_token", groups);
-  if (experts % groups != 0) {
-    ctx.attrs.fail_at("groups",
-                      fmt::format("groups = {} does not divide experts = {}", groups, experts));
-  }
-  if (groups_per_token > groups) {
-    ctx.attrs.fail_at("groups_per_token", fmt::format("groups_per_token = {} exceeds groups = {}",
-                                                      groups_per_token, groups));
-  }
-  if (top_k > groups_per_token * (experts / groups)) {
-    ctx.attrs.fail_at("groups_per_token",
-                      fmt::format("{} groups of {} experts hold fewer than experts_per_token = {}",
-                                  groups_per_token, experts / groups, top_k));
-  }
   // gpt-oss: biases on each expert's gate/up (2 x hidden) and down (d) projections.
   const bool expert_bias = ctx.attrs.flag("expert_bias", false);
   const std::int64_t d = in.back();
@@ -300,10 +313,7 @@ OpResult infer_moe(OpContext& ctx) {
   result.active_params = checked_add(checked_add(checked_mul(top_k, expert), router), shared);
   c.experts = experts;
   c.experts_per_token = top_k;
-  if (groups_per_token < groups) {
-    c.expert_groups = groups;
-    c.expert_groups_per_token = groups_per_token;
-  }
+  set_routing_groups(ctx, c);
   c.expert_params = checked_mul(experts, expert);
   if (expert_bias) c.expert_bias_elements = checked_mul(routed, d);
   const std::int64_t router_macs = checked_mul(tokens, d, experts);
@@ -349,6 +359,21 @@ OpResult infer_moe(OpContext& ctx) {
   c.recomputable_elements = checked_mul(routed, hidden);
   c.recomputable_other_flops = checked_mul(routed, 6, hidden);
   c.recomputable_moved_elements = checked_mul(routed, 3, hidden);
+  // Megatron-Core's shared_experts recomputation checkpoints the shared MLP whole
+  // (moe/moe_layer.py, shared_experts_compute): per token its gate and up outputs and their
+  // product are dropped; backward runs its gate, up and down products (and the gate's
+  // sigmoid), SiLU and the multiply again, reading the weights (at the activations' precision)
+  // and per token the input twice, writing and reading the intermediates, writing the output.
+  if (shared_hidden > 0) {
+    c.shared_recomputable_elements = checked_mul(tokens, 3, shared_hidden);
+    c.shared_recomputable_macs = checked_add(checked_mul(tokens, 3, d, shared_hidden),
+                                             shared_gate ? checked_mul(tokens, d) : 0);
+    c.shared_recomputable_other_flops = checked_mul(
+        tokens,
+        checked_add(checked_mul(6, shared_hidden), shared_gate ? formulas::kSigmoidFlops + d : 0));
+    c.shared_recomputable_moved_elements = checked_add(
+        shared, checked_mul(tokens, checked_add(checked_mul(2, d), checked_mul(6, shared_hidden))));
+  }
   // Weight gradients always; the router's and the gate/up input gradients only if the input
   // needs one; the down projection's input gradient always (it leads to the gate/up weights).
   const std::int64_t input_side = checked_add(router_macs, gate_up_macs);
