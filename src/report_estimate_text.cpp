@@ -111,6 +111,13 @@ std::string render_serving_text(const ReportInput& in) {
     out += communication_text("prefill comm", s.prefill);
     out += communication_text("decode comm", s.decode);
   }
+  // Expert parallelism's token exchanges, which the prefill and the decode step include.
+  if (in.workload.expert_parallel > 1) {
+    out += fmt::format("  prefill a2a  {}\n",
+                       alltoall_summary(s.prefill, in.workload.expert_parallel));
+    out +=
+        fmt::format("  decode a2a   {}\n", alltoall_summary(s.decode, in.workload.expert_parallel));
+  }
   out += fmt::format("  request      {} end to end\n", format_duration(s.request_latency_s));
   out += fmt::format("  KV cache     {} per token, {} for the batch at full context\n",
                      format_bytes(s.kv_bytes_per_token), format_bytes(s.kv_bytes));
