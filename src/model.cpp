@@ -198,6 +198,7 @@ class Builder {
     read_inputs(top);
     const JsonView layers = root_.at("layers");
     if (layers.array_size() == 0) layers.fail("a model needs at least one layer");
+    reserve_layers(layers);
     build_list(layers, top);
 
     if (auto outputs = root_.find("outputs")) {
@@ -373,6 +374,24 @@ class Builder {
     env.previous = result;
     env.last = result;
   }
+
+  // Room for the layers the top-level entries add at least (least_layers, least_repeat), so
+  // that the vector is not grown and copied as they come: at most kReservedLayers, whatever a
+  // file claims before it is built.
+  void reserve_layers(const JsonView& layers) {
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < layers.array_size() && total < kReservedLayers; ++i) {
+      const JsonView entry = layers.at(i);
+      if (!entry.is_object()) continue;
+      std::int64_t instances = 1;
+      if (auto repeat = entry.find("repeat")) instances = least_repeat(repeat.value());
+      const std::optional<JsonView> call = entry.find("block");
+      const std::int64_t each = call && call->is_string() ? least_layers(call->as_string(), 0) : 1;
+      total = std::min(kMaxLayers + 1, total + saturating_mul(instances, each));
+    }
+    graph_.layers.reserve(static_cast<std::size_t>(std::min(total, kReservedLayers)));
+  }
+  static constexpr std::int64_t kReservedLayers = 65'536;
 
   // Products past the limit only need to stay past it.
   static std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
