@@ -7,6 +7,8 @@
 
 #include "capcalc/units.hpp"
 
+#include "predict_step.hpp"
+
 namespace capcalc {
 namespace {
 
@@ -32,6 +34,47 @@ std::optional<std::int64_t> first_fit(const std::vector<std::int64_t>& candidate
     }
   }
   return candidates[hi];
+}
+
+// Activation checkpointing (every block's, not selected modules'), of the fewest blocks that
+// fit: the first N of each pipeline chunk (Megatron-Core's recompute_method block), where fewer
+// than all of a chunk's blocks suffice. More checkpointed blocks never keep more, so the
+// bisection holds.
+std::optional<FitOption> by_checkpointing(const Graph& graph, const Device& device,
+                                          const PerformanceParams& params,
+                                          const Workload& workload) {
+  Workload w = workload;
+  w.checkpointing = true;
+  w.checkpoint_layers = 0;
+  w.recompute = 0;
+  if (!fits(graph, device, params, w)) return std::nullopt;
+  const std::int64_t chunks = workload.pipeline_parallel * workload.virtual_stages;
+  const std::int64_t blocks = detail::block_count(graph);
+  const std::int64_t per_chunk = (blocks + chunks - 1) / chunks;
+  std::vector<std::int64_t> fewer;
+  for (std::int64_t n = std::max<std::int64_t>(1, workload.checkpoint_layers + 1); n < per_chunk;
+       ++n) {
+    fewer.push_back(n);
+  }
+  const std::optional<std::int64_t> least = first_fit(fewer, [&](std::int64_t n) {
+    w.checkpoint_layers = n;
+    return fits(graph, device, params, w);
+  });
+  std::string text;
+  if (least) {
+    text = workload.checkpoint_layers > 0
+               ? fmt::format("--checkpoint-layers {}", *least)
+               : fmt::format("--checkpointing --checkpoint-layers {}{}", *least,
+                             workload.recompute != 0 ? " instead of --recompute" : "");
+  } else {
+    text = workload.checkpoint_layers > 0
+               ? "--checkpointing of every block (no --checkpoint-layers)"
+           : workload.recompute != 0 ? "--checkpointing instead of --recompute"
+                                     : "--checkpointing";
+  }
+  return FitOption{
+      text, workload.devices,
+      workload.tensor_parallel * workload.pipeline_parallel * workload.context_parallel};
 }
 
 // The smallest tensor-parallel degree above the current one that splits the attention heads
@@ -168,18 +211,8 @@ FitAdvice advise_fit(const Graph& graph, const Device& device, const Performance
     }
   }
   if (!workload.checkpointing || workload.checkpoint_layers > 0) {
-    Workload w = workload;
-    w.checkpointing = true;
-    w.checkpoint_layers = 0;
-    w.recompute = 0;  // Every block's, not selected modules'.
-    if (fits(graph, device, params, w)) {
-      advice.options.push_back(
-          {workload.checkpoint_layers > 0
-               ? "--checkpointing of every block (no --checkpoint-layers)"
-           : workload.recompute != 0 ? "--checkpointing instead of --recompute"
-                                     : "--checkpointing",
-           workload.devices,
-           workload.tensor_parallel * workload.pipeline_parallel * workload.context_parallel});
+    if (auto option = by_checkpointing(graph, device, params, workload)) {
+      advice.options.push_back(*option);
     }
   }
   for (auto* search : {by_zero, by_tensor_parallel, by_pipeline}) {

@@ -571,9 +571,12 @@ capcalc_cli_ok(plan_recompute "TP [0-9]+, PP [0-9]+.*selective.*\"selective\" la
 # block): Llama 3 8B's 32 blocks over 2 stages, 8 of each stage's 16.
 capcalc_cli_ok(training_checkpoint_layers "recompute +[0-9.]+ ms \\(activation checkpointing of the first 8 blocks of each pipeline chunk: the forward again\\)"
                estimate llama3_8b --gpu H100 --mode training --precision bf16 --batch 1 --devices 2 --pp 2 --checkpointing --checkpoint-layers 8)
-# Four of 32 blocks keep most activations: checkpointing every block is what fits.
-capcalc_cli_ok(training_checkpoint_layers_to_fit "to fit +does not fit: .*fits with any of:\n +--checkpointing of every block \\(no --checkpoint-layers\\) \\(8 devices\\)"
+# Four of 32 blocks keep most activations: checkpointing 25 is the fewest that fits (78.2 GB of
+# 80; 24 need 83.4 GB), offered to a workload that checkpoints 4 and to one that checkpoints none.
+capcalc_cli_ok(training_checkpoint_layers_to_fit "to fit +does not fit: .*fits with any of:\n +--checkpoint-layers 25 \\(8 devices\\)"
                estimate llama3_8b --gpu H100 --mode training --precision bf16 --batch 4 --devices 8 --zero 3 --set seq=8192 --checkpointing --checkpoint-layers 4)
+capcalc_cli_ok(training_checkpointing_to_fit "to fit +does not fit: .*fits with any of:\n +--checkpointing --checkpoint-layers 25 \\(8 devices\\)"
+               estimate llama3_8b --gpu H100 --mode training --precision bf16 --batch 4 --devices 8 --zero 3 --set seq=8192)
 capcalc_cli_error(checkpoint_layers_alone "^capcalc: error: --checkpoint-layers picks the blocks --checkpointing recomputes: turn on --checkpointing\n$"
                   estimate llama3_8b --gpu H100 --mode training --batch 1 --checkpoint-layers 8)
 

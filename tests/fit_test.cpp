@@ -8,6 +8,7 @@
 
 #include "capcalc/error.hpp"
 #include "capcalc/model.hpp"
+#include "capcalc/predict.hpp"
 
 #include "catch.hpp"
 #include "round_device.hpp"
@@ -46,6 +47,19 @@ Graph attention(int heads, int kv_heads) {
       " \"layers\": [{\"name\": \"attn\", \"op\": \"attention\", \"causal\": true, \"heads\": " +
           std::to_string(heads) + ", \"kv_heads\": " + std::to_string(kv_heads) + "}]}",
       "attn.json");
+}
+
+// Four blocks of two linears (1,000 -> 4,000 -> 1,000, with biases) on 262,144 rows: their
+// activations, not their 32 M parameters, fill the device.
+Graph four_blocks() {
+  return capcalc::parse_model(R"({"format": "capcalc-model/1", "name": "blocks",
+    "dims": {"batch": 262144},
+    "inputs": [{"name": "x", "shape": ["batch", 1000]}],
+    "blocks": {"mlp": {"layers": [
+      {"name": "up", "op": "linear", "out_features": 4000},
+      {"name": "down", "op": "linear", "out_features": 1000}]}},
+    "layers": [{"name": "b", "block": "mlp", "repeat": 4}]})",
+                              "blocks.json");
 }
 
 FitAdvice advise(const Graph& graph, const Workload& workload) {
@@ -100,6 +114,44 @@ TEST_CASE("fit: training lists each kind of split that fits, found by predicting
   CHECK(capcalc::fit_advice_text(advice, capcalc::test::round_device(), Mode::kTraining) ==
         "does not fit: 16.0 GB of weights, gradients and optimizer state; fits with any of: "
         "--devices 2 --zero 1 (2 devices), --tp 2 (2 devices), --pp 2 (2 devices)");
+}
+
+// Checkpointing is offered for the fewest blocks that fit: the first N of each chunk. The device
+// is given the memory halfway between what checkpointing 1 and 2 of the 4 blocks needs, so 2
+// is the answer; with the memory halfway between 3 blocks' and all 4's, every block.
+TEST_CASE("fit: checkpointing is offered for the fewest blocks that fit", "[fit]") {
+  const Graph g = four_blocks();
+  Workload w;
+  w.mode = Mode::kTraining;
+  const auto needs = [&](std::int64_t n) {
+    Workload c = w;
+    c.checkpointing = true;
+    c.checkpoint_layers = n;
+    return capcalc::estimate(g, capcalc::test::round_device(), capcalc::test::round_params(), c)
+        .memory.total_bytes;
+  };
+  REQUIRE(needs(1) > needs(2));
+  REQUIRE(needs(3) > needs(0));  // 0: every block.
+  capcalc::Device d = capcalc::test::round_device();
+  d.memory_bytes = (needs(1) + needs(2)) / 2;
+  FitAdvice advice = capcalc::advise_fit(g, d, capcalc::test::round_params(), w);
+  REQUIRE_FALSE(advice.options.empty());
+  CHECK(advice.options[0].flags == "--checkpointing --checkpoint-layers 2");
+  CHECK(advice.options[0].devices == 1);
+  // Asked for 1 block, 2 is what fits.
+  Workload one = w;
+  one.checkpointing = true;
+  one.checkpoint_layers = 1;
+  advice = capcalc::advise_fit(g, d, capcalc::test::round_params(), one);
+  REQUIRE_FALSE(advice.options.empty());
+  CHECK(advice.options[0].flags == "--checkpoint-layers 2");
+  d.memory_bytes = (needs(3) + needs(0)) / 2;
+  advice = capcalc::advise_fit(g, d, capcalc::test::round_params(), w);
+  REQUIRE_FALSE(advice.options.empty());
+  CHECK(advice.options[0].flags == "--checkpointing");
+  advice = capcalc::advise_fit(g, d, capcalc::test::round_params(), one);
+  REQUIRE_FALSE(advice.options.empty());
+  CHECK(advice.options[0].flags == "--checkpointing of every block (no --checkpoint-layers)");
 }
 
 TEST_CASE("fit: interleaved, the stages offered divide the micro-batches", "[fit]") {
