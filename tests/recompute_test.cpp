@@ -41,6 +41,13 @@ Workload training(unsigned recompute) {
   return w;
 }
 
+// The same in fp16.
+Workload fp16_training(unsigned recompute) {
+  Workload w = training(recompute);
+  w.precision = Precision::kFp16;
+  return w;
+}
+
 constexpr auto kLayernorm = static_cast<unsigned>(RecomputeModule::kLayernorm);
 constexpr auto kMlp = static_cast<unsigned>(RecomputeModule::kMlp);
 constexpr auto kMoeAct = static_cast<unsigned>(RecomputeModule::kMoeAct);
@@ -97,8 +104,7 @@ TEST_CASE("recompute: layernorm drops the norm a moe layer reads and runs it aga
       {"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2, "hidden": 512},
       {"name": "final_norm", "op": "rmsnorm"}]})",
                               "moe.json");
-  Workload w = training(0);
-  w.precision = Precision::kFp16;
+  Workload w = fp16_training(0);
   const Estimate none = estimate(g, round_device(), round_params(), w);
   w.recompute = kLayernorm;
   const Estimate norm = estimate(g, round_device(), round_params(), w);
@@ -115,8 +121,7 @@ TEST_CASE("recompute: moe_act drops each pair's gated product and redoes it in o
   // Mixtral's block: d 1,024, 8 experts of hidden 512, 2 a token; 2 x 256 = 512 tokens, so
   // 1,024 token-expert pairs. fp16.
   const Graph g = one_moe_layer();
-  Workload w = training(0);
-  w.precision = Precision::kFp16;
+  Workload w = fp16_training(0);
   const Estimate none = estimate(g, round_device(), round_params(), w);
   w.recompute = kMoeAct;
   const Estimate act = estimate(g, round_device(), round_params(), w);
@@ -136,8 +141,7 @@ TEST_CASE("recompute: shared_experts checkpoints the shared expert whole", "[pre
   // 512 tokens of d 1,024; the shared expert's hidden 1,024 (gate, up and down: 3 x 1,024 x
   // 1,024 = 3,145,728 weights). fp16.
   const Graph g = moe_with_shared_expert();
-  Workload w = training(0);
-  w.precision = Precision::kFp16;
+  Workload w = fp16_training(0);
   const Estimate none = estimate(g, round_device(), round_params(), w);
   w.recompute = kSharedExperts;
   const Estimate shared = estimate(g, round_device(), round_params(), w);
@@ -173,8 +177,7 @@ TEST_CASE("recompute: mla_up_proj drops the queries and expanded keys and values
     "layers": [{"name": "attn", "op": "mla_attention", "heads": 8, "kv_lora_rank": 256,
                 "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "v_head_dim": 64}]})",
                               "mla.json");
-  Workload w = training(0);
-  w.precision = Precision::kFp16;
+  Workload w = fp16_training(0);
   const Estimate none = estimate(g, round_device(), round_params(), w);
   w.recompute = kMlaUpProj;
   const Estimate up = estimate(g, round_device(), round_params(), w);
@@ -198,8 +201,7 @@ TEST_CASE("recompute: a recomputed dense MLP repeats its tensor-parallel collect
       {"name": "mlp.down", "op": "linear", "out_features": 1024}]})",
                               "block.json");
   const Device d = linked_round_device("Round link", 100e9);
-  Workload w = training(0);
-  w.precision = Precision::kFp16;
+  Workload w = fp16_training(0);
   w.devices = 2;
   w.tensor_parallel = 2;
   const Estimate none = estimate(g, d, round_params(), w);
@@ -287,8 +289,7 @@ TEST_CASE("recompute: moe runs the whole moe layer again, its token exchange inc
   // Mixtral's block on 512 tokens (fp16), its experts over 2 devices joined by a link.
   const Graph g = one_moe_layer();
   const Device d = linked_round_device("Round link", 100e9);
-  Workload w = training(0);
-  w.precision = Precision::kFp16;
+  Workload w = fp16_training(0);
   w.devices = 2;
   w.expert_parallel = 2;
   const Estimate none = estimate(g, d, round_params(), w);
