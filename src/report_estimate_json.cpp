@@ -64,6 +64,10 @@ Json llm_json(const ReportInput& in) {
   llm["prefill_s"] = sv.prefill.latency_s;
   llm["prefill_communication_s"] = sv.prefill.communication_s;
   llm["decode_step_communication_s"] = sv.decode.communication_s;
+  if (in.workload.expert_parallel > 1) {
+    llm["prefill_alltoall_s"] = sv.prefill.expert_parallel_s;
+    llm["decode_step_alltoall_s"] = sv.decode.expert_parallel_s;
+  }
   llm["ttft_s"] = sv.ttft_s;
   if (in.ranges != nullptr) llm["ttft_range_s"] = range_json(in, sv.prefill, sv.ttft_s, true);
   llm["decode_step_s"] = sv.decode_step_s;

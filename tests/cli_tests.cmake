@@ -518,6 +518,10 @@ capcalc_cli_ok(training_whole_experts_json "\"expert_parallel\": 8,\n *\"expert_
 # token exchanges, 2 a moe layer (32 x 2), and the summary lists them beside the all-reduces.
 capcalc_cli_ok(llm_expert_parallel_alltoalls "prefill a2a +[0-9.]+ ms: 64 all-to-alls of 7.34 GB sent in all among 8 devices over NVLink 4\n +decode a2a +[0-9.]+ ms: 64 all-to-alls of 7.34 MB"
                estimate mixtral_8x7b_hf --gpu H100 --devices 8 --tp 8 --etp 1 --ep 8 --batch 64 --prompt-tokens 1000 --output-tokens 200)
+capcalc_cli_ok(llm_expert_parallel_alltoalls_json "\"decode_step_communication_s\": [0-9.e-]+,\n *\"prefill_alltoall_s\": [0-9.e-]+,\n *\"decode_step_alltoall_s\": [0-9.e-]+,"
+               estimate mixtral_8x7b_hf --gpu H100 --devices 8 --tp 8 --etp 1 --ep 8 --batch 64 --prompt-tokens 1000 --output-tokens 200 --format json)
+capcalc_schema_test(llm_expert_parallel_alltoalls - data/schema/estimate-output.schema.json
+                    estimate mixtral_8x7b_hf --gpu H100 --devices 8 --tp 8 --etp 1 --ep 8 --batch 64 --prompt-tokens 1000 --output-tokens 200 --format json)
 # DeepEP's dispatch (--moe-dispatcher deepep): the same 8 experts of Mixtral, 2 a token, over
 # 8 devices 2 apart, 2 nodes of 4. The all-to-all sends a token's 2 x 7/8 = 1.75 copies (1.88
 # GB in all); DeepEP sends one copy to the other node unless both experts are in this one
