@@ -198,7 +198,10 @@ class Builder {
     read_inputs(top);
     const JsonView layers = root_.at("layers");
     if (layers.array_size() == 0) layers.fail("a model needs at least one layer");
-    reserve_layers(layers);
+    // Room for the layers the entries add at least (at most 65,536, whatever a file claims):
+    // the vector is not grown and copied as they come.
+    graph_.layers.reserve(
+        static_cast<std::size_t>(std::min<std::int64_t>(least_layers_of(layers, 0), 65'536)));
     build_list(layers, top);
 
     if (auto outputs = root_.find("outputs")) {
@@ -375,24 +378,6 @@ class Builder {
     env.last = result;
   }
 
-  // Room for the layers the top-level entries add at least (least_layers, least_repeat), so
-  // that the vector is not grown and copied as they come: at most kReservedLayers, whatever a
-  // file claims before it is built.
-  void reserve_layers(const JsonView& layers) {
-    std::int64_t total = 0;
-    for (std::size_t i = 0; i < layers.array_size() && total < kReservedLayers; ++i) {
-      const JsonView entry = layers.at(i);
-      if (!entry.is_object()) continue;
-      std::int64_t instances = 1;
-      if (auto repeat = entry.find("repeat")) instances = least_repeat(repeat.value());
-      const std::optional<JsonView> call = entry.find("block");
-      const std::int64_t each = call && call->is_string() ? least_layers(call->as_string(), 0) : 1;
-      total = std::min(kMaxLayers + 1, total + saturating_mul(instances, each));
-    }
-    graph_.layers.reserve(static_cast<std::size_t>(std::min(total, kReservedLayers)));
-  }
-  static constexpr std::int64_t kReservedLayers = 65'536;
-
   // Products past the limit only need to stay past it.
   static std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
     return b != 0 && a > (kMaxLayers + 1) / b ? kMaxLayers + 1 : a * b;
@@ -410,19 +395,24 @@ class Builder {
         def && def->is_object() ? def->find("layers") : std::nullopt;
     if (!layers || !layers->is_array()) return 1;
     least_layers_[block] = 1;  // A block that calls itself: its depth is the error.
+    least_layers_[block] = std::max<std::int64_t>(least_layers_of(*layers, depth + 1), 1);
+    return least_layers_[block];
+  }
+
+  // The same for a list of entries, its calls at `depth`.
+  std::int64_t least_layers_of(const JsonView& layers, int depth) {
     std::int64_t total = 0;
-    for (std::size_t i = 0; i < layers->array_size(); ++i) {
-      const JsonView entry = layers->at(i);
+    for (std::size_t i = 0; i < layers.array_size() && total <= kMaxLayers; ++i) {
+      const JsonView entry = layers.at(i);
       if (!entry.is_object()) continue;
       std::int64_t instances = 1;
       if (auto repeat = entry.find("repeat")) instances = least_repeat(*repeat);
       const std::optional<JsonView> call = entry.find("block");
       const std::int64_t each =
-          call && call->is_string() ? least_layers(call->as_string(), depth + 1) : 1;
+          call && call->is_string() ? least_layers(call->as_string(), depth) : 1;
       total = std::min(kMaxLayers + 1, total + saturating_mul(instances, each));
     }
-    least_layers_[block] = std::max<std::int64_t>(total, 1);
-    return least_layers_[block];
+    return total;
   }
 
   // A repeat's value where it is known before the call (a literal, or an expression of the
@@ -639,10 +629,6 @@ class Builder {
   std::int32_t group_ = 0;        // Group of the layers being added.
   std::int32_t next_group_ = 0;
 };
-
-}  // namespace
-
-namespace {
 
 // The native format's one entry point: every input format ends here as a native document.
 Graph build_model(const nlohmann::json& document, const std::string& file,
