@@ -220,28 +220,20 @@ double selective_recompute_s(const Step& s, std::size_t index, const LayerEstima
   const Layer& layer = s.graph.layers[index];
   const LayerCounts& c = layer.counts;
   const RecomputedParts parts = recomputed_parts(layer, s.workload.recompute);
-  const auto time = [&](std::int64_t macs, std::int64_t other_flops, std::int64_t moved,
-                        double kernels) {
+  const auto time = [&](const RecomputableWork& w, double kernels) {
     Work part;
-    part.macs = static_cast<double>(macs) / work;
-    part.other_flops = static_cast<double>(other_flops) / work;
-    part.bytes = static_cast<double>(moved) * s.act_bytes / work;
+    part.macs = static_cast<double>(w.macs) / work;
+    part.other_flops = static_cast<double>(w.other_flops) / work;
+    part.bytes = static_cast<double>(w.moved_elements) * s.act_bytes / work;
     part.kernels = kernels;
     const bool matrix = part.macs > 0 && rates.matrix_flops_per_s > 0;
     return roofline(part, matrix, 1, false, rates, s.floor_s).time_s;
   };
   double total = 0;
-  if (parts.own) {
-    total += time(c.recomputable_macs, c.recomputable_other_flops, c.recomputable_moved_elements,
-                  c.recomputable_macs > 0 ? 2 : 1) *
-             imbalance;
-  }
+  if (parts.own) total += time(c.recomputable, c.recomputable.macs > 0 ? 2 : 1) * imbalance;
   // The shared expert runs on every token: no imbalance. Its gate and up, SiLU and the
   // multiply, and its down: three kernels.
-  if (parts.shared) {
-    total += time(c.shared_recomputable_macs, c.shared_recomputable_other_flops,
-                  c.shared_recomputable_moved_elements, 3);
-  }
+  if (parts.shared) total += time(c.shared_recomputable, 3);
   return total;
 }
 
@@ -316,13 +308,11 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
           : 0;
   const double input_casts = s.autocast_input_casts.empty() ? 0 : s.autocast_input_casts[index];
   const ExpertKernels experts = expert_kernels(s, c);
-  const double bias_kernels = experts.bias;
   const double kernels =
-      s.runtime.kernels(layer, s.act_bytes < 4, s.training) + experts.products + bias_kernels;
+      s.runtime.kernels(layer, s.act_bytes < 4, s.training) + experts.products + experts.bias;
   const ExtraKernels extra = s.training ? training_extra_kernels(s, index) : ExtraKernels{};
-  const double expert_quantize = experts.quantize;
   Work forward;
-  forward.kernels = kernels + casts + input_casts + extra.forward + expert_quantize;
+  forward.kernels = kernels + casts + input_casts + extra.forward + experts.quantize;
   // Each device's share: 1/tp, or all of it for a layer every device runs whole; context
   // parallelism splits every layer's tokens (`work`), not its weights (`split`).
   const double split = s.replicated.empty() || s.replicated[index] == 0 ? s.tp : 1;
@@ -364,10 +354,8 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   // Kernels of their own after the products: each bias kernel reads and writes its expert's
   // output rows once (Megatron-Core: the multiply writes b x p, the add reads it and the
   // product's output and writes the sum); backward, as for any layer, twice the traffic.
-  const double bias_bytes = bias_kernels > 0 ? s.runtime.expert_bias_kernels * 2 *
-                                                   static_cast<double>(c.expert_bias_elements) *
-                                                   s.act_bytes / work
-                                             : 0;
+  const double bias_bytes = s.runtime.expert_bias_kernels * 2 *
+                            static_cast<double>(c.expert_bias_elements) * s.act_bytes / work;
   add_memory_pass(e, bias_bytes, rates);
   // The step waits for the busiest expert: the moe layers take the imbalance times as long.
   const double imbalance = c.experts > 0 ? s.workload.moe_imbalance : 1;
@@ -385,7 +373,7 @@ LayerEstimate layer_time(const Step& s, std::size_t index, double sparsity_speed
   // for weight gradients), a reduction per bias gradient, and the casts' backward.
   backward.kernels =
       s.runtime.backward_kernels(layer, kernels) + casts + input_casts + extra.backward +
-      expert_quantize +
+      experts.quantize +
       s.runtime.training.bias_gradient * static_cast<double>(layer.traits.bias_tensors);
   // A fused forward still leaves a backward that reads what it saved: not fused.
   LayerEstimate b = roofline(backward, matrix, speed, false, rates, s.backward_floor_s);

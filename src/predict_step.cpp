@@ -50,8 +50,8 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
                   static_cast<double>(layer.counts.saved_elements);
       } else if (s.recomputed[i] == Recomputed::kPart) {
         const RecomputedParts parts = recomputed_parts(layer, workload.recompute);
-        if (parts.own) dropped += static_cast<double>(layer.counts.recomputable_elements);
-        if (parts.shared) dropped += static_cast<double>(layer.counts.shared_recomputable_elements);
+        if (parts.own) dropped += static_cast<double>(layer.counts.recomputable.elements);
+        if (parts.shared) dropped += static_cast<double>(layer.counts.shared_recomputable.elements);
       }
       s.recompute_dropped_elements += dropped;
       if (!s.replicated.empty() && s.replicated[i]) s.recompute_dropped_replicated += dropped;
@@ -140,7 +140,7 @@ namespace {
 // A moe layer, or latent attention (the attention whose up-projections are recomputable).
 bool moe_or_latent_attention(const Layer& layer) {
   return layer.counts.experts > 0 ||
-         (layer.traits.op_class == OpClass::kAttention && layer.counts.recomputable_elements > 0);
+         (layer.traits.op_class == OpClass::kAttention && layer.counts.recomputable.elements > 0);
 }
 
 // Per layer: whether a moe layer or latent attention reads its output (through views).
@@ -194,10 +194,10 @@ RecomputedParts recomputed_parts(const Layer& layer, unsigned modules) {
   const bool moe = c.experts > 0;
   RecomputedParts parts;
   parts.own =
-      c.recomputable_elements > 0 &&
+      c.recomputable.elements > 0 &&
       ((moe && has(RecomputeModule::kMoeAct)) ||
        (!moe && layer.traits.op_class == OpClass::kAttention && has(RecomputeModule::kMlaUpProj)));
-  parts.shared = c.shared_recomputable_elements > 0 && has(RecomputeModule::kSharedExperts);
+  parts.shared = c.shared_recomputable.elements > 0 && has(RecomputeModule::kSharedExperts);
   return parts;
 }
 

@@ -19,7 +19,7 @@ namespace capcalc::detail {
 
 /// What selective recomputation (RecomputeModule bits) makes of a layer: nothing, the whole
 /// layer (its output and saved elements not kept, its forward run again in backward), or its
-/// recomputable part (LayerCounts::recomputable_*).
+/// recomputable part (LayerCounts::recomputable).
 enum class Recomputed : char { kNo, kWhole, kPart };
 /// Per layer of the graph. `layernorm` takes the norms Megatron-Core keeps apart from the next
 /// linear: those a moe layer or latent attention reads (its Transformer Engine layer spec fuses
@@ -27,7 +27,7 @@ enum class Recomputed : char { kNo, kWhole, kPart };
 /// nothing).
 std::vector<Recomputed> recomputed_layers(const Graph& graph, unsigned modules);
 /// Of a layer recomputed in part, which parts the modules take: its own (LayerCounts::
-/// recomputable_*: a moe layer's expert activation under moe_act, latent attention's
+/// recomputable: a moe layer's expert activation under moe_act, latent attention's
 /// up-projections under mla_up_proj) and a moe layer's shared expert (shared_experts).
 struct RecomputedParts {
   bool own = false;

@@ -27,6 +27,16 @@ std::string shape_to_string(const Shape& shape);
 /// Number of elements (checked; throws std::overflow_error when it does not fit in 64 bits).
 std::int64_t element_count(const Shape& shape);
 
+/// Work inside a layer that selective recomputation can drop and redo in backward: the elements
+/// no longer kept, the forward work that makes them again, and the elements it moves (weights
+/// included). All 0: nothing.
+struct RecomputableWork {
+  std::int64_t elements = 0;
+  std::int64_t macs = 0;
+  std::int64_t other_flops = 0;
+  std::int64_t moved_elements = 0;
+};
+
 /// Work and traffic of one layer, for the batch the graph was built with. Element counts are
 /// precision-free; multiply by bytes per element to get bytes.
 struct LayerCounts {
@@ -82,18 +92,11 @@ struct LayerCounts {
   /// What selective recomputation (Megatron-Core's `recompute_modules`) can drop inside this
   /// layer and redo in backward: a moe layer's expert activation (`moe_act`: the gated
   /// product, a pair's hidden elements) or latent attention's up-projections (`mla_up_proj`:
-  /// the queries and the expanded keys and values). The elements no longer kept, the forward
-  /// work that makes them again, and the elements it moves (weights included). 0: nothing.
-  std::int64_t recomputable_elements = 0;
-  std::int64_t recomputable_macs = 0;
-  std::int64_t recomputable_other_flops = 0;
-  std::int64_t recomputable_moved_elements = 0;
+  /// the queries and the expanded keys and values).
+  RecomputableWork recomputable{};
   /// The same for a moe layer's shared expert (`shared_experts`: checkpointed whole, its gate
-  /// and up outputs and their product dropped and its three products run again); 0: none.
-  std::int64_t shared_recomputable_elements = 0;
-  std::int64_t shared_recomputable_macs = 0;
-  std::int64_t shared_recomputable_other_flops = 0;
-  std::int64_t shared_recomputable_moved_elements = 0;
+  /// and up outputs and their product dropped and its three products run again).
+  RecomputableWork shared_recomputable{};
 
   /// Forward FLOPs: 2 per MAC plus the other FLOPs (checked).
   std::int64_t flops() const;

@@ -58,10 +58,10 @@ enum class RecomputeModule : unsigned {
   kCoreAttn = 0,        ///< Core attention: what every run assumes (accepted; it adds nothing).
   kLayernorm = 1,       ///< The norms before a moe layer or latent attention: their outputs.
   kMlp = 2,             ///< A dense MLP (the layers named `<...>.mlp.<...>`): all their outputs.
-  kMoeAct = 4,          ///< A moe layer's expert activation (LayerCounts::recomputable_*).
-  kMlaUpProj = 8,       ///< Latent attention's up-projections (LayerCounts::recomputable_*).
+  kMoeAct = 4,          ///< A moe layer's expert activation (LayerCounts::recomputable).
+  kMlaUpProj = 8,       ///< Latent attention's up-projections (LayerCounts::recomputable).
   kMoe = 16,            ///< A moe layer whole, its token exchange included.
-  kSharedExperts = 32,  ///< A moe layer's shared expert (LayerCounts::shared_recomputable_*).
+  kSharedExperts = 32,  ///< A moe layer's shared expert (LayerCounts::shared_recomputable).
 };
 std::string_view recompute_module_name(RecomputeModule module);  ///< "layernorm", "moe_act", ...
 /// Megatron-Core's name (a hyphen for an underscore also reads), or none.

@@ -311,10 +311,10 @@ OpResult infer_mla_attention(OpContext& ctx) {
     const std::int64_t q_in = q_rank > 0 ? q_rank : d;
     const std::int64_t q_up_params = checked_mul(q_in, q_width);
     const std::int64_t kv_up_params = checked_mul(kv_rank, up_width);
-    c.recomputable_elements = checked_mul(tokens, checked_add(q_width, up_width));
-    c.recomputable_macs = checked_mul(tokens, checked_add(q_up_params, kv_up_params));
-    c.recomputable_moved_elements = checked_add(
-        checked_add(checked_mul(tokens, checked_add(q_in, kv_rank)), c.recomputable_elements),
+    c.recomputable.elements = checked_mul(tokens, checked_add(q_width, up_width));
+    c.recomputable.macs = checked_mul(tokens, checked_add(q_up_params, kv_up_params));
+    c.recomputable.moved_elements = checked_add(
+        checked_add(checked_mul(tokens, checked_add(q_in, kv_rank)), c.recomputable.elements),
         checked_add(q_up_params, kv_up_params));
   }
   if (causal) {

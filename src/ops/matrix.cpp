@@ -356,22 +356,22 @@ OpResult infer_moe(OpContext& ctx) {
   // activation output) once the down projection has read it, and makes it again from the gate
   // and up outputs in backward (moe/experts.py, CheckpointWithoutOutput): SiLU and the multiply
   // (6 FLOPs), two reads and a write per hidden unit.
-  c.recomputable_elements = checked_mul(routed, hidden);
-  c.recomputable_other_flops = checked_mul(routed, 6, hidden);
-  c.recomputable_moved_elements = checked_mul(routed, 3, hidden);
+  c.recomputable.elements = checked_mul(routed, hidden);
+  c.recomputable.other_flops = checked_mul(routed, 6, hidden);
+  c.recomputable.moved_elements = checked_mul(routed, 3, hidden);
   // Megatron-Core's shared_experts recomputation checkpoints the shared MLP whole
   // (moe/moe_layer.py, shared_experts_compute): per token its gate and up outputs and their
   // product are dropped; backward runs its gate, up and down products (and the gate's
   // sigmoid), SiLU and the multiply again, reading the weights (at the activations' precision)
   // and per token the input twice, writing and reading the intermediates, writing the output.
   if (shared_hidden > 0) {
-    c.shared_recomputable_elements = checked_mul(tokens, 3, shared_hidden);
-    c.shared_recomputable_macs = checked_add(checked_mul(tokens, 3, d, shared_hidden),
+    c.shared_recomputable.elements = checked_mul(tokens, 3, shared_hidden);
+    c.shared_recomputable.macs = checked_add(checked_mul(tokens, 3, d, shared_hidden),
                                              shared_gate ? checked_mul(tokens, d) : 0);
-    c.shared_recomputable_other_flops = checked_mul(
+    c.shared_recomputable.other_flops = checked_mul(
         tokens,
         checked_add(checked_mul(6, shared_hidden), shared_gate ? formulas::kSigmoidFlops + d : 0));
-    c.shared_recomputable_moved_elements = checked_add(
+    c.shared_recomputable.moved_elements = checked_add(
         shared, checked_mul(tokens, checked_add(checked_mul(2, d), checked_mul(6, shared_hidden))));
   }
   // Weight gradients always; the router's and the gate/up input gradients only if the input
