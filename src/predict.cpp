@@ -484,6 +484,7 @@ Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Devi
     result.expert_parallel_s = pass.partial.expert_parallel_s;
     result.alltoalls = pass.partial.alltoalls;
     result.alltoall_bytes = pass.partial.alltoall_bytes;
+    result.expert_collective = pass.partial.expert_collective;
     result.expert_parallel_link = pass.partial.expert_parallel_link;
     result.expert_parallel_modelled = pass.partial.expert_parallel_modelled;
   }

@@ -39,7 +39,9 @@ PipelineLink pipeline_link(const Device& device, std::int64_t devices) {
 // as the all-reduce's two ring phases, with a latency each. A moe layer whose experts are whole
 // (etp 1) has no collective of its own: its tokens go to the experts by the all-to-all from
 // each device's sequence share and come back to it (Megatron-Core's token dispatcher gathers
-// over the experts' own tensor-parallel group only), so its block drops one of the two.
+// over the experts' own tensor-parallel group only), so its block drops one of the two. Nor
+// has one under the all-gather dispatcher, whose gather and reduce-scatter span the
+// tensor-parallel devices too (expert_parallel_communication).
 void tensor_parallel_communication(const Step& s, Estimate& result) {
   if (s.workload.tensor_parallel <= 1) return;
   result.sequence_parallel = s.sequence_parallel;
@@ -60,7 +62,7 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
   };
   for (const Layer& layer : s.graph.layers) {
     const bool attention = layer.traits.op_class == OpClass::kAttention;
-    const bool whole = layer.counts.experts > 0 && whole_experts(s.workload);
+    const bool whole = layer.counts.experts > 0 && moe_without_tp_collective(s.workload);
     if (layer.view || (!attention && !whole)) continue;
     double bytes = 0;
     const double t = collective(layer, bytes);
@@ -74,7 +76,7 @@ void tensor_parallel_communication(const Step& s, Estimate& result) {
   for (std::size_t i = 0; i < s.recomputed.size(); ++i) {
     const Layer& layer = s.graph.layers[i];
     const bool last = i + 1 == s.graph.layers.size() || !in_mlp(s.graph.layers[i + 1]);
-    const bool moe = layer.counts.experts > 0 && !whole_experts(s.workload);
+    const bool moe = layer.counts.experts > 0 && !moe_without_tp_collective(s.workload);
     if (s.recomputed[i] != Recomputed::kWhole || !((in_mlp(layer) && last) || moe)) continue;
     double bytes = 0;
     result.communication_s += collective(layer, bytes);
@@ -122,6 +124,56 @@ void context_parallel_communication(const Step& s, Estimate& result) {
   result.latency_s += result.context_parallel_s;
 }
 
+namespace {
+
+// The all-gather dispatcher (Megatron-Core's MoEAllGatherTokenDispatcher, its default
+// `moe_token_dispatcher_type`; vLLM's expert parallelism): each moe layer gathers the tokens of
+// all etp x ep devices of its expert and tensor-parallel group ("this allgather spans the
+// communication domain of TP*EP", token_dispatcher.py, core 0.15), each device runs its own
+// experts over those routed to them, and a reduce-scatter over the same group sums the
+// experts' outputs, and the partial products of split experts, back to the devices the tokens
+// came from; backward runs the two the other way, recompute the forward's again. The group is
+// etp x ep devices side by side (the expert grid's tp-ep order). Where it is a replica's
+// tensor-parallel devices without sequence parallelism (inference, experts whole, EP = TP:
+// vLLM's --enable-expert-parallel without data parallelism), they hold the same tokens
+// already: nothing is gathered, and the outputs are all-reduced, one collective.
+void gathered_tokens_communication(const Step& s, Estimate& result) {
+  const std::int64_t members = static_cast<std::int64_t>(s.etp) * s.workload.expert_parallel;
+  const CollectiveGroup group = collective_group(s.device, 1, members);
+  if (!group.modelled) {
+    result.expert_parallel_modelled = false;
+    return;
+  }
+  result.expert_parallel_link = group.link_name();
+  const bool replicated = !s.sequence_parallel && s.etp == 1 && s.cp == 1 &&
+                          s.workload.expert_parallel == s.workload.tensor_parallel;
+  result.expert_collective = replicated ? "all-reduce" : "all-gather + reduce-scatter pair";
+  const double base_pairs = s.training ? 2 + s.checkpoint_share : 1;
+  const auto n = static_cast<double>(members);
+  for (std::size_t i = 0; i < s.graph.layers.size(); ++i) {
+    const Layer& layer = s.graph.layers[i];
+    if (layer.view || layer.counts.experts == 0) continue;
+    const bool again = !s.recomputed.empty() && s.recomputed[i] == Recomputed::kWhole;
+    const double pairs = base_pairs + (again ? 1 : 0);
+    // What the group's members hold together: each its 1/tp (sequence parallelism) of 1/cp.
+    const double gathered =
+        static_cast<double>(element_count(layer.output)) * s.comm_bytes / s.tp / s.cp * n;
+    const double once =
+        replicated
+            ? collective_s(group, s.params, result.profile, Collective::kAllReduce, gathered)
+            : collective_s(group, s.params, result.profile, Collective::kAllGather, gathered) +
+                  collective_s(group, s.params, result.profile, Collective::kReduceScatter,
+                               gathered);
+    result.expert_parallel_s += pairs * once;
+    result.alltoalls += static_cast<int>(std::lround(pairs));
+    // A ring's all-gather and its reduce-scatter each send (n-1)/n of the gathered bytes.
+    result.alltoall_bytes += pairs * 2 * (n - 1) / n * gathered;
+  }
+  result.latency_s += result.expert_parallel_s;
+}
+
+}  // namespace
+
 // Expert parallelism (Megatron-Core's token dispatchers): each moe layer sends its tokens to
 // the devices holding their experts (dispatch) and the experts' outputs back (combine),
 // forward; backward sends their gradients the two ways again, and checkpointing's recompute
@@ -136,6 +188,11 @@ void context_parallel_communication(const Step& s, Estimate& result) {
 // exchanges its tokens forward once more.
 void expert_parallel_communication(const Step& s, Estimate& result) {
   if (s.workload.expert_parallel <= 1) return;
+  if (s.workload.moe_dispatcher == MoeDispatcher::kAllGather) {
+    gathered_tokens_communication(s, result);
+    return;
+  }
+  result.expert_collective = "all-to-all";
   const CollectiveGroup group =
       collective_group(s.device, static_cast<std::int64_t>(s.etp), s.workload.expert_parallel);
   if (!group.modelled) {

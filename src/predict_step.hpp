@@ -158,6 +158,14 @@ inline bool experts_held_apart(const Step& s) {
 
 // Communication (src/predict_comm.cpp).
 
+// A moe layer whose tensor-parallel collective is not its own: its experts are whole (no
+// partial products to reduce), or the all-gather dispatcher's reduce-scatter over the expert
+// and tensor-parallel devices sums them.
+inline bool moe_without_tp_collective(const Workload& workload) {
+  return whole_experts(workload) ||
+         (workload.moe_dispatcher == MoeDispatcher::kAllGather && workload.expert_parallel > 1);
+}
+
 /// Tensor parallelism's all-reduces (or reduce-scatters and all-gathers), added to the latency.
 void tensor_parallel_communication(const Step& s, Estimate& result);
 

@@ -151,6 +151,8 @@ Json estimate_json(const ReportInput& in) {
   if (in.workload.expert_parallel > 1) {
     est["expert_parallel"] = {
         {"degree", in.workload.expert_parallel},
+        {"dispatcher", moe_dispatcher_name(in.workload.moe_dispatcher)},
+        {"collective", e.expert_collective},
         {"alltoall_s", e.expert_parallel_s},
         {"alltoalls", e.alltoalls},
         {"bytes", e.alltoall_bytes},

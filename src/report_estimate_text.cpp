@@ -113,10 +113,11 @@ std::string render_serving_text(const ReportInput& in) {
   }
   // Expert parallelism's token exchanges, which the prefill and the decode step include.
   if (in.workload.expert_parallel > 1) {
-    out += fmt::format("  prefill a2a  {}\n",
-                       alltoall_summary(s.prefill, in.workload.expert_parallel));
-    out +=
-        fmt::format("  decode a2a   {}\n", alltoall_summary(s.decode, in.workload.expert_parallel));
+    const bool a2a = s.prefill.expert_collective == "all-to-all";
+    out += fmt::format("  {}  {}\n", a2a ? "prefill a2a" : "prefill EP ",
+                       expert_exchange_summary(s.prefill, in.workload));
+    out += fmt::format("  {}  {}\n", a2a ? "decode a2a " : "decode EP  ",
+                       expert_exchange_summary(s.decode, in.workload));
   }
   out += fmt::format("  request      {} end to end\n", format_duration(s.request_latency_s));
   out += fmt::format("  KV cache     {} per token, {} for the batch at full context\n",
@@ -178,11 +179,19 @@ std::string grad_sync_summary(const Estimate& e, int zero_stage) {
                      e.data_parallel_link);
 }
 
-std::string alltoall_summary(const Estimate& e, std::int64_t expert_parallel) {
+std::string expert_exchange_summary(const Estimate& e, const Workload& workload) {
   if (!e.expert_parallel_modelled) return "not modelled (no link in the table for this group)";
+  const std::int64_t group = workload.moe_dispatcher == MoeDispatcher::kAllGather
+                                 ? expert_tensor_parallel(workload) * workload.expert_parallel
+                                 : workload.expert_parallel;
   return fmt::format("{}: {} of {} sent in all among {} devices over {}",
-                     format_duration(e.expert_parallel_s), counted(e.alltoalls, "all-to-all"),
-                     format_bytes(e.alltoall_bytes), expert_parallel, e.expert_parallel_link);
+                     format_duration(e.expert_parallel_s),
+                     counted(e.alltoalls, e.expert_collective), format_bytes(e.alltoall_bytes),
+                     group, e.expert_parallel_link);
+}
+
+std::string_view expert_exchange_label(const Estimate& e) {
+  return e.expert_collective == "all-to-all" ? "all-to-all" : "EP comm";
 }
 
 std::string alignment_summary(const MisalignedLayer& m, Precision precision) {
@@ -395,7 +404,8 @@ std::string estimate_time_text(const ReportInput& in) {
            "\n";
   }
   if (in.workload.expert_parallel > 1) {
-    out += "  all-to-all   " + alltoall_summary(e, in.workload.expert_parallel) + "\n";
+    out += fmt::format("  {:<12} {}\n", expert_exchange_label(e),
+                       expert_exchange_summary(e, in.workload));
   }
   if (training && data_parallel_shards(in.workload) > 1) {
     out += "  grad sync    " + grad_sync_summary(e, in.workload.zero_stage) + "\n";

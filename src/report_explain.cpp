@@ -268,7 +268,14 @@ std::string explain_split(const ReportInput& in) {
                      "the device's\n"
                      "               1/T of the tokens x experts per token x width, over {}\n",
                      ep, link);
-    if (in.workload.moe_dispatcher != MoeDispatcher::kAllToAll) {
+    if (in.workload.moe_dispatcher == MoeDispatcher::kAllGather) {
+      out += fmt::format(
+          "               the all-gather dispatcher instead gathers every token of the {} devices\n"
+          "               of the expert x tensor-parallel group to each, and reduce-scatters the\n"
+          "               experts' outputs back (one all-reduce where they are a replica's\n"
+          "               tensor-parallel devices holding the same tokens)\n",
+          expert_tensor_parallel(in.workload) * ep);
+    } else if (in.workload.moe_dispatcher != MoeDispatcher::kAllToAll) {
       out += fmt::format(
           "               {} instead sends a token once to each device holding any of its\n"
           "               experts, and across nodes once to each such node (to the device of\n"

@@ -189,12 +189,12 @@ std::string explain_text(const PlanReportInput& in) {
                         e.context_parallel_link.empty() ? "" : "  over " + e.context_parallel_link);
   }
   if (row.layout.expert_parallel > 1) {
-    text +=
-        fmt::format("    expert all-to-alls             {}{}\n", share(b.expert_parallel_s),
-                    e.expert_parallel_link.empty()
-                        ? ""
-                        : fmt::format("  {} of {} sent over {}", counted(e.alltoalls, "all-to-all"),
-                                      format_bytes(e.alltoall_bytes), e.expert_parallel_link));
+    text += fmt::format(
+        "    expert token exchanges         {}{}\n", share(b.expert_parallel_s),
+        e.expert_parallel_link.empty()
+            ? ""
+            : fmt::format("  {} of {} sent over {}", counted(e.alltoalls, e.expert_collective),
+                          format_bytes(e.alltoall_bytes), e.expert_parallel_link));
   }
   text += fmt::format("    pipeline sends                 {}{}\n", share(b.pipeline_send_s),
                       e.pipeline_link.empty() ? "" : "  over " + e.pipeline_link);

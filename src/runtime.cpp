@@ -49,7 +49,8 @@ constexpr auto kFp8Recipes = name_table<Fp8Recipe>({{Fp8Recipe::kDelayed, "delay
 constexpr auto kMoeDispatchers =
     name_table<MoeDispatcher>({{MoeDispatcher::kAllToAll, "alltoall"},
                                {MoeDispatcher::kDeepEP, "deepep"},
-                               {MoeDispatcher::kHybridEP, "hybridep"}});
+                               {MoeDispatcher::kHybridEP, "hybridep"},
+                               {MoeDispatcher::kAllGather, "allgather"}});
 constexpr auto kRecomputeModules =
     name_table<RecomputeModule>({{RecomputeModule::kCoreAttn, "core_attn"},
                                  {RecomputeModule::kLayernorm, "layernorm"},
@@ -434,6 +435,8 @@ std::string_view moe_dispatcher_title(MoeDispatcher dispatcher) {
       return "DeepEP";
     case MoeDispatcher::kHybridEP:
       return "HybridEP";
+    case MoeDispatcher::kAllGather:
+      return "all-gather";
     case MoeDispatcher::kAllToAll:
       break;
   }

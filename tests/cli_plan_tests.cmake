@@ -112,7 +112,7 @@ capcalc_usage_error(plan_pricing_discount_whole "--discount 100%: must be below 
 
 # Expert parallelism is a search axis for MoE models (Mixtral 8x7B's 8 experts: E = 2, 4, 8);
 # --explain gives the all-to-alls (rule derived by hand in predict_test.cpp).
-capcalc_cli_ok(plan_expert_parallel "EP [248], DP .*Row 1: .*EP [248], .*expert all-to-alls +[0-9.]+ ms +[0-9.]+ % +[0-9,]+ all-to-alls of [0-9.]+ GB sent over NVLink 4"
+capcalc_cli_ok(plan_expert_parallel "EP [248], DP .*Row 1: .*EP [248], .*expert token exchanges +[0-9.]+ ms +[0-9.]+ % +[0-9,]+ all-to-alls of [0-9.]+ GB sent over NVLink 4"
                plan mixtral_8x7b_hf --gpu h100 --tokens 1e12 --max-devices 1024 --top 1 --explain 1)
 capcalc_schema_test(plan_expert_parallel - data/schema/plan-output.schema.json
                     plan mixtral_8x7b_hf --gpu h100 --tokens 1e12 --max-devices 1024 --top 20 --format json)

@@ -174,6 +174,18 @@ capcalc_cli_ok(serve_draft_model "4 draft tokens from llama2_7b accepted at 0.7"
 capcalc_cli_ok(serve_moe_imbalance "TTFT"
                serve data/models/mixtral_8x7b_hf.json --gpu h100 --tp 2 --rate 2/s
                --prompt-tokens 500 --output-tokens 50 --requests 50 --moe-imbalance 1.3)
+# Expert parallelism as vLLM runs it without data parallelism: Mixtral's 8 experts whole, 2 on
+# each of the replica's 4 devices, the moe outputs all-reduced (predict: "expert parallelism
+# over a replica's tensor-parallel devices all-reduces" derives the exchange).
+capcalc_cli_ok(serve_expert_parallel "x4 \\(tensor-parallel, experts whole over them: expert-parallel\\), 1 replica.*TTFT"
+               serve mixtral_8x7b_hf --gpu h100 --tp 4 --ep 4 --rate 2/s
+               --prompt-tokens 500 --output-tokens 50 --requests 50)
+capcalc_usage_error(serve_expert_parallel_not_tp
+                    "--expert-parallel 2 spreads a replica's experts over its tensor-parallel devices: it must equal --tensor-parallel (4)"
+                    serve mixtral_8x7b_hf --gpu h100 --tp 4 --ep 2 --rate 1/s --prompt-tokens 100)
+capcalc_usage_error(serve_expert_parallel_dense
+                    "data/models/llama2_7b.json: --expert-parallel: the model has no \"moe\" layer"
+                    serve ${llama} --gpu h100 --tp 2 --ep 2 --rate 1/s --prompt-tokens 100)
 capcalc_schema_test(serve_validate - data/schema/serve-validate-output.schema.json
                     serve --validate tests/cli/serve_validation_small.json --format json)
 

@@ -502,7 +502,7 @@ capcalc_cli_ok(training_expert_parallel "64 devices \\(tensor-parallel 2, sequen
                estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8)
 capcalc_cli_ok(training_expert_parallel_without "64 devices \\(tensor-parallel 2, sequence-parallel\\), ZeRO-1.*memory +110 GB of 80.0 GB: DOES NOT FIT"
                estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1)
-capcalc_cli_ok(training_expert_parallel_json "\"expert_parallel\": 8,\n *\"moe_imbalance\": 1.2,.*\"expert_parallel\": \\{\n *\"degree\": 8,\n *\"alltoall_s\": [0-9.]+,\n *\"alltoalls\": 128,\n *\"bytes\": [0-9.]+,\n *\"link\": \"NVLink 4 \\+ InfiniBand"
+capcalc_cli_ok(training_expert_parallel_json "\"expert_parallel\": 8,\n *\"moe_imbalance\": 1.2,.*\"expert_parallel\": \\{\n *\"degree\": 8,\n *\"dispatcher\": \"alltoall\",\n *\"collective\": \"all-to-all\",\n *\"alltoall_s\": [0-9.]+,\n *\"alltoalls\": 128,\n *\"bytes\": [0-9.]+,\n *\"link\": \"NVLink 4 \\+ InfiniBand"
                estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --moe-imbalance 1.2 --format json)
 capcalc_cli_ok(training_expert_parallel_explain "expert par\\.  each device holds 1/8 of every moe layer's routed experts, with their\n +gradients and state \\(reduced and ZeRO-sharded over the 4 devices that hold"
                estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --zero 1 --ep 8 --explain)
@@ -536,7 +536,14 @@ capcalc_cli_ok(training_moe_dispatcher_explain "DeepEP instead sends a token onc
                estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --ep 8 --moe-dispatcher deepep --explain)
 capcalc_cli_error(moe_dispatcher_without_expert_parallel "^capcalc: error: --moe-dispatcher sends tokens to experts on other devices: add --expert-parallel above 1\n$"
                   estimate mixtral_8x7b_hf --gpu H100 --mode training --batch 1 --moe-dispatcher deepep)
-capcalc_cli_error(moe_dispatcher_unknown "--moe-dispatcher must be one of alltoall, deepep or hybridep \\(got \"deep\"\\); did you mean \"deepep\"\\?"
+# The all-gather dispatcher (Megatron-Core's default, vLLM's): over a replica's 4
+# tensor-parallel devices, experts whole, the moe layers' exchange is one all-reduce each (the
+# 32 of them, beside the attention's 32); rules derived by hand in dispatcher_test.cpp.
+capcalc_cli_ok(llm_allgather_dispatcher "\\(expert-parallel 4, whole experts, all-gather dispatch\\).*all-reduce +[0-9.]+ ms: 32 all-reduces.*EP comm +[0-9.]+ ms: 32 all-reduces of [0-9.]+ GB sent in all among 4 devices over NVLink 4.*prefill EP +[0-9.]+ ms: 32 all-reduces.*decode EP +[0-9.]+ µs: 32 all-reduces"
+               estimate mixtral_8x7b_hf --gpu H100 --tp 4 --ep 4 --etp 1 --moe-dispatcher allgather --batch 8 --prompt-tokens 1000 --output-tokens 200)
+capcalc_cli_ok(training_allgather_dispatcher_explain "the all-gather dispatcher instead gathers every token of the 16 devices"
+               estimate mixtral_8x7b_hf --gpu H100 --mode training --precision bf16 --batch 1 --tp 2 --devices 64 --ep 8 --moe-dispatcher allgather --explain)
+capcalc_cli_error(moe_dispatcher_unknown "--moe-dispatcher must be one of alltoall, deepep, hybridep or allgather \\(got \"deep\"\\); did you mean \"deepep\"\\?"
                   estimate mixtral_8x7b_hf --gpu H100 --ep 8 --devices 8 --moe-dispatcher deep)
 # Selective recomputation (--recompute): DeepSeek-V3's H100 recipe recomputes MLA's
 # up-projections and the three dense MLPs (Megatron-Bridge's recompute_modules): at its 4,096

@@ -10,6 +10,9 @@
 #include "test_graphs.hpp"
 
 using namespace capcalc;
+using capcalc::test::attention_moe_block;
+using capcalc::test::collective_round_params;
+using capcalc::test::in_nodes_of_four;
 using capcalc::test::linked_round_device;
 using capcalc::test::mlp_blocks;
 using capcalc::test::one_moe_layer;
@@ -32,21 +35,6 @@ Graph one_linear(std::int64_t batch, std::int64_t in, std::int64_t out) {
 }  // namespace
 
 namespace {
-
-// The round parameters with collectives of 10 us latency at half the link's bandwidth.
-PerformanceParams collective_round_params() {
-  PerformanceParams p = round_params();
-  p.allreduce_latency_s = 10e-6;
-  p.allreduce_efficiency = 0.5;
-  return p;
-}
-
-// `d` in nodes of 4, joined by a network of 5 GB/s a device each way.
-Device in_nodes_of_four(Device d) {
-  d.intra_node->domain_devices = 4;
-  d.inter_node = Link{"Round network", 10e9, "per_direction"};
-  return d;
-}
 
 // fp16 training on `devices` devices, the experts split over `expert_parallel` of them.
 Workload fp16_training(std::int64_t devices, std::int64_t expert_parallel = 1) {
@@ -753,13 +741,7 @@ TEST_CASE("predict: whole experts fold the expert grid over the tensor-parallel 
           "[predict]") {
   // An attention layer (16 heads of 64) and Mixtral's block of 8 experts of 3 x 1024 x 512,
   // 2 a token; batch 2 x seq 256 = 512 tokens of d = 1024.
-  const Graph g = parse_model(R"({"format": "capcalc-model/1", "name": "block",
-    "dims": {"batch": 2, "seq": 256},
-    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
-    "layers": [{"name": "attn", "op": "attention", "heads": 16},
-               {"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
-                "hidden": 512}]})",
-                              "block.json");
+  const Graph g = attention_moe_block();
   const double expert = 3.0 * 1024 * 512;
   Device d = linked_round_device("Round link", 200e9);  // 100 GB/s per direction.
   PerformanceParams p = collective_round_params();

@@ -42,4 +42,19 @@ inline Device linked_round_device(const std::string& name, double bidirectional)
   return d;
 }
 
+/// The round parameters with collectives of 10 us latency at half the link's bandwidth.
+inline PerformanceParams collective_round_params() {
+  PerformanceParams p = round_params();
+  p.allreduce_latency_s = 10e-6;
+  p.allreduce_efficiency = 0.5;
+  return p;
+}
+
+/// `d` in nodes of 4, joined by a network of 5 GB/s a device each way.
+inline Device in_nodes_of_four(Device d) {
+  d.intra_node->domain_devices = 4;
+  d.inter_node = Link{"Round network", 10e9, "per_direction"};
+  return d;
+}
+
 }  // namespace capcalc::test

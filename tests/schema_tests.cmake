@@ -80,6 +80,9 @@ capcalc_output_schema_test(estimate_training_moe_dispatcher_mtp data/schema/esti
   estimate ${models}/deepseek_v3_hf.json --gpu b200 --mode training --precision fp8 --batch 1
   --devices 256 --pp 16 --ep 8 --micro-batches 16 --moe-dispatcher hybridep --mtp-layers 1
   --format json)
+capcalc_output_schema_test(estimate_serving_allgather_dispatcher data/schema/estimate-output.schema.json 0
+  estimate ${models}/mixtral_8x7b_hf.json --gpu h100 --tp 4 --ep 4 --etp 1 --moe-dispatcher allgather
+  --batch 8 --prompt-tokens 1000 --output-tokens 200 --format json)
 capcalc_output_schema_test(estimate_training_recompute data/schema/estimate-output.schema.json 0
   estimate ${models}/deepseek_v3_hf.json --gpu h100 --mode training --precision bf16 --batch 1
   --devices 1024 --tp 2 --pp 8 --ep 64 --etp 1 --micro-batches 64 --virtual-stages 4 --zero 1

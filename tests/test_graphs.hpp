@@ -19,6 +19,18 @@ inline Graph one_moe_layer() {
                      "moe.json");
 }
 
+/// An attention layer (16 heads of 64) before one_moe_layer()'s block: batch 2 x seq 256 = 512
+/// tokens of d = 1024 through both.
+inline Graph attention_moe_block() {
+  return parse_model(R"({"format": "capcalc-model/1", "name": "block",
+    "dims": {"batch": 2, "seq": 256},
+    "inputs": [{"name": "x", "shape": ["batch", "seq", 1024]}],
+    "layers": [{"name": "attn", "op": "attention", "heads": 16},
+               {"name": "moe", "op": "moe", "experts": 8, "experts_per_token": 2,
+                "hidden": 512}]})",
+                     "block.json");
+}
+
 /// `repeat` blocks of two linears (1,000 -> 4,000 -> 1,000, with biases) on 16 rows.
 inline Graph mlp_blocks(int repeat) {
   return parse_model(R"({"format": "capcalc-model/1", "name": "ckpt",

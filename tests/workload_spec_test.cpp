@@ -259,7 +259,8 @@ TEST_CASE("workload_from: a MoE dispatcher is named and goes with expert paralle
   CHECK(workload_from(spec).moe_dispatcher == MoeDispatcher::kHybridEP);
   spec.moe_dispatcher = "nccl";
   CHECK(as_flags(spec) ==
-        "--moe-dispatcher: expected \"alltoall\", \"deepep\" or \"hybridep\", got \"nccl\"");
+        "--moe-dispatcher: expected \"alltoall\", \"deepep\", \"hybridep\" or \"allgather\", got "
+        "\"nccl\"");
   // Nothing to dispatch without expert parallelism, whichever dispatcher.
   spec.expert_parallel = 1;
   spec.moe_dispatcher = "alltoall";

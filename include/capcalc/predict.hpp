@@ -30,6 +30,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capcalc/graph.hpp"
@@ -264,12 +265,15 @@ struct Estimate {
   double context_parallel_s = 0;
   std::string context_parallel_link;      ///< "" when not modelled.
   bool context_parallel_modelled = true;  ///< False: no link in the table for the ring.
-  /// With expert parallelism: the moe layers' all-to-alls of the device's step (dispatch and
+  /// With expert parallelism: the moe layers' token exchanges of the device's step (dispatch and
   /// combine forward, their gradients backward, again on recompute; not overlapped, in
-  /// latency_s), how many, and the bytes a device sends to the others in them.
+  /// latency_s), how many, and the bytes a device sends to the others in them. Each is an
+  /// `expert_collective`: an all-to-all, or under the all-gather dispatcher an all-gather +
+  /// reduce-scatter pair (an all-reduce where the group holds the same tokens).
   double expert_parallel_s = 0;
   int alltoalls = 0;
   double alltoall_bytes = 0;
+  std::string_view expert_collective = "all-to-all";  ///< A string literal: the exchange, singular.
   std::string expert_parallel_link;      ///< "" when not modelled.
   bool expert_parallel_modelled = true;  ///< False: no link in the table for the group.
   /// How often each layer's time recurs in a device's step, on average: micro-batches /

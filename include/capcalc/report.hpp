@@ -64,9 +64,12 @@ std::string stage_sends_summary(const Estimate& e);
 bool stages_uneven(const Estimate& e);
 std::string stage_imbalance_summary(const Estimate& e, std::int64_t stages);
 std::string grad_sync_summary(const Estimate& e, int zero_stage);
-/// Expert parallelism's all-to-alls: "3.1 ms: 128 all-to-alls of 4.2 GB sent in all among 8
-/// devices over NVLink 4".
-std::string alltoall_summary(const Estimate& e, std::int64_t expert_parallel);
+/// Expert parallelism's token exchanges: "3.1 ms: 128 all-to-alls of 4.2 GB sent in all among 8
+/// devices over NVLink 4" (all-gather + reduce-scatter pairs or all-reduces under the all-gather
+/// dispatcher, among its expert x tensor-parallel group).
+std::string expert_exchange_summary(const Estimate& e, const Workload& workload);
+/// The row's label: "all-to-all" under an all-to-all dispatcher, else "EP comm".
+std::string_view expert_exchange_label(const Estimate& e);
 /// One linear layer off the tensor cores' granularity (predict.hpp), without a label, for the
 /// text report and the HTML page: "lm_head: 50,257 output features not a multiple of 8 (bf16
 /// tensor cores; 27.1 % of the MACs): pad to 50,304".

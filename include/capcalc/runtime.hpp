@@ -43,8 +43,11 @@ std::vector<std::string_view> fp8_recipe_names();
 /// --moe-token-dispatcher-type and --moe-flex-dispatcher-backend): NCCL's all-to-all, one copy
 /// of a token for each of its experts; DeepEP or HybridEP, one copy for each device holding at
 /// least one of them, and across nodes one copy for each node, sent over the network to the
-/// device of the same local rank there and forwarded over the scale-up link.
-enum class MoeDispatcher { kAllToAll, kDeepEP, kHybridEP };
+/// device of the same local rank there and forwarded over the scale-up link; or all-gather
+/// (Megatron-Core's own default, `allgather`; vLLM's expert parallelism), every token gathered
+/// to every device of the expert group and the outputs reduce-scattered back (all-reduced where
+/// the group is a replica's tensor-parallel devices, which hold the same tokens).
+enum class MoeDispatcher { kAllToAll, kDeepEP, kHybridEP, kAllGather };
 std::string_view moe_dispatcher_name(MoeDispatcher dispatcher);   ///< "alltoall", "deepep", ...
 std::string_view moe_dispatcher_title(MoeDispatcher dispatcher);  ///< "all-to-all", "DeepEP", ...
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name);

@@ -335,7 +335,8 @@ void add_plan_args(CLI::App& sub, PlanArgs& args) {
   one_of(sub.add_option("--moe-dispatcher", args.moe_dispatcher,
                         "MoE: how tokens reach their experts in the layouts with expert "
                         "parallelism, alltoall (the default), deepep or hybridep (a copy for "
-                        "each device holding any, across nodes one for each node)"),
+                        "each device holding any, across nodes one for each node), or "
+                        "allgather (every token gathered, outputs reduce-scattered)"),
          moe_dispatcher_names());
   add_lora_options(sub, args.lora_rank, args.lora_targets);
   add_recompute_option(sub, args.recompute);

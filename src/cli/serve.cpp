@@ -340,6 +340,28 @@ std::string set_dynamic(const ServeOptions& o, DynamicBatching& d) {
                            format_duration(d.max_queue_delay_s));
 }
 
+// --expert-parallel E: vLLM's --enable-expert-parallel without data parallelism (EP = TP x
+// DP, DP 1): a replica's tensor-parallel devices each hold 1/E of the routed experts, whole,
+// and see every token (the attention's all-reduce leaves them on each); each runs its own
+// experts over those routed to them, and the moe layer's outputs are all-reduced over the
+// replica (FusedMoE reduces its results over the tensor-parallel group). SGLang's --ep-size
+// and TensorRT-LLM's moe_expert_parallel_size equal to the tensor parallelism do the same. The
+// all-gather dispatcher with whole experts over the tensor-parallel devices is that exchange
+// (predict_comm.cpp).
+void set_expert_parallel(const ServeOptions& o, const Graph& graph, Workload& served) {
+  if (o.expert_parallel != o.tensor_parallel) {
+    throw Error({}, fmt::format("--expert-parallel {} spreads a replica's experts over its "
+                                "tensor-parallel devices: it must equal --tensor-parallel ({})",
+                                o.expert_parallel, o.tensor_parallel));
+  }
+  if (auto problem = expert_parallel_problem(graph, o.expert_parallel, served.moe_imbalance)) {
+    throw Error({o.model.path}, *problem);
+  }
+  served.expert_parallel = o.expert_parallel;
+  served.expert_tensor_parallel = 1;
+  served.moe_dispatcher = MoeDispatcher::kAllGather;
+}
+
 }  // namespace
 
 PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool warn) {
@@ -405,6 +427,7 @@ PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool 
     }
     served.moe_imbalance = *o.moe_imbalance;
   }
+  if (o.expert_parallel > 1) set_expert_parallel(o, as_given, served);
   run.cost = std::make_unique<ModelStepCost>(build, device, params, served);
   if (draft_build) {
     run.draft = std::make_unique<ModelStepCost>(draft_build, device, params, workload);
@@ -443,7 +466,10 @@ void run_serve(const ServeOptions& o) {
   const std::string& runtime_text = run.runtime_text;
   const bool llm = setup.llm;
   const std::string parallel =
-      o.tensor_parallel > 1 ? fmt::format(" x{} (tensor-parallel)", o.tensor_parallel) : "";
+      o.tensor_parallel > 1
+          ? fmt::format(" x{} (tensor-parallel{})", o.tensor_parallel,
+                        o.expert_parallel > 1 ? ", experts whole over them: expert-parallel" : "")
+          : "";
   const auto title = [&](const ServeResult& r) {
     std::string load;
     if (!o.trace.empty()) {

@@ -171,6 +171,12 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   whole_number(sub->add_option("--tensor-parallel,--tp", o->tensor_parallel,
                                "Devices per replica (tensor parallel)"))
       ->capture_default_str();
+  whole_number(
+      sub->add_option("--expert-parallel,--ep", o->expert_parallel,
+                      "MoE: spread each replica's routed experts, whole, over its --tp devices (E "
+                      "= T), as vLLM and SGLang run expert parallelism without data parallelism: "
+                      "each runs its experts for every token and the outputs are all-reduced"))
+      ->capture_default_str();
   whole_number(sub->add_option("--replicas", o->replicas, "Replicas; requests go round-robin"), 1,
                1'000'000)
       ->capture_default_str();

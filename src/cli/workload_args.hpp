@@ -63,8 +63,8 @@ inline void add_pipeline_options(CLI::App& sub, WorkloadSpec& spec) {
   whole_number(sub.add_option("--expert-parallel,--ep", spec.expert_parallel,
                               "MoE: devices that split each moe layer's routed experts (their "
                               "weights, gradients and optimizer state 1/E each); tokens go to "
-                              "them and back by all-to-all; E divides the replicas x C and the "
-                              "experts"))
+                              "them and back as --moe-dispatcher says; E divides the replicas x "
+                              "C and the experts"))
       ->capture_default_str();
   whole_number(sub.add_option_function<std::int64_t>(
       "--expert-tensor-parallel,--etp",
@@ -75,7 +75,10 @@ inline void add_pipeline_options(CLI::App& sub, WorkloadSpec& spec) {
   one_of(sub.add_option("--moe-dispatcher", spec.moe_dispatcher,
                         "MoE with --expert-parallel: how tokens reach their experts, alltoall "
                         "(NCCL, a copy for each expert: the default), deepep or hybridep (a "
-                        "copy for each device holding any, across nodes one for each node)"),
+                        "copy for each device holding any, across nodes one for each node), "
+                        "allgather (every token to every device of the expert x tensor-parallel "
+                        "group, outputs reduce-scattered back: Megatron-Core's own default, "
+                        "vLLM's)"),
          moe_dispatcher_names());
   number_in(sub.add_option("--moe-imbalance", spec.moe_imbalance,
                            "MoE: the busiest expert's load over the mean; the moe layers take "
