@@ -14,6 +14,8 @@
 #include "capcalc/names.hpp"
 #include "capcalc/units.hpp"
 
+#include "plan_checkpoint.hpp"
+
 namespace capcalc {
 namespace {
 
@@ -96,8 +98,8 @@ double objective_value(const PlanRow& row, PlanObjective objective) {
 auto layout_key(const Layout& l) {
   return std::make_tuple(l.devices, l.tensor_parallel, l.pipeline_parallel, l.context_parallel,
                          l.expert_parallel, l.whole_experts, l.virtual_stages, l.micro_batch_size,
-                         l.zero_stage, l.checkpointing, l.selective_recompute, l.device->id,
-                         static_cast<int>(l.precision));
+                         l.zero_stage, l.checkpointing, l.checkpoint_layers, l.selective_recompute,
+                         l.device->id, static_cast<int>(l.precision));
 }
 
 // Best first by the objective; ties by the other figures and then the layout, so that equal
@@ -154,25 +156,32 @@ struct Search {
   double closest_ratio = HUGE_VAL;
   std::optional<PlanRow> closest;
   std::set<std::int64_t> counts;  // Empty: any.
+  // The passes without recomputation of one shape, TP and CP, by EP and whole experts.
+  std::map<std::pair<std::int64_t, bool>, LayerPass> unchecked_passes;
 
   bool count_allowed(std::int64_t devices) const {
     return counts.empty() || counts.count(devices) > 0;
   }
 
-  void add_row(const ShapeCase& sc, const LayerPass& pass, const PerformanceParams& params,
-               const Layout& layout) {
+  double usable_bytes(const Layout& layout) const {
+    return layout.device->memory_bytes * (1 - request.memory_reserve);
+  }
+
+  // Returns the bytes a device needs (infinite where the layout's links are not modelled).
+  double add_row(const ShapeCase& sc, const LayerPass& pass, const PerformanceParams& params,
+                 const Layout& layout) {
     const Workload workload = plan_workload(request, layout);
     const Device& device = *layout.device;
     const Estimate e = estimate_schedule(pass, sc.graph, device, params, workload, false);
     if (!e.communication_modelled || !e.pipeline_sends_modelled || !e.data_parallel_modelled) {
-      return;
+      return HUGE_VAL;
     }
     ++result.layouts_searched;
     PlanRow row;
     row.layout = layout;
     row.step_s = e.latency_s;
     row.memory_bytes = e.memory.total_bytes;
-    const double usable = device.memory_bytes * (1 - request.memory_reserve);
+    const double usable = usable_bytes(layout);
     row.headroom_bytes = usable - row.memory_bytes;
     if (row.headroom_bytes < 0) {
       const double ratio = row.memory_bytes / usable;
@@ -180,7 +189,7 @@ struct Search {
         closest_ratio = ratio;
         closest = row;
       }
-      return;
+      return row.memory_bytes;
     }
     ++result.layouts_fit;
     const auto global_batch = static_cast<double>(request.global_batch);
@@ -201,7 +210,7 @@ struct Search {
     const RunCost paid = price_run(request.pricing, device, row.steps * row.step_s, layout.devices);
     if (!std::isfinite(paid.wall_s)) {
       ++result.layouts_never_finish;
-      return;
+      return row.memory_bytes;
     }
     row.time_s = paid.wall_s;
     row.interruptions = paid.interruptions;
@@ -215,11 +224,13 @@ struct Search {
       row.meets_ask = false;
     }
     fitting.push_back(row);
+    return row.memory_bytes;
   }
 
-  // Every P x V x D x ZeRO for one per-layer pass.
+  // Every P x V x D x ZeRO for one per-layer pass. `unchecked`: with checkpointing, the same
+  // layout's pass without, for checkpointing only the fewest blocks that fit.
   void schedules(const ShapeCase& sc, const LayerPass& pass, const PerformanceParams& params,
-                 const Reach& reach, Layout layout) {
+                 const Reach& reach, Layout layout, const LayerPass* unchecked) {
     const std::int64_t replicas_max = request.global_batch / sc.micro_batch_size;
     for (std::int64_t pp : sc.stage_counts) {
       for (std::int64_t v :
@@ -241,7 +252,25 @@ struct Search {
           layout.micro_batches = m;
           for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
             layout.zero_stage = zero;
-            add_row(sc, pass, params, layout);
+            // Every block checkpointed; then, where only that fits, the fewest blocks that do,
+            // in its place.
+            const std::size_t rows = fitting.size();
+            const double checked = add_row(sc, pass, params, layout);
+            if (unchecked == nullptr || fitting.size() == rows) continue;
+            Layout none = layout;
+            none.checkpointing = false;
+            const double unchecked_bytes =
+                estimate_schedule(*unchecked, sc.graph, *layout.device, params,
+                                  plan_workload(request, none), false)
+                    .memory.total_bytes;
+            const auto add = [&](const LayerPass& mixed, const Layout& partial) {
+              return add_row(sc, mixed, params, partial);
+            };
+            if (detail::fewest_checkpointed_blocks(*unchecked, unchecked_bytes, pass, checked,
+                                                   usable_bytes(layout), layout, add)) {
+              fitting.erase(fitting.begin() + static_cast<std::ptrdiff_t>(rows));
+              --result.layouts_fit;
+            }
           }
         }
       }
@@ -272,7 +301,11 @@ struct Search {
             !pass.partial.expert_parallel_modelled) {
           continue;
         }
-        schedules(sc, pass, params, reach, layout);
+        const auto key = std::make_pair(ep, whole);
+        const auto none = unchecked_passes.find(key);
+        schedules(sc, pass, params, reach, layout,
+                  layout.checkpointing && none != unchecked_passes.end() ? &none->second : nullptr);
+        if (!layout.checkpointing && !layout.selective_recompute) unchecked_passes[key] = pass;
       }
     }
   }
@@ -297,6 +330,7 @@ struct Search {
           if (tp > reach.domain) break;
           for (std::int64_t cp : sc.context_counts) {
             if (tp * cp > reach.max_devices) break;
+            unchecked_passes.clear();
             // Recompute nothing, every block, or the request's modules.
             for (int recompute = 0; recompute < (request.recompute != 0 ? 3 : 2); ++recompute) {
               Layout layout;
@@ -464,71 +498,6 @@ std::vector<std::string_view> plan_objective_names() {
   return kObjectives.names();
 }
 
-std::string layout_text(const Layout& l) {
-  std::string text = fmt::format("TP {}, PP {}, ", l.tensor_parallel, l.pipeline_parallel);
-  if (l.context_parallel > 1) text += fmt::format("CP {}, ", l.context_parallel);
-  if (l.expert_parallel > 1) {
-    text += fmt::format("EP {}{}, ", l.expert_parallel, l.whole_experts ? " (whole experts)" : "");
-  }
-  text += fmt::format("DP {}", l.data_parallel);
-  if (l.virtual_stages > 1) text += fmt::format(", V {}", l.virtual_stages);
-  if (l.zero_stage > 0) text += fmt::format(", ZeRO-{}", l.zero_stage);
-  text += fmt::format(", mb {} x {}", l.micro_batch_size, l.micro_batches);
-  if (l.checkpointing) text += ", ckpt";
-  if (l.selective_recompute) text += ", selective";
-  return text;
-}
-
-PlanShape plan_shape(const Graph& graph) {
-  PlanShape shape;
-  std::set<std::int32_t> attention_groups;
-  std::set<std::int32_t> groups;
-  for (const Layer& layer : graph.layers) {
-    groups.insert(layer.group);
-    if (layer.counts.attention_heads <= 0) continue;
-    attention_groups.insert(layer.group);
-    shape.heads = std::gcd(shape.heads, layer.counts.attention_heads);
-    // Latent attention keeps one latent (kv_cache_heads 1) that every device holds whole: it
-    // does not constrain the split; cross-attention without a cache counts its heads.
-    const std::int64_t kv = layer.counts.kv_cache_heads;
-    if (kv > 1) shape.kv_heads = std::gcd(shape.kv_heads, kv);
-  }
-  for (const Layer& layer : graph.layers) {
-    if (layer.counts.experts > 0) shape.experts = std::gcd(shape.experts, layer.counts.experts);
-  }
-  if (shape.heads > 0 && shape.kv_heads == 0) shape.kv_heads = shape.heads;
-  const auto blocks =
-      static_cast<std::int64_t>(attention_groups.empty() ? groups.size() : attention_groups.size());
-  shape.blocks = std::max<std::int64_t>(blocks, 1);
-  return shape;
-}
-
-Workload plan_workload(const PlanRequest& request, const Layout& layout) {
-  Workload w;
-  w.precision = layout.precision;
-  w.mode = Mode::kTraining;
-  w.profile = request.profile;
-  w.runtime = request.runtime;
-  if (layout.precision == Precision::kFp8) w.fp8_recipe = request.fp8_recipe;
-  w.optimizer = request.optimizer;
-  w.devices = layout.devices;
-  w.tensor_parallel = layout.tensor_parallel;
-  w.pipeline_parallel = layout.pipeline_parallel;
-  w.context_parallel = layout.context_parallel;
-  w.expert_parallel = layout.expert_parallel;
-  if (layout.whole_experts) w.expert_tensor_parallel = 1;
-  w.moe_imbalance = request.moe_imbalance;
-  if (layout.expert_parallel > 1) w.moe_dispatcher = request.moe_dispatcher;
-  w.lora_rank = request.lora_rank;
-  w.lora_attention_only = request.lora_attention_only;
-  w.virtual_stages = layout.virtual_stages;
-  w.micro_batches = layout.micro_batches;
-  w.zero_stage = layout.zero_stage;
-  w.checkpointing = layout.checkpointing;
-  if (layout.selective_recompute) w.recompute = request.recompute;
-  return w;
-}
-
 namespace {
 
 // What the search needs of the graph at micro-batch `size`.
@@ -582,7 +551,7 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
   }
   validate_pricing(request.pricing);
   PlanResult result;
-  Search search{request, table, result, {}, HUGE_VAL, std::nullopt, {}};
+  Search search{request, table, result, {}, HUGE_VAL, std::nullopt, {}, {}};
   search.counts.insert(request.device_counts.begin(), request.device_counts.end());
 
   std::vector<ShapeCase> cases;
@@ -605,11 +574,12 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
             [objective](const PlanRow& a, const PlanRow& b) { return better(a, b, objective); });
   // Layouts that differ only in a ZeRO stage that changes nothing in the step: the lowest
   // stage that fits is listed (sorted first), the others would repeat its row.
-  std::set<std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                      bool, std::int64_t, std::int64_t, std::int64_t, bool, bool, double>>
+  std::set<
+      std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool,
+                 std::int64_t, std::int64_t, std::int64_t, bool, std::int64_t, bool, double>>
       listed;
   std::map<std::tuple<std::string, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                      bool, std::int64_t, int, bool, bool>,
+                      bool, std::int64_t, int, bool, std::int64_t, bool>,
            double>
       family_last;
   for (const PlanRow& row : all) {
@@ -619,7 +589,7 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
              .insert({l.device->id, static_cast<int>(l.precision), l.tensor_parallel,
                       l.pipeline_parallel, l.context_parallel, l.expert_parallel, l.whole_experts,
                       l.data_parallel, l.virtual_stages, l.micro_batch_size, l.checkpointing,
-                      l.selective_recompute, row.step_s})
+                      l.checkpoint_layers, l.selective_recompute, row.step_s})
              .second) {
       continue;
     }
@@ -632,7 +602,7 @@ PlanResult plan(const PlanGraphBuilder& build, const HardwareTable& table,
     const auto family =
         std::make_tuple(l.device->id, static_cast<int>(l.precision), l.devices, l.tensor_parallel,
                         l.pipeline_parallel, l.expert_parallel, l.whole_experts, l.virtual_stages,
-                        l.zero_stage, l.checkpointing, l.selective_recompute);
+                        l.zero_stage, l.checkpointing, l.checkpoint_layers, l.selective_recompute);
     // Rows come best first, so each is compared with its family's last listed row.
     const double value = objective_value(row, objective);
     const auto [last, fresh] = family_last.emplace(family, value);

@@ -449,44 +449,56 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
   context_parallel_communication(s, result);
   expert_parallel_communication(s, result);
   pass.totals = graph_totals(graph);
+  pass.checkpoint_blocks = detail::block_count(graph);
   return pass;
 }
+
+namespace {
+
+// Everything of a pass's estimate but the per-layer vector, which a search over layouts never
+// reads.
+Estimate without_layers(const Estimate& e) {
+  Estimate out;
+  out.profile = e.profile;
+  out.runtime = e.runtime;
+  out.floor_s = e.floor_s;
+  out.sparsity_speedup = e.sparsity_speedup;
+  out.kernels = e.kernels;
+  out.latency_s = e.latency_s;
+  out.flops = e.flops;
+  out.executed_flops = e.executed_flops;
+  out.bytes = e.bytes;
+  out.recompute_s = e.recompute_s;
+  out.communication_s = e.communication_s;
+  out.communication_modelled = e.communication_modelled;
+  out.communication_link = e.communication_link;
+  out.communication_bandwidth = e.communication_bandwidth;
+  out.allreduces = e.allreduces;
+  out.allreduce_bytes = e.allreduce_bytes;
+  out.context_parallel_send_s = e.context_parallel_send_s;
+  out.context_parallel_s = e.context_parallel_s;
+  out.context_parallel_link = e.context_parallel_link;
+  out.context_parallel_modelled = e.context_parallel_modelled;
+  out.expert_parallel_s = e.expert_parallel_s;
+  out.alltoalls = e.alltoalls;
+  out.alltoall_bytes = e.alltoall_bytes;
+  out.expert_collective = e.expert_collective;
+  out.expert_parallel_link = e.expert_parallel_link;
+  out.expert_parallel_modelled = e.expert_parallel_modelled;
+  return out;
+}
+
+}  // namespace
 
 Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Device& device,
                            const PerformanceParams& params, const Workload& workload,
                            bool keep_layers) {
-  const Step s = make_step(graph, device, params, workload, false);
+  const Step s = make_step(graph, device, params, workload, false, pass.checkpoint_blocks);
   Estimate result;
   if (keep_layers) {
     result = pass.partial;
   } else {
-    // Everything but the per-layer vector, which a search over layouts never reads.
-    result.profile = pass.partial.profile;
-    result.runtime = pass.partial.runtime;
-    result.floor_s = pass.partial.floor_s;
-    result.sparsity_speedup = pass.partial.sparsity_speedup;
-    result.kernels = pass.partial.kernels;
-    result.latency_s = pass.partial.latency_s;
-    result.flops = pass.partial.flops;
-    result.executed_flops = pass.partial.executed_flops;
-    result.bytes = pass.partial.bytes;
-    result.recompute_s = pass.partial.recompute_s;
-    result.communication_s = pass.partial.communication_s;
-    result.communication_modelled = pass.partial.communication_modelled;
-    result.communication_link = pass.partial.communication_link;
-    result.communication_bandwidth = pass.partial.communication_bandwidth;
-    result.allreduces = pass.partial.allreduces;
-    result.allreduce_bytes = pass.partial.allreduce_bytes;
-    result.context_parallel_send_s = pass.partial.context_parallel_send_s;
-    result.context_parallel_s = pass.partial.context_parallel_s;
-    result.context_parallel_link = pass.partial.context_parallel_link;
-    result.context_parallel_modelled = pass.partial.context_parallel_modelled;
-    result.expert_parallel_s = pass.partial.expert_parallel_s;
-    result.alltoalls = pass.partial.alltoalls;
-    result.alltoall_bytes = pass.partial.alltoall_bytes;
-    result.expert_collective = pass.partial.expert_collective;
-    result.expert_parallel_link = pass.partial.expert_parallel_link;
-    result.expert_parallel_modelled = pass.partial.expert_parallel_modelled;
+    result = without_layers(pass.partial);
   }
   const GraphTotals& totals = pass.totals;
   const DeviceParams params_on_device = device_params(s, totals);
@@ -515,6 +527,34 @@ Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Devi
       result.latency_s > 0 ? batch * s.micro_batches * s.replicas / result.latency_s : 0;
   result.achieved_flops_per_s = result.latency_s > 0 ? result.flops / result.latency_s : 0;
   return result;
+}
+
+LayerPass mix_checkpoint_passes(const LayerPass& none, const LayerPass& full, double share) {
+  LayerPass mixed;
+  mixed.partial = without_layers(full.partial);
+  mixed.backward_s = full.backward_s;
+  mixed.totals = full.totals;
+  mixed.blocks = full.blocks;
+  mixed.before_blocks_s = full.before_blocks_s;
+  mixed.after_blocks_s = full.after_blocks_s;
+  mixed.checkpoint_blocks = full.checkpoint_blocks;
+  const Estimate& a = none.partial;
+  Estimate& e = mixed.partial;
+  const auto mix = [share](double from, double to) { return from + share * (to - from); };
+  const auto count = [&mix](int from, int to) {
+    return static_cast<int>(std::lround(mix(from, to)));
+  };
+  e.latency_s = mix(a.latency_s, e.latency_s);
+  e.recompute_s = mix(a.recompute_s, e.recompute_s);
+  e.communication_s = mix(a.communication_s, e.communication_s);
+  e.allreduces = count(a.allreduces, e.allreduces);
+  e.allreduce_bytes = mix(a.allreduce_bytes, e.allreduce_bytes);
+  e.context_parallel_send_s = mix(a.context_parallel_send_s, e.context_parallel_send_s);
+  e.context_parallel_s = mix(a.context_parallel_s, e.context_parallel_s);
+  e.expert_parallel_s = mix(a.expert_parallel_s, e.expert_parallel_s);
+  e.alltoalls = count(a.alltoalls, e.alltoalls);
+  e.alltoall_bytes = mix(a.alltoall_bytes, e.alltoall_bytes);
+  return mixed;
 }
 
 double training_model_flops(const Graph& graph, const Workload& workload) {

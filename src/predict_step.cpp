@@ -13,7 +13,7 @@ namespace capcalc::detail {
 
 // `per_layer`: also what only the layers' pass reads (the cached inputs, one look per layer).
 Step make_step(const Graph& graph, const Device& device, const PerformanceParams& params,
-               const Workload& workload, bool per_layer) {
+               const Workload& workload, bool per_layer, std::int64_t blocks) {
   Step s{graph,
          device,
          params,
@@ -60,12 +60,12 @@ Step make_step(const Graph& graph, const Device& device, const PerformanceParams
   s.pp = static_cast<double>(workload.pipeline_parallel);
   if (workload.checkpointing) s.checkpoint_share = 1;
   if (workload.checkpointing && workload.checkpoint_layers > 0) {
-    // The first N blocks of each of the P x V chunks, of an even split of the blocks (counted
-    // only here: the planner builds a step for every layout).
-    const auto blocks = static_cast<double>(std::max<std::int64_t>(1, block_count(graph)));
+    // The first N blocks of each of the P x V chunks, of an even split of the blocks.
+    const auto split =
+        static_cast<double>(std::max<std::int64_t>(1, blocks >= 0 ? blocks : block_count(graph)));
     const double chunks = s.pp * static_cast<double>(workload.virtual_stages);
     s.checkpoint_share =
-        std::min(1.0, static_cast<double>(workload.checkpoint_layers) * chunks / blocks);
+        std::min(1.0, static_cast<double>(workload.checkpoint_layers) * chunks / split);
   }
   s.micro_batches = static_cast<double>(workload.micro_batches);
   s.act_bytes = activation_bytes_per_element(workload.precision);
@@ -202,11 +202,11 @@ RecomputedParts recomputed_parts(const Layer& layer, unsigned modules) {
 }
 
 std::size_t loss_layer_of(const Graph& graph) {
-  std::size_t last = 0;
-  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
-    if (!graph.layers[i].view) last = i;
+  // From the end: a search makes a step per layout, and the last layers are rarely views.
+  for (std::size_t i = graph.layers.size(); i > 0; --i) {
+    if (!graph.layers[i - 1].view) return i - 1;
   }
-  return last;
+  return 0;
 }
 
 Adapters lora_adapters(const Step& s, std::size_t index) {

@@ -113,8 +113,10 @@ struct Step {
 };
 
 /// The step of `workload` on `device`; `per_layer`: also what only the layers' pass reads.
+/// `blocks`: block_count(graph) where the caller has it (a search makes a step per layout),
+/// else -1.
 Step make_step(const Graph& graph, const Device& device, const PerformanceParams& params,
-               const Workload& workload, bool per_layer = true);
+               const Workload& workload, bool per_layer = true, std::int64_t blocks = -1);
 
 // A device's parameters: 1/(tp x pp) of the model's, the routed experts' 1/ep of that again.
 struct DeviceParams {

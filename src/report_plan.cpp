@@ -64,6 +64,7 @@ Json row_json(const PlanRow& row) {
               {"micro_batch_size", l.micro_batch_size},
               {"micro_batches", l.micro_batches},
               {"checkpointing", l.checkpointing},
+              {"checkpoint_layers", l.checkpoint_layers},
               {"selective_recompute", l.selective_recompute},
               {"step_s", row.step_s},
               {"mfu", row.mfu},
@@ -341,7 +342,7 @@ std::string render_plan_csv(const PlanReportInput& in) {
       "rank,device,precision,devices,tensor_parallel,pipeline_parallel,context_parallel,"
       "expert_parallel,expert_tensor_parallel,data_parallel,virtual_stages,zero_stage,"
       "micro_batch_size,micro_batches,"
-      "checkpointing,selective_recompute,step_s,"
+      "checkpointing,checkpoint_layers,selective_recompute,step_s,"
       "mfu,"
       "tokens_per_s,time_s,device_hours,cost_usd,energy_kwh,memory_bytes,headroom_bytes\n";
   const PlanResult& r = *in.result;
@@ -364,6 +365,7 @@ std::string render_plan_csv(const PlanReportInput& in) {
                                             std::to_string(l.micro_batch_size),
                                             std::to_string(l.micro_batches),
                                             l.checkpointing ? "true" : "false",
+                                            std::to_string(l.checkpoint_layers),
                                             l.selective_recompute ? "true" : "false",
                                             csv_number(row.step_s),
                                             csv_number(row.mfu),

@@ -22,7 +22,7 @@ capcalc_cli_ok(plan_moe_active
                "^Plan: mixtral_8x7b_hf \\(46.7 G parameters, 12.9 G active per token\\), 1.00 T tokens"
                plan data/models/mixtral_8x7b_hf.json --gpu h100 --tokens 1e12 --max-devices 16 --top 1)
 capcalc_cli_ok(plan_csv_exact
-               "\n1,h100-sxm,bf16,64,[0-9,]+,(true|false),false,[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,0\\.[0-9]+,[0-9.]+,[0-9]+\\.[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9]+,[0-9]+\n"
+               "\n1,h100-sxm,bf16,64,[0-9,]+,(true|false),[0-9]+,false,[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,0\\.[0-9]+,[0-9.]+,[0-9]+\\.[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9]+,[0-9]+\n"
                plan ${llama8} --gpu h100 --tokens 1e12 --max-devices 64 --format csv --top 1)
 capcalc_cli_ok(scale_csv_exact
                "\n8,1,1,1,8,[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9]+,1,1,0\\.[0-9]+,[0-9.]+,0,0\n"

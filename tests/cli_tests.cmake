@@ -573,8 +573,15 @@ capcalc_cli_error(recompute_unknown "--recompute must be one of core_attn, layer
                   estimate llama3_8b --gpu H100 --mode training --recompute moe-acts)
 capcalc_cli_ok(check_budget_recompute "^ok +deepseek-v3-h100-recipe on h100-sxm \\(training, bf16, batch 1, seq 4,096,.*: memory [0-9.]+ GB fits in 80.0 GB"
                check --budget tests/cli/budget_recompute.json)
-capcalc_cli_ok(plan_recompute_explain "Row 1: 16 H100 \\(TP 2, PP 2, DP 4, V 24, ZeRO-3, mb 8 x 16, selective\\).*\n    recompute \\(selective\\)    +[0-9.]+ ms +[0-9.]+ %"
-               plan qwen3_30b_a3b_hf --gpu H100 --max-devices 16 --tokens 1e9 --global-batch 512-samples --recompute layernorm,moe_act --explain 1)
+capcalc_cli_ok(plan_recompute_explain "Row 2: 16 H100 \\(TP 2, PP 2, DP 4, V 24, ZeRO-3, mb 8 x 16, selective\\).*\n    recompute \\(selective\\)    +[0-9.]+ ms +[0-9.]+ %"
+               plan qwen3_30b_a3b_hf --gpu H100 --max-devices 16 --tokens 1e9 --global-batch 512-samples --recompute layernorm,moe_act --explain 2)
+# Partial checkpointing (--checkpoint-layers): where a layout fits only by recomputing, the
+# planner recomputes the fewest blocks that fit. Qwen3-30B-A3B's 48 blocks at micro-batch 8 on
+# 16 H100s, ZeRO-3: 30 of them; its time is estimate's for the same flags.
+capcalc_cli_ok(plan_checkpoint_layers "1  H100 +16  TP 1, PP 1, DP 16, ZeRO-3, mb 8 x 4, ckpt 30 blocks +3.65 s"
+               plan qwen3_30b_a3b_hf --gpu H100 --max-devices 16 --tokens 1e9 --global-batch 512-samples --recompute layernorm,moe_act --top 1)
+capcalc_cli_ok(plan_checkpoint_layers_estimate "step time +3.65 s per step of 8 x 4 micro-batches.*memory +[0-9.]+ GB of 80.0 GB: fits"
+               estimate qwen3_30b_a3b_hf --gpu H100 --mode training --precision bf16 --batch 8 --devices 16 --zero 3 --micro-batches 4 --checkpointing --checkpoint-layers 30)
 capcalc_cli_ok(plan_recompute "TP [0-9]+, PP [0-9]+.*selective.*\"selective\" layouts recompute layernorm, moe_act in backward"
                plan qwen3_30b_a3b_hf --gpu H100 --max-devices 16 --tokens 1e9 --global-batch 512-samples --recompute layernorm,moe_act --top 40)
 
@@ -785,7 +792,7 @@ add_test(NAME cli.check_budget_fp8_recipe
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 # plan --runtime: every layout under Megatron-Core with tensorwise FP8 scaling (Qwen3-30B-A3B on
 # up to 16 H100s, the published case's global batch): its best at 196k tokens/s, 10.7 s a step.
-capcalc_cli_ok(plan_runtime "1  H100 fp8     16  TP 1, PP 1, EP 8, DP 16, ZeRO-3, mb 4 x 8 +10.7 s.*Notes:\n  every layout runs under Megatron-Core.*\n  fp8 layouts scale FP8 tensors tensorwise"
+capcalc_cli_ok(plan_runtime "1  H100 fp8     16  TP 1, PP 1, EP 8, DP 16, ZeRO-3, mb [48] x [48](, ckpt [0-9]+ blocks)? +10.7 s.*Notes:\n  every layout runs under Megatron-Core.*\n  fp8 layouts scale FP8 tensors tensorwise"
                plan qwen3_30b_a3b_hf --gpu h100 --tokens 1T --set seq=4096 --global-batch 512-samples --precision fp8 --runtime megatron-core --fp8-recipe tensorwise --max-devices 16 --top 1)
 capcalc_cli_error(plan_fp8_recipe_without_fp8 "^capcalc: error: --fp8-recipe scales FP8 tensors: add fp8 to --precision\n$"
                   plan qwen3_30b_a3b_hf --gpu h100 --tokens 1T --set seq=4096 --fp8-recipe tensorwise)

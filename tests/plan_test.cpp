@@ -124,6 +124,80 @@ TEST_CASE("plan: estimate_layers + estimate_schedule is estimate()", "[plan]") {
   CHECK(whole.layers.size() == g.layers.size());
 }
 
+// Checkpointing N of a chunk's blocks recomputes that share of the blocks (make_step): its pass
+// is every block's, its recompute and the collectives recompute repeats taken that share of the
+// way from the pass without checkpointing.
+TEST_CASE("plan: a pass for some checkpointed blocks mixes those of none and all", "[plan]") {
+  const Graph g = tiny_transformer(2, 8, 4, 2);
+  const Device d = node_device(4, true);
+  Workload none;
+  none.precision = Precision::kFp16;
+  none.mode = Mode::kTraining;
+  none.devices = 16;
+  none.tensor_parallel = 2;
+  none.pipeline_parallel = 2;
+  none.virtual_stages = 2;
+  none.micro_batches = 4;
+  Workload all = none;
+  all.checkpointing = true;
+  Workload some = all;
+  some.checkpoint_layers = 1;  // 1 of each of the 4 chunks' 2 blocks: half of the 8.
+  const PerformanceParams p = test::round_params();
+  const LayerPass mixed =
+      mix_checkpoint_passes(estimate_layers(g, d, p, none), estimate_layers(g, d, p, all), 0.5);
+  const Estimate direct = estimate(g, d, p, some);
+  const Estimate from_mix = estimate_schedule(mixed, g, d, p, some, false);
+  CHECK(direct.recompute_s > 0);
+  CHECK(from_mix.recompute_s == Approx(direct.recompute_s));
+  CHECK(from_mix.communication_s == Approx(direct.communication_s));
+  CHECK(from_mix.allreduces == direct.allreduces);
+  CHECK(from_mix.latency_s == Approx(direct.latency_s));
+  CHECK(from_mix.memory.total_bytes == Approx(direct.memory.total_bytes));
+  CHECK(estimate(g, d, p, none).latency_s < direct.latency_s);
+  CHECK(direct.latency_s < estimate(g, d, p, all).latency_s);
+}
+
+// A layout that fits only by recomputing recomputes the fewest blocks that fit, as estimate()
+// times them with --checkpoint-layers: one device, 8 blocks, memory between the two ends.
+TEST_CASE("plan: a layout that needs checkpointing checkpoints the fewest blocks", "[plan]") {
+  const auto build = [](std::int64_t batch) { return tiny_transformer(batch, 8, 4, 2, 384, 256); };
+  Device d = node_device(1, false);
+  Workload none;
+  none.precision = Precision::kFp16;
+  none.mode = Mode::kTraining;
+  none.micro_batches = 4;
+  Workload all = none;
+  all.checkpointing = true;
+  const PerformanceParams p = test::round_params();
+  const double unchecked = estimate(build(8), d, p, none).memory.total_bytes;
+  const double checked = estimate(build(8), d, p, all).memory.total_bytes;
+  REQUIRE(checked < unchecked);
+  // 90 % of the device usable (the default reserve): a third of the way down from none.
+  d.memory_bytes = (unchecked - (unchecked - checked) / 3) / 0.9;
+  const HardwareTable table = table_of(d);
+  PlanRequest request = fp16_request(table, 32, 1);
+  request.micro_batch_sizes = {8};
+  const PlanResult result = plan(build, table, request);
+  REQUIRE_FALSE(result.rows.empty());
+  const PlanRow& best = result.rows.front();
+  REQUIRE(best.layout.checkpointing);
+  const std::int64_t n = best.layout.checkpoint_layers;
+  CHECK(n == 3);  // A third of 8 blocks, rounded up.
+  Workload some = all;
+  some.checkpoint_layers = n;
+  const Estimate direct = estimate(build(8), d, p, some);
+  CHECK(best.step_s == Approx(direct.latency_s));
+  CHECK(best.memory_bytes == Approx(direct.memory.total_bytes));
+  CHECK(direct.memory.total_bytes <= 0.9 * d.memory_bytes);
+  some.checkpoint_layers = n - 1;
+  CHECK(estimate(build(8), d, p, some).memory.total_bytes > 0.9 * d.memory_bytes);
+  // Every block's row, slower, is not listed beside it.
+  for (const PlanRow& row : result.rows) {
+    CHECK_FALSE((row.layout.checkpointing && row.layout.checkpoint_layers == 0));
+  }
+  CHECK(layout_text(best.layout) == "TP 1, PP 1, DP 1, mb 8 x 4, ckpt 3 blocks");
+}
+
 TEST_CASE("plan: heads, key/value heads and blocks of a model", "[plan]") {
   const PlanShape tiny = plan_shape(tiny_transformer(1, 3, 6, 2));
   CHECK(tiny.heads == 6);

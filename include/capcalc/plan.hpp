@@ -97,6 +97,9 @@ struct Layout {
   std::int64_t micro_batches = 1;     ///< Per replica per step.
   int zero_stage = 0;
   bool checkpointing = false;
+  /// With checkpointing: only the first N blocks of each pipeline chunk (--checkpoint-layers),
+  /// the fewest that fit where the layout does not fit without; 0: every block.
+  std::int64_t checkpoint_layers = 0;
   /// Selective recomputation of the request's modules (PlanRequest::recompute), searched
   /// beside none and checkpointing when the request names some.
   bool selective_recompute = false;

@@ -382,6 +382,8 @@ struct LayerPass {
   std::int64_t blocks = 0;
   double before_blocks_s = 0;
   double after_blocks_s = 0;
+  /// The blocks --checkpoint-layers counts (top-level entries of more than one layer), once.
+  std::int64_t checkpoint_blocks = 0;
 };
 
 /// Whether Megatron-Core splits `blocks` over `chunks` pipeline chunks (P x V) counting the
@@ -399,6 +401,14 @@ LayerPass estimate_layers(const Graph& graph, const Device& device, const Perfor
 Estimate estimate_schedule(const LayerPass& pass, const Graph& graph, const Device& device,
                            const PerformanceParams& params, const Workload& workload,
                            bool keep_layers);
+
+/// The pass for checkpointing `share` of the blocks (--checkpoint-layers): `full`'s (every block)
+/// with its recompute, and the collectives recompute repeats, taken `share` of the way from
+/// `none`'s (the same workload without checkpointing). That is what estimate_layers() gives
+/// for that share (each is linear in it) but for context parallelism's exposed sends, whose
+/// part that outlasts each layer is not. Without the per-layer vector: for
+/// estimate_schedule(..., false), with the workload checkpointing the blocks that make `share`.
+LayerPass mix_checkpoint_passes(const LayerPass& none, const LayerPass& full, double share);
 
 /// An LLM serving request: `batch` concurrent sequences of a prompt and generated tokens.
 struct ServingRequest {
