@@ -98,11 +98,8 @@ PlanRequest fp16_request(const HardwareTable& table, std::int64_t global_batch,
   return request;
 }
 
-}  // namespace
-
-TEST_CASE("plan: estimate_layers + estimate_schedule is estimate()", "[plan]") {
-  const Graph g = tiny_transformer(2, 4, 4, 2);
-  const Device d = node_device(4, true);
+// fp16 training on 16 devices: TP 2, PP 2 of 2 chunks each, 4 micro-batches, 4 replicas.
+Workload interleaved_training() {
   Workload w;
   w.precision = Precision::kFp16;
   w.mode = Mode::kTraining;
@@ -111,6 +108,15 @@ TEST_CASE("plan: estimate_layers + estimate_schedule is estimate()", "[plan]") {
   w.pipeline_parallel = 2;
   w.virtual_stages = 2;
   w.micro_batches = 4;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("plan: estimate_layers + estimate_schedule is estimate()", "[plan]") {
+  const Graph g = tiny_transformer(2, 4, 4, 2);
+  const Device d = node_device(4, true);
+  Workload w = interleaved_training();
   w.zero_stage = 1;
   w.checkpointing = true;
   const Estimate whole = estimate(g, d, test::round_params(), w);
@@ -130,14 +136,7 @@ TEST_CASE("plan: estimate_layers + estimate_schedule is estimate()", "[plan]") {
 TEST_CASE("plan: a pass for some checkpointed blocks mixes those of none and all", "[plan]") {
   const Graph g = tiny_transformer(2, 8, 4, 2);
   const Device d = node_device(4, true);
-  Workload none;
-  none.precision = Precision::kFp16;
-  none.mode = Mode::kTraining;
-  none.devices = 16;
-  none.tensor_parallel = 2;
-  none.pipeline_parallel = 2;
-  none.virtual_stages = 2;
-  none.micro_batches = 4;
+  const Workload none = interleaved_training();
   Workload all = none;
   all.checkpointing = true;
   Workload some = all;
