@@ -97,8 +97,9 @@ std::optional<Layout> fewest_checkpointed_blocks(
   // takes for --checkpoint-layers N.
   const std::int64_t blocks = std::max<std::int64_t>(1, full.checkpoint_blocks);
   const std::int64_t chunks = layout.pipeline_parallel * layout.virtual_stages;
+  // At most all but one of a chunk's blocks (n x chunks < blocks: a share under 1).
   const std::int64_t most = (blocks + chunks - 1) / chunks - 1;
-  if (most < 1 || most * chunks >= blocks) return std::nullopt;
+  if (most < 1) return std::nullopt;
   const double share = (unchecked_bytes - usable) / (unchecked_bytes - checked_bytes);
   const auto first = static_cast<std::int64_t>(
       std::ceil(share * static_cast<double>(blocks) / static_cast<double>(chunks) - 1e-9));
@@ -106,7 +107,7 @@ std::optional<Layout> fewest_checkpointed_blocks(
     Layout partial = layout;
     partial.checkpoint_layers = n;
     const LayerPass pass = mix_checkpoint_passes(
-        none, full, std::min(1.0, static_cast<double>(n * chunks) / static_cast<double>(blocks)));
+        none, full, static_cast<double>(n * chunks) / static_cast<double>(blocks));
     if (add(pass, partial) <= usable) return partial;
   }
   return std::nullopt;

@@ -192,7 +192,6 @@ void expert_parallel_communication(const Step& s, Estimate& result) {
     gathered_tokens_communication(s, result);
     return;
   }
-  result.expert_collective = "all-to-all";
   const CollectiveGroup group =
       collective_group(s.device, static_cast<std::int64_t>(s.etp), s.workload.expert_parallel);
   if (!group.modelled) {

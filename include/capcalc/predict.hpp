@@ -273,7 +273,8 @@ struct Estimate {
   double expert_parallel_s = 0;
   int alltoalls = 0;
   double alltoall_bytes = 0;
-  std::string_view expert_collective = "all-to-all";  ///< A string literal: the exchange, singular.
+  /// The exchange, singular, as a string literal.
+  std::string_view expert_collective = "all-to-all";
   std::string expert_parallel_link;      ///< "" when not modelled.
   bool expert_parallel_modelled = true;  ///< False: no link in the table for the group.
   /// How often each layer's time recurs in a device's step, on average: micro-batches /
