@@ -60,29 +60,48 @@ class ContinuousReplica {
   // `handoffs`, when given, holds each arrival's handoff (a decode replica's arrivals).
   void run(const std::vector<const TraceRequest*>& arrivals,
            const std::vector<const Handoff*>& handoffs = {}) {
-    pool_.resize(arrivals.size());
+    pool_.reserve(arrivals.size());
     std::size_t next = 0;
     std::size_t done = 0;
     double now = 0;
     while (done < arrivals.size()) {
-      while (next < arrivals.size() && arrivals[next]->arrival_s <= now) {
-        Sequence& s = pool_[next];
-        s.request = arrivals[next];
-        s.handoff = handoffs.empty() ? nullptr : handoffs[next];
-        s.arrival_s = s.handoff != nullptr ? s.handoff->arrival_s : s.request->arrival_s;
-        waiting_.push_back(next++);
+      for (; next < arrivals.size() && arrivals[next]->arrival_s <= now; ++next) {
+        admit(arrivals[next], handoffs.empty() ? nullptr : handoffs[next]);
       }
-      if (running_.empty() && waiting_.empty()) {
+      if (idle()) {
         now = arrivals[next]->arrival_s;
         continue;
       }
-      // A decode pool of a disaggregated service receives prompts' caches: vLLM's rule.
-      const bool sglang = config_.scheduler == Scheduler::kSglang && handoffs.empty();
-      const double step = sglang ? schedule_sglang() : schedule();
-      const double end = now + step;
+      const double end = now + step();
       done += complete(now, end);
       now = end;
     }
+  }
+
+  // A request reaches this replica's waiting queue (with its handoff: a decode replica's).
+  void admit(const TraceRequest* request, const Handoff* handoff = nullptr) {
+    Sequence& s = pool_.emplace_back();
+    s.request = request;
+    s.handoff = handoff;
+    s.arrival_s = handoff != nullptr ? handoff->arrival_s : request->arrival_s;
+    decode_pool_ = decode_pool_ || handoff != nullptr;
+    waiting_.push_back(pool_.size() - 1);
+  }
+
+  bool idle() const { return running_.empty() && waiting_.empty(); }
+  std::size_t waiting() const { return waiting_.size(); }
+  std::size_t running() const { return running_.size(); }
+
+  // Schedules the next step and returns its time; an idle replica schedules nothing (a data-
+  // parallel rank's dummy pass: 0 s of its own, it waits for the others).
+  double step() {
+    if (idle()) {
+      scheduled_.clear();
+      return 0;
+    }
+    // A decode pool of a disaggregated service receives prompts' caches: vLLM's rule.
+    return config_.scheduler == Scheduler::kSglang && !decode_pool_ ? schedule_sglang()
+                                                                    : schedule();
   }
 
  private:
@@ -428,6 +447,7 @@ class ContinuousReplica {
     return accepted + 1;
   }
 
+ public:
   // Applies the step ending at `end`; returns how many requests finished.
   std::size_t complete(double start, double end) {
     const double step = end - start;
@@ -484,6 +504,7 @@ class ContinuousReplica {
     return finished;
   }
 
+ private:
   const ContinuousBatching& config_;
   StepCost& cost_;
   Tally& tally_;
@@ -495,6 +516,7 @@ class ContinuousReplica {
   Random random_;
   double new_token_ratio_ = kSglangInitRatio;  // SGLang: the share of output running ones reserve.
   bool batch_full_ = false;                    // SGLang: admission stopped until the batch shrinks.
+  bool decode_pool_ = false;  // Receives prompts' caches from a prefill pool (disaggregated).
 };
 
 }  // namespace
@@ -503,6 +525,49 @@ void run_continuous_replica(const ContinuousBatching& config, StepCost& cost, Ta
                             std::uint64_t seed, const std::vector<const TraceRequest*>& arrivals,
                             const std::vector<const Handoff*>& handoffs) {
   ContinuousReplica(config, cost, tally, seed).run(arrivals, handoffs);
+}
+
+std::size_t pick_rank(const std::vector<RankLoad>& loads, Scheduler scheduler, std::size_t turn) {
+  if (scheduler == Scheduler::kSglang) return turn % loads.size();
+  std::size_t best = 0;
+  for (std::size_t r = 1; r < loads.size(); ++r) {
+    if (loads[r].score() < loads[best].score()) best = r;
+  }
+  return best;
+}
+
+void run_continuous_group(const ContinuousBatching& config, StepCost& cost, Tally& tally,
+                          std::uint64_t seed, const std::vector<const TraceRequest*>& arrivals) {
+  std::vector<ContinuousReplica> ranks;
+  ranks.reserve(static_cast<std::size_t>(config.attention_ranks));
+  for (std::int64_t rank = 0; rank < config.attention_ranks; ++rank) {
+    ranks.emplace_back(config, cost, tally, seed + static_cast<std::uint64_t>(rank));
+  }
+  std::vector<RankLoad> loads(ranks.size());
+  std::size_t next = 0;
+  std::size_t done = 0;
+  double now = 0;
+  while (done < arrivals.size()) {
+    for (; next < arrivals.size() && arrivals[next]->arrival_s <= now; ++next) {
+      for (std::size_t r = 0; r < ranks.size(); ++r) {
+        loads[r] = {ranks[r].waiting(), ranks[r].running()};
+      }
+      ranks[pick_rank(loads, config.scheduler, next)].admit(arrivals[next]);
+    }
+    if (std::all_of(ranks.begin(), ranks.end(), [](const auto& r) { return r.idle(); })) {
+      now = arrivals[next]->arrival_s;
+      continue;
+    }
+    // The ranks step together: the moe layers exchange tokens among all of them, so each step
+    // lasts as long as the slowest rank's; an idle rank runs a dummy pass meanwhile.
+    double step = 0;
+    for (ContinuousReplica& rank : ranks)
+      step = std::max(step, rank.step());
+    const double end = now + step;
+    for (ContinuousReplica& rank : ranks)
+      done += rank.complete(now, end);
+    now = end;
+  }
 }
 
 }  // namespace capcalc::serving

@@ -39,6 +39,7 @@ nlohmann::ordered_json result_json(const ServeResult& r) {
   nlohmann::ordered_json j;
   j["scheduler"] = r.llm ? "continuous" : "dynamic";
   j["replicas"] = r.replicas;
+  j["attention_ranks"] = r.attention_ranks;
   j["requests"] = r.requests;
   j["offered_rate_per_s"] = std::isfinite(r.offered_rate_per_s) ? r.offered_rate_per_s : 0.0;
   j["duration_s"] = r.duration_s;
@@ -147,14 +148,18 @@ std::string render_serve_text(const ServeResult& r, const std::string& title) {
   out += r.llm ? "  TTFT: arrival to first token; TPOT: per output token after the first; ITL: "
                  "every gap between tokens\n\n"
                : "\n";
-  out += fmt::format("  batch        {:.1f} {} mean (time-weighted), {} max, {} steps\n",
-                     r.mean_batch, r.llm ? "sequences per step" : "requests per batch", r.max_batch,
-                     format_grouped(r.steps));
+  const bool ranks = r.attention_ranks > 1;
+  out +=
+      fmt::format("  batch        {:.1f} {} mean (time-weighted), {} max, {} steps\n", r.mean_batch,
+                  !r.llm  ? "requests per batch"
+                  : ranks ? "sequences per rank's step"
+                          : "sequences per step",
+                  r.max_batch, format_grouped(r.steps));
   if (r.llm) {
     out += fmt::format(
-        "  KV cache     {:.0f} % of {} blocks mean, {:.0f} % peak; {} preemption{}\n",
-        r.mean_kv_occupancy * 100, format_grouped(r.kv_blocks), r.peak_kv_occupancy * 100,
-        format_grouped(r.preemptions), r.preemptions == 1 ? "" : "s");
+        "  KV cache     {:.0f} % of {}{} blocks mean, {:.0f} % peak; {} preemption{}\n",
+        r.mean_kv_occupancy * 100, ranks ? "each rank's " : "", format_grouped(r.kv_blocks),
+        r.peak_kv_occupancy * 100, format_grouped(r.preemptions), r.preemptions == 1 ? "" : "s");
   }
   out += fmt::format(
       "  busy         {:.0f} % of the time; {:.2f} requests in the system on "

@@ -91,8 +91,10 @@ void steady_state(ServeResult& r, const std::vector<RequestRecord>& records, dou
   }
 }
 
+// `ranks`: the data-parallel attention ranks of each replica, which step together; steps are
+// counted per replica, the batch and the busy share per rank.
 ServeResult finish(Tally& tally, const std::vector<TraceRequest>& requests, std::int64_t replicas,
-                   bool llm, const std::vector<SloLimit>& slo) {
+                   bool llm, const std::vector<SloLimit>& slo, std::int64_t ranks = 1) {
   ServeResult r;
   r.llm = llm;
   r.replicas = replicas;
@@ -133,8 +135,8 @@ ServeResult finish(Tally& tally, const std::vector<TraceRequest>& requests, std:
   r.mean_kv_occupancy = tally.busy_s > 0 ? tally.kv_time / tally.busy_s : 0;
   r.peak_kv_occupancy = tally.peak_kv;
   r.preemptions = tally.preemptions;
-  r.steps = tally.steps;
-  r.busy_fraction = tally.busy_s / (duration * static_cast<double>(replicas));
+  r.steps = tally.steps / ranks;
+  r.busy_fraction = tally.busy_s / (duration * static_cast<double>(replicas * ranks));
   // The number in the system integrated over time, from the arrival and finish events alone;
   // Little's law compares it with throughput × mean latency from the per-request records.
   std::sort(events.begin(), events.end());
@@ -180,10 +182,10 @@ namespace {
 void check_continuous(const std::vector<TraceRequest>& requests,
                       const ContinuousBatching& batching) {
   if (batching.kv_blocks < 1 || batching.block_size < 1 || batching.max_num_seqs < 1 ||
-      batching.max_num_batched_tokens < 1) {
+      batching.max_num_batched_tokens < 1 || batching.attention_ranks < 1) {
     throw Error({},
-                "continuous batching needs a KV cache, a block size, a sequence limit and a "
-                "token budget of at least 1");
+                "continuous batching needs a KV cache, a block size, a sequence limit, a "
+                "token budget and attention ranks of at least 1");
   }
   if (!(batching.prefix_hit_rate >= 0 && batching.prefix_hit_rate < 1) ||
       !(batching.acceptance_rate >= 0 && batching.acceptance_rate < 1) ||
@@ -211,6 +213,12 @@ void run_pool(const std::vector<TraceRequest>& requests, const ContinuousBatchin
   for (std::int64_t replica = 0; replica < replicas; ++replica) {
     const std::vector<const TraceRequest*> mine = share(requests, replica, replicas);
     if (mine.empty()) continue;
+    if (batching.attention_ranks > 1) {
+      serving::run_continuous_group(
+          batching, cost, tally,
+          batching.seed + static_cast<std::uint64_t>(replica * batching.attention_ranks), mine);
+      continue;
+    }
     serving::run_continuous_replica(batching, cost, tally,
                                     batching.seed + static_cast<std::uint64_t>(replica), mine,
                                     share(handoffs, replica, replicas));
@@ -227,7 +235,8 @@ ServeResult simulate_continuous(const std::vector<TraceRequest>& requests,
   Tally tally;
   tally.records.reserve(requests.size());
   run_pool(requests, batching, cost, replicas, tally);
-  ServeResult r = finish(tally, requests, replicas, true, slo);
+  ServeResult r = finish(tally, requests, replicas, true, slo, batching.attention_ranks);
+  r.attention_ranks = batching.attention_ranks;
   r.kv_blocks = batching.kv_blocks;
   return r;
 }
@@ -244,6 +253,9 @@ ServeResult simulate_disaggregated(const std::vector<TraceRequest>& requests,
                                    const Disaggregation& pools, const std::vector<SloLimit>& slo) {
   if (pools.prefill_replicas < 1 || pools.decode_replicas < 1) {
     throw Error({}, "disaggregated serving needs at least 1 prefill and 1 decode replica");
+  }
+  if (batching.attention_ranks > 1) {
+    throw Error({}, "disaggregated serving with data-parallel attention is not modelled");
   }
   if (!(pools.kv_bytes_per_token >= 0) || !(pools.latency_s >= 0) ||
       !(pools.link_bytes_per_s >= 0)) {

@@ -112,4 +112,26 @@ void run_continuous_replica(const ContinuousBatching& config, StepCost& cost, Ta
                             std::uint64_t seed, const std::vector<const TraceRequest*>& arrivals,
                             const std::vector<const Handoff*>& handoffs);
 
+/// A data-parallel attention rank's queues when a request arrives.
+struct RankLoad {
+  std::size_t waiting = 0;
+  std::size_t running = 0;
+  /// vLLM's score (DPLBAsyncMPClient.get_core_engine_for_request, v1/engine/core_client.py).
+  std::size_t score() const { return 4 * waiting + running; }
+};
+
+/// The rank the `turn`-th request of a replica goes to: SGLang's round robin (the data-parallel
+/// controller's default load_balance_method, "round_robin"), else vLLM's internal load balancing:
+/// the lowest 4 x waiting + running, the first of equals. vLLM reads the queues from stats its
+/// coordinator publishes every 100 ms; here they are exact.
+std::size_t pick_rank(const std::vector<RankLoad>& loads, Scheduler scheduler, std::size_t turn);
+
+/// Runs `arrivals` through one replica of `config.attention_ranks` data-parallel attention
+/// ranks (vLLM's --data-parallel-size with an MoE model, SGLang's --enable-dp-attention): each
+/// arrival goes to a rank (SGLang: round robin; vLLM: the lowest 4 x waiting + running), each
+/// rank schedules its own requests over its own KV cache, and the ranks step together, each
+/// step as long as the slowest rank's (the moe layers' token exchange spans them all).
+void run_continuous_group(const ContinuousBatching& config, StepCost& cost, Tally& tally,
+                          std::uint64_t seed, const std::vector<const TraceRequest*>& arrivals);
+
 }  // namespace capcalc::serving

@@ -181,8 +181,28 @@ capcalc_cli_ok(serve_expert_parallel "x4 \\(tensor-parallel, experts whole over 
                serve mixtral_8x7b_hf --gpu h100 --tp 4 --ep 4 --rate 2/s
                --prompt-tokens 500 --output-tokens 50 --requests 50)
 capcalc_usage_error(serve_expert_parallel_not_tp
-                    "--expert-parallel 2 spreads a replica's experts over its tensor-parallel devices: it must equal --tensor-parallel (4)"
+                    "--expert-parallel 2 spreads a replica's experts over its devices: it must be a multiple of --tensor-parallel (4), the devices of one data-parallel attention rank"
                     serve mixtral_8x7b_hf --gpu h100 --tp 4 --ep 2 --rate 1/s --prompt-tokens 100)
+# Data-parallel attention (--ep 8 over ranks of --tp 2): each rank's KV cache is what 90 % of
+# the 80 GB leave beside the weights per device, 8.79 GB (the 1.54 G parameters outside the
+# experts halved, the 29.0 G of the experts an eighth each, at 2 bytes), and the activations:
+# 62.9 GB, where tensor parallelism alone over the rank's 2 devices (30.5 GB of weights each)
+# leaves 41.1 GB.
+capcalc_cli_ok(serve_attention_ranks
+               "x8 \\(data-parallel attention: 4 ranks of 2 tensor-parallel; experts whole over the 8 devices: expert-parallel\\), 1 replica.*\\(62[.]9 GB of KV cache\\), each of 4 ranks; requests dealt to the least loaded \\(4 x waiting \\+ running\\).*sequences per rank's step.*of each rank's [0-9,]+ blocks mean"
+               serve qwen3_30b_a3b_hf --gpu h100 --tp 2 --ep 8 --rate 4/s --prompt-tokens 500
+               --output-tokens 50 --requests 50)
+capcalc_cli_ok(serve_attention_ranks_sglang
+               "x4 \\(data-parallel attention: 4 ranks; experts whole over the 4 devices: expert-parallel\\).*each of 4 ranks; requests dealt round robin"
+               serve qwen3_30b_a3b_hf --gpu h100 --tp 1 --ep 4 --runtime sglang --rate 4/s
+               --prompt-tokens 500 --output-tokens 50 --requests 50)
+capcalc_usage_error(serve_attention_ranks_disaggregated
+                    "disaggregated serving with data-parallel attention (--expert-parallel above --tensor-parallel) is not modelled"
+                    serve qwen3_30b_a3b_hf --gpu h100 --tp 1 --ep 4 --rate 1/s --prompt-tokens 100
+                    --disaggregate 1:1)
+capcalc_usage_error(serve_attention_ranks_not_llm
+                    "--expert-parallel above --tensor-parallel runs data-parallel attention ranks of an LLM: add --prompt-tokens"
+                    serve resnet50 --gpu h100 --ep 2 --rate 1/s)
 capcalc_usage_error(serve_expert_parallel_dense
                     "data/models/llama2_7b.json: --expert-parallel: the model has no \"moe\" layer"
                     serve ${llama} --gpu h100 --tp 2 --ep 2 --rate 1/s --prompt-tokens 100)

@@ -11,32 +11,16 @@
 
 #include "catch.hpp"
 #include "input_file.hpp"
+#include "linear_cost.hpp"
 #include "round_device.hpp"
 #include "test_data.hpp"
 
 using namespace capcalc;
+using capcalc::test::LinearCost;
 using capcalc::test::round_device;
 using capcalc::test::round_params;
 
 namespace {
-
-// Step times a reader can add up: a fixed part, per decode sequence and per prompt token.
-class LinearCost final : public StepCost {
- public:
-  LinearCost(double fixed_s, double per_sequence_s, double per_token_s)
-      : fixed_s_(fixed_s), per_sequence_s_(per_sequence_s), per_token_s_(per_token_s) {}
-  double step_s(std::int64_t decode, double, std::int64_t prefill_tokens, std::int64_t,
-                double) override {
-    return fixed_s_ + per_sequence_s_ * static_cast<double>(decode) +
-           per_token_s_ * static_cast<double>(prefill_tokens);
-  }
-  double batch_s(std::int64_t batch) override {
-    return fixed_s_ + per_sequence_s_ * static_cast<double>(batch);
-  }
-
- private:
-  double fixed_s_, per_sequence_s_, per_token_s_;
-};
 
 // Little's law: over a run that starts and ends empty, the time-average number in the system
 // is throughput × mean time in it; the simulator integrates the first from arrival and finish

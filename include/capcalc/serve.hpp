@@ -98,6 +98,13 @@ struct ContinuousBatching {
   /// (k - 1) x draft.step_s(b, c, 0); a step without decodes adds draft.step_s(0, 0, n).
   StepCost* draft_model = nullptr;
   std::uint64_t seed = 1;  ///< Draws of accepted drafts.
+  /// Data-parallel attention ranks per replica, stepping together (vLLM's --data-parallel-size
+  /// with an MoE model, SGLang's --enable-dp-attention). Each rank has the limits and KV blocks
+  /// above, its own scheduler and its own requests (SGLang: dealt round robin; vLLM: to the
+  /// lowest 4 x waiting + running); each step lasts as long as the slowest rank's, whose time
+  /// `StepCost` gives for its own batch (the cost prices the moe layers' exchange among the
+  /// ranks as if each had that batch: an upper bound when the ranks' batches differ).
+  std::int64_t attention_ranks = 1;
 };
 
 /// Triton's dynamic batcher for models without a KV cache: a free instance takes the largest
@@ -224,6 +231,9 @@ inline constexpr std::int64_t kSteadyRequests = 1000;
 struct ServeResult {
   std::int64_t requests = 0;
   std::int64_t replicas = 1;
+  /// Data-parallel attention ranks per replica (ContinuousBatching::attention_ranks): the batch
+  /// and the KV blocks are per rank, the steps per replica, the busy share over every rank.
+  std::int64_t attention_ranks = 1;
   double offered_rate_per_s = 0;  ///< Requests / span of arrivals.
   double duration_s = 0;          ///< First arrival to last completion.
   double requests_per_s = 0;      ///< Completed / duration.

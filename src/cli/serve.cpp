@@ -198,6 +198,18 @@ void check_flag_use(const ServeOptions& o, bool llm) {
   if (o.find == "replicas" && o.rate.empty()) {
     throw Error({}, "--find replicas needs --rate (the load the replicas must carry)");
   }
+  if (o.expert_parallel > o.tensor_parallel) {  // Data-parallel attention ranks.
+    if (!llm) {
+      throw Error({},
+                  "--expert-parallel above --tensor-parallel runs data-parallel attention "
+                  "ranks of an LLM: add --prompt-tokens");
+    }
+    if (!o.disaggregate.empty() || o.find == "split") {
+      throw Error({},
+                  "disaggregated serving with data-parallel attention (--expert-parallel "
+                  "above --tensor-parallel) is not modelled");
+    }
+  }
   if (!o.find.empty() && !o.sweep.empty()) throw Error({}, "--find and --sweep: one at a time");
   if (!o.sweep.empty() && !o.rate.empty()) throw Error({}, "--sweep sets the rates: drop --rate");
   if (!o.find.empty() && o.slo.empty()) throw Error({}, "--find " + o.find + " needs --slo");
@@ -263,8 +275,9 @@ ServingDefaults continuous_defaults(const Workload& workload, const Device& devi
 // what memory leaves, and a draft model's too. Returns the line that describes it.
 std::string set_continuous(const ServeOptions& o, const Device& device,
                            const PerformanceParams& params, const Workload& workload,
-                           const BatchGraphBuilder& build, bool warn, ContinuousBatching& c,
-                           BatchGraphBuilder& draft_build, double& kv_bytes_per_token) {
+                           const Workload& served, const BatchGraphBuilder& build, bool warn,
+                           ContinuousBatching& c, BatchGraphBuilder& draft_build,
+                           double& kv_bytes_per_token) {
   const ServingDefaults defaults = continuous_defaults(workload, device, warn, c);
   std::string draft_name;
   c.max_num_batched_tokens = o.max_num_batched_tokens.value_or(c.max_num_batched_tokens);
@@ -278,8 +291,8 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
   c.acceptance_rate = o.acceptance_rate.value_or(0);
   c.draft_cost = o.draft_cost.value_or(0);
   const double utilization = o.memory_utilization.value_or(defaults.memory_utilization);
-  KvCapacity kv = kv_capacity(build, device, params, workload, c.block_size,
-                              c.max_num_batched_tokens, utilization, defaults.fraction_of);
+  KvCapacity kv = kv_capacity(build, device, params, served, c.block_size, c.max_num_batched_tokens,
+                              utilization, defaults.fraction_of);
   if (!o.draft.empty()) {
     ModelArgs draft_model;
     draft_model.path = o.draft;
@@ -297,6 +310,12 @@ std::string set_continuous(const ServeOptions& o, const Device& device,
   c.kv_blocks = kv.blocks;
   kv_bytes_per_token = kv.bytes_per_token;
   std::string extras;
+  if (c.attention_ranks > 1) {
+    extras += fmt::format(", each of {} ranks; requests dealt {}", c.attention_ranks,
+                          c.scheduler == Scheduler::kSglang
+                              ? "round robin"
+                              : "to the least loaded (4 x waiting + running)");
+  }
   if (!c.chunked_prefill) extras += ", prefill not chunked";
   if (c.reserve_full_request) extras += ", blocks reserved to the end (no preemption)";
   if (c.scheduler == Scheduler::kSglang) {
@@ -340,23 +359,27 @@ std::string set_dynamic(const ServeOptions& o, DynamicBatching& d) {
                            format_duration(d.max_queue_delay_s));
 }
 
-// --expert-parallel E: vLLM's --enable-expert-parallel without data parallelism (EP = TP x
-// DP, DP 1): a replica's tensor-parallel devices each hold 1/E of the routed experts, whole,
-// and see every token (the attention's all-reduce leaves them on each); each runs its own
-// experts over those routed to them, and the moe layer's outputs are all-reduced over the
-// replica (FusedMoE reduces its results over the tensor-parallel group). SGLang's --ep-size
-// and TensorRT-LLM's moe_expert_parallel_size equal to the tensor parallelism do the same. The
-// all-gather dispatcher with whole experts over the tensor-parallel devices is that exchange
-// (predict_comm.cpp).
+// --expert-parallel E: the routed experts of a replica spread whole over its E devices. With E =
+// T (--tensor-parallel) it is vLLM's --enable-expert-parallel without data parallelism (EP = TP x
+// DP, DP 1): the tensor-parallel devices see every token (the attention's all-reduce leaves them
+// on each), each runs its own experts over those routed to them, and the moe layer's outputs are
+// all-reduced over the replica (FusedMoE reduces its results over the tensor-parallel group);
+// SGLang's --ep-size and TensorRT-LLM's moe_expert_parallel_size equal to the tensor parallelism
+// do the same. With E = D x T it adds data-parallel attention: D ranks of T devices, each with its
+// own requests and KV cache (vLLM's --data-parallel-size D --enable-expert-parallel, SGLang's
+// --dp D --enable-dp-attention), the moe layers gathering the tokens of all D ranks. The
+// all-gather dispatcher with whole experts is that exchange (predict_comm.cpp).
 void set_expert_parallel(const ServeOptions& o, const Graph& graph, Workload& served) {
-  if (o.expert_parallel != o.tensor_parallel) {
+  if (o.expert_parallel % o.tensor_parallel != 0) {
     throw Error({}, fmt::format("--expert-parallel {} spreads a replica's experts over its "
-                                "tensor-parallel devices: it must equal --tensor-parallel ({})",
+                                "devices: it must be a multiple of --tensor-parallel ({}), the "
+                                "devices of one data-parallel attention rank",
                                 o.expert_parallel, o.tensor_parallel));
   }
   if (auto problem = expert_parallel_problem(graph, o.expert_parallel, served.moe_imbalance)) {
     throw Error({o.model.path}, *problem);
   }
+  served.devices = o.expert_parallel;
   served.expert_parallel = o.expert_parallel;
   served.expert_tensor_parallel = 1;
   served.moe_dispatcher = MoeDispatcher::kAllGather;
@@ -394,12 +417,25 @@ PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool 
     throw Error({model.path}, "the model has no \"batch\" dimension to batch requests in");
   }
 
+  // The MoE imbalance and expert parallelism are the served model's (estimate() scales its moe
+  // layers), not the draft's.
+  Workload served = workload;
+  if (o.moe_imbalance) {
+    if (auto problem = expert_parallel_problem(as_given, 1, *o.moe_imbalance)) {
+      throw Error({o.model.path}, *problem);
+    }
+    served.moe_imbalance = *o.moe_imbalance;
+  }
+  if (o.expert_parallel > 1) set_expert_parallel(o, as_given, served);
+
   ServeSetup setup;
   setup.llm = llm;
   read_load(o, device, setup);
+  setup.devices_per_replica = served.devices;
+  setup.continuous.attention_ranks = served.devices / o.tensor_parallel;
   BatchGraphBuilder draft_build;
   double kv_bytes_per_token = 0;
-  std::string runtime_text = llm ? set_continuous(o, device, params, workload, build, warn,
+  std::string runtime_text = llm ? set_continuous(o, device, params, workload, served, build, warn,
                                                   setup.continuous, draft_build, kv_bytes_per_token)
                                  : set_dynamic(o, setup.dynamic);
   if (!o.disaggregate.empty() || o.find == "split") {
@@ -418,16 +454,6 @@ PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool 
   }
 
   PreparedRun run;
-  // The MoE imbalance is the served model's (estimate() scales its moe layers), not the
-  // draft's.
-  Workload served = workload;
-  if (o.moe_imbalance) {
-    if (auto problem = expert_parallel_problem(as_given, 1, *o.moe_imbalance)) {
-      throw Error({o.model.path}, *problem);
-    }
-    served.moe_imbalance = *o.moe_imbalance;
-  }
-  if (o.expert_parallel > 1) set_expert_parallel(o, as_given, served);
   run.cost = std::make_unique<ModelStepCost>(build, device, params, served);
   if (draft_build) {
     run.draft = std::make_unique<ModelStepCost>(draft_build, device, params, workload);
@@ -465,11 +491,20 @@ void run_serve(const ServeOptions& o) {
   const Workload& workload = run.workload;
   const std::string& runtime_text = run.runtime_text;
   const bool llm = setup.llm;
-  const std::string parallel =
-      o.tensor_parallel > 1
-          ? fmt::format(" x{} (tensor-parallel{})", o.tensor_parallel,
-                        o.expert_parallel > 1 ? ", experts whole over them: expert-parallel" : "")
-          : "";
+  std::string parallel;
+  if (o.expert_parallel > o.tensor_parallel) {
+    parallel = fmt::format(
+        " x{} (data-parallel attention: {} ranks{}; experts whole over the {} "
+        "devices: expert-parallel)",
+        o.expert_parallel, o.expert_parallel / o.tensor_parallel,
+        o.tensor_parallel > 1 ? fmt::format(" of {} tensor-parallel", o.tensor_parallel)
+                              : std::string(),
+        o.expert_parallel);
+  } else if (o.tensor_parallel > 1) {
+    parallel =
+        fmt::format(" x{} (tensor-parallel{})", o.tensor_parallel,
+                    o.expert_parallel > 1 ? ", experts whole over them: expert-parallel" : "");
+  }
   const auto title = [&](const ServeResult& r) {
     std::string load;
     if (!o.trace.empty()) {

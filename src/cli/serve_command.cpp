@@ -168,14 +168,17 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "defaults (default vllm for an LLM)");
   sub->add_option("--runtime-file", o->runtime_files,
                   "Extra runtimes or overrides (same id replaces); repeatable");
-  whole_number(sub->add_option("--tensor-parallel,--tp", o->tensor_parallel,
-                               "Devices per replica (tensor parallel)"))
+  whole_number(sub->add_option(
+                   "--tensor-parallel,--tp", o->tensor_parallel,
+                   "Devices per replica (tensor parallel); with --ep above it, per attention rank"))
       ->capture_default_str();
   whole_number(
       sub->add_option("--expert-parallel,--ep", o->expert_parallel,
-                      "MoE: spread each replica's routed experts, whole, over its --tp devices (E "
-                      "= T), as vLLM and SGLang run expert parallelism without data parallelism: "
-                      "each runs its experts for every token and the outputs are all-reduced"))
+                      "MoE: spread each replica's routed experts, whole, over E devices. E = T "
+                      "(--tp): expert parallelism alone, the outputs all-reduced; E = D x T: "
+                      "D data-parallel attention ranks of T devices (vLLM's data parallelism "
+                      "with expert parallelism, SGLang's DP attention), each with its own "
+                      "requests and KV cache, stepping together"))
       ->capture_default_str();
   whole_number(sub->add_option("--replicas", o->replicas, "Replicas; requests go round-robin"), 1,
                1'000'000)

@@ -29,7 +29,9 @@ struct ServeOptions {
   std::string runtime;  // Empty: vllm for an LLM, else the device type's profile.
   std::vector<std::string> runtime_files;
   std::int64_t tensor_parallel = 1;
-  std::int64_t expert_parallel = 1;  // 1, or tensor_parallel: experts whole over those devices.
+  // 1, or a multiple of tensor_parallel: experts whole over that many devices (above it, data-
+  // parallel attention ranks of tensor_parallel devices each).
+  std::int64_t expert_parallel = 1;
   std::int64_t replicas = 1;
   std::string rate;
   double arrival_cv = 1;
