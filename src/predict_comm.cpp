@@ -139,6 +139,7 @@ namespace {
 // already: nothing is gathered, and the outputs are all-reduced, one collective.
 void gathered_tokens_communication(const Step& s, Estimate& result) {
   const std::int64_t members = static_cast<std::int64_t>(s.etp) * s.workload.expert_parallel;
+  result.expert_parallel_group = members;
   const CollectiveGroup group = collective_group(s.device, 1, members);
   if (!group.modelled) {
     result.expert_parallel_modelled = false;
@@ -192,6 +193,7 @@ void expert_parallel_communication(const Step& s, Estimate& result) {
     gathered_tokens_communication(s, result);
     return;
   }
+  result.expert_parallel_group = s.workload.expert_parallel;
   const CollectiveGroup group =
       collective_group(s.device, static_cast<std::int64_t>(s.etp), s.workload.expert_parallel);
   if (!group.modelled) {

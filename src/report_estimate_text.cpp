@@ -115,9 +115,9 @@ std::string render_serving_text(const ReportInput& in) {
   if (in.workload.expert_parallel > 1) {
     const bool a2a = s.prefill.expert_collective == "all-to-all";
     out += fmt::format("  {}  {}\n", a2a ? "prefill a2a" : "prefill EP ",
-                       expert_exchange_summary(s.prefill, in.workload));
+                       expert_exchange_summary(s.prefill));
     out += fmt::format("  {}  {}\n", a2a ? "decode a2a " : "decode EP  ",
-                       expert_exchange_summary(s.decode, in.workload));
+                       expert_exchange_summary(s.decode));
   }
   out += fmt::format("  request      {} end to end\n", format_duration(s.request_latency_s));
   out += fmt::format("  KV cache     {} per token, {} for the batch at full context\n",
@@ -179,15 +179,12 @@ std::string grad_sync_summary(const Estimate& e, int zero_stage) {
                      e.data_parallel_link);
 }
 
-std::string expert_exchange_summary(const Estimate& e, const Workload& workload) {
+std::string expert_exchange_summary(const Estimate& e) {
   if (!e.expert_parallel_modelled) return "not modelled (no link in the table for this group)";
-  const std::int64_t group = workload.moe_dispatcher == MoeDispatcher::kAllGather
-                                 ? expert_tensor_parallel(workload) * workload.expert_parallel
-                                 : workload.expert_parallel;
   return fmt::format("{}: {} of {} sent in all among {} devices over {}",
                      format_duration(e.expert_parallel_s),
                      counted(e.alltoalls, e.expert_collective), format_bytes(e.alltoall_bytes),
-                     group, e.expert_parallel_link);
+                     e.expert_parallel_group, e.expert_parallel_link);
 }
 
 std::string_view expert_exchange_label(const Estimate& e) {
@@ -404,8 +401,7 @@ std::string estimate_time_text(const ReportInput& in) {
            "\n";
   }
   if (in.workload.expert_parallel > 1) {
-    out += fmt::format("  {:<12} {}\n", expert_exchange_label(e),
-                       expert_exchange_summary(e, in.workload));
+    out += fmt::format("  {:<12} {}\n", expert_exchange_label(e), expert_exchange_summary(e));
   }
   if (training && data_parallel_shards(in.workload) > 1) {
     out += "  grad sync    " + grad_sync_summary(e, in.workload.zero_stage) + "\n";

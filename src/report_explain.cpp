@@ -274,7 +274,7 @@ std::string explain_split(const ReportInput& in) {
           "               of the expert x tensor-parallel group to each, and reduce-scatters the\n"
           "               experts' outputs back (one all-reduce where they are a replica's\n"
           "               tensor-parallel devices holding the same tokens)\n",
-          expert_tensor_parallel(in.workload) * ep);
+          in.estimate->expert_parallel_group);
     } else if (in.workload.moe_dispatcher != MoeDispatcher::kAllToAll) {
       out += fmt::format(
           "               {} instead sends a token once to each device holding any of its\n"

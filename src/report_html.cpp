@@ -159,7 +159,7 @@ std::string summary_section(const ReportInput& in) {
   }
   if (in.workload.tensor_parallel > 1) out += kv_row("all-reduce", esc(allreduce_summary(e)));
   if (in.workload.expert_parallel > 1) {
-    out += kv_row(expert_exchange_label(e), esc(expert_exchange_summary(e, in.workload)));
+    out += kv_row(expert_exchange_label(e), esc(expert_exchange_summary(e)));
   }
   if (training && data_parallel_shards(in.workload) > 1) {
     out += kv_row("grad sync", esc(grad_sync_summary(e, in.workload.zero_stage)));

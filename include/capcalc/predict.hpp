@@ -276,7 +276,8 @@ struct Estimate {
   /// The exchange, singular, as a string literal.
   std::string_view expert_collective = "all-to-all";
   std::string expert_parallel_link;      ///< "" when not modelled.
-  bool expert_parallel_modelled = true;  ///< False: no link in the table for the group.
+  std::int64_t expert_parallel_group = 0;  ///< Devices of an exchange: E, or T_e x E gathered.
+  bool expert_parallel_modelled = true;    ///< False: no link in the table for the group.
   /// How often each layer's time recurs in a device's step, on average: micro-batches /
   /// pipeline stages (1 without either). A layer's share of the step is time x this / latency.
   double layer_repeats = 1;

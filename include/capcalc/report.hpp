@@ -67,7 +67,7 @@ std::string grad_sync_summary(const Estimate& e, int zero_stage);
 /// Expert parallelism's token exchanges: "3.1 ms: 128 all-to-alls of 4.2 GB sent in all among 8
 /// devices over NVLink 4" (all-gather + reduce-scatter pairs or all-reduces under the all-gather
 /// dispatcher, among its expert x tensor-parallel group).
-std::string expert_exchange_summary(const Estimate& e, const Workload& workload);
+std::string expert_exchange_summary(const Estimate& e);
 /// The row's label: "all-to-all" under an all-to-all dispatcher, else "EP comm".
 std::string_view expert_exchange_label(const Estimate& e);
 /// One linear layer off the tensor cores' granularity (predict.hpp), without a label, for the
