@@ -4,6 +4,8 @@
 //   BM_Serve_Llama2_7B_Saturation: 100,000 requests all arriving at once (the server saturated
 //     throughout), step times already cached: the simulator alone.
 //   BM_Serve_Llama2_7B_Cold: the same with a fresh step-time cache (the estimates included).
+//   BM_Serve_Llama2_7B_Saturation_8Ranks: the saturated run on 8 data-parallel attention ranks
+//     stepping together (each rank's cache and limits as above): the lockstep simulator alone.
 //   BM_Serve_Llama2_7B_FindMaxRate: --find max-rate for ttft_p99=500ms,tpot_p99=50ms over runs
 //     of 2,000 requests (the command's default), from a fresh cache.
 #include <memory>
@@ -65,8 +67,9 @@ std::size_t used_estimates(capcalc::StepCost& cost) {
   return static_cast<capcalc::ModelStepCost&>(cost).estimates();
 }
 
-void saturation(benchmark::State& state, bool warm) {
+void saturation(benchmark::State& state, bool warm, std::int64_t ranks = 1) {
   capcalc::ServeSetup setup = llama().setup;
+  setup.continuous.attention_ranks = ranks;
   setup.load.requests = 100'000;
   setup.load.rate_per_s = 1e9;
   capcalc::ModelStepCost cost = llama().cost();
@@ -94,6 +97,11 @@ void BM_Serve_Llama2_7B_Cold(benchmark::State& state) {
   saturation(state, false);
 }
 BENCHMARK(BM_Serve_Llama2_7B_Cold)->Unit(benchmark::kMillisecond);
+
+void BM_Serve_Llama2_7B_Saturation_8Ranks(benchmark::State& state) {
+  saturation(state, true, 8);
+}
+BENCHMARK(BM_Serve_Llama2_7B_Saturation_8Ranks)->Unit(benchmark::kMillisecond);
 
 void BM_Serve_Llama2_7B_FindMaxRate(benchmark::State& state) {
   capcalc::ServeSetup setup = llama().setup;
