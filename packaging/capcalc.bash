@@ -136,7 +136,7 @@ _capcalc() {
              --output-tokens --format --output" ;;
     serve)
       flags="$model_flags $hw_flags --gpu --hw --device --precision --weight-precision --expert-weight-precision --kv-precision
-             --runtime --runtime-file --tensor-parallel --tp --expert-parallel --ep --replicas --rate --arrival-cv --trace
+             --runtime --runtime-file --tensor-parallel --tp --expert-parallel --ep --moe-dispatcher --replicas --rate --arrival-cv --trace
              --prompt-tokens --output-tokens --requests --seed --max-num-batched-tokens
              --max-num-seqs --block-size --gpu-memory-utilization --no-chunked-prefill --max-batch
              --prefix-hit-rate --speculative-tokens --acceptance-rate --draft-cost --draft

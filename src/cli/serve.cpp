@@ -198,6 +198,11 @@ void check_flag_use(const ServeOptions& o, bool llm) {
   if (o.find == "replicas" && o.rate.empty()) {
     throw Error({}, "--find replicas needs --rate (the load the replicas must carry)");
   }
+  if (!o.moe_dispatcher.empty() && o.expert_parallel <= o.tensor_parallel) {
+    throw Error({},
+                "--moe-dispatcher sets how data-parallel attention ranks exchange tokens: "
+                "add --expert-parallel above --tensor-parallel");
+  }
   if (o.expert_parallel > o.tensor_parallel) {  // Data-parallel attention ranks.
     if (!llm) {
       throw Error({},
@@ -382,7 +387,8 @@ void set_expert_parallel(const ServeOptions& o, const Graph& graph, Workload& se
   served.devices = o.expert_parallel;
   served.expert_parallel = o.expert_parallel;
   served.expert_tensor_parallel = 1;
-  served.moe_dispatcher = MoeDispatcher::kAllGather;
+  served.moe_dispatcher = o.moe_dispatcher.empty() ? MoeDispatcher::kAllGather
+                                                   : *parse_moe_dispatcher(o.moe_dispatcher);
 }
 
 }  // namespace
@@ -495,11 +501,13 @@ void run_serve(const ServeOptions& o) {
   if (o.expert_parallel > o.tensor_parallel) {
     parallel = fmt::format(
         " x{} (data-parallel attention: {} ranks{}; experts whole over the {} "
-        "devices: expert-parallel)",
+        "devices: expert-parallel, {} dispatch)",
         o.expert_parallel, o.expert_parallel / o.tensor_parallel,
         o.tensor_parallel > 1 ? fmt::format(" of {} tensor-parallel", o.tensor_parallel)
                               : std::string(),
-        o.expert_parallel);
+        o.expert_parallel,
+        o.moe_dispatcher.empty() ? std::string_view("all-gather")
+                                 : moe_dispatcher_title(*parse_moe_dispatcher(o.moe_dispatcher)));
   } else if (o.tensor_parallel > 1) {
     parallel =
         fmt::format(" x{} (tensor-parallel{})", o.tensor_parallel,

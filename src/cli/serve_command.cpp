@@ -180,6 +180,12 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                       "with expert parallelism, SGLang's DP attention), each with its own "
                       "requests and KV cache, stepping together"))
       ->capture_default_str();
+  one_of(sub->add_option("--moe-dispatcher", o->moe_dispatcher,
+                         "MoE, with --ep above --tp: how the ranks' tokens reach their experts: "
+                         "allgather (the default: every token gathered to every device, the "
+                         "outputs reduce-scattered), deepep (a copy for each device holding any "
+                         "of its experts) or alltoall (a copy for each expert)"),
+         {"allgather", "deepep", "alltoall"});
   whole_number(sub->add_option("--replicas", o->replicas, "Replicas; requests go round-robin"), 1,
                1'000'000)
       ->capture_default_str();

@@ -32,6 +32,7 @@ struct ServeOptions {
   // 1, or a multiple of tensor_parallel: experts whole over that many devices (above it, data-
   // parallel attention ranks of tensor_parallel devices each).
   std::int64_t expert_parallel = 1;
+  std::string moe_dispatcher;  // With data-parallel attention; empty: allgather.
   std::int64_t replicas = 1;
   std::string rate;
   double arrival_cv = 1;
