@@ -243,15 +243,33 @@ std::pair<std::int64_t, std::int64_t> context_grid(double context) {
 }  // namespace
 
 ModelStepCost::ModelStepCost(BatchGraphBuilder build, Device device, PerformanceParams params,
-                             Workload workload)
+                             Workload workload, Part part)
     : build_(std::move(build)),
       device_(std::move(device)),
       params_(params),
-      workload_(std::move(workload)) {}
+      workload_(std::move(workload)),
+      part_(part) {}
 
 double ModelStepCost::timed(const Graph& graph) {
   ++estimates_;
-  return estimate(graph, device_, params_, workload_).latency_s;
+  const Estimate e = estimate(graph, device_, params_, workload_);
+  if (part_ == Part::kWhole) return e.latency_s;
+  double moe = e.expert_parallel_s;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    if (!graph.layers[i].view && graph.layers[i].counts.experts > 0) moe += e.layers[i].time_s;
+  }
+  return moe;
+}
+
+double ModelStepCost::shared_s(std::int64_t decode, double mean_context,
+                               std::int64_t prefill_tokens, std::int64_t prefill_sequences,
+                               double prefill_context) {
+  if (part_ == Part::kMoe) {
+    return step_s(decode, mean_context, prefill_tokens, prefill_sequences, prefill_context);
+  }
+  if (!moe_)
+    moe_ = std::make_unique<ModelStepCost>(build_, device_, params_, workload_, Part::kMoe);
+  return moe_->step_s(decode, mean_context, prefill_tokens, prefill_sequences, prefill_context);
 }
 
 double ModelStepCost::decode_at(std::int64_t batch, std::int64_t context) {

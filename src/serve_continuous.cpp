@@ -89,6 +89,7 @@ class ContinuousReplica {
   }
 
   bool idle() const { return running_.empty() && waiting_.empty(); }
+  const StepShape& shape() const { return shape_; }  // Of the step last scheduled.
   std::size_t waiting() const { return waiting_.size(); }
   std::size_t running() const { return running_.size(); }
 
@@ -97,6 +98,7 @@ class ContinuousReplica {
   double step() {
     if (idle()) {
       scheduled_.clear();
+      shape_ = StepShape{};
       return 0;
     }
     // A decode pool of a disaggregated service receives prompts' caches: vLLM's rule.
@@ -250,28 +252,26 @@ class ContinuousReplica {
   // The time of the step `scheduled_` holds: decoding sequences (and their drafts to verify)
   // and prompt tokens, as the performance model prices them, and the drafting.
   double step_time() {
-    std::int64_t decode = 0;
-    double context = 0;
-    std::int64_t prefill = 0;
-    std::int64_t prompt = 0;    // Prompt tokens (chunks), without the drafts to verify.
-    std::int64_t prompts = 0;   // The requests those chunks come from.
-    double prompt_context = 0;  // Their tokens already in the cache (earlier chunks, prefix hits).
+    shape_ = StepShape{};
+    std::int64_t& decode = shape_.decode;
+    std::int64_t& prefill = shape_.prefill;
+    std::int64_t& prompts = shape_.prompts;
+    std::int64_t prompt = 0;  // Prompt tokens (chunks), without the drafts to verify.
     for (std::size_t index : scheduled_) {
       const Sequence& s = pool_[index];
       if (s.decoding) {
         ++decode;
-        context += static_cast<double>(s.computed);
+        shape_.context += static_cast<double>(s.computed);
         prefill += s.scheduled - 1;  // Draft tokens to verify: token-wise work like a prompt's.
       } else {
         prefill += s.scheduled;
         prompt += s.scheduled;
-        prompt_context += static_cast<double>(s.computed);
+        shape_.prompt_context += static_cast<double>(s.computed);
         ++prompts;
       }
     }
-    const double mean_context = decode > 0 ? context / static_cast<double>(decode) : 0;
-    const double mean_prompt_context =
-        prompts > 0 ? prompt_context / static_cast<double>(prompts) : 0;
+    const double mean_context = shape_.mean_context();
+    const double mean_prompt_context = shape_.mean_prompt_context();
     double step = cost_.step_s(decode, mean_context, prefill, prompts, mean_prompt_context);
     if (config_.speculative_tokens > 0 && config_.draft_model != nullptr) {
       StepCost& draft = *config_.draft_model;
@@ -516,6 +516,7 @@ class ContinuousReplica {
   Random random_;
   double new_token_ratio_ = kSglangInitRatio;  // SGLang: the share of output running ones reserve.
   bool batch_full_ = false;                    // SGLang: admission stopped until the batch shrinks.
+  StepShape shape_;
   bool decode_pool_ = false;  // Receives prompts' caches from a prefill pool (disaggregated).
 };
 
@@ -559,11 +560,22 @@ void run_continuous_group(const ContinuousBatching& config, StepCost& cost, Tall
       continue;
     }
     // The ranks step together: the moe layers exchange tokens among all of them, so each step
-    // lasts as long as the slowest rank's; an idle rank runs a dummy pass meanwhile.
-    double step = 0;
-    for (ContinuousReplica& rank : ranks)
-      step = std::max(step, rank.step());
-    const double end = now + step;
+    // lasts as long as the slowest rank's own part (its step less its moe layers') and the moe
+    // layers over every rank's tokens; an idle rank runs a dummy pass meanwhile.
+    double own = 0;
+    StepShape all;
+    for (ContinuousReplica& rank : ranks) {
+      const double step = rank.step();
+      const StepShape& shape = rank.shape();
+      if (shape.empty()) continue;
+      own = std::max(own, step - cost.shared_s(shape.decode, shape.mean_context(), shape.prefill,
+                                               shape.prompts, shape.mean_prompt_context()));
+      all += shape;
+    }
+    const StepShape mean = all.per_rank(config.attention_ranks);
+    const double end = now + own +
+                       cost.shared_s(mean.decode, mean.mean_context(), mean.prefill, mean.prompts,
+                                     mean.mean_prompt_context());
     for (ContinuousReplica& rank : ranks)
       done += rank.complete(now, end);
     now = end;

@@ -112,6 +112,41 @@ void run_continuous_replica(const ContinuousBatching& config, StepCost& cost, Ta
                             std::uint64_t seed, const std::vector<const TraceRequest*>& arrivals,
                             const std::vector<const Handoff*>& handoffs);
 
+/// What a continuous-batching step computes: decoding sequences (and the drafts they verify)
+/// and prompt chunks, with the cached tokens they attend to (summed).
+struct StepShape {
+  std::int64_t decode = 0;    ///< Decoding sequences.
+  double context = 0;         ///< Their cached tokens, summed.
+  std::int64_t prefill = 0;   ///< Prompt tokens and draft tokens to verify.
+  std::int64_t prompts = 0;   ///< Requests the prompt chunks come from.
+  double prompt_context = 0;  ///< Their tokens already cached, summed.
+  bool empty() const { return decode == 0 && prefill == 0; }
+  double mean_context() const { return decode > 0 ? context / static_cast<double>(decode) : 0; }
+  double mean_prompt_context() const {
+    return prompts > 0 ? prompt_context / static_cast<double>(prompts) : 0;
+  }
+  StepShape& operator+=(const StepShape& o) {
+    decode += o.decode;
+    context += o.context;
+    prefill += o.prefill;
+    prompts += o.prompts;
+    prompt_context += o.prompt_context;
+    return *this;
+  }
+  /// Each of `ranks` ranks' share of this, whole sequences and tokens rounded up (the same mean
+  /// contexts).
+  StepShape per_rank(std::int64_t ranks) const {
+    const auto up = [ranks](std::int64_t n) { return (n + ranks - 1) / ranks; };
+    StepShape s;
+    s.decode = up(decode);
+    s.prefill = up(prefill);
+    s.prompts = up(prompts);
+    s.context = mean_context() * static_cast<double>(s.decode);
+    s.prompt_context = mean_prompt_context() * static_cast<double>(s.prompts);
+    return s;
+  }
+};
+
 /// A data-parallel attention rank's queues when a request arrives.
 struct RankLoad {
   std::size_t waiting = 0;
@@ -129,8 +164,9 @@ std::size_t pick_rank(const std::vector<RankLoad>& loads, Scheduler scheduler, s
 /// Runs `arrivals` through one replica of `config.attention_ranks` data-parallel attention
 /// ranks (vLLM's --data-parallel-size with an MoE model, SGLang's --enable-dp-attention): each
 /// arrival goes to a rank (SGLang: round robin; vLLM: the lowest 4 x waiting + running), each
-/// rank schedules its own requests over its own KV cache, and the ranks step together, each
-/// step as long as the slowest rank's (the moe layers' token exchange spans them all).
+/// rank schedules its own requests over its own KV cache, and the ranks step together (the moe
+/// layers' token exchange spans them all): each step as long as the slowest rank's own part
+/// plus the moe layers at the ranks' mean batch (StepCost::shared_s).
 void run_continuous_group(const ContinuousBatching& config, StepCost& cost, Tally& tally,
                           std::uint64_t seed, const std::vector<const TraceRequest*>& arrivals);
 

@@ -1,19 +1,45 @@
 // Data-parallel attention ranks in the serving simulator (vLLM's --data-parallel-size with an
 // MoE model, SGLang's --enable-dp-attention): the ranks step together, each request goes to one
 // rank by the runtime's rule, and a lone request is served as by one rank.
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "capcalc/error.hpp"
+#include "capcalc/model.hpp"
 #include "capcalc/serve.hpp"
 
 #include "catch.hpp"
+#include "input_file.hpp"
 #include "linear_cost.hpp"
+#include "round_device.hpp"
 #include "serve_tally.hpp"
+#include "test_data.hpp"
 
 using namespace capcalc;
 using capcalc::test::LinearCost;
 using serving::pick_rank;
 using serving::RankLoad;
+
+namespace {
+
+// LinearCost's step (1 ms + 0.1 ms a decode sequence + 1 µs a prompt token) plus moe layers of
+// 2 µs a token, decoded or prompt, which data-parallel ranks share.
+class SharedMoeCost final : public StepCost {
+ public:
+  double step_s(std::int64_t decode, double context, std::int64_t prefill, std::int64_t sequences,
+                double prefill_context) override {
+    return 1e-3 + 1e-4 * static_cast<double>(decode) + 1e-6 * static_cast<double>(prefill) +
+           shared_s(decode, context, prefill, sequences, prefill_context);
+  }
+  double batch_s(std::int64_t) override { return 0; }
+  double shared_s(std::int64_t decode, double, std::int64_t prefill, std::int64_t,
+                  double) override {
+    return 2e-6 * static_cast<double>(decode + prefill);
+  }
+};
+
+}  // namespace
 
 TEST_CASE("serve: data-parallel attention ranks step together, each step the slowest rank's",
           "[serve][ranks]") {
@@ -98,4 +124,71 @@ TEST_CASE("serve: disaggregated pools of data-parallel ranks are refused, not mi
                     "disaggregated serving with data-parallel attention is not modelled");
   batching.attention_ranks = 0;
   CHECK_THROWS_AS(simulate_continuous(one, batching, cost), Error);
+}
+
+TEST_CASE("serve: data-parallel ranks share their moe layers over every rank's tokens",
+          "[serve][ranks]") {
+  // Two ranks, A (1,000 + 2 tokens) on rank 0 and B (100 + 2) on rank 1. Step 1: rank 0's own
+  // part is its 4 ms step less its moe layers' 2 ms, 2 ms; rank 1's 1.3 - 0.2 = 1.1 ms. The moe
+  // layers run over the 1,100 prompt tokens of both, 550 a rank: 1.1 ms. The step: 2 + 1.1 =
+  // 3.1 ms (the slowest whole step, 4 ms, would overstate it). Step 2: each decodes one, 1.1 ms
+  // of its own and 2 µs of moe layers: 1.102 ms, done at 4.202 ms.
+  SharedMoeCost cost;
+  ContinuousBatching batching;
+  batching.kv_blocks = 10'000;
+  batching.attention_ranks = 2;
+  const std::vector<TraceRequest> requests = {{0, 1'000, 2}, {0, 100, 2}};
+  const ServeResult r = simulate_continuous(requests, batching, cost);
+  CHECK(r.ttft.max == Approx(3.1e-3));
+  CHECK(r.ttft.mean == Approx(3.1e-3));
+  CHECK(r.e2e.mean == Approx(4.202e-3));
+  // A rank's shares round up: one decode among two ranks counts one a rank (2 µs), so a lone
+  // request steps as on one rank.
+  batching.attention_ranks = 1;
+  const ServeResult alone = simulate_continuous({{0, 100, 3}}, batching, cost);
+  batching.attention_ranks = 2;
+  const ServeResult beside = simulate_continuous({{0, 100, 3}}, batching, cost);
+  CHECK(alone.e2e.mean == Approx(1.3e-3 + 2 * 1.102e-3));
+  // The lone prompt's 100 tokens are shared as 50 a rank: 1.1 + 0.1 ms.
+  CHECK(beside.ttft.mean == Approx(1.2e-3));
+  CHECK(beside.e2e.mean == Approx(1.2e-3 + 2 * 1.102e-3));
+}
+
+TEST_CASE("serve: a model's shared step part is its moe layers and their exchange",
+          "[serve][ranks]") {
+  // Mixtral 8x7B at 4 decoding sequences: shared_s is the moe layers' times and the token
+  // exchange of estimate() at that step, the rest of step_s the rank's own.
+  auto text = std::make_shared<std::string>(
+      read_input_file(capcalc::test::data_path("models/mixtral_8x7b_hf.json")));
+  const BatchGraphBuilder build = [text](std::int64_t batch, std::int64_t seq,
+                                         std::int64_t cached) {
+    ModelOptions options;
+    options.dims["batch"] = batch;
+    if (seq > 0) options.dims["seq"] = seq;
+    options.counting.kv_cache_length = cached;
+    return parse_model(*text, "mixtral_8x7b_hf.json", options);
+  };
+  Workload w;
+  w.precision = Precision::kFp16;
+  w.devices = 8;
+  w.expert_parallel = 8;
+  w.expert_tensor_parallel = 1;
+  w.moe_dispatcher = MoeDispatcher::kAllGather;
+  const Device device = capcalc::test::linked_round_device("Round link", 400e9);
+  ModelStepCost cost(build, device, capcalc::test::round_params(), w);
+  Graph graph = build(4, 1, 0);
+  drop_prefill_only_layers(graph);
+  const Estimate e = estimate(graph, device, capcalc::test::round_params(), w);
+  double moe = e.expert_parallel_s;
+  int moe_layers = 0;
+  for (std::size_t i = 0; i < graph.layers.size(); ++i) {
+    if (graph.layers[i].view || graph.layers[i].counts.experts == 0) continue;
+    moe += e.layers[i].time_s;
+    ++moe_layers;
+  }
+  CHECK(moe_layers == 32);
+  CHECK(e.expert_parallel_s > 0);
+  CHECK(cost.shared_s(4, 0, 0, 0, 0) == Approx(moe));
+  CHECK(cost.step_s(4, 0, 0, 0, 0) == Approx(e.latency_s));
+  CHECK(moe < e.latency_s);
 }

@@ -101,9 +101,9 @@ struct ContinuousBatching {
   /// Data-parallel attention ranks per replica, stepping together (vLLM's --data-parallel-size
   /// with an MoE model, SGLang's --enable-dp-attention). Each rank has the limits and KV blocks
   /// above, its own scheduler and its own requests (SGLang: dealt round robin; vLLM: to the
-  /// lowest 4 x waiting + running); each step lasts as long as the slowest rank's, whose time
-  /// `StepCost` gives for its own batch (the cost prices the moe layers' exchange among the
-  /// ranks as if each had that batch: an upper bound when the ranks' batches differ).
+  /// lowest 4 x waiting + running); each step lasts as long as the slowest rank's own part
+  /// (StepCost::step_s less shared_s at its batch) plus shared_s at the ranks' mean batch
+  /// (whole sequences and tokens, rounded up).
   std::int64_t attention_ranks = 1;
 };
 
@@ -129,6 +129,15 @@ class StepCost {
                         std::int64_t prefill_sequences, double prefill_context) = 0;
   /// One forward pass over a batch of `batch` requests (dynamic batching).
   virtual double batch_s(std::int64_t batch) = 0;
+  /// The part of step_s() with the same arguments that data-parallel attention ranks share:
+  /// the moe layers and their token exchange, priced as if every rank had this batch (0: none,
+  /// the default).
+  virtual double shared_s(std::int64_t decode, double mean_context, std::int64_t prefill_tokens,
+                          std::int64_t prefill_sequences, double prefill_context) {
+    (void)decode, (void)mean_context, (void)prefill_tokens, (void)prefill_sequences,
+        (void)prefill_context;
+    return 0;
+  }
 };
 
 /// The model at `batch` sequences of `seq` new tokens over `cached` ones; seq 0: the model's own
@@ -146,15 +155,21 @@ using BatchGraphBuilder =
 /// batch (weights read once).
 class ModelStepCost final : public StepCost {
  public:
-  ModelStepCost(BatchGraphBuilder build, Device device, PerformanceParams params,
-                Workload workload);
+  /// What a step's time counts: all of it, or its moe layers and their token exchange alone.
+  enum class Part { kWhole, kMoe };
+  ModelStepCost(BatchGraphBuilder build, Device device, PerformanceParams params, Workload workload,
+                Part part = Part::kWhole);
   double step_s(std::int64_t decode, double mean_context, std::int64_t prefill_tokens,
                 std::int64_t prefill_sequences, double prefill_context) override;
   double batch_s(std::int64_t batch) override;
+  /// step_s() of the moe layers and their exchange alone, on the same grids.
+  double shared_s(std::int64_t decode, double mean_context, std::int64_t prefill_tokens,
+                  std::int64_t prefill_sequences, double prefill_context) override;
   double decode_s(std::int64_t batch, double context);  ///< D(b, c).
   /// P(t, k, c): k sequences of t / k new tokens each over c cached ones.
   double prefill_s(std::int64_t tokens, std::int64_t sequences = 1, double context = 0);
-  std::size_t estimates() const { return estimates_; }  ///< estimate() calls so far.
+  /// estimate() calls so far (the moe part's too).
+  std::size_t estimates() const { return estimates_ + (moe_ ? moe_->estimates() : 0); }
 
  private:
   double timed(const Graph& graph);  ///< estimate()'s latency, counted in estimates_.
@@ -164,6 +179,8 @@ class ModelStepCost final : public StepCost {
   Device device_;
   PerformanceParams params_;
   Workload workload_;
+  Part part_;
+  std::unique_ptr<ModelStepCost> moe_;  ///< The moe part's grids, made when first asked.
   std::map<std::pair<std::int64_t, std::int64_t>, double> decode_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> prefill_;
   std::map<std::int64_t, double> batch_;
