@@ -1,20 +1,15 @@
 // Data-parallel attention ranks in the serving simulator (vLLM's --data-parallel-size with an
 // MoE model, SGLang's --enable-dp-attention): the ranks step together, each request goes to one
 // rank by the runtime's rule, and a lone request is served as by one rank.
-#include <memory>
-#include <string>
 #include <vector>
 
 #include "capcalc/error.hpp"
-#include "capcalc/model.hpp"
 #include "capcalc/serve.hpp"
 
 #include "catch.hpp"
-#include "input_file.hpp"
-#include "linear_cost.hpp"
 #include "round_device.hpp"
+#include "serve_helpers.hpp"
 #include "serve_tally.hpp"
-#include "test_data.hpp"
 
 using namespace capcalc;
 using capcalc::test::LinearCost;
@@ -39,6 +34,14 @@ class SharedMoeCost final : public StepCost {
   }
 };
 
+// vLLM's scheduler on `ranks` data-parallel ranks with room for every request.
+ContinuousBatching on_ranks(std::int64_t ranks) {
+  ContinuousBatching batching;
+  batching.kv_blocks = 10'000;
+  batching.attention_ranks = ranks;
+  return batching;
+}
+
 }  // namespace
 
 TEST_CASE("serve: data-parallel attention ranks step together, each step the slowest rank's",
@@ -51,9 +54,7 @@ TEST_CASE("serve: data-parallel attention ranks step together, each step the slo
   // all done at 3.3 ms. Two independent replicas would give B its first token at 1.1 ms and its
   // last at 2.2 ms.
   LinearCost cost(1e-3, 1e-4, 1e-6);
-  ContinuousBatching batching;
-  batching.kv_blocks = 10'000;
-  batching.attention_ranks = 2;
+  ContinuousBatching batching = on_ranks(2);
   const std::vector<TraceRequest> requests = {{0, 1'000, 2}, {0, 100, 2}, {0, 100, 2}};
   const ServeResult r = simulate_continuous(requests, batching, cost);
   CHECK(r.attention_ranks == 2);
@@ -91,8 +92,7 @@ TEST_CASE("serve: a lone request on data-parallel ranks is served as by one rank
   // At a rate near zero every request is alone: a 1.1 ms prefill and nine 1.1 ms decode steps
   // however many ranks wait beside it (their dummy passes cost nothing of their own).
   LinearCost cost(1e-3, 1e-4, 1e-6);
-  ContinuousBatching batching;
-  batching.kv_blocks = 10'000;
+  ContinuousBatching batching = on_ranks(1);
   ServeLoad load;
   load.rate_per_s = 0.001;
   load.requests = 20;
@@ -113,9 +113,7 @@ TEST_CASE("serve: a lone request on data-parallel ranks is served as by one rank
 TEST_CASE("serve: disaggregated pools of data-parallel ranks are refused, not mis-simulated",
           "[serve][ranks][errors]") {
   LinearCost cost(1e-3, 1e-4, 1e-6);
-  ContinuousBatching batching;
-  batching.kv_blocks = 10'000;
-  batching.attention_ranks = 2;
+  ContinuousBatching batching = on_ranks(2);
   Disaggregation pools;
   pools.prefill_replicas = 1;
   pools.decode_replicas = 1;
@@ -134,9 +132,7 @@ TEST_CASE("serve: data-parallel ranks share their moe layers over every rank's t
   // 3.1 ms (the slowest whole step, 4 ms, would overstate it). Step 2: each decodes one, 1.1 ms
   // of its own and 2 µs of moe layers: 1.102 ms, done at 4.202 ms.
   SharedMoeCost cost;
-  ContinuousBatching batching;
-  batching.kv_blocks = 10'000;
-  batching.attention_ranks = 2;
+  ContinuousBatching batching = on_ranks(2);
   const std::vector<TraceRequest> requests = {{0, 1'000, 2}, {0, 100, 2}};
   const ServeResult r = simulate_continuous(requests, batching, cost);
   CHECK(r.ttft.max == Approx(3.1e-3));
@@ -158,16 +154,8 @@ TEST_CASE("serve: a model's shared step part is its moe layers and their exchang
           "[serve][ranks]") {
   // Mixtral 8x7B at 4 decoding sequences: shared_s is the moe layers' times and the token
   // exchange of estimate() at that step, the rest of step_s the rank's own.
-  auto text = std::make_shared<std::string>(
-      read_input_file(capcalc::test::data_path("models/mixtral_8x7b_hf.json")));
-  const BatchGraphBuilder build = [text](std::int64_t batch, std::int64_t seq,
-                                         std::int64_t cached) {
-    ModelOptions options;
-    options.dims["batch"] = batch;
-    if (seq > 0) options.dims["seq"] = seq;
-    options.counting.kv_cache_length = cached;
-    return parse_model(*text, "mixtral_8x7b_hf.json", options);
-  };
+  const BatchGraphBuilder build = capcalc::test::model_builder("mixtral_8x7b_hf.json");
+
   Workload w;
   w.precision = Precision::kFp16;
   w.devices = 8;

@@ -11,8 +11,8 @@
 
 #include "catch.hpp"
 #include "input_file.hpp"
-#include "linear_cost.hpp"
 #include "round_device.hpp"
+#include "serve_helpers.hpp"
 #include "test_data.hpp"
 
 using namespace capcalc;
@@ -40,15 +40,7 @@ ServeLoad poisson(double rate, std::int64_t requests, std::int64_t prompt, std::
 
 // Pythia-160M (GPT-NeoX, a small decoder) at batch b, seq s over c cached tokens.
 BatchGraphBuilder pythia() {
-  auto text = std::make_shared<std::string>(
-      read_input_file(capcalc::test::data_path("models/pythia_160m_hf.json")));
-  return [text](std::int64_t batch, std::int64_t seq, std::int64_t cached) {
-    ModelOptions options;
-    options.dims["batch"] = batch;
-    if (seq > 0) options.dims["seq"] = seq;
-    options.counting.kv_cache_length = cached;
-    return parse_model(*text, "pythia_160m_hf.json", options);
-  };
+  return capcalc::test::model_builder("pythia_160m_hf.json");
 }
 
 Workload fp16() {
@@ -718,16 +710,8 @@ TEST_CASE("serve: a draft model's weights and KV entries share the cache", "[ser
 TEST_CASE("serve: MoE load imbalance multiplies the moe layers' time", "[serve]") {
   // Mixtral-8x7B at batch 8, one new token over 256 cached: with imbalance 1.5 the step takes
   // half the moe layers' estimated time longer; the rest is unchanged.
-  auto text = std::make_shared<std::string>(
-      read_input_file(capcalc::test::data_path("models/mixtral_8x7b_hf.json")));
-  const BatchGraphBuilder mixtral = [text](std::int64_t batch, std::int64_t seq,
-                                           std::int64_t cached) {
-    ModelOptions options;
-    options.dims["batch"] = batch;
-    if (seq > 0) options.dims["seq"] = seq;
-    options.counting.kv_cache_length = cached;
-    return parse_model(*text, "mixtral_8x7b_hf.json", options);
-  };
+  const BatchGraphBuilder mixtral = capcalc::test::model_builder("mixtral_8x7b_hf.json");
+
   Graph graph = mixtral(8, 1, 256);
   drop_prefill_only_layers(graph);
   const Estimate e = estimate(graph, round_device(), round_params(), fp16());
