@@ -275,7 +275,7 @@ struct Estimate {
   double alltoall_bytes = 0;
   /// The exchange, singular, as a string literal.
   std::string_view expert_collective = "all-to-all";
-  std::string expert_parallel_link;      ///< "" when not modelled.
+  std::string expert_parallel_link;        ///< "" when not modelled.
   std::int64_t expert_parallel_group = 0;  ///< Devices of an exchange: E, or T_e x E gathered.
   bool expert_parallel_modelled = true;    ///< False: no link in the table for the group.
   /// How often each layer's time recurs in a device's step, on average: micro-batches /
