@@ -185,7 +185,8 @@ capcalc_usage_error(serve_expert_parallel_not_tp
                     serve mixtral_8x7b_hf --gpu h100 --tp 4 --ep 2 --rate 1/s --prompt-tokens 100)
 # Data-parallel attention (--ep 8 over ranks of --tp 2): each rank's KV cache is what 90 % of
 # the 80 GB leave beside the weights per device, 8.79 GB (the 1.54 G parameters outside the
-# experts halved, the 29.0 G of the experts an eighth each, at 2 bytes), and the activations:
+# experts halved, the 29.0 G of the experts an eighth each, at 2 bytes; config.json: 48 layers
+# x 128 experts x 3 x 2,048 x 768 expert parameters of 30.5 G in all), and the activations:
 # 62.9 GB, where tensor parallelism alone over the rank's 2 devices (30.5 GB of weights each)
 # leaves 41.1 GB.
 capcalc_cli_ok(serve_attention_ranks
@@ -197,7 +198,8 @@ capcalc_cli_ok(serve_attention_ranks_sglang
                serve qwen3_30b_a3b_hf --gpu h100 --tp 1 --ep 4 --runtime sglang --rate 4/s
                --prompt-tokens 500 --output-tokens 50 --requests 50)
 # DeepEP sends a DeepSeek-V3 token to the devices holding any of its 8 experts, at most the 4
-# of its 4 expert groups (an eighth of the experts each, one a device), where the all-gather
+# of its 4 expert groups (config.json: n_routed_experts 256, n_group 8, topk_group 4; a group's
+# 32 experts on one device of the 8), where the all-gather
 # brings every rank's tokens to every device: the same requests on 8 ranks take 38.5 ms a token
 # against 40.0 ms (TPOT).
 capcalc_cli_ok(serve_attention_ranks_deepep

@@ -469,6 +469,7 @@ PreparedRun prepare_run(const ServeOptions& o, const HardwareTable& table, bool 
   run.as_given = as_given;
   run.device = device;
   run.workload = workload;
+  run.served = served;
   run.runtime_text = runtime_text;
   return run;
 }
@@ -505,9 +506,7 @@ void run_serve(const ServeOptions& o) {
         o.expert_parallel, o.expert_parallel / o.tensor_parallel,
         o.tensor_parallel > 1 ? fmt::format(" of {} tensor-parallel", o.tensor_parallel)
                               : std::string(),
-        o.expert_parallel,
-        o.moe_dispatcher.empty() ? std::string_view("all-gather")
-                                 : moe_dispatcher_title(*parse_moe_dispatcher(o.moe_dispatcher)));
+        o.expert_parallel, moe_dispatcher_title(run.served.moe_dispatcher));
   } else if (o.tensor_parallel > 1) {
     parallel =
         fmt::format(" x{} (tensor-parallel{})", o.tensor_parallel,

@@ -75,6 +75,7 @@ struct PreparedRun {
   Graph as_given;
   Device device;
   Workload workload;
+  Workload served;  // The target model's: its MoE imbalance and expert parallelism too.
   std::string runtime_text;
 };
 
